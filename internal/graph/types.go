@@ -1,0 +1,190 @@
+// Package graph defines Tether's graph DSL: the types a graph file decodes
+// into, parsing from YAML with positions, encoding back, and validation that
+// reports every problem at once with a stable code.
+//
+// A Graph value is plain data: it is what travels into the GraphRun workflow
+// as input, so it must stay JSON-serialisable and free of behaviour that
+// depends on the machine that decoded it.
+package graph
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Graph is one workflow graph: nodes joined by edges, entered at Start.
+type Graph struct {
+	Name   string  `json:"name" yaml:"name"`
+	Start  string  `json:"start" yaml:"start"`
+	Inputs []Input `json:"inputs,omitempty" yaml:"inputs,omitempty"`
+	Nodes  []Node  `json:"nodes" yaml:"nodes"`
+	Edges  []Edge  `json:"edges,omitempty" yaml:"edges,omitempty"`
+}
+
+// Input declares one run input and its default.
+type Input struct {
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	Required    bool   `json:"required,omitempty" yaml:"required,omitempty"`
+	Default     any    `json:"default,omitempty" yaml:"default,omitempty"`
+}
+
+// Kind is what a node does when visited.
+type Kind string
+
+// Node kinds.
+const (
+	KindAgent Kind = "agent"
+	KindHuman Kind = "human"
+	KindTool  Kind = "tool"
+	KindJoin  Kind = "join"
+	KindEnd   Kind = "end"
+)
+
+// Kinds lists every node kind, in documentation order.
+var Kinds = []Kind{KindAgent, KindHuman, KindTool, KindJoin, KindEnd}
+
+// FanoutAll makes a node take every matching edge concurrently.
+const FanoutAll = "all"
+
+// Node is one vertex of the graph.
+type Node struct {
+	ID        string `json:"id" yaml:"id"`
+	Kind      Kind   `json:"kind" yaml:"kind"`
+	MaxVisits int    `json:"max_visits,omitempty" yaml:"max_visits,omitempty"`
+	Fanout    string `json:"fanout,omitempty" yaml:"fanout,omitempty"`
+
+	// Agent nodes.
+	Backend  string      `json:"backend,omitempty" yaml:"backend,omitempty"`
+	Fallback []string    `json:"fallback,omitempty" yaml:"fallback,omitempty"`
+	Session  SessionMode `json:"session,omitempty" yaml:"session,omitempty"`
+	Prompt   string      `json:"prompt,omitempty" yaml:"prompt,omitempty"`
+	Script   []string    `json:"script,omitempty" yaml:"script,omitempty"`
+	Model    string      `json:"model,omitempty" yaml:"model,omitempty"`
+	Workdir  string      `json:"workdir,omitempty" yaml:"workdir,omitempty"`
+
+	// Human nodes.
+	Question string `json:"question,omitempty" yaml:"question,omitempty"`
+
+	// Tool nodes.
+	Run     []string `json:"run,omitempty" yaml:"run,omitempty"`
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+
+	// Pos is where the node was declared; it is not part of the graph's
+	// identity and never encoded.
+	Pos Pos `json:"-" yaml:"-"`
+}
+
+// Edge joins two nodes. When is an expr-lang boolean over output, input and
+// visits; an empty When always matches. With maps the next node's input
+// keys to values: a string is an expression, any other value a literal.
+type Edge struct {
+	From string         `json:"from" yaml:"from"`
+	To   string         `json:"to" yaml:"to"`
+	When string         `json:"when,omitempty" yaml:"when,omitempty"`
+	With map[string]any `json:"with,omitempty" yaml:"with,omitempty"`
+
+	Pos Pos `json:"-" yaml:"-"`
+}
+
+// Pos is a 1-based line:column in the graph file.
+type Pos struct {
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
+
+// Node returns the node with the given id.
+func (g *Graph) Node(id string) (*Node, bool) {
+	for i := range g.Nodes {
+		if g.Nodes[i].ID == id {
+			return &g.Nodes[i], true
+		}
+	}
+	return nil, false
+}
+
+// EdgesFrom returns the edges leaving id, in declaration order.
+func (g *Graph) EdgesFrom(id string) []Edge {
+	var out []Edge
+	for _, e := range g.Edges {
+		if e.From == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SessionMode says which conversation an agent node continues on a visit.
+// The order of the constants is part of the format: persist was appended
+// last, as ADR-089 requires, so the numeric values of the others never move.
+type SessionMode int
+
+// Session modes.
+const (
+	SessionFresh SessionMode = iota
+	SessionInherit
+	SessionFork
+	SessionPersist
+)
+
+var sessionNames = []string{"fresh", "inherit", "fork", "persist"}
+
+// SessionModes lists every mode's name, in declaration order.
+func SessionModes() []string { return append([]string(nil), sessionNames...) }
+
+func (m SessionMode) String() string {
+	if m < 0 || int(m) >= len(sessionNames) {
+		return fmt.Sprintf("SessionMode(%d)", int(m))
+	}
+	return sessionNames[m]
+}
+
+// ParseSessionMode maps a lowercase name to its mode.
+func ParseSessionMode(s string) (SessionMode, error) {
+	for i, n := range sessionNames {
+		if n == s {
+			return SessionMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("graph: unknown session mode %q (want one of %s)", s, strings.Join(sessionNames, ", "))
+}
+
+// MarshalText encodes the lowercase name, for JSON and YAML alike.
+func (m SessionMode) MarshalText() ([]byte, error) {
+	if m < 0 || int(m) >= len(sessionNames) {
+		return nil, fmt.Errorf("graph: invalid session mode %d", int(m))
+	}
+	return []byte(sessionNames[m]), nil
+}
+
+// UnmarshalText decodes the lowercase name.
+func (m *SessionMode) UnmarshalText(b []byte) error {
+	v, err := ParseSessionMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// Duration is a time.Duration written as a Go duration string ("90s").
+type Duration time.Duration
+
+// MarshalText encodes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText decodes a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("graph: bad duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// IsZero lets omitempty drop an unset duration.
+func (d Duration) IsZero() bool { return d == 0 }

@@ -1,0 +1,158 @@
+package runstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tether-run/tether/internal/graph"
+)
+
+// FormatVersion is the checkpoint format this build writes and reads.
+const FormatVersion = 1
+
+// ErrUnknownVersion is returned when a checkpoint's format version is not
+// FormatVersion.
+var ErrUnknownVersion = errors.New("runstore: unknown checkpoint format version")
+
+// Run statuses.
+const (
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting" // paused on a human question
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	// StatusFailedResumable is a fail-stop: the checkpoint is consistent
+	// and `tether resume` continues from it.
+	StatusFailedResumable = "failed_resumable"
+)
+
+// Checkpoint is the whole durable state of one run: what the GraphRun
+// workflow keeps in memory, what continue-as-new carries, and what the run
+// store records after every step that must survive. It never holds blob
+// bytes: sessions are referenced by StateRef, a key in the blob store.
+type Checkpoint struct {
+	Version int    `json:"version"`
+	RunID   string `json:"run_id"`
+	// Seq is this checkpoint's sequence number in the run store; 0 means
+	// not yet saved.
+	Seq    int64  `json:"seq"`
+	Status string `json:"status"`
+	// Graph is the graph the run executes, so resume, fork and status work
+	// from the store alone.
+	Graph  graph.Graph    `json:"graph"`
+	Inputs map[string]any `json:"inputs,omitempty"`
+
+	// Cursor holds the node(s) to visit next, in order.
+	Cursor []Cursor `json:"cursor,omitempty"`
+	// Outputs are each node's latest output, with stamps and without any
+	// transient key.
+	Outputs map[string]map[string]any `json:"outputs,omitempty"`
+	Visits  map[string]int            `json:"visits,omitempty"`
+	// NodeSessions are the completed-visit slots of persist nodes.
+	NodeSessions map[string]NodeSessionSlot `json:"node_sessions,omitempty"`
+	// Pause is set while an agent node waits on an in-node ask_user or a
+	// human node waits on its question.
+	Pause *PauseInfo `json:"pause,omitempty"`
+	// LoopSnapshots keep a looping node's earlier outputs.
+	LoopSnapshots []LoopSnapshot `json:"loop_snapshots,omitempty"`
+	// Path is every visit so far, in order.
+	Path []Step `json:"path,omitempty"`
+	// Error is the failure message of a failed run.
+	Error string `json:"error,omitempty"`
+	// Lineage names the run and sequence this run was forked or rewound
+	// from.
+	Lineage *Lineage `json:"lineage,omitempty"`
+}
+
+// Cursor is a pending visit: the node and the input it will receive.
+type Cursor struct {
+	Node  string         `json:"node"`
+	Input map[string]any `json:"input,omitempty"`
+	// From is the node whose edge delivered Input ("" for the start).
+	From string `json:"from,omitempty"`
+}
+
+// NodeSessionSlot is a persist node's last completed visit, exactly as in
+// ADR-089. An empty StateRef means "no slot".
+type NodeSessionSlot struct {
+	Backend         string `json:"backend"`
+	SessionID       string `json:"session_id,omitempty"`
+	Fingerprint     string `json:"fingerprint,omitempty"`
+	StateRef        string `json:"state_ref,omitempty"`
+	ConversationRef string `json:"conversation_ref,omitempty"`
+}
+
+// PauseInfo describes what a waiting run waits for.
+type PauseInfo struct {
+	NodeID    string     `json:"node_id"`
+	Visit     int        `json:"visit"`
+	Questions []Question `json:"questions"`
+	// Backend and SessionID identify the in-flight CLI conversation of an
+	// agent that asked the user mid-visit.
+	Backend          string `json:"backend,omitempty"`
+	SessionID        string `json:"session_id,omitempty"`
+	Fingerprint      string `json:"fingerprint,omitempty"`
+	PendingToolUseID string `json:"pending_tool_use_id,omitempty"`
+	// BackendSessionStateRef is the pause blob of that conversation. It is
+	// never a NodeSessions slot.
+	BackendSessionStateRef string `json:"backend_session_state_ref,omitempty"`
+	// Input is the input of the paused visit, for re-invocation.
+	Input map[string]any `json:"input,omitempty"`
+}
+
+// Question is one pending question.
+type Question struct {
+	ID       string `json:"id"`
+	Text     string `json:"text"`
+	Answered bool   `json:"answered,omitempty"`
+	Answer   string `json:"answer,omitempty"`
+}
+
+// LoopSnapshot is an earlier output of a node that was visited again.
+type LoopSnapshot struct {
+	Node   string         `json:"node"`
+	Visit  int            `json:"visit"`
+	Output map[string]any `json:"output,omitempty"`
+}
+
+// Step is one visit in a run's path.
+type Step struct {
+	Node       string `json:"node"`
+	Visit      int    `json:"visit"`
+	Status     string `json:"status"`
+	StartedAt  string `json:"started_at,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+}
+
+// Lineage records where a run's state came from.
+type Lineage struct {
+	Run  string `json:"run"`
+	Seq  int64  `json:"seq"`
+	Kind string `json:"kind"` // "fork", "rewind", "resume"
+}
+
+// Encode serialises a checkpoint, stamping the current format version.
+func Encode(cp *Checkpoint) ([]byte, error) {
+	c := *cp
+	c.Version = FormatVersion
+	return json.Marshal(&c)
+}
+
+// Decode parses a checkpoint and refuses any format version but ours.
+func Decode(b []byte) (*Checkpoint, error) {
+	var probe struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("runstore: decode checkpoint: %w", err)
+	}
+	if probe.Version != FormatVersion {
+		return nil, fmt.Errorf("%w: got %d, this build reads %d; use a matching tether release", ErrUnknownVersion, probe.Version, FormatVersion)
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(b, &cp); err != nil {
+		return nil, fmt.Errorf("runstore: decode checkpoint: %w", err)
+	}
+	return &cp, nil
+}
