@@ -55,8 +55,12 @@ type Checkpoint struct {
 	Pause *PauseInfo `json:"pause,omitempty"`
 	// LoopSnapshots keep a looping node's earlier outputs.
 	LoopSnapshots []LoopSnapshot `json:"loop_snapshots,omitempty"`
-	// Path is every visit so far, in order.
-	Path []Step `json:"path,omitempty"`
+	// Path is the most recent visits, in order; PathTotal counts them all.
+	Path      []Step `json:"path,omitempty"`
+	PathTotal int    `json:"path_total,omitempty"`
+	// Transitions is every distinct edge the run has taken, in the order
+	// first taken: what `tether graph --run` draws.
+	Transitions []Transition `json:"transitions,omitempty"`
 	// Error is the failure message of a failed run.
 	Error string `json:"error,omitempty"`
 	// Lineage names the run and sequence this run was forked or rewound
@@ -123,6 +127,12 @@ type Step struct {
 	StartedAt  string `json:"started_at,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 	Detail     string `json:"detail,omitempty"`
+}
+
+// Transition is an edge a run took.
+type Transition struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // Lineage records where a run's state came from.
