@@ -20,6 +20,11 @@ type Graph struct {
 	Inputs []Input `json:"inputs,omitempty" yaml:"inputs,omitempty"`
 	Nodes  []Node  `json:"nodes" yaml:"nodes"`
 	Edges  []Edge  `json:"edges,omitempty" yaml:"edges,omitempty"`
+
+	// Source says where each part of the graph was written; Parse sets it
+	// so that problems can point at a line and column. Like Pos, it is
+	// never encoded.
+	Source *Source `json:"-" yaml:"-"`
 }
 
 // Input declares one run input and its default.

@@ -1,0 +1,150 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+	"text/template/parse"
+)
+
+// PromptData is what an agent node's prompt template sees, under the
+// lowercase names the expressions use too:
+//
+//	.input   the node's input for this visit (a mapping)
+//	.output  the node's own output from its previous visit (an empty
+//	         mapping on visit 1)
+//	.visit   this visit's number, from 1
+type PromptData struct {
+	Input  map[string]any
+	Output map[string]any
+	Visit  int
+}
+
+// promptFields are the names a prompt may start a field reference with.
+var promptFields = []string{"input", "output", "visit"}
+
+var promptFuncs = template.FuncMap{
+	// json writes a value as compact JSON with sorted keys, e.g. to show
+	// the previous output: {{json .output}}.
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}
+
+func parsePrompt(src string) (*template.Template, error) {
+	return template.New("prompt").Funcs(promptFuncs).Option("missingkey=error").Parse(src)
+}
+
+// RenderPrompt executes an agent node's prompt template. A key missing from
+// a mapping is an error rather than "<no value>", so a prompt never silently
+// loses a part; test for an optional key with index, which yields nothing
+// for a missing key: {{with index .input "feedback"}}Feedback: {{.}}{{end}}.
+func RenderPrompt(tmpl string, data PromptData) (string, error) {
+	t, err := parsePrompt(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("graph: prompt: %w", err)
+	}
+	in, out := data.Input, data.Output
+	if in == nil {
+		in = map[string]any{}
+	}
+	if out == nil {
+		out = map[string]any{}
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, map[string]any{"input": in, "output": out, "visit": data.Visit}); err != nil {
+		return "", fmt.Errorf("graph: prompt: %w", err)
+	}
+	return b.String(), nil
+}
+
+// CheckPrompt reports what is wrong with a prompt template without running
+// it: a syntax error, an unknown function, or a field other than .input,
+// .output and .visit at the top level.
+func CheckPrompt(src string) error {
+	t, err := parsePrompt(src)
+	if err != nil {
+		return err
+	}
+	if t.Tree == nil {
+		return nil
+	}
+	var bad []string
+	checkPromptNode(t.Tree.Root, true, &bad)
+	if len(bad) > 0 {
+		return fmt.Errorf("it refers to %s, which a prompt does not have; a prompt sees .input (the node's input), .output (its previous output) and .visit (the visit number, from 1)", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// checkPromptNode collects field references that start from the template's
+// top-level data with a name other than input, output and visit. rootDot
+// says whether dot is still the top-level data here (with and range move it).
+func checkPromptNode(n parse.Node, rootDot bool, bad *[]string) {
+	note := func(ident []string, prefix string) {
+		if len(ident) == 0 {
+			return
+		}
+		for _, ok := range promptFields {
+			if ident[0] == ok {
+				return
+			}
+		}
+		ref := prefix + "." + strings.Join(ident, ".")
+		for _, seen := range *bad {
+			if seen == ref {
+				return
+			}
+		}
+		*bad = append(*bad, ref)
+	}
+	switch x := n.(type) {
+	case nil:
+	case *parse.ListNode:
+		if x == nil {
+			return
+		}
+		for _, c := range x.Nodes {
+			checkPromptNode(c, rootDot, bad)
+		}
+	case *parse.ActionNode:
+		checkPromptNode(x.Pipe, rootDot, bad)
+	case *parse.PipeNode:
+		if x == nil {
+			return
+		}
+		for _, c := range x.Cmds {
+			checkPromptNode(c, rootDot, bad)
+		}
+	case *parse.CommandNode:
+		for _, a := range x.Args {
+			checkPromptNode(a, rootDot, bad)
+		}
+	case *parse.FieldNode:
+		if rootDot {
+			note(x.Ident, "")
+		}
+	case *parse.VariableNode:
+		if len(x.Ident) > 1 && x.Ident[0] == "$" {
+			note(x.Ident[1:], "$")
+		}
+	case *parse.ChainNode:
+		checkPromptNode(x.Node, rootDot, bad)
+	case *parse.IfNode:
+		checkPromptNode(x.Pipe, rootDot, bad)
+		checkPromptNode(x.List, rootDot, bad)
+		checkPromptNode(x.ElseList, rootDot, bad)
+	case *parse.WithNode:
+		checkPromptNode(x.Pipe, rootDot, bad)
+		checkPromptNode(x.List, false, bad)
+		checkPromptNode(x.ElseList, rootDot, bad)
+	case *parse.RangeNode:
+		checkPromptNode(x.Pipe, rootDot, bad)
+		checkPromptNode(x.List, false, bad)
+		checkPromptNode(x.ElseList, rootDot, bad)
+	case *parse.TemplateNode:
+		checkPromptNode(x.Pipe, rootDot, bad)
+	}
+}

@@ -1,0 +1,325 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr/file"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// Validate checks that g makes sense as a workflow and returns every
+// problem found, in file order; it never stops at the first. A graph with
+// no error-severity problem (Problems.HasErrors is false) can be run.
+// Positions come from g.Source, so a graph built in code gets problems
+// without positions.
+func Validate(g *Graph) Problems {
+	v := &validator{g: g, src: g.Source, index: map[string]int{}}
+	v.checkInputs()
+	v.checkNodes()
+	v.checkStart()
+	v.checkEdges()
+	v.checkFlow()
+	v.probs.sortByPos()
+	return v.probs
+}
+
+type validator struct {
+	g     *Graph
+	src   *Source
+	index map[string]int // node id -> index of its first declaration
+	ids   []string       // distinct node ids, in declaration order
+	probs Problems
+}
+
+func (v *validator) add(code string, pos Pos, node, format string, args ...any) {
+	v.probs = append(v.probs, Problem{
+		Code:     code,
+		Severity: severityOf(code),
+		File:     v.src.file(),
+		Pos:      pos,
+		Node:     node,
+		Message:  fmt.Sprintf(format, args...),
+	})
+}
+
+// at returns the position of path, or of fallback when path was not
+// written (a missing field is reported where its owner is).
+func (v *validator) at(path, fallback string) Pos {
+	if p := v.src.At(path); !p.IsZero() {
+		return p
+	}
+	return v.src.At(fallback)
+}
+
+func (v *validator) nodePos(i int) Pos {
+	if p := v.g.Nodes[i].Pos; !p.IsZero() {
+		return p
+	}
+	return v.src.At(nodePath(i))
+}
+
+func (v *validator) checkInputs() {
+	seen := map[string]int{}
+	for i, in := range v.g.Inputs {
+		path := fmt.Sprintf("inputs[%d]", i)
+		if in.Name == "" {
+			v.add(CodeMissingInputName, v.at(path+".name", path), "", "input #%d has no name; give it a name that prompts and expressions use as input.NAME", i+1)
+			continue
+		}
+		if first, dup := seen[in.Name]; dup {
+			v.add(CodeDuplicateInput, v.at(path+".name", path), "", "input %q is declared twice (first as input #%d); remove or rename one", in.Name, first+1)
+			continue
+		}
+		seen[in.Name] = i
+	}
+}
+
+var kindNames = func() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = string(k)
+	}
+	return out
+}()
+
+func knownKind(k Kind) bool {
+	for _, known := range Kinds {
+		if k == known {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) checkNodes() {
+	for i := range v.g.Nodes {
+		n := &v.g.Nodes[i]
+		path := nodePath(i)
+		name := n.ID
+		switch {
+		case n.ID == "":
+			v.add(CodeMissingID, v.nodePos(i), "", "node #%d has no id; give it an id that edges and start can name", i+1)
+			name = fmt.Sprintf("#%d", i+1)
+		default:
+			if first, dup := v.index[n.ID]; dup {
+				v.add(CodeDuplicateID, v.at(path+".id", path), n.ID, "node id %q is used twice (first at %s); node ids must be unique, so rename one", n.ID, v.nodePos(first))
+			} else {
+				v.index[n.ID] = i
+				v.ids = append(v.ids, n.ID)
+			}
+		}
+
+		switch {
+		case n.Kind == "":
+			v.add(CodeUnknownKind, v.nodePos(i), n.ID, "node %s has no kind; set kind to one of %s", name, strings.Join(kindNames, ", "))
+		case !knownKind(n.Kind):
+			v.add(CodeUnknownKind, v.at(path+".kind", path), n.ID, "node %s has unknown kind %q; %suse one of %s", name, n.Kind, didYouMean(string(n.Kind), kindNames), strings.Join(kindNames, ", "))
+		}
+		if n.MaxVisits < 0 {
+			v.add(CodeNegativeMaxVisits, v.at(path+".max_visits", path), n.ID, "node %s has max_visits %d; use a positive limit, or leave it out for no per-node limit", name, n.MaxVisits)
+		}
+		if n.Timeout < 0 {
+			v.add(CodeNegativeTimeout, v.at(path+".timeout", path), n.ID, "node %s has a negative timeout %s; use a positive duration such as 5m, or leave it out", name, durationString(n.Timeout))
+		}
+		if n.Fanout != "" && n.Fanout != FanoutAll {
+			v.add(CodeBadFanout, v.at(path+".fanout", path), n.ID, "node %s has fanout %q; the only fan-out is %q (take every matching edge at once); leave fanout out to take the first matching edge", name, n.Fanout, FanoutAll)
+		}
+
+		switch n.Kind {
+		case KindAgent:
+			v.checkAgent(i, name)
+		case KindTool:
+			if len(n.Run) == 0 || n.Run[0] == "" {
+				v.add(CodeMissingRun, v.at(path+".run", path), n.ID, "tool node %s has no run; give the command as a list, e.g. run: [go, test, ./...]", name)
+			}
+		case KindHuman:
+			if strings.TrimSpace(n.Question) == "" {
+				v.add(CodeMissingQuestion, v.at(path+".question", path), n.ID, "human node %s has no question; write what the person should answer, e.g. question: Publish the draft?", name)
+			}
+		}
+		v.checkIgnoredFields(i, name)
+	}
+}
+
+func (v *validator) checkAgent(i int, name string) {
+	n := &v.g.Nodes[i]
+	path := nodePath(i)
+	known := backend.Known()
+	switch {
+	case n.Backend == "":
+		v.add(CodeMissingBackend, v.nodePos(i), n.ID, "agent node %s has no backend; set backend to one of %s", name, strings.Join(known, ", "))
+	default:
+		if _, ok := backend.Lookup(n.Backend); !ok {
+			v.add(CodeUnknownBackend, v.at(path+".backend", path), n.ID, "agent node %s has unknown backend %q; %suse one of %s", name, n.Backend, didYouMean(n.Backend, known), strings.Join(known, ", "))
+		} else if n.Session == SessionPersist && !backend.HasPersist(n.Backend) {
+			v.add(CodePersistNoCapable, v.at(path+".session", path), n.ID, "agent node %s asks for session: persist, but backend %s cannot persist a session; every visit will start a fresh conversation. Use a backend with the persist capability (%s) or session: fresh", name, n.Backend, strings.Join(persistBackends(), ", "))
+		}
+	}
+	for j, fb := range n.Fallback {
+		if _, ok := backend.Lookup(fb); !ok {
+			v.add(CodeUnknownFallback, v.at(path+".fallback", path), n.ID, "agent node %s has unknown fallback backend %q (entry %d); %suse names from %s", name, fb, j+1, didYouMean(fb, known), strings.Join(known, ", "))
+		}
+	}
+	if n.Prompt != "" {
+		if err := CheckPrompt(n.Prompt); err != nil {
+			v.add(CodeBadPrompt, v.at(path+".prompt", path), n.ID, "the prompt of node %s is not a valid template: %s; see \"Prompts\" in docs/graph.md", name, templateMessage(err))
+		}
+	}
+}
+
+func persistBackends() []string {
+	var out []string
+	for _, b := range backend.Known() {
+		if backend.HasPersist(b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// checkIgnoredFields warns about fields that the node's kind never reads.
+func (v *validator) checkIgnoredFields(i int, name string) {
+	n := &v.g.Nodes[i]
+	if !knownKind(n.Kind) {
+		return
+	}
+	fields := []struct {
+		key   string
+		set   bool
+		kinds []Kind
+	}{
+		{"backend", n.Backend != "", []Kind{KindAgent}},
+		{"fallback", len(n.Fallback) > 0, []Kind{KindAgent}},
+		{"session", n.Session != SessionFresh, []Kind{KindAgent}},
+		{"prompt", n.Prompt != "", []Kind{KindAgent}},
+		{"script", len(n.Script) > 0, []Kind{KindAgent}},
+		{"model", n.Model != "", []Kind{KindAgent}},
+		{"workdir", n.Workdir != "", []Kind{KindAgent}},
+		{"question", n.Question != "", []Kind{KindHuman}},
+		{"run", len(n.Run) > 0, []Kind{KindTool}},
+		{"timeout", n.Timeout != 0, []Kind{KindTool}},
+		{"fanout", n.Fanout != "", []Kind{KindAgent, KindHuman, KindTool, KindJoin}},
+	}
+	path := nodePath(i)
+	for _, f := range fields {
+		if !f.set || containsKind(f.kinds, n.Kind) {
+			continue
+		}
+		v.add(CodeIgnoredField, v.at(path+"."+f.key, path), n.ID, "%s has no effect on %s node %s (it belongs to %s nodes); remove it or change the kind", f.key, n.Kind, name, kindList(f.kinds))
+	}
+	if n.Kind == KindAgent && len(n.Script) > 0 && n.Backend != "" && n.Backend != backend.Scripted {
+		v.add(CodeIgnoredField, v.at(path+".script", path), n.ID, "script has no effect on node %s: only the %s backend reads it, and this node runs on %s; remove it or switch the backend", name, backend.Scripted, n.Backend)
+	}
+}
+
+func containsKind(ks []Kind, k Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func kindList(ks []Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, "/")
+}
+
+func (v *validator) checkStart() {
+	switch {
+	case v.g.Start == "":
+		v.add(CodeMissingStart, v.src.At(""), "", "the graph has no start; add start: with the id of the first node to visit")
+	default:
+		if _, ok := v.index[v.g.Start]; !ok {
+			v.add(CodeUnknownStart, v.at("start", ""), "", "start names node %q, which does not exist; %suse the id of one of the nodes", v.g.Start, didYouMean(v.g.Start, v.ids))
+		}
+	}
+}
+
+func (v *validator) checkEdges() {
+	unconditional := map[string]int{} // from id -> index of its first edge without when
+	for i, e := range v.g.Edges {
+		path := edgePath(i)
+		label := fmt.Sprintf("edge %s -> %s", orQ(e.From), orQ(e.To))
+		fromIdx, fromOK := v.index[e.From]
+		switch {
+		case e.From == "":
+			v.add(CodeUnknownEdgeFrom, v.at(path+".from", path), "", "%s has no from; set from to the id of the node it leaves", label)
+		case !fromOK:
+			v.add(CodeUnknownEdgeFrom, v.at(path+".from", path), e.From, "%s leaves node %q, which does not exist; %suse the id of one of the nodes", label, e.From, didYouMean(e.From, v.ids))
+		}
+		switch _, ok := v.index[e.To]; {
+		case e.To == "":
+			v.add(CodeUnknownEdgeTo, v.at(path+".to", path), "", "%s has no to; set to to the id of the node it enters", label)
+		case !ok:
+			v.add(CodeUnknownEdgeTo, v.at(path+".to", path), e.To, "%s enters node %q, which does not exist; %suse the id of one of the nodes", label, e.To, didYouMean(e.To, v.ids))
+		}
+		if fromOK && v.g.Nodes[fromIdx].Kind == KindEnd {
+			v.add(CodeEndHasEdges, v.at(path, path), e.From, "%s leaves end node %s, and a run stops at an end node; remove the edge, or change %s's kind", label, e.From, e.From)
+		}
+
+		if e.When != "" {
+			if _, err := CompileWhen(e.When); err != nil {
+				v.add(CodeBadWhen, v.at(path+".when", path), e.From, "the when of %s does not compile: %s; write a boolean over output, input and visits, e.g. output.approved == true", label, exprMessage(err))
+			}
+		}
+		for _, k := range sortedKeys(e.With) {
+			src, ok := e.With[k].(string)
+			if !ok {
+				continue
+			}
+			if _, err := CompileValue(src); err != nil {
+				v.add(CodeBadWith, v.at(path+".with."+k, path), e.From, "with %s of %s does not compile: %s; write an expression over output, input and visits, or a string literal in quotes such as \"'text'\"", k, label, exprMessage(err))
+			}
+		}
+
+		if !fromOK || v.g.Nodes[fromIdx].Fanout == FanoutAll {
+			continue
+		}
+		if first, ok := unconditional[e.From]; ok {
+			prev := v.g.Edges[first]
+			v.add(CodeShadowedEdge, v.at(path, path), e.From, "%s is never taken: the earlier edge %s -> %s (edge #%d) has no when, so it always matches first; move this edge above it, or give that edge a when", label, prev.From, orQ(prev.To), first+1)
+		} else if e.When == "" {
+			unconditional[e.From] = i
+		}
+	}
+}
+
+// exprMessage turns an expr-lang compile error into one line.
+func exprMessage(err error) string {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	msg := fe.Message
+	for _, b := range DisabledBuiltins {
+		if msg == "unknown name "+b {
+			return fmt.Sprintf("%s() is not available in graph expressions, because its result is not the same on every replay of a run", b)
+		}
+	}
+	return fmt.Sprintf("%s (at column %d of the expression)", msg, fe.Column+1)
+}
+
+// templateMessage drops text/template's "template: prompt:" prefix.
+func templateMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), "template: prompt:")
+}
+
+func didYouMean(s string, candidates []string) string {
+	if c := closest(s, candidates); c != "" {
+		return fmt.Sprintf("did you mean %q? ", c)
+	}
+	return ""
+}
+
+func durationString(d Duration) string {
+	b, _ := d.MarshalText()
+	return string(b)
+}
