@@ -30,7 +30,7 @@ func ParseFile(path string) (*Graph, error) {
 // does not check that the graph makes sense; Validate does.
 func Parse(data []byte, filename string) (*Graph, error) {
 	d := &decoder{src: newSource(filename), anchors: map[string]ast.Node{}}
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey()) // duplicates are reported below, all at once
 	if err != nil {
 		d.add(CodeSyntax, yamlErrorPos(err), "", "%s; fix the YAML (indentation, quoting, a missing colon) and try again", yamlErrorMessage(err))
 		return nil, d.err()

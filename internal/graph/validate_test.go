@@ -1,0 +1,318 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func mustParse(t *testing.T, src string) *Graph {
+	t.Helper()
+	g, err := Parse([]byte(src), "test.yaml")
+	require.NoError(t, err)
+	return g
+}
+
+// brief renders problems as "line:col CODE node" for compact comparison.
+func brief(ps Problems) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = fmt.Sprintf("%s %s %s", p.Pos, p.Code, p.Node)
+	}
+	return out
+}
+
+func TestValidateBrokenReportsEveryProblemWithPosition(t *testing.T) {
+	g, err := ParseFile("testdata/broken.yaml")
+	require.NoError(t, err)
+	ps := Validate(g)
+	assert.Equal(t, []string{
+		"7:11 G039 ",
+		"8:5 G038 ",
+		"15:17 G028 writer",
+		"16:13 G022 writer",
+		"17:9 G013 writer",
+		"20:5 G012 ",
+		"20:5 G026 ",
+		"22:11 G014 judge",
+		"23:5 G027 ask",
+		"25:14 G036 ask",
+		"26:5 G023 coder",
+		"30:14 G024 critic",
+		"31:15 G025 critic",
+		"35:14 G032 kimi_writer",
+		"39:13 G030 spread",
+		"43:14 G029 fan",
+		"48:14 G031 branch_a",
+		"52:5 G033 meet",
+		"54:5 G017 orphan",
+		"57:5 G018 sink",
+		"60:5 G034 stop",
+		"67:9 G016 ghost",
+		"69:11 G015 nobody",
+		"73:11 G020 writer",
+		"78:13 G021 writer",
+		"82:5 G037 writer",
+		"109:5 G035 stop",
+	}, brief(ps))
+	assert.True(t, ps.HasErrors())
+	assert.Len(t, ps.Warnings(), 3)
+	for _, p := range ps {
+		assert.Equal(t, "testdata/broken.yaml", p.File)
+		assert.Equal(t, severityOf(p.Code), p.Severity, p.Code)
+		assert.NotEmpty(t, p.Message)
+	}
+	lines := strings.Split(ps.String(), "\n")
+	assert.Equal(t, "testdata/broken.yaml:7:11: G039 error: input \"topic\" is declared twice (first as input #1); remove or rename one", lines[0])
+	assert.Contains(t, ps.String(), "testdata/broken.yaml:35:14: G032 warning: agent node kimi_writer asks for session: persist")
+	assert.Contains(t, ps.String(), `unknown kind "agnet"; did you mean "agent"?`)
+	require.Error(t, ps.Err())
+	var ve *ValidationError
+	require.ErrorAs(t, ps.Err(), &ve)
+	assert.Equal(t, ps, ve.Problems)
+}
+
+func TestValidateExamplesAreClean(t *testing.T) {
+	for _, path := range examplePaths(t) {
+		t.Run(path, func(t *testing.T) {
+			g, err := ParseFile(path)
+			require.NoError(t, err)
+			ps := Validate(g)
+			assert.Empty(t, ps, ps.String())
+			assert.NoError(t, ps.Err())
+		})
+	}
+}
+
+const okGraph = `
+name: ok
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: scripted
+  - id: done
+    kind: end
+edges:
+  - from: a
+    to: done
+`
+
+// Each case is a small graph and the one problem code it must raise; with
+// broken.yaml, together they cover every validation code.
+func TestValidateCodes(t *testing.T) {
+	cases := []struct {
+		name, code, src string
+		pos             string
+	}{
+		{"missing start", CodeMissingStart, `
+nodes:
+  - id: done
+    kind: end
+`, "2:1"},
+		{"unknown start", CodeUnknownStart, strings.Replace(okGraph, "start: a", "start: b", 1), "3:8"},
+		{"no end", CodeNoEnd, `
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: scripted
+edges:
+  - from: a
+    to: a
+`, "4:3"},
+		{"join on a sequential path", CodeJoinWithoutFanout, `
+start: a
+nodes:
+  - id: a
+    kind: tool
+    run: [echo]
+  - id: j
+    kind: join
+  - id: done
+    kind: end
+edges:
+  - {from: a, to: j}
+  - {from: j, to: done}
+`, "7:5"},
+		{"fanout branch ends without join", CodeBranchNoJoin, `
+start: f
+nodes:
+  - {id: f, kind: tool, run: [echo], fanout: all}
+  - {id: a, kind: tool, run: [echo]}
+  - {id: done, kind: end}
+edges:
+  - {from: f, to: a}
+  - {from: f, to: done}
+  - {from: a, to: done}
+`, "6:5"},
+		{"persist after a nested join is still in the outer branch", CodePersistInBranch, `
+start: f1
+nodes:
+  - {id: f1, kind: tool, run: [echo], fanout: all}
+  - {id: f2, kind: tool, run: [echo], fanout: all}
+  - {id: x, kind: tool, run: [echo]}
+  - {id: y, kind: tool, run: [echo]}
+  - {id: j2, kind: join}
+  - {id: w, kind: agent, backend: scripted, session: persist}
+  - {id: z, kind: tool, run: [echo]}
+  - {id: j1, kind: join}
+  - {id: done, kind: end}
+edges:
+  - {from: f1, to: f2}
+  - {from: f1, to: z}
+  - {from: f2, to: x}
+  - {from: f2, to: y}
+  - {from: x, to: j2}
+  - {from: y, to: j2}
+  - {from: j2, to: w}
+  - {from: w, to: j1}
+  - {from: z, to: j1}
+  - {from: j1, to: done}
+`, "9:54"},
+		{"session on a tool", CodeIgnoredField, `
+start: t
+nodes:
+  - {id: t, kind: tool, run: [echo], session: fork}
+  - {id: done, kind: end}
+edges:
+  - {from: t, to: done}
+`, "4:47"},
+		{"script on a real backend", CodeIgnoredField, `
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: codex
+    script: [hello]
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done}
+`, "7:13"},
+		{"edge without from", CodeUnknownEdgeFrom, okGraph + "  - to: a\n", "13:5"},
+		{"disabled builtin", CodeBadWhen, okGraph + "    when: now() > 0\n", "13:11"},
+		{"keys is disabled", CodeBadWith, okGraph + "    with: {k: keys(output)}\n", "13:15"},
+		{"missing id on a join", CodeMissingID, `
+start: a
+nodes:
+  - {id: a, kind: tool, run: [echo]}
+  - kind: join
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done}
+`, "5:5"},
+		{"missing kind", CodeUnknownKind, `
+start: a
+nodes:
+  - id: a
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done}
+`, "4:5"},
+		{"prompt syntax", CodeBadPrompt, `
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: scripted
+    prompt: "{{if .visit}}unclosed"
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done}
+`, "7:13"},
+		{"unknown function in prompt", CodeBadPrompt, `
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: scripted
+    prompt: "{{upper .input.x}}"
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done}
+`, "7:13"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps := Validate(mustParse(t, c.src))
+			var got []string
+			for _, p := range ps {
+				got = append(got, p.Code)
+			}
+			require.Equal(t, []string{c.code}, got, ps.String())
+			assert.Equal(t, c.pos, ps[0].Pos.String(), ps.String())
+		})
+	}
+}
+
+func TestValidateNoProblemsForLoopsAndFanout(t *testing.T) {
+	// A loop through a fan-out and its join, and a join that also fans out.
+	g := mustParse(t, `
+start: f
+nodes:
+  - {id: f, kind: agent, backend: scripted, fanout: all, session: persist, max_visits: 3}
+  - {id: a, kind: tool, run: [echo]}
+  - {id: b, kind: agent, backend: scripted, session: fork}
+  - {id: j, kind: join, fanout: all}
+  - {id: c, kind: tool, run: [echo]}
+  - {id: d, kind: tool, run: [echo]}
+  - {id: j2, kind: join}
+  - {id: done, kind: end}
+edges:
+  - {from: f, to: a}
+  - {from: f, to: b, when: visits < 2}
+  - {from: a, to: j}
+  - {from: b, to: j}
+  - {from: j, to: c}
+  - {from: j, to: d}
+  - {from: c, to: j2}
+  - {from: d, to: j2}
+  - {from: j2, to: f, when: 'input.again == true'}
+  - {from: j2, to: done}
+`)
+	assert.Empty(t, Validate(g).String())
+}
+
+func TestValidateGraphBuiltInCode(t *testing.T) {
+	g := &Graph{
+		Start: "a",
+		Nodes: []Node{{ID: "a", Kind: KindAgent, Backend: "nope"}, {ID: "z", Kind: KindEnd}},
+		Edges: []Edge{{From: "a", To: "z"}},
+	}
+	ps := Validate(g)
+	require.Len(t, ps, 1)
+	assert.Equal(t, CodeUnknownBackend, ps[0].Code)
+	assert.True(t, ps[0].Pos.IsZero())
+	assert.True(t, strings.HasPrefix(ps[0].String(), "graph: G024 error: "), ps[0].String())
+}
+
+func TestEveryCodeIsExercised(t *testing.T) {
+	// Codes raised by broken.yaml, the table above and the parse tests.
+	seen := map[string]bool{}
+	g, err := ParseFile("testdata/broken.yaml")
+	require.NoError(t, err)
+	for _, p := range Validate(g) {
+		seen[p.Code] = true
+	}
+	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt} {
+		seen[c] = true
+	}
+	for _, c := range parseCodesTested {
+		seen[c] = true
+	}
+	for _, c := range Codes() {
+		assert.True(t, seen[c.Code], "no test raises %s (%s)", c.Code, c.Summary)
+	}
+}
+
+func TestCodesAreUniqueAndOrdered(t *testing.T) {
+	prev := ""
+	for _, c := range Codes() {
+		assert.Greater(t, c.Code, prev)
+		assert.NotEmpty(t, c.Summary)
+		prev = c.Code
+	}
+}
