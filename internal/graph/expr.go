@@ -3,9 +3,11 @@ package graph
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -27,35 +29,36 @@ type Env struct {
 // on keys() or values().
 var DisabledBuiltins = []string{"now", "date", "duration", "timezone", "keys", "values", "toPairs"}
 
-func exprOptions(asBool bool) []expr.Option {
+func exprOptions() []expr.Option {
 	opts := []expr.Option{expr.Env(Env{})}
 	for _, name := range DisabledBuiltins {
 		opts = append(opts, expr.DisableBuiltin(name))
-	}
-	if asBool {
-		opts = append(opts, expr.AsBool())
 	}
 	return opts
 }
 
 // Program is a compiled when or with expression.
 type Program struct {
-	src    string
-	asBool bool
-	prog   *vm.Program // nil for an empty when, which always matches
+	src  string
+	prog *vm.Program // nil for an empty when, which always matches
 }
 
 // CompileWhen compiles an edge's when: a boolean expression over output,
 // input and visits. The empty string compiles to a program that is always
 // true.
 func CompileWhen(src string) (*Program, error) {
-	p := &Program{src: src, asBool: true}
+	p := &Program{src: src}
 	if src == "" {
 		return p, nil
 	}
-	prog, err := expr.Compile(src, exprOptions(true)...)
+	prog, err := expr.Compile(src, exprOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("graph: when %q: %w", src, err)
+	}
+	// A when whose type is known must be a boolean; one that reads a value
+	// out of output or input is checked when it runs (EvalBool).
+	if t := prog.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
+		return nil, fmt.Errorf("graph: when %q: %w", src, &file.Error{Message: fmt.Sprintf("a when must be a boolean, and this gives a %s", t), Column: -1})
 	}
 	p.prog = prog
 	return p, nil
@@ -64,7 +67,7 @@ func CompileWhen(src string) (*Program, error) {
 // CompileValue compiles one expression of an edge's with: any expression
 // over output, input and visits.
 func CompileValue(src string) (*Program, error) {
-	prog, err := expr.Compile(src, exprOptions(false)...)
+	prog, err := expr.Compile(src, exprOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("graph: with expression %q: %w", src, err)
 	}
@@ -94,7 +97,7 @@ func (p *Program) EvalBool(env Env) (bool, error) {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("graph: when %q gave %T, not a boolean", p.src, v)
+		return false, fmt.Errorf("graph: when %q gave %v (%T), not a boolean; compare it, e.g. %s == true", p.src, v, v, p.src)
 	}
 	return b, nil
 }

@@ -304,6 +304,9 @@ func exprMessage(err error) string {
 			return fmt.Sprintf("%s() is not available in graph expressions, because its result is not the same on every replay of a run", b)
 		}
 	}
+	if fe.Column < 0 {
+		return msg
+	}
 	return fmt.Sprintf("%s (at column %d of the expression)", msg, fe.Column+1)
 }
 
