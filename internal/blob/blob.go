@@ -1,0 +1,87 @@
+package blob
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+var (
+	// ErrNotFound reports that a key holds no blob. It is returned for
+	// genuine absence only; see the package documentation.
+	ErrNotFound = errors.New("blob: not found")
+	// ErrExists reports that a create-only Put found the key holding
+	// different bytes.
+	ErrExists = errors.New("blob: already exists")
+	// ErrInvalidKey reports a key or prefix that ValidateKey refuses.
+	ErrInvalidKey = errors.New("blob: invalid key")
+)
+
+// Info describes one stored blob.
+type Info struct {
+	Key     string
+	Size    int64 // bytes a Get returns (plaintext size for Encrypted stores)
+	ModTime time.Time
+}
+
+// PutOption changes how Put writes.
+type PutOption func(*putOptions)
+
+type putOptions struct {
+	createOnly bool
+}
+
+// CreateOnly makes Put refuse to replace a blob holding different bytes
+// (ErrExists); re-putting identical bytes succeeds.
+func CreateOnly() PutOption {
+	return func(o *putOptions) { o.createOnly = true }
+}
+
+func applyPut(opts []PutOption) putOptions {
+	var o putOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// Store is a flat namespace of immutable-by-convention blobs. See the
+// package documentation for the contract every implementation keeps.
+type Store interface {
+	// Put writes exactly size bytes from r to key (size < 0: unknown).
+	Put(ctx context.Context, key string, r io.Reader, size int64, opts ...PutOption) error
+	// Get streams the blob at key; the caller closes the reader.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Stat describes the blob at key.
+	Stat(ctx context.Context, key string) (Info, error)
+	// List returns every blob whose key starts with prefix, sorted by key.
+	List(ctx context.Context, prefix string) ([]Info, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// DeletePrefix removes every blob whose key starts with prefix (which
+	// must not be empty) and returns how many it removed.
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// PutBytes writes b to key.
+func PutBytes(ctx context.Context, s Store, key string, b []byte, opts ...PutOption) error {
+	return s.Put(ctx, key, bytes.NewReader(b), int64(len(b)), opts...)
+}
+
+// GetBytes reads the whole blob at key.
+func GetBytes(ctx context.Context, s Store, key string) ([]byte, error) {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}

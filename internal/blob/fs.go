@@ -1,0 +1,476 @@
+package blob
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// fsStore keeps each blob as a file under a root directory, the key's
+// segments becoming directories. All access goes through an os.Root, so no
+// key, symlink or race can reach outside the root.
+type fsStore struct {
+	dir    string
+	root   *os.Root
+	rootFI os.FileInfo // identity of the root when opened
+}
+
+// tmpPrefix names in-flight writes; keys cannot start a segment with '.',
+// so a temporary file never collides with a key and List skips it.
+const tmpPrefix = ".tmp-"
+
+// OpenFS opens (creating it 0700 if needed) a filesystem Store rooted at dir.
+func OpenFS(dir string) (Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("blob: open filesystem store: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob: open filesystem store: %w", err)
+	}
+	fi, err := root.Stat(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("blob: open filesystem store: %w", err)
+	}
+	return &fsStore{dir: dir, root: root, rootFI: fi}, nil
+}
+
+// absent turns an ENOENT into ErrNotFound, unless the root directory
+// itself has gone (removed, replaced, or its volume unmounted): that is a
+// fault of the store, not the absence of one blob.
+func (s *fsStore) absent(key string, err error) error {
+	if herr := s.rootHealth(); herr != nil {
+		return fmt.Errorf("%w (%v)", herr, err)
+	}
+	return fmt.Errorf("%w: %q", ErrNotFound, key)
+}
+
+func (s *fsStore) rootHealth() error {
+	fi, err := os.Stat(s.dir)
+	if err != nil {
+		return fmt.Errorf("the store's root %s is gone: %v", s.dir, err)
+	}
+	if !os.SameFile(fi, s.rootFI) {
+		return fmt.Errorf("the store's root %s was replaced since the store was opened", s.dir)
+	}
+	return nil
+}
+
+// fail classifies an error from a read-side operation.
+func (s *fsStore) fail(op, key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = s.absent(key, err); errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	return fmt.Errorf("blob: %s %q: %w", op, key, err)
+}
+
+func (s *fsStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts ...PutOption) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	o := applyPut(opts)
+	if err := s.put(ctx, key, r, size, o); err != nil {
+		if errors.Is(err, ErrExists) || errors.Is(err, ErrInvalidKey) {
+			return err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			if herr := s.rootHealth(); herr != nil {
+				err = fmt.Errorf("%w (%v)", herr, err)
+			}
+		}
+		return fmt.Errorf("blob: put %q: %w", key, err)
+	}
+	return nil
+}
+
+func (s *fsStore) put(ctx context.Context, key string, r io.Reader, size int64, o putOptions) (err error) {
+	dir := path.Dir(key)
+	var f *os.File
+	var tmp string
+	// A concurrent Delete may prune the directory between mkdirAll and
+	// the create; that ENOENT is retried, not reported.
+	for attempt := 0; ; attempt++ {
+		if err := s.mkdirAll(dir); err != nil {
+			return err
+		}
+		f, tmp, err = s.createTemp(dir)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 4 {
+			return err
+		}
+	}
+	committed := false
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		if !committed {
+			s.root.Remove(tmp)
+		}
+	}()
+
+	var h hash.Hash
+	var w io.Writer = f
+	if o.createOnly {
+		h = sha256.New()
+		w = io.MultiWriter(f, h)
+	}
+	n, err := io.Copy(w, putReader(ctx, key, r, size))
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	cerr := f.Close()
+	f = nil
+	if cerr != nil {
+		return cerr
+	}
+	if err := ctx.Err(); err != nil {
+		return err // never commit a cancelled write
+	}
+
+	if o.createOnly {
+		err := s.root.Link(tmp, key)
+		if errors.Is(err, fs.ErrExist) {
+			return s.sameContent(key, n, h.Sum(nil))
+		}
+		if err != nil {
+			return s.nestingOr(key, err)
+		}
+		if err := s.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	} else if err := s.root.Rename(tmp, key); err != nil {
+		return s.nestingOr(key, err)
+	}
+	committed = true
+	return s.syncDir(dir)
+}
+
+// sameContent resolves a create-only collision: identical bytes are a
+// successful retry, anything else is ErrExists.
+func (s *fsStore) sameContent(key string, n int64, sum []byte) error {
+	f, err := s.root.Open(key)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return nestedUnder(key)
+	}
+	if fi.Size() != n {
+		return fmt.Errorf("%w: %q holds different bytes", ErrExists, key)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), sum) {
+		return fmt.Errorf("%w: %q holds different bytes", ErrExists, key)
+	}
+	return nil
+}
+
+func nestedUnder(key string) error {
+	return fmt.Errorf("other keys nest under %q (a directory holds them); keys must not nest", key)
+}
+
+// nestingOr explains a failed rename or link onto a key that is a
+// directory, i.e. other keys nest under it.
+func (s *fsStore) nestingOr(key string, err error) error {
+	if fi, serr := s.root.Lstat(key); serr == nil && fi.IsDir() {
+		return fmt.Errorf("%s: %w", nestedUnder(key), err)
+	}
+	return err
+}
+
+func (s *fsStore) createTemp(dir string) (*os.File, string, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, "", err
+	}
+	name := path.Join(dir, tmpPrefix+hex.EncodeToString(rnd[:]))
+	f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return f, name, err
+}
+
+// mkdirAll creates dir and its parents 0700, fsyncing each parent that
+// gained an entry so the new directories survive a crash.
+func (s *fsStore) mkdirAll(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if fi, err := s.root.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	parent := path.Dir(dir)
+	if err := s.mkdirAll(parent); err != nil {
+		return err
+	}
+	err := s.root.Mkdir(dir, 0o700)
+	if err == nil {
+		return s.syncDir(parent)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		fi, serr := s.root.Stat(dir)
+		if serr != nil {
+			return serr
+		}
+		if fi.IsDir() {
+			return nil
+		}
+		return fmt.Errorf("%s is a file, so no key can nest under it: %w", dir, syscall.ENOTDIR)
+	}
+	return err
+}
+
+func (s *fsStore) syncDir(dir string) error {
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return serr
+	}
+	return cerr
+}
+
+func (s *fsStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: get %q: %w", key, err)
+	}
+	f, err := s.root.Open(key)
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, s.fail("get", key, err)
+	}
+	if err := regular(key, fi); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// regular accepts a blob file. A directory at a key is not a blob (only
+// other keys live under it), which is absence; anything else is a fault.
+func regular(key string, fi os.FileInfo) error {
+	switch {
+	case fi.Mode().IsRegular():
+		return nil
+	case fi.IsDir():
+		return fmt.Errorf("%w: %q", ErrNotFound, key)
+	default:
+		return fmt.Errorf("blob: %q is a %v, not a blob file", key, fi.Mode().Type())
+	}
+}
+
+func (s *fsStore) Stat(ctx context.Context, key string) (Info, error) {
+	if err := ValidateKey(key); err != nil {
+		return Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("blob: stat %q: %w", key, err)
+	}
+	fi, err := s.root.Stat(key)
+	if err != nil {
+		return Info{}, s.fail("stat", key, err)
+	}
+	if err := regular(key, fi); err != nil {
+		return Info{}, err
+	}
+	return Info{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+func (s *fsStore) List(ctx context.Context, prefix string) ([]Info, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	out, err := s.list(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("blob: list %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+func (s *fsStore) list(ctx context.Context, prefix string) ([]Info, error) {
+	dir := "."
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dir = prefix[:i]
+	}
+	var out []Info
+	err := fs.WalkDir(s.root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				if herr := s.rootHealth(); herr != nil {
+					return fmt.Errorf("%w (%v)", herr, err)
+				}
+				return fs.SkipAll // no directory, no keys
+			}
+			return err
+		}
+		if p == dir {
+			if !d.IsDir() {
+				return fmt.Errorf("%s is a file, so no key can nest under it: %w", dir, syscall.ENOTDIR)
+			}
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") || !strings.HasPrefix(p, prefix) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while we walked
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, Info{Key: p, Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		// An empty answer must not come from a store that is gone.
+		if herr := s.rootHealth(); herr != nil {
+			return nil, herr
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func (s *fsStore) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("blob: delete %q: %w", key, err)
+	}
+	if _, err := s.remove(key); err != nil {
+		return fmt.Errorf("blob: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// remove deletes the blob at key, reporting whether there was one. Only a
+// genuine absence counts as "nothing to do".
+func (s *fsStore) remove(key string) (bool, error) {
+	fi, err := s.root.Lstat(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		if herr := s.rootHealth(); herr != nil {
+			return false, fmt.Errorf("%w (%v)", herr, err)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.IsDir() {
+		return false, nil // not a blob: only other keys live there
+	}
+	if err := s.root.Remove(key); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	dir := path.Dir(key)
+	if err := s.syncDir(dir); err != nil {
+		return true, err
+	}
+	s.prune(dir)
+	return true, nil
+}
+
+// prune removes now-empty directories above a deleted blob so that the
+// directory's name can become a key again. rmdir refuses non-empty
+// directories and never removes a file, so racing writers are safe: a Put
+// that loses its directory retries.
+func (s *fsStore) prune(dir string) {
+	for dir != "." {
+		parent := path.Dir(dir)
+		p, err := s.root.Open(parent)
+		if err != nil {
+			return
+		}
+		err = unix.Unlinkat(int(p.Fd()), path.Base(dir), unix.AT_REMOVEDIR)
+		p.Close()
+		if err != nil {
+			return
+		}
+		dir = parent
+	}
+}
+
+func (s *fsStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	if prefix == "" {
+		return 0, fmt.Errorf("%w: DeletePrefix needs a non-empty prefix", ErrInvalidKey)
+	}
+	if err := validatePrefix(prefix); err != nil {
+		return 0, err
+	}
+	infos, err := s.list(ctx, prefix)
+	if err != nil {
+		return 0, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
+	}
+	n := 0
+	for _, in := range infos {
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
+		}
+		removed, err := s.remove(in.Key)
+		if err != nil {
+			return n, fmt.Errorf("blob: delete prefix %q: %q: %w", prefix, in.Key, err)
+		}
+		if removed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (s *fsStore) Close() error { return s.root.Close() }

@@ -1,0 +1,159 @@
+package blob_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/blob/storetest"
+)
+
+func openFS(t *testing.T, dir string) blob.Store {
+	t.Helper()
+	s, err := blob.OpenFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// fsFaults are genuine filesystem faults. The issue's "directory with mode
+// 000" only works for an unprivileged user: these tests run as root in CI
+// containers, and root's CAP_DAC_OVERRIDE reads through mode 000, so that
+// case skips under root. The faults that root cannot bypass stand in for
+// it: ENOTDIR (a file where a directory should be), ELOOP (a symlink loop
+// where a directory should be) and the store's root directory vanishing
+// (removed, or its volume unmounted), which would otherwise make every
+// lookup look like an ENOENT.
+func fsFaults() []storetest.Fault {
+	return []storetest.Fault{
+		{Name: "Mode000Dir", Inject: func(t *testing.T) (blob.Store, string) {
+			if os.Geteuid() == 0 {
+				t.Skip("running as root: CAP_DAC_OVERRIDE bypasses mode 000, so this fault cannot be produced; ENOTDIR, ELOOP and RootGone cover non-absence faults instead")
+			}
+			dir := t.TempDir()
+			s := openFS(t, dir)
+			if err := blob.PutBytes(context.Background(), s, "locked/blob", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			locked := filepath.Join(dir, "locked")
+			if err := os.Chmod(locked, 0); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(locked, 0o700) })
+			return s, "locked/blob"
+		}},
+		{Name: "FileWhereDirShouldBe", Inject: func(t *testing.T) (blob.Store, string) {
+			dir := t.TempDir()
+			s := openFS(t, dir)
+			if err := os.WriteFile(filepath.Join(dir, "notadir"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return s, "notadir/blob" // ENOTDIR
+		}},
+		{Name: "SymlinkLoop", Inject: func(t *testing.T) (blob.Store, string) {
+			dir := t.TempDir()
+			s := openFS(t, dir)
+			if err := os.Symlink("loop", filepath.Join(dir, "loop")); err != nil {
+				t.Fatal(err)
+			}
+			return s, "loop/blob" // ELOOP
+		}},
+		{Name: "RootGone", Inject: func(t *testing.T) (blob.Store, string) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s := openFS(t, dir)
+			if err := blob.PutBytes(context.Background(), s, "gone/blob", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			return s, "gone/blob" // ENOENT, but from a store that no longer exists
+		}},
+	}
+}
+
+func TestFSConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		return storetest.Harness{
+			New:    func(t *testing.T) blob.Store { return openFS(t, t.TempDir()) },
+			Faults: fsFaults(),
+		}
+	})
+}
+
+// TestFSLayout pins the on-disk mechanics: modes, no temporary files left,
+// keys as paths.
+func TestFSLayout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s := openFS(t, dir)
+	defer s.Close()
+	ctx := context.Background()
+	if err := blob.PutBytes(ctx, s, "runs/r1/checkpoints/1.json", []byte("{}"), blob.CreateOnly()); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{
+		dir:                        0o700 | os.ModeDir,
+		filepath.Join(dir, "runs"): 0o700 | os.ModeDir,
+		filepath.Join(dir, "runs/r1/checkpoints"):        0o700 | os.ModeDir,
+		filepath.Join(dir, "runs/r1/checkpoints/1.json"): 0o600,
+	} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
+		}
+	}
+	// A failed put leaves no temporary file behind.
+	_ = s.Put(ctx, "runs/r1/checkpoints/2.json", strings.NewReader("short"), 10)
+	_ = blob.PutBytes(ctx, s, "runs/r1/checkpoints/1.json", []byte("other"), blob.CreateOnly())
+	entries, err := os.ReadDir(filepath.Join(dir, "runs/r1/checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "1.json" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("directory holds %q, want only 1.json", names)
+	}
+	// Deleting the last blob prunes the empty directories, so that a
+	// directory's name can become a key later.
+	if err := s.Delete(ctx, "runs/r1/checkpoints/1.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs")); !os.IsNotExist(err) {
+		t.Fatalf("runs/ still exists after its last blob was deleted: %v", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the store root itself must stay: %v", err)
+	}
+}
+
+// A symlink inside the root cannot take a key outside it.
+func TestFSNoEscape(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "store")
+	s := openFS(t, dir)
+	defer s.Close()
+	if err := os.Symlink(outside, filepath.Join(dir, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	err := blob.PutBytes(context.Background(), s, "esc/blob", []byte("x"))
+	if err == nil {
+		t.Fatal("Put through a symlink to outside the root succeeded")
+	}
+	if _, serr := os.Stat(filepath.Join(outside, "blob")); !os.IsNotExist(serr) {
+		t.Fatalf("a blob was written outside the root: %v", serr)
+	}
+}
