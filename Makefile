@@ -1,0 +1,48 @@
+# Tether's front door. `make run` shows a graph run end to end on a local
+# Temporal dev server; `make test` is what CI runs.
+SHELL := bash
+GO ?= go
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all build tools run test lint fuzz bench histories clean
+
+all: build tools
+
+## build: the tether CLI and the tether-worker binary, into bin/
+build:
+	$(GO) build -o bin/tether ./starter
+	$(GO) build -o bin/tether-worker ./worker
+
+## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs
+tools:
+	bash scripts/tools.sh temporal versitygw clis >/dev/null
+
+## run: dev server + worker + the review-loop demo, answered automatically
+run: build
+	bash scripts/tools.sh temporal >/dev/null
+	bash scripts/demo.sh examples/review-loop.yaml
+
+## test: every test, against the real dev server, versitygw and agent CLIs
+test: build tools
+	$(GO) test -p 2 -timeout 45m ./...
+
+## lint: go vet, staticcheck and workflowcheck
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) tool workflowcheck ./workflows/...
+
+## fuzz: each fuzz target for 60 seconds
+fuzz:
+	bash scripts/fuzz.sh 60s
+
+## bench: the benchmarks reported in docs/
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./internal/...
+
+## histories: re-record the replay histories from real runs (new files only)
+histories: build tools
+	TETHER_RECORD_HISTORIES=1 $(GO) test -run 'TestRecordHistories' -count 1 -timeout 20m ./workflows/...
+
+clean:
+	rm -rf bin .tether

@@ -1,0 +1,277 @@
+// Package activities holds GraphRun's activities: the only code that
+// touches agents, tools, disks and stores. Each is idempotent: every key it
+// writes comes from its input (minted by the workflow), never from the
+// attempt, so a retry writes the same bytes to the same place.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// Activities carries the worker's dependencies.
+type Activities struct {
+	Blobs    blob.Store
+	Runs     *runstore.Store
+	Backends Backends
+	// StateDir holds this worker's live session roots, one per backend.
+	StateDir string
+	// WorkDir holds the runs' working directories.
+	WorkDir string
+	// Queue is this worker's own task queue.
+	Queue  string
+	Logger *slog.Logger
+	// HeartbeatEvery is how often a running visit heartbeats.
+	HeartbeatEvery time.Duration
+}
+
+// Backends is the set of backends a worker can run, looked up by name.
+type Backends []backend.Backend
+
+// Get returns the backend called name.
+func (bs Backends) Get(name string) (backend.Backend, bool) {
+	for _, b := range bs {
+		if b.Name() == name {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// Availability is implemented by backends that can tell, before running,
+// whether they can run on this worker (a CLI that is not installed).
+type Availability interface {
+	Available() error
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+// Env returns the live root and working directory of one backend for one
+// run's node on this worker. HasSession, unpack, execute and pack all use
+// this one function, so they agree on where a session lives.
+func (a *Activities) Env(backendName, runID string, node graph.Node) (backend.Env, error) {
+	root := filepath.Join(a.StateDir, backendName)
+	work := filepath.Join(a.WorkDir, runID)
+	if node.Workdir != "" {
+		if filepath.IsAbs(node.Workdir) {
+			work = filepath.Clean(node.Workdir)
+		} else {
+			if !filepath.IsLocal(node.Workdir) {
+				return backend.Env{}, fmt.Errorf("node %q: workdir %q leaves the run's directory; use a relative path inside it or an absolute path", node.ID, node.Workdir)
+			}
+			work = filepath.Join(work, node.Workdir)
+		}
+	}
+	for _, d := range []string{root, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return backend.Env{}, err
+		}
+	}
+	return backend.Env{StateRoot: root, Workdir: work}, nil
+}
+
+// SaveCheckpoint writes one immutable checkpoint record.
+func (a *Activities) SaveCheckpoint(ctx context.Context, req *CheckpointRequest) error {
+	if req == nil || req.Checkpoint == nil || req.Checkpoint.RunID == "" || req.Checkpoint.Seq <= 0 {
+		return temporal.NewNonRetryableApplicationError("SaveCheckpoint needs a checkpoint with a run id and a positive seq", ErrTypeBadRequest, nil)
+	}
+	if err := a.Runs.Save(ctx, req.Checkpoint.RunID, req.Checkpoint); err != nil {
+		return fmt.Errorf("save checkpoint %d of run %s: %w", req.Checkpoint.Seq, req.Checkpoint.RunID, err)
+	}
+	return nil
+}
+
+// DeleteBlobs removes session blobs; a key already gone is success.
+func (a *Activities) DeleteBlobs(ctx context.Context, req *DeleteBlobsRequest) error {
+	var errs []error
+	for _, k := range req.Keys {
+		if err := a.Blobs.Delete(ctx, k); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteRun removes a run's checkpoints and every blob under its prefix.
+func (a *Activities) DeleteRun(ctx context.Context, runID string) (runstore.DeleteReport, error) {
+	return a.Runs.DeleteRun(ctx, runID)
+}
+
+// RestoreSession makes a session live in this worker's root: it unpacks the
+// blob at StateRef, or with no StateRef asks the backend's packer whether
+// the session is already there. A missing, corrupt or foreign blob is
+// ErrTypeSessionUnavailable; a store fault is an ordinary (retried) error.
+func (a *Activities) RestoreSession(ctx context.Context, req *RestoreRequest) (*RestoreResult, error) {
+	b, ok := a.Backends.Get(req.Backend)
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("backend %q is not available on worker %s", req.Backend, a.Queue), ErrTypeSessionUnavailable, nil)
+	}
+	env, err := a.Env(req.Backend, req.RunID, req.Node)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
+	}
+	packer := b.Packer(env)
+	if packer == nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("backend %q cannot restore sessions", req.Backend), ErrTypeSessionUnavailable, nil)
+	}
+	if req.StateRef == "" {
+		present := packer.HasSession(ctx, req.SessionID)
+		return &RestoreResult{Queue: a.Queue, Present: present}, nil
+	}
+	data, err := blob.GetBytes(ctx, a.Blobs, req.StateRef)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q is gone", req.Node.ID), ErrTypeSessionUnavailable, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session blob for node %q: %w", req.Node.ID, err)
+	}
+	if err := packer.UnpackSession(ctx, req.SessionID, data); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q cannot be unpacked: %v", req.Node.ID, err), ErrTypeSessionUnavailable, err)
+	}
+	a.logger().Info("session restored", "run", req.RunID, "node", req.Node.ID, "backend", req.Backend, "session_id", req.SessionID, "bytes", len(data))
+	return &RestoreResult{Queue: a.Queue, Present: true}, nil
+}
+
+// ExecuteNode runs one visit of an agent node and, when asked to, packs
+// the session into the blob store before returning, while its files are
+// still live. A failed pack is reported in the result, not as an error: the
+// agent already ran, and a retry would run it twice.
+func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
+	b, sessionID, err := a.pickBackend(req)
+	if err != nil {
+		return nil, err
+	}
+	env, err := a.Env(b.Name(), req.RunID, req.Node)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
+	}
+	prompt, err := graph.RenderPrompt(req.Node.Prompt, graph.PromptData{Input: req.Input, Output: req.PrevOutput, Visit: req.Visit})
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", req.NodeID, err), ErrTypeBadRequest, err)
+	}
+
+	stop := a.heartbeat(ctx)
+	res, err := b.Execute(ctx, backend.Request{
+		RunID: req.RunID, NodeID: req.NodeID, Visit: req.Visit, Prompt: prompt,
+		SessionID: sessionID, Fork: req.Node.Session == graph.SessionFork && sessionID != "",
+		Model: req.Node.Model, Script: req.Node.Script, Answer: req.Answer, Env: env,
+	})
+	stop()
+	if err != nil {
+		if t := backend.ErrorType(err); t != "" {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), t, err)
+		}
+		return nil, err
+	}
+
+	out := map[string]any{"text": res.Text}
+	for k, v := range res.Structured {
+		out[k] = v
+	}
+	out[backend.SessionIDKey] = res.SessionID
+	out[backend.BackendKey] = b.Name()
+	out[backend.SessionFingerprintKey] = res.Fingerprint
+	result := &ExecuteResult{
+		Output: out, Backend: b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
+	}
+
+	key := req.PackTo
+	if res.NeedsInteraction != nil {
+		result.Questions = res.NeedsInteraction.Questions
+		result.PendingToolUseID = res.NeedsInteraction.PendingToolUseID
+		key = req.PauseTo
+	}
+	if key != "" {
+		result.Packed, result.PackDigest, result.PackError = a.pack(ctx, b, env, res.SessionID, key)
+	}
+	a.logger().Info("visit done", "run", req.RunID, "node", req.NodeID, "visit", req.Visit, "backend", b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)
+	return result, nil
+}
+
+// pickBackend returns the backend to run: the planned one if it can run
+// here, else the node's first fallback that can. A session id never moves
+// to another backend.
+func (a *Activities) pickBackend(req *ExecuteRequest) (backend.Backend, string, error) {
+	candidates := append([]string{req.Backend, req.Node.Backend}, req.Node.Fallback...)
+	var reasons []string
+	for _, name := range candidates {
+		b, ok := a.Backends.Get(name)
+		if !ok {
+			reasons = append(reasons, name+": not registered on this worker")
+			continue
+		}
+		if av, ok := b.(Availability); ok {
+			if err := av.Available(); err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", name, err))
+				continue
+			}
+		}
+		if name != req.Backend {
+			return b, "", nil
+		}
+		return b, req.SessionID, nil
+	}
+	err := fmt.Errorf("%w: node %q can run on none of its backends (%v); install the CLI on the worker or add a fallback", backend.ErrNotInstalled, req.NodeID, reasons)
+	return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), backend.ErrorType(err), err)
+}
+
+func (a *Activities) pack(ctx context.Context, b backend.Backend, env backend.Env, sessionID, key string) (ok bool, digest, reason string) {
+	packer := b.Packer(env)
+	if packer == nil {
+		return false, "", fmt.Sprintf("backend %s has no session packer", b.Name())
+	}
+	data, err := packer.PackSession(ctx, sessionID)
+	if err != nil {
+		return false, "", "pack: " + err.Error()
+	}
+	if err := blob.PutBytes(ctx, a.Blobs, key, data, blob.CreateOnly()); err != nil {
+		return false, "", "put: " + err.Error()
+	}
+	return true, digestOf(data), ""
+}
+
+// heartbeat records a heartbeat periodically until stopped, so a dead
+// worker is noticed within the heartbeat timeout rather than the node's.
+func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	every := a.HeartbeatEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}

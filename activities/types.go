@@ -1,0 +1,95 @@
+package activities
+
+import (
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// Error types of activity failures. The workflow branches on them.
+const (
+	// ErrTypeSessionUnavailable: a blob to restore is missing, corrupt or
+	// belongs to another session. The visit strips its session keys and
+	// runs fresh.
+	ErrTypeSessionUnavailable = "SessionUnavailable"
+	// ErrTypeCheckpoint: a checkpoint could not be written.
+	ErrTypeCheckpoint = "CheckpointFailed"
+	// ErrTypeBadRequest: the activity was called with input it can never
+	// accept.
+	ErrTypeBadRequest = "BadRequest"
+)
+
+// ExecuteRequest is one visit of an agent node.
+type ExecuteRequest struct {
+	RunID  string     `json:"run_id"`
+	NodeID string     `json:"node_id"`
+	Visit  int        `json:"visit"`
+	Node   graph.Node `json:"node"`
+	// Backend is the effective backend the workflow planned for.
+	Backend    string         `json:"backend"`
+	Input      map[string]any `json:"input,omitempty"`
+	PrevOutput map[string]any `json:"prev_output,omitempty"`
+	// SessionID resumes that conversation; set only after a successful
+	// unpack or has-session on this worker.
+	SessionID string          `json:"session_id,omitempty"`
+	Answer    *backend.Answer `json:"answer,omitempty"`
+	// PackTo is the blob key a successful persist visit packs its session
+	// into; empty for non-persist nodes.
+	PackTo string `json:"pack_to,omitempty"`
+	// PauseTo is the blob key an ask_user packs the in-flight session into.
+	PauseTo string `json:"pause_to,omitempty"`
+}
+
+// ExecuteResult is what a visit produced. It never carries session bytes:
+// they went to the blob store under PackTo or PauseTo.
+type ExecuteResult struct {
+	Output      map[string]any `json:"output"`
+	Backend     string         `json:"backend"`
+	SessionID   string         `json:"session_id,omitempty"`
+	Fingerprint string         `json:"fingerprint,omitempty"`
+	// Queue is the worker queue the visit ran on.
+	Queue string `json:"queue"`
+	// Questions is set when the agent asked the user mid-visit.
+	Questions        []backend.Question `json:"questions,omitempty"`
+	PendingToolUseID string             `json:"pending_tool_use_id,omitempty"`
+	// Packed reports that the session went to PackTo (or PauseTo when
+	// Questions is set); PackError says why not.
+	Packed     bool   `json:"packed,omitempty"`
+	PackDigest string `json:"pack_digest,omitempty"`
+	PackError  string `json:"pack_error,omitempty"`
+}
+
+// RestoreRequest asks a worker to make a session live in its root: unpack a
+// blob (StateRef set) or, with StateRef empty, only check HasSession.
+type RestoreRequest struct {
+	RunID     string     `json:"run_id"`
+	Node      graph.Node `json:"node"`
+	Backend   string     `json:"backend"`
+	SessionID string     `json:"session_id"`
+	StateRef  string     `json:"state_ref,omitempty"`
+}
+
+// RestoreResult names the worker queue where the session is now live.
+type RestoreResult struct {
+	Queue   string `json:"queue"`
+	Present bool   `json:"present"`
+}
+
+// ToolRequest runs a tool node's argv.
+type ToolRequest struct {
+	RunID  string         `json:"run_id"`
+	NodeID string         `json:"node_id"`
+	Visit  int            `json:"visit"`
+	Node   graph.Node     `json:"node"`
+	Input  map[string]any `json:"input,omitempty"`
+}
+
+// CheckpointRequest saves one checkpoint.
+type CheckpointRequest struct {
+	Checkpoint *runstore.Checkpoint `json:"checkpoint"`
+}
+
+// DeleteBlobsRequest deletes session blobs; a missing key is not an error.
+type DeleteBlobsRequest struct {
+	Keys []string `json:"keys"`
+}

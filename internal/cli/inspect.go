@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/render"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+// quietLogger keeps the Temporal client's info chatter off the terminal.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(msg string, kv ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{"temporal client:", msg}, kv...)...)
+}
+
+var _ log.Logger = quietLogger{}
+
+func (a *app) queryState(ctx context.Context, id string) (*workflows.State, error) {
+	c, err := a.temporal()
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+	if err != nil {
+		return nil, err
+	}
+	var st workflows.State
+	if err := v.Get(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// describe returns the run's Temporal status, or "" when Temporal does not
+// know the run (never started there, or past retention).
+func (a *app) describe(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
+	c, err := a.temporal()
+	if err != nil {
+		return 0, err
+	}
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, nil
+		}
+		return 0, err
+	}
+	return d.WorkflowExecutionInfo.Status, nil
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	var asJSON, pending bool
+	cmd := &cobra.Command{
+		Use:   "status RUN",
+		Short: "Show a run: status, current node, visits, pending questions, path",
+		Long: `Show a run. A live run is asked through the workflow's "state" query;
+when no worker is up, or Temporal no longer holds the run, the latest
+checkpoint in the run store answers instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx := cmd.Context()
+			st, source, err := a.loadState(ctx, id)
+			if err != nil {
+				return err
+			}
+			if pending {
+				for _, q := range st.Questions {
+					fmt.Fprintln(a.out, q.ID)
+				}
+				return nil
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			a.printState(st, source)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the state as JSON")
+	cmd.Flags().BoolVar(&pending, "pending", false, "print only the ids of pending questions, one per line (for scripts)")
+	return cmd
+}
+
+// loadState asks the live workflow first and the run store second.
+func (a *app) loadState(ctx context.Context, id string) (*workflows.State, string, error) {
+	var temporalStatus enumspb.WorkflowExecutionStatus
+	if _, err := a.temporal(); err == nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		temporalStatus, _ = a.describe(dctx, id)
+		cancel()
+		if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			st, err := a.queryState(qctx, id)
+			cancel()
+			if err == nil {
+				return st, "live query", nil
+			}
+		}
+	}
+	runs, err := a.store(ctx)
+	if err != nil {
+		return nil, "", failedErr(err)
+	}
+	cp, err := runs.Latest(ctx, id)
+	if err != nil {
+		if errors.Is(err, runstore.ErrNoCheckpoint) {
+			return nil, "", failedErr(fmt.Errorf("run %q not found in Temporal or in the run store %s", id, a.cfg.BlobURL))
+		}
+		return nil, "", failedErr(err)
+	}
+	st := stateFromCheckpoint(cp)
+	if temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
+			st.Status = strings.ToLower(strings.TrimPrefix(temporalStatus.String(), "WORKFLOW_EXECUTION_STATUS_"))
+		}
+	}
+	source := fmt.Sprintf("run store, checkpoint %d", cp.Seq)
+	if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		source += "; the run is open but no worker answered the query"
+	}
+	return st, source, nil
+}
+
+func stateFromCheckpoint(cp *runstore.Checkpoint) *workflows.State {
+	st := &workflows.State{
+		RunID: cp.RunID, Graph: cp.Graph.Name, Status: cp.Status, Visits: cp.Visits,
+		Outputs: map[string]map[string]any{}, Path: cp.Path, Steps: cp.PathTotal, Error: cp.Error, Checkpoint: cp.Seq,
+	}
+	for _, c := range cp.Cursor {
+		st.Current = append(st.Current, c.Node)
+	}
+	for k, v := range cp.Outputs {
+		st.Outputs[k] = v
+	}
+	for k, slot := range cp.NodeSessions {
+		if st.Sessions == nil {
+			st.Sessions = map[string]workflows.SessionView{}
+		}
+		st.Sessions[k] = workflows.SessionView{Backend: slot.Backend, SessionID: slot.SessionID}
+	}
+	if p := cp.Pause; p != nil {
+		for _, q := range p.Questions {
+			if !q.Answered {
+				st.Questions = append(st.Questions, workflows.PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text})
+			}
+		}
+	}
+	return st
+}
+
+func (a *app) printState(st *workflows.State, source string) {
+	w := a.out
+	fmt.Fprintf(w, "run:        %s\n", st.RunID)
+	fmt.Fprintf(w, "graph:      %s\n", st.Graph)
+	fmt.Fprintf(w, "status:     %s\n", st.Status)
+	if len(st.Current) > 0 {
+		fmt.Fprintf(w, "current:    %s\n", strings.Join(st.Current, ", "))
+	}
+	fmt.Fprintf(w, "visits:     %d\n", st.Steps)
+	fmt.Fprintf(w, "checkpoint: %d\n", st.Checkpoint)
+	fmt.Fprintf(w, "source:     %s\n", source)
+	if st.Error != "" {
+		fmt.Fprintf(w, "error:      %s\n", st.Error)
+	}
+	for _, q := range st.Questions {
+		fmt.Fprintf(w, "question:   [%s] %s asks: %s\n            answer with: tether answer %s %s TEXT\n", q.ID, q.Node, q.Text, st.RunID, q.ID)
+	}
+	for _, id := range sortedKeys(st.Sessions) {
+		s := st.Sessions[id]
+		fmt.Fprintf(w, "session:    %s → %s %s\n", id, s.Backend, s.SessionID)
+	}
+	if len(st.Path) > 0 {
+		fmt.Fprintln(w, "path:")
+		for _, s := range st.Path {
+			fmt.Fprintf(w, "  %-16s visit %-3d %-7s %s\n", s.Node, s.Visit, s.Status, (time.Duration(s.DurationMS) * time.Millisecond).String())
+		}
+	}
+	fmt.Fprintf(w, "web ui:     %s\n", a.cfg.RunURL(st.RunID))
+}
+
+func (a *app) answerCmd() *cobra.Command {
+	var signal bool
+	cmd := &cobra.Command{
+		Use:   "answer RUN QUESTION_ID TEXT",
+		Short: "Answer a pending question of a run",
+		Long: `Answer a pending question. By default the answer goes as the workflow
+update "answer", so an unknown or already-answered question is refused with
+a clear message (exit 2). With --signal it is sent as the "answer" signal,
+fire and forget.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, qid, text := args[0], args[1], args[2]
+			c, err := a.temporal()
+			if err != nil {
+				return failedErr(err)
+			}
+			ans := workflows.Answer{QuestionID: qid, Text: text}
+			if signal {
+				if err := c.SignalWorkflow(cmd.Context(), id, "", workflows.SignalAnswer, ans); err != nil {
+					return failedErr(fmt.Errorf("signal run %s: %w", id, err))
+				}
+				fmt.Fprintf(a.out, "answer to %s sent to run %s\n", qid, id)
+				return nil
+			}
+			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
+				WorkflowID: id, UpdateName: workflows.UpdateAnswer, Args: []any{ans},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err == nil {
+				err = h.Get(cmd.Context(), nil)
+			}
+			if err != nil {
+				var nf *serviceerror.NotFound
+				if errors.As(err, &nf) {
+					return failedErr(fmt.Errorf("run %s is not open: %w", id, err))
+				}
+				return usageErr("answer refused by run %s: %v", id, err)
+			}
+			fmt.Fprintf(a.out, "answer to %s accepted by run %s\n", qid, id)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&signal, "signal", false, "send as a signal instead of an update")
+	return cmd
+}
+
+func (a *app) validateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a graph file and report every problem with its code and position",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			g, err := graph.ParseFile(path)
+			if err != nil {
+				fmt.Fprintln(a.out, err)
+				return &exitError{code: ExitUsage, err: fmt.Errorf("%s is not a valid graph", path)}
+			}
+			probs := graph.Validate(g)
+			if len(probs) > 0 {
+				fmt.Fprint(a.out, probs.Format(path))
+			}
+			if probs.HasErrors() {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("%s is not a valid graph", path)}
+			}
+			fmt.Fprintf(a.out, "%s: ok (%d nodes, %d edges)\n", path, len(g.Nodes), len(g.Edges))
+			return nil
+		},
+	}
+}
+
+func (a *app) graphCmd() *cobra.Command {
+	var (
+		format string
+		run    string
+	)
+	cmd := &cobra.Command{
+		Use:   "graph FILE",
+		Short: "Draw a graph as Mermaid or DOT, optionally with the path a run took",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := graph.ParseFile(args[0])
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			var taken *render.Taken
+			if run != "" {
+				runs, err := a.store(cmd.Context())
+				if err != nil {
+					return failedErr(err)
+				}
+				cp, err := runs.Latest(cmd.Context(), run)
+				if err != nil {
+					return failedErr(fmt.Errorf("run %s: %w", run, err))
+				}
+				taken = &render.Taken{Visits: cp.Visits, Transitions: cp.Transitions}
+			}
+			s, err := render.Draw(g, format, taken)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			fmt.Fprint(a.out, s)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
+	cmd.Flags().StringVar(&run, "run", "", "highlight the nodes and edges this run took")
+	return cmd
+}

@@ -1,0 +1,362 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// requireClosed refuses to act on a run Temporal still runs.
+func (a *app) requireClosed(ctx context.Context, id, what string) error {
+	st, err := a.describe(ctx, id)
+	if err != nil {
+		return failedErr(fmt.Errorf("describe run %s: %w", id, err))
+	}
+	if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return usageErr("run %s is still open; %s needs a closed run (cancel it with `temporal workflow cancel --workflow-id %s` first)", id, what, id)
+	}
+	return nil
+}
+
+// start begins a new execution of run id from cp.
+func (a *app) start(ctx context.Context, id string, cp *runstore.Checkpoint) error {
+	c, err := a.temporal()
+	if err != nil {
+		return failedErr(err)
+	}
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.RunWorkflowID(id),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Checkpoint: cp})
+	if err != nil {
+		return failedErr(fmt.Errorf("start run %s: %w", id, err))
+	}
+	return nil
+}
+
+// resumableCheckpoint is what a closed run continues from: the checkpoint a
+// fail-stop carried in its failure details (it may hold a slot the run
+// store never received), else the run store's latest.
+func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Checkpoint, string, error) {
+	c, err := a.temporal()
+	if err != nil {
+		return nil, "", failedErr(err)
+	}
+	runs, err := a.store(ctx)
+	if err != nil {
+		return nil, "", failedErr(err)
+	}
+	latest, lerr := runs.Latest(ctx, id)
+	if lerr != nil && !errors.Is(lerr, runstore.ErrNoCheckpoint) {
+		return nil, "", failedErr(lerr)
+	}
+	werr := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
+	var appErr *temporal.ApplicationError
+	if errors.As(werr, &appErr) && appErr.Type() == workflows.ErrTypeResumable && appErr.HasDetails() {
+		var cp runstore.Checkpoint
+		if err := appErr.Details(&cp); err == nil {
+			if latest != nil && latest.Seq > cp.Seq {
+				cp.Seq = latest.Seq
+			}
+			return &cp, "the fail-stop's own checkpoint", nil
+		}
+	}
+	if latest == nil {
+		return nil, "", failedErr(fmt.Errorf("run %s has no checkpoint to resume from", id))
+	}
+	if latest.Status == runstore.StatusCompleted {
+		return nil, "", usageErr("run %s completed; nothing to resume (fork it to run again)", id)
+	}
+	return latest, fmt.Sprintf("checkpoint %d", latest.Seq), nil
+}
+
+func (a *app) resumeCmd() *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a failed run from its checkpoint in a new execution",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx := cmd.Context()
+			if err := a.requireClosed(ctx, id, "resume"); err != nil {
+				return err
+			}
+			cp, from, err := a.resumableCheckpoint(ctx, id)
+			if err != nil {
+				return err
+			}
+			cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}
+			if err := a.start(ctx, id, cp); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "run %s resumed from %s\n", id, from)
+			if follow {
+				return a.follow(ctx, id)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
+	return cmd
+}
+
+// sessionRefs lists every blob ref a checkpoint names.
+func sessionRefs(cp *runstore.Checkpoint) []string {
+	var refs []string
+	for _, k := range sortedKeys(cp.NodeSessions) {
+		if r := cp.NodeSessions[k].StateRef; r != "" {
+			refs = append(refs, r)
+		}
+	}
+	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
+		refs = append(refs, cp.Pause.BackendSessionStateRef)
+	}
+	return refs
+}
+
+func (a *app) rewindCmd() *cobra.Command {
+	var (
+		to     string
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rewind RUN --to SEQ",
+		Short: "Rewind a closed run to an earlier checkpoint and run on from there",
+		Long: `Rewind a closed run to checkpoint SEQ (see tether checkpoints RUN). A new
+checkpoint, a copy of SEQ, is written first; then the session blobs that only
+later checkpoints named are deleted; then a new execution continues from it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx := cmd.Context()
+			seq, err := atoi(to)
+			if err != nil {
+				return err
+			}
+			if err := a.requireClosed(ctx, id, "rewind"); err != nil {
+				return err
+			}
+			runs, err := a.store(ctx)
+			if err != nil {
+				return failedErr(err)
+			}
+			target, err := runs.Get(ctx, id, seq)
+			if err != nil {
+				return failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+			}
+			infos, err := runs.List(ctx, id)
+			if err != nil {
+				return failedErr(err)
+			}
+			kept := map[string]bool{}
+			var dropped []string
+			var last int64
+			for _, info := range infos {
+				last = max(last, info.Seq)
+				cp, err := runs.Get(ctx, id, info.Seq)
+				if err != nil {
+					return failedErr(err)
+				}
+				for _, r := range sessionRefs(cp) {
+					if info.Seq <= seq {
+						kept[r] = true
+					} else if !slices.Contains(dropped, r) {
+						dropped = append(dropped, r)
+					}
+				}
+			}
+			dropped = slices.DeleteFunc(dropped, func(r string) bool { return kept[r] })
+
+			// 1. The checkpoint without the dropped refs, first.
+			cp := *target
+			cp.Seq = last + 1
+			cp.Status = runstore.StatusRunning
+			cp.Error = ""
+			cp.Lineage = &runstore.Lineage{Run: id, Seq: seq, Kind: "rewind"}
+			if err := runs.Save(ctx, id, &cp); err != nil {
+				return failedErr(fmt.Errorf("write rewind checkpoint: %w", err))
+			}
+			// 2. Then the blobs.
+			for _, r := range dropped {
+				if err := a.blobs.Delete(ctx, r); err != nil {
+					fmt.Fprintf(a.errOut, "warning: could not delete session blob %s: %v (tether delete removes it with the run)\n", r, err)
+				}
+			}
+			// 3. Then run on.
+			if err := a.start(ctx, id, &cp); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "run %s rewound to checkpoint %d (new checkpoint %d, %d session blob(s) dropped)\n", id, seq, cp.Seq, len(dropped))
+			if follow {
+				return a.follow(ctx, id)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "checkpoint sequence number to rewind to (required)")
+	_ = cmd.MarkFlagRequired("to")
+	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
+	return cmd
+}
+
+func (a *app) forkCmd() *cobra.Command {
+	var (
+		at     string
+		newID  string
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fork RUN",
+		Short: "Start a new run from a checkpoint of another run",
+		Long: `Start a new run from checkpoint --at (default: the latest) of RUN. The new
+run keeps the outputs and visits but no session refs of either kind: its
+persist nodes start their own conversations.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx := cmd.Context()
+			runs, err := a.store(ctx)
+			if err != nil {
+				return failedErr(err)
+			}
+			var src *runstore.Checkpoint
+			if at != "" {
+				seq, err := atoi(at)
+				if err != nil {
+					return err
+				}
+				src, err = runs.Get(ctx, id, seq)
+				if err != nil {
+					return failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+				}
+			} else if src, err = runs.Latest(ctx, id); err != nil {
+				return failedErr(fmt.Errorf("run %s: %w", id, err))
+			}
+			cp := Fork(src)
+			if newID == "" {
+				newID = strings.ToLower(cp.Graph.Name) + "-" + strings.ToLower(ulid.Make().String())
+			}
+			cp.RunID = newID
+			if err := a.start(ctx, newID, cp); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID))
+			if follow {
+				return a.follow(ctx, newID)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "checkpoint sequence number (default: latest)")
+	cmd.Flags().StringVar(&newID, "id", "", "ID of the new run")
+	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
+	return cmd
+}
+
+// Fork copies a checkpoint for a new run: outputs and visits stay, both
+// kinds of session ref go (ADR-089: fork omits both refs).
+func Fork(src *runstore.Checkpoint) *runstore.Checkpoint {
+	cp := *src
+	cp.NodeSessions = nil
+	if src.Pause != nil {
+		p := *src.Pause
+		p.BackendSessionStateRef = ""
+		cp.Pause = &p
+	}
+	cp.Seq = 0
+	cp.Status = runstore.StatusRunning
+	cp.Error = ""
+	cp.Lineage = &runstore.Lineage{Run: src.RunID, Seq: src.Seq, Kind: "fork"}
+	return &cp
+}
+
+func (a *app) deleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete RUN",
+		Short: "Delete a closed run's checkpoints and every session blob under it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx := cmd.Context()
+			if err := a.requireClosed(ctx, id, "delete"); err != nil {
+				return err
+			}
+			runs, err := a.store(ctx)
+			if err != nil {
+				return failedErr(err)
+			}
+			rep, err := runs.DeleteRun(ctx, id)
+			if err != nil {
+				return failedErr(fmt.Errorf("delete run %s: %w", id, err))
+			}
+			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.Total)
+			return nil
+		},
+	}
+}
+
+func (a *app) checkpointsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "checkpoints RUN",
+		Short: "List a run's checkpoints",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			ctx := cmd.Context()
+			runs, err := a.store(ctx)
+			if err != nil {
+				return failedErr(err)
+			}
+			infos, err := runs.List(ctx, id)
+			if err != nil {
+				return failedErr(err)
+			}
+			if len(infos) == 0 {
+				return failedErr(fmt.Errorf("run %s has no checkpoints in %s", id, a.cfg.BlobURL))
+			}
+			fmt.Fprintf(a.out, "%-5s %-17s %-20s %-7s %s\n", "SEQ", "STATUS", "NEXT", "VISITS", "SESSIONS")
+			for _, info := range infos {
+				cp, err := runs.Get(ctx, id, info.Seq)
+				if err != nil {
+					return failedErr(err)
+				}
+				var next []string
+				for _, c := range cp.Cursor {
+					next = append(next, c.Node)
+				}
+				var sess []string
+				for _, k := range sortedKeys(cp.NodeSessions) {
+					sess = append(sess, k+"="+cp.NodeSessions[k].SessionID)
+				}
+				if cp.Pause != nil {
+					sess = append(sess, "paused:"+cp.Pause.NodeID)
+				}
+				fmt.Fprintf(a.out, "%-5d %-17s %-20s %-7d %s\n", cp.Seq, cp.Status, strings.Join(next, ","), cp.PathTotal, strings.Join(sess, " "))
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,133 @@
+// Package cli is the `tether` command: start, follow, answer, inspect,
+// resume, rewind, fork and delete graph runs. Exit codes: 0 done, 1 the run
+// failed (or a command could not reach what it needed), 2 usage or
+// validation error.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func failedErr(err error) error { return &exitError{code: ExitFailed, err: err} }
+
+// app holds what the commands share; connections open lazily so that
+// `tether validate` works with no server and no store.
+type app struct {
+	cfg    config.Config
+	out    io.Writer
+	errOut io.Writer
+	client client.Client
+	blobs  blob.Store
+	runs   *runstore.Store
+}
+
+func (a *app) temporal() (client.Client, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	c, err := client.Dial(client.Options{HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s: %w; start it with `make run` (dev server) or set TEMPORAL_ADDRESS", a.cfg.TemporalAddress, err)
+	}
+	a.client = c
+	return c, nil
+}
+
+func (a *app) store(ctx context.Context) (*runstore.Store, error) {
+	if a.runs != nil {
+		return a.runs, nil
+	}
+	b, err := blob.Open(ctx, a.cfg.BlobURL)
+	if err != nil {
+		return nil, fmt.Errorf("open run store %s (TETHER_BLOB_URL): %w", a.cfg.BlobURL, err)
+	}
+	a.blobs = b
+	a.runs = runstore.New(b)
+	return a.runs, nil
+}
+
+func (a *app) close() {
+	if a.client != nil {
+		a.client.Close()
+	}
+	if a.blobs != nil {
+		_ = a.blobs.Close()
+	}
+}
+
+// Main runs the CLI with args and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	a := &app{cfg: config.FromEnv(), out: stdout, errOut: stderr}
+	defer a.close()
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "tether:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Cobra's own errors (unknown flag, wrong arg count) are usage errors.
+	return ExitUsage
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tether",
+		Short: "Run agent workflow graphs durably on Temporal",
+		Long: `tether starts and drives graph runs on Temporal.
+
+A run is a GraphRun workflow whose workflow ID is the run ID, so the temporal
+CLI and Web UI see the same runs. Configuration comes from the environment:
+TEMPORAL_ADDRESS (127.0.0.1:7233), TEMPORAL_NAMESPACE (default),
+TETHER_BLOB_URL (file://.tether/store) and TETHER_UI (http://127.0.0.1:8233).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		a.runCmd(), a.statusCmd(), a.answerCmd(), a.validateCmd(), a.graphCmd(),
+		a.resumeCmd(), a.rewindCmd(), a.forkCmd(), a.deleteCmd(), a.checkpointsCmd(),
+	)
+	return root
+}
+
+// Run is the entry point of the tether binary.
+func Run() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/workflows"
+)
+
+func (a *app) runCmd() *cobra.Command {
+	var (
+		inputs []string
+		id     string
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Start a run of a graph file",
+		Long: `Start a run of the graph in FILE and print its run ID.
+
+With --follow, print a line per node visit (status and duration) and each
+question as it arrives, until the run ends; the exit code is then 0 when the
+run completed and 1 when it failed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.loadGraph(args[0])
+			if err != nil {
+				return err
+			}
+			in, err := parseInputs(inputs)
+			if err != nil {
+				return err
+			}
+			if id == "" {
+				id = strings.ToLower(g.Name) + "-" + strings.ToLower(ulid.Make().String())
+			}
+			c, err := a.temporal()
+			if err != nil {
+				return failedErr(err)
+			}
+			ctx := cmd.Context()
+			_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID:                       workflows.RunWorkflowID(id),
+				TaskQueue:                workflows.TaskQueue,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in})
+			if err != nil {
+				var started *serviceerror.WorkflowExecutionAlreadyStarted
+				if errors.As(err, &started) {
+					return usageErr("run %q already exists; pick another --id", id)
+				}
+				return failedErr(fmt.Errorf("start run: %w", err))
+			}
+			fmt.Fprintf(a.out, "run %s started (graph %s)\n", id, g.Name)
+			fmt.Fprintf(a.out, "  web ui: %s\n", a.cfg.RunURL(id))
+			if !follow {
+				return nil
+			}
+			return a.follow(ctx, id)
+		},
+	}
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "run input as NAME=VALUE (repeatable; VALUE is parsed as JSON when it is valid JSON, else taken as a string)")
+	cmd.Flags().StringVar(&id, "id", "", "run ID (default: <graph name>-<ulid>)")
+	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
+	return cmd
+}
+
+// loadGraph parses and validates a graph file; problems exit 2.
+func (a *app) loadGraph(path string) (*graph.Graph, error) {
+	g, err := graph.ParseFile(path)
+	if err != nil {
+		return nil, &exitError{code: ExitUsage, err: err}
+	}
+	probs := graph.Validate(g)
+	if probs.HasErrors() {
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s has problems; run `tether validate %s`:\n%s", path, path, probs.Format(path))}
+	}
+	for _, p := range probs {
+		if p.Severity == graph.SeverityWarning {
+			fmt.Fprintln(a.errOut, p.Format(path))
+		}
+	}
+	return g, nil
+}
+
+func parseInputs(kvs []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--input %q: want NAME=VALUE", kv)
+		}
+		var parsed any
+		if err := json.Unmarshal([]byte(v), &parsed); err == nil {
+			out[k] = parsed
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// follow prints new path steps and questions until the run closes.
+func (a *app) follow(ctx context.Context, id string) error {
+	c, err := a.temporal()
+	if err != nil {
+		return failedErr(err)
+	}
+	run := c.GetWorkflow(ctx, id, "")
+	done := make(chan error, 1)
+	var result workflows.GraphRunResult
+	go func() { done <- run.Get(ctx, &result) }()
+
+	printed := 0
+	asked := map[string]bool{}
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	poll := func() {
+		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		st, err := a.queryState(qctx, id)
+		if err != nil {
+			return
+		}
+		if fresh := st.Steps - printed; fresh > 0 {
+			first := max(len(st.Path)-fresh, 0)
+			for _, s := range st.Path[first:] {
+				a.printStep(s.Node, s.Visit, s.Status, s.DurationMS, s.Detail)
+			}
+			printed = st.Steps
+		}
+		for _, q := range st.Questions {
+			if !asked[q.ID] {
+				asked[q.ID] = true
+				fmt.Fprintf(a.out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, id, q.ID)
+			}
+		}
+	}
+	for {
+		select {
+		case err := <-done:
+			poll()
+			return a.finish(id, &result, err)
+		case <-tick.C:
+			poll()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (a *app) printStep(node string, visit int, status string, ms int64, detail string) {
+	mark := "✓"
+	if status != "ok" {
+		mark = "✗"
+	}
+	line := fmt.Sprintf("%s %-16s visit %-3d %-7s %s", mark, node, visit, status, (time.Duration(ms) * time.Millisecond).String())
+	if detail != "" {
+		line += "  " + detail
+	}
+	fmt.Fprintln(a.out, line)
+}
+
+func (a *app) finish(id string, result *workflows.GraphRunResult, err error) error {
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeResumable {
+			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, appErr.Error(), id)
+		} else {
+			fmt.Fprintf(a.out, "run %s failed: %v\n", id, err)
+		}
+		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s failed", id)}
+	}
+	var path []string
+	for _, s := range result.Path {
+		path = append(path, s.Node)
+	}
+	fmt.Fprintf(a.out, "run %s completed at %s after %d visits\n", id, result.EndNode, result.Visits)
+	fmt.Fprintf(a.out, "  path: %s\n", strings.Join(path, " → "))
+	fmt.Fprintf(a.out, "  web ui: %s\n", a.cfg.RunURL(id))
+	return nil
+}
+
+// atoi parses a positive integer flag value.
+func atoi(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, usageErr("%q is not a positive number", s)
+	}
+	return n, nil
+}

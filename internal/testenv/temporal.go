@@ -1,0 +1,90 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// DevServerArgs are the dynamic-config settings Tether runs the dev server
+// with (see scripts/devserver.sh): they lift the dev server's poll-rate
+// limit, which otherwise adds ~70 ms to every activity.
+var DevServerArgs = []string{
+	"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
+	"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
+	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000",
+	"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+}
+
+// Server is a real Temporal dev server started for a test.
+type Server struct {
+	dev *testsuite.DevServer
+	log *syncBuffer
+	// Address is the frontend's host:port.
+	Address string
+}
+
+// Client returns a new client; the caller closes it.
+func (s *Server) Client(t testing.TB) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: s.Address, Namespace: "default", Logger: log.NewStructuredLogger(discard())})
+	if err != nil {
+		t.Fatalf("dial dev server: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// DevServer starts the Temporal CLI's dev server (bin/temporal, built by
+// scripts/tools.sh) on a free port, in memory, and stops it when the test
+// ends. Its log is printed if the test fails.
+func DevServer(t testing.TB) *Server {
+	t.Helper()
+	path := Tool(t, "temporal")
+	buf := &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  path,
+		ClientOptions: &client.Options{Namespace: "default", Logger: log.NewStructuredLogger(discard())},
+		LogLevel:      "warn",
+		ExtraArgs:     DevServerArgs,
+		Stdout:        buf,
+		Stderr:        buf,
+	})
+	if err != nil {
+		Unavailable(t, "start Temporal dev server %s: %v", path, err)
+		return nil
+	}
+	s := &Server{dev: dev, log: buf, Address: dev.FrontendHostPort()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dev server log:\n%s", buf.String())
+		}
+		_ = dev.Stop()
+	})
+	return s
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,99 @@
+// Package workerhost assembles a Tether worker: the Temporal workers on the
+// shared task queue and on this worker's own queue, with GraphRun and the
+// activities registered. The tether-worker binary and the integration tests
+// both start workers through it.
+package workerhost
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+// Options configure one worker.
+type Options struct {
+	// ID names this worker; its own task queue is derived from it.
+	ID       string
+	Blobs    blob.Store
+	Backends activities.Backends
+	StateDir string
+	WorkDir  string
+	Logger   *slog.Logger
+}
+
+// Host is a running worker.
+type Host struct {
+	ID     string
+	Queue  string
+	shared worker.Worker
+	own    worker.Worker
+}
+
+// DefaultID is hostname-pid, unique per process on a machine.
+func DefaultID() string {
+	h, err := os.Hostname()
+	if err != nil {
+		h = "worker"
+	}
+	return fmt.Sprintf("%s-%d", h, os.Getpid())
+}
+
+// Start registers everything and starts polling.
+func Start(c client.Client, o Options) (*Host, error) {
+	if o.ID == "" {
+		o.ID = DefaultID()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	queue := workflows.WorkerQueue(o.ID)
+	acts := &activities.Activities{
+		Blobs:    o.Blobs,
+		Runs:     runstore.New(o.Blobs),
+		Backends: o.Backends,
+		StateDir: o.StateDir,
+		WorkDir:  o.WorkDir,
+		Queue:    queue,
+		Logger:   o.Logger.With("worker", o.ID),
+	}
+	h := &Host{ID: o.ID, Queue: queue}
+	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
+		WorkerStopTimeout: 10 * time.Second,
+		Identity:          o.ID,
+	})
+	h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	h.shared.RegisterActivity(acts)
+	h.own = worker.New(c, queue, worker.Options{
+		WorkerStopTimeout:     10 * time.Second,
+		Identity:              o.ID,
+		DisableWorkflowWorker: true,
+	})
+	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+	if err := h.own.Start(); err != nil {
+		return nil, fmt.Errorf("start worker on %s: %w", queue, err)
+	}
+	if err := h.shared.Start(); err != nil {
+		h.own.Stop()
+		return nil, fmt.Errorf("start worker on %s: %w", workflows.TaskQueue, err)
+	}
+	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
+	return h, nil
+}
+
+// Stop stops polling and waits for running activities up to the stop
+// timeout.
+func (h *Host) Stop() {
+	h.shared.Stop()
+	h.own.Stop()
+}

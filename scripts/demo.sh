@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# demo.sh is `make run`: it starts a dev server and a worker, runs a graph
+# with --follow, answers its human approval through `tether answer`, prints
+# the path taken and the Web UI address, and stops only what it started.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+graph=${1:-examples/review-loop.yaml}
+export TETHER_HOME=${TETHER_HOME:-$root/.tether}
+mkdir -p "$TETHER_HOME"
+tether="$root/bin/tether"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+if "$root/bin/temporal" operator cluster health --address "${TEMPORAL_ADDRESS:-127.0.0.1:7233}" >/dev/null 2>&1; then
+	echo "demo: using the Temporal server already on ${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
+else
+	echo "demo: starting the Temporal dev server (state in $TETHER_HOME/temporal.db, Web UI http://127.0.0.1:8233)"
+	pids+=("$(bash "$root/scripts/devserver.sh")")
+fi
+echo "demo: starting tether-worker (log in $TETHER_HOME/worker.log)"
+"$root/bin/tether-worker" >"$TETHER_HOME/worker.log" 2>&1 &
+pids+=("$!")
+
+run="demo-$(date +%Y%m%d-%H%M%S)"
+"$tether" run "$graph" --id "$run" --follow &
+follower=$!
+
+# Answer each human question as it appears, the way a person would.
+answered=""
+while kill -0 "$follower" 2>/dev/null; do
+	for q in $("$tether" status "$run" --pending 2>/dev/null); do
+		case " $answered " in *" $q "*) continue ;; esac
+		sleep 1
+		echo "demo: answering $q with \"yes, publish\""
+		"$tether" answer "$run" "$q" "yes, publish"
+		answered="$answered $q"
+	done
+	sleep 0.5
+done
+wait "$follower"
+echo
+echo "demo: the path on the graph:"
+"$tether" graph "$graph" --run "$run" --format mermaid

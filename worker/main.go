@@ -1,0 +1,80 @@
+// Command tether-worker runs Tether's GraphRun workflow and its activities.
+// It connects to TEMPORAL_ADDRESS (default 127.0.0.1:7233) in
+// TEMPORAL_NAMESPACE (default "default"), polls the task queue "tether" and
+// its own worker queue, and stops gracefully on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/workerhost"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "tether-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	slog.SetDefault(logger)
+	cfg := config.FromEnv()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	blobs, err := blob.Open(ctx, cfg.BlobURL)
+	if err != nil {
+		return fmt.Errorf("open blob store (TETHER_BLOB_URL): %w", err)
+	}
+	defer blobs.Close()
+
+	c, err := client.Dial(client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.Namespace,
+		Logger:    tlog.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w", cfg.TemporalAddress, err)
+	}
+	defer c.Close()
+
+	backends, err := defaultBackends(cfg, logger)
+	if err != nil {
+		return err
+	}
+	h, err := workerhost.Start(c, workerhost.Options{
+		ID:       os.Getenv("TETHER_WORKER_ID"),
+		Blobs:    blobs,
+		Backends: backends,
+		StateDir: cfg.StateDir,
+		WorkDir:  cfg.WorkDir,
+		Logger:   logger,
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	h.Stop()
+	return nil
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("TETHER_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

@@ -1,0 +1,157 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// fakeAgent is an in-process agent for workflow unit tests. It keeps each
+// conversation "on disk" per state root, so a test can wipe a root, or run
+// a visit on another root, and see exactly what a real CLI would: a resume
+// of an id that is not in the live root fails with ErrNoSession.
+//
+// A prompt containing "ASK:" asks the user (once per turn, until answered);
+// "FAIL" fails; "JSON:{...}" returns that object as structured output.
+type fakeAgent struct {
+	name string
+
+	mu    sync.Mutex
+	disks map[string]map[string][]string // root → session → user turns
+	next  int
+	calls []backend.Request
+	// packErr, when set, makes PackSession fail.
+	packErr error
+	// persist is false for a backend without the capability.
+	persist bool
+}
+
+func newFakeAgent(name string) *fakeAgent {
+	return &fakeAgent{name: name, disks: map[string]map[string][]string{}, persist: backend.HasPersist(name)}
+}
+
+func (f *fakeAgent) Name() string { return f.name }
+
+func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, req)
+	disk := f.disks[req.Env.StateRoot]
+	if disk == nil {
+		disk = map[string][]string{}
+		f.disks[req.Env.StateRoot] = disk
+	}
+	id := req.SessionID
+	if id != "" {
+		if _, ok := disk[id]; !ok {
+			return backend.Result{}, fmt.Errorf("%w: %s", backend.ErrNoSession, id)
+		}
+		if req.Fork {
+			f.next++
+			nid := fmt.Sprintf("%s-s%d", f.name, f.next)
+			disk[nid] = append([]string(nil), disk[id]...)
+			id = nid
+		}
+	} else {
+		f.next++
+		id = fmt.Sprintf("%s-s%d", f.name, f.next)
+		disk[id] = nil
+	}
+	turn := req.Prompt
+	if req.Answer != nil {
+		turn = "ANSWER:" + req.Answer.Text
+	}
+	disk[id] = append(disk[id], turn)
+	res := backend.Result{SessionID: id, Fingerprint: "fp-" + f.name}
+	if strings.Contains(req.Prompt, "FAIL") {
+		return backend.Result{}, fmt.Errorf("%w: asked to fail", backend.ErrScript)
+	}
+	if strings.Contains(req.Prompt, "ASK:") && req.Answer == nil {
+		q := strings.TrimSpace(req.Prompt[strings.Index(req.Prompt, "ASK:")+4:])
+		res.NeedsInteraction = &backend.Interaction{Questions: []backend.Question{{ID: "q1", Text: q}}, PendingToolUseID: "tool-1"}
+		res.Text = "asking"
+		return res, nil
+	}
+	res.Text = fmt.Sprintf("turn %d of %s: %s", len(disk[id]), id, strings.Join(disk[id], " | "))
+	if i := strings.Index(req.Prompt, "JSON:"); i >= 0 {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(req.Prompt[i+5:])), &m); err != nil {
+			return backend.Result{}, err
+		}
+		res.Structured = m
+	}
+	return res, nil
+}
+
+func (f *fakeAgent) Packer(env backend.Env) backend.SessionPacker {
+	if !f.persist {
+		return nil
+	}
+	return &fakePacker{f: f, root: env.StateRoot}
+}
+
+// wipe empties every live root, as a new worker pod would have them.
+func (f *fakeAgent) wipe() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.disks = map[string]map[string][]string{}
+}
+
+func (f *fakeAgent) requests() []backend.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]backend.Request(nil), f.calls...)
+}
+
+type fakePacker struct {
+	f    *fakeAgent
+	root string
+}
+
+type fakeArchive struct {
+	Backend   string   `json:"backend"`
+	SessionID string   `json:"session_id"`
+	Turns     []string `json:"turns"`
+}
+
+func (p *fakePacker) PackSession(_ context.Context, id string) ([]byte, error) {
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	if p.f.packErr != nil {
+		return nil, p.f.packErr
+	}
+	turns, ok := p.f.disks[p.root][id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", backend.ErrNoSession, id)
+	}
+	return json.Marshal(fakeArchive{Backend: p.f.name, SessionID: id, Turns: turns})
+}
+
+func (p *fakePacker) UnpackSession(_ context.Context, id string, blob []byte) error {
+	var a fakeArchive
+	if err := json.Unmarshal(blob, &a); err != nil {
+		return fmt.Errorf("corrupt archive: %w", err)
+	}
+	if a.Backend != p.f.name || a.SessionID != id {
+		return errors.New("archive header does not match")
+	}
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	if p.f.disks[p.root] == nil {
+		p.f.disks[p.root] = map[string][]string{}
+	}
+	p.f.disks[p.root][id] = a.Turns
+	return nil
+}
+
+func (p *fakePacker) HasSession(_ context.Context, id string) bool {
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	_, ok := p.f.disks[p.root][id]
+	return ok
+}

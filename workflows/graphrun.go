@@ -1,0 +1,289 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// GraphRun interprets one graph run. Its whole state is a
+// runstore.Checkpoint: saved to the run store after every visit, carried
+// across continue-as-new, and handed back by a fail-stop.
+func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) {
+	r, err := newRun(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// runImpl is one execution of GraphRun.
+type runImpl struct {
+	in   *GraphRunInput
+	opts Options
+	cp   *runstore.Checkpoint
+	g    *graph.Graph
+
+	// questions are the questions waiting for an answer, in the order asked.
+	questions []*question
+	// current are the nodes being visited right now.
+	current []string
+	// refSeq makes every minted blob ref of this execution unique.
+	refSeq int
+}
+
+// question is a pending question and, once answered, its answer.
+type question struct {
+	ID       string
+	Node     string
+	Text     string
+	Answered bool
+	Answer   string
+}
+
+func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
+	if in == nil || in.RunID == "" {
+		return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a run_id", ErrTypeGraph, nil)
+	}
+	r := &runImpl{in: in, opts: in.Options.withDefaults()}
+	if in.Checkpoint != nil {
+		cp := *in.Checkpoint
+		r.cp = &cp
+		r.cp.RunID = in.RunID
+	} else {
+		if in.Graph == nil {
+			return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a graph or a checkpoint", ErrTypeGraph, nil)
+		}
+		inputs, err := applyInputDefaults(in.Graph, in.Inputs)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
+		}
+		r.cp = &runstore.Checkpoint{
+			Version: runstore.FormatVersion,
+			RunID:   in.RunID,
+			Graph:   *in.Graph,
+			Inputs:  inputs,
+			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
+		}
+	}
+	r.cp.Status = runstore.StatusRunning
+	r.cp.Error = ""
+	if r.cp.Outputs == nil {
+		r.cp.Outputs = map[string]map[string]any{}
+	}
+	if r.cp.Visits == nil {
+		r.cp.Visits = map[string]int{}
+	}
+	if r.cp.NodeSessions == nil {
+		r.cp.NodeSessions = map[string]runstore.NodeSessionSlot{}
+	}
+	r.g = &r.cp.Graph
+	if _, ok := r.g.Node(r.g.Start); !ok {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: start node %q does not exist; run `tether validate` on the graph file", r.g.Name, r.g.Start), ErrTypeGraph, nil)
+	}
+	// A run checkpointed while a node waited for an answer visits that node
+	// again under the same visit number, so its questions keep their ids.
+	if p := r.cp.Pause; p != nil && p.Visit > 0 {
+		r.cp.Visits[p.NodeID] = p.Visit - 1
+	}
+	return r, nil
+}
+
+func applyInputDefaults(g *graph.Graph, given map[string]any) (map[string]any, error) {
+	out := maps.Clone(given)
+	if out == nil {
+		out = map[string]any{}
+	}
+	var missing []string
+	for _, in := range g.Inputs {
+		if _, ok := out[in.Name]; ok {
+			continue
+		}
+		if in.Default != nil {
+			out[in.Name] = in.Default
+		} else if in.Required {
+			missing = append(missing, in.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("graph %q: missing required input(s) %s; pass them with --input NAME=VALUE", g.Name, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// setup registers the query, the answer signal and the answer update.
+func (r *runImpl) setup(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (*State, error) {
+		return r.state(), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer,
+		func(ctx workflow.Context, a Answer) (string, error) {
+			if err := r.applyAnswer(a); err != nil {
+				return "", err
+			}
+			return "accepted", nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
+			_, err := r.findQuestion(a)
+			return err
+		}},
+	); err != nil {
+		return err
+	}
+	ch := workflow.GetSignalChannel(ctx, SignalAnswer)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var a Answer
+			ch.Receive(ctx, &a)
+			if err := r.applyAnswer(a); err != nil {
+				workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
+			}
+		}
+	})
+	return nil
+}
+
+// ErrUnknownQuestion and ErrAlreadyAnswered are what the answer update's
+// validator reports.
+var (
+	ErrUnknownQuestion = errors.New("no pending question with this id")
+	ErrAlreadyAnswered = errors.New("question already answered")
+)
+
+func (r *runImpl) findQuestion(a Answer) (*question, error) {
+	if a.QuestionID == "" {
+		return nil, fmt.Errorf("answer has no question_id; `tether status %s` lists the pending questions", r.cp.RunID)
+	}
+	for _, q := range r.questions {
+		if q.ID == a.QuestionID {
+			if q.Answered {
+				return nil, fmt.Errorf("%w: %q was answered with %q", ErrAlreadyAnswered, q.ID, q.Answer)
+			}
+			return q, nil
+		}
+	}
+	var pending []string
+	for _, q := range r.questions {
+		if !q.Answered {
+			pending = append(pending, q.ID)
+		}
+	}
+	if len(pending) == 0 {
+		return nil, fmt.Errorf("%w: %q (run %s is not waiting for any answer)", ErrUnknownQuestion, a.QuestionID, r.cp.RunID)
+	}
+	return nil, fmt.Errorf("%w: %q (pending: %s)", ErrUnknownQuestion, a.QuestionID, strings.Join(pending, ", "))
+}
+
+func (r *runImpl) applyAnswer(a Answer) error {
+	q, err := r.findQuestion(a)
+	if err != nil {
+		return err
+	}
+	q.Answered = true
+	q.Answer = a.Text
+	return nil
+}
+
+// ask registers questions and blocks until every one is answered; it
+// returns the answers in order and forgets the questions.
+func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question) ([]string, error) {
+	mine := make([]*question, 0, len(qs))
+	for _, q := range qs {
+		existing := r.lookup(q.ID)
+		if existing == nil {
+			existing = &question{ID: q.ID, Node: node, Text: q.Text}
+			r.questions = append(r.questions, existing)
+		}
+		mine = append(mine, existing)
+	}
+	if err := workflow.Await(ctx, func() bool {
+		for _, q := range mine {
+			if !q.Answered {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	answers := make([]string, len(mine))
+	for i, q := range mine {
+		answers[i] = q.Answer
+	}
+	r.questions = slices.DeleteFunc(r.questions, func(q *question) bool { return slices.Contains(mine, q) })
+	return answers, nil
+}
+
+func (r *runImpl) lookup(id string) *question {
+	for _, q := range r.questions {
+		if q.ID == id {
+			return q
+		}
+	}
+	return nil
+}
+
+// state builds the query answer: small values only, never a state ref.
+func (r *runImpl) state() *State {
+	s := &State{
+		RunID:      r.cp.RunID,
+		Graph:      r.g.Name,
+		Status:     r.cp.Status,
+		Current:    slices.Clone(r.current),
+		Visits:     maps.Clone(r.cp.Visits),
+		Outputs:    map[string]map[string]any{},
+		Path:       slices.Clone(r.cp.Path),
+		Steps:      r.cp.PathTotal,
+		Error:      r.cp.Error,
+		Checkpoint: r.cp.Seq,
+	}
+	for _, id := range sortedKeys(r.cp.Outputs) {
+		s.Outputs[id] = queryValue(r.cp.Outputs[id])
+	}
+	for _, id := range sortedKeys(r.cp.NodeSessions) {
+		slot := r.cp.NodeSessions[id]
+		if s.Sessions == nil {
+			s.Sessions = map[string]SessionView{}
+		}
+		s.Sessions[id] = SessionView{Backend: slot.Backend, SessionID: slot.SessionID}
+	}
+	for _, q := range r.questions {
+		if !q.Answered {
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text})
+		}
+	}
+	return s
+}
+
+// queryValue copies an output for a query, cutting long strings and
+// dropping any transient key.
+func queryValue(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for _, k := range sortedKeys(m) {
+		if k == backend.SessionStateBlobKey || k == backend.SessionStateKey {
+			continue
+		}
+		v := m[k]
+		if s, ok := v.(string); ok && len(s) > maxQueryValue {
+			v = s[:maxQueryValue] + fmt.Sprintf("… (%d bytes)", len(s))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string { return workflow.DeterministicKeys(m) }

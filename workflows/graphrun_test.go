@@ -1,0 +1,382 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// faultyStore wraps a blob store and fails writes whose key contains
+// failPut (checkpoints, sessions) while armed.
+type faultyStore struct {
+	blob.Store
+	mu      sync.Mutex
+	failPut string
+	// after counts matching puts to let through before failing.
+	after int
+	// landThenFail writes the object, then reports an error: a client
+	// timeout after the server committed.
+	landThenFail bool
+	deleted      []string
+}
+
+var errInjected = errors.New("injected store fault")
+
+func (f *faultyStore) arm(substr string, after int, landThenFail bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failPut, f.after, f.landThenFail = substr, after, landThenFail
+}
+
+func (f *faultyStore) disarm() { f.arm("", 0, false) }
+
+func (f *faultyStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts ...blob.PutOption) error {
+	f.mu.Lock()
+	fail := f.failPut != "" && strings.Contains(key, f.failPut)
+	if fail && f.after > 0 {
+		f.after--
+		fail = false
+	}
+	land := f.landThenFail
+	f.mu.Unlock()
+	if fail && !land {
+		return errInjected
+	}
+	if err := f.Store.Put(ctx, key, r, size, opts...); err != nil {
+		return err
+	}
+	if fail {
+		return errInjected
+	}
+	return nil
+}
+
+func (f *faultyStore) Delete(ctx context.Context, key string) error {
+	f.mu.Lock()
+	f.deleted = append(f.deleted, key)
+	f.mu.Unlock()
+	return f.Store.Delete(ctx, key)
+}
+
+func (f *faultyStore) deletedKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.deleted...)
+}
+
+type GraphRunSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env    *testsuite.TestWorkflowEnvironment
+	store  *faultyStore
+	runs   *runstore.Store
+	agents map[string]*fakeAgent
+	acts   *activities.Activities
+}
+
+func TestGraphRun(t *testing.T) { suite.Run(t, new(GraphRunSuite)) }
+
+func (s *GraphRunSuite) SetupTest() {
+	mem, err := blob.Open(context.Background(), "mem://")
+	s.Require().NoError(err)
+	s.store = &faultyStore{Store: mem}
+	s.runs = runstore.New(s.store)
+	s.agents = map[string]*fakeAgent{}
+	var bs activities.Backends
+	for _, name := range []string{backend.Scripted, backend.ClaudeCode, backend.Kimi} {
+		a := newFakeAgent(name)
+		s.agents[name] = a
+		bs = append(bs, a)
+	}
+	dir := s.T().TempDir()
+	s.acts = &activities.Activities{
+		Blobs: s.store, Runs: s.runs, Backends: bs,
+		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: WorkerQueue("test"),
+	}
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	s.env.RegisterActivity(s.acts)
+}
+
+func (s *GraphRunSuite) parse(src string) *graph.Graph {
+	g, err := graph.Parse([]byte(src), "test.yaml")
+	s.Require().NoError(err)
+	return g
+}
+
+func (s *GraphRunSuite) run(src string, inputs map[string]any) (*GraphRunResult, error) {
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src), Inputs: inputs})
+	s.Require().True(s.env.IsWorkflowCompleted())
+	if err := s.env.GetWorkflowError(); err != nil {
+		return nil, err
+	}
+	var res GraphRunResult
+	s.Require().NoError(s.env.GetWorkflowResult(&res))
+	return &res, nil
+}
+
+func (s *GraphRunSuite) latest() *runstore.Checkpoint {
+	cp, err := s.runs.Latest(context.Background(), "run-1")
+	s.Require().NoError(err)
+	return cp
+}
+
+func pathOf(res *GraphRunResult) string {
+	var p []string
+	for _, st := range res.Path {
+		p = append(p, st.Node)
+	}
+	return strings.Join(p, ">")
+}
+
+const loopGraph = `
+name: loop
+start: writer
+inputs:
+  - name: topic
+    default: otters
+  - name: feedback
+    default: ""
+nodes:
+  - id: writer
+    kind: agent
+    backend: scripted
+    session: persist
+    max_visits: 5
+    prompt: "write about {{.input.topic}} (visit {{.visit}}) {{if .input.feedback}}fix: {{.input.feedback}}{{end}}"
+  - id: judge
+    kind: agent
+    backend: scripted
+    prompt: 'JSON:{"approved": {{if ge .input.round 3.0}}true{{else}}false{{end}}, "feedback": "more otters"}'
+  - id: done
+    kind: end
+edges:
+  - from: writer
+    to: judge
+    with:
+      round: visits
+      draft: output.text
+  - from: judge
+    to: done
+    when: output.approved
+  - from: judge
+    to: writer
+    with:
+      feedback: output.feedback
+`
+
+func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
+	res, err := s.run(loopGraph, nil)
+	s.Require().NoError(err)
+	s.Equal("writer>judge>writer>judge>writer>judge>done", pathOf(res))
+	s.Equal("done", res.EndNode)
+
+	cp := s.latest()
+	s.Equal(runstore.StatusCompleted, cp.Status)
+	s.Equal(3, cp.Visits["writer"])
+	// Visit 3 of the persist writer continued its own conversation: the
+	// same session, now three turns long, restored from its slot.
+	out := cp.Outputs["writer"]
+	s.Contains(out["text"], "turn 3 of scripted-s1")
+	s.Equal("scripted-s1", out[backend.SessionIDKey])
+	s.Equal("scripted", out[backend.BackendKey])
+	s.Equal("fp-scripted", out[backend.SessionFingerprintKey])
+	// The mapped feedback reached the prompt; the default input carried
+	// the declared input's default.
+	calls := s.agents[backend.Scripted].requests()
+	s.Contains(calls[2].Prompt, "fix: more otters")
+	s.Contains(calls[0].Prompt, "write about otters (visit 1)")
+	// Loop snapshots keep the earlier outputs, without refs.
+	s.NotEmpty(cp.LoopSnapshots)
+	for _, snap := range cp.LoopSnapshots {
+		s.NotContains(snap.Output, "_session_state_ref")
+		s.NotContains(snap.Output, backend.SessionStateBlobKey)
+	}
+	// The previous slot blob was deleted after each newer one committed;
+	// exactly one slot blob remains.
+	keys, err := s.store.List(context.Background(), "")
+	s.Require().NoError(err)
+	var slots []string
+	for _, k := range keys {
+		if strings.Contains(k.Key, "/sessions/writer/") {
+			slots = append(slots, k.Key)
+		}
+	}
+	s.Len(slots, 1)
+	s.Equal(cp.NodeSessions["writer"].StateRef, slots[0])
+}
+
+func (s *GraphRunSuite) TestNoEdgeMatchedNamesNodeAndOutput() {
+	_, err := s.run(`
+name: stuck
+start: a
+nodes:
+  - {id: a, kind: agent, backend: scripted, prompt: 'JSON:{"verdict": "maybe"}'}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done, when: 'output.verdict == "yes"'}
+`, nil)
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(err, &appErr)
+	s.Equal(ErrTypeNoEdge, appErr.Type())
+	s.Contains(appErr.Error(), `node "a"`)
+	s.Contains(appErr.Error(), `verdict="maybe"`)
+	s.Equal(runstore.StatusFailed, s.latest().Status)
+}
+
+func (s *GraphRunSuite) TestMaxVisits() {
+	_, err := s.run(`
+name: forever
+start: a
+nodes:
+  - {id: a, kind: agent, backend: scripted, prompt: hi, max_visits: 3}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: a, when: 'true'}
+  - {from: a, to: done}
+`, nil)
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(err, &appErr)
+	s.Equal(ErrTypeMaxVisits, appErr.Type())
+	s.Contains(appErr.Error(), "4th time but max_visits is 3")
+	s.Len(s.agents[backend.Scripted].requests(), 3)
+}
+
+const fanoutGraph = `
+name: fan
+start: split
+nodes:
+  - {id: split, kind: agent, backend: scripted, prompt: split, fanout: all}
+  - {id: left, kind: agent, backend: scripted, prompt: 'JSON:{"side": "left"}'}
+  - {id: right, kind: agent, backend: scripted, prompt: 'JSON:{"side": "right"}'}
+  - {id: meet, kind: join}
+  - {id: done, kind: end}
+edges:
+  - {from: split, to: left}
+  - {from: split, to: right}
+  - {from: left, to: meet}
+  - {from: right, to: meet}
+  - {from: meet, to: done, with: {sides: 'output.branches.left.side + "+" + output.branches.right.side'}}
+`
+
+func (s *GraphRunSuite) TestFanoutAndJoin() {
+	res, err := s.run(fanoutGraph, nil)
+	s.Require().NoError(err)
+	s.Equal("left+right", res.Output["sides"])
+	s.Equal(1, s.latest().Visits["left"])
+	s.Equal(1, s.latest().Visits["right"])
+	s.Equal(1, s.latest().Visits["meet"])
+}
+
+func (s *GraphRunSuite) TestPersistInFanoutBranchFailsAtRunTime() {
+	_, err := s.run(strings.Replace(fanoutGraph, "{id: left, kind: agent, backend: scripted,", "{id: left, kind: agent, backend: scripted, session: persist,", 1), nil)
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(err, &appErr)
+	s.Equal(ErrTypeGraph, appErr.Type())
+	s.Contains(appErr.Error(), "persist inside a fan-out branch")
+}
+
+const humanGraph = `
+name: approve
+start: ask
+nodes:
+  - {id: ask, kind: human, question: "Publish {{.input.title}}?"}
+  - {id: done, kind: end}
+edges:
+  - {from: ask, to: done, with: {answer: output.answer}}
+`
+
+func (s *GraphRunSuite) TestAnswerBySignal() {
+	s.env.RegisterDelayedCallback(func() {
+		st := s.queryState()
+		s.Require().Len(st.Questions, 1)
+		s.Equal("ask-1", st.Questions[0].ID)
+		s.Equal("Publish Otters?", st.Questions[0].Text)
+		s.Equal(runstore.StatusWaiting, st.Status)
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+	}, time.Hour)
+	res, err := s.run(humanGraph, map[string]any{"title": "Otters"})
+	s.Require().NoError(err)
+	s.Equal("yes", res.Output["answer"])
+}
+
+func (s *GraphRunSuite) TestAnswerByUpdateRejectsBadAnswers() {
+	var rejectedUnknown, accepted, rejectedTwice error
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(UpdateAnswer, "u1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedUnknown = err },
+			OnAccept: func() { s.Fail("unknown question accepted") },
+		}, Answer{QuestionID: "nope", Text: "yes"})
+		s.env.UpdateWorkflow(UpdateAnswer, "u2", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { s.Fail("good answer rejected", err) },
+			OnAccept:   func() {},
+			OnComplete: func(any, error) { accepted = nil },
+		}, Answer{QuestionID: "ask-1", Text: "ship it"})
+		s.env.UpdateWorkflow(UpdateAnswer, "u3", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedTwice = err },
+			OnAccept: func() {},
+		}, Answer{QuestionID: "ask-1", Text: "again"})
+	}, time.Hour)
+	res, err := s.run(humanGraph, map[string]any{"title": "x"})
+	s.Require().NoError(err)
+	s.Require().NoError(accepted)
+	s.Equal("ship it", res.Output["answer"])
+	s.Require().Error(rejectedUnknown)
+	s.Contains(rejectedUnknown.Error(), `no pending question with this id: "nope" (pending: ask-1)`)
+	s.Require().Error(rejectedTwice)
+	s.Contains(rejectedTwice.Error(), "already answered")
+}
+
+func (s *GraphRunSuite) queryState() *State {
+	v, err := s.env.QueryWorkflow(QueryState)
+	s.Require().NoError(err)
+	var st State
+	s.Require().NoError(v.Get(&st))
+	return &st
+}
+
+func (s *GraphRunSuite) TestToolNode() {
+	res, err := s.run(`
+name: oracle
+start: check
+nodes:
+  - {id: check, kind: tool, run: [sh, -c, 'echo "checking {{.input.what}}"; exit 3'], timeout: 10s}
+  - {id: done, kind: end}
+edges:
+  - {from: check, to: done, when: 'output.exit_code == 3', with: {said: output.stdout}}
+`, map[string]any{"what": "otters"})
+	s.Require().NoError(err)
+	s.Equal("checking otters\n", res.Output["said"])
+}
+
+func TestMintIDIsDeterministic(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	wf := func(ctx workflow.Context) ([]string, error) {
+		r := &runImpl{}
+		return []string{r.mintID(ctx), r.mintID(ctx)}, nil
+	}
+	env.RegisterWorkflow(wf)
+	env.ExecuteWorkflow(wf)
+	var ids []string
+	require.NoError(t, env.GetWorkflowResult(&ids))
+	require.Len(t, ids, 2)
+	require.NotEqual(t, ids[0], ids[1])
+	require.Len(t, ids[0], 26)
+}

@@ -1,0 +1,45 @@
+// Package workflows holds GraphRun, the deterministic Temporal workflow that
+// interprets a Tether graph: it visits nodes, evaluates edges, waits for
+// answers, and keeps the run's whole state in one checkpoint that it saves to
+// the run store and carries across continue-as-new.
+package workflows
+
+// Names Temporal users see. They are part of Tether's interface: the README
+// shows how to drive a run with the plain temporal CLI using them.
+const (
+	// TaskQueue is the shared queue every worker polls.
+	TaskQueue = "tether"
+	// WorkflowType is GraphRun's registered name.
+	WorkflowType = "GraphRun"
+	// SignalAnswer delivers a human's answer, fire and forget.
+	SignalAnswer = "answer"
+	// UpdateAnswer delivers the same answer and reports whether it was
+	// accepted; its validator rejects unknown or already-answered questions.
+	UpdateAnswer = "answer"
+	// QueryState returns the run's State.
+	QueryState = "state"
+)
+
+// Error types of GraphRun's failures; `tether` and callers branch on them.
+const (
+	// ErrTypeResumable is a fail-stop: the failure details carry the
+	// checkpoint to resume from (ADR-089's FailRunResumable).
+	ErrTypeResumable = "FailedResumable"
+	// ErrTypeNodeFailed is a node whose execution failed.
+	ErrTypeNodeFailed = "NodeFailed"
+	// ErrTypeNoEdge is a node none of whose edges matched.
+	ErrTypeNoEdge = "NoEdgeMatched"
+	// ErrTypeMaxVisits is a node visited more than its max_visits.
+	ErrTypeMaxVisits = "MaxVisitsExceeded"
+	// ErrTypeGraph is a graph the run cannot interpret.
+	ErrTypeGraph = "InvalidGraph"
+)
+
+// RunWorkflowID returns the workflow ID of a run: the run ID itself, so that
+// the Temporal CLI and Web UI find a run by the ID `tether` printed.
+func RunWorkflowID(runID string) string { return runID }
+
+// WorkerQueue returns the task queue only one worker polls. Every activity
+// of a node visit after the first runs there, so the live session files the
+// first one restored are the ones the rest use.
+func WorkerQueue(workerID string) string { return TaskQueue + "/" + workerID }

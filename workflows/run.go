@@ -1,0 +1,328 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// run walks the graph from the checkpoint's cursor until an end node.
+func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
+	for {
+		if len(r.cp.Cursor) == 0 {
+			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
+		}
+		if r.continueAsNewDue(ctx) {
+			return nil, r.continueAsNew(ctx)
+		}
+		if len(r.cp.Cursor) > 1 {
+			// A fan-out was in flight when this checkpoint was taken: run
+			// its branches again from their start.
+			next, err := r.fanout(ctx, r.cp.Cursor)
+			if err != nil {
+				return nil, r.fail(ctx, err)
+			}
+			r.cp.Cursor = []runstore.Cursor{next}
+			continue
+		}
+		cur := r.cp.Cursor[0]
+		node, ok := r.g.Node(cur.Node)
+		if !ok {
+			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), ErrTypeGraph, nil))
+		}
+		if node.Kind == graph.KindEnd {
+			return r.complete(ctx, node, cur)
+		}
+		v, err := r.visit(ctx, node, cur, false)
+		if err != nil {
+			return nil, r.fail(ctx, err)
+		}
+		next, err := r.selectNext(node, cur, v.output)
+		if err != nil {
+			// The visit itself is done: record it (and any new slot), then
+			// fail on the graph error.
+			r.cp.Cursor = []runstore.Cursor{cur}
+			r.cp.Status = runstore.StatusFailed
+			r.cp.Error = err.Error()
+			if serr := r.save(ctx); serr != nil {
+				return nil, r.failResumable(ctx, cur, serr)
+			}
+			return nil, err
+		}
+		// The required checkpoint: the visit's output, its new slot, and
+		// the next cursor. Nothing after this point may happen before it
+		// is durable.
+		r.cp.Cursor = next
+		if err := r.save(ctx); err != nil {
+			r.cp.Cursor = []runstore.Cursor{cur}
+			return nil, r.failResumable(ctx, cur, err)
+		}
+		r.deleteBlobs(ctx, v.deleteAfterCommit)
+		if len(next) > 1 || node.Fanout == graph.FanoutAll {
+			join, err := r.fanout(ctx, next)
+			if err != nil {
+				return nil, r.fail(ctx, err)
+			}
+			r.cp.Cursor = []runstore.Cursor{join}
+		}
+	}
+}
+
+// visitResult is one finished visit.
+type visitResult struct {
+	output map[string]any
+	// deleteAfterCommit are blobs that become garbage once the checkpoint
+	// recording this visit is durable, and not before.
+	deleteAfterCommit []string
+}
+
+// visit runs one node and records its output and path step in memory.
+func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, inBranch bool) (visitResult, error) {
+	visitNo := r.cp.Visits[node.ID] + 1
+	if node.MaxVisits > 0 && visitNo > node.MaxVisits {
+		return visitResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("node %q would be visited a %s time but max_visits is %d; raise max_visits or change the edges that loop back to it", node.ID, ordinal(visitNo), node.MaxVisits),
+			ErrTypeMaxVisits, nil)
+	}
+	r.cp.Visits[node.ID] = visitNo
+	r.current = append(r.current, node.ID)
+	defer func() { r.current = slices.DeleteFunc(r.current, func(s string) bool { return s == node.ID }) }()
+	started := workflow.Now(ctx)
+
+	var (
+		v   visitResult
+		err error
+	)
+	switch node.Kind {
+	case graph.KindAgent:
+		v, err = r.visitAgent(ctx, node, cur, visitNo, inBranch)
+	case graph.KindHuman:
+		v, err = r.visitHuman(ctx, node, cur, visitNo, inBranch)
+	case graph.KindTool:
+		v, err = r.visitTool(ctx, node, cur, visitNo)
+	case graph.KindJoin:
+		v = visitResult{output: maps.Clone(cur.Input)}
+	default:
+		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has kind %q, which cannot be visited here", node.ID, node.Kind), ErrTypeGraph, nil)
+	}
+	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
+	if err != nil {
+		step.Status = "failed"
+		step.Detail = err.Error()
+		r.addStep(step)
+		return v, err
+	}
+	r.setOutput(node.ID, visitNo, v.output)
+	r.addStep(step)
+	return v, nil
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+func (r *runImpl) addStep(s runstore.Step) {
+	r.cp.Path = append(r.cp.Path, s)
+	r.cp.PathTotal++
+	if over := len(r.cp.Path) - maxPathSteps; over > 0 {
+		r.cp.Path = slices.Delete(r.cp.Path, 0, over)
+	}
+}
+
+// setOutput stores a node's output (never a transient key, never a ref)
+// and keeps its previous output as a loop snapshot.
+func (r *runImpl) setOutput(node string, visit int, out map[string]any) {
+	if prev, ok := r.cp.Outputs[node]; ok {
+		r.cp.LoopSnapshots = append(r.cp.LoopSnapshots, runstore.LoopSnapshot{Node: node, Visit: visit - 1, Output: prev})
+		var kept []runstore.LoopSnapshot
+		count := 0
+		for i := len(r.cp.LoopSnapshots) - 1; i >= 0; i-- {
+			s := r.cp.LoopSnapshots[i]
+			if s.Node == node {
+				count++
+				if count > maxLoopSnapshots {
+					continue
+				}
+			}
+			kept = append(kept, s)
+		}
+		slices.Reverse(kept)
+		r.cp.LoopSnapshots = kept
+	}
+	r.cp.Outputs[node] = sanitizeOutput(out)
+}
+
+// sanitizeOutput drops the keys that must never be stored on an output: the
+// transient session blob carrier and any state key (ADR-089: takeSession-
+// StateBlob before every rs.outputs assignment; no ref on outputs).
+func sanitizeOutput(out map[string]any) map[string]any {
+	o := maps.Clone(out)
+	if o == nil {
+		o = map[string]any{}
+	}
+	delete(o, backend.SessionStateBlobKey)
+	delete(o, backend.SessionStateKey)
+	delete(o, "_session_state_ref")
+	return o
+}
+
+// selectNext evaluates the node's edges in order. The first match wins,
+// unless the node fans out, when every match is taken.
+func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[string]any) ([]runstore.Cursor, error) {
+	env := graph.Env{Output: out, Input: cur.Input, Visits: r.cp.Visits[node.ID]}
+	var next []runstore.Cursor
+	for _, e := range r.g.EdgesFrom(node.ID) {
+		ok := true
+		if e.When != "" {
+			var err error
+			ok, err = graph.EvalWhen(e.When, env)
+			if err != nil {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: when %q: %v", e.From, e.To, e.When, err), ErrTypeGraph, nil)
+			}
+		}
+		if !ok {
+			continue
+		}
+		input, err := r.edgeInput(e, env)
+		if err != nil {
+			return nil, err
+		}
+		next = append(next, runstore.Cursor{Node: e.To, Input: input, From: node.ID})
+		r.addTransition(e.From, e.To)
+		if node.Fanout != graph.FanoutAll {
+			break
+		}
+	}
+	if len(next) == 0 {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("no edge out of node %q matched its output %s; add an edge without `when` as a default, or fix the conditions", node.ID, brief(out)),
+			ErrTypeNoEdge, nil)
+	}
+	return next, nil
+}
+
+// edgeInput is the next node's input: the run inputs, overlaid with either
+// the edge's `with` mapping or, when it has none, the source output without
+// reserved keys (so no session id travels unless an edge maps it).
+func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, error) {
+	input := maps.Clone(r.cp.Inputs)
+	if input == nil {
+		input = map[string]any{}
+	}
+	if len(e.With) == 0 {
+		for _, k := range sortedKeys(env.Output) {
+			if !strings.HasPrefix(k, "_") {
+				input[k] = env.Output[k]
+			}
+		}
+		return input, nil
+	}
+	mapped, err := graph.EvalWith(e.With, env)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: with: %v", e.From, e.To, err), ErrTypeGraph, nil)
+	}
+	for _, k := range sortedKeys(mapped) {
+		input[k] = mapped[k]
+	}
+	return input, nil
+}
+
+func (r *runImpl) addTransition(from, to string) {
+	t := runstore.Transition{From: from, To: to}
+	if !slices.Contains(r.cp.Transitions, t) {
+		r.cp.Transitions = append(r.cp.Transitions, t)
+	}
+}
+
+func brief(out map[string]any) string {
+	var parts []string
+	for _, k := range sortedKeys(out) {
+		if strings.HasPrefix(k, "_") {
+			continue
+		}
+		s := fmt.Sprintf("%v", out[k])
+		if len(s) > 80 {
+			s = s[:80] + "…"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%q", k, s))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// complete finishes the run at an end node.
+func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.Cursor) (*GraphRunResult, error) {
+	visitNo := r.cp.Visits[node.ID] + 1
+	r.cp.Visits[node.ID] = visitNo
+	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
+	r.setOutput(node.ID, visitNo, cur.Input)
+	r.cp.Cursor = nil
+	r.cp.Status = runstore.StatusCompleted
+	if err := r.save(ctx); err != nil {
+		r.cp.Cursor = []runstore.Cursor{cur}
+		return nil, r.failResumable(ctx, cur, err)
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil, err
+	}
+	return &GraphRunResult{
+		RunID:   r.cp.RunID,
+		Status:  r.cp.Status,
+		EndNode: node.ID,
+		Output:  queryValue(cur.Input),
+		Path:    r.cp.Path,
+		Visits:  r.cp.PathTotal,
+	}, nil
+}
+
+// fail records a failed run in the run store (best effort: the workflow's
+// own failure is durable in Temporal's history either way) and returns the
+// error to fail the workflow with.
+func (r *runImpl) fail(ctx workflow.Context, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == ErrTypeResumable {
+		return err
+	}
+	if temporal.IsCanceledError(err) {
+		return err
+	}
+	r.cp.Status = runstore.StatusFailed
+	r.cp.Error = err.Error()
+	if serr := r.save(ctx); serr != nil {
+		workflow.GetLogger(ctx).Warn("could not record the failed run in the run store", "error", serr.Error())
+	}
+	return err
+}
+
+// failResumable is ADR-089's FailRunResumable: the workflow fails with a
+// typed, non-retryable error whose details carry the checkpoint, new slot
+// included, so `tether resume` continues visit N of the conversation even
+// though the run store never received it.
+func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause error) error {
+	r.cp.Status = runstore.StatusFailedResumable
+	r.cp.Error = cause.Error()
+	cp := *r.cp
+	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", cause.Error())
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("required checkpoint failed at node %q: %v; the run can continue with `tether resume %s`", cur.Node, cause, r.cp.RunID),
+		ErrTypeResumable, cause, &cp)
+}

@@ -1,0 +1,116 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// GraphRunInput starts a run. A new run sets Graph and Inputs; a resumed,
+// rewound, forked or continued run sets Checkpoint instead, and the run
+// continues from it.
+type GraphRunInput struct {
+	RunID      string               `json:"run_id"`
+	Graph      *graph.Graph         `json:"graph,omitempty"`
+	Inputs     map[string]any       `json:"inputs,omitempty"`
+	Checkpoint *runstore.Checkpoint `json:"checkpoint,omitempty"`
+	Options    Options              `json:"options,omitempty"`
+}
+
+// Options tune a run. Zero values mean the defaults.
+type Options struct {
+	// ContinueAsNewEvents continues the run as new once its history has
+	// this many events, even if the server has not suggested it yet.
+	ContinueAsNewEvents int `json:"continue_as_new_events,omitempty"`
+	// NodeTimeout bounds one agent visit.
+	NodeTimeout time.Duration `json:"node_timeout,omitempty"`
+	// WorkerLostAfter is how long a visit waits for the worker that holds
+	// its live session before it restarts the visit on another worker.
+	WorkerLostAfter time.Duration `json:"worker_lost_after,omitempty"`
+	// HeartbeatTimeout detects a worker that died mid-visit.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+}
+
+// Defaults for Options.
+const (
+	DefaultContinueAsNewEvents = 8000
+	DefaultNodeTimeout         = 30 * time.Minute
+	DefaultWorkerLostAfter     = 30 * time.Second
+	DefaultHeartbeatTimeout    = 30 * time.Second
+	// maxVisitRestarts bounds how often one visit restarts because the
+	// worker holding its session vanished.
+	maxVisitRestarts = 3
+	// maxLoopSnapshots is how many earlier outputs of one node a run keeps.
+	maxLoopSnapshots = 10
+	// maxPathSteps is how many recent steps the checkpoint keeps; the
+	// transitions list keeps every distinct edge taken.
+	maxPathSteps = 200
+	// maxQueryValue is the largest string a state query shows in full.
+	maxQueryValue = 2048
+)
+
+func (o Options) withDefaults() Options {
+	if o.ContinueAsNewEvents <= 0 {
+		o.ContinueAsNewEvents = DefaultContinueAsNewEvents
+	}
+	if o.NodeTimeout <= 0 {
+		o.NodeTimeout = DefaultNodeTimeout
+	}
+	if o.WorkerLostAfter <= 0 {
+		o.WorkerLostAfter = DefaultWorkerLostAfter
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	return o
+}
+
+// GraphRunResult is a completed run.
+type GraphRunResult struct {
+	RunID   string          `json:"run_id"`
+	Status  string          `json:"status"`
+	EndNode string          `json:"end_node"`
+	Output  map[string]any  `json:"output,omitempty"`
+	Path    []runstore.Step `json:"path"`
+	Visits  int             `json:"visits"`
+}
+
+// Answer is a human's reply to a pending question, sent as the `answer`
+// signal or update.
+type Answer struct {
+	QuestionID string `json:"question_id"`
+	Text       string `json:"text"`
+}
+
+// State is what the `state` query returns. It never carries a session blob
+// or a state ref.
+type State struct {
+	RunID     string                    `json:"run_id"`
+	Graph     string                    `json:"graph"`
+	Status    string                    `json:"status"`
+	Current   []string                  `json:"current,omitempty"`
+	Visits    map[string]int            `json:"visits,omitempty"`
+	Outputs   map[string]map[string]any `json:"outputs,omitempty"`
+	Sessions  map[string]SessionView    `json:"sessions,omitempty"`
+	Questions []PendingQuestion         `json:"questions,omitempty"`
+	Path      []runstore.Step           `json:"path,omitempty"`
+	// Steps counts every visit so far; Path holds only the recent ones.
+	Steps int    `json:"steps"`
+	Error string `json:"error,omitempty"`
+	// Checkpoint is the sequence number of the last saved checkpoint.
+	Checkpoint int64 `json:"checkpoint"`
+}
+
+// SessionView is a persist node's conversation, without its state ref.
+type SessionView struct {
+	Backend   string `json:"backend"`
+	SessionID string `json:"session_id"`
+}
+
+// PendingQuestion is a question waiting for an answer.
+type PendingQuestion struct {
+	ID   string `json:"id"`
+	Node string `json:"node"`
+	Text string `json:"text"`
+}
