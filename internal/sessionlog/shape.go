@@ -1,0 +1,96 @@
+package sessionlog
+
+import "fmt"
+
+// Shape is where a sequence of events leaves a session: the last sequence
+// number and whether a turn or a step is still open.
+type Shape struct {
+	LastSeq  int64
+	TurnOpen bool
+	StepOpen bool
+}
+
+// Balanced reports whether no turn and no step is open.
+func (s Shape) Balanced() bool { return !s.TurnOpen && !s.StepOpen }
+
+// next checks that e may follow s and returns the resulting shape. Turns do
+// not nest, steps live inside a turn, and a turn ends only after its step.
+func (s Shape) next(e Event) (Shape, error) {
+	if e.Seq != s.LastSeq+1 {
+		return s, fmt.Errorf("seq %d follows %d", e.Seq, s.LastSeq)
+	}
+	switch e.Kind {
+	case KindTurnStart:
+		if s.TurnOpen {
+			return s, fmt.Errorf("seq %d: turn/start while a turn is open", e.Seq)
+		}
+		s.TurnOpen = true
+	case KindTurnEnd:
+		if !s.TurnOpen {
+			return s, fmt.Errorf("seq %d: turn/end without an open turn", e.Seq)
+		}
+		if s.StepOpen {
+			return s, fmt.Errorf("seq %d: turn/end while a step is open", e.Seq)
+		}
+		if e.Reason == nil || e.Reason.Kind == "" {
+			return s, fmt.Errorf("seq %d: turn/end without a reason", e.Seq)
+		}
+		s.TurnOpen = false
+	case KindStepStart:
+		if !s.TurnOpen || s.StepOpen {
+			return s, fmt.Errorf("seq %d: step/start needs an open turn and no open step", e.Seq)
+		}
+		s.StepOpen = true
+	case KindStepEnd:
+		if !s.StepOpen {
+			return s, fmt.Errorf("seq %d: step/end without an open step", e.Seq)
+		}
+		s.StepOpen = false
+	case KindMessage:
+		if e.Role == "" {
+			return s, fmt.Errorf("seq %d: message without a role", e.Seq)
+		}
+	case KindToolCall, KindToolResult:
+		if e.ToolUseID == "" {
+			return s, fmt.Errorf("seq %d: %s without a tool_use_id", e.Seq, e.Kind)
+		}
+	default:
+		return s, fmt.Errorf("seq %d: unknown event kind %q", e.Seq, e.Kind)
+	}
+	s.LastSeq = e.Seq
+	return s, nil
+}
+
+// ShapeOf replays events from an empty session and reports where they leave
+// it, or why they are not a valid log (seq gaps, unbalanced nesting, unknown
+// kinds).
+func ShapeOf(events []Event) (Shape, error) {
+	var s Shape
+	for _, e := range events {
+		var err error
+		if s, err = s.next(e); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// closers are the synthetic events that close what a crash left open: a step
+// end if a step was open, then a turn end with reason interrupted.
+func (s Shape) closers() []Event {
+	var out []Event
+	seq := s.LastSeq
+	if s.StepOpen {
+		seq++
+		e := StepEnd()
+		e.Seq = seq
+		out = append(out, e)
+	}
+	if s.TurnOpen {
+		seq++
+		e := TurnEnd(ReasonInterrupted, "closed by crash recovery")
+		e.Seq = seq
+		out = append(out, e)
+	}
+	return out
+}
