@@ -117,7 +117,8 @@ func (v *validator) checkFanout(succ map[string][]string) {
 
 	states := []flowState{{node: v.g.Start, parent: -1}}
 	seen := map[string]bool{states[0].key(): true}
-	reported := map[string]bool{} // code + node, so each is said once
+	reported := map[string]bool{}  // code + node, so each is said once
+	joins := map[string][]string{} // fan-out node -> the joins its branches reach
 
 	for i := 0; i < len(states) && len(states) < maxStates; i++ {
 		s := states[i]
@@ -131,6 +132,10 @@ func (v *validator) checkFanout(succ map[string][]string) {
 			}
 		case n.Kind == KindJoin:
 			after = s.open[:len(s.open)-1]
+			fan := s.open[len(s.open)-1]
+			if !slices.Contains(joins[fan], s.node) {
+				joins[fan] = append(joins[fan], s.node)
+			}
 		case len(s.open) > 0:
 			fan := s.open[len(s.open)-1]
 			if n.Kind == KindAgent && n.Session == SessionPersist && !reported[CodePersistInBranch+s.node] {
@@ -158,6 +163,12 @@ func (v *validator) checkFanout(succ map[string][]string) {
 				seen[k] = true
 				states = append(states, ns)
 			}
+		}
+	}
+
+	for _, id := range v.ids {
+		if js := joins[id]; len(js) > 1 {
+			v.add(CodeJoinsDiffer, v.nodePos(v.index[id]), id, "the branches of fan-out node %s meet at different joins (%s); a fan-out waits for all its branches at one join, so lead every branch into the same join", id, strings.Join(js, ", "))
 		}
 	}
 }

@@ -70,6 +70,7 @@ const (
 	CodeShadowedEdge      = "G037"
 	CodeMissingInputName  = "G038"
 	CodeDuplicateInput    = "G039"
+	CodeJoinsDiffer       = "G040"
 )
 
 // CodeInfo describes one problem code.
@@ -97,7 +98,7 @@ var codeTable = []CodeInfo{
 	{CodeNoEnd, SeverityError, "the graph has no end node"},
 	{CodeBadWhen, SeverityError, "an edge's when is not a valid boolean expression"},
 	{CodeBadWith, SeverityError, "an expression in an edge's with is not valid"},
-	{CodeBadPrompt, SeverityError, "a node's prompt is not a valid template"},
+	{CodeBadPrompt, SeverityError, "a prompt, question or run argument is not a valid template"},
 	{CodeMissingBackend, SeverityError, "an agent node has no backend"},
 	{CodeUnknownBackend, SeverityError, "an agent node names an unknown backend"},
 	{CodeUnknownFallback, SeverityError, "a fallback names an unknown backend"},
@@ -115,6 +116,7 @@ var codeTable = []CodeInfo{
 	{CodeShadowedEdge, SeverityWarning, "an edge that can never be taken"},
 	{CodeMissingInputName, SeverityError, "a declared input has no name"},
 	{CodeDuplicateInput, SeverityError, "two declared inputs share a name"},
+	{CodeJoinsDiffer, SeverityError, "the branches of one fan-out meet at different joins"},
 }
 
 // Codes lists every problem code, in code order.
@@ -193,6 +195,20 @@ func (ps Problems) String() string {
 		lines[i] = p.String()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Format writes one problem per line, each ending in a newline, naming
+// file in place of the file each problem carries (when file is not empty).
+func (ps Problems) Format(file string) string {
+	var b strings.Builder
+	for _, p := range ps {
+		if file != "" {
+			p.File = file
+		}
+		b.WriteString(p.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // Err returns nil when there is no error-severity problem, and otherwise a

@@ -74,7 +74,7 @@ func CheckPrompt(src string) error {
 	var bad []string
 	checkPromptNode(t.Tree.Root, true, &bad)
 	if len(bad) > 0 {
-		return fmt.Errorf("it refers to %s, which a prompt does not have; a prompt sees .input (the node's input), .output (its previous output) and .visit (the visit number, from 1)", strings.Join(bad, ", "))
+		return fmt.Errorf("it refers to %s, which a template does not have; templates see .input (the node's input), .output (its previous output) and .visit (the visit number, from 1)", strings.Join(bad, ", "))
 	}
 	return nil
 }

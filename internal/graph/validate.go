@@ -135,10 +135,14 @@ func (v *validator) checkNodes() {
 			if len(n.Run) == 0 || n.Run[0] == "" {
 				v.add(CodeMissingRun, v.at(path+".run", path), n.ID, "tool node %s has no run; give the command as a list, e.g. run: [go, test, ./...]", name)
 			}
+			for j, arg := range n.Run {
+				v.checkTemplate(arg, fmt.Sprintf("run argument %d of node %s", j+1, name), v.at(path+".run", path), n.ID)
+			}
 		case KindHuman:
 			if strings.TrimSpace(n.Question) == "" {
 				v.add(CodeMissingQuestion, v.at(path+".question", path), n.ID, "human node %s has no question; write what the person should answer, e.g. question: Publish the draft?", name)
 			}
+			v.checkTemplate(n.Question, "the question of node "+name, v.at(path+".question", path), n.ID)
 		}
 		v.checkIgnoredFields(i, name)
 	}
@@ -163,10 +167,17 @@ func (v *validator) checkAgent(i int, name string) {
 			v.add(CodeUnknownFallback, v.at(path+".fallback", path), n.ID, "agent node %s has unknown fallback backend %q (entry %d); %suse names from %s", name, fb, j+1, didYouMean(fb, known), strings.Join(known, ", "))
 		}
 	}
-	if n.Prompt != "" {
-		if err := CheckPrompt(n.Prompt); err != nil {
-			v.add(CodeBadPrompt, v.at(path+".prompt", path), n.ID, "the prompt of node %s is not a valid template: %s; see \"Prompts\" in docs/graph.md", name, templateMessage(err))
-		}
+	v.checkTemplate(n.Prompt, "the prompt of node "+name, v.at(path+".prompt", path), n.ID)
+}
+
+// checkTemplate checks a prompt, a question or a run argument: all three
+// are templates over the same data.
+func (v *validator) checkTemplate(src, what string, pos Pos, node string) {
+	if !strings.Contains(src, "{{") {
+		return
+	}
+	if err := CheckPrompt(src); err != nil {
+		v.add(CodeBadPrompt, pos, node, "%s is not a valid template: %s; see \"Templates\" in docs/graph.md", what, templateMessage(err))
 	}
 }
 

@@ -234,6 +234,39 @@ nodes:
 edges:
   - {from: a, to: done}
 `, "7:13"},
+		{"bad question template", CodeBadPrompt, `
+start: h
+nodes:
+  - {id: h, kind: human, question: "Publish {{.Input.draft}}?"}
+  - {id: done, kind: end}
+edges:
+  - {from: h, to: done}
+`, "4:36"},
+		{"bad run argument template", CodeBadPrompt, `
+start: t
+nodes:
+  - {id: t, kind: tool, run: [echo, "{{.input.x"]}
+  - {id: done, kind: end}
+edges:
+  - {from: t, to: done}
+`, "4:30"},
+		{"branches meet at different joins", CodeJoinsDiffer, `
+start: f
+nodes:
+  - {id: f, kind: tool, run: [echo], fanout: all}
+  - {id: a, kind: tool, run: [echo]}
+  - {id: b, kind: tool, run: [echo]}
+  - {id: j1, kind: join}
+  - {id: j2, kind: join}
+  - {id: done, kind: end}
+edges:
+  - {from: f, to: a}
+  - {from: f, to: b}
+  - {from: a, to: j1}
+  - {from: b, to: j2}
+  - {from: j1, to: done}
+  - {from: j2, to: done}
+`, "4:5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -297,7 +330,7 @@ func TestEveryCodeIsExercised(t *testing.T) {
 	for _, p := range Validate(g) {
 		seen[p.Code] = true
 	}
-	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt} {
+	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
