@@ -167,7 +167,7 @@ func (e *encStore) open(key string, r io.Reader) (cipher.AEAD, error) {
 	}
 	id := hdr[len(encMagic) : len(encMagic)+encKeyIDLen]
 	if !bytes.Equal(id, e.keyID[:]) {
-		return nil, fmt.Errorf("%w: %q was encrypted with another key (key id %x; %s has key id %x)", ErrDecrypt, key, id, KeyEnv, e.keyID)
+		return nil, fmt.Errorf("%w: %q was encrypted with another master key (key id %x; the configured key has id %x; check %s)", ErrDecrypt, key, id, e.keyID, KeyEnv)
 	}
 	off := len(encMagic) + encKeyIDLen
 	nonce := hdr[off : off+encNonceLen]

@@ -11,7 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/blob/storetest"
 )
 
-func openFS(t *testing.T, dir string) blob.Store {
+func openFS(t testing.TB, dir string) blob.Store {
 	t.Helper()
 	s, err := blob.OpenFS(dir)
 	if err != nil {

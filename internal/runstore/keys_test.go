@@ -1,0 +1,107 @@
+package runstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tether-run/tether/internal/blob"
+)
+
+const ulidA, ulidB = "01JD0000000000000000000000", "01jd0000000000000000000001"
+
+func TestKeyShapes(t *testing.T) {
+	if got, want := SessionKey("r1", "writer", ulidA), "runs/r1/sessions/writer/"+ulidA; got != want {
+		t.Errorf("SessionKey = %q, want %q", got, want)
+	}
+	if got, want := PauseKey("r1", "writer", ulidA), "runs/r1/sessions/writer/pause/"+ulidA; got != want {
+		t.Errorf("PauseKey = %q, want %q", got, want)
+	}
+	if got, want := checkpointKey("r1", 42), "runs/r1/checkpoints/00000000000000000042.json"; got != want {
+		t.Errorf("checkpointKey = %q, want %q", got, want)
+	}
+	for _, c := range [][3]string{
+		{"", "n", ulidA}, {".r", "n", ulidA}, {"r/x", "n", ulidA}, {"r", "", ulidA}, {"r", "a.b", ulidA},
+		{"r", "a/b", ulidA}, {"r", "n", "pause"}, {"r", "n", ulidA + "0"}, {"r", "n", ulidA[:25] + "-"},
+		{strings.Repeat("r", maxRunIDLen+1), "n", ulidA}, {"r", strings.Repeat("n", maxNodeIDLen+1), ulidA},
+	} {
+		if k := SessionKey(c[0], c[1], c[2]); k != "" {
+			t.Errorf("SessionKey(%q) = %q, want \"\"", c, k)
+		}
+		if k := PauseKey(c[0], c[1], c[2]); k != "" {
+			t.Errorf("PauseKey(%q) = %q, want \"\"", c, k)
+		}
+	}
+	// An invalid id yields "", which no store accepts.
+	err := blob.PutBytes(context.Background(), blob.NewMem(), SessionKey("r", "a/b", ulidA), []byte("x"))
+	if !errors.Is(err, blob.ErrInvalidKey) {
+		t.Errorf("Put to an invalid session key = %v, want blob.ErrInvalidKey", err)
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	for _, c := range []struct {
+		run, ref string
+		kind     RefKind
+		node     string
+	}{
+		{"r1", SessionKey("r1", "w", ulidA), RefSession, "w"},
+		{"r1", PauseKey("r1", "w", ulidA), RefPause, "w"},
+		{"r1", SessionKey("r1", "pause", ulidA), RefSession, "pause"},
+		{"r1", PauseKey("r1", "pause", ulidA), RefPause, "pause"},
+		{"r1", SessionKey("r10", "w", ulidA), RefInvalid, ""},
+		{"r1", checkpointKey("r1", 1), RefInvalid, ""},
+		{"r1", "runs/r1/sessions/w/x", RefInvalid, ""},
+		{"r1", "runs/r1/sessions/w/pause", RefInvalid, ""},
+		{"r1", "runs/r1/sessions/w/other/" + ulidA, RefInvalid, ""},
+		{"r1", "runs/r1/sessions/../x/" + ulidA, RefInvalid, ""},
+		{"r1", "", RefInvalid, ""},
+	} {
+		kind, node, err := ParseRef(c.run, c.ref)
+		if kind != c.kind || node != c.node || (err == nil) != (c.kind != RefInvalid) {
+			t.Errorf("ParseRef(%q, %q) = %v, %q, %v; want %v, %q", c.run, c.ref, kind, node, err, c.kind, c.node)
+		}
+	}
+}
+
+// TestKeysNeverNest checks the layout's central promise on a population of
+// awkward ids: no key is another key plus "/…". The memory store refuses
+// nesting like the filesystem and versitygw do, so every key must also fit
+// in one store.
+func TestKeysNeverNest(t *testing.T) {
+	runs := []string{"r", "r1", "r1-x", "r1.x", "runs", "checkpoints", "sessions", "pause"}
+	nodes := []string{"w", "pause", "sessions", "checkpoints", "writer", "writer-2", "_"}
+	ids := []string{ulidA, ulidB}
+	var keys []string
+	for _, r := range runs {
+		for seq := int64(1); seq <= 3; seq++ {
+			keys = append(keys, checkpointKey(r, seq))
+		}
+		for _, n := range nodes {
+			for _, id := range ids {
+				keys = append(keys, SessionKey(r, n, id), PauseKey(r, n, id))
+			}
+		}
+	}
+	set := map[string]bool{}
+	for _, k := range keys {
+		if err := blob.ValidateKey(k); err != nil {
+			t.Fatalf("%q: %v", k, err)
+		}
+		set[k] = true
+	}
+	for _, k := range keys {
+		for i := range len(k) {
+			if k[i] == '/' && set[k[:i]] {
+				t.Errorf("%q nests under the key %q", k, k[:i])
+			}
+		}
+	}
+	s := blob.NewMem()
+	for _, k := range keys {
+		if err := blob.PutBytes(context.Background(), s, k, []byte(k)); err != nil {
+			t.Fatalf("Put(%q): %v", k, err)
+		}
+	}
+}

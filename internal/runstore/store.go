@@ -1,0 +1,229 @@
+package runstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/blob"
+)
+
+var (
+	// ErrNoCheckpoint reports that a run (or a sequence number of it) has
+	// no checkpoint. It wraps blob.ErrNotFound and, like it, means genuine
+	// absence only: a store fault is returned as a different error.
+	ErrNoCheckpoint = fmt.Errorf("runstore: no checkpoint: %w", blob.ErrNotFound)
+	// ErrSeqTaken reports a Save whose sequence number already holds a
+	// different checkpoint. It wraps blob.ErrExists.
+	ErrSeqTaken = fmt.Errorf("runstore: checkpoint sequence number already taken: %w", blob.ErrExists)
+)
+
+// Store keeps runs' checkpoints, and finds and deletes everything else a
+// run stored, in a blob store. Checkpoints are immutable records numbered
+// by Checkpoint.Seq; each is written create-only, so two writers can never
+// both take one sequence number, and a retried Save of the same checkpoint
+// succeeds.
+type Store struct {
+	b blob.Store
+}
+
+// New returns a run store over b.
+func New(b blob.Store) *Store { return &Store{b: b} }
+
+// Blobs returns the underlying blob store, where session blobs live.
+func (s *Store) Blobs() blob.Store { return s.b }
+
+// CheckpointInfo describes one stored checkpoint without reading it.
+type CheckpointInfo struct {
+	Seq     int64
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// DeleteReport says what DeleteRun removed.
+type DeleteReport struct {
+	Run         string
+	Checkpoints int
+	// Sessions counts session blobs, completed-visit and pause alike;
+	// Pauses counts the pause blobs among them.
+	Sessions int
+	Pauses   int
+	// Other counts keys under the run's prefix that fit no known shape.
+	Other int
+	Total int
+	// Keys lists every removed key, sorted.
+	Keys []string
+}
+
+// Save writes cp as checkpoint cp.Seq (≥ 1) of run. cp.RunID must be run
+// or empty. Saving the identical checkpoint again succeeds; a different
+// checkpoint under a taken sequence number fails with ErrSeqTaken.
+func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	if cp == nil {
+		return fmt.Errorf("runstore: save run %q: nil checkpoint", run)
+	}
+	if cp.Seq < 1 {
+		return fmt.Errorf("runstore: save run %q: checkpoint sequence number %d; it must be 1 or more", run, cp.Seq)
+	}
+	if cp.RunID != "" && cp.RunID != run {
+		return fmt.Errorf("runstore: save run %q: the checkpoint belongs to run %q", run, cp.RunID)
+	}
+	c := *cp
+	c.RunID = run
+	b, err := Encode(&c)
+	if err != nil {
+		return fmt.Errorf("runstore: save run %q checkpoint %d: %w", run, cp.Seq, err)
+	}
+	err = blob.PutBytes(ctx, s.b, checkpointKey(run, cp.Seq), b, blob.CreateOnly())
+	if errors.Is(err, blob.ErrExists) {
+		return fmt.Errorf("%w: run %q checkpoint %d holds a different checkpoint", ErrSeqTaken, run, cp.Seq)
+	}
+	if err != nil {
+		return fmt.Errorf("runstore: save run %q checkpoint %d: %w", run, cp.Seq, err)
+	}
+	return nil
+}
+
+// Get reads checkpoint seq of run.
+func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
+	if err := ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	if seq < 1 {
+		return nil, fmt.Errorf("%w: run %q has no checkpoint %d; sequence numbers start at 1", ErrNoCheckpoint, run, seq)
+	}
+	b, err := blob.GetBytes(ctx, s.b, checkpointKey(run, seq))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, fmt.Errorf("%w: run %q checkpoint %d", ErrNoCheckpoint, run, seq)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runstore: read run %q checkpoint %d: %w", run, seq, err)
+	}
+	cp, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("runstore: run %q checkpoint %d: %w", run, seq, err)
+	}
+	if cp.RunID != run || cp.Seq != seq {
+		return nil, fmt.Errorf("runstore: run %q checkpoint %d holds run %q checkpoint %d; the store is corrupt", run, seq, cp.RunID, cp.Seq)
+	}
+	return cp, nil
+}
+
+// List returns run's checkpoints, oldest first. A run without any has an
+// empty list and no error.
+func (s *Store) List(ctx context.Context, run string) ([]CheckpointInfo, error) {
+	if err := ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	infos, err := s.b.List(ctx, checkpointsPrefix(run))
+	if err != nil {
+		return nil, fmt.Errorf("runstore: list run %q checkpoints: %w", run, err)
+	}
+	out := make([]CheckpointInfo, 0, len(infos))
+	for _, in := range infos {
+		seq, ok := parseCheckpointName(path.Base(in.Key))
+		if !ok || in.Key != checkpointKey(run, seq) {
+			return nil, fmt.Errorf("runstore: run %q: %q is not a checkpoint key; the store is corrupt or shared", run, in.Key)
+		}
+		out = append(out, CheckpointInfo{Seq: seq, Key: in.Key, Size: in.Size, ModTime: in.ModTime})
+	}
+	return out, nil // keys are zero-padded, so key order is sequence order
+}
+
+// Latest reads run's checkpoint with the highest sequence number, or
+// returns ErrNoCheckpoint.
+func (s *Store) Latest(ctx context.Context, run string) (*Checkpoint, error) {
+	infos, err := s.List(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if len(infos) == 0 {
+		return nil, fmt.Errorf("%w: run %q has none", ErrNoCheckpoint, run)
+	}
+	return s.Get(ctx, run, infos[len(infos)-1].Seq)
+}
+
+// DeleteRun removes every blob under the run's prefix: checkpoints,
+// completed-visit and pause session blobs, and anything else. Checkpoints
+// go first, oldest first, so an interrupted delete never leaves a
+// resumable checkpoint whose session blobs are already gone, and Latest
+// keeps naming the newest checkpoint until the last one goes. Deleting a
+// run that has nothing stored reports zeros and succeeds, so a retried
+// delete is harmless. Blobs written while the delete runs are swept in up
+// to three rounds.
+func (s *Store) DeleteRun(ctx context.Context, run string) (DeleteReport, error) {
+	rep := DeleteReport{Run: run}
+	if err := ValidateRunID(run); err != nil {
+		return rep, err
+	}
+	prefix := RunPrefix(run)
+	for round := 0; round < 3; round++ {
+		infos, err := s.b.List(ctx, prefix)
+		if err != nil {
+			return rep, fmt.Errorf("runstore: delete run %q: %w", run, err)
+		}
+		if len(infos) == 0 {
+			sort.Strings(rep.Keys)
+			return rep, nil
+		}
+		cps := checkpointsPrefix(run)
+		sort.SliceStable(infos, func(i, j int) bool {
+			ci, cj := strings.HasPrefix(infos[i].Key, cps), strings.HasPrefix(infos[j].Key, cps)
+			return ci && !cj
+		})
+		for _, in := range infos {
+			if err := s.b.Delete(ctx, in.Key); err != nil {
+				sort.Strings(rep.Keys)
+				return rep, fmt.Errorf("runstore: delete run %q: %w", run, err)
+			}
+			rep.count(run, in.Key)
+		}
+	}
+	sort.Strings(rep.Keys)
+	return rep, fmt.Errorf("runstore: delete run %q: blobs keep appearing under %s; is the run still active?", run, prefix)
+}
+
+func (r *DeleteReport) count(run, key string) {
+	r.Keys = append(r.Keys, key)
+	r.Total++
+	if strings.HasPrefix(key, checkpointsPrefix(run)) {
+		r.Checkpoints++
+		return
+	}
+	switch kind, _, _ := ParseRef(run, key); kind {
+	case RefSession:
+		r.Sessions++
+	case RefPause:
+		r.Sessions++
+		r.Pauses++
+	default:
+		r.Other++
+	}
+}
+
+// ListRuns returns the ids of every run with anything stored, sorted.
+func (s *Store) ListRuns(ctx context.Context) ([]string, error) {
+	infos, err := s.b.List(ctx, runsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("runstore: list runs: %w", err)
+	}
+	seen := map[string]bool{}
+	var runs []string
+	for _, in := range infos {
+		run, _, _ := strings.Cut(strings.TrimPrefix(in.Key, runsPrefix), "/")
+		if !seen[run] {
+			seen[run] = true
+			runs = append(runs, run)
+		}
+	}
+	sort.Strings(runs)
+	return runs, nil
+}
