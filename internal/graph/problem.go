@@ -159,6 +159,15 @@ func (p Problem) String() string {
 	return b.String()
 }
 
+// Format is String with file in place of the problem's own file name (when
+// file is not empty).
+func (p Problem) Format(file string) string {
+	if file != "" {
+		p.File = file
+	}
+	return p.String()
+}
+
 // Problems is every problem found in one graph, in file order.
 type Problems []Problem
 
@@ -202,10 +211,7 @@ func (ps Problems) String() string {
 func (ps Problems) Format(file string) string {
 	var b strings.Builder
 	for _, p := range ps {
-		if file != "" {
-			p.File = file
-		}
-		b.WriteString(p.String())
+		b.WriteString(p.Format(file))
 		b.WriteByte('\n')
 	}
 	return b.String()

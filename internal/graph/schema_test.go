@@ -185,6 +185,8 @@ func TestProblemsFormat(t *testing.T) {
 	}
 	assert.Equal(t, "x.yaml:3:1: G019 error: m1\nx.yaml: G037 warning: m2\n", ps.Format("x.yaml"))
 	assert.Equal(t, "a.yaml:3:1: G019 error: m1\ngraph: G037 warning: m2", ps.String())
+	assert.Equal(t, "y.yaml:3:1: G019 error: m1", ps[0].Format("y.yaml"))
+	assert.Equal(t, "a.yaml:3:1: G019 error: m1", ps[0].Format(""))
 	assert.Len(t, ps.Errors(), 1)
 	assert.Len(t, ps.Warnings(), 1)
 	assert.False(t, ps.Warnings().HasErrors())
