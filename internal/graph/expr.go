@@ -46,6 +46,12 @@ type Program struct {
 // CompileWhen compiles an edge's when: a boolean expression over output,
 // input and visits. The empty string compiles to a program that is always
 // true.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func CompileWhen(src string) (*Program, error) {
 	p := &Program{src: src}
 	if src == "" {
@@ -66,6 +72,12 @@ func CompileWhen(src string) (*Program, error) {
 
 // CompileValue compiles one expression of an edge's with: any expression
 // over output, input and visits.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func CompileValue(src string) (*Program, error) {
 	prog, err := expr.Compile(src, exprOptions()...)
 	if err != nil {
@@ -78,6 +90,12 @@ func CompileValue(src string) (*Program, error) {
 func (p *Program) Source() string { return p.src }
 
 // Eval runs the program against env. A when program returns a bool.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func (p *Program) Eval(env Env) (any, error) {
 	if p.prog == nil {
 		return true, nil
@@ -90,6 +108,12 @@ func (p *Program) Eval(env Env) (any, error) {
 }
 
 // EvalBool runs a when program.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func (p *Program) EvalBool(env Env) (bool, error) {
 	v, err := p.Eval(env)
 	if err != nil {
@@ -104,6 +128,12 @@ func (p *Program) EvalBool(env Env) (bool, error) {
 
 // EvalWhen compiles and runs an edge's when against env. An empty when is
 // true.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func EvalWhen(src string, env Env) (bool, error) {
 	p, err := CompileWhen(src)
 	if err != nil {
@@ -117,6 +147,12 @@ func EvalWhen(src string, env Env) (bool, error) {
 // list, mapping) is copied as it is. A literal string is written as an expr
 // string literal inside the YAML string: feedback: "'tighten the intro'".
 // Keys are evaluated in sorted order and the first failure names its key.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func EvalWith(with map[string]any, env Env) (map[string]any, error) {
 	if len(with) == 0 {
 		return nil, nil
@@ -143,6 +179,12 @@ func EvalWith(with map[string]any, env Env) (map[string]any, error) {
 
 // copyLiteral copies lists and mappings, so that a run never shares (and
 // never mutates) the graph's own values.
+//
+// Deterministic, though workflowcheck cannot prove it: expr-lang's compiler
+// iterates maps without the order reaching the program, its VM reads the
+// clock only for profiling (never enabled here), and keys are sorted here.
+//
+//workflowcheck:ignore
 func copyLiteral(v any) any {
 	switch x := v.(type) {
 	case []any:

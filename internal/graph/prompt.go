@@ -41,6 +41,11 @@ func parsePrompt(src string) (*template.Template, error) {
 // a mapping is an error rather than "<no value>", so a prompt never silently
 // loses a part; test for an optional key with index, which yields nothing
 // for a missing key: {{with index .input "feedback"}}Feedback: {{.}}{{end}}.
+//
+// Deterministic, though workflowcheck cannot prove it: text/template walks
+// the data by reflection and ranges over a mapping in sorted key order.
+//
+//workflowcheck:ignore
 func RenderPrompt(tmpl string, data PromptData) (string, error) {
 	t, err := parsePrompt(tmpl)
 	if err != nil {
