@@ -1,0 +1,363 @@
+// Package claude is the claude_code backend: it runs Claude Code
+// non-interactively (`claude -p --output-format stream-json`) with an
+// explicit state root (CLAUDE_CONFIG_DIR) and working directory, resumes and
+// forks its sessions with --resume/--fork-session, serves it the ask_user
+// tool over MCP, and reports the session id from the CLI's own output.
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/cliexec"
+)
+
+// Options configure the executor. The zero value runs `claude` from PATH
+// against the real API with the key in ANTHROPIC_API_KEY.
+type Options struct {
+	// BinDir holds the `claude` program; empty means PATH.
+	BinDir string
+	// BaseURL is the Messages API endpoint (ANTHROPIC_BASE_URL); empty
+	// means the CLI's default.
+	BaseURL string
+	// APIKey is the key itself; when empty the key is read from the worker's
+	// environment variable APIKeyEnv (default ANTHROPIC_API_KEY). It reaches
+	// the CLI only as ANTHROPIC_API_KEY in its environment.
+	APIKey    string
+	APIKeyEnv string
+	// Model is the default model (--model); Request.Model overrides it.
+	Model string
+	// SystemPrompt replaces Claude Code's system prompt; AppendSystemPrompt
+	// is added to it.
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// Tools limits the built-in tools (--tools); nil keeps the CLI's set.
+	Tools           []string
+	AllowedTools    []string
+	DisallowedTools []string
+	// PermissionMode is --permission-mode (acceptEdits, bypassPermissions,
+	// ...); empty keeps the CLI's default. bypassPermissions as root sets
+	// IS_SANDBOX=1, which the CLI requires there.
+	PermissionMode string
+	// AskUser is the argv that starts the ask_user MCP server, without
+	// --record (for the worker: its own executable and askuser.Subcommand).
+	// Nil leaves the tool out.
+	AskUser []string
+	// AskUserGrace is how long the CLI may go on after the agent asked
+	// before the executor ends it (default cliexec.DefaultAskUserGrace).
+	AskUserGrace time.Duration
+	// Timeout bounds one visit; zero means only the context bounds it.
+	Timeout time.Duration
+	// Heartbeat is called with the visit's context every HeartbeatEvery
+	// while the CLI runs (for activity.RecordHeartbeat).
+	Heartbeat      func(ctx context.Context, details any)
+	HeartbeatEvery time.Duration
+	// Env is added to the CLI's environment (after the executor's own).
+	Env []string
+	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
+	TempDir string
+}
+
+// Executor runs Claude Code visits.
+type Executor struct{ opts Options }
+
+var _ backend.Backend = (*Executor)(nil)
+
+// New returns an executor.
+func New(opts Options) *Executor {
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
+	}
+	return &Executor{opts: opts}
+}
+
+// Name is backend.ClaudeCode.
+func (e *Executor) Name() string { return backend.ClaudeCode }
+
+// Packer returns the claude_code session packer bound to env.
+func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
+
+// NewPacker builds the packer for a live env; it is a variable so that the
+// packer package can be wired without this package depending on its
+// internals.
+var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+
+// AskUserTool is the name Claude Code gives the ask_user MCP tool.
+const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
+
+// Fingerprint hashes what defines a conversation with model (empty: the
+// executor's default); see cliexec.Conversation for the fields.
+func (e *Executor) Fingerprint(model string) string {
+	if model == "" {
+		model = e.opts.Model
+	}
+	c := cliexec.Conversation{
+		Backend:            backend.ClaudeCode,
+		Model:              model,
+		SystemPrompt:       e.opts.SystemPrompt,
+		AppendSystemPrompt: e.opts.AppendSystemPrompt,
+		Tools:              e.opts.Tools,
+		AllowedTools:       e.opts.AllowedTools,
+		DisallowedTools:    e.opts.DisallowedTools,
+		Permission:         e.opts.PermissionMode,
+	}
+	if e.opts.AskUser != nil {
+		c.MCPTools = []string{askuser.ServerName + "/" + askuser.ToolName}
+	}
+	return cliexec.Fingerprint(c)
+}
+
+// Execute runs one visit.
+func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+	var res backend.Result
+	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
+		return res, fmt.Errorf("claude_code: request needs Env.StateRoot and Env.Workdir")
+	}
+	prompt, err := cliexec.Prompt(req)
+	if err != nil {
+		return res, fmt.Errorf("claude_code: %w", err)
+	}
+	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
+		return res, fmt.Errorf("claude_code: state root: %w", err)
+	}
+	visit, err := cliexec.NewVisit(e.opts.TempDir)
+	if err != nil {
+		return res, fmt.Errorf("claude_code: %w", err)
+	}
+	defer visit.Close()
+
+	model := req.Model
+	if model == "" {
+		model = e.opts.Model
+	}
+	args, err := e.args(req, model, visit)
+	if err != nil {
+		return res, err
+	}
+	var st stream
+	spec := cliexec.Spec{
+		Backend: backend.ClaudeCode,
+		Bin:     "claude",
+		BinDir:  e.opts.BinDir,
+		Args:    args,
+		Dir:     req.Env.Workdir,
+		Env:     e.env(req.Env),
+		Stdin:   prompt,
+		Timeout: e.opts.Timeout,
+		OnLine:  st.line,
+	}
+	if e.opts.Heartbeat != nil {
+		spec.Heartbeat = func(d any) { e.opts.Heartbeat(ctx, d) }
+		spec.HeartbeatEvery = e.opts.HeartbeatEvery
+	}
+	if e.opts.AskUser != nil {
+		spec.Stop = visit.AskUserStop(e.opts.AskUserGrace)
+	}
+	out, runErr := cliexec.Run(ctx, spec)
+	if runErr != nil {
+		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
+			return res, fmt.Errorf("%w: claude_code session %s is not in %s (for working directory %s): %s",
+				backend.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
+		}
+		var ee *backend.ExitError
+		if errors.As(runErr, &ee) {
+			ee.StderrTail = tailWithResult(ee.StderrTail, st)
+		}
+		return res, runErr
+	}
+	res.SessionID = st.sessionID
+	res.Fingerprint = e.Fingerprint(req.Model)
+	res.Text = st.result
+	ask, err := visit.Interaction(st.askUserID)
+	if err != nil {
+		return res, fmt.Errorf("claude_code: %w", err)
+	}
+	if ask != nil {
+		res.NeedsInteraction = ask
+		return res, nil
+	}
+	if st.isError {
+		return res, &backend.ExitError{Backend: backend.ClaudeCode, Code: out.ExitCode,
+			StderrTail: tailWithResult(out.StderrTail, st)}
+	}
+	if res.SessionID == "" {
+		return res, fmt.Errorf("claude_code: the CLI reported no session id (stderr: %s)", out.StderrTail)
+	}
+	res.Structured = cliexec.Structured(res.Text)
+	return res, nil
+}
+
+func (e *Executor) args(req backend.Request, model string, visit *cliexec.Visit) ([]string, error) {
+	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
+	if model != "" {
+		a = append(a, "--model", model)
+	}
+	if req.SessionID != "" {
+		a = append(a, "--resume", req.SessionID)
+		if req.Fork {
+			a = append(a, "--fork-session")
+		}
+	}
+	if e.opts.SystemPrompt != "" {
+		a = append(a, "--system-prompt", e.opts.SystemPrompt)
+	}
+	if e.opts.AppendSystemPrompt != "" {
+		a = append(a, "--append-system-prompt", e.opts.AppendSystemPrompt)
+	}
+	if e.opts.Tools != nil {
+		a = append(a, "--tools", strings.Join(e.opts.Tools, ","))
+	}
+	if e.opts.PermissionMode != "" {
+		a = append(a, "--permission-mode", e.opts.PermissionMode)
+	}
+	allowed := append([]string(nil), e.opts.AllowedTools...)
+	if e.opts.AskUser != nil {
+		cmd := askuser.Command(e.opts.AskUser, visit.Record)
+		cfg := map[string]any{"mcpServers": map[string]any{askuser.ServerName: map[string]any{
+			"type": "stdio", "command": cmd[0], "args": cmd[1:],
+			// Load the tool up front: deferred MCP tools are only
+			// reachable through tool search.
+			"alwaysLoad": true,
+		}}}
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		p, err := visit.WriteFile("mcp.json", b)
+		if err != nil {
+			return nil, fmt.Errorf("claude_code: %w", err)
+		}
+		a = append(a, "--mcp-config", p)
+		allowed = append(allowed, AskUserTool)
+	}
+	if len(allowed) > 0 {
+		a = append(a, "--allowedTools", strings.Join(allowed, ","))
+	}
+	if len(e.opts.DisallowedTools) > 0 {
+		a = append(a, "--disallowedTools", strings.Join(e.opts.DisallowedTools, ","))
+	}
+	return a, nil
+}
+
+// env is the CLI's environment: the worker's, minus anything that would
+// point Claude Code elsewhere, plus the visit's root and endpoint.
+func (e *Executor) env(env backend.Env) []string {
+	key := e.opts.APIKey
+	if key == "" {
+		key = os.Getenv(e.opts.APIKeyEnv)
+	}
+	set := []string{
+		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	if key != "" {
+		set = append(set, "ANTHROPIC_API_KEY="+key)
+	}
+	if e.opts.BaseURL != "" {
+		set = append(set, "ANTHROPIC_BASE_URL="+e.opts.BaseURL)
+	}
+	if e.opts.PermissionMode == "bypassPermissions" && os.Geteuid() == 0 {
+		set = append(set, "IS_SANDBOX=1")
+	}
+	set = append(set, e.opts.Env...)
+	return cliexec.Environ([]string{"ANTHROPIC_*", "CLAUDE_CONFIG_DIR", "CLAUDECODE", "CLAUDE_CODE_*", "IS_SANDBOX"}, set...)
+}
+
+func missingSession(stderr string, errs []string) bool {
+	const msg = "No conversation found"
+	if strings.Contains(stderr, msg) {
+		return true
+	}
+	for _, e := range errs {
+		if strings.Contains(e, msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// tailWithResult adds what the CLI reported as its error result (on stdout)
+// to the stderr tail, since Claude Code puts API errors there.
+func tailWithResult(stderr string, st stream) string {
+	var parts []string
+	if st.isError || len(st.errors) > 0 {
+		parts = append(parts, st.errors...)
+		if st.result != "" {
+			parts = append(parts, st.result)
+		}
+	}
+	if stderr != "" {
+		parts = append(parts, stderr)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// stream follows Claude Code's stream-json output.
+type stream struct {
+	sessionID string
+	result    string
+	isError   bool
+	errors    []string
+	askUserID string
+}
+
+type event struct {
+	Type      string   `json:"type"`
+	Subtype   string   `json:"subtype"`
+	SessionID string   `json:"session_id"`
+	Result    string   `json:"result"`
+	IsError   bool     `json:"is_error"`
+	Errors    []string `json:"errors"`
+	Message   struct {
+		Content []struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"content"`
+	} `json:"message"`
+}
+
+func (s *stream) line(b []byte) {
+	var ev event
+	if json.Unmarshal(b, &ev) != nil {
+		return
+	}
+	if ev.SessionID != "" && (s.sessionID == "" || ev.Type == "result" || ev.Subtype == "init") {
+		s.sessionID = ev.SessionID
+	}
+	switch ev.Type {
+	case "assistant":
+		for _, c := range ev.Message.Content {
+			if c.Type == "tool_use" && c.Name == AskUserTool {
+				s.askUserID = c.ID
+			}
+		}
+	case "result":
+		s.result = ev.Result
+		s.isError = ev.IsError
+		s.errors = append(s.errors, ev.Errors...)
+	}
+}
+
+var errNoPacker = errors.New("claude_code: session packer not available in this build")
+
+// unavailablePacker stands in until the packer package provides one.
+type unavailablePacker struct{}
+
+func (unavailablePacker) PackSession(context.Context, string) ([]byte, error) { return nil, errNoPacker }
+func (unavailablePacker) UnpackSession(context.Context, string, []byte) error { return errNoPacker }
+func (unavailablePacker) HasSession(context.Context, string) bool             { return false }
+
+func newPacker(backend.Env) backend.SessionPacker { return unavailablePacker{} }

@@ -1,0 +1,292 @@
+// Package cliexec runs one agent CLI process for a backend executor: it
+// resolves the binary, puts the CLI in its own process group, feeds the
+// prompt on stdin, hands each stdout line to the caller as it arrives,
+// keeps the tail of stderr, heartbeats while the CLI runs, and enforces the
+// visit's timeout and cancellation by killing the whole process group (the
+// CLI, its MCP servers and any tool processes it started).
+//
+// Failures come back typed: backend.ErrNotInstalled for a missing binary,
+// backend.ErrTimeout when the deadline passed, the context's error when the
+// visit was cancelled, and *backend.ExitError for a non-zero exit.
+package cliexec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// Defaults for Spec fields left zero.
+const (
+	DefaultHeartbeatEvery = 10 * time.Second
+	// DefaultStopGrace is how long a CLI may take to exit after Stop asked it
+	// to (SIGTERM to the group) before the group is killed.
+	DefaultStopGrace = 5 * time.Second
+	stderrTailBytes  = 4096
+)
+
+// Spec is one CLI run.
+type Spec struct {
+	Backend string
+	// Bin is the program: a path, or a name looked up in BinDir (when set)
+	// or in PATH.
+	Bin    string
+	BinDir string
+	Args   []string
+	Dir    string
+	// Env is the complete environment of the CLI.
+	Env   []string
+	Stdin string
+	// Timeout bounds the run; zero means only ctx bounds it.
+	Timeout time.Duration
+	// Heartbeat, when set, is called at the start and every HeartbeatEvery
+	// while the CLI runs, with a Progress value.
+	Heartbeat      func(details any)
+	HeartbeatEvery time.Duration
+	// OnLine receives each stdout line (without the newline), in order.
+	OnLine func(line []byte)
+	// Stop is polled while the CLI runs; once it returns true the CLI's group
+	// gets SIGTERM, then SIGKILL after StopGrace. A run ended this way is not
+	// an error whatever its exit status.
+	Stop      func() bool
+	StopGrace time.Duration
+}
+
+// Progress is what a heartbeat reports.
+type Progress struct {
+	Backend     string        `json:"backend"`
+	Elapsed     time.Duration `json:"elapsed"`
+	StdoutLines int           `json:"stdout_lines"`
+}
+
+// Outcome is what a finished run left behind.
+type Outcome struct {
+	ExitCode   int
+	StderrTail string
+	Duration   time.Duration
+	// Stopped is true when Stop ended the run.
+	Stopped bool
+}
+
+// Resolve returns the path of bin: bin itself when it holds a slash, else
+// BinDir/bin when dir is set, else the PATH entry. A missing or
+// non-executable program is backend.ErrNotInstalled.
+func Resolve(backendName, dir, bin string) (string, error) {
+	var p string
+	switch {
+	case strings.ContainsRune(bin, filepath.Separator):
+		p = bin
+	case dir != "":
+		p = filepath.Join(dir, bin)
+	default:
+		lp, err := exec.LookPath(bin)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", backend.ErrNotInstalled, backendName, bin)
+		}
+		return lp, nil
+	}
+	st, err := os.Stat(p)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		if err == nil {
+			err = fs.ErrPermission
+		}
+		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", backend.ErrNotInstalled, backendName, p, err)
+	}
+	return p, nil
+}
+
+// Run runs the CLI to completion. A nil error means exit status 0 (or a
+// run that Stop ended).
+func Run(ctx context.Context, s Spec) (Outcome, error) {
+	var out Outcome
+	path, err := Resolve(s.Backend, s.BinDir, s.Bin)
+	if err != nil {
+		return out, err
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("%s: not started: %w", s.Backend, err)
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if s.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, s.Timeout)
+	}
+	defer cancel()
+
+	grace := s.StopGrace
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	cmd := exec.Command(path, s.Args...)
+	cmd.Dir = s.Dir
+	cmd.Env = s.Env
+	cmd.Stdin = strings.NewReader(s.Stdin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Stderr is copied by os/exec; WaitDelay bounds that copy when a process
+	// that escaped the group still holds the pipe.
+	tail := &tailBuffer{max: stderrTailBytes}
+	cmd.Stderr = tail
+	cmd.WaitDelay = grace
+	// Stdout is a plain pipe read here, so that Wait does not depend on it.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", s.Backend, err)
+	}
+	defer pr.Close()
+	cmd.Stdout = pw
+	start := time.Now()
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return out, fmt.Errorf("%w: %s: %v", backend.ErrNotInstalled, s.Backend, err)
+		}
+		return out, fmt.Errorf("%s: start %s: %w", s.Backend, path, err)
+	}
+	pgid := cmd.Process.Pid
+	kill := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
+
+	var (
+		mu    sync.Mutex
+		lines int
+	)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		r := bufio.NewReaderSize(pr, 64*1024)
+		for {
+			line, err := r.ReadBytes('\n')
+			if line = trimEOL(line); len(line) > 0 {
+				mu.Lock()
+				lines++
+				mu.Unlock()
+				if s.OnLine != nil {
+					s.OnLine(line)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	every := s.HeartbeatEvery
+	if every <= 0 {
+		every = DefaultHeartbeatEvery
+	}
+	beat := func() {
+		if s.Heartbeat != nil {
+			mu.Lock()
+			n := lines
+			mu.Unlock()
+			s.Heartbeat(Progress{Backend: s.Backend, Elapsed: time.Since(start).Round(time.Millisecond), StdoutLines: n})
+		}
+	}
+	beat()
+	heartbeat := time.NewTicker(every)
+	defer heartbeat.Stop()
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
+	var (
+		killed   error // why the group was killed, when it was
+		stopping <-chan time.Time
+		waitErr  error
+	)
+loop:
+	for {
+		select {
+		case waitErr = <-waitDone:
+			break loop
+		case <-heartbeat.C:
+			beat()
+		case <-poll.C:
+			if s.Stop != nil && !out.Stopped && s.Stop() {
+				out.Stopped = true
+				kill(syscall.SIGTERM)
+				stopping = time.After(grace)
+			}
+		case <-stopping:
+			kill(syscall.SIGKILL)
+		case <-runCtx.Done():
+			if killed == nil {
+				killed = runCtx.Err()
+				kill(syscall.SIGKILL)
+			}
+		}
+	}
+	// Reap anything the CLI left behind in its group (MCP servers, tool
+	// processes); the group is gone already in the usual case.
+	kill(syscall.SIGKILL)
+	// The reader ends when the last holder of stdout is gone; the kill above
+	// makes that immediate unless something escaped the group.
+	select {
+	case <-readDone:
+	case <-time.After(grace):
+		pr.Close()
+		<-readDone
+	}
+	out.Duration = time.Since(start)
+	out.StderrTail = tail.String()
+	if cmd.ProcessState != nil {
+		out.ExitCode = cmd.ProcessState.ExitCode()
+	}
+
+	switch {
+	case killed != nil && ctx.Err() == nil || errors.Is(killed, context.DeadlineExceeded):
+		return out, fmt.Errorf("%w: %s ran for %s (limit %s); its process group was killed",
+			backend.ErrTimeout, s.Backend, out.Duration.Round(time.Millisecond), s.Timeout)
+	case killed != nil:
+		return out, fmt.Errorf("%s: visit cancelled, process group killed: %w", s.Backend, killed)
+	case out.Stopped:
+		return out, nil
+	case waitErr != nil:
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) {
+			return out, &backend.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
+		}
+		return out, fmt.Errorf("%s: %w", s.Backend, waitErr)
+	}
+	return out, nil
+}
+
+func trimEOL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(strings.ToValidUTF8(string(t.buf), ""))
+}

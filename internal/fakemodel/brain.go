@@ -1,0 +1,128 @@
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cues: a line of the latest user prompt that starts with one of these
+// changes the reply. They are ignored when the request ends with a tool
+// result, so that the model answers normally after a tool ran.
+const (
+	// CueAskUser asks the user the rest of the line: a call to the offered
+	// tool whose name ends in "ask_user" (arguments {"questions":[text]}),
+	// or, when no such tool is offered, the final text "ASK_USER: <text>".
+	CueAskUser = "ASK_USER:"
+	// CueReply makes the reply exactly the rest of the prompt after the cue
+	// (for example a JSON object, to test structured output).
+	CueReply = "REPLY:"
+	// CueSleep delays the reply by a Go duration ("SLEEP: 30s").
+	CueSleep = "SLEEP:"
+	// CueHTTPError answers with that HTTP status and an error body.
+	CueHTTPError = "HTTP_ERROR:"
+)
+
+// AskUserTool is the suffix by which the server recognises the ask_user tool
+// among the offered tools, whatever namespace a CLI gives it.
+const AskUserTool = "ask_user"
+
+// conversation is what the brain needs from a request, whatever its wire
+// format.
+type conversation struct {
+	prompts         []string
+	tools           []string
+	afterToolResult bool
+	toolResult      string
+}
+
+// reply is what the brain answers.
+type reply struct {
+	text   string
+	tool   string // set for a tool call
+	args   string // the tool call's JSON arguments
+	delay  time.Duration
+	status int // non-zero: answer with this HTTP error
+}
+
+func (r reply) String() string {
+	if r.tool != "" {
+		return "tool:" + r.tool + " " + r.args
+	}
+	if r.status != 0 {
+		return "http:" + strconv.Itoa(r.status)
+	}
+	return r.text
+}
+
+// Reply computes the deterministic answer to a conversation.
+func (c conversation) reply() reply {
+	n := len(c.prompts)
+	normal := fmt.Sprintf("turn %d: %s", n, strings.Join(c.prompts, " | "))
+	if c.afterToolResult || n == 0 {
+		return reply{text: normal}
+	}
+	var r reply
+	last := c.prompts[n-1]
+	for _, line := range strings.Split(last, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, CueSleep):
+			d, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(line, CueSleep)))
+			if err == nil {
+				r.delay = d
+			}
+		case strings.HasPrefix(line, CueHTTPError):
+			code, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, CueHTTPError)))
+			if err == nil {
+				r.status = code
+			}
+		case strings.HasPrefix(line, CueAskUser) && r.tool == "" && r.text == "":
+			q := strings.TrimSpace(strings.TrimPrefix(line, CueAskUser))
+			if tool := c.askUserTool(); tool != "" {
+				args, _ := json.Marshal(map[string]any{"questions": []string{q}})
+				r.tool, r.args = tool, string(args)
+			} else {
+				r.text = CueAskUser + " " + q
+			}
+		}
+	}
+	if i := strings.Index(last, CueReply); i >= 0 && r.tool == "" {
+		r.text = strings.TrimSpace(last[i+len(CueReply):])
+	}
+	if r.text == "" && r.tool == "" {
+		r.text = normal
+	}
+	return r
+}
+
+func (c conversation) askUserTool() string {
+	for _, t := range c.tools {
+		if strings.HasSuffix(t, AskUserTool) {
+			return t
+		}
+	}
+	return ""
+}
+
+var (
+	reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+	wrappedRE  = regexp.MustCompile(`(?s)^<([A-Za-z][\w-]*)[^>]*>.*</([A-Za-z][\w-]*)>$`)
+)
+
+// promptText returns the part of a user text block that a human typed, or
+// "" when the block is something the CLI injected (system reminders,
+// environment context, instructions files).
+func promptText(s string) string {
+	s = strings.TrimSpace(reminderRE.ReplaceAllString(s, ""))
+	if m := wrappedRE.FindStringSubmatch(s); m != nil && m[1] == m[2] {
+		return ""
+	}
+	if strings.HasPrefix(s, "# AGENTS.md instructions") {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,158 @@
+// Package fakemodel is the one faked thing in Tether's CLI tests: an HTTP
+// server that speaks just enough of the Anthropic Messages API, the OpenAI
+// Responses API and the OpenAI Chat Completions API for the real agent CLIs
+// (Claude Code, Codex, pi) to hold a conversation with it.
+//
+// Its replies are deterministic and prove memory: a normal reply is
+// "turn N: p1 | p2 | ... | pN" where p1..pN are the real user prompts found
+// in the request (text the CLIs inject, such as system reminders and
+// environment context, is ignored). Cues in the latest prompt change the
+// reply; see Cue* constants.
+package fakemodel
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// API names one wire protocol the server speaks.
+type API string
+
+// The protocols the server speaks.
+const (
+	Anthropic API = "anthropic" // POST /v1/messages (and count_tokens)
+	Responses API = "responses" // POST /v1/responses
+	Chat      API = "chat"      // POST /v1/chat/completions
+	Other     API = "other"     // anything else (model listing, probes)
+)
+
+// Request is one request the server received and what it answered.
+type Request struct {
+	API    API
+	Method string
+	Path   string
+	Body   []byte
+	// Turn is true for a conversation request (one the brain answered), false
+	// for side calls such as token counting or model listing.
+	Turn bool
+	// Prompts are the real user prompts of the conversation, oldest first.
+	Prompts []string
+	// Tools are the names of the tools the request offered.
+	Tools []string
+	// AfterToolResult is true when the request ends with a tool result.
+	AfterToolResult bool
+	// ToolResult is the text of that tool result.
+	ToolResult string
+	// Reply is the text answered, or "tool:<name> <arguments>" for a tool call.
+	Reply string
+}
+
+// Server is a running fake model.
+type Server struct {
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	reqs []Request
+	seq  int
+}
+
+// Start starts a server on loopback and closes it when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := New()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a server on loopback; the caller closes it.
+func New() *Server {
+	s := &Server{}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// URL is the server's base URL, without a trailing slash and without /v1.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Requests returns every request received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Turns returns the conversation requests received so far.
+func (s *Server) Turns() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Turn {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Reset forgets the requests received so far.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = nil
+}
+
+func (s *Server) record(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, r)
+}
+
+func (s *Server) nextID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return s.seq
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rec := Request{Method: r.Method, Path: r.URL.Path, Body: body, API: Other}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
+		rec.API = Anthropic
+		s.record(rec)
+		writeJSON(w, map[string]any{"input_tokens": 1 + len(body)/4})
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages"):
+		rec.API = Anthropic
+		s.anthropic(w, r, rec)
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		rec.API = Responses
+		s.responses(w, r, rec)
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
+		rec.API = Chat
+		s.chat(w, r, rec)
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
+		s.record(rec)
+		writeJSON(w, map[string]any{
+			"object": "list", "data": []any{}, "models": []any{},
+			"has_more": false, "first_id": nil, "last_id": nil,
+		})
+	default:
+		// Side calls the CLIs make (event logging, feature flags, metrics)
+		// get an empty success so that nothing retries.
+		s.record(rec)
+		writeJSON(w, map[string]any{})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
