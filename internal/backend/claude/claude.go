@@ -356,7 +356,9 @@ var errNoPacker = errors.New("claude_code: session packer not available in this 
 // unavailablePacker stands in until the packer package provides one.
 type unavailablePacker struct{}
 
-func (unavailablePacker) PackSession(context.Context, string) ([]byte, error) { return nil, errNoPacker }
+func (unavailablePacker) PackSession(context.Context, string) ([]byte, error) {
+	return nil, errNoPacker
+}
 func (unavailablePacker) UnpackSession(context.Context, string, []byte) error { return errNoPacker }
 func (unavailablePacker) HasSession(context.Context, string) bool             { return false }
 

@@ -1,0 +1,100 @@
+package cliexec
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+func TestFingerprintIsCanonical(t *testing.T) {
+	a := Fingerprint(Conversation{Backend: "claude_code", Model: "m", Tools: []string{"b", "a", "a"}})
+	b := Fingerprint(Conversation{Backend: "claude_code", Model: "m", Tools: []string{"a", "b"}})
+	assert.Equal(t, a, b)
+	// sha256 of {"backend":"claude_code","model":"m","system_prompt":"","append_system_prompt":"",
+	// "tools":["a","b"],"allowed_tools":[],"disallowed_tools":[],"permission":"","mcp_tools":[]}
+	assert.Equal(t, "34bf84b6e6c8c3982cbd8f4b92a2972afaba66c5c87ac8b4d0f7c261ed4d571b", a)
+	assert.NotEqual(t, a, Fingerprint(Conversation{Backend: "codex", Model: "m", Tools: []string{"a", "b"}}))
+}
+
+func TestStructured(t *testing.T) {
+	assert.Equal(t, map[string]any{"a": float64(1)}, Structured(` {"a":1} `))
+	assert.Equal(t, map[string]any{"a": float64(1)}, Structured("```json\n{\"a\":1}\n```"))
+	assert.Nil(t, Structured("turn 1: hi"))
+	assert.Nil(t, Structured(`[1,2]`))
+	assert.Nil(t, Structured(`{"a":1} and more`))
+}
+
+func TestAnswerPrompt(t *testing.T) {
+	p, err := Prompt(backend.Request{Prompt: "ignored", SessionID: "s",
+		Answer: &backend.Answer{QuestionID: "q1", Text: "blue", PendingToolUseID: "toolu_1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "The user answered your ask_user question (tool use toolu_1) q1:\nblue", p)
+	_, err = Prompt(backend.Request{Answer: &backend.Answer{Text: "x"}})
+	assert.Error(t, err, "an answer without a session")
+}
+
+func script(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "cli")
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755))
+	return p
+}
+
+func TestRunStreamsLinesAndStdin(t *testing.T) {
+	var lines []string
+	out, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "cat; echo; echo two; echo err >&2"),
+		Stdin: "one", OnLine: func(b []byte) { lines = append(lines, string(b)) }})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one", "two"}, lines)
+	assert.Equal(t, "err", out.StderrTail)
+}
+
+func TestRunExitError(t *testing.T) {
+	_, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "echo boom >&2; exit 3")})
+	var ee *backend.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 3, ee.Code)
+	assert.Equal(t, "boom", ee.StderrTail)
+}
+
+func TestRunTimeoutKillsGroup(t *testing.T) {
+	marker := "tether-cliexec-test-" + filepath.Base(t.TempDir())
+	// The child ignores SIGTERM and outlives its parent's shell unless the
+	// whole group is killed.
+	bin := script(t, "sh -c 'trap \"\" TERM; exec sleep 300' "+marker+" &\nsleep 300\n")
+	start := time.Now()
+	_, err := Run(context.Background(), Spec{Backend: "t", Bin: bin, Timeout: 500 * time.Millisecond})
+	require.ErrorIs(t, err, backend.ErrTimeout)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	ps, _ := os.ReadDir("/proc")
+	for _, p := range ps {
+		b, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		st, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
+			t.Errorf("process %s survived: %q", p.Name(), b)
+		}
+	}
+}
+
+func TestRunStop(t *testing.T) {
+	stop := time.Now().Add(300 * time.Millisecond)
+	out, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "sleep 300"),
+		Stop: func() bool { return time.Now().After(stop) }, StopGrace: time.Second})
+	require.NoError(t, err)
+	assert.True(t, out.Stopped)
+}
+
+func TestResolveMissing(t *testing.T) {
+	_, err := Resolve("t", t.TempDir(), "nope")
+	assert.ErrorIs(t, err, backend.ErrNotInstalled)
+	_, err = Resolve("t", "", "tether-no-such-program")
+	assert.ErrorIs(t, err, backend.ErrNotInstalled)
+}

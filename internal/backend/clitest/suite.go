@@ -1,0 +1,188 @@
+package clitest
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/fakemodel"
+)
+
+// Harness is what a suite's New gets to build an executor: the fake model,
+// the CLIs' bin dir, the ask_user server and a scratch dir for visits.
+type Harness struct {
+	Fake    *fakemodel.Server
+	BinDir  string
+	AskUser []string
+	// Scratch is the executor's TempDir; no process mentioning it may
+	// outlive a killed visit.
+	Scratch string
+	// Timeout, Heartbeat and HeartbeatEvery are what the executor must use.
+	Timeout        time.Duration
+	Heartbeat      func(ctx context.Context, details any)
+	HeartbeatEvery time.Duration
+}
+
+// Suite describes one real-CLI backend to the shared tests.
+type Suite struct {
+	// New builds the executor under test from h.
+	New func(h *Harness) backend.Backend
+	// HasSessionFiles reports whether the CLI wrote session id under env, by
+	// the backend's documented layout.
+	HasSessionFiles func(env backend.Env, id string) bool
+	// MissingID is a well-formed session id that does not exist.
+	MissingID string
+	// AskUserTool is the tool name the fake model sees for ask_user; empty
+	// for a backend that asks through the structured-output convention.
+	AskUserTool string
+	// PendingPrefix is how the pending tool-use id starts ("" when the
+	// backend has none).
+	PendingPrefix string
+}
+
+func (s Suite) harness(t *testing.T) *Harness {
+	bin := Isolate(t)
+	return &Harness{Fake: fakemodel.Start(t), BinDir: bin, AskUser: AskUserCommand(t),
+		Scratch: t.TempDir(), Timeout: 2 * time.Minute}
+}
+
+func execute(t *testing.T, b backend.Backend, req backend.Request) backend.Result {
+	t.Helper()
+	res, err := b.Execute(context.Background(), req)
+	require.NoError(t, err)
+	return res
+}
+
+func lastPrompts(t *testing.T, f *fakemodel.Server) []string {
+	t.Helper()
+	turns := f.Turns()
+	require.NotEmpty(t, turns, "the fake model saw no conversation request")
+	return turns[len(turns)-1].Prompts
+}
+
+// Run runs the shared tests; every one starts from an empty state root and
+// a fresh HOME.
+func Run(t *testing.T, s Suite) {
+	t.Run("FreshSessionReportsID", func(t *testing.T) {
+		h := s.harness(t)
+		env := NewEnv(t)
+		b := s.New(h)
+		start := time.Now()
+		res := execute(t, b, backend.Request{Prompt: "alpha", Env: env})
+		t.Logf("fresh visit: %s", time.Since(start).Round(time.Millisecond))
+		assert.NotEmpty(t, res.SessionID)
+		assert.Equal(t, "turn 1: alpha", res.Text)
+		assert.Nil(t, res.NeedsInteraction)
+		assert.Len(t, res.Fingerprint, 64)
+		assert.True(t, s.HasSessionFiles(env, res.SessionID), "session %s on disk under %s", res.SessionID, env.StateRoot)
+		assert.Equal(t, []string{"alpha"}, lastPrompts(t, h.Fake))
+	})
+	t.Run("ResumeContinues", func(t *testing.T) {
+		h := s.harness(t)
+		env := NewEnv(t)
+		b := s.New(h)
+		first := execute(t, b, backend.Request{Prompt: "alpha", Env: env})
+		start := time.Now()
+		second := execute(t, b, backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+		t.Logf("resumed visit: %s", time.Since(start).Round(time.Millisecond))
+		assert.Equal(t, first.SessionID, second.SessionID)
+		assert.Equal(t, "turn 2: alpha | beta", second.Text)
+		assert.Equal(t, first.Fingerprint, second.Fingerprint)
+		assert.Equal(t, []string{"alpha", "beta"}, lastPrompts(t, h.Fake))
+	})
+	t.Run("ResumeMissingIsNoSession", func(t *testing.T) {
+		h := s.harness(t)
+		env := NewEnv(t)
+		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "x", SessionID: s.MissingID, Env: env})
+		require.ErrorIs(t, err, backend.ErrNoSession)
+		assert.Equal(t, "NoSession", backend.ErrorType(err))
+		t.Logf("error: %v", err)
+	})
+	t.Run("ForkLeavesOriginal", func(t *testing.T) {
+		h := s.harness(t)
+		env := NewEnv(t)
+		b := s.New(h)
+		first := execute(t, b, backend.Request{Prompt: "alpha", Env: env})
+		forked := execute(t, b, backend.Request{Prompt: "fork-beta", SessionID: first.SessionID, Fork: true, Env: env})
+		assert.NotEqual(t, first.SessionID, forked.SessionID)
+		assert.Equal(t, "turn 2: alpha | fork-beta", forked.Text)
+		again := execute(t, b, backend.Request{Prompt: "gamma", SessionID: first.SessionID, Env: env})
+		assert.Equal(t, "turn 2: alpha | gamma", again.Text, "the original did not see the fork's turn")
+	})
+	t.Run("AskUserThenAnswer", func(t *testing.T) {
+		h := s.harness(t)
+		env := NewEnv(t)
+		b := s.New(h)
+		asked := execute(t, b, backend.Request{Prompt: "paint it\nASK_USER: which colour?", Env: env})
+		require.NotNil(t, asked.NeedsInteraction, "no interaction; final text %q", asked.Text)
+		assert.Equal(t, []backend.Question{{ID: "q1", Text: "which colour?"}}, asked.NeedsInteraction.Questions)
+		require.NotEmpty(t, asked.SessionID)
+		assert.True(t, s.HasSessionFiles(env, asked.SessionID), "session files are on disk while paused")
+		if s.PendingPrefix != "" {
+			assert.True(t, strings.HasPrefix(asked.NeedsInteraction.PendingToolUseID, s.PendingPrefix),
+				"pending tool use id %q", asked.NeedsInteraction.PendingToolUseID)
+		}
+		if s.AskUserTool != "" {
+			var called bool
+			for _, r := range h.Fake.Turns() {
+				called = called || strings.HasPrefix(r.Reply, "tool:"+s.AskUserTool)
+			}
+			assert.True(t, called, "the fake model called %s", s.AskUserTool)
+		}
+		answered := execute(t, b, backend.Request{SessionID: asked.SessionID, Env: env, Answer: &backend.Answer{
+			QuestionID: "q1", Text: "blue", PendingToolUseID: asked.NeedsInteraction.PendingToolUseID}})
+		assert.Nil(t, answered.NeedsInteraction)
+		assert.Equal(t, asked.SessionID, answered.SessionID)
+		assert.True(t, strings.HasPrefix(answered.Text, "turn 2: paint it\nASK_USER: which colour? | "), answered.Text)
+		assert.True(t, strings.HasSuffix(answered.Text, "\nblue"), answered.Text)
+	})
+	t.Run("StructuredOutput", func(t *testing.T) {
+		h := s.harness(t)
+		res := execute(t, s.New(h), backend.Request{Prompt: `REPLY: {"verdict":"pass","score":3}`, Env: NewEnv(t)})
+		assert.Equal(t, map[string]any{"verdict": "pass", "score": float64(3)}, res.Structured)
+	})
+	t.Run("TimeoutKillsProcessGroup", func(t *testing.T) {
+		h := s.harness(t)
+		var beats atomic.Int32
+		h.Timeout, h.HeartbeatEvery = 4*time.Second, 500*time.Millisecond
+		h.Heartbeat = func(context.Context, any) { beats.Add(1) }
+		start := time.Now()
+		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "SLEEP: 60s", Env: NewEnv(t)})
+		require.ErrorIs(t, err, backend.ErrTimeout)
+		assert.Equal(t, "Timeout", backend.ErrorType(err))
+		assert.Less(t, time.Since(start), 20*time.Second)
+		assert.GreaterOrEqual(t, beats.Load(), int32(3), "heartbeats while the CLI ran")
+		assert.Empty(t, Processes(h.Scratch), "nothing of the visit's process group survives")
+	})
+	t.Run("CancelKillsProcessGroup", func(t *testing.T) {
+		h := s.harness(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(3*time.Second, cancel)
+		_, err := s.New(h).Execute(ctx, backend.Request{Prompt: "SLEEP: 60s", Env: NewEnv(t)})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Empty(t, Processes(h.Scratch), "nothing of the visit's process group survives")
+	})
+	t.Run("ModelErrorIsExitError", func(t *testing.T) {
+		h := s.harness(t)
+		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "HTTP_ERROR: 400", Env: NewEnv(t)})
+		var ee *backend.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, "ExitError", backend.ErrorType(err))
+		assert.Contains(t, ee.StderrTail, "400")
+		t.Logf("error: %v", err)
+	})
+	t.Run("NotInstalled", func(t *testing.T) {
+		h := s.harness(t)
+		h.BinDir = t.TempDir()
+		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "x", Env: NewEnv(t)})
+		require.ErrorIs(t, err, backend.ErrNotInstalled)
+		assert.Equal(t, "NotInstalled", backend.ErrorType(err))
+	})
+}

@@ -1,0 +1,49 @@
+package codex_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/clitest"
+	"github.com/tether-run/tether/internal/backend/codex"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	clitest.Cleanup()
+	os.Exit(code)
+}
+
+var suite = clitest.Suite{
+	New: func(h *clitest.Harness) backend.Backend {
+		return codex.New(codex.Options{
+			BinDir:         h.BinDir,
+			BaseURL:        h.Fake.URL() + "/v1",
+			APIKey:         "sk-fake",
+			Model:          "fake-codex-1",
+			AskUser:        h.AskUser,
+			Timeout:        h.Timeout,
+			Heartbeat:      h.Heartbeat,
+			HeartbeatEvery: h.HeartbeatEvery,
+			TempDir:        h.Scratch,
+		})
+	},
+	HasSessionFiles: func(env backend.Env, id string) bool { return codex.RolloutPath(env.StateRoot, id) != "" },
+	MissingID:       "01a22c70-0000-7000-8000-000000000000",
+	AskUserTool:     codex.AskUserNamespace + "\x00ask_user",
+	PendingPrefix:   "call_",
+}
+
+func TestCodex(t *testing.T) { clitest.Run(t, suite) }
+
+func TestFingerprint(t *testing.T) {
+	a := codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write"})
+	assert.Equal(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(""))
+	assert.NotEqual(t, a.Fingerprint(""), a.Fingerprint("m2"))
+	assert.NotEqual(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(""))
+	assert.NotEqual(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(""))
+}
