@@ -19,6 +19,14 @@ const (
 	ErrTypeBadRequest = "BadRequest"
 )
 
+// Registered names of the activities the workflow runs as local
+// activities. A local activity is named, not passed as a method value: the
+// workflow holds no Activities value to call it on.
+const (
+	SaveCheckpointName = "SaveCheckpoint"
+	DeleteBlobsName    = "DeleteBlobs"
+)
+
 // ExecuteRequest is one visit of an agent node.
 type ExecuteRequest struct {
 	RunID  string     `json:"run_id"`

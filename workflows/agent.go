@@ -164,7 +164,7 @@ func (r *runImpl) awaitAgentAnswer(ctx workflow.Context, node *graph.Node, p *ru
 	if len(answers) > 1 {
 		var b strings.Builder
 		for i, q := range p.Questions {
-			fmt.Fprintf(&b, "%s: %s\n", q.Text, answers[i])
+			b.WriteString(q.Text + ": " + answers[i] + "\n")
 		}
 		text = b.String()
 	}

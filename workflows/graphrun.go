@@ -224,7 +224,17 @@ func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question)
 	for i, q := range mine {
 		answers[i] = q.Answer
 	}
-	r.questions = slices.DeleteFunc(r.questions, func(q *question) bool { return slices.Contains(mine, q) })
+	// Answered questions stay known for a while, so a late second answer
+	// is told "already answered" rather than "unknown".
+	if over := len(r.questions) - maxAnsweredKept; over > 0 {
+		r.questions = slices.DeleteFunc(r.questions, func(q *question) bool {
+			if over > 0 && q.Answered {
+				over--
+				return true
+			}
+			return false
+		})
+	}
 	return answers, nil
 }
 

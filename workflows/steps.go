@@ -33,7 +33,7 @@ func (r *runImpl) save(ctx workflow.Context) error {
 			NonRetryableErrorTypes: []string{activities.ErrTypeBadRequest},
 		},
 	})
-	if err := workflow.ExecuteLocalActivity(lctx, acts.SaveCheckpoint, &activities.CheckpointRequest{Checkpoint: &cp}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, activities.SaveCheckpointName, &activities.CheckpointRequest{Checkpoint: &cp}).Get(ctx, nil); err != nil {
 		return err
 	}
 	r.cp.Seq = cp.Seq
@@ -57,7 +57,7 @@ func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	if err := workflow.ExecuteLocalActivity(lctx, acts.DeleteBlobs, &activities.DeleteBlobsRequest{Keys: live}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, activities.DeleteBlobsName, &activities.DeleteBlobsRequest{Keys: live}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not delete superseded session blobs; `tether delete` removes them with the run", "count", len(live), "error", err.Error())
 	}
 }

@@ -46,6 +46,8 @@ const (
 	// maxPathSteps is how many recent steps the checkpoint keeps; the
 	// transitions list keeps every distinct edge taken.
 	maxPathSteps = 200
+	// maxAnsweredKept is how many questions a run remembers.
+	maxAnsweredKept = 50
 	// maxQueryValue is the largest string a state query shows in full.
 	maxQueryValue = 2048
 )
