@@ -326,6 +326,28 @@ func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.
 		return
 	}
 
+	// A mapping value (with) is checked for repeated keys before the YAML
+	// library sees it, so that the problem gets its own code.
+	var keyPairs []*ast.MappingValueNode
+	if fv.Kind() == reflect.Map {
+		ps, _ := d.pairs(n)
+		seen := map[string]Pos{}
+		dup := false
+		for _, p := range ps {
+			key := keyOf(p)
+			if first, ok := seen[key]; ok {
+				d.add(CodeDuplicateKey, posOf(p.Key), nodeID, "%s of %s sets %q twice (first at line %d); keep one of them", name, what, key, first.Line)
+				dup = true
+				continue
+			}
+			seen[key] = posOf(p.Key)
+		}
+		if dup {
+			return
+		}
+		keyPairs = ps
+	}
+
 	target := reflect.New(fv.Type())
 	if err := yaml.NodeToValue(d.resolveDeep(n), target.Interface()); err != nil {
 		pos := posOf(n)
@@ -339,10 +361,8 @@ func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.
 
 	// Remember where each key of a mapping value (with) was written.
 	if fv.Kind() == reflect.Map {
-		if ps, ok := d.pairs(n); ok {
-			for _, p := range ps {
-				d.src.set(join(path, keyOf(p)), posOf(p.Value))
-			}
+		for _, p := range keyPairs {
+			d.src.set(join(path, keyOf(p)), posOf(p.Value))
 		}
 	}
 }

@@ -146,6 +146,7 @@ nodes:
 		{"nodes not a list", "start: a\nnodes: {id: a}\n", []string{"2:8 G003 "}, "nodes must be a list"},
 		{"node not a mapping", "start: a\nnodes:\n  - a\n", []string{"3:5 G003 "}, "node #1 must be a mapping"},
 		{"duplicate key", "start: a\nstart: b\nnodes:\n  - id: a\n    kind: end\n    kind: agent\n", []string{"2:1 G004 ", "6:5 G004 a"}, `sets "start" twice (first at line 1)`},
+		{"duplicate with key", "start: a\nnodes: [{id: a, kind: end}]\nedges:\n  - from: a\n    to: a\n    with:\n      x: 1\n      x: 2\n", []string{"8:7 G004 "}, `with of edge a -> a sets "x" twice (first at line 7)`},
 		{"empty", "# nothing here\n", []string{"1:1 G005 "}, "the file is empty"},
 		{"two documents", "start: a\n---\nstart: b\n", []string{"3:1 G005 "}, "2 YAML documents"},
 		{"a list, not a graph", "- a\n- b\n", []string{"1:1 G003 "}, "the graph must be a mapping"},

@@ -16,6 +16,9 @@ import (
 // Positions come from g.Source, so a graph built in code gets problems
 // without positions.
 func Validate(g *Graph) Problems {
+	if g == nil {
+		return Problems{{Code: CodeNotAGraph, Severity: severityOf(CodeNotAGraph), Message: "there is no graph (nil); parse a graph file first"}}
+	}
 	v := &validator{g: g, src: g.Source, index: map[string]int{}}
 	v.checkInputs()
 	v.checkNodes()

@@ -322,6 +322,12 @@ func TestValidateGraphBuiltInCode(t *testing.T) {
 	assert.True(t, strings.HasPrefix(ps[0].String(), "graph: G024 error: "), ps[0].String())
 }
 
+func TestValidateNil(t *testing.T) {
+	ps := Validate(nil)
+	require.Len(t, ps, 1)
+	assert.Equal(t, CodeNotAGraph, ps[0].Code)
+}
+
 func TestEveryCodeIsExercised(t *testing.T) {
 	// Codes raised by broken.yaml, the table above and the parse tests.
 	seen := map[string]bool{}
