@@ -1,0 +1,398 @@
+// Package pi is the pi backend: it runs `pi -p --mode json` with its
+// sessions in a flat directory (--session-dir, the visit's state root),
+// resumes with --session FILE and forks with --fork FILE, configures the
+// model provider in a per-visit agent directory (PI_CODING_AGENT_DIR) that
+// no packer ever sees, and reports the session id from the first line of
+// the CLI's output.
+//
+// pi has no MCP client, so ask_user is a structured-output convention: a
+// final reply whose last lines all start with "ASK_USER:", or a final JSON
+// object with an "ask_user" key, pauses the visit with those questions.
+package pi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/cliexec"
+)
+
+const (
+	// ProviderID is the provider the executor defines in models.json.
+	ProviderID = "tether"
+	// APIKeyVar is the variable in the CLI's environment that models.json
+	// names as the key; the key itself is never written to disk.
+	APIKeyVar = "TETHER_PI_API_KEY"
+	// AskUserPrefix starts each question line of the ask_user convention.
+	AskUserPrefix = "ASK_USER:"
+	// AskUserKey is the structured-output form of the convention.
+	AskUserKey = "ask_user"
+)
+
+// AskUserInstructions is appended to the system prompt when AskUser is on.
+const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
+	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
+	"The visit pauses; the user's answer arrives as the next user message."
+
+// Options configure the executor.
+type Options struct {
+	// BinDir holds the `pi` program; empty means PATH.
+	BinDir string
+	// BaseURL, when set, defines provider ProviderID at that URL (including
+	// /v1 for OpenAI-compatible servers) speaking API. When empty, Provider
+	// names one of pi's built-in providers, which reads its usual key
+	// variable from the worker's environment.
+	BaseURL string
+	// API is the provider's wire API (default "openai-completions").
+	API string
+	// Compat is the provider's compat block in models.json, if any.
+	Compat map[string]any
+	// Provider is the built-in provider used when BaseURL is empty.
+	Provider string
+	// APIKey is the key itself; when empty it is read from the worker's
+	// environment variable APIKeyEnv (default OPENAI_API_KEY).
+	APIKey    string
+	APIKeyEnv string
+	// Model is the default model; Request.Model overrides it.
+	Model              string
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// Tools is the tool allowlist (--tools); nil keeps pi's default set and
+	// an empty non-nil slice disables all tools.
+	Tools []string
+	// AskUser turns the ask_user convention on (it adds AskUserInstructions
+	// to the system prompt).
+	AskUser bool
+	// Timeout bounds one visit; zero means only the context bounds it.
+	Timeout        time.Duration
+	Heartbeat      func(ctx context.Context, details any)
+	HeartbeatEvery time.Duration
+	Env            []string
+	TempDir        string
+}
+
+// Executor runs pi visits.
+type Executor struct{ opts Options }
+
+var _ backend.Backend = (*Executor)(nil)
+
+// New returns an executor.
+func New(opts Options) *Executor {
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	if opts.API == "" {
+		opts.API = "openai-completions"
+	}
+	return &Executor{opts: opts}
+}
+
+// Name is backend.Pi.
+func (e *Executor) Name() string { return backend.Pi }
+
+// Packer returns the pi session packer bound to env.
+func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
+
+// NewPacker builds the packer for a live env.
+var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+
+func (e *Executor) provider() string {
+	if e.opts.BaseURL != "" {
+		return ProviderID
+	}
+	return e.opts.Provider
+}
+
+func (e *Executor) appendSystemPrompt() string {
+	parts := []string{}
+	if e.opts.AppendSystemPrompt != "" {
+		parts = append(parts, e.opts.AppendSystemPrompt)
+	}
+	if e.opts.AskUser {
+		parts = append(parts, AskUserInstructions)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Fingerprint hashes what defines a conversation with model (empty: the
+// executor's default): backend, provider/model, system prompt, the
+// appended system prompt (ask_user convention included) and the tools.
+func (e *Executor) Fingerprint(model string) string {
+	if model == "" {
+		model = e.opts.Model
+	}
+	tools := e.opts.Tools
+	if tools != nil && len(tools) == 0 {
+		tools = []string{"<none>"}
+	}
+	return cliexec.Fingerprint(cliexec.Conversation{
+		Backend:            backend.Pi,
+		Model:              e.provider() + "/" + model,
+		SystemPrompt:       e.opts.SystemPrompt,
+		AppendSystemPrompt: e.appendSystemPrompt(),
+		Tools:              tools,
+	})
+}
+
+// SessionPath returns the session file of id in the flat session dir root
+// (<timestamp>_<id>.jsonl), or "" when there is none.
+func SessionPath(root, id string) string {
+	if id == "" || strings.ContainsAny(id, `*?[]\/`) {
+		return ""
+	}
+	m, _ := filepath.Glob(filepath.Join(root, "*_"+id+".jsonl"))
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1]
+}
+
+// Execute runs one visit.
+func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+	var res backend.Result
+	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
+		return res, fmt.Errorf("pi: request needs Env.StateRoot and Env.Workdir")
+	}
+	prompt, err := cliexec.Prompt(req)
+	if err != nil {
+		return res, fmt.Errorf("pi: %w", err)
+	}
+	var session string
+	if req.SessionID != "" {
+		// pi given a --session file that does not exist starts a new
+		// session silently, so absence is decided here.
+		if session = SessionPath(req.Env.StateRoot, req.SessionID); session == "" {
+			return res, fmt.Errorf("%w: pi session %s has no file in %s", backend.ErrNoSession, req.SessionID, req.Env.StateRoot)
+		}
+	}
+	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
+		return res, fmt.Errorf("pi: state root: %w", err)
+	}
+	visit, err := cliexec.NewVisit(e.opts.TempDir)
+	if err != nil {
+		return res, fmt.Errorf("pi: %w", err)
+	}
+	defer visit.Close()
+	model := req.Model
+	if model == "" {
+		model = e.opts.Model
+	}
+	agentDir := filepath.Join(visit.Dir, "agent")
+	if e.opts.BaseURL != "" {
+		if err := e.writeModels(visit, model); err != nil {
+			return res, err
+		}
+	} else if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		return res, fmt.Errorf("pi: %w", err)
+	}
+
+	var st stream
+	spec := cliexec.Spec{
+		Backend: backend.Pi,
+		Bin:     "pi",
+		BinDir:  e.opts.BinDir,
+		Args:    e.args(req, model, session),
+		Dir:     req.Env.Workdir,
+		Env:     e.env(agentDir),
+		Stdin:   prompt,
+		Timeout: e.opts.Timeout,
+		OnLine:  st.line,
+	}
+	if e.opts.Heartbeat != nil {
+		spec.Heartbeat = func(d any) { e.opts.Heartbeat(ctx, d) }
+		spec.HeartbeatEvery = e.opts.HeartbeatEvery
+	}
+	out, runErr := cliexec.Run(ctx, spec)
+	if runErr != nil {
+		var ee *backend.ExitError
+		if errors.As(runErr, &ee) && st.errorMessage != "" {
+			ee.StderrTail = st.errorMessage + "\n" + ee.StderrTail
+		}
+		return res, runErr
+	}
+	if st.stopReason == "error" || st.stopReason == "aborted" {
+		// pi exits 0 when the model call failed; the failure is in its
+		// output.
+		return res, &backend.ExitError{Backend: backend.Pi, Code: out.ExitCode,
+			StderrTail: strings.TrimSpace("model call failed (" + st.stopReason + "): " + st.errorMessage + "\n" + out.StderrTail)}
+	}
+	if st.sessionID == "" {
+		return res, fmt.Errorf("pi: the CLI reported no session id (stderr: %s)", out.StderrTail)
+	}
+	res.SessionID = st.sessionID
+	res.Fingerprint = e.Fingerprint(req.Model)
+	res.Text = st.text
+	res.Structured = cliexec.Structured(res.Text)
+	if e.opts.AskUser {
+		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
+			res.NeedsInteraction = &backend.Interaction{Questions: qs}
+			res.Structured = nil
+		}
+	}
+	return res, nil
+}
+
+func (e *Executor) writeModels(visit *cliexec.Visit, model string) error {
+	prov := map[string]any{
+		"baseUrl": e.opts.BaseURL,
+		"api":     e.opts.API,
+		// pi resolves a value naming an environment variable to its value.
+		"apiKey": APIKeyVar,
+		"models": []any{map[string]any{"id": model}},
+	}
+	if e.opts.Compat != nil {
+		prov["compat"] = e.opts.Compat
+	}
+	b, err := json.MarshalIndent(map[string]any{"providers": map[string]any{ProviderID: prov}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := visit.WriteFile(filepath.Join("agent", "models.json"), b); err != nil {
+		return fmt.Errorf("pi: %w", err)
+	}
+	return nil
+}
+
+func (e *Executor) args(req backend.Request, model, session string) []string {
+	a := []string{"-p", "--mode", "json", "--session-dir", req.Env.StateRoot}
+	switch {
+	case session != "" && req.Fork:
+		a = append(a, "--fork", session)
+	case session != "":
+		a = append(a, "--session", session)
+	}
+	if p := e.provider(); p != "" {
+		a = append(a, "--provider", p)
+	}
+	if model != "" {
+		a = append(a, "--model", model)
+	}
+	if e.opts.SystemPrompt != "" {
+		a = append(a, "--system-prompt", e.opts.SystemPrompt)
+	}
+	if s := e.appendSystemPrompt(); s != "" {
+		a = append(a, "--append-system-prompt", s)
+	}
+	switch {
+	case e.opts.Tools == nil:
+	case len(e.opts.Tools) == 0:
+		a = append(a, "--no-tools")
+	default:
+		a = append(a, "--tools", strings.Join(e.opts.Tools, ","))
+	}
+	// The prompt comes on stdin: pi would read an argument starting with
+	// "@" as a file to include, and one starting with "-" as a flag.
+	return a
+}
+
+func (e *Executor) env(agentDir string) []string {
+	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
+	if e.opts.BaseURL != "" {
+		key := e.opts.APIKey
+		if key == "" {
+			key = os.Getenv(e.opts.APIKeyEnv)
+		}
+		set = append(set, APIKeyVar+"="+key)
+	}
+	set = append(set, e.opts.Env...)
+	return cliexec.Environ([]string{"PI_*", APIKeyVar}, set...)
+}
+
+// askedQuestions applies the ask_user convention to a final reply.
+func askedQuestions(text string, structured map[string]any) []backend.Question {
+	var qs []string
+	if structured != nil {
+		switch v := structured[AskUserKey].(type) {
+		case string:
+			qs = append(qs, v)
+		case []any:
+			for _, q := range v {
+				if s, ok := q.(string); ok {
+					qs = append(qs, s)
+				}
+			}
+		}
+	} else {
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		i := len(lines)
+		for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
+			i--
+		}
+		for _, l := range lines[i:] {
+			qs = append(qs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)))
+		}
+	}
+	var out []backend.Question
+	for _, q := range qs {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, backend.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
+		}
+	}
+	return out
+}
+
+// stream follows `pi --mode json` events.
+type stream struct {
+	sessionID    string
+	text         string
+	stopReason   string
+	errorMessage string
+}
+
+type event struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Message struct {
+		Role    string `json:"role"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StopReason   string `json:"stopReason"`
+		ErrorMessage string `json:"errorMessage"`
+	} `json:"message"`
+}
+
+func (s *stream) line(b []byte) {
+	var ev event
+	if json.Unmarshal(b, &ev) != nil {
+		return
+	}
+	switch ev.Type {
+	case "session":
+		if s.sessionID == "" {
+			s.sessionID = ev.ID
+		}
+	case "message_end":
+		if ev.Message.Role != "assistant" {
+			return
+		}
+		var parts []string
+		for _, c := range ev.Message.Content {
+			if c.Type == "text" {
+				parts = append(parts, c.Text)
+			}
+		}
+		s.text = strings.Join(parts, "")
+		s.stopReason, s.errorMessage = ev.Message.StopReason, ev.Message.ErrorMessage
+	}
+}
+
+var errNoPacker = errors.New("pi: session packer not available in this build")
+
+type unavailablePacker struct{}
+
+func (unavailablePacker) PackSession(context.Context, string) ([]byte, error) {
+	return nil, errNoPacker
+}
+func (unavailablePacker) UnpackSession(context.Context, string, []byte) error { return errNoPacker }
+func (unavailablePacker) HasSession(context.Context, string) bool             { return false }
+
+func newPacker(backend.Env) backend.SessionPacker { return unavailablePacker{} }

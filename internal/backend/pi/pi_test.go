@@ -1,0 +1,47 @@
+package pi_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/clitest"
+	"github.com/tether-run/tether/internal/backend/pi"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	clitest.Cleanup()
+	os.Exit(code)
+}
+
+var suite = clitest.Suite{
+	New: func(h *clitest.Harness) backend.Backend {
+		return pi.New(pi.Options{
+			BinDir:         h.BinDir,
+			BaseURL:        h.Fake.URL() + "/v1",
+			APIKey:         "sk-fake",
+			Model:          "fake-pi-1",
+			AskUser:        true,
+			Timeout:        h.Timeout,
+			Heartbeat:      h.Heartbeat,
+			HeartbeatEvery: h.HeartbeatEvery,
+			TempDir:        h.Scratch,
+		})
+	},
+	HasSessionFiles: func(env backend.Env, id string) bool { return pi.SessionPath(env.StateRoot, id) != "" },
+	MissingID:       "01a22c71-0000-7000-8000-000000000000",
+}
+
+func TestPi(t *testing.T) { clitest.Run(t, suite) }
+
+func TestFingerprint(t *testing.T) {
+	a := pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true})
+	assert.Equal(t, a.Fingerprint(""), pi.New(pi.Options{BaseURL: "http://b/v1", Model: "m1", AskUser: true, Timeout: time.Hour}).Fingerprint(""))
+	assert.NotEqual(t, a.Fingerprint(""), a.Fingerprint("m2"))
+	assert.NotEqual(t, a.Fingerprint(""), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1"}).Fingerprint(""))
+	assert.NotEqual(t, a.Fingerprint(""), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true, Tools: []string{}}).Fingerprint(""))
+}
