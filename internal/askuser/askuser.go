@@ -54,7 +54,7 @@ type Record struct {
 
 // Input is the tool's argument.
 type Input struct {
-	Questions []string `json:"questions" jsonschema:"the questions to ask the user, each one self-contained"`
+	Questions []string `json:"questions"`
 }
 
 // ReadRecord reads the record at path; it returns nil and no error when the
@@ -86,6 +86,16 @@ func NewServer(recordPath string) *mcp.Server {
 		Description: "Ask the human user one or more questions and pause until they answer. " +
 			"Use it when you need information, a decision or an approval only the user can give. " +
 			"After calling it, end your turn: the answer arrives as the next user message.",
+		InputSchema: map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []string{"questions"},
+			"properties": map[string]any{"questions": map[string]any{
+				"type":        "array",
+				"items":       map[string]any{"type": "string"},
+				"description": "the questions to ask the user, each one self-contained",
+			}},
+		},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, any, error) {
 		var qs []string
 		for _, q := range in.Questions {

@@ -1,16 +1,19 @@
 package claude_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/clitest"
+	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 func TestMain(m *testing.M) {
@@ -54,4 +57,16 @@ func TestFingerprint(t *testing.T) {
 		PermissionMode: "bypassPermissions"}).Fingerprint(""))
 	assert.NotEqual(t, a.Fingerprint(""), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
 		AskUser: []string{"x"}}).Fingerprint(""))
+}
+
+// TestBypassPermissions runs with bypassPermissions; as root this works only
+// because the executor sets IS_SANDBOX=1.
+func TestBypassPermissions(t *testing.T) {
+	bin := clitest.Isolate(t)
+	fake := fakemodel.Start(t)
+	ex := claude.New(claude.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1",
+		PermissionMode: "bypassPermissions", Timeout: time.Minute, TempDir: t.TempDir()})
+	res, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: clitest.NewEnv(t)})
+	require.NoError(t, err)
+	assert.Equal(t, "turn 1: alpha", res.Text)
 }
