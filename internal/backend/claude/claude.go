@@ -351,15 +351,4 @@ func (s *stream) line(b []byte) {
 	}
 }
 
-var errNoPacker = errors.New("claude_code: session packer not available in this build")
-
-// unavailablePacker stands in until the packer package provides one.
-type unavailablePacker struct{}
-
-func (unavailablePacker) PackSession(context.Context, string) ([]byte, error) {
-	return nil, errNoPacker
-}
-func (unavailablePacker) UnpackSession(context.Context, string, []byte) error { return errNoPacker }
-func (unavailablePacker) HasSession(context.Context, string) bool             { return false }
-
-func newPacker(backend.Env) backend.SessionPacker { return unavailablePacker{} }
+func newPacker(backend.Env) backend.SessionPacker { return cliexec.UnavailablePacker{Backend: backend.ClaudeCode} }

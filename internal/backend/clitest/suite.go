@@ -2,6 +2,7 @@ package clitest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/fakemodel"
+	"github.com/tether-run/tether/internal/testenv"
 )
 
 // Harness is what a suite's New gets to build an executor: the fake model,
@@ -178,6 +181,7 @@ func Run(t *testing.T, s Suite) {
 		assert.Contains(t, ee.StderrTail, "400")
 		t.Logf("error: %v", err)
 	})
+	t.Run("RoundTripAcrossRoots", func(t *testing.T) { roundTrip(t, s) })
 	t.Run("NotInstalled", func(t *testing.T) {
 		h := s.harness(t)
 		h.BinDir = t.TempDir()
@@ -185,4 +189,39 @@ func Run(t *testing.T, s Suite) {
 		require.ErrorIs(t, err, backend.ErrNotInstalled)
 		assert.Equal(t, "NotInstalled", backend.ErrorType(err))
 	})
+}
+
+// roundTrip creates a session in root A / working directory X, packs it,
+// unpacks it into an empty root B / working directory Y, and resumes it
+// there; an id whose files are absent from B is the typed missing session.
+func roundTrip(t *testing.T, s Suite) {
+	ctx := context.Background()
+	h := s.harness(t)
+	b := s.New(h)
+	envA, envB := NewEnv(t), NewEnv(t)
+
+	first := execute(t, b, backend.Request{Prompt: "alpha", Env: envA})
+	packA := b.Packer(envA)
+	require.NotNil(t, packA, "a persist backend has a packer")
+	blob, err := packA.PackSession(ctx, first.SessionID)
+	if errors.Is(err, cliexec.ErrNoPacker) {
+		testenv.Unavailable(t, "%v", err)
+	}
+	require.NoError(t, err)
+	assert.True(t, packA.HasSession(ctx, first.SessionID))
+
+	packB := b.Packer(envB)
+	assert.False(t, packB.HasSession(ctx, first.SessionID), "root B starts empty")
+	require.NoError(t, packB.UnpackSession(ctx, first.SessionID, blob))
+	assert.True(t, packB.HasSession(ctx, first.SessionID))
+
+	second := execute(t, b, backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: envB})
+	assert.Equal(t, first.SessionID, second.SessionID)
+	assert.Equal(t, "turn 2: alpha | beta", second.Text, "the resumed conversation remembers root A's turn")
+	assert.Equal(t, []string{"alpha", "beta"}, lastPrompts(t, h.Fake))
+
+	other := execute(t, b, backend.Request{Prompt: "elsewhere", Env: envA})
+	assert.False(t, packB.HasSession(ctx, other.SessionID))
+	_, err = b.Execute(ctx, backend.Request{Prompt: "x", SessionID: other.SessionID, Env: envB})
+	require.ErrorIs(t, err, backend.ErrNoSession, "a session whose files are not in root B")
 }

@@ -385,14 +385,4 @@ func (s *stream) line(b []byte) {
 	}
 }
 
-var errNoPacker = errors.New("pi: session packer not available in this build")
-
-type unavailablePacker struct{}
-
-func (unavailablePacker) PackSession(context.Context, string) ([]byte, error) {
-	return nil, errNoPacker
-}
-func (unavailablePacker) UnpackSession(context.Context, string, []byte) error { return errNoPacker }
-func (unavailablePacker) HasSession(context.Context, string) bool             { return false }
-
-func newPacker(backend.Env) backend.SessionPacker { return unavailablePacker{} }
+func newPacker(backend.Env) backend.SessionPacker { return cliexec.UnavailablePacker{Backend: backend.Pi} }
