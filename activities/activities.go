@@ -170,7 +170,7 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 
 	stop := a.heartbeat(ctx)
 	res, err := b.Execute(ctx, backend.Request{
-		RunID: req.RunID, NodeID: req.NodeID, Visit: req.Visit, Prompt: prompt,
+		RunID: req.RunID, NodeID: req.NodeID, Visit: req.Visit, Prompt: prompt, Input: req.Input,
 		SessionID: sessionID, Fork: req.Node.Session == graph.SessionFork && sessionID != "",
 		Model: req.Node.Model, Script: req.Node.Script, Answer: req.Answer, Env: env,
 	})

@@ -50,9 +50,11 @@ func (r *runImpl) visitAgent(ctx workflow.Context, node *graph.Node, cur runstor
 
 	var answer *backend.Answer
 	answering := false
+	asked := 0
 	// A run restored from a checkpoint taken while this node waited on an
 	// ask_user waits for that answer again instead of re-executing.
 	if p := pause(); p != nil && p.NodeID == node.ID && p.Backend != "" {
+		asked = len(p.Questions)
 		a, err := r.awaitAgentAnswer(ctx, node, p)
 		if err != nil {
 			return visitResult{}, err
@@ -92,8 +94,11 @@ func (r *runImpl) visitAgent(ctx workflow.Context, node *graph.Node, cur runstor
 				NodeID: node.ID, Visit: visitNo, Backend: res.Backend, SessionID: res.SessionID,
 				Fingerprint: res.Fingerprint, PendingToolUseID: res.PendingToolUseID, Input: cur.Input,
 			}
-			for i, q := range res.Questions {
-				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, i+1), Text: q.Text})
+			for _, q := range res.Questions {
+				// Ids count across every ask_user of the visit, so a second
+				// question is never mistaken for the answered first.
+				asked++
+				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), Text: q.Text})
 			}
 			if res.Packed {
 				p.BackendSessionStateRef = req.PauseTo

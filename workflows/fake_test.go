@@ -29,6 +29,12 @@ type fakeAgent struct {
 	packErr error
 	// persist is false for a backend without the capability.
 	persist bool
+	// onExecute, when set, runs inside every Execute, under the lock: it
+	// may touch disks directly but must not call wipe.
+	onExecute func(req backend.Request)
+	// wipeAfter names a node after whose visit every live root is wiped,
+	// as if that pod were recycled.
+	wipeAfter string
 }
 
 func newFakeAgent(name string) *fakeAgent {
@@ -40,6 +46,9 @@ func (f *fakeAgent) Name() string { return f.name }
 func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.wipeAfter != "" && req.NodeID == f.wipeAfter {
+		defer f.wipeLocked()
+	}
 	f.calls = append(f.calls, req)
 	disk := f.disks[req.Env.StateRoot]
 	if disk == nil {
@@ -71,9 +80,22 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 	if strings.Contains(req.Prompt, "FAIL") {
 		return backend.Result{}, fmt.Errorf("%w: asked to fail", backend.ErrScript)
 	}
-	if strings.Contains(req.Prompt, "ASK:") && req.Answer == nil {
-		q := strings.TrimSpace(req.Prompt[strings.Index(req.Prompt, "ASK:")+4:])
-		res.NeedsInteraction = &backend.Interaction{Questions: []backend.Question{{ID: "q1", Text: q}}, PendingToolUseID: "tool-1"}
+	if f.onExecute != nil {
+		f.onExecute(req)
+	}
+	// Ask once per "ASK:" in the prompt, until that many answers are in
+	// the conversation.
+	answered := 0
+	for _, t := range disk[id] {
+		if strings.HasPrefix(t, "ANSWER:") {
+			answered++
+		}
+	}
+	if answered < strings.Count(req.Prompt, "ASK:") {
+		res.NeedsInteraction = &backend.Interaction{
+			Questions:        []backend.Question{{ID: "q1", Text: fmt.Sprintf("question %d", answered+1)}},
+			PendingToolUseID: fmt.Sprintf("tool-%d", answered+1),
+		}
 		res.Text = "asking"
 		return res, nil
 	}
@@ -99,8 +121,10 @@ func (f *fakeAgent) Packer(env backend.Env) backend.SessionPacker {
 func (f *fakeAgent) wipe() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.disks = map[string]map[string][]string{}
+	f.wipeLocked()
 }
+
+func (f *fakeAgent) wipeLocked() { f.disks = map[string]map[string][]string{} }
 
 func (f *fakeAgent) requests() []backend.Request {
 	f.mu.Lock()

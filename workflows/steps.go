@@ -33,11 +33,11 @@ func (r *runImpl) save(ctx workflow.Context) error {
 			NonRetryableErrorTypes: []string{activities.ErrTypeBadRequest},
 		},
 	})
-	if err := workflow.ExecuteLocalActivity(lctx, activities.SaveCheckpointName, &activities.CheckpointRequest{Checkpoint: &cp}).Get(ctx, nil); err != nil {
-		return err
-	}
+	err := workflow.ExecuteLocalActivity(lctx, activities.SaveCheckpointName, &activities.CheckpointRequest{Checkpoint: &cp}).Get(ctx, nil)
+	// The number is used up even when the save failed: the write may have
+	// landed before the error, and a checkpoint is never overwritten.
 	r.cp.Seq = cp.Seq
-	return nil
+	return err
 }
 
 // deleteBlobs removes blobs that no durable checkpoint names any more. It

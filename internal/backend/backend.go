@@ -88,6 +88,9 @@ type Request struct {
 	NodeID string
 	Visit  int
 	Prompt string
+	// Input is the visit's input after session resolution: the session
+	// keys are present only when the visit resumes that session.
+	Input map[string]any
 	// SessionID, when set, resumes that conversation; the runtime sets it
 	// only after session resolution proved the session is present.
 	SessionID string

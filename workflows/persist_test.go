@@ -1,0 +1,429 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// The tests in this file are ADR-089's mandatory tests that concern the
+// workflow (docs/adr-089.md maps each row to its test). They run GraphRun
+// with the real activities, the real run store on a memory blob store, and
+// fakeAgent, whose "disk" a test can wipe like a recycled worker's.
+
+const persistLoop = `
+name: persist
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "draft {{.visit}}"}
+  - {id: judge, kind: agent, backend: scripted, prompt: 'JSON:{"ok": {{if ge .input.round 3.0}}true{{else}}false{{end}}}'}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: judge, with: {round: visits}}
+  - {from: judge, to: done, when: output.ok}
+  - {from: judge, to: writer}
+`
+
+func (s *GraphRunSuite) writer() *fakeAgent { return s.agents[backend.ClaudeCode] }
+
+func (s *GraphRunSuite) writerCalls() []backend.Request {
+	var out []backend.Request
+	for _, r := range s.writer().requests() {
+		if r.NodeID == "writer" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// wipeOnJudge empties the writer's live roots whenever the judge runs, i.e.
+// between two writer visits, as if each visit landed on a new pod.
+func (s *GraphRunSuite) wipeOnJudge(also func()) {
+	s.agents[backend.Scripted].onExecute = func(backend.Request) {
+		s.writer().wipe()
+		if also != nil {
+			also()
+		}
+	}
+}
+
+func (s *GraphRunSuite) checkpointJSON() string {
+	infos, err := s.runs.List(context.Background(), "run-1")
+	s.Require().NoError(err)
+	var all []string
+	for _, info := range infos {
+		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
+		s.Require().NoError(err)
+		b, err := json.Marshal(cp)
+		s.Require().NoError(err)
+		all = append(all, string(b))
+	}
+	return strings.Join(all, "\n")
+}
+
+// Visit 1 fresh, visit 2 same id, no _session_id in with; wiped dir between
+// completed visits.
+func (s *GraphRunSuite) TestPersistResumesOwnSlotAcrossWipedRoots() {
+	s.wipeOnJudge(nil)
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	calls := s.writerCalls()
+	s.Require().Len(calls, 3)
+	s.Empty(calls[0].SessionID, "visit 1 is fresh")
+	s.Equal("claude_code-s1", calls[1].SessionID)
+	s.Equal("claude_code-s1", calls[2].SessionID)
+	cp := s.latest()
+	s.Contains(cp.Outputs["writer"]["text"], "turn 3 of claude_code-s1: draft 1 | draft 2 | draft 3")
+	slot := cp.NodeSessions["writer"]
+	s.Equal(runstore.NodeSessionSlot{Backend: backend.ClaudeCode, SessionID: "claude_code-s1", Fingerprint: "fp-claude_code", StateRef: slot.StateRef}, slot)
+	s.NotContains(s.checkpointJSON(), "_session_state")
+}
+
+// Completed-slot Get/unpack fail: stripped id/fingerprint, no SessionID.
+func (s *GraphRunSuite) TestMissingSlotBlobRunsFresh() {
+	s.wipeOnJudge(func() {
+		cp, err := s.runs.Latest(context.Background(), "run-1")
+		s.Require().NoError(err)
+		s.Require().NoError(s.store.Store.Delete(context.Background(), cp.NodeSessions["writer"].StateRef))
+	})
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	for i, c := range s.writerCalls() {
+		s.Empty(c.SessionID, "visit %d", i+1)
+		s.NotContains(c.Input, backend.SessionIDKey)
+		s.NotContains(c.Input, backend.SessionFingerprintKey)
+	}
+}
+
+func (s *GraphRunSuite) TestCorruptSlotBlobRunsFresh() {
+	s.wipeOnJudge(func() {
+		cp, err := s.runs.Latest(context.Background(), "run-1")
+		s.Require().NoError(err)
+		ref := cp.NodeSessions["writer"].StateRef
+		s.Require().NoError(s.store.Store.Delete(context.Background(), ref))
+		s.Require().NoError(blob.PutBytes(context.Background(), s.store.Store, ref, []byte("not an archive")))
+	})
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	for _, c := range s.writerCalls() {
+		s.Empty(c.SessionID)
+	}
+}
+
+const askGraph = `
+name: ask
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "draft ASK: one"}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: done}
+`
+
+// ask_user carries the session to a pause ref; the checkpoint has the ref,
+// not bytes; a wiped dir between ask and answer resumes from the pause ref,
+// not NodeSessions; success commits a slot and deletes the pause blob.
+func (s *GraphRunSuite) TestAskUserPausesOnPauseRef() {
+	var pauseRef string
+	s.env.RegisterDelayedCallback(func() {
+		cp := s.latest()
+		s.Equal(runstore.StatusWaiting, cp.Status)
+		s.Require().NotNil(cp.Pause)
+		pauseRef = cp.Pause.BackendSessionStateRef
+		s.Contains(pauseRef, "/writer/pause/")
+		s.Empty(cp.NodeSessions, "an in-flight ask_user is never a completed slot")
+		data, err := blob.GetBytes(context.Background(), s.store, pauseRef)
+		s.Require().NoError(err)
+		s.Contains(string(data), "draft ASK: one")
+		s.Contains(string(data), `"turns"`)
+		s.NotContains(s.checkpointJSON(), `"turns"`, "no session bytes in a checkpoint")
+		st := s.queryState()
+		s.Require().Len(st.Questions, 1)
+		s.NotContains(mustJSON(st), pauseRef, "no ref in a query result")
+		s.writer().wipe()
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: st.Questions[0].ID, Text: "blue"})
+	}, time.Hour)
+	_, err := s.run(askGraph, nil)
+	s.Require().NoError(err)
+	calls := s.writerCalls()
+	s.Require().Len(calls, 2)
+	s.Equal("claude_code-s1", calls[1].SessionID)
+	s.Require().NotNil(calls[1].Answer)
+	s.Equal("blue", calls[1].Answer.Text)
+	s.Equal("tool-1", calls[1].Answer.PendingToolUseID)
+	cp := s.latest()
+	s.Nil(cp.Pause)
+	s.Contains(cp.Outputs["writer"]["text"], "turn 2 of claude_code-s1: draft ASK: one | ANSWER:blue")
+	s.NotEmpty(cp.NodeSessions["writer"].StateRef)
+	s.Contains(s.store.deletedKeys(), pauseRef)
+}
+
+// Non-persist reInvoke success: no NodeSessions entry; the pause blob goes.
+func (s *GraphRunSuite) TestNonPersistAskUserGetsNoSlot() {
+	var pauseRef string
+	s.env.RegisterDelayedCallback(func() {
+		pauseRef = s.latest().Pause.BackendSessionStateRef
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "x"})
+	}, time.Hour)
+	_, err := s.run(strings.Replace(askGraph, "session: persist", "session: fresh", 1), nil)
+	s.Require().NoError(err)
+	s.Empty(s.latest().NodeSessions)
+	s.NotEmpty(pauseRef)
+	s.Contains(s.store.deletedKeys(), pauseRef)
+}
+
+// Pause-ref Get/unpack fail: stripped id/fingerprint, no SessionID.
+func (s *GraphRunSuite) TestMissingPauseBlobRunsFresh() {
+	s.env.RegisterDelayedCallback(func() {
+		ref := s.latest().Pause.BackendSessionStateRef
+		s.Require().NoError(s.store.Store.Delete(context.Background(), ref))
+		s.writer().wipe()
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "x"})
+	}, time.Hour)
+	_, err := s.run(askGraph, nil)
+	s.Require().NoError(err)
+	calls := s.writerCalls()
+	s.Require().Len(calls, 2)
+	s.Empty(calls[1].SessionID)
+	s.NotContains(calls[1].Input, backend.SessionIDKey)
+}
+
+const twoAsks = `
+name: ask2
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "ASK: one ASK: two"}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: done}
+`
+
+// Two ask_users: success deletes A only after B is committed.
+func (s *GraphRunSuite) TestSecondAskDeletesFirstPauseBlobAfterCommit() {
+	var a, b string
+	s.answerWhenAsked("writer-1-q1", "1", func() { a = s.latest().Pause.BackendSessionStateRef })
+	s.answerWhenAsked("writer-1-q2", "2", func() {
+		b = s.latest().Pause.BackendSessionStateRef
+		s.NotEqual(a, b)
+		s.Contains(s.store.deletedKeys(), a, "A is deleted once the checkpoint naming B is durable")
+		s.NotContains(s.store.deletedKeys(), b)
+	})
+	_, err := s.run(twoAsks, nil)
+	s.Require().NoError(err)
+	s.NotEmpty(b)
+	s.Contains(s.store.deletedKeys(), b)
+}
+
+// answerWhenAsked answers qid as soon as the run asks it, after running
+// before (which sees the run paused on that question).
+func (s *GraphRunSuite) answerWhenAsked(qid, text string, before func()) {
+	var try func()
+	try = func() {
+		for _, q := range s.queryState().Questions {
+			if q.ID == qid {
+				before()
+				s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: qid, Text: text})
+				return
+			}
+		}
+		s.env.RegisterDelayedCallback(try, time.Minute)
+	}
+	s.env.RegisterDelayedCallback(try, time.Minute)
+}
+
+// PauseRun writes the checkpoint then returns an error: B is not deleted,
+// and neither is A.
+func (s *GraphRunSuite) TestPauseCheckpointErrorKeepsBothBlobs() {
+	for _, landed := range []bool{true, false} {
+		s.SetupTest()
+		var a, b string
+		s.answerWhenAsked("writer-1-q1", "1", func() {
+			a = s.latest().Pause.BackendSessionStateRef
+			// The next checkpoint (the one naming B) fails.
+			s.store.arm("/checkpoints/", 0, landed)
+		})
+		s.answerWhenAsked("writer-1-q2", "2", func() {
+			keys, err := s.store.List(context.Background(), "")
+			s.Require().NoError(err)
+			for _, k := range keys {
+				if strings.Contains(k.Key, "/pause/") && k.Key != a {
+					b = k.Key
+				}
+			}
+			s.NotContains(s.store.deletedKeys(), a, "landed=%v", landed)
+			s.NotContains(s.store.deletedKeys(), b, "landed=%v", landed)
+			s.store.disarm()
+		})
+		_, err := s.run(twoAsks, nil)
+		s.Require().NoError(err)
+		s.NotEmpty(b, "the run waited on B even though its pause checkpoint failed")
+		s.NotContains(s.store.deletedKeys(), a, "A is never deleted after an uncertain pause checkpoint")
+	}
+}
+
+// Persist success then SaveCheckpoint fail: no edge taken; the resumable
+// failure carries a checkpoint with the new slot; resume re-executes from
+// that slot, on an empty root.
+func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
+	s.store.arm("/checkpoints/", 0, false)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop)})
+	err := s.env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(err, &appErr)
+	s.Equal(ErrTypeResumable, appErr.Type())
+	var cp runstore.Checkpoint
+	s.Require().NoError(appErr.Details(&cp))
+	s.Equal(runstore.StatusFailedResumable, cp.Status)
+	s.Require().Len(cp.Cursor, 1)
+	s.Equal("writer", cp.Cursor[0].Node, "no edge was selected")
+	slot := cp.NodeSessions["writer"]
+	s.Equal("claude_code-s1", slot.SessionID)
+	s.NotEmpty(slot.StateRef)
+	_, err = s.store.Stat(context.Background(), slot.StateRef)
+	s.Require().NoError(err, "the new slot's blob is kept")
+	for _, c := range s.agents[backend.Scripted].requests() {
+		s.NotEqual("judge", c.NodeID, "the judge never ran")
+	}
+
+	// tether resume: a new execution seeded with that checkpoint, on a
+	// worker whose root is empty.
+	s.store.disarm()
+	s.writer().wipe()
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
+	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	s.Require().NoError(env.GetWorkflowError())
+	calls := s.writerCalls()
+	s.Require().GreaterOrEqual(len(calls), 2)
+	s.Equal("claude_code-s1", calls[1].SessionID, "resume is visit N of that conversation")
+	s.Contains(s.latest().Outputs["writer"]["text"], "turn ")
+}
+
+// Pack/Put fail: the slot is invalidated (never the old one restored) and
+// the next visit runs fresh.
+func (s *GraphRunSuite) TestPackFailureInvalidatesSlot() {
+	s.agents[backend.Scripted].onExecute = func(r backend.Request) {
+		if r.Visit == 1 {
+			s.writer().packErr = context.DeadlineExceeded
+		} else {
+			s.writer().packErr = nil
+		}
+	}
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	calls := s.writerCalls()
+	s.Require().Len(calls, 3)
+	s.Equal("claude_code-s1", calls[1].SessionID)
+	s.Empty(calls[2].SessionID, "visit 2's pack failed, so visit 3 starts fresh")
+}
+
+const inheritGraph = `
+name: inherit
+start: a
+nodes:
+  - {id: a, kind: agent, backend: claude_code, prompt: first}
+  - {id: b, kind: agent, backend: claude_code, session: inherit, prompt: second}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: b, with: {_session_id: output._session_id, _session_fingerprint: "'forged'"}}
+  - {from: b, to: done}
+`
+
+func (s *GraphRunSuite) TestInheritUsesHasSessionWithSourceFingerprint() {
+	_, err := s.run(inheritGraph, nil)
+	s.Require().NoError(err)
+	calls := s.writer().requests()
+	s.Require().Len(calls, 2)
+	s.Equal("claude_code-s1", calls[1].SessionID)
+	s.Equal("fp-claude_code", calls[1].Input[backend.SessionFingerprintKey], "fingerprint from the source's output, not the edge")
+}
+
+// HasSession false + no slot ⇒ no SessionID even though an id came in.
+func (s *GraphRunSuite) TestInheritWithWipedRootRunsFresh() {
+	s.writer().wipeAfter = "a"
+	_, err := s.run(inheritGraph, nil)
+	s.Require().NoError(err)
+	calls := s.writer().requests()
+	s.Require().Len(calls, 2)
+	s.Empty(calls[1].SessionID)
+	s.NotContains(calls[1].Input, backend.SessionIDKey)
+	s.NotContains(calls[1].Input, backend.SessionFingerprintKey)
+}
+
+// A literal _session_id in with is never provenance, even when that
+// session is live on the worker.
+func (s *GraphRunSuite) TestLiteralSessionIDIsNotProvenance() {
+	// Make "claude_code-s99" physically present in the live root.
+	root := s.acts.StateDir + "/" + backend.ClaudeCode
+	s.writer().disks[root] = map[string][]string{"claude_code-s99": {"someone else's"}}
+	_, err := s.run(strings.Replace(inheritGraph, "_session_id: output._session_id", "_session_id: \"'claude_code-s99'\"", 1), nil)
+	s.Require().NoError(err)
+	calls := s.writer().requests()
+	s.Require().Len(calls, 2)
+	s.Empty(calls[1].SessionID)
+}
+
+// kimi/grok persist: capability false, so no slot and no resume.
+func (s *GraphRunSuite) TestPersistOnKimiRunsFresh() {
+	_, err := s.run(strings.Replace(persistLoop, "backend: claude_code", "backend: kimi", 1), nil)
+	s.Require().NoError(err)
+	for _, c := range s.agents[backend.Kimi].requests() {
+		s.Empty(c.SessionID)
+	}
+	s.Empty(s.latest().NodeSessions)
+}
+
+// Rewind + same executor + stale live state + resume from a checkpoint:
+// the restored slot, not the stale files, is what the visit continues.
+func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	// Checkpoint after the writer's first visit.
+	infos, err := s.runs.List(context.Background(), "run-1")
+	s.Require().NoError(err)
+	var target *runstore.Checkpoint
+	for _, info := range infos {
+		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
+		s.Require().NoError(err)
+		if cp.Visits["writer"] == 1 && cp.Visits["judge"] == 1 {
+			target = cp
+			break
+		}
+	}
+	s.Require().NotNil(target)
+	// The live root still holds the 3-turn conversation (stale for the
+	// rewound run); the slot of the target names the 1-turn state, whose
+	// blob the completed run deleted, so recreate the situation by
+	// checking which plan runs: the rewound visit must not see 3 turns.
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
+	cp := *target
+	cp.Seq = infos[len(infos)-1].Seq
+	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	s.Require().NoError(env.GetWorkflowError())
+	calls := s.writerCalls()
+	last := calls[len(calls)-1]
+	s.NotContains(last.Prompt, "draft 4")
+	out := s.latest().Outputs["writer"]["text"].(string)
+	s.False(strings.Contains(out, "turn 5"), "the rewound run did not continue the stale 4-turn conversation: %s", out)
+}
+
+func decodeCAN(can *workflow.ContinueAsNewError, v any) error {
+	return converter.GetDefaultDataConverter().FromPayloads(can.Input, v)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
