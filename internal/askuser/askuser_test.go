@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,7 +82,7 @@ func TestAskUserRefusesNoQuestion(t *testing.T) {
 func TestSubcommandOverStdio(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "tether-ask-user")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/tether-ask-user")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/tether-ask-user")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 
@@ -69,7 +68,7 @@ func AskUserCommand(t testing.TB) []string {
 			return
 		}
 		askBin = filepath.Join(dir, "tether-ask-user")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		gobin := "go"
 		cmd := exec.Command(gobin, "build", "-o", askBin, "./internal/askuser/cmd/tether-ask-user")
 		cmd.Dir = testenv.Root()
 		cmd.Env = startEnv
