@@ -351,4 +351,6 @@ func (s *stream) line(b []byte) {
 	}
 }
 
-func newPacker(backend.Env) backend.SessionPacker { return cliexec.UnavailablePacker{Backend: backend.ClaudeCode} }
+func newPacker(backend.Env) backend.SessionPacker {
+	return cliexec.UnavailablePacker{Backend: backend.ClaudeCode}
+}

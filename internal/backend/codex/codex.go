@@ -365,4 +365,6 @@ func RolloutPath(root, sessionID string) string {
 	return m[len(m)-1]
 }
 
-func newPacker(backend.Env) backend.SessionPacker { return cliexec.UnavailablePacker{Backend: backend.Codex} }
+func newPacker(backend.Env) backend.SessionPacker {
+	return cliexec.UnavailablePacker{Backend: backend.Codex}
+}

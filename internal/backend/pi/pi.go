@@ -385,4 +385,6 @@ func (s *stream) line(b []byte) {
 	}
 }
 
-func newPacker(backend.Env) backend.SessionPacker { return cliexec.UnavailablePacker{Backend: backend.Pi} }
+func newPacker(backend.Env) backend.SessionPacker {
+	return cliexec.UnavailablePacker{Backend: backend.Pi}
+}
