@@ -24,6 +24,9 @@ const (
 	CueSleep = "SLEEP:"
 	// CueHTTPError answers with that HTTP status and an error body.
 	CueHTTPError = "HTTP_ERROR:"
+	// CueSleepAfterTool delays the reply that follows a tool result, as an
+	// agent that keeps working after it asked the user would.
+	CueSleepAfterTool = "SLEEP_AFTER_TOOL:"
 )
 
 // AskUserTool is the suffix by which the server recognises the ask_user tool
@@ -63,7 +66,15 @@ func (c conversation) reply() reply {
 	n := len(c.prompts)
 	normal := fmt.Sprintf("turn %d: %s", n, strings.Join(c.prompts, " | "))
 	if c.afterToolResult || n == 0 {
-		return reply{text: normal}
+		r := reply{text: normal}
+		if n > 0 {
+			for _, line := range strings.Split(c.prompts[n-1], "\n") {
+				if d, ok := strings.CutPrefix(strings.TrimSpace(line), CueSleepAfterTool); ok {
+					r.delay, _ = time.ParseDuration(strings.TrimSpace(d))
+				}
+			}
+		}
+		return r
 	}
 	var r reply
 	last := c.prompts[n-1]

@@ -33,6 +33,7 @@ var suite = clitest.Suite{
 			Timeout:        h.Timeout,
 			Heartbeat:      h.Heartbeat,
 			HeartbeatEvery: h.HeartbeatEvery,
+			AskUserGrace:   h.AskUserGrace,
 			TempDir:        h.Scratch,
 		})
 	},

@@ -30,6 +30,8 @@ type Harness struct {
 	Timeout        time.Duration
 	Heartbeat      func(ctx context.Context, details any)
 	HeartbeatEvery time.Duration
+	// AskUserGrace is what the executor must use (zero: its default).
+	AskUserGrace time.Duration
 }
 
 // Suite describes one real-CLI backend to the shared tests.
@@ -143,6 +145,26 @@ func Run(t *testing.T, s Suite) {
 		assert.Nil(t, answered.NeedsInteraction)
 		assert.Equal(t, asked.SessionID, answered.SessionID)
 		assert.True(t, strings.HasPrefix(answered.Text, "turn 2: paint it\nASK_USER: which colour? | "), answered.Text)
+		assert.True(t, strings.HasSuffix(answered.Text, "\nblue"), answered.Text)
+	})
+	t.Run("AskUserThenAgentKeepsGoing", func(t *testing.T) {
+		if s.AskUserTool == "" {
+			t.Skip("the backend asks through a convention, not a tool")
+		}
+		h := s.harness(t)
+		h.AskUserGrace = 2 * time.Second
+		env := NewEnv(t)
+		b := s.New(h)
+		start := time.Now()
+		asked := execute(t, b, backend.Request{Prompt: "ASK_USER: which colour?\nSLEEP_AFTER_TOOL: 120s", Env: env})
+		t.Logf("the executor ended the turn after %s", time.Since(start).Round(time.Millisecond))
+		assert.Less(t, time.Since(start), 60*time.Second)
+		require.NotNil(t, asked.NeedsInteraction)
+		require.NotEmpty(t, asked.SessionID)
+		assert.Empty(t, Processes(h.Scratch), "nothing of the visit's process group survives")
+		answered := execute(t, b, backend.Request{SessionID: asked.SessionID, Env: env, Answer: &backend.Answer{
+			QuestionID: "q1", Text: "blue", PendingToolUseID: asked.NeedsInteraction.PendingToolUseID}})
+		assert.True(t, strings.HasPrefix(answered.Text, "turn 2: "), answered.Text)
 		assert.True(t, strings.HasSuffix(answered.Text, "\nblue"), answered.Text)
 	})
 	t.Run("StructuredOutput", func(t *testing.T) {

@@ -29,6 +29,7 @@ var suite = clitest.Suite{
 			Timeout:        h.Timeout,
 			Heartbeat:      h.Heartbeat,
 			HeartbeatEvery: h.HeartbeatEvery,
+			AskUserGrace:   h.AskUserGrace,
 			TempDir:        h.Scratch,
 		})
 	},
