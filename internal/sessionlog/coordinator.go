@@ -33,12 +33,13 @@ func NewCoordinator(store Storage) *Coordinator {
 type session struct {
 	id string
 
-	// io serializes storage calls for this id.
-	io     sync.Mutex
-	inited bool // guarded by io: header, materialized and shape are known
+	// io serializes storage calls for this id. Appenders do not need it
+	// to queue, so they can join a group while a write is in progress.
+	io sync.Mutex
 
 	mu           sync.Mutex
 	gone         bool // removed from Coordinator.sessions; callers start over
+	inited       bool // header, materialized and shape are known; set under io
 	header       Header
 	materialized bool
 	shape        Shape // includes queued, not yet written events
@@ -91,6 +92,12 @@ func (s *session) isGone() bool {
 	return s.gone
 }
 
+func (s *session) status() (gone, inited bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone, s.inited
+}
+
 func (c *Coordinator) dropLocked(s *session) {
 	s.mu.Lock()
 	c.drop(s)
@@ -119,10 +126,11 @@ func (c *Coordinator) Create(ctx context.Context, h Header) error {
 func (c *Coordinator) create(ctx context.Context, s *session, h Header) (retry bool, err error) {
 	s.io.Lock()
 	defer s.io.Unlock()
-	if s.isGone() {
+	gone, inited := s.status()
+	if gone {
 		return true, nil
 	}
-	if s.inited {
+	if inited {
 		s.mu.Lock()
 		cur := s.header
 		s.mu.Unlock()
@@ -159,9 +167,8 @@ func (c *Coordinator) create(ctx context.Context, s *session, h Header) (retry b
 		return false, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
 	s.mu.Lock()
-	s.header, s.materialized, s.shape = h, false, Shape{}
+	s.header, s.materialized, s.shape, s.inited = h, false, Shape{}, true
 	s.mu.Unlock()
-	s.inited = true
 	return false, nil
 }
 
@@ -189,9 +196,8 @@ func (c *Coordinator) adopt(ctx context.Context, s *session, st *Stored) (*Log, 
 		shape = Shape{LastSeq: shape.LastSeq + int64(len(closers))}
 	}
 	s.mu.Lock()
-	s.header, s.materialized, s.shape = st.Header, true, shape
+	s.header, s.materialized, s.shape, s.inited = st.Header, true, shape, true
 	s.mu.Unlock()
-	s.inited = true
 	return &Log{Header: st.Header, Events: events}, nil
 }
 
@@ -201,14 +207,15 @@ func (c *Coordinator) adopt(ctx context.Context, s *session, st *Stored) (*Log, 
 func (c *Coordinator) live(ctx context.Context, id string) (*session, *Log, error) {
 	for {
 		s := c.entry(id)
+		if gone, inited := s.status(); gone {
+			continue
+		} else if inited {
+			return s, nil, nil
+		}
 		s.io.Lock()
-		if s.isGone() {
+		if gone, inited := s.status(); gone || inited {
 			s.io.Unlock()
 			continue
-		}
-		if s.inited {
-			s.io.Unlock()
-			return s, nil, nil
 		}
 		st, err := c.store.LoadStored(ctx, id, WithEvents)
 		var log *Log
@@ -426,10 +433,10 @@ func (c *Coordinator) hasLive(ctx context.Context, id string, errp *error) (foun
 	s.io.Lock()
 	defer s.io.Unlock()
 	s.mu.Lock()
-	gone, h, materialized := s.gone, s.header, s.materialized
+	gone, inited, h, materialized := s.gone, s.inited, s.header, s.materialized
 	s.mu.Unlock()
 	switch {
-	case gone || !s.inited:
+	case gone || !inited:
 		return false, false
 	case !materialized:
 		return false, true

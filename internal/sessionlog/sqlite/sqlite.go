@@ -77,7 +77,14 @@ func NewStore(path string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 		}
 	case errors.Is(err, os.ErrExist):
-		fi, err := os.Lstat(path)
+		// Open it once ourselves: SQLite reports every open failure as
+		// SQLITE_CANTOPEN, which would hide EACCES or ELOOP.
+		f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		fi, err := f.Stat()
+		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: stat %s: %w", path, err)
 		}

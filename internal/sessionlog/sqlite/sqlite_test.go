@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/sessionlog"
+	"github.com/tether-run/tether/internal/sessionlog/contracttest"
+)
+
+var ctx = context.Background()
+
+func hdr(id, cwd string) sessionlog.Header {
+	return sessionlog.Header{ID: id, Cwd: cwd, Backend: "test"}
+}
+
+func count(t *testing.T, path, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, rawDB(t, path).QueryRow(query, args...).Scan(&n))
+	return n
+}
+
+func TestNewDatabaseIsOwnerOnlyAndVersioned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	c, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, hdr("s", "/w")))
+	assert.Zero(t, count(t, path, "SELECT count(*) FROM sessions"), "no row before the first append")
+	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
+	assert.Equal(t, 1, count(t, path, "SELECT count(*) FROM sessions"))
+	assert.Equal(t, 1, count(t, path, "SELECT count(*) FROM events"))
+	assert.Equal(t, SchemaVersion, count(t, path, "PRAGMA user_version"))
+	for _, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), p)
+	}
+	require.NoError(t, c.Close())
+}
+
+func TestSchemaVersionIsEnforcedBothWays(t *testing.T) {
+	for name, setup := range map[string]string{
+		"newer":                    "PRAGMA user_version = 2",
+		"older, before versioning": "CREATE TABLE sessions (id TEXT PRIMARY KEY)",
+		"older, with tables":       "PRAGMA user_version = 0; CREATE TABLE t (x)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.db")
+			if name == "newer" {
+				s, err := NewStore(path)
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+			}
+			db := rawDB(t, path)
+			_, err := db.Exec(setup)
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+			_, err = NewStore(path)
+			require.ErrorIs(t, err, sessionlog.ErrVersion)
+			assert.Contains(t, err.Error(), "no migration")
+		})
+	}
+}
+
+func TestRowsPastLastSeqAreATornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	c, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, hdr("s", "")))
+	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart(), sessionlog.Message(sessionlog.RoleUser, "q")))
+	require.NoError(t, c.Close())
+	// A row written without advancing last_seq in the same transaction.
+	_, err = rawDB(t, path).Exec(`INSERT INTO events VALUES ('s', 3, '{"seq":3,"kind":"message","role":"assistant","text":"never committed"}')`)
+	require.NoError(t, err)
+
+	st, err := NewStore(path)
+	require.NoError(t, err)
+	stored, err := st.LoadStored(ctx, "s", sessionlog.WithEvents)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), stored.TornMarker)
+	assert.Len(t, stored.Events, 2)
+	c2 := sessionlog.NewCoordinator(st)
+	defer c2.Close()
+	log, err := c2.Load(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, log.Events, 3)
+	assert.Equal(t, sessionlog.KindTurnEnd, log.Events[2].Kind)
+	assert.Equal(t, sessionlog.ReasonInterrupted, log.Events[2].Reason.Kind)
+	assert.Equal(t, 3, count(t, path, "SELECT last_seq FROM sessions WHERE id = 's'"))
+}
+
+func TestTransactionCutShortLeavesNoRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	c, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, hdr("s", "")))
+	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
+	require.NoError(t, c.Close())
+	tearTransaction(t, path, "s", sessionlog.Event{Seq: 2, Kind: sessionlog.KindMessage, Role: sessionlog.RoleUser, Text: "lost"})
+	assert.Equal(t, 1, count(t, path, "SELECT count(*) FROM events"))
+	assert.Equal(t, 1, count(t, path, "SELECT last_seq FROM sessions"))
+}
+
+func TestOpenFaultsAreNotAbsence(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o600))
+	_, err := NewStore(filepath.Join(dir, "file", "s.db"))
+	require.ErrorIs(t, err, syscall.ENOTDIR)
+	require.NotErrorIs(t, err, sessionlog.ErrNotFound)
+
+	target := filepath.Join(dir, "real.db")
+	require.NoError(t, os.WriteFile(target, nil, 0o600))
+	require.NoError(t, os.Symlink(target, filepath.Join(dir, "link.db")))
+	_, err = NewStore(filepath.Join(dir, "link.db"))
+	require.ErrorIs(t, err, syscall.ELOOP, "a symlinked database is refused")
+}
+
+// TestEACCESIsNotAbsence_RealPermissionDenied opens a database the user may
+// not write (as uid 65534 in a child process when the tests run as root).
+func TestEACCESIsNotAbsence_RealPermissionDenied(t *testing.T) {
+	if contracttest.InChild() {
+		_, err := NewStore(os.Getenv("SQLITE_EACCES_DB"))
+		require.ErrorIs(t, err, syscall.EACCES)
+		require.NotErrorIs(t, err, sessionlog.ErrNotFound)
+		t.Logf("NewStore: %v", err)
+		return
+	}
+	path := filepath.Join(contracttest.WorldReadableTempDir(t), "s.db")
+	s, err := NewStore(path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	if !contracttest.AsNobody(t, "SQLITE_EACCES_DB="+path) {
+		require.NoError(t, os.Chmod(path, 0o000))
+		_, err := NewStore(path)
+		require.ErrorIs(t, err, syscall.EACCES)
+	}
+}
