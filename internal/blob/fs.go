@@ -150,18 +150,24 @@ func (s *fsStore) put(ctx context.Context, key string, r io.Reader, size int64, 
 		return err // never commit a cancelled write
 	}
 
-	if o.createOnly {
-		err := s.root.Link(tmp, key)
-		if errors.Is(err, fs.ErrExist) {
+	// An empty directory at key is debris of a crash between a Delete
+	// and its pruning; it is removed once and the commit retried.
+	for retried := false; ; retried = true {
+		var err error
+		if o.createOnly {
+			if err = s.root.Link(tmp, key); err == nil {
+				s.root.Remove(tmp) // if this fails, List and keys never see the hidden name
+				break
+			}
+		} else if err = s.root.Rename(tmp, key); err == nil {
+			break
+		}
+		if !retried && s.rmdirEmpty(key) {
+			continue
+		}
+		if o.createOnly && errors.Is(err, fs.ErrExist) {
 			return s.sameContent(key, n, h.Sum(nil))
 		}
-		if err != nil {
-			return s.nestingOr(key, err)
-		}
-		if err := s.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	} else if err := s.root.Rename(tmp, key); err != nil {
 		return s.nestingOr(key, err)
 	}
 	committed = true
@@ -431,19 +437,20 @@ func (s *fsStore) remove(key string) (bool, error) {
 // directories and never removes a file, so racing writers are safe: a Put
 // that loses its directory retries.
 func (s *fsStore) prune(dir string) {
-	for dir != "." {
-		parent := path.Dir(dir)
-		p, err := s.root.Open(parent)
-		if err != nil {
-			return
-		}
-		err = unix.Unlinkat(int(p.Fd()), path.Base(dir), unix.AT_REMOVEDIR)
-		p.Close()
-		if err != nil {
-			return
-		}
-		dir = parent
+	for dir != "." && s.rmdirEmpty(dir) {
+		dir = path.Dir(dir)
 	}
+}
+
+// rmdirEmpty removes dir if it is an empty directory. It never removes a
+// file, which a plain Remove would if a racing Put had just put one there.
+func (s *fsStore) rmdirEmpty(dir string) bool {
+	p, err := s.root.Open(path.Dir(dir))
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	return unix.Unlinkat(int(p.Fd()), path.Base(dir), unix.AT_REMOVEDIR) == nil
 }
 
 func (s *fsStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {

@@ -157,3 +157,25 @@ func TestFSNoEscape(t *testing.T) {
 		t.Fatalf("a blob was written outside the root: %v", serr)
 	}
 }
+
+// An empty directory left at a key by a crash between a Delete and its
+// pruning does not block a later Put of that key.
+func TestFSEmptyDirDebris(t *testing.T) {
+	dir := t.TempDir()
+	s := openFS(t, dir)
+	defer s.Close()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range [][]blob.PutOption{nil, {blob.CreateOnly()}} {
+		if err := blob.PutBytes(context.Background(), s, "a/b", []byte("x"), opts...); err != nil {
+			t.Fatalf("Put over an empty directory: %v", err)
+		}
+		if err := s.Delete(context.Background(), "a/b"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -176,11 +176,7 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64, 
 		}
 		return s.sameContent(ctx, key, h.Sum(nil))
 	}
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return fmt.Errorf("blob: put %q: %w", key, err)
-	}
-	return s.fail(ctx, "put", key, err, false)
+	return fmt.Errorf("blob: put %q: %w", key, err) // never ErrNotFound
 }
 
 // sameContent resolves a create-only refusal: identical bytes are a
