@@ -1,0 +1,161 @@
+// Package scripted is Tether's built-in deterministic agent. It answers
+// from the node's script instead of a model, yet keeps its conversation the
+// way the real CLIs do: in session files under the state root the worker
+// gives it, in Tether's session log (JSONL backend). So it reports a session
+// id, resumes by id with the turn count and history intact, forks, refuses
+// to resume an id it does not have, asks the user, fails, or returns
+// structured output on cue. Everything session: persist does can therefore
+// run offline against it.
+//
+// Layout: a session is one file, <StateRoot>/sessions/<bucket>/<id>.jsonl,
+// where <bucket> is jsonl.Bucket of the working directory the session was
+// created in ("_no-cwd" without one) and <id> is "sc-" followed by a ULID.
+// Copying that file to another state root moves the session.
+package scripted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/sessionlog"
+	"github.com/tether-run/tether/internal/sessionlog/jsonl"
+)
+
+// IDPrefix starts every session id the scripted agent mints.
+const IDPrefix = "sc-"
+
+// askTool is the tool call that records a question to the user.
+const askTool = "ask_user"
+
+// SessionsDir is where the sessions of a state root live.
+func SessionsDir(stateRoot string) string { return filepath.Join(stateRoot, "sessions") }
+
+// Options configure a Backend.
+type Options struct {
+	// Logger receives warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// NewID mints session ids; nil means IDPrefix + a new ULID.
+	NewID func() string
+}
+
+// Backend is the scripted agent. It holds no state between visits: every
+// Execute opens the session log of its state root and closes it again, so
+// any visit may land on any root that holds the session's file.
+type Backend struct {
+	logger *slog.Logger
+	newID  func() string
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns the scripted backend.
+func New(opts Options) *Backend {
+	b := &Backend{logger: opts.Logger, newID: opts.NewID}
+	if b.logger == nil {
+		b.logger = slog.Default()
+	}
+	if b.newID == nil {
+		b.newID = func() string { return IDPrefix + ulid.Make().String() }
+	}
+	return b
+}
+
+// Name implements backend.Executor.
+func (b *Backend) Name() string { return backend.Scripted }
+
+// Packer implements backend.Backend.
+func (b *Backend) Packer(env backend.Env) backend.SessionPacker {
+	return &packer{root: env.StateRoot, logger: b.logger}
+}
+
+// Execute runs one visit: open (or resume, or fork) the session, record the
+// turn's opening durably, render the reply from the script, and record how
+// the turn ended.
+func (b *Backend) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+	switch {
+	case req.Env.StateRoot == "":
+		return backend.Result{}, errors.New("scripted: no state root: the worker must give every visit one")
+	case req.Answer != nil && req.SessionID == "":
+		return backend.Result{}, errors.New("scripted: an answer needs the session that asked (SessionID is empty)")
+	case req.Fork && req.SessionID == "":
+		return backend.Result{}, errors.New("scripted: fork needs the SessionID to copy")
+	}
+	log := jsonl.Open(SessionsDir(req.Env.StateRoot))
+	defer log.Close()
+
+	id, turns, err := b.open(ctx, log, req)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	res := backend.Result{SessionID: id, Fingerprint: Fingerprint(req.Model, req.Script)}
+	t := &turn{log: log, id: id, number: len(turns) + 1, history: turns}
+	if err := t.begin(ctx, req); err != nil {
+		return res, err
+	}
+	out, err := t.reply(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	res.Text, res.Structured, res.NeedsInteraction = out.Text, out.Structured, out.NeedsInteraction
+	return res, nil
+}
+
+// open returns the session the visit runs in and its earlier turns.
+func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req backend.Request) (string, []Turn, error) {
+	if req.SessionID == "" {
+		id := b.newID()
+		h := sessionlog.Header{ID: id, Cwd: req.Env.Workdir, Backend: backend.Scripted}
+		if err := log.Create(ctx, h); err != nil {
+			return "", nil, fmt.Errorf("scripted: new session: %w", err)
+		}
+		return id, nil, nil
+	}
+	src, err := b.resume(ctx, log, req.SessionID, req.Env.StateRoot)
+	if err != nil {
+		return "", nil, err
+	}
+	if !req.Fork {
+		return src.Header.ID, history(src.Events), nil
+	}
+	id := b.newID()
+	h := sessionlog.Header{
+		ID:         id,
+		Cwd:        req.Env.Workdir,
+		Backend:    backend.Scripted,
+		ForkedFrom: &sessionlog.Lineage{SessionID: src.Header.ID, Seq: src.LastSeq()},
+	}
+	if err := log.Create(ctx, h); err != nil {
+		return "", nil, fmt.Errorf("scripted: fork %s: %w", src.Header.ID, err)
+	}
+	copied := make([]sessionlog.Event, len(src.Events))
+	for i, e := range src.Events {
+		e.Seq = 0
+		copied[i] = e
+	}
+	if err := log.Append(ctx, id, copied...); err != nil {
+		return "", nil, fmt.Errorf("scripted: fork %s into %s: %w", src.Header.ID, id, err)
+	}
+	return id, history(src.Events), nil
+}
+
+// resume loads an existing session; a missing one is backend.ErrNoSession,
+// never a new session under that id.
+func (b *Backend) resume(ctx context.Context, log *sessionlog.Coordinator, id, root string) (*sessionlog.Log, error) {
+	src, err := log.Load(ctx, id)
+	if errors.Is(err, sessionlog.ErrNotFound) || errors.Is(err, sessionlog.ErrInvalid) {
+		return nil, fmt.Errorf("%w %s under %s: start a fresh session or restore it first", backend.ErrNoSession, id, root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scripted: resume %s: %w", id, err)
+	}
+	if src.Header.Backend != backend.Scripted {
+		return nil, fmt.Errorf("%w %s: the log under %s belongs to backend %q", backend.ErrNoSession, id, root, src.Header.Backend)
+	}
+	return src, nil
+}
