@@ -15,12 +15,18 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/workerhost"
 )
 
 func main() {
+	// The worker's own binary serves the ask_user MCP server that Claude
+	// Code and Codex start for a visit.
+	if len(os.Args) > 1 && os.Args[1] == askuser.Subcommand {
+		os.Exit(askuser.Main(os.Args[2:]))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether-worker:", err)
 		os.Exit(1)

@@ -1,0 +1,173 @@
+// Package e2e runs graphs end to end: a real Temporal dev server (the
+// temporal CLI), real tether workers started and stopped by the test, real
+// blob stores (filesystem, and S3 on versitygw), and real agent backends.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/testenv"
+	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/workflows"
+)
+
+// harness is one dev server, one blob store, and the workers a test starts.
+type harness struct {
+	t      *testing.T
+	srv    *testenv.Server
+	c      client.Client
+	blobs  blob.Store
+	runs   *runstore.Store
+	worker *workerhost.Host
+	n      int
+	// backends builds the backends of each new worker.
+	backends func(t *testing.T) workerhost.BackendConfig
+}
+
+func newHarness(t *testing.T, blobURL string) *harness {
+	t.Helper()
+	srv := testenv.DevServer(t)
+	h := &harness{t: t, srv: srv, c: srv.Client(t)}
+	if blobURL == "" {
+		blobURL = "file://" + t.TempDir()
+	}
+	b, err := blob.Open(context.Background(), blobURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	h.blobs = b
+	h.runs = runstore.New(b)
+	h.backends = func(t *testing.T) workerhost.BackendConfig { return workerhost.BackendConfig{} }
+	return h
+}
+
+// startWorker starts a worker with an empty state root of its own, as a
+// freshly scheduled pod would have; it returns that root.
+func (h *harness) startWorker() string {
+	h.t.Helper()
+	h.n++
+	root := filepath.Join(h.t.TempDir(), fmt.Sprintf("worker-%d", h.n))
+	cfg := h.backends(h.t)
+	bs, err := workerhost.NewBackends(cfg)
+	require.NoError(h.t, err)
+	w, err := workerhost.Start(h.c, workerhost.Options{
+		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.blobs, Backends: bs,
+		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
+	})
+	require.NoError(h.t, err)
+	h.worker = w
+	h.t.Cleanup(w.Stop)
+	return root
+}
+
+// stopWorker stops the current worker; its state root is gone with it.
+func (h *harness) stopWorker() {
+	h.t.Helper()
+	if h.worker != nil {
+		h.worker.Stop()
+		h.worker = nil
+	}
+}
+
+func (h *harness) start(id string, g *graph.Graph, inputs map[string]any) client.WorkflowRun {
+	h.t.Helper()
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.TaskQueue,
+	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: inputs})
+	require.NoError(h.t, err)
+	return run
+}
+
+func (h *harness) state(id string) *workflows.State {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := h.c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+	require.NoError(h.t, err)
+	var st workflows.State
+	require.NoError(h.t, v.Get(&st))
+	return &st
+}
+
+// waitQuestion polls the state query until a question is pending.
+func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
+	h.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if st := h.state(id); len(st.Questions) > 0 {
+			return st.Questions[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.t.Fatalf("run %s asked no question within 2 minutes", id)
+	return workflows.PendingQuestion{}
+}
+
+func (h *harness) answer(id, qid, text string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := h.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateAnswer,
+		Args: []any{workflows.Answer{QuestionID: qid, Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	require.NoError(h.t, err)
+	require.NoError(h.t, u.Get(ctx, nil))
+}
+
+func (h *harness) result(run client.WorkflowRun) (*workflows.GraphRunResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var res workflows.GraphRunResult
+	err := run.Get(ctx, &res)
+	return &res, err
+}
+
+// recordHistory exports a finished run's history with the temporal CLI, as
+// a user would, into testdata/histories/NAME.json. It only writes when
+// TETHER_RECORD_HISTORIES=1 and never overwrites a committed history.
+func (h *harness) recordHistory(name, workflowID string) {
+	h.t.Helper()
+	if os.Getenv("TETHER_RECORD_HISTORIES") != "1" {
+		return
+	}
+	path := filepath.Join(testenv.Root(), "testdata", "histories", name+".json")
+	if _, err := os.Stat(path); err == nil {
+		h.t.Logf("history %s exists; not overwriting (histories are never edited)", path)
+		return
+	}
+	out, err := exec.Command(testenv.Tool(h.t, "temporal"), "workflow", "show",
+		"--address", h.srv.Address, "--workflow-id", workflowID, "--output", "json").Output()
+	require.NoError(h.t, err)
+	require.NoError(h.t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(h.t, os.WriteFile(path, out, 0o644))
+	h.t.Logf("recorded %s", path)
+}
+
+func loadGraph(t *testing.T, rel string) *graph.Graph {
+	t.Helper()
+	g, err := graph.ParseFile(filepath.Join(testenv.Root(), rel))
+	require.NoError(t, err)
+	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	return g
+}
+
+func pathString(res *workflows.GraphRunResult) string {
+	var p []string
+	for _, s := range res.Path {
+		p = append(p, s.Node)
+	}
+	return strings.Join(p, ">")
+}

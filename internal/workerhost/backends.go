@@ -1,0 +1,88 @@
+package workerhost
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/pi"
+)
+
+// BackendConfig says how a worker runs each backend.
+type BackendConfig struct {
+	// CLIBin is the directory holding claude, codex and pi; empty: PATH.
+	CLIBin string
+	// AnthropicBaseURL is Claude Code's Messages API endpoint; empty: the
+	// CLI's default.
+	AnthropicBaseURL string
+	// OpenAIBaseURL is the Responses API endpoint Codex uses and the Chat
+	// Completions endpoint pi uses; empty: their defaults.
+	OpenAIBaseURL string
+	// Model names the default model of each CLI backend, by backend name.
+	Model map[string]string
+	// AskUser is the argv that starts the ask_user MCP server.
+	AskUser []string
+	// TempDir holds per-visit scratch directories; empty: os.TempDir.
+	TempDir string
+}
+
+// BackendConfigFromEnv reads TETHER_CLI_BIN, ANTHROPIC_BASE_URL,
+// OPENAI_BASE_URL and TETHER_MODEL_<BACKEND>, and serves ask_user from this
+// very binary (see askuser.Subcommand).
+func BackendConfigFromEnv() BackendConfig {
+	cfg := BackendConfig{
+		CLIBin:           os.Getenv("TETHER_CLI_BIN"),
+		AnthropicBaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
+		OpenAIBaseURL:    os.Getenv("OPENAI_BASE_URL"),
+		Model:            map[string]string{},
+	}
+	for _, b := range []string{"claude_code", "codex", "pi"} {
+		if m := os.Getenv("TETHER_MODEL_" + upper(b)); m != "" {
+			cfg.Model[b] = m
+		}
+	}
+	if self, err := os.Executable(); err == nil {
+		cfg.AskUser = []string{self, askuser.Subcommand}
+	}
+	return cfg
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// NewBackends builds every backend a worker offers. A CLI backend whose
+// program is missing still registers: it fails its visits with the typed
+// NotInstalled error, which lets a node's fallback take over.
+func NewBackends(cfg BackendConfig) (activities.Backends, error) {
+	bin := func(name string) string {
+		if cfg.CLIBin == "" {
+			return ""
+		}
+		return filepath.Clean(cfg.CLIBin)
+	}
+	bs := activities.Backends{
+		claude.New(claude.Options{
+			BinDir: bin("claude"), BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"],
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir,
+		}),
+		codex.New(codex.Options{
+			BinDir: bin("codex"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"],
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir,
+		}),
+		pi.New(pi.Options{
+			BinDir: bin("pi"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"],
+			AskUser: true, TempDir: cfg.TempDir,
+		}),
+	}
+	return withBuiltins(bs, cfg)
+}
