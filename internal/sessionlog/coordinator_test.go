@@ -72,7 +72,7 @@ func (f *fake) CommitRepair(_ context.Context, r Repair) error {
 
 func (f *fake) DeleteStored(context.Context, string) error { return nil }
 func (f *fake) List(context.Context) ([]Header, error)     { return nil, nil }
-func (f *fake) Close() error                                { return nil }
+func (f *fake) Close() error                               { return nil }
 
 func hdr(id string) Header {
 	return Header{ID: id, Backend: "test", FormatVersion: FormatVersion}

@@ -48,14 +48,6 @@ const (
 	KindToolResult Kind = "tool/result"
 )
 
-func (k Kind) known() bool {
-	switch k {
-	case KindTurnStart, KindTurnEnd, KindStepStart, KindStepEnd, KindMessage, KindToolCall, KindToolResult:
-		return true
-	}
-	return false
-}
-
 // Role says who wrote a message.
 type Role string
 

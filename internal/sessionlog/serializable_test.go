@@ -28,7 +28,7 @@ func (t text) MarshalText() ([]byte, error) { return []byte(t), nil }
 
 type tagged struct {
 	Hidden func() `json:"-"`
-	hidden func() //nolint:unused // proves unexported fields are skipped
+	hidden func() // unexported: skipped, as encoding/json skips it
 	Shown  int    `json:"shown,omitempty"`
 	Embedded
 }
@@ -42,7 +42,7 @@ func TestCheckSerializable(t *testing.T) {
 		"raw":           json.RawMessage(`{"a":[1,2]}`),
 		"number":        json.Number("1.5e3"),
 		"text":          text("ok"),
-		"struct":        tagged{Hidden: func() {}, Shown: 1},
+		"struct":        tagged{Hidden: func() {}, hidden: func() {}, Shown: 1},
 		"nil ptr":       (*badJSON)(nil),
 		"array of byte": [3]byte{1, 2, 3},
 		"max safe":      uint64(1 << 53),

@@ -715,4 +715,3 @@ func testRealNotDir(t *testing.T, h *Harness) {
 	requireFault(t, err, syscall.ENOTDIR, "List")
 	requireFault(t, c2.Create(ctx, header("fresh", "/w")), syscall.ENOTDIR, "Create")
 }
-
