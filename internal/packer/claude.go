@@ -1,0 +1,77 @@
+package packer
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// NewClaude returns the packer of Claude Code sessions in env: the state
+// root is CLAUDE_CONFIG_DIR, the working directory selects the project slug.
+// A session is
+//
+//	projects/<slug>/<id>.jsonl   the transcript (main file)
+//	projects/<slug>/<id>/        subagent transcripts and tool results
+//	tasks/<id>/                  the session's task list
+//
+// Archives name the project parts "project/<id>.jsonl" and "project/<id>/",
+// without a slug, so unpacking places them under the slug of the target
+// env's working directory.
+func NewClaude(env backend.Env, limits Limits) *Packer {
+	return newPacker(backend.ClaudeCode, env, limits, claudeLayout{fixedLayout{places: claudePlaces}})
+}
+
+type claudeLayout struct{ fixedLayout }
+
+// workdir records the directory the slug was computed from.
+func (claudeLayout) workdir(env backend.Env) string {
+	if dir, err := ClaudeWorkdir(env.Workdir); err == nil {
+		return dir
+	}
+	return env.Workdir
+}
+
+func claudePlaces(env backend.Env, id string) ([]Place, error) {
+	dir, err := ClaudeWorkdir(env.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	proj := "projects/" + ClaudeProjectSlug(dir) + "/"
+	return []Place{
+		{Name: "project/" + id + ".jsonl", Path: proj + id + ".jsonl", Primary: true},
+		{Name: "project/" + id, Path: proj + id, Dir: true},
+		{Name: "tasks/" + id, Path: "tasks/" + id, Dir: true},
+	}, nil
+}
+
+// ClaudeWorkdir returns working directory dir as Claude Code sees it: the
+// process's getcwd, absolute with symlinks resolved. Parts of dir that do
+// not exist yet are kept as written below the deepest existing ancestor.
+func ClaudeWorkdir(dir string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("packer: Claude Code needs a working directory to find its project")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for cur := abs; ; {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}

@@ -1,0 +1,50 @@
+package packer
+
+import "errors"
+
+// Typed failures. Callers test them with errors.Is; the returned errors wrap
+// them with the entry, path or limit involved.
+var (
+	// ErrUnsafePath: an archive entry or session id that is empty, absolute,
+	// not clean, or climbs out of its directory with "..".
+	ErrUnsafePath = errors.New("packer: unsafe path")
+	// ErrLinkEntry: a symlink or hard link, in an archive or in a session
+	// directory being packed.
+	ErrLinkEntry = errors.New("packer: link entry")
+	// ErrSpecialEntry: a device, fifo, socket or any entry that is neither a
+	// regular file nor a directory.
+	ErrSpecialEntry = errors.New("packer: special file entry")
+	// ErrNotWhitelisted: an archive entry that is not part of the session's
+	// whitelisted files for this backend.
+	ErrNotWhitelisted = errors.New("packer: entry outside the session whitelist")
+	// ErrHeaderMismatch: the archive was made for another backend or another
+	// session id.
+	ErrHeaderMismatch = errors.New("packer: archive header does not match")
+	// ErrTooLarge: a session or archive over the configured Limits.
+	ErrTooLarge = errors.New("packer: over the size limits")
+	// ErrCorrupt: bad magic, a truncated or corrupt stream, duplicate
+	// entries, or an archive without the session's main file.
+	ErrCorrupt = errors.New("packer: corrupt or truncated archive")
+	// ErrFormatVersion: an archive written in a format version this build
+	// does not read.
+	ErrFormatVersion = errors.New("packer: unsupported archive format version")
+	// ErrNoSession: the live root holds no such session to pack.
+	ErrNoSession = errors.New("packer: no such session")
+	// ErrExists: the destination already holds something at a session path
+	// that is not what the session needs there (a symlink, a device, a file
+	// where a directory goes); it is left untouched.
+	ErrExists = errors.New("packer: destination path is occupied")
+)
+
+// ErrDenied: an entry on the deny list (credentials, settings, databases,
+// backups, telemetry). The deny list wins over the whitelist, so ErrDenied is
+// also an ErrNotWhitelisted.
+var ErrDenied error = &subError{msg: "packer: entry is on the deny list", parent: ErrNotWhitelisted}
+
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }

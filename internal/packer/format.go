@@ -1,0 +1,112 @@
+package packer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sync"
+)
+
+// Archive layout (all integers big-endian):
+//
+//	magic   8 bytes  "TETHRPAK"
+//	version 2 bytes  FormatVersion
+//	hlen    4 bytes  length of the header JSON (at most 64 KiB)
+//	header  hlen     Header as JSON
+//	payload          one zstd frame holding a tar stream
+//
+// The header sits outside the compressed payload so that a foreign or
+// mismatched archive is refused before a byte is decompressed.
+const (
+	magic          = "TETHRPAK"
+	prefixLen      = len(magic) + 2 + 4
+	maxHeaderBytes = 64 << 10
+)
+
+// FormatVersion is the archive format this build writes and reads.
+const FormatVersion = 1
+
+// Header describes an archive. It is written in clear before the compressed
+// tar stream.
+type Header struct {
+	// Backend is the backend name (backend.ClaudeCode, backend.Codex, ...).
+	Backend string `json:"backend"`
+	// SessionID is the CLI's session id.
+	SessionID string `json:"session_id"`
+	// SourceWorkdir is the working directory the session ran in when packed,
+	// as the CLI saw it (absolute, symlinks resolved). Informational: unpack
+	// places files for the target env's working directory.
+	SourceWorkdir string `json:"source_workdir"`
+	// CreatedBy names the program that wrote the archive.
+	CreatedBy string `json:"created_by"`
+}
+
+// Digest returns the archive's content digest, "sha256:<hex>", for the
+// runtime to record beside the blob ref and compare after a Get.
+func Digest(blob []byte) string {
+	sum := sha256.Sum256(blob)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ReadHeader returns an archive's header without decompressing it. It fails
+// with ErrCorrupt on a blob that is not an archive, ErrFormatVersion on an
+// archive of another format version.
+func ReadHeader(blob []byte) (Header, error) {
+	h, _, err := splitBlob(blob)
+	return h, err
+}
+
+func appendPrefix(buf *bytes.Buffer, h Header) error {
+	js, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("packer: encode header: %w", err)
+	}
+	if len(js) > maxHeaderBytes {
+		return fmt.Errorf("%w: header of %d bytes (working directory path too long?)", ErrTooLarge, len(js))
+	}
+	buf.WriteString(magic)
+	var n [6]byte
+	binary.BigEndian.PutUint16(n[:2], FormatVersion)
+	binary.BigEndian.PutUint32(n[2:], uint32(len(js)))
+	buf.Write(n[:])
+	buf.Write(js)
+	return nil
+}
+
+// splitBlob checks the prefix and returns the header and the compressed
+// payload.
+func splitBlob(blob []byte) (Header, []byte, error) {
+	if len(blob) < prefixLen || string(blob[:len(magic)]) != magic {
+		return Header{}, nil, fmt.Errorf("%w: bad magic: the blob is not a session archive", ErrCorrupt)
+	}
+	rest := blob[len(magic):]
+	if v := binary.BigEndian.Uint16(rest[:2]); v != FormatVersion {
+		return Header{}, nil, fmt.Errorf("%w: archive is format %d, this build reads format %d; unpack it with a matching worker", ErrFormatVersion, v, FormatVersion)
+	}
+	hlen := binary.BigEndian.Uint32(rest[2:6])
+	rest = rest[6:]
+	if hlen > maxHeaderBytes || int64(hlen) > int64(len(rest)) {
+		return Header{}, nil, fmt.Errorf("%w: header length %d out of range", ErrCorrupt, hlen)
+	}
+	var h Header
+	dec := json.NewDecoder(bytes.NewReader(rest[:hlen]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return Header{}, nil, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	if dec.More() {
+		return Header{}, nil, fmt.Errorf("%w: header: trailing data", ErrCorrupt)
+	}
+	return h, rest[hlen:], nil
+}
+
+var createdBy = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return "tether " + bi.Main.Version
+	}
+	return "tether"
+})

@@ -1,0 +1,166 @@
+package packer
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+const (
+	testID  = "0b6f2c1e-4d4b-4a59-9a3e-1f2e3d4c5b6a"
+	otherID = "7c1d0e9f-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
+)
+
+func writeFile(t testing.TB, root, rel, content string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+func readFile(t testing.TB, root, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// tree returns every path under root (slash-separated, relative), with
+// directories suffixed "/".
+func tree(t testing.TB, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			rel += "/"
+		}
+		out = append(out, rel)
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	sort.Strings(out)
+	return out
+}
+
+// files returns the regular files under root.
+func files(t testing.TB, root string) []string {
+	var out []string
+	for _, p := range tree(t, root) {
+		if !strings.HasSuffix(p, "/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// entryNames lists the names in an archive.
+func entryNames(t testing.TB, blob []byte) []string {
+	t.Helper()
+	_, payload, err := splitBlob(blob)
+	require.NoError(t, err)
+	dec, err := zstd.NewReader(bytes.NewReader(payload))
+	require.NoError(t, err)
+	defer dec.Close()
+	tr := tar.NewReader(dec)
+	var out []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, h.Name)
+	}
+}
+
+// tarEntry is one entry of a crafted archive.
+type tarEntry struct {
+	name     string
+	typeflag byte
+	body     string
+	size     int64 // when nonzero, the header's size (body is padded to it)
+	link     string
+}
+
+func file(name, body string) tarEntry { return tarEntry{name: name, typeflag: tar.TypeReg, body: body} }
+
+func dir(name string) tarEntry { return tarEntry{name: name + "/", typeflag: tar.TypeDir} }
+
+// rawTar builds a tar stream with no checks, so tests can craft hostile
+// entries.
+func rawTar(t testing.TB, entries []tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Typeflag: e.typeflag, Mode: 0o600, Linkname: e.link, Format: tar.FormatPAX}
+		if e.typeflag == tar.TypeReg {
+			h.Size = int64(len(e.body))
+			if e.size > 0 {
+				h.Size = e.size
+			}
+		}
+		require.NoError(t, tw.WriteHeader(h))
+		if h.Size > 0 {
+			body := e.body + strings.Repeat("x", int(h.Size)-len(e.body))
+			_, err := tw.Write([]byte(body))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, tw.Close())
+	return buf.Bytes()
+}
+
+// wrap makes an archive blob of header h around a raw tar stream.
+func wrap(t testing.TB, h Header, tarStream []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, appendPrefix(&buf, h))
+	zw, err := zstd.NewWriter(&buf)
+	require.NoError(t, err)
+	_, err = zw.Write(tarStream)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+func craft(t testing.TB, backendName, id string, entries ...tarEntry) []byte {
+	return wrap(t, Header{Backend: backendName, SessionID: id}, rawTar(t, entries))
+}
+
+// claudeEnv returns a Claude env whose state root and working directory
+// live under a fresh temp dir.
+func claudeEnv(t testing.TB, name string) backend.Env {
+	base := t.TempDir()
+	wd := filepath.Join(base, "work", name)
+	require.NoError(t, os.MkdirAll(wd, 0o755))
+	return backend.Env{StateRoot: filepath.Join(base, "state"), Workdir: wd}
+}
+
+func slugOf(t testing.TB, env backend.Env) string {
+	dir, err := ClaudeWorkdir(env.Workdir)
+	require.NoError(t, err)
+	return ClaudeProjectSlug(dir)
+}

@@ -1,0 +1,128 @@
+package packer
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// Place is one part of a session: a file, or a directory tree whose regular
+// files all belong to the session.
+type Place struct {
+	// Name is the part's name inside archives: a clean, relative,
+	// slash-separated path that does not depend on the machine (no slug,
+	// no absolute path), so an archive unpacks anywhere.
+	Name string
+	// Path is where the part lives, relative to the state root,
+	// slash-separated.
+	Path string
+	// Dir marks a directory tree.
+	Dir bool
+	// Primary marks the file whose presence means the session exists. Unpack
+	// renames it into place last; HasSession looks for it.
+	Primary bool
+}
+
+// layout is one backend's knowledge of where a session lives. Both methods
+// derive from one path computation per backend, so pack, unpack and
+// HasSession agree.
+type layout interface {
+	// live lists where the session's parts may be in root, for pack,
+	// HasSession and the removal of stale parts on unpack. The caller
+	// checks which exist.
+	live(root *os.Root, env backend.Env, id string) ([]Place, error)
+	// part returns the part of the session that archive entry name belongs
+	// to, placed for env, or false when the name is not whitelisted.
+	part(env backend.Env, id, name string) (Place, bool)
+	// workdir returns the working directory recorded in headers.
+	workdir(env backend.Env) string
+}
+
+// fixedLayout is a layout whose places are a function of env and id alone.
+type fixedLayout struct {
+	places func(env backend.Env, sessionID string) ([]Place, error)
+}
+
+func (l fixedLayout) live(_ *os.Root, env backend.Env, id string) ([]Place, error) {
+	ps, err := l.places(env, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlaces(ps); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+func (l fixedLayout) part(env backend.Env, id, name string) (Place, bool) {
+	ps, err := l.places(env, id)
+	if err != nil || checkPlaces(ps) != nil {
+		return Place{}, false
+	}
+	for _, p := range ps {
+		if name == p.Name || (p.Dir && strings.HasPrefix(name, p.Name+"/")) {
+			return p, true
+		}
+	}
+	return Place{}, false
+}
+
+func (fixedLayout) workdir(env backend.Env) string { return env.Workdir }
+
+// checkPlaces rejects a layout that would itself be unsafe.
+func checkPlaces(ps []Place) error {
+	primary := 0
+	for _, p := range ps {
+		for _, s := range []string{p.Name, p.Path} {
+			if err := checkRel(s); err != nil {
+				return fmt.Errorf("packer: layout place %q: %w", s, err)
+			}
+		}
+		if p.Primary {
+			if p.Dir {
+				return fmt.Errorf("packer: layout place %q: the primary part must be a file", p.Name)
+			}
+			primary++
+		}
+	}
+	if primary == 0 {
+		return fmt.Errorf("packer: layout has no primary part")
+	}
+	return nil
+}
+
+// checkRel accepts a clean, relative, slash-separated path that stays below
+// its base: no "..", no ".", no empty or absolute path, no backslash or NUL.
+func checkRel(p string) error {
+	switch {
+	case p == "" || p == ".":
+		return fmt.Errorf("%w: empty path", ErrUnsafePath)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%w: %q is absolute", ErrUnsafePath, p)
+	case strings.ContainsAny(p, "\\\x00"):
+		return fmt.Errorf("%w: %q holds a backslash or NUL", ErrUnsafePath, p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("%w: %q is not a clean path", ErrUnsafePath, p)
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return fmt.Errorf("%w: %q climbs out with ..", ErrUnsafePath, p)
+		}
+	}
+	return nil
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// checkID accepts the session ids the CLIs mint (UUIDs) and anything else
+// that is safe as one path component.
+func checkID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("%w: session id %q is not a plain id (letters, digits, '.', '_', '-'; at most 128)", ErrUnsafePath, id)
+	}
+	return nil
+}

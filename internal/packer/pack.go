@@ -1,0 +1,228 @@
+package packer
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Tar entries are normalised so that packing the same files twice gives the
+// same bytes (and the same Digest): no times, owners or permissions from the
+// source machine.
+var (
+	epoch = time.Unix(0, 0).UTC()
+)
+
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+)
+
+// encoderLevel trades speed for size; see docs/packers.md for the measured
+// numbers behind the choice.
+const encoderLevel = zstd.SpeedDefault
+
+// entry is one tar entry to write.
+type entry struct {
+	name string // archive name
+	rel  string // path relative to the state root
+	dir  bool
+	info fs.FileInfo // lstat info, for regular files
+}
+
+// PackSession archives the session's whitelisted files from the live root.
+// It fails with ErrNoSession when the session's main file is absent, with
+// ErrLinkEntry or ErrSpecialEntry when a session path holds a link or a
+// special file, and with ErrTooLarge when the session is over the limits.
+// Files on the deny list inside a session directory are left out.
+func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, error) {
+	if err := checkID(sessionID); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(p.env.StateRoot)
+	if err != nil {
+		return nil, p.noSession(sessionID, err)
+	}
+	defer root.Close()
+	parts, err := p.findLive(root, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
+	}
+	if !hasPrimary(parts) {
+		return nil, p.noSession(sessionID, nil)
+	}
+	entries, err := p.collect(ctx, root, parts)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
+	}
+	h := Header{
+		Backend:       p.backend,
+		SessionID:     sessionID,
+		SourceWorkdir: p.layout.workdir(p.env),
+		CreatedBy:     createdBy(),
+	}
+	blob, err := p.write(ctx, root, h, entries)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
+	}
+	return blob, nil
+}
+
+func hasPrimary(ps []Place) bool {
+	for _, p := range ps {
+		if p.Primary {
+			return true
+		}
+	}
+	return false
+}
+
+// collect lists the entries of the session's parts, sorted by name, and
+// checks them against the limits.
+func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]entry, error) {
+	var out []entry
+	var total int64
+	add := func(e entry) error {
+		if len(out) >= p.limits.MaxFiles {
+			return fmt.Errorf("%w: more than %d files and directories", ErrTooLarge, p.limits.MaxFiles)
+		}
+		if !e.dir {
+			size := e.info.Size()
+			if size > p.limits.MaxFileBytes {
+				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, e.rel, size, p.limits.MaxFileBytes)
+			}
+			total += size
+			if total > p.limits.MaxTotalBytes {
+				return fmt.Errorf("%w: session is over the %d-byte total limit", ErrTooLarge, p.limits.MaxTotalBytes)
+			}
+		}
+		out = append(out, e)
+		return nil
+	}
+	for _, pl := range parts {
+		if !pl.Dir {
+			fi, err := root.Lstat(pl.Path)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(entry{name: pl.Name, rel: pl.Path, info: fi}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		err := fs.WalkDir(root.FS(), pl.Path, func(rel string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			name := pl.Name + rel[len(pl.Path):]
+			if denied(name) || denied(rel) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			m := fi.Mode()
+			switch {
+			case m.IsDir():
+				return add(entry{name: name, rel: rel, dir: true})
+			case m.IsRegular():
+				return add(entry{name: name, rel: rel, info: fi})
+			case m&fs.ModeSymlink != 0:
+				return fmt.Errorf("%w: %s is a symlink; session directories must hold plain files only", ErrLinkEntry, rel)
+			default:
+				return fmt.Errorf("%w: %s is a %s; session directories must hold plain files only", ErrSpecialEntry, rel, kind(m))
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []entry) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := appendPrefix(&buf, h); err != nil {
+		return nil, err
+	}
+	zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer zw.Close()
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		th := &tar.Header{Name: e.name, ModTime: epoch, Format: tar.FormatPAX}
+		if e.dir {
+			th.Typeflag, th.Name, th.Mode = tar.TypeDir, e.name+"/", dirMode
+			if err := tw.WriteHeader(th); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()
+		if err := tw.WriteHeader(th); err != nil {
+			return nil, err
+		}
+		if err := copyFile(tw, root, e); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// copyFile copies exactly the size recorded in e, from the very file that
+// was listed: a file swapped for a link or another file since is refused.
+func copyFile(w io.Writer, root *os.Root, e entry) error {
+	f, err := root.Open(e.rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(fi, e.info) {
+		return fmt.Errorf("%w: %s changed while being packed", ErrLinkEntry, e.rel)
+	}
+	n, err := io.CopyN(w, f, e.info.Size())
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("packer: %s shrank from %d to %d bytes while being packed; pack again once the CLI has exited", e.rel, e.info.Size(), n)
+	}
+	return err
+}
+
+// trimSlash drops one trailing slash (tar directory names carry one).
+func trimSlash(s string) string {
+	if len(s) > 1 && s[len(s)-1] == '/' {
+		return s[:len(s)-1]
+	}
+	return s
+}

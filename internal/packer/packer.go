@@ -1,0 +1,171 @@
+package packer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// Packer packs, unpacks and finds one backend's sessions in one live env.
+// It implements backend.SessionPacker.
+type Packer struct {
+	backend string
+	env     backend.Env
+	limits  Limits
+	layout  layout
+}
+
+var _ backend.SessionPacker = (*Packer)(nil)
+
+// NewFiles returns a packer for a backend whose session parts are a function
+// of the env and the session id alone: places lists them (at least one
+// Primary file; Dir parts take every regular file beneath them). It is the
+// building block for backends without a bespoke layout, such as the scripted
+// agent's session log.
+func NewFiles(backendName string, env backend.Env, limits Limits, places func(env backend.Env, sessionID string) ([]Place, error)) *Packer {
+	return newPacker(backendName, env, limits, fixedLayout{places: places})
+}
+
+func newPacker(name string, env backend.Env, limits Limits, l layout) *Packer {
+	return &Packer{backend: name, env: env, limits: limits.withDefaults(), layout: l}
+}
+
+// Backend returns the backend name written into and checked against archive
+// headers.
+func (p *Packer) Backend() string { return p.backend }
+
+// HasSession reports whether the session's main file is present, as a
+// regular file, where the CLI will look for it when run in the packer's env.
+// Anything it cannot read counts as absent.
+func (p *Packer) HasSession(ctx context.Context, sessionID string) bool {
+	_, err := p.SessionFile(ctx, sessionID)
+	return err == nil
+}
+
+// SessionFile returns the absolute path of the session's main file in the
+// live env (the transcript or rollout the CLI resumes from), or an error
+// wrapping ErrNoSession when there is none. Executors that hand the CLI a
+// file path use it, so they find exactly what HasSession found.
+func (p *Packer) SessionFile(ctx context.Context, sessionID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := checkID(sessionID); err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(p.env.StateRoot)
+	if err != nil {
+		return "", p.noSession(sessionID, err)
+	}
+	defer root.Close()
+	parts, err := p.findLive(root, sessionID)
+	if err != nil {
+		return "", err
+	}
+	for _, pl := range parts {
+		if pl.Primary {
+			return filepath.Join(p.env.StateRoot, filepath.FromSlash(pl.Path)), nil
+		}
+	}
+	return "", p.noSession(sessionID, nil)
+}
+
+func (p *Packer) noSession(id string, cause error) error {
+	if cause != nil && !errors.Is(cause, fs.ErrNotExist) {
+		return fmt.Errorf("%s session %s in %s: %w", p.backend, id, p.env.StateRoot, cause)
+	}
+	return fmt.Errorf("%w: %s session %s is not in %s (working directory %s)", ErrNoSession, p.backend, id, p.env.StateRoot, p.env.Workdir)
+}
+
+// findLive returns the session's parts that exist in root, checked: no part
+// and no directory on the way to it may be a link or a special file.
+func (p *Packer) findLive(root *os.Root, id string) ([]Place, error) {
+	cands, err := p.layout.live(root, p.env, id)
+	if err != nil {
+		return nil, err
+	}
+	var found []Place
+	for _, pl := range cands {
+		fi, err := lstatInRoot(root, pl.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := checkType(pl, fi); err != nil {
+			return nil, err
+		}
+		found = append(found, pl)
+	}
+	return found, nil
+}
+
+// checkType accepts a regular file for a file part and a directory for a
+// directory part.
+func checkType(pl Place, fi fs.FileInfo) error {
+	m := fi.Mode()
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symlink; session files must be plain files", ErrLinkEntry, pl.Path)
+	case pl.Dir && m.IsDir(), !pl.Dir && m.IsRegular():
+		return nil
+	case m.IsDir() || m.IsRegular():
+		return fmt.Errorf("%w: %s is a %s, the session needs a %s there", ErrExists, pl.Path, kind(m), kind(placeMode(pl)))
+	default:
+		return fmt.Errorf("%w: %s is a %s", ErrSpecialEntry, pl.Path, kind(m))
+	}
+}
+
+func placeMode(pl Place) fs.FileMode {
+	if pl.Dir {
+		return fs.ModeDir
+	}
+	return 0
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	default:
+		return "special file"
+	}
+}
+
+// lstatInRoot lstats rel (slash-separated) in root without following any
+// link: every directory on the way must be a real directory.
+func lstatInRoot(root *os.Root, rel string) (fs.FileInfo, error) {
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := path.Join(parts[:i]...)
+		fi, err := root.Lstat(dir)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s is a symlink on the way to %s; session paths must not go through links", ErrLinkEntry, dir, rel)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%s on the way to %s is not a directory: %w", dir, rel, fs.ErrNotExist)
+		}
+	}
+	return root.Lstat(rel)
+}

@@ -1,0 +1,367 @@
+package packer
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+const (
+	stagingPrefix = ".tether-unpack-"
+	// staleStaging is how old a staging directory left by a crashed unpack
+	// must be before the next unpack in the same root removes it.
+	staleStaging = time.Hour
+	// maxWindow caps the zstd window a frame may ask for; ours use 8 MiB.
+	maxWindow = 64 << 20
+)
+
+// UnpackSession restores an archive made by PackSession into the live root,
+// under the paths the CLI uses from the packer's working directory (Claude
+// Code's files move under the target working directory's project slug).
+//
+// The archive is checked and extracted in full into a fresh staging
+// directory inside the state root first; any refusal leaves the live root
+// as it was. Then each part of the session is renamed into place, the main
+// file last, so HasSession turns true only when the whole session is there.
+//
+// The archive is authoritative: an existing copy of the same session (a
+// retry of the same blob, or a stale copy from an earlier visit) is replaced
+// part by part with atomic renames, and parts of it the archive does not
+// hold are removed. Existing files are never opened, truncated or written
+// through. A session path occupied by anything else (a symlink, a device, a
+// directory where a file goes) is refused with ErrExists and left alone.
+func (p *Packer) UnpackSession(ctx context.Context, sessionID string, blob []byte) error {
+	if err := p.unpack(ctx, sessionID, blob); err != nil {
+		return fmt.Errorf("unpack %s session %s into %s: %w", p.backend, sessionID, p.env.StateRoot, err)
+	}
+	return nil
+}
+
+func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error) {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if int64(len(blob)) > p.limits.maxBlobBytes() {
+		return fmt.Errorf("%w: blob of %d bytes", ErrTooLarge, len(blob))
+	}
+	h, payload, err := splitBlob(blob)
+	if err != nil {
+		return err
+	}
+	if h.Backend != p.backend || h.SessionID != id {
+		return fmt.Errorf("%w: archive holds %s session %q, expected %s session %q", ErrHeaderMismatch, h.Backend, h.SessionID, p.backend, id)
+	}
+	rootAbs, err := filepath.Abs(p.env.StateRoot)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(rootAbs, dirMode); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(rootAbs)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	sweepStaging(root)
+
+	stageAbs, err := os.MkdirTemp(rootAbs, stagingPrefix+"*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := os.RemoveAll(stageAbs); rerr != nil {
+			if err == nil {
+				slog.Warn("packer: staging directory left behind; the next unpack removes it after an hour", "dir", stageAbs, "err", rerr)
+			} else {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
+	stage, err := os.OpenRoot(stageAbs)
+	if err != nil {
+		return err
+	}
+	defer stage.Close()
+
+	parts, err := p.extract(ctx, stage, stageAbs, id, payload)
+	if err != nil {
+		return err
+	}
+	c := committer{root: root, rootAbs: rootAbs, stageAbs: stageAbs}
+	return c.commit(ctx, p, id, parts)
+}
+
+// extract reads the whole archive into the staging directory, checking every
+// entry before writing it, and returns the session parts it held.
+func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id string, payload []byte) (map[string]Place, error) {
+	dec, err := zstd.NewReader(bytes.NewReader(payload),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(uint64(p.limits.maxStreamBytes())),
+		zstd.WithDecoderMaxWindow(maxWindow))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	defer dec.Close()
+	stream := &capReader{r: dec, left: p.limits.maxStreamBytes()}
+	tr := tar.NewReader(stream)
+
+	parts := map[string]Place{}
+	seen := map[string]bool{}
+	var count int
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		th, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, streamErr(err)
+		}
+		count++
+		if count > p.limits.MaxFiles {
+			return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, p.limits.MaxFiles)
+		}
+		name, pl, rel, err := p.checkEntry(th, id)
+		if err != nil {
+			return nil, err
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("%w: entry %q appears twice", ErrCorrupt, name)
+		}
+		seen[name] = true
+		if dst := filepath.Join(stageAbs, filepath.FromSlash(rel)); !strings.HasPrefix(dst, stageAbs+string(filepath.Separator)) {
+			return nil, fmt.Errorf("%w: entry %q lands outside the staging directory", ErrUnsafePath, name)
+		}
+		parts[pl.Path] = pl
+		if th.Typeflag == tar.TypeDir {
+			if err := stage.MkdirAll(rel, dirMode); err != nil {
+				return nil, fmt.Errorf("entry %q: %w", name, stagingErr(err))
+			}
+			continue
+		}
+		if th.Size > p.limits.MaxFileBytes {
+			return nil, fmt.Errorf("%w: entry %q is %d bytes, over the %d-byte single-file limit", ErrTooLarge, name, th.Size, p.limits.MaxFileBytes)
+		}
+		if total += th.Size; total > p.limits.MaxTotalBytes {
+			return nil, fmt.Errorf("%w: archive is over the %d-byte total limit", ErrTooLarge, p.limits.MaxTotalBytes)
+		}
+		if err := writeStaged(stage, rel, tr, th.Size); err != nil {
+			return nil, fmt.Errorf("entry %q: %w", name, err)
+		}
+	}
+	if err := drain(stream); err != nil {
+		return nil, err
+	}
+	primary := false
+	for _, pl := range parts {
+		primary = primary || pl.Primary
+	}
+	if !primary {
+		return nil, fmt.Errorf("%w: the archive holds no session file", ErrCorrupt)
+	}
+	if err := syncDirs(stage); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+// checkEntry refuses anything but a regular file or directory with a safe,
+// whitelisted, non-denied name, and returns the entry's name, its part, and
+// where it goes relative to the state root.
+func (p *Packer) checkEntry(th *tar.Header, id string) (name string, pl Place, rel string, err error) {
+	name = th.Name
+	switch th.Typeflag {
+	case tar.TypeReg:
+	case tar.TypeDir:
+		name = trimSlash(name)
+	case tar.TypeSymlink, tar.TypeLink:
+		return "", Place{}, "", fmt.Errorf("%w: %q links to %q", ErrLinkEntry, th.Name, th.Linkname)
+	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		return "", Place{}, "", fmt.Errorf("%w: %q is a device or fifo", ErrSpecialEntry, th.Name)
+	default:
+		return "", Place{}, "", fmt.Errorf("%w: %q has entry type %q", ErrSpecialEntry, th.Name, th.Typeflag)
+	}
+	if err := checkRel(name); err != nil {
+		return "", Place{}, "", err
+	}
+	if !filepath.IsLocal(filepath.FromSlash(name)) {
+		return "", Place{}, "", fmt.Errorf("%w: %q", ErrUnsafePath, name)
+	}
+	if denied(name) {
+		return "", Place{}, "", fmt.Errorf("%w: %q", ErrDenied, name)
+	}
+	pl, ok := p.layout.part(p.env, id, name)
+	if !ok {
+		return "", Place{}, "", fmt.Errorf("%w: %q is not a file of %s session %s", ErrNotWhitelisted, name, p.backend, id)
+	}
+	isDir := th.Typeflag == tar.TypeDir
+	if (!pl.Dir && (name != pl.Name || isDir)) || (pl.Dir && name == pl.Name && !isDir) {
+		return "", Place{}, "", fmt.Errorf("%w: %q has the wrong type for its part of the session", ErrNotWhitelisted, name)
+	}
+	rel = pl.Path + name[len(pl.Name):]
+	if err := checkRel(rel); err != nil {
+		return "", Place{}, "", err
+	}
+	if denied(rel) {
+		return "", Place{}, "", fmt.Errorf("%w: %q", ErrDenied, rel)
+	}
+	return name, pl, rel, nil
+}
+
+// writeStaged creates rel in the staging directory (never opening an
+// existing file) and copies exactly size bytes into it.
+func writeStaged(stage *os.Root, rel string, r io.Reader, size int64) error {
+	if dir := path.Dir(rel); dir != "." {
+		if err := stage.MkdirAll(dir, dirMode); err != nil {
+			return stagingErr(err)
+		}
+	}
+	f, err := stage.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return stagingErr(err)
+	}
+	n, err := io.Copy(f, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%w: %d of %d bytes", ErrCorrupt, n, size)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return streamErr(err)
+	}
+	return nil
+}
+
+// drain reads what follows the tar end-of-archive marker to the end of the
+// zstd frame, which makes the decoder verify the frame's checksum. Only
+// zero padding may follow.
+func drain(r io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return fmt.Errorf("%w: data after the end of the archive", ErrCorrupt)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return streamErr(err)
+		}
+	}
+}
+
+// stagingErr classifies a failure to create an entry in the fresh staging
+// directory: a clash with an earlier entry is the archive's fault.
+func stagingErr(err error) error {
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) {
+		return fmt.Errorf("%w: entries clash: %v", ErrCorrupt, err)
+	}
+	return err
+}
+
+func streamErr(err error) error {
+	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !isStreamErr(pe.Err) {
+		return err // a local file system failure, not the archive's fault
+	}
+	return fmt.Errorf("%w: %v", ErrCorrupt, err)
+}
+
+func isStreamErr(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tar.ErrHeader)
+}
+
+// capReader fails with ErrTooLarge once more than left bytes were read.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(b []byte) (int, error) {
+	// Asking for one byte past the cap tells a stream that ends exactly at
+	// the cap from one that goes on.
+	if int64(len(b)) > c.left+1 {
+		b = b[:c.left+1]
+	}
+	n, err := c.r.Read(b)
+	if int64(n) > c.left {
+		return 0, fmt.Errorf("%w: decompressed stream over the cap", ErrTooLarge)
+	}
+	c.left -= int64(n)
+	return n, err
+}
+
+// syncDirs fsyncs every directory in the staging tree, so the renames that
+// follow publish durable directory entries.
+func syncDirs(stage *os.Root) error {
+	return fs.WalkDir(stage.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return syncDir(stage, p)
+	})
+}
+
+func syncDir(root *os.Root, dir string) error {
+	f, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sweepStaging removes staging directories that crashed unpacks left behind.
+func sweepStaging(root *os.Root) {
+	d, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), stagingPrefix) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < staleStaging {
+			continue
+		}
+		if err := root.RemoveAll(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("packer: cannot remove a stale staging directory", "dir", e.Name(), "err", err)
+		}
+	}
+}
