@@ -98,7 +98,7 @@ func (r *runImpl) visitAgent(ctx workflow.Context, node *graph.Node, cur runstor
 				// Ids count across every ask_user of the visit, so a second
 				// question is never mistaken for the answered first.
 				asked++
-				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), Text: q.Text})
+				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), AgentID: q.ID, Text: q.Text})
 			}
 			if res.Packed {
 				p.BackendSessionStateRef = req.PauseTo
@@ -177,7 +177,7 @@ func (r *runImpl) awaitAgentAnswer(ctx workflow.Context, node *graph.Node, p *ru
 		p.Questions[i].Answered = true
 		p.Questions[i].Answer = answers[i]
 	}
-	return &backend.Answer{QuestionID: p.Questions[0].ID, Text: text, PendingToolUseID: p.PendingToolUseID}, nil
+	return &backend.Answer{QuestionID: p.Questions[0].AgentID, Text: text, PendingToolUseID: p.PendingToolUseID}, nil
 }
 
 // effectiveBackend is the backend this visit plans for: the node's own, or

@@ -123,8 +123,28 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
+	step.Detail = summary(v.output)
 	r.addStep(step)
 	return v, nil
+}
+
+// summary is the first line of a visit's text or answer, cut short, for
+// progress lines and the path.
+func summary(out map[string]any) string {
+	var s string
+	for _, k := range []string{"text", "answer"} {
+		if v, ok := out[k].(string); ok && v != "" {
+			s = v
+			break
+		}
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
 }
 
 func ordinal(n int) string {

@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
@@ -33,6 +35,8 @@ type harness struct {
 	runs   *runstore.Store
 	worker *workerhost.Host
 	n      int
+	// workerBlobs is the store workers use; nil means blobs.
+	workerBlobs blob.Store
 	// backends builds the backends of each new worker.
 	backends func(t *testing.T) workerhost.BackendConfig
 }
@@ -63,13 +67,20 @@ func (h *harness) startWorker() string {
 	bs, err := workerhost.NewBackends(cfg)
 	require.NoError(h.t, err)
 	w, err := workerhost.Start(h.c, workerhost.Options{
-		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.blobs, Backends: bs,
+		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 	})
 	require.NoError(h.t, err)
 	h.worker = w
 	h.t.Cleanup(w.Stop)
 	return root
+}
+
+func (h *harness) workerStore() blob.Store {
+	if h.workerBlobs != nil {
+		return h.workerBlobs
+	}
+	return h.blobs
 }
 
 // stopWorker stops the current worker; its state root is gone with it.
@@ -170,4 +181,37 @@ func pathString(res *workflows.GraphRunResult) string {
 		p = append(p, s.Node)
 	}
 	return strings.Join(p, ">")
+}
+
+// hookedBlobs fails a Put when its hook returns an error: an injected
+// store fault in front of a real store.
+type hookedBlobs struct {
+	blob.Store
+	hook func(key string) error
+}
+
+func (b *hookedBlobs) Put(ctx context.Context, key string, r io.Reader, size int64, opts ...blob.PutOption) error {
+	if err := b.hook(key); err != nil {
+		return err
+	}
+	return b.Store.Put(ctx, key, r, size, opts...)
+}
+
+// wrapBlobs puts hook in front of the workers' blob store (not the test's
+// own view of it, h.runs).
+func (h *harness) wrapBlobs(hook func(key string) error) {
+	h.workerBlobs = &hookedBlobs{Store: h.blobs, hook: hook}
+}
+
+// tether runs the tether CLI in process against this harness's server and
+// the file store at dir, and returns its output; it fails the test on a
+// non-zero exit.
+func (h *harness) tether(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	var out, errOut strings.Builder
+	code := cli.Main(args, &out, &errOut)
+	require.Equal(t, 0, code, "tether %v: %s%s", args, out.String(), errOut.String())
+	return out.String()
 }

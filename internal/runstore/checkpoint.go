@@ -106,7 +106,10 @@ type PauseInfo struct {
 
 // Question is one pending question.
 type Question struct {
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// AgentID is the id the agent gave an in-node question; the answer is
+	// handed back to the agent under it.
+	AgentID  string `json:"agent_id,omitempty"`
 	Text     string `json:"text"`
 	Answered bool   `json:"answered,omitempty"`
 	Answer   string `json:"answer,omitempty"`

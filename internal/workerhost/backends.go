@@ -23,6 +23,10 @@ type BackendConfig struct {
 	OpenAIBaseURL string
 	// Model names the default model of each CLI backend, by backend name.
 	Model map[string]string
+	// APIKey, by backend name, is passed to the CLI in its environment
+	// only; unset, each CLI backend reads its usual variable
+	// (ANTHROPIC_API_KEY, OPENAI_API_KEY).
+	APIKey map[string]string
 	// AskUser is the argv that starts the ask_user MCP server.
 	AskUser []string
 	// TempDir holds per-visit scratch directories; empty: os.TempDir.
@@ -64,7 +68,7 @@ func upper(s string) string {
 // program is missing still registers: it fails its visits with the typed
 // NotInstalled error, which lets a node's fallback take over.
 func NewBackends(cfg BackendConfig) (activities.Backends, error) {
-	bin := func(name string) string {
+	bin := func(string) string {
 		if cfg.CLIBin == "" {
 			return ""
 		}
@@ -72,15 +76,15 @@ func NewBackends(cfg BackendConfig) (activities.Backends, error) {
 	}
 	bs := activities.Backends{
 		claude.New(claude.Options{
-			BinDir: bin("claude"), BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"],
+			BinDir: bin("claude"), BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"], APIKey: cfg.APIKey["claude_code"],
 			AskUser: cfg.AskUser, TempDir: cfg.TempDir,
 		}),
 		codex.New(codex.Options{
-			BinDir: bin("codex"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"],
+			BinDir: bin("codex"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"], APIKey: cfg.APIKey["codex"],
 			AskUser: cfg.AskUser, TempDir: cfg.TempDir,
 		}),
 		pi.New(pi.Options{
-			BinDir: bin("pi"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"],
+			BinDir: bin("pi"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"], APIKey: cfg.APIKey["pi"],
 			AskUser: true, TempDir: cfg.TempDir,
 		}),
 	}
