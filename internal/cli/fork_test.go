@@ -33,3 +33,11 @@ func TestForkOmitsRefs(t *testing.T) {
 	assert.Equal(t, "runs/a/sessions/w/pause/Y", src.Pause.BackendSessionStateRef)
 	assert.NotEmpty(t, src.NodeSessions)
 }
+
+func TestNewRunIDIsAValidRunID(t *testing.T) {
+	for _, name := range []string{"Review Loop", "", "..", "ünïcode graph/with slashes", "a-very-long-graph-name-that-goes-on-and-on-and-on"} {
+		id := newRunID(name)
+		require.NoError(t, runstore.ValidateRunID(id), id)
+	}
+	assert.Regexp(t, `^review-loop-[0-9a-z]{26}$`, newRunID("Review Loop"))
+}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -257,7 +256,9 @@ persist nodes start their own conversations.`,
 			}
 			cp := Fork(src)
 			if newID == "" {
-				newID = strings.ToLower(cp.Graph.Name) + "-" + strings.ToLower(ulid.Make().String())
+				newID = newRunID(cp.Graph.Name)
+			} else if err := runstore.ValidateRunID(newID); err != nil {
+				return usageErr("--id: %v", err)
 			}
 			cp.RunID = newID
 			if err := a.start(ctx, newID, cp); err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -45,7 +46,9 @@ run completed and 1 when it failed.`,
 				return err
 			}
 			if id == "" {
-				id = strings.ToLower(g.Name) + "-" + strings.ToLower(ulid.Make().String())
+				id = newRunID(g.Name)
+			} else if err := runstore.ValidateRunID(id); err != nil {
+				return usageErr("--id: %v", err)
 			}
 			c, err := a.temporal()
 			if err != nil {
@@ -77,6 +80,28 @@ run completed and 1 when it failed.`,
 	cmd.Flags().StringVar(&id, "id", "", "run ID (default: <graph name>-<ulid>)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
 	return cmd
+}
+
+// newRunID is the graph's name, reduced to the run-id alphabet, plus a
+// ULID.
+func newRunID(graphName string) string {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z', '0' <= r && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		case 'A' <= r && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, graphName)
+	name = strings.Trim(name, ".-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	if name == "" {
+		name = "run"
+	}
+	return name + "-" + strings.ToLower(ulid.Make().String())
 }
 
 // loadGraph parses and validates a graph file; problems exit 2.

@@ -35,15 +35,15 @@ func TestParseReviewLoop(t *testing.T) {
 	assert.Equal(t, 5, w.MaxVisits)
 	assert.Len(t, w.Script, 3)
 	assert.Equal(t, Pos{Line: 16, Column: 5}, w.Pos)
-	assert.Equal(t, SessionFresh, g.Nodes[1].Session)
+	assert.Equal(t, SessionPersist, g.Nodes[1].Session)
 	assert.Equal(t, "Publish draft?", g.Nodes[2].Question)
 
 	require.Len(t, g.Edges, 4)
 	back := g.Edges[2]
 	assert.Equal(t, Edge{From: "judge", To: "writer", When: "output.approved != true", With: map[string]any{"feedback": "output.feedback"}, Pos: back.Pos}, back)
-	assert.Equal(t, Pos{Line: 62, Column: 5}, back.Pos)
-	assert.Equal(t, Pos{Line: 64, Column: 11}, g.Source.At("edges[2].when"))
-	assert.Equal(t, Pos{Line: 66, Column: 17}, g.Source.At("edges[2].with.feedback"))
+	assert.Equal(t, Pos{Line: 65, Column: 5}, back.Pos)
+	assert.Equal(t, Pos{Line: 67, Column: 11}, g.Source.At("edges[2].when"))
+	assert.Equal(t, Pos{Line: 69, Column: 17}, g.Source.At("edges[2].with.feedback"))
 	assert.Equal(t, "../../examples/review-loop.yaml", g.Source.File)
 
 	n, ok := g.Node("judge")

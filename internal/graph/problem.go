@@ -71,6 +71,7 @@ const (
 	CodeMissingInputName  = "G038"
 	CodeDuplicateInput    = "G039"
 	CodeJoinsDiffer       = "G040"
+	CodeBadID             = "G041"
 )
 
 // CodeInfo describes one problem code.
@@ -117,6 +118,7 @@ var codeTable = []CodeInfo{
 	{CodeMissingInputName, SeverityError, "a declared input has no name"},
 	{CodeDuplicateInput, SeverityError, "two declared inputs share a name"},
 	{CodeJoinsDiffer, SeverityError, "the branches of one fan-out meet at different joins"},
+	{CodeBadID, SeverityError, "a node id with characters other than letters, digits, '_' and '-'"},
 }
 
 // Codes lists every problem code, in code order.

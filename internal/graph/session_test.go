@@ -32,3 +32,20 @@ func TestSessionModeJSON(t *testing.T) {
 	_, err := json.Marshal(SessionMode(9))
 	assert.Error(t, err)
 }
+
+func TestNodeIDAlphabet(t *testing.T) {
+	g, err := Parse([]byte(`
+name: ids
+start: "a.b"
+nodes:
+  - {id: "a.b", kind: agent, backend: scripted, prompt: hi}
+  - {id: done, kind: end}
+edges:
+  - {from: "a.b", to: done}
+`), "ids.yaml")
+	require.NoError(t, err)
+	probs := Validate(g)
+	require.True(t, probs.HasErrors())
+	assert.Contains(t, probs.String(), "G041")
+	assert.Contains(t, probs.String(), `"a_b"`)
+}

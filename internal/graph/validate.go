@@ -107,6 +107,9 @@ func (v *validator) checkNodes() {
 			v.add(CodeMissingID, v.nodePos(i), "", "node #%d has no id; give it an id that edges and start can name", i+1)
 			name = fmt.Sprintf("#%d", i+1)
 		default:
+			if !validID(n.ID) {
+				v.add(CodeBadID, v.at(path+".id", path), n.ID, "node id %q may hold only letters, digits, '_' and '-' (at most 128): it names the node's session blobs and questions; rename it, e.g. %q", n.ID, suggestID(n.ID))
+			}
 			if first, dup := v.index[n.ID]; dup {
 				v.add(CodeDuplicateID, v.at(path+".id", path), n.ID, "node id %q is used twice (first at %s); node ids must be unique, so rename one", n.ID, v.nodePos(first))
 			} else {
@@ -338,5 +341,32 @@ func didYouMean(s string, candidates []string) string {
 
 func durationString(d Duration) string {
 	b, _ := d.MarshalText()
+	return string(b)
+}
+
+// validID reports whether id can name a node: it becomes part of blob keys
+// (runstore.SessionKey) and question ids, so it is kept to a safe alphabet.
+func validID(id string) bool {
+	if len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func suggestID(id string) string {
+	b := []rune(id)
+	for i, c := range b {
+		if !(c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 128 {
+		b = b[:128]
+	}
 	return string(b)
 }

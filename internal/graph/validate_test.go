@@ -250,6 +250,14 @@ nodes:
 edges:
   - {from: t, to: done}
 `, "4:30"},
+		{"node id outside the safe alphabet", CodeBadID, `
+start: "a b"
+nodes:
+  - {id: "a b", kind: tool, run: [echo]}
+  - {id: done, kind: end}
+edges:
+  - {from: "a b", to: done}
+`, "4:10"},
 		{"branches meet at different joins", CodeJoinsDiffer, `
 start: f
 nodes:
@@ -336,7 +344,7 @@ func TestEveryCodeIsExercised(t *testing.T) {
 	for _, p := range Validate(g) {
 		seen[p.Code] = true
 	}
-	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer} {
+	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
