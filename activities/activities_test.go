@@ -1,0 +1,175 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/scripted"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// brokenStore answers every read and write with a fault that is not
+// absence.
+type brokenStore struct{ blob.Store }
+
+var errFault = errors.New("disk on fire")
+
+func (brokenStore) Get(context.Context, string) (io.ReadCloser, error) { return nil, errFault }
+func (brokenStore) Put(context.Context, string, io.Reader, int64, ...blob.PutOption) error {
+	return errFault
+}
+
+func newActs(t *testing.T, store blob.Store) *Activities {
+	t.Helper()
+	dir := t.TempDir()
+	return &Activities{
+		Blobs: store, Runs: runstore.New(store),
+		Backends: Backends{scripted.New(scripted.Options{})},
+		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: "tether/test",
+	}
+}
+
+var writer = graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist, Prompt: "hello {{.visit}}"}
+
+func appType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+func TestExecutePacksAndStamps(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	key := runstore.SessionKey("r1", "writer", "01J00000000000000000000000")
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, PackTo: key})
+	require.NoError(t, err)
+	assert.True(t, res.Packed, res.PackError)
+	assert.NotEmpty(t, res.PackDigest)
+	assert.Equal(t, res.SessionID, res.Output[backend.SessionIDKey])
+	assert.Equal(t, backend.Scripted, res.Output[backend.BackendKey])
+	assert.Equal(t, res.Fingerprint, res.Output[backend.SessionFingerprintKey])
+	assert.NotContains(t, res.Output, backend.SessionStateBlobKey)
+	assert.Equal(t, "tether/test", res.Queue)
+	_, err = a.Blobs.Stat(context.Background(), key)
+	require.NoError(t, err)
+
+	// A retry of the same visit re-puts identical bytes under the same key.
+	_, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, SessionID: res.SessionID, PackTo: runstore.SessionKey("r1", "writer", "01J00000000000000000000001")})
+	require.NoError(t, err)
+}
+
+// A failed Put is reported, not raised: the agent already ran, and a retry
+// would run it twice.
+func TestExecuteReportsPackFailure(t *testing.T) {
+	a := newActs(t, brokenStore{blob.NewMem()})
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, PackTo: runstore.SessionKey("r1", "writer", "01J00000000000000000000000")})
+	require.NoError(t, err)
+	assert.False(t, res.Packed)
+	assert.Contains(t, res.PackError, "disk on fire")
+}
+
+func TestExecuteMissingSessionIsTyped(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	_, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: backend.Scripted, SessionID: "sc-01J00000000000000000000000"})
+	assert.Equal(t, "NoSession", appType(err))
+}
+
+func TestExecuteFallsBackWhenBackendMissing(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	n := writer
+	n.Backend, n.Fallback = backend.Pi, []string{backend.Scripted}
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Pi, SessionID: "pi-session"})
+	require.NoError(t, err)
+	assert.Equal(t, backend.Scripted, res.Backend, "the effective backend is the one that ran")
+	assert.NotEqual(t, "pi-session", res.SessionID, "a session id never moves to another backend")
+
+	n.Fallback = nil
+	_, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Pi})
+	assert.Equal(t, "NotInstalled", appType(err))
+}
+
+func TestRestoreDistinguishesAbsenceFromFaults(t *testing.T) {
+	ctx := context.Background()
+	a := newActs(t, blob.NewMem())
+	ref := runstore.SessionKey("r1", "writer", "01J00000000000000000000000")
+	req := &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: "sc-x", StateRef: ref}
+
+	_, err := a.RestoreSession(ctx, req)
+	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "a missing blob strips and runs fresh")
+
+	require.NoError(t, blob.PutBytes(ctx, a.Blobs, ref, []byte("garbage")))
+	_, err = a.RestoreSession(ctx, req)
+	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "a corrupt blob strips and runs fresh")
+
+	broken := newActs(t, brokenStore{blob.NewMem()})
+	_, err = broken.RestoreSession(ctx, req)
+	require.Error(t, err)
+	assert.Empty(t, appType(err), "a store fault is retried, never absence")
+	assert.ErrorIs(t, err, errFault)
+
+	// Has-session answers for the live root only.
+	res, err := a.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: "sc-nope"})
+	require.NoError(t, err)
+	assert.False(t, res.Present)
+	assert.Equal(t, "tether/test", res.Queue)
+}
+
+func TestRestoreRoundTripsAPackedSession(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	a := newActs(t, store)
+	key := runstore.SessionKey("r1", "writer", "01J00000000000000000000000")
+	res, err := a.ExecuteNode(ctx, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, PackTo: key})
+	require.NoError(t, err)
+	require.True(t, res.Packed)
+
+	// Another worker, with an empty root.
+	b := newActs(t, store)
+	rr, err := b.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: res.SessionID, StateRef: key})
+	require.NoError(t, err)
+	assert.True(t, rr.Present)
+	res2, err := b.ExecuteNode(ctx, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: backend.Scripted, SessionID: res.SessionID})
+	require.NoError(t, err)
+	assert.Equal(t, res.SessionID, res2.SessionID)
+}
+
+func TestRunTool(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	tool := graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"sh", "-c", "echo {{.input.word}}; echo oops >&2; exit 4"}}
+	out, err := a.RunTool(context.Background(), &ToolRequest{RunID: "r1", NodeID: "t", Node: tool, Input: map[string]any{"word": "otter"}})
+	require.NoError(t, err)
+	assert.Equal(t, 4, out["exit_code"])
+	assert.Equal(t, "otter\n", out["stdout"])
+	assert.Equal(t, "oops\n", out["stderr"])
+	assert.Equal(t, false, out["timed_out"])
+
+	tool.Run = []string{"sh", "-c", "sleep 30 & sleep 30"}
+	tool.Timeout = graph.Duration(200_000_000)
+	out, err = a.RunTool(context.Background(), &ToolRequest{RunID: "r1", NodeID: "t", Node: tool})
+	require.NoError(t, err)
+	assert.Equal(t, true, out["timed_out"])
+	assert.Equal(t, -1, out["exit_code"])
+
+	tool.Run = []string{"definitely-not-a-program-here"}
+	_, err = a.RunTool(context.Background(), &ToolRequest{RunID: "r1", NodeID: "t", Node: tool})
+	assert.Equal(t, ErrTypeBadRequest, appType(err))
+}
+
+func TestEnvRefusesEscapingWorkdir(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	_, err := a.Env(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "../../etc"})
+	require.Error(t, err)
+	env, err := a.Env(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "sub/dir"})
+	require.NoError(t, err)
+	assert.Contains(t, env.Workdir, "/work/r1/sub/dir")
+}
