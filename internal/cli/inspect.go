@@ -106,7 +106,10 @@ checkpoint in the run store answers instead.`,
 // loadState asks the live workflow first and the run store second.
 func (a *app) loadState(ctx context.Context, id string) (*workflows.State, string, error) {
 	var temporalStatus enumspb.WorkflowExecutionStatus
-	if _, err := a.temporal(); err == nil {
+	where := "in Temporal"
+	if _, err := a.temporal(); err != nil {
+		where = "(Temporal unreachable: " + err.Error() + ")"
+	} else {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		temporalStatus, _ = a.describe(dctx, id)
 		cancel()
@@ -126,7 +129,7 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 	cp, err := runs.Latest(ctx, id)
 	if err != nil {
 		if errors.Is(err, runstore.ErrNoCheckpoint) {
-			return nil, "", failedErr(fmt.Errorf("run %q not found in Temporal or in the run store %s", id, a.cfg.BlobURL))
+			return nil, "", failedErr(fmt.Errorf("run %q not found %s or in the run store %s", id, where, a.cfg.BlobURL))
 		}
 		return nil, "", failedErr(err)
 	}
