@@ -45,16 +45,16 @@ func fuzzPrefix(tb testing.TB) ([]byte, []sessionlog.Event) {
 	return buf.Bytes(), events
 }
 
-// fuzzRoot prefers tmpfs: recovery fsyncs, and the disk would be the
-// bottleneck of the fuzzer rather than the parser.
-func fuzzRoot(t *testing.T) string {
+// fuzzRoot prefers tmpfs: recovery fsyncs, and on a busy disk the fsyncs,
+// not the parser, would set the pace of the fuzzer.
+func fuzzRoot(f *testing.F) string {
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		if dir, err := os.MkdirTemp("/dev/shm", "jsonl-fuzz-"); err == nil {
-			t.Cleanup(func() { os.RemoveAll(dir) })
+			f.Cleanup(func() { os.RemoveAll(dir) })
 			return dir
 		}
 	}
-	return t.TempDir()
+	return f.TempDir()
 }
 
 // FuzzJSONLRecovery appends arbitrary bytes to a valid log. Load must either
@@ -81,13 +81,14 @@ func FuzzJSONLRecovery(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	prefix, want := fuzzPrefix(f)
+	// One store per fuzzing process; each input overwrites the same log.
+	root := fuzzRoot(f)
+	dir := filepath.Join(root, jsonl.NoCwdBucket)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		f.Fatal(err)
+	}
+	path := filepath.Join(dir, "fz.jsonl")
 	f.Fuzz(func(t *testing.T, tail []byte) {
-		root := fuzzRoot(t)
-		dir := filepath.Join(root, jsonl.NoCwdBucket)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, "fz.jsonl")
 		data := append(append([]byte(nil), prefix...), tail...)
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
