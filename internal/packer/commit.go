@@ -105,6 +105,9 @@ func (c *committer) remove(pl Place) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if errors.Is(err, ErrLinkEntry) {
+		return fmt.Errorf("%w: %v; it was left untouched", ErrExists, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -138,13 +139,17 @@ func wrap(t testing.TB, h Header, tarStream []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, appendPrefix(&buf, h))
-	zw, err := zstd.NewWriter(&buf)
-	require.NoError(t, err)
-	_, err = zw.Write(tarStream)
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
+	return testEncoder().EncodeAll(tarStream, buf.Bytes())
 }
+
+// testEncoder is shared: creating an encoder costs more than a fuzz run.
+var testEncoder = sync.OnceValue(func() *zstd.Encoder {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		panic(err)
+	}
+	return enc
+})
 
 func craft(t testing.TB, backendName, id string, entries ...tarEntry) []byte {
 	return wrap(t, Header{Backend: backendName, SessionID: id}, rawTar(t, entries))

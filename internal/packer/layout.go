@@ -110,7 +110,7 @@ func checkRel(p string) error {
 	}
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {
-			return fmt.Errorf("%w: %q climbs out with ..", ErrUnsafePath, p)
+			return fmt.Errorf("%w: %q climbs out of its directory", ErrUnsafePath, p)
 		}
 	}
 	return nil

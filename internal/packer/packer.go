@@ -57,7 +57,7 @@ func (p *Packer) SessionFile(ctx context.Context, sessionID string) (string, err
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	if err := checkID(sessionID); err != nil {
+	if err := p.check(sessionID); err != nil {
 		return "", err
 	}
 	root, err := os.OpenRoot(p.env.StateRoot)
@@ -77,6 +77,15 @@ func (p *Packer) SessionFile(ctx context.Context, sessionID string) (string, err
 	return "", p.noSession(sessionID, nil)
 }
 
+// check refuses an unsafe session id and a packer without a state root
+// (which would otherwise resolve against the process's cwd).
+func (p *Packer) check(id string) error {
+	if p.env.StateRoot == "" {
+		return fmt.Errorf("packer: %s packer has no state root", p.backend)
+	}
+	return checkID(id)
+}
+
 func (p *Packer) noSession(id string, cause error) error {
 	if cause != nil && !errors.Is(cause, fs.ErrNotExist) {
 		return fmt.Errorf("%s session %s in %s: %w", p.backend, id, p.env.StateRoot, cause)
@@ -93,6 +102,9 @@ func (p *Packer) findLive(root *os.Root, id string) ([]Place, error) {
 	}
 	var found []Place
 	for _, pl := range cands {
+		if denied(pl.Name) || denied(pl.Path) {
+			continue
+		}
 		fi, err := lstatInRoot(root, pl.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -51,7 +51,7 @@ func (p *Packer) UnpackSession(ctx context.Context, sessionID string, blob []byt
 }
 
 func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error) {
-	if err := checkID(id); err != nil {
+	if err := p.check(id); err != nil {
 		return err
 	}
 	if int64(len(blob)) > p.limits.maxBlobBytes() {
@@ -110,7 +110,7 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id string, payload []byte) (map[string]Place, error) {
 	dec, err := zstd.NewReader(bytes.NewReader(payload),
 		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(p.limits.maxStreamBytes())),
+		zstd.WithDecoderMaxMemory(uint64(max(p.limits.maxStreamBytes(), maxWindow))),
 		zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -284,6 +284,9 @@ func stagingErr(err error) error {
 }
 
 func streamErr(err error) error {
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	}
 	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
