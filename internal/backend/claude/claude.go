@@ -17,6 +17,7 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/packer"
 )
 
 // Options configure the executor. The zero value runs `claude` from PATH
@@ -84,9 +85,8 @@ func (e *Executor) Name() string { return backend.ClaudeCode }
 // Packer returns the claude_code session packer bound to env.
 func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
 
-// NewPacker builds the packer for a live env; it is a variable so that the
-// packer package can be wired without this package depending on its
-// internals.
+// NewPacker builds the packer for a live env (packer.NewClaude with the
+// default limits); a worker may replace it to change the limits.
 var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
@@ -351,6 +351,6 @@ func (s *stream) line(b []byte) {
 	}
 }
 
-func newPacker(backend.Env) backend.SessionPacker {
-	return cliexec.UnavailablePacker{Backend: backend.ClaudeCode}
+func newPacker(env backend.Env) backend.SessionPacker {
+	return packer.NewClaude(env, packer.DefaultLimits())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +71,34 @@ func TestBypassPermissions(t *testing.T) {
 	res, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: clitest.NewEnv(t)})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 1: alpha", res.Text)
+}
+
+// TestPackerFindsWhatTheCLIWrote checks the packer's project slug against
+// the real CLI for working directories that stress it: over 200 characters
+// (cut plus hash), and with characters outside ASCII and outside the BMP.
+func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
+	bin := clitest.Isolate(t)
+	fake := fakemodel.Start(t)
+	ex := claude.New(claude.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1",
+		Timeout: time.Minute, TempDir: t.TempDir()})
+	long := strings.Repeat("d_abcdefghij.k/", 16)
+	for name, sub := range map[string]string{
+		"long":    long,
+		"unicode": "caf\u00e9 \U0001F600 \u4e2d",
+		"longuni": strings.Repeat("\u00e9\U0001F600x/", 60),
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := clitest.NewEnv(t)
+			env.Workdir = filepath.Join(env.Workdir, sub)
+			require.NoError(t, os.MkdirAll(env.Workdir, 0o755))
+			res, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: env})
+			require.NoError(t, err)
+			ents, _ := os.ReadDir(filepath.Join(env.StateRoot, "projects"))
+			for _, e := range ents {
+				t.Logf("CLI slug (%d chars): %s", len(e.Name()), e.Name())
+			}
+			assert.True(t, ex.Packer(env).HasSession(context.Background(), res.SessionID),
+				"the packer finds the session the CLI wrote for %q", env.Workdir)
+		})
+	}
 }

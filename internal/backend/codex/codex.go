@@ -21,6 +21,7 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/packer"
 )
 
 // ProviderID is the model_providers entry the executor defines, and
@@ -89,7 +90,8 @@ func (e *Executor) Name() string { return backend.Codex }
 // Packer returns the codex session packer bound to env.
 func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
 
-// NewPacker builds the packer for a live env.
+// NewPacker builds the packer for a live env (packer.NewCodex with the
+// default limits); a worker may replace it to change the limits.
 var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
 
 // Fingerprint hashes what defines a conversation with model (empty: the
@@ -169,7 +171,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	res.Text = st.text
 	pending := ""
 	if st.askUser && res.SessionID != "" {
-		pending = pendingCallID(req.Env.StateRoot, res.SessionID)
+		pending = pendingCallID(ctx, req.Env, res.SessionID)
 	}
 	ask, err := visit.Interaction(pending)
 	if err != nil {
@@ -313,9 +315,10 @@ func (s *stream) line(b []byte) {
 // pendingCallID finds the call_id of the session's last ask_user call in its
 // rollout: Codex passes no tool-use id to MCP servers and its --json items
 // carry their own ids, so the rollout is the one place that has it.
-func pendingCallID(root, sessionID string) string {
-	path := RolloutPath(root, sessionID)
-	if path == "" {
+func pendingCallID(ctx context.Context, env backend.Env, sessionID string) string {
+	// The packer's path code finds the rollout, as it does for HasSession.
+	path, err := packer.NewCodex(env, packer.DefaultLimits()).SessionFile(ctx, sessionID)
+	if err != nil {
 		return ""
 	}
 	f, err := os.Open(path)
@@ -352,19 +355,6 @@ func pendingCallID(root, sessionID string) string {
 // (the model calls ask_user inside namespace mcp__tether).
 const AskUserNamespace = "mcp__" + askuser.ServerName
 
-// RolloutPath returns the rollout file of sessionID under root
-// (sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl), or "" when there is none.
-func RolloutPath(root, sessionID string) string {
-	if sessionID == "" || strings.ContainsAny(sessionID, `*?[]\/`) {
-		return ""
-	}
-	m, _ := filepath.Glob(filepath.Join(root, "sessions", "*", "*", "*", "rollout-*-"+sessionID+".jsonl"))
-	if len(m) == 0 {
-		return ""
-	}
-	return m[len(m)-1]
-}
-
-func newPacker(backend.Env) backend.SessionPacker {
-	return cliexec.UnavailablePacker{Backend: backend.Codex}
+func newPacker(env backend.Env) backend.SessionPacker {
+	return packer.NewCodex(env, packer.DefaultLimits())
 }

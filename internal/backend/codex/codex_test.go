@@ -2,6 +2,7 @@ package codex_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,10 +34,13 @@ var suite = clitest.Suite{
 			TempDir:        h.Scratch,
 		})
 	},
-	HasSessionFiles: func(env backend.Env, id string) bool { return codex.RolloutPath(env.StateRoot, id) != "" },
-	MissingID:       "01a22c70-0000-7000-8000-000000000000",
-	AskUserTool:     codex.AskUserNamespace + "\x00ask_user",
-	PendingPrefix:   "call_",
+	HasSessionFiles: func(env backend.Env, id string) bool {
+		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+		return len(m) == 1
+	},
+	MissingID:     "01a22c70-0000-7000-8000-000000000000",
+	AskUserTool:   codex.AskUserNamespace + "\x00ask_user",
+	PendingPrefix: "call_",
 }
 
 func TestCodex(t *testing.T) { clitest.Run(t, suite) }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/packer"
 )
 
 const (
@@ -100,7 +101,8 @@ func (e *Executor) Name() string { return backend.Pi }
 // Packer returns the pi session packer bound to env.
 func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
 
-// NewPacker builds the packer for a live env.
+// NewPacker builds the packer for a live env (packer.NewPi with the default
+// limits); a worker may replace it to change the limits.
 var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
 
 func (e *Executor) provider() string {
@@ -141,19 +143,6 @@ func (e *Executor) Fingerprint(model string) string {
 	})
 }
 
-// SessionPath returns the session file of id in the flat session dir root
-// (<timestamp>_<id>.jsonl), or "" when there is none.
-func SessionPath(root, id string) string {
-	if id == "" || strings.ContainsAny(id, `*?[]\/`) {
-		return ""
-	}
-	m, _ := filepath.Glob(filepath.Join(root, "*_"+id+".jsonl"))
-	if len(m) == 0 {
-		return ""
-	}
-	return m[len(m)-1]
-}
-
 // Execute runs one visit.
 func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	var res backend.Result
@@ -167,9 +156,14 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	var session string
 	if req.SessionID != "" {
 		// pi given a --session file that does not exist starts a new
-		// session silently, so absence is decided here.
-		if session = SessionPath(req.Env.StateRoot, req.SessionID); session == "" {
-			return res, fmt.Errorf("%w: pi session %s has no file in %s", backend.ErrNoSession, req.SessionID, req.Env.StateRoot)
+		// session silently, so absence is decided here, by the packer's
+		// path code (the same that answers HasSession).
+		session, err = packer.NewPi(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
+		if errors.Is(err, packer.ErrNoSession) {
+			return res, fmt.Errorf("%w: %v", backend.ErrNoSession, err)
+		}
+		if err != nil {
+			return res, fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
 		}
 	}
 	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
@@ -385,6 +379,6 @@ func (s *stream) line(b []byte) {
 	}
 }
 
-func newPacker(backend.Env) backend.SessionPacker {
-	return cliexec.UnavailablePacker{Backend: backend.Pi}
+func newPacker(env backend.Env) backend.SessionPacker {
+	return packer.NewPi(env, packer.DefaultLimits())
 }

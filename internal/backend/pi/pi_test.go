@@ -2,6 +2,7 @@ package pi_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,8 +33,11 @@ var suite = clitest.Suite{
 			TempDir:        h.Scratch,
 		})
 	},
-	HasSessionFiles: func(env backend.Env, id string) bool { return pi.SessionPath(env.StateRoot, id) != "" },
-	MissingID:       "01a22c71-0000-7000-8000-000000000000",
+	HasSessionFiles: func(env backend.Env, id string) bool {
+		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "*_"+id+".jsonl"))
+		return len(m) == 1
+	},
+	MissingID: "01a22c71-0000-7000-8000-000000000000",
 }
 
 func TestPi(t *testing.T) { clitest.Run(t, suite) }
