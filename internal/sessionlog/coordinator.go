@@ -24,7 +24,9 @@ type Coordinator struct {
 var _ Service = (*Coordinator)(nil)
 
 // NewCoordinator returns a Service over store. The Coordinator must be the
-// only writer of the store.
+// only writer of the store. It remembers every session it has touched until
+// Delete or Close (a few hundred bytes each), so long-lived processes should
+// open one per unit of work, as the scripted backend does per visit.
 func NewCoordinator(store Storage) *Coordinator {
 	return &Coordinator{store: store, sessions: map[string]*session{}}
 }

@@ -34,6 +34,10 @@ import (
 	"github.com/tether-run/tether/internal/sessionlog"
 )
 
+// maxHeader bounds the header line a header-only read accepts (a cwd may
+// be up to PATH_MAX, 4096 bytes, before JSON escaping).
+const maxHeader = 64 << 10
+
 // Store implements sessionlog.Storage on a directory.
 type Store struct {
 	root string
@@ -148,7 +152,7 @@ func readLog(root, rel, id string, depth sessionlog.Depth) (*sessionlog.Stored, 
 	}
 	var data []byte
 	if depth == sessionlog.HeaderOnly {
-		data, err = bufio.NewReader(f).ReadSlice('\n')
+		data, err = bufio.NewReaderSize(f, maxHeader).ReadSlice('\n')
 		if errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull) {
 			err = nil // parse reports an unterminated header
 		}

@@ -251,3 +251,21 @@ func checkEACCES(t *testing.T, root string) {
 	fault(c.Create(ctx, hdr("other", "/x")), "Create elsewhere still probes every bucket")
 	fault(c.Delete(ctx, "s"), "Delete")
 }
+
+func TestLongCwdHeader(t *testing.T) {
+	root := t.TempDir()
+	cwd := "/" + strings.Repeat("\u00e9/deep", 800) // a header line longer than 4 KiB
+	c := jsonl.Open(root)
+	require.NoError(t, c.Create(ctx, hdr("s", cwd)))
+	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
+	require.NoError(t, c.Close())
+	c2 := jsonl.Open(root)
+	defer c2.Close()
+	has, err := c2.Has(ctx, "s")
+	require.NoError(t, err)
+	assert.True(t, has)
+	list, err := c2.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, cwd, list[0].Cwd)
+}
