@@ -17,12 +17,6 @@ import (
 	"github.com/tether-run/tether/internal/fakemodel"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	clitest.Cleanup()
-	os.Exit(code)
-}
-
 var suite = clitest.Suite{
 	New: func(h *clitest.Harness) backend.Backend {
 		return claude.New(claude.Options{

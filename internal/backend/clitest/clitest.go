@@ -1,14 +1,18 @@
 // Package clitest holds what the real-CLI backend tests share: an isolated
 // environment per test (fresh HOME, empty state root and working
 // directory), the agent CLIs' bin directory, and the ask_user MCP server
-// built once per test binary.
+// built once per version of its sources.
 package clitest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -49,43 +53,59 @@ func NewEnv(t *testing.T) backend.Env {
 var startEnv = os.Environ()
 
 var (
-	askOnce sync.Once
-	askBin  string
-	askErr  error
-	askOut  []byte
+	askMu  sync.Mutex
+	askBin string
 )
 
-// AskUserCommand builds the ask_user MCP server (cmd/tether-ask-user) once
-// per test binary and returns the argv base an executor's AskUser option
-// takes. The binary lives in a temp dir that the OS reclaims; Cleanup
-// removes it at the end of TestMain when the package calls it.
+// AskUserCommand returns the argv base an executor's AskUser option takes:
+// the ask_user MCP server built from cmd/tether-ask-user. The binary is
+// cached in the system temp dir under a key of its sources and the Go
+// version, so test binaries share one build and nothing piles up.
 func AskUserCommand(t testing.TB) []string {
 	t.Helper()
-	askOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tether-ask-user-*")
-		if err != nil {
-			askErr = err
-			return
-		}
-		askBin = filepath.Join(dir, "tether-ask-user")
-		gobin := "go"
-		cmd := exec.Command(gobin, "build", "-o", askBin, "./internal/askuser/cmd/tether-ask-user")
-		cmd.Dir = testenv.Root()
-		cmd.Env = startEnv
-		askOut, askErr = cmd.CombinedOutput()
-	})
-	if askErr != nil {
-		t.Fatalf("build the ask_user MCP server: %v\n%s", askErr, askOut)
-	}
-	return []string{askBin}
-}
-
-// Cleanup removes what AskUserCommand built; call it from TestMain after
-// m.Run.
-func Cleanup() {
+	askMu.Lock()
+	defer askMu.Unlock()
 	if askBin != "" {
-		_ = os.RemoveAll(filepath.Dir(askBin))
+		return []string{askBin}
 	}
+	root := testenv.Root()
+	h := sha256.New()
+	io.WriteString(h, runtime.Version())
+	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "askuser", "*.go"))
+	srcs = append(srcs, filepath.Join(root, "internal", "askuser", "cmd", "tether-ask-user", "main.go"),
+		filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
+	for _, f := range srcs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("hash the ask_user server's sources: %v", err)
+		}
+		h.Write(b)
+	}
+	dir := filepath.Join(os.TempDir(), "tether-ask-user-"+hex.EncodeToString(h.Sum(nil))[:16])
+	bin := filepath.Join(dir, "tether-ask-user")
+	if _, err := os.Stat(bin); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmp, err := os.CreateTemp(dir, ".build-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./internal/askuser/cmd/tether-ask-user")
+		cmd.Dir = root
+		cmd.Env = startEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build the ask_user MCP server: %v\n%s", err, out)
+		}
+		// Rename, so that a concurrent test binary never runs a half-written file.
+		if err := os.Rename(tmp.Name(), bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	askBin = bin
+	return []string{askBin}
 }
 
 // Processes returns the pids of live processes whose command line contains

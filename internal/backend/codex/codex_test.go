@@ -1,7 +1,6 @@
 package codex_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,12 +11,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/codex"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	clitest.Cleanup()
-	os.Exit(code)
-}
 
 var suite = clitest.Suite{
 	New: func(h *clitest.Harness) backend.Backend {
