@@ -214,3 +214,36 @@ func stripRoot(after, before []string) []string {
 	}
 	return out
 }
+
+// Codex and pi accept exactly their one file name.
+func TestUnpackRefusesForeignNamesCodexAndPi(t *testing.T) {
+	rollout := "sessions/2026/11/30/rollout-2026-11-30T01-02-03-" + testID + ".jsonl"
+	piName := "2026-11-30T01-02-03-004Z_" + testID + ".jsonl"
+	cases := []struct {
+		backend, name string
+		want          error
+	}{
+		{backend.Codex, "sessions/2026/11/30/../../../../x.jsonl", ErrUnsafePath},
+		{backend.Codex, "sessions/2026/11/rollout-2026-11-30T01-02-03-" + testID + ".jsonl", ErrNotWhitelisted},
+		{backend.Codex, "sessions/2026/11/30/rollout-2026-11-30T01-02-03-" + otherID + ".jsonl", ErrNotWhitelisted},
+		{backend.Codex, "sessions/2026/11/30/rollout-x-" + testID + ".jsonl", ErrNotWhitelisted},
+		{backend.Codex, "archived_sessions/rollout-2026-11-30T01-02-03-" + testID + ".jsonl", ErrNotWhitelisted},
+		{backend.Codex, "sessions/2026/11/30", ErrNotWhitelisted},
+		{backend.Pi, "sub/" + piName, ErrNotWhitelisted},
+		{backend.Pi, testID + ".jsonl", ErrNotWhitelisted},
+		{backend.Pi, "2026-11-30T01-02-03-004Z_" + otherID + ".jsonl", ErrNotWhitelisted},
+		{backend.Pi, "/" + piName, ErrUnsafePath},
+	}
+	for _, c := range cases {
+		t.Run(c.backend+" "+c.name, func(t *testing.T) {
+			env := backend.Env{StateRoot: filepath.Join(t.TempDir(), "state")}
+			p, primary := NewCodex(env, Limits{}), rollout
+			if c.backend == backend.Pi {
+				p, primary = NewPi(env, Limits{}), piName
+			}
+			err := p.UnpackSession(ctx, testID, craft(t, c.backend, testID, file(primary, "{}"), file(c.name, "x")))
+			assert.ErrorIs(t, err, c.want, "got %v", err)
+			assert.Empty(t, files(t, env.StateRoot))
+		})
+	}
+}

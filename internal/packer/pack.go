@@ -166,8 +166,8 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 			raw += e.info.Size()
 		}
 	}
-	// JSONL compresses 3-10x; starting at a quarter saves most regrowth.
-	buf := bytes.NewBuffer(make([]byte, 0, 4096+raw/4))
+	// JSONL compresses 3-10x; starting at a third saves most regrowth.
+	buf := bytes.NewBuffer(make([]byte, 0, 4096+raw/3))
 	if err := appendPrefix(buf, h); err != nil {
 		return nil, err
 	}
