@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ import (
 
 // harness is one dev server, one blob store, and the workers a test starts.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *testenv.Server
 	c      client.Client
 	blobs  blob.Store
@@ -38,10 +39,10 @@ type harness struct {
 	// workerBlobs is the store workers use; nil means blobs.
 	workerBlobs blob.Store
 	// backends builds the backends of each new worker.
-	backends func(t *testing.T) workerhost.BackendConfig
+	backends func(t testing.TB) workerhost.BackendConfig
 }
 
-func newHarness(t *testing.T, blobURL string) *harness {
+func newHarness(t testing.TB, blobURL string) *harness {
 	t.Helper()
 	srv := testenv.DevServer(t)
 	h := &harness{t: t, srv: srv, c: srv.Client(t)}
@@ -53,7 +54,7 @@ func newHarness(t *testing.T, blobURL string) *harness {
 	t.Cleanup(func() { _ = b.Close() })
 	h.blobs = b
 	h.runs = runstore.New(b)
-	h.backends = func(t *testing.T) workerhost.BackendConfig { return workerhost.BackendConfig{} }
+	h.backends = func(testing.TB) workerhost.BackendConfig { return workerhost.BackendConfig{} }
 	return h
 }
 
@@ -69,6 +70,7 @@ func (h *harness) startWorker() string {
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
+		Logger: testLogger(),
 	})
 	require.NoError(h.t, err)
 	h.worker = w
@@ -214,4 +216,12 @@ func (h *harness) tether(t *testing.T, dir string, args ...string) string {
 	code := cli.Main(args, &out, &errOut)
 	require.Equal(t, 0, code, "tether %v: %s%s", args, out.String(), errOut.String())
 	return out.String()
+}
+
+// testLogger keeps workers quiet unless TETHER_TEST_LOG=1.
+func testLogger() *slog.Logger {
+	if os.Getenv("TETHER_TEST_LOG") == "1" {
+		return slog.Default()
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

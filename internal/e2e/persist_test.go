@@ -25,7 +25,7 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 	bin := clitest.Isolate(t)
 	fake := fakemodel.Start(t)
 	ask := clitest.AskUserCommand(t)
-	h.backends = func(t *testing.T) workerhost.BackendConfig {
+	h.backends = func(testing.TB) workerhost.BackendConfig {
 		return workerhost.BackendConfig{
 			CLIBin:           bin,
 			AnthropicBaseURL: fake.URL(),

@@ -31,17 +31,25 @@ type BackendConfig struct {
 	AskUser []string
 	// TempDir holds per-visit scratch directories; empty: os.TempDir.
 	TempDir string
+	// ClaudePermissionMode is Claude Code's --permission-mode and
+	// CodexSandbox Codex's sandbox; empty keeps each CLI's default, which
+	// does not let the agent edit files unattended.
+	ClaudePermissionMode string
+	CodexSandbox         string
 }
 
 // BackendConfigFromEnv reads TETHER_CLI_BIN, ANTHROPIC_BASE_URL,
-// OPENAI_BASE_URL and TETHER_MODEL_<BACKEND>, and serves ask_user from this
-// very binary (see askuser.Subcommand).
+// OPENAI_BASE_URL, TETHER_MODEL_<BACKEND>, TETHER_CLAUDE_PERMISSION_MODE
+// and TETHER_CODEX_SANDBOX, and serves ask_user from this very binary (see
+// askuser.Subcommand).
 func BackendConfigFromEnv() BackendConfig {
 	cfg := BackendConfig{
-		CLIBin:           os.Getenv("TETHER_CLI_BIN"),
-		AnthropicBaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
-		OpenAIBaseURL:    os.Getenv("OPENAI_BASE_URL"),
-		Model:            map[string]string{},
+		CLIBin:               os.Getenv("TETHER_CLI_BIN"),
+		AnthropicBaseURL:     os.Getenv("ANTHROPIC_BASE_URL"),
+		OpenAIBaseURL:        os.Getenv("OPENAI_BASE_URL"),
+		Model:                map[string]string{},
+		ClaudePermissionMode: os.Getenv("TETHER_CLAUDE_PERMISSION_MODE"),
+		CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
 	}
 	for _, b := range []string{"claude_code", "codex", "pi"} {
 		if m := os.Getenv("TETHER_MODEL_" + upper(b)); m != "" {
@@ -68,23 +76,21 @@ func upper(s string) string {
 // program is missing still registers: it fails its visits with the typed
 // NotInstalled error, which lets a node's fallback take over.
 func NewBackends(cfg BackendConfig) (activities.Backends, error) {
-	bin := func(string) string {
-		if cfg.CLIBin == "" {
-			return ""
-		}
-		return filepath.Clean(cfg.CLIBin)
+	binDir := ""
+	if cfg.CLIBin != "" {
+		binDir = filepath.Clean(cfg.CLIBin)
 	}
 	bs := activities.Backends{
 		claude.New(claude.Options{
-			BinDir: bin("claude"), BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"], APIKey: cfg.APIKey["claude_code"],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir,
+			BinDir: binDir, BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"], APIKey: cfg.APIKey["claude_code"],
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PermissionMode: cfg.ClaudePermissionMode,
 		}),
 		codex.New(codex.Options{
-			BinDir: bin("codex"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"], APIKey: cfg.APIKey["codex"],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir,
+			BinDir: binDir, BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"], APIKey: cfg.APIKey["codex"],
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir, Sandbox: cfg.CodexSandbox,
 		}),
 		pi.New(pi.Options{
-			BinDir: bin("pi"), BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"], APIKey: cfg.APIKey["pi"],
+			BinDir: binDir, BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"], APIKey: cfg.APIKey["pi"],
 			AskUser: true, TempDir: cfg.TempDir,
 		}),
 	}
