@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -417,10 +416,6 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	s.NotContains(last.Prompt, "draft 4")
 	out := s.latest().Outputs["writer"]["text"].(string)
 	s.False(strings.Contains(out, "turn 5"), "the rewound run did not continue the stale 4-turn conversation: %s", out)
-}
-
-func decodeCAN(can *workflow.ContinueAsNewError, v any) error {
-	return converter.GetDefaultDataConverter().FromPayloads(can.Input, v)
 }
 
 func mustJSON(v any) string {

@@ -56,7 +56,7 @@ func (a *app) describe(ctx context.Context, id string) (enumspb.WorkflowExecutio
 	if err != nil {
 		return 0, err
 	}
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
@@ -64,7 +64,7 @@ func (a *app) describe(ctx context.Context, id string) (enumspb.WorkflowExecutio
 		}
 		return 0, err
 	}
-	return d.WorkflowExecutionInfo.Status, nil
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus(), nil
 }
 
 func (a *app) statusCmd() *cobra.Command {

@@ -266,7 +266,7 @@ edges:
 	require.Equal(t, 2000, cp.Visits["tick"])
 	require.Equal(t, "completed", cp.Status)
 	// The run really continued as new: more than one execution.
-	d, err := h.c.DescribeWorkflowExecution(context.Background(), "long", "")
+	d, err := h.c.DescribeWorkflow(context.Background(), "long", "")
 	require.NoError(t, err)
-	require.NotEqual(t, run.GetFirstExecutionRunID(), d.WorkflowExecutionInfo.Execution.RunId)
+	require.NotEqual(t, run.GetFirstExecutionRunID(), d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 }
