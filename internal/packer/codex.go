@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/tether-run/tether/internal/backend"
@@ -80,22 +81,26 @@ func (codexLayout) live(root *os.Root, _ backend.Env, id string) ([]Place, error
 	return out, walk("sessions", 0)
 }
 
-func (codexLayout) part(_ backend.Env, id, name string) (Place, bool) {
-	if !isRolloutPath(name, id) {
-		return Place{}, false
-	}
-	return Place{Name: name, Path: name, Primary: true}, true
+func (codexLayout) resolver(_ backend.Env, id string) (func(string) (Place, bool), error) {
+	return func(name string) (Place, bool) {
+		if !isRolloutPath(name, id) {
+			return Place{}, false
+		}
+		return Place{Name: name, Path: name, Primary: true}, true
+	}, nil
 }
 
 func (codexLayout) workdir(env backend.Env) string { return env.Workdir }
 
-// readDir lists dir in root; entries come from the directory itself, so
-// links are reported as links, never followed.
+// readDir lists dir in root, sorted by name; entries come from the
+// directory itself, so links are reported as links, never followed.
 func readDir(root *os.Root, dir string) ([]fs.DirEntry, error) {
 	f, err := root.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return f.ReadDir(-1)
+	ents, err := f.ReadDir(-1)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return ents, err
 }

@@ -35,9 +35,10 @@ type layout interface {
 	// HasSession and the removal of stale parts on unpack. The caller
 	// checks which exist.
 	live(root *os.Root, env backend.Env, id string) ([]Place, error)
-	// part returns the part of the session that archive entry name belongs
-	// to, placed for env, or false when the name is not whitelisted.
-	part(env backend.Env, id, name string) (Place, bool)
+	// resolver returns a function mapping an archive entry name to the part
+	// of the session it belongs to, placed for env, or false when the name
+	// is not whitelisted.
+	resolver(env backend.Env, id string) (func(name string) (Place, bool), error)
 	// workdir returns the working directory recorded in headers.
 	workdir(env backend.Env) string
 }
@@ -58,17 +59,19 @@ func (l fixedLayout) live(_ *os.Root, env backend.Env, id string) ([]Place, erro
 	return ps, nil
 }
 
-func (l fixedLayout) part(env backend.Env, id, name string) (Place, bool) {
-	ps, err := l.places(env, id)
-	if err != nil || checkPlaces(ps) != nil {
-		return Place{}, false
+func (l fixedLayout) resolver(env backend.Env, id string) (func(string) (Place, bool), error) {
+	ps, err := l.live(nil, env, id)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range ps {
-		if name == p.Name || (p.Dir && strings.HasPrefix(name, p.Name+"/")) {
-			return p, true
+	return func(name string) (Place, bool) {
+		for _, p := range ps {
+			if name == p.Name || (p.Dir && strings.HasPrefix(name, p.Name+"/")) {
+				return p, true
+			}
 		}
-	}
-	return Place{}, false
+		return Place{}, false
+	}, nil
 }
 
 func (fixedLayout) workdir(env backend.Env) string { return env.Workdir }

@@ -50,11 +50,13 @@ func (piLayout) live(root *os.Root, _ backend.Env, id string) ([]Place, error) {
 	return out, nil
 }
 
-func (piLayout) part(_ backend.Env, id, name string) (Place, bool) {
-	if !isPiSession(name, id) {
-		return Place{}, false
-	}
-	return Place{Name: name, Path: name, Primary: true}, true
+func (piLayout) resolver(_ backend.Env, id string) (func(string) (Place, bool), error) {
+	return func(name string) (Place, bool) {
+		if !isPiSession(name, id) {
+			return Place{}, false
+		}
+		return Place{Name: name, Path: name, Primary: true}, true
+	}, nil
 }
 
 func (piLayout) workdir(env backend.Env) string { return env.Workdir }

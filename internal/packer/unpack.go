@@ -119,6 +119,10 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 	stream := &capReader{r: dec, left: p.limits.maxStreamBytes()}
 	tr := tar.NewReader(stream)
 
+	resolve, err := p.layout.resolver(p.env, id)
+	if err != nil {
+		return nil, err
+	}
 	parts := map[string]Place{}
 	seen := map[string]bool{}
 	var count int
@@ -138,7 +142,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 		if count > p.limits.MaxFiles {
 			return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, p.limits.MaxFiles)
 		}
-		name, pl, rel, err := p.checkEntry(th, id)
+		name, pl, rel, err := p.checkEntry(th, id, resolve)
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +189,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 // checkEntry refuses anything but a regular file or directory with a safe,
 // whitelisted, non-denied name, and returns the entry's name, its part, and
 // where it goes relative to the state root.
-func (p *Packer) checkEntry(th *tar.Header, id string) (name string, pl Place, rel string, err error) {
+func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Place, bool)) (name string, pl Place, rel string, err error) {
 	name = th.Name
 	switch th.Typeflag {
 	case tar.TypeReg:
@@ -207,7 +211,7 @@ func (p *Packer) checkEntry(th *tar.Header, id string) (name string, pl Place, r
 	if denied(name) {
 		return "", Place{}, "", fmt.Errorf("%w: %q", ErrDenied, name)
 	}
-	pl, ok := p.layout.part(p.env, id, name)
+	pl, ok := resolve(name)
 	if !ok {
 		return "", Place{}, "", fmt.Errorf("%w: %q is not a file of %s session %s", ErrNotWhitelisted, name, p.backend, id)
 	}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package packer
+
+import "testing"
+
+func mkfifo(t testing.TB, _ string) {
+	t.Skip("fifos are a unix feature")
+}
