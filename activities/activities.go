@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -168,13 +169,20 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", req.NodeID, err), ErrTypeBadRequest, err)
 	}
 
+	// A worker that is shutting down (a pod being recycled) ends the CLI
+	// and says so, so the workflow restarts the visit on another worker
+	// instead of failing the node.
+	runCtx, stopping := a.untilWorkerStops(ctx)
 	stop := a.heartbeat(ctx)
-	res, err := b.Execute(ctx, backend.Request{
+	res, err := b.Execute(runCtx, backend.Request{
 		RunID: req.RunID, NodeID: req.NodeID, Visit: req.Visit, Prompt: prompt, Input: req.Input,
 		SessionID: sessionID, Fork: req.Node.Session == graph.SessionFork && sessionID != "",
 		Model: req.Node.Model, Script: req.Node.Script, Answer: req.Answer, Env: env,
 	})
 	stop()
+	if err != nil && stopping() {
+		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of node %q: %v", a.Queue, req.NodeID, err), ErrTypeWorkerStopping, err)
+	}
 	if err != nil {
 		if t := backend.ErrorType(err); t != "" {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), t, err)
@@ -246,6 +254,29 @@ func (a *Activities) pack(ctx context.Context, b backend.Backend, env backend.En
 		return false, "", "put: " + err.Error()
 	}
 	return true, digestOf(data), ""
+}
+
+// untilWorkerStops returns a context that is cancelled when the worker
+// begins to shut down, and a func that reports whether that happened.
+func (a *Activities) untilWorkerStops(ctx context.Context) (context.Context, func() bool) {
+	if !activity.IsActivity(ctx) {
+		return ctx, func() bool { return false }
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var stopped atomic.Bool
+	go func() {
+		select {
+		case <-activity.GetWorkerStopChannel(ctx):
+			stopped.Store(true)
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	return runCtx, func() bool {
+		s := stopped.Load()
+		cancel()
+		return s
+	}
 }
 
 // heartbeat records a heartbeat periodically until stopped, so a dead

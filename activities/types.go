@@ -17,6 +17,9 @@ const (
 	// ErrTypeBadRequest: the activity was called with input it can never
 	// accept.
 	ErrTypeBadRequest = "BadRequest"
+	// ErrTypeWorkerStopping: the worker shut down in the middle of a visit;
+	// the visit starts again elsewhere.
+	ErrTypeWorkerStopping = "WorkerStopping"
 )
 
 // Registered names of the activities the workflow runs as local

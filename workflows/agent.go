@@ -263,8 +263,11 @@ func (r *runImpl) execute(ctx workflow.Context, queue string, req *activities.Ex
 }
 
 // workerLost reports a visit whose worker vanished: its task was never
-// picked up, or its heartbeats stopped.
+// picked up, its heartbeats stopped, or it shut down mid-visit.
 func workerLost(err error) bool {
+	if isAppErrorType(err, activities.ErrTypeWorkerStopping) {
+		return true
+	}
 	var te *temporal.TimeoutError
 	if !errors.As(err, &te) {
 		return false
