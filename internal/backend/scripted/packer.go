@@ -1,214 +1,110 @@
 package scripted
 
 import (
-	"bytes"
-	"context"
+	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
+	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
 
-// packer moves exactly one session's log file between state roots. Its
-// whitelist is a single path shape, sessions/<bucket>/<id>.jsonl, for the
-// id asked for; nothing else under the state root is ever read or written.
-type packer struct {
-	root   string
-	logger *slog.Logger
+// A session moves between state roots in the shared packer's archive, as
+// its one log file named log/<id>.jsonl: the bucket is left out, because it
+// spells the working directory of the machine the session was created on.
+//
+// The shared packer places a session as a function of the env and the id
+// alone, so it cannot know which bucket an archived log came from. An
+// unpack therefore replaces the copy the state root already holds, in
+// whatever bucket, and otherwise puts the log under the bucket of the
+// env's working directory. The session log reads a log only in the bucket
+// of its header's cwd, so the first resume files such a log back under that
+// bucket (settle), keeping the header, and with it the session, unchanged.
+
+// maxHeaderLine bounds the header line settle reads (the session log
+// accepts a cwd of up to PATH_MAX before JSON escaping).
+const maxHeaderLine = 64 << 10
+
+// places is the session's one part for the shared packer: its log where the
+// state root holds it, in any bucket, or where an unpack puts a log the
+// root does not hold yet.
+func places(env backend.Env, id string) ([]packer.Place, error) {
+	rel, err := jsonl.Locate(SessionsDir(env.StateRoot), id)
+	switch {
+	case errors.Is(err, sessionlog.ErrNotFound):
+		rel = jsonl.RelPath(env.Workdir, id)
+	case err != nil:
+		return nil, fmt.Errorf("scripted: %w", err)
+	}
+	return []packer.Place{{
+		Name:    "log/" + id + jsonl.Ext,
+		Path:    sessionsDir + "/" + filepath.ToSlash(rel),
+		Primary: true,
+	}}, nil
 }
 
-var _ backend.SessionPacker = (*packer)(nil)
-
-const sessionsPrefix = "sessions/"
-
-// PackSession implements backend.SessionPacker.
-func (p *packer) PackSession(_ context.Context, id string) ([]byte, error) {
-	dir := SessionsDir(p.root)
-	rel, err := jsonl.Locate(dir, id)
-	if errors.Is(err, sessionlog.ErrNotFound) || errors.Is(err, sessionlog.ErrInvalid) {
-		return nil, fmt.Errorf("scripted: pack: %w %s under %s", backend.ErrNoSession, id, p.root)
-	}
+// settle moves the log of id, if an unpack left it under a bucket other
+// than its header's cwd's, to that bucket, where the session log looks for
+// it. A log it cannot read is left where it is for the load to report, as a
+// missing session or as the fault it is.
+func (b *Backend) settle(root, id string) error {
+	sessions := SessionsDir(root)
+	rel, err := jsonl.Locate(sessions, id)
 	if err != nil {
-		return nil, fmt.Errorf("scripted: pack %s: %w", id, err)
+		return nil
 	}
-	data, err := readRegular(filepath.Join(dir, rel))
+	h, err := readHeader(filepath.Join(sessions, rel))
+	if err != nil || h.ID != id || h.Backend != backend.Scripted {
+		return nil
+	}
+	want := jsonl.RelPath(h.Cwd, id)
+	if want == rel {
+		return nil
+	}
+	dir := filepath.Join(sessions, filepath.Dir(want))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("scripted: pack %s: %w", id, err)
+		return err
 	}
-	if _, err := checkLog(data, id, path.Dir(filepath.ToSlash(rel))); err != nil {
-		return nil, fmt.Errorf("scripted: pack %s: %w", id, err)
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory; remove it so the session's log can move there", dir)
 	}
-	return encodeArchive(backend.Scripted, id, []archiveFile{{Path: sessionsPrefix + filepath.ToSlash(rel), Data: data}})
+	dst := filepath.Join(sessions, want)
+	if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s is in the way of the session's log (at %s); remove it", dst, rel)
+	}
+	if err := os.Rename(filepath.Join(sessions, rel), dst); err != nil {
+		return err
+	}
+	if err := jsonl.SyncDir(dir); err != nil {
+		return err
+	}
+	if err := jsonl.SyncDir(filepath.Join(sessions, filepath.Dir(rel))); err != nil {
+		return err
+	}
+	b.logger.Debug("scripted: moved an unpacked session log to its header's bucket", "session_id", id, "from", rel, "to", want)
+	return nil
 }
 
-func readRegular(name string) ([]byte, error) {
+// readHeader decodes the first line of a log, without following a link.
+func readHeader(name string) (sessionlog.Header, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, err
+		return sessionlog.Header{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	line, err := bufio.NewReaderSize(f, maxHeaderLine).ReadSlice('\n')
 	if err != nil {
-		return nil, err
+		return sessionlog.Header{}, err
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
-		return nil, fmt.Errorf("%s is not a regular file under %d bytes", name, maxFileSize)
-	}
-	return io.ReadAll(f)
-}
-
-// checkLog verifies that data is the log of session id, of this backend,
-// and belongs in bucket.
-func checkLog(data []byte, id, bucket string) (sessionlog.Header, error) {
-	line, _, ok := bytes.Cut(data, []byte("\n"))
-	if !ok {
-		return sessionlog.Header{}, fmt.Errorf("%w: session file has no header line", sessionlog.ErrCorrupt)
-	}
-	h, err := sessionlog.DecodeHeader(line)
-	if err != nil {
-		return h, fmt.Errorf("%w: session file header: %v", sessionlog.ErrCorrupt, err)
-	}
-	switch {
-	case h.ID != id:
-		return h, fmt.Errorf("session file is for session %q, not %q", h.ID, id)
-	case h.Backend != backend.Scripted:
-		return h, fmt.Errorf("session file belongs to backend %q", h.Backend)
-	case jsonl.Bucket(h.Cwd) != bucket:
-		return h, fmt.Errorf("session file sits in bucket %q but its cwd belongs in %q", bucket, jsonl.Bucket(h.Cwd))
-	}
-	return h, nil
-}
-
-// UnpackSession implements backend.SessionPacker: the archive must hold
-// exactly the log of id; it is written through an exclusive temp file and
-// renamed into place, never truncating a file in place. A copy of the same
-// id in another bucket is stale and removed afterwards.
-func (p *packer) UnpackSession(_ context.Context, id string, blob []byte) error {
-	if err := sessionlog.ValidateID(id); err != nil {
-		return fmt.Errorf("scripted: unpack: %w", err)
-	}
-	m, files, err := decodeArchive(blob)
-	if err != nil {
-		return fmt.Errorf("scripted: unpack %s: %w", id, err)
-	}
-	switch {
-	case m.Backend != backend.Scripted:
-		return fmt.Errorf("scripted: unpack %s: archive is for backend %q", id, m.Backend)
-	case m.SessionID != id:
-		return fmt.Errorf("scripted: unpack %s: archive is for session %q", id, m.SessionID)
-	case len(files) != 1:
-		return fmt.Errorf("scripted: unpack %s: archive holds %d files, a scripted session is one", id, len(files))
-	}
-	f := files[0]
-	bucket, name, ok := strings.Cut(strings.TrimPrefix(f.Path, sessionsPrefix), "/")
-	if !strings.HasPrefix(f.Path, sessionsPrefix) || !ok || !jsonl.ValidBucket(bucket) || name != id+jsonl.Ext {
-		return fmt.Errorf("scripted: unpack %s: %q is not a scripted session file of that id", id, f.Path)
-	}
-	if _, err := checkLog(f.Data, id, bucket); err != nil {
-		return fmt.Errorf("scripted: unpack %s: %w", id, err)
-	}
-	sessions := SessionsDir(p.root)
-	dir := filepath.Join(sessions, bucket)
-	if err := mkdirNoLinks(p.root, sessions, dir); err != nil {
-		return fmt.Errorf("scripted: unpack %s: %w", id, err)
-	}
-	if err := writeAtomic(dir, name, f.Data); err != nil {
-		return fmt.Errorf("scripted: unpack %s: %w", id, err)
-	}
-	return removeStale(sessions, bucket, id)
-}
-
-// mkdirNoLinks creates each directory below root in turn (0700) and
-// refuses any that already exists as something other than a directory,
-// symlinks included, so extraction cannot be redirected.
-func mkdirNoLinks(root string, dirs ...string) error {
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return err
-	}
-	for _, d := range dirs {
-		err := os.Mkdir(d, 0o700)
-		if err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		fi, err := os.Lstat(d)
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory (a symlink or file is refused)", d)
-		}
-	}
-	return nil
-}
-
-func writeAtomic(dir, name string, data []byte) error {
-	tmp, err := jsonl.CreateTemp(dir, "."+name+".unpack-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := tmp.Write(data)
-	if err == nil && n != len(data) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	final := filepath.Join(dir, name)
-	if fi, err := os.Lstat(final); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s exists and is not a regular file", final)
-	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return err
-	}
-	return jsonl.SyncDir(dir)
-}
-
-func removeStale(sessions, keep, id string) error {
-	entries, err := os.ReadDir(sessions)
-	if err != nil {
-		return fmt.Errorf("scripted: unpack %s: %w", id, err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == keep {
-			continue
-		}
-		stale := filepath.Join(sessions, e.Name(), id+jsonl.Ext)
-		if err := os.Remove(stale); err != nil && !sessionlog.IsAbsent(err) {
-			return fmt.Errorf("scripted: unpack %s: remove stale copy: %w", id, err)
-		}
-	}
-	return nil
-}
-
-// HasSession implements backend.SessionPacker. The interface has no error
-// result: a lookup fault (not a genuine absence) is logged and reported as
-// false, which makes the runtime start fresh rather than resume blindly.
-func (p *packer) HasSession(ctx context.Context, id string) bool {
-	st, err := jsonl.NewStore(SessionsDir(p.root)).LoadStored(ctx, id, sessionlog.HeaderOnly)
-	switch {
-	case err == nil:
-		return st.Header.Backend == backend.Scripted
-	case errors.Is(err, sessionlog.ErrNotFound), errors.Is(err, sessionlog.ErrInvalid):
-		return false
-	default:
-		p.logger.Warn("scripted: cannot tell whether a session exists; treating it as absent",
-			"session_id", id, "state_root", p.root, "err", err)
-		return false
-	}
+	return sessionlog.DecodeHeader(line)
 }

@@ -1,20 +1,15 @@
 package scripted
 
 import (
-	"archive/tar"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
 
@@ -29,143 +24,122 @@ func session(t *testing.T) (string, backend.Env, []byte) {
 	return res.SessionID, e, blob
 }
 
+func logPath(e backend.Env, cwd, id string) string {
+	return filepath.Join(SessionsDir(e.StateRoot), jsonl.RelPath(cwd, id))
+}
+
+func readLog(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return data
+}
+
+// regularFiles lists the regular files under root.
+func regularFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			out = append(out, p)
+		}
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}))
+	return out
+}
+
 func TestPackUnpackRoundTrip(t *testing.T) {
 	id, e, blob := session(t)
 	b := New(Options{})
 	again, err := b.Packer(e).PackSession(ctx, id)
 	require.NoError(t, err)
 	assert.Equal(t, blob, again, "packing is deterministic")
+	h, err := packer.ReadHeader(blob)
+	require.NoError(t, err)
+	assert.Equal(t, backend.Scripted, h.Backend)
+	assert.Equal(t, id, h.SessionID)
+	src := readLog(t, logPath(e, e.Workdir, id))
 
 	dst := backend.Env{StateRoot: filepath.Join(t.TempDir(), "fresh"), Workdir: "/elsewhere"}
 	p := b.Packer(dst)
 	assert.False(t, p.HasSession(ctx, id))
 	require.NoError(t, p.UnpackSession(ctx, id, blob))
 	assert.True(t, p.HasSession(ctx, id))
-	src, err := os.ReadFile(filepath.Join(SessionsDir(e.StateRoot), jsonl.RelPath(e.Workdir, id)))
-	require.NoError(t, err)
-	got, err := os.ReadFile(filepath.Join(SessionsDir(dst.StateRoot), jsonl.RelPath(e.Workdir, id)))
-	require.NoError(t, err)
-	assert.Equal(t, src, got)
+	assert.Equal(t, src, readLog(t, logPath(dst, dst.Workdir, id)), "a root without the session gets it under its own workdir's bucket")
 	require.NoError(t, p.UnpackSession(ctx, id, blob), "unpacking twice is harmless")
+	assert.Equal(t, []string{logPath(dst, dst.Workdir, id)}, regularFiles(t, dst.StateRoot))
 
 	res := run(t, b, backend.Request{Prompt: "q", SessionID: id, Env: dst})
 	assert.Equal(t, "turn 2: q", res.Text)
-	// Restoring the older archive over the newer live file rolls it back.
+	assert.Equal(t, []string{logPath(dst, e.Workdir, id)}, regularFiles(t, dst.StateRoot),
+		"the resume filed the log under its header's bucket")
+	assert.True(t, p.HasSession(ctx, id))
+
+	// Restoring the older archive over the newer live file rolls it back,
+	// in the bucket that holds it.
 	require.NoError(t, p.UnpackSession(ctx, id, blob))
+	assert.Equal(t, []string{logPath(dst, e.Workdir, id)}, regularFiles(t, dst.StateRoot))
+	assert.Equal(t, src, readLog(t, logPath(dst, e.Workdir, id)))
 	res = run(t, b, backend.Request{Prompt: "r", SessionID: id, Env: dst})
 	assert.Equal(t, "turn 2: r", res.Text)
+
+	// The moved session moves on again.
+	moved, err := p.PackSession(ctx, id)
+	require.NoError(t, err)
+	third := backend.Env{StateRoot: t.TempDir(), Workdir: "/third"}
+	require.NoError(t, b.Packer(third).UnpackSession(ctx, id, moved))
+	res = run(t, b, backend.Request{Prompt: "s", SessionID: id, Env: third})
+	assert.Equal(t, "turn 3: s", res.Text)
 }
 
-func TestPackMissingIsNoSession(t *testing.T) {
+func TestPackMissingIsAnError(t *testing.T) {
 	p := New(Options{}).Packer(env(t))
 	_, err := p.PackSession(ctx, "sc-missing")
-	require.ErrorIs(t, err, backend.ErrNoSession)
+	require.ErrorIs(t, err, packer.ErrNoSession)
+	assert.False(t, p.HasSession(ctx, "sc-missing"))
 	_, err = p.PackSession(ctx, "../x")
-	require.ErrorIs(t, err, backend.ErrNoSession)
+	require.ErrorIs(t, err, packer.ErrUnsafePath)
 	assert.False(t, p.HasSession(ctx, "../x"))
 }
 
-func TestUnpackRemovesAStaleCopyInAnotherBucket(t *testing.T) {
+func TestUnpackRefusesForeignAndCorruptArchives(t *testing.T) {
 	id, e, blob := session(t)
 	b := New(Options{})
-	// The same session, copied earlier into another bucket.
-	staleDir := filepath.Join(SessionsDir(e.StateRoot), jsonl.Bucket("/old"))
-	require.NoError(t, os.MkdirAll(staleDir, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(staleDir, id+".jsonl"), []byte("stale"), 0o600))
-	require.NoError(t, b.Packer(e).UnpackSession(ctx, id, blob))
-	_, err := os.Stat(filepath.Join(staleDir, id+".jsonl"))
-	require.ErrorIs(t, err, os.ErrNotExist)
-	run(t, b, backend.Request{Prompt: "q", SessionID: id, Env: e})
-}
-
-type entry struct {
-	hdr  tar.Header
-	data []byte
-}
-
-// craft builds an archive by hand: a manifest listing files (digests
-// computed from their data unless given) and then the raw entries.
-func craft(t *testing.T, m manifest, entries ...entry) []byte {
-	t.Helper()
-	mb, err := json.Marshal(m)
+	other := run(t, b, backend.Request{Prompt: "other", Env: e}).SessionID
+	otherBlob, err := b.Packer(e).PackSession(ctx, other)
 	require.NoError(t, err)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	all := append([]entry{{hdr: tar.Header{Name: manifestName, Typeflag: tar.TypeReg}, data: mb}}, entries...)
-	for _, e := range all {
-		h := e.hdr
-		h.Mode, h.ModTime = 0o600, time.Unix(0, 0)
-		if h.Typeflag == tar.TypeReg {
-			h.Size = int64(len(e.data))
-		}
-		require.NoError(t, tw.WriteHeader(&h))
-		if h.Typeflag == tar.TypeReg {
-			_, err := tw.Write(e.data)
-			require.NoError(t, err)
-		}
-	}
-	require.NoError(t, tw.Close())
-	return buf.Bytes()
-}
-
-func fileOf(p string, data []byte) manifestFile {
-	sum := sha256.Sum256(data)
-	return manifestFile{Path: p, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
-}
-
-func TestUnpackRefusesUnsafeArchives(t *testing.T) {
-	id, e, blob := session(t)
-	_, files, err := decodeArchive(blob)
+	claude, err := packer.NewFiles(backend.ClaudeCode, e, packer.DefaultLimits(), places).PackSession(ctx, id)
 	require.NoError(t, err)
-	good := files[0]
-	reg := func(name string, data []byte) entry {
-		return entry{hdr: tar.Header{Name: name, Typeflag: tar.TypeReg}, data: data}
+	// An archive that says it holds id but carries another session's log.
+	smuggled, err := packer.NewFiles(backend.Scripted, e, packer.DefaultLimits(), func(env backend.Env, _ string) ([]packer.Place, error) {
+		return places(env, other)
+	}).PackSession(ctx, id)
+	require.NoError(t, err)
+
+	cases := []struct {
+		name string
+		blob []byte
+		want error
+	}{
+		{"another session", otherBlob, packer.ErrHeaderMismatch},
+		{"another backend", claude, packer.ErrHeaderMismatch},
+		{"another session's log", smuggled, packer.ErrNotWhitelisted},
+		{"truncated", blob[:len(blob)/2], packer.ErrCorrupt},
+		{"not an archive", []byte("hello"), packer.ErrCorrupt},
+		{"empty", nil, packer.ErrCorrupt},
 	}
-	m := func(files ...manifestFile) manifest {
-		return manifest{Format: archiveFormat, Backend: backend.Scripted, SessionID: id, Files: files}
-	}
-	other := "sc-OTHER"
-	otherLog := bytes.Replace(good.Data, []byte(id), []byte(other), 1)
-	auth := []byte(`{"token":"secret"}`)
-	cases := map[string][]byte{
-		"wrong session in manifest": craft(t, manifest{Format: archiveFormat, Backend: backend.Scripted, SessionID: other, Files: []manifestFile{fileOf(good.Path, good.Data)}}, reg(good.Path, good.Data)),
-		"wrong backend":             craft(t, manifest{Format: archiveFormat, Backend: backend.ClaudeCode, SessionID: id, Files: []manifestFile{fileOf(good.Path, good.Data)}}, reg(good.Path, good.Data)),
-		"unknown format":            craft(t, manifest{Format: "v0", Backend: backend.Scripted, SessionID: id, Files: []manifestFile{fileOf(good.Path, good.Data)}}, reg(good.Path, good.Data)),
-		"dot-dot path":              craft(t, m(fileOf("sessions/../../evil.jsonl", good.Data)), reg("sessions/../../evil.jsonl", good.Data)),
-		"absolute path":             craft(t, m(fileOf("/tmp/evil.jsonl", good.Data)), reg("/tmp/evil.jsonl", good.Data)),
-		"credentials file":          craft(t, m(fileOf("auth.json", auth)), reg("auth.json", auth)),
-		"extra credentials file":    craft(t, m(fileOf(good.Path, good.Data), fileOf("auth.json", auth)), reg(good.Path, good.Data), reg("auth.json", auth)),
-		"another session's file":    craft(t, m(fileOf("sessions/_no-cwd/"+other+".jsonl", otherLog)), reg("sessions/_no-cwd/"+other+".jsonl", otherLog)),
-		"log of another session":    craft(t, m(fileOf(good.Path, otherLog)), reg(good.Path, otherLog)),
-		"invalid bucket":            craft(t, m(fileOf("sessions/bucket/"+id+".jsonl", good.Data)), reg("sessions/bucket/"+id+".jsonl", good.Data)),
-		"log in the wrong bucket":   craft(t, m(fileOf("sessions/_no-cwd/"+id+".jsonl", good.Data)), reg("sessions/_no-cwd/"+id+".jsonl", good.Data)),
-		"symlink entry":             craft(t, m(fileOf(good.Path, good.Data)), entry{hdr: tar.Header{Name: good.Path, Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}),
-		"hardlink entry":            craft(t, m(fileOf(good.Path, good.Data)), entry{hdr: tar.Header{Name: good.Path, Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}}),
-		"entry not in manifest":     craft(t, m(fileOf(good.Path, good.Data)), reg(good.Path, good.Data), reg("sessions/x", nil)),
-		"digest mismatch":           craft(t, m(manifestFile{Path: good.Path, Size: int64(len(good.Data)), SHA256: hex.EncodeToString(make([]byte, 32))}), reg(good.Path, good.Data)),
-		"size mismatch":             craft(t, m(fileOf(good.Path, good.Data[:10])), reg(good.Path, good.Data)),
-		"missing file":              craft(t, m(fileOf(good.Path, good.Data))),
-		"no files":                  craft(t, m()),
-		"truncated":                 blob[:len(blob)/2],
-		"not an archive":            []byte("hello"),
-		"empty":                     nil,
-	}
-	for name, bad := range cases {
-		t.Run(name, func(t *testing.T) {
-			dst := t.TempDir()
-			err := New(Options{}).Packer(backend.Env{StateRoot: dst}).UnpackSession(ctx, id, bad)
-			require.Error(t, err)
-			var left []string
-			require.NoError(t, filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
-				if err == nil && !fi.IsDir() {
-					left = append(left, p)
-				}
-				return err
-			}))
-			assert.Empty(t, left, "a refused archive writes nothing")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dst := backend.Env{StateRoot: t.TempDir(), Workdir: "/w"}
+			p := b.Packer(dst)
+			require.ErrorIs(t, p.UnpackSession(ctx, id, c.blob), c.want)
+			assert.Empty(t, regularFiles(t, dst.StateRoot), "a refused archive writes nothing")
+			assert.False(t, p.HasSession(ctx, id))
 		})
 	}
-	_ = e
 }
 
 func TestUnpackRefusesSymlinkedDirectories(t *testing.T) {
@@ -174,17 +148,22 @@ func TestUnpackRefusesSymlinkedDirectories(t *testing.T) {
 	dst := t.TempDir()
 	require.NoError(t, os.Symlink(outside, SessionsDir(dst)))
 	err := New(Options{}).Packer(backend.Env{StateRoot: dst}).UnpackSession(ctx, id, blob)
-	require.ErrorContains(t, err, "not a directory")
+	require.ErrorIs(t, err, packer.ErrExists)
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing was written through the link")
 }
 
-func TestSafeRel(t *testing.T) {
-	for _, ok := range []string{"a", "sessions/b/c.jsonl"} {
-		assert.NoError(t, safeRel(ok), ok)
-	}
-	for _, bad := range []string{"", "/a", "a/../b", "..", ".", "./a", "a//b", "a/", "a\\b", "a\x00b"} {
-		assert.Error(t, safeRel(bad), bad)
-	}
+// Two copies of one session are the session log's error too: the packer
+// neither guesses which is current nor ships one of them.
+func TestTwoCopiesOfASessionAreRefused(t *testing.T) {
+	id, e, blob := session(t)
+	stale := logPath(e, "/old", id)
+	require.NoError(t, os.MkdirAll(filepath.Dir(stale), 0o700))
+	require.NoError(t, os.WriteFile(stale, []byte("stale"), 0o600))
+	p := New(Options{}).Packer(e)
+	assert.False(t, p.HasSession(ctx, id))
+	_, err := p.PackSession(ctx, id)
+	require.ErrorContains(t, err, "remove the stale copy")
+	require.ErrorContains(t, p.UnpackSession(ctx, id, blob), "remove the stale copy")
 }

@@ -10,7 +10,8 @@
 // Layout: a session is one file, <StateRoot>/sessions/<bucket>/<id>.jsonl,
 // where <bucket> is jsonl.Bucket of the working directory the session was
 // created in ("_no-cwd" without one) and <id> is "sc-" followed by a ULID.
-// Copying that file to another state root moves the session.
+// Copying that file to another state root moves the session. Its packer is
+// the shared one (internal/packer), see packer.go.
 package scripted
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
@@ -33,8 +35,11 @@ const IDPrefix = "sc-"
 // askTool is the tool call that records a question to the user.
 const askTool = "ask_user"
 
+// sessionsDir holds a state root's sessions.
+const sessionsDir = "sessions"
+
 // SessionsDir is where the sessions of a state root live.
-func SessionsDir(stateRoot string) string { return filepath.Join(stateRoot, "sessions") }
+func SessionsDir(stateRoot string) string { return filepath.Join(stateRoot, sessionsDir) }
 
 // Options configure a Backend.
 type Options struct {
@@ -69,9 +74,10 @@ func New(opts Options) *Backend {
 // Name implements backend.Executor.
 func (b *Backend) Name() string { return backend.Scripted }
 
-// Packer implements backend.Backend.
+// Packer implements backend.Backend with the shared packer, moving the
+// session's one log file.
 func (b *Backend) Packer(env backend.Env) backend.SessionPacker {
-	return &packer{root: env.StateRoot, logger: b.logger}
+	return packer.NewFiles(backend.Scripted, env, packer.DefaultLimits(), places)
 }
 
 // Execute runs one visit: open (or resume, or fork) the session, record the
@@ -147,6 +153,9 @@ func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req bac
 // resume loads an existing session; a missing one is backend.ErrNoSession,
 // never a new session under that id.
 func (b *Backend) resume(ctx context.Context, log *sessionlog.Coordinator, id, root string) (*sessionlog.Log, error) {
+	if err := b.settle(root, id); err != nil {
+		return nil, fmt.Errorf("scripted: resume %s: %w", id, err)
+	}
 	src, err := log.Load(ctx, id)
 	if errors.Is(err, sessionlog.ErrNotFound) || errors.Is(err, sessionlog.ErrInvalid) {
 		return nil, fmt.Errorf("%w %s under %s: start a fresh session or restore it first", backend.ErrNoSession, id, root)
