@@ -289,6 +289,11 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	if every <= 0 {
 		every = 5 * time.Second
 	}
+	// Beat well inside the timeout the workflow chose, whatever it is.
+	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 && every > ht/3 {
+		every = ht / 3
+	}
+	activity.RecordHeartbeat(ctx)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tether-run/tether/internal/backend/clitest"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/fakemodel"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/testenv"
+	"github.com/tether-run/tether/workflows"
+)
+
+// workerProcess is a real tether-worker process.
+type workerProcess struct {
+	cmd *exec.Cmd
+	log *os.File
+}
+
+func buildWorker(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tether-worker")
+	out, err := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "worker")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+func startWorkerProcess(t *testing.T, bin string, env []string) *workerProcess {
+	t.Helper()
+	dir := t.TempDir()
+	logf, err := os.Create(filepath.Join(dir, "worker.log"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env,
+		"TETHER_STATE_DIR="+filepath.Join(dir, "state"),
+		"TETHER_WORK_DIR="+filepath.Join(dir, "work"),
+		"TETHER_WORKER_ID="+filepath.Base(dir),
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	w := &workerProcess{cmd: cmd, log: logf}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("worker log %s:\n%s", logf.Name(), b)
+		}
+		logf.Close()
+	})
+	return w
+}
+
+// TestWorkerKilledMidVisit kills the worker process (SIGKILL, as a node
+// dying takes a pod) while a persist visit is inside the CLI. The visit's
+// heartbeats stop, the workflow restarts the visit on the other worker,
+// which restores the conversation from the blob store and completes it.
+func TestWorkerKilledMidVisit(t *testing.T) {
+	// Build before HOME moves: go keeps its caches under HOME.
+	bin := buildWorker(t)
+	srv := testenv.DevServer(t)
+	c := srv.Client(t)
+	cliBin := clitest.Isolate(t)
+	fake := fakemodel.Start(t)
+	store := t.TempDir()
+	env := []string{
+		"TEMPORAL_ADDRESS=" + srv.Address,
+		"TETHER_BLOB_URL=file://" + store,
+		"TETHER_CLI_BIN=" + cliBin,
+		"ANTHROPIC_BASE_URL=" + fake.URL(),
+		"ANTHROPIC_API_KEY=k",
+		"TETHER_MODEL_CLAUDE_CODE=claude-fake-1",
+	}
+	a := startWorkerProcess(t, bin, env)
+
+	g, err := graph.Parse([]byte(`
+name: kill
+start: writer
+nodes:
+  - id: writer
+    kind: agent
+    backend: claude_code
+    session: persist
+    prompt: "{{if eq .visit 2}}SLEEP: 15s\n{{end}}draft {{.visit}}"
+  - {id: judge, kind: human, question: "Again?"}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: judge}
+  - {from: judge, to: done, when: 'output.answer == "done"'}
+  - {from: judge, to: writer}
+`), "kill.yaml")
+	require.NoError(t, err)
+	id := "killed-mid-visit"
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})
+	require.NoError(t, err)
+
+	h := &harness{t: t, srv: srv, c: c}
+	q := h.waitQuestion(id)
+	h.answer(id, q.ID, "again")
+
+	// Wait until visit 2 is inside the CLI: the fake model has its prompt.
+	deadline := time.Now().Add(2 * time.Minute)
+	for !sawPrompt(fake, "draft 2") {
+		require.True(t, time.Now().Before(deadline), "visit 2 never reached the model")
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_, _ = a.cmd.Process.Wait()
+	startWorkerProcess(t, bin, env)
+
+	q = h.waitQuestion(id)
+	require.Equal(t, "judge-2", q.ID, "visit 2 finished on the second worker")
+	h.answer(id, q.ID, "done")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res workflows.GraphRunResult
+	require.NoError(t, run.Get(ctx, &res))
+	out := fmt.Sprint(res.Path)
+	require.Equal(t, 2, strings.Count(out, "writer"), out)
+
+	blobs, err := blob.Open(context.Background(), "file://"+store)
+	require.NoError(t, err)
+	cp, err := runstore.New(blobs).Latest(context.Background(), id)
+	require.NoError(t, err)
+	text, _ := cp.Outputs["writer"]["text"].(string)
+	require.Contains(t, text, "turn 2", "the restarted visit continued the conversation: %s", text)
+	require.Contains(t, text, "draft 1")
+}
+
+func sawPrompt(f *fakemodel.Server, s string) bool {
+	for _, r := range f.Requests() {
+		for _, p := range r.Prompts {
+			if strings.Contains(p, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
