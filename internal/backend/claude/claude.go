@@ -67,7 +67,10 @@ type Options struct {
 }
 
 // Executor runs Claude Code visits.
-type Executor struct{ opts Options }
+type Executor struct {
+	opts Options
+	cli  cliexec.CLI
+}
 
 var _ backend.Backend = (*Executor)(nil)
 
@@ -76,7 +79,11 @@ func New(opts Options) *Executor {
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
 	}
-	return &Executor{opts: opts}
+	return &Executor{opts: opts, cli: cliexec.CLI{
+		Backend: backend.ClaudeCode, Bin: "claude", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
+		Timeout: opts.Timeout, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
+		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
+	}}
 }
 
 // Name is backend.ClaudeCode.
@@ -95,71 +102,34 @@ const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
 // Fingerprint hashes what defines a conversation with model (empty: the
 // executor's default); see cliexec.Conversation for the fields.
 func (e *Executor) Fingerprint(model string) string {
-	if model == "" {
-		model = e.opts.Model
-	}
-	c := cliexec.Conversation{
+	return cliexec.Fingerprint(cliexec.Conversation{
 		Backend:            backend.ClaudeCode,
-		Model:              model,
+		Model:              e.cli.ModelFor(model),
 		SystemPrompt:       e.opts.SystemPrompt,
 		AppendSystemPrompt: e.opts.AppendSystemPrompt,
 		Tools:              e.opts.Tools,
 		AllowedTools:       e.opts.AllowedTools,
 		DisallowedTools:    e.opts.DisallowedTools,
 		Permission:         e.opts.PermissionMode,
-	}
-	if e.opts.AskUser != nil {
-		c.MCPTools = []string{askuser.ServerName + "/" + askuser.ToolName}
-	}
-	return cliexec.Fingerprint(c)
+		MCPTools:           e.cli.MCPTools(),
+	})
 }
 
 // Execute runs one visit.
 func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	var res backend.Result
-	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
-		return res, fmt.Errorf("claude_code: request needs Env.StateRoot and Env.Workdir")
-	}
-	prompt, err := cliexec.Prompt(req)
+	visit, err := e.cli.Begin(req)
 	if err != nil {
-		return res, fmt.Errorf("claude_code: %w", err)
-	}
-	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
-		return res, fmt.Errorf("claude_code: state root: %w", err)
-	}
-	visit, err := cliexec.NewVisit(e.opts.TempDir)
-	if err != nil {
-		return res, fmt.Errorf("claude_code: %w", err)
+		return res, err
 	}
 	defer visit.Close()
-
-	model := req.Model
-	if model == "" {
-		model = e.opts.Model
-	}
-	args, err := e.args(req, model, visit)
+	args, err := e.args(req, visit)
 	if err != nil {
 		return res, err
 	}
 	var st stream
-	spec := cliexec.Spec{
-		Backend: backend.ClaudeCode,
-		Bin:     "claude",
-		BinDir:  e.opts.BinDir,
-		Args:    args,
-		Dir:     req.Env.Workdir,
-		Env:     e.env(req.Env),
-		Stdin:   prompt,
-		Timeout: e.opts.Timeout,
-		OnLine:  st.line,
-	}
-	if e.opts.Heartbeat != nil {
-		spec.Heartbeat = func(d any) { e.opts.Heartbeat(ctx, d) }
-		spec.HeartbeatEvery = e.opts.HeartbeatEvery
-	}
-	if e.opts.AskUser != nil {
-		spec.Stop = visit.AskUserStop(e.opts.AskUserGrace)
-	}
+	spec := e.cli.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.OnLine = args, e.env(req.Env), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
@@ -194,10 +164,10 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, model string, visit *cliexec.Visit) ([]string, error) {
+func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
-	if model != "" {
-		a = append(a, "--model", model)
+	if visit.Model != "" {
+		a = append(a, "--model", visit.Model)
 	}
 	if req.SessionID != "" {
 		a = append(a, "--resume", req.SessionID)
@@ -249,10 +219,7 @@ func (e *Executor) args(req backend.Request, model string, visit *cliexec.Visit)
 // env is the CLI's environment: the worker's, minus anything that would
 // point Claude Code elsewhere, plus the visit's root and endpoint.
 func (e *Executor) env(env backend.Env) []string {
-	key := e.opts.APIKey
-	if key == "" {
-		key = os.Getenv(e.opts.APIKeyEnv)
-	}
+	key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",

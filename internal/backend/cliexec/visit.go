@@ -14,13 +14,17 @@ import (
 // called ask_user before the executor ends the turn itself.
 const DefaultAskUserGrace = 30 * time.Second
 
-// Visit is the per-visit scratch directory: the ask_user record, MCP and
+// Visit is one visit's scratch directory: the ask_user record, MCP and
 // provider configuration, and any per-visit copy of credentials live here,
 // outside the state root, so that no packer ever sees them.
 type Visit struct {
 	Dir string
 	// Record is where the ask_user server writes the questions.
 	Record string
+	// Prompt is what the CLI gets on stdin and Model the model it runs
+	// (CLI.Begin sets both).
+	Prompt string
+	Model  string
 }
 
 // NewVisit makes a private scratch directory under tempDir ("" means the

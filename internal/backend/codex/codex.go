@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,7 +68,10 @@ type Options struct {
 }
 
 // Executor runs Codex visits.
-type Executor struct{ opts Options }
+type Executor struct {
+	opts Options
+	cli  cliexec.CLI
+}
 
 var _ backend.Backend = (*Executor)(nil)
 
@@ -81,7 +83,11 @@ func New(opts Options) *Executor {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	return &Executor{opts: opts}
+	return &Executor{opts: opts, cli: cliexec.CLI{
+		Backend: backend.Codex, Bin: "codex", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
+		Timeout: opts.Timeout, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
+		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
+	}}
 }
 
 // Name is backend.Codex.
@@ -98,73 +104,32 @@ var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(e
 // executor's default): backend, model, developer instructions, the
 // sandbox/approval setting as the permission, and the MCP tools.
 func (e *Executor) Fingerprint(model string) string {
-	if model == "" {
-		model = e.opts.Model
-	}
 	perm := "sandbox:" + e.opts.Sandbox
 	if e.opts.Bypass {
 		perm = "bypass"
 	}
-	c := cliexec.Conversation{Backend: backend.Codex, Model: model, SystemPrompt: e.opts.DeveloperInstructions, Permission: perm}
-	if e.opts.AskUser != nil {
-		c.MCPTools = []string{askuser.ServerName + "/" + askuser.ToolName}
-	}
-	return cliexec.Fingerprint(c)
+	return cliexec.Fingerprint(cliexec.Conversation{Backend: backend.Codex, Model: e.cli.ModelFor(model),
+		SystemPrompt: e.opts.DeveloperInstructions, Permission: perm, MCPTools: e.cli.MCPTools()})
 }
 
 // Execute runs one visit.
 func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	var res backend.Result
-	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
-		return res, fmt.Errorf("codex: request needs Env.StateRoot and Env.Workdir")
-	}
-	prompt, err := cliexec.Prompt(req)
+	visit, err := e.cli.Begin(req)
 	if err != nil {
-		return res, fmt.Errorf("codex: %w", err)
-	}
-	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
-		return res, fmt.Errorf("codex: state root: %w", err)
-	}
-	visit, err := cliexec.NewVisit(e.opts.TempDir)
-	if err != nil {
-		return res, fmt.Errorf("codex: %w", err)
+		return res, err
 	}
 	defer visit.Close()
-	model := req.Model
-	if model == "" {
-		model = e.opts.Model
-	}
-
 	var st stream
-	spec := cliexec.Spec{
-		Backend: backend.Codex,
-		Bin:     "codex",
-		BinDir:  e.opts.BinDir,
-		Args:    e.args(req, model, visit),
-		Dir:     req.Env.Workdir,
-		Env:     e.env(req.Env),
-		Stdin:   prompt,
-		Timeout: e.opts.Timeout,
-		OnLine:  st.line,
-	}
-	if e.opts.Heartbeat != nil {
-		spec.Heartbeat = func(d any) { e.opts.Heartbeat(ctx, d) }
-		spec.HeartbeatEvery = e.opts.HeartbeatEvery
-	}
-	if e.opts.AskUser != nil {
-		spec.Stop = visit.AskUserStop(e.opts.AskUserGrace)
-	}
+	spec := e.cli.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.OnLine = e.args(req, visit), e.env(req.Env), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
 			return res, fmt.Errorf("%w: codex session %s has no rollout under %s: %s",
 				backend.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
 		}
-		var ee *backend.ExitError
-		if errors.As(runErr, &ee) && st.failure != "" {
-			ee.StderrTail = st.failure + "\n" + ee.StderrTail
-		}
-		return res, runErr
+		return res, cliexec.ReportFailure(runErr, st.failure)
 	}
 	res.SessionID = st.threadID
 	res.Fingerprint = e.Fingerprint(req.Model)
@@ -191,7 +156,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, model string, visit *cliexec.Visit) []string {
+func (e *Executor) args(req backend.Request, visit *cliexec.Visit) []string {
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
 		"-c", "analytics.enabled=false",
@@ -200,8 +165,8 @@ func (e *Executor) args(req backend.Request, model string, visit *cliexec.Visit)
 		"-c", "model_providers." + ProviderID + "={name=" + tomlString(ProviderID) +
 			",base_url=" + tomlString(e.opts.BaseURL) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
 	}
-	if model != "" {
-		a = append(a, "-m", model)
+	if visit.Model != "" {
+		a = append(a, "-m", visit.Model)
 	}
 	if e.opts.Bypass {
 		a = append(a, "--dangerously-bypass-approvals-and-sandbox")
@@ -232,11 +197,7 @@ func (e *Executor) args(req backend.Request, model string, visit *cliexec.Visit)
 }
 
 func (e *Executor) env(env backend.Env) []string {
-	key := e.opts.APIKey
-	if key == "" {
-		key = os.Getenv(e.opts.APIKeyEnv)
-	}
-	set := []string{"CODEX_HOME=" + env.StateRoot, APIKeyVar + "=" + key}
+	set := []string{"CODEX_HOME=" + env.StateRoot, APIKeyVar + "=" + cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)}
 	set = append(set, e.opts.Env...)
 	return cliexec.Environ([]string{"CODEX_*", "OPENAI_*", APIKeyVar}, set...)
 }

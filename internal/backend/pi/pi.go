@@ -80,7 +80,10 @@ type Options struct {
 }
 
 // Executor runs pi visits.
-type Executor struct{ opts Options }
+type Executor struct {
+	opts Options
+	cli  cliexec.CLI
+}
 
 var _ backend.Backend = (*Executor)(nil)
 
@@ -92,7 +95,12 @@ func New(opts Options) *Executor {
 	if opts.API == "" {
 		opts.API = "openai-completions"
 	}
-	return &Executor{opts: opts}
+	// pi has no MCP client: its ask_user is a convention in the reply, so
+	// no visit is ended early for it.
+	return &Executor{opts: opts, cli: cliexec.CLI{
+		Backend: backend.Pi, Bin: "pi", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
+		Timeout: opts.Timeout, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
+	}}
 }
 
 // Name is backend.Pi.
@@ -127,16 +135,13 @@ func (e *Executor) appendSystemPrompt() string {
 // executor's default): backend, provider/model, system prompt, the
 // appended system prompt (ask_user convention included) and the tools.
 func (e *Executor) Fingerprint(model string) string {
-	if model == "" {
-		model = e.opts.Model
-	}
 	tools := e.opts.Tools
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
 	}
 	return cliexec.Fingerprint(cliexec.Conversation{
 		Backend:            backend.Pi,
-		Model:              e.provider() + "/" + model,
+		Model:              e.provider() + "/" + e.cli.ModelFor(model),
 		SystemPrompt:       e.opts.SystemPrompt,
 		AppendSystemPrompt: e.appendSystemPrompt(),
 		Tools:              tools,
@@ -146,41 +151,23 @@ func (e *Executor) Fingerprint(model string) string {
 // Execute runs one visit.
 func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	var res backend.Result
-	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
-		return res, fmt.Errorf("pi: request needs Env.StateRoot and Env.Workdir")
+	if err := e.cli.Check(req); err != nil {
+		return res, err
 	}
-	prompt, err := cliexec.Prompt(req)
+	// A missing session fails before Begin creates the state root and the
+	// scratch directory.
+	session, err := e.sessionFile(ctx, req)
 	if err != nil {
-		return res, fmt.Errorf("pi: %w", err)
+		return res, err
 	}
-	var session string
-	if req.SessionID != "" {
-		// pi given a --session file that does not exist starts a new
-		// session silently, so absence is decided here, by the packer's
-		// path code (the same that answers HasSession).
-		session, err = packer.NewPi(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
-		if errors.Is(err, packer.ErrNoSession) {
-			return res, fmt.Errorf("%w: %v", backend.ErrNoSession, err)
-		}
-		if err != nil {
-			return res, fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
-		}
-	}
-	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
-		return res, fmt.Errorf("pi: state root: %w", err)
-	}
-	visit, err := cliexec.NewVisit(e.opts.TempDir)
+	visit, err := e.cli.Begin(req)
 	if err != nil {
-		return res, fmt.Errorf("pi: %w", err)
+		return res, err
 	}
 	defer visit.Close()
-	model := req.Model
-	if model == "" {
-		model = e.opts.Model
-	}
 	agentDir := filepath.Join(visit.Dir, "agent")
 	if e.opts.BaseURL != "" {
-		if err := e.writeModels(visit, model); err != nil {
+		if err := e.writeModels(visit); err != nil {
 			return res, err
 		}
 	} else if err := os.MkdirAll(agentDir, 0o700); err != nil {
@@ -188,28 +175,11 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	}
 
 	var st stream
-	spec := cliexec.Spec{
-		Backend: backend.Pi,
-		Bin:     "pi",
-		BinDir:  e.opts.BinDir,
-		Args:    e.args(req, model, session),
-		Dir:     req.Env.Workdir,
-		Env:     e.env(agentDir),
-		Stdin:   prompt,
-		Timeout: e.opts.Timeout,
-		OnLine:  st.line,
-	}
-	if e.opts.Heartbeat != nil {
-		spec.Heartbeat = func(d any) { e.opts.Heartbeat(ctx, d) }
-		spec.HeartbeatEvery = e.opts.HeartbeatEvery
-	}
+	spec := e.cli.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(agentDir), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
-		var ee *backend.ExitError
-		if errors.As(runErr, &ee) && st.errorMessage != "" {
-			ee.StderrTail = st.errorMessage + "\n" + ee.StderrTail
-		}
-		return res, runErr
+		return res, cliexec.ReportFailure(runErr, st.errorMessage)
 	}
 	if st.stopReason == "error" || st.stopReason == "aborted" {
 		// pi exits 0 when the model call failed; the failure is in its
@@ -233,13 +203,31 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) writeModels(visit *cliexec.Visit, model string) error {
+// sessionFile is the file of the session req resumes or forks, or "" for a
+// new one. pi given a --session file that does not exist starts a new
+// session silently, so absence is decided here, by the packer's path code
+// (the same that answers HasSession).
+func (e *Executor) sessionFile(ctx context.Context, req backend.Request) (string, error) {
+	if req.SessionID == "" {
+		return "", nil
+	}
+	session, err := packer.NewPi(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
+	if errors.Is(err, packer.ErrNoSession) {
+		return "", fmt.Errorf("%w: %v", backend.ErrNoSession, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
+	}
+	return session, nil
+}
+
+func (e *Executor) writeModels(visit *cliexec.Visit) error {
 	prov := map[string]any{
 		"baseUrl": e.opts.BaseURL,
 		"api":     e.opts.API,
 		// pi resolves a value naming an environment variable to its value.
 		"apiKey": APIKeyVar,
-		"models": []any{map[string]any{"id": model}},
+		"models": []any{map[string]any{"id": visit.Model}},
 	}
 	if e.opts.Compat != nil {
 		prov["compat"] = e.opts.Compat
@@ -289,11 +277,7 @@ func (e *Executor) args(req backend.Request, model, session string) []string {
 func (e *Executor) env(agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if e.opts.BaseURL != "" {
-		key := e.opts.APIKey
-		if key == "" {
-			key = os.Getenv(e.opts.APIKeyEnv)
-		}
-		set = append(set, APIKeyVar+"="+key)
+		set = append(set, APIKeyVar+"="+cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv))
 	}
 	set = append(set, e.opts.Env...)
 	return cliexec.Environ([]string{"PI_*", APIKeyVar}, set...)

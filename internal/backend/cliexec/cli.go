@@ -1,0 +1,130 @@
+package cliexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/backend"
+)
+
+// CLI is what every CLI executor does alike: it starts a visit the same way
+// and runs its program under the same limits. An executor fills one from its
+// own Options, whose field names stay its own, and keeps to itself only
+// what is particular to its CLI (flags, environment, output).
+type CLI struct {
+	// Backend is the backend's name; it starts every error the helpers
+	// return.
+	Backend string
+	// Bin is the program, looked up in BinDir (empty: PATH).
+	Bin    string
+	BinDir string
+	// Model is the default model, for requests that name none.
+	Model string
+	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
+	TempDir string
+	// Timeout bounds one visit; zero means only the context bounds it.
+	Timeout time.Duration
+	// Heartbeat is called with the visit's context every HeartbeatEvery
+	// while the CLI runs.
+	Heartbeat      func(ctx context.Context, details any)
+	HeartbeatEvery time.Duration
+	// AskUserMCP says the CLI is given the ask_user tool over MCP; the CLI is
+	// then ended AskUserGrace after the agent asked (default
+	// DefaultAskUserGrace).
+	AskUserMCP   bool
+	AskUserGrace time.Duration
+}
+
+// ModelFor is the model a visit runs: the requested one, else the default.
+func (c CLI) ModelFor(requested string) string {
+	if requested == "" {
+		return c.Model
+	}
+	return requested
+}
+
+// MCPTools are the MCP tools the CLI is given, as Conversation.MCPTools
+// names them.
+func (c CLI) MCPTools() []string {
+	if !c.AskUserMCP {
+		return nil
+	}
+	return []string{askuser.ServerName + "/" + askuser.ToolName}
+}
+
+// Check fails a request that does not say where the CLI keeps its state and
+// where it works.
+func (c CLI) Check(req backend.Request) error {
+	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
+		return fmt.Errorf("%s: request needs Env.StateRoot and Env.Workdir", c.Backend)
+	}
+	return nil
+}
+
+// Begin starts a visit for req: it checks the request, works out the prompt
+// and the model, creates the state root and makes the visit's scratch
+// directory. The caller closes the visit.
+func (c CLI) Begin(req backend.Request) (*Visit, error) {
+	if err := c.Check(req); err != nil {
+		return nil, err
+	}
+	prompt, err := Prompt(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Backend, err)
+	}
+	if err := os.MkdirAll(req.Env.StateRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("%s: state root: %w", c.Backend, err)
+	}
+	v, err := NewVisit(c.TempDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Backend, err)
+	}
+	v.Prompt, v.Model = prompt, c.ModelFor(req.Model)
+	return v, nil
+}
+
+// Spec is the run of the CLI for visit v of req: the program, working
+// directory, prompt, limits and heartbeat. The executor adds the arguments,
+// the environment and the reader of the output.
+func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
+	s := Spec{
+		Backend: c.Backend,
+		Bin:     c.Bin,
+		BinDir:  c.BinDir,
+		Dir:     req.Env.Workdir,
+		Stdin:   v.Prompt,
+		Timeout: c.Timeout,
+	}
+	if c.Heartbeat != nil {
+		s.Heartbeat = func(d any) { c.Heartbeat(ctx, d) }
+		s.HeartbeatEvery = c.HeartbeatEvery
+	}
+	if c.AskUserMCP {
+		s.Stop = v.AskUserStop(c.AskUserGrace)
+	}
+	return s
+}
+
+// APIKey is key when set, else the value of the worker's environment
+// variable envVar, so that a key need not be written into configuration.
+func APIKey(key, envVar string) string {
+	if key != "" {
+		return key
+	}
+	return os.Getenv(envVar)
+}
+
+// ReportFailure puts what the CLI reported as its failure (on stdout) in
+// front of the stderr tail of err when err is an exit error, since some
+// CLIs say why they failed only there. It returns err.
+func ReportFailure(err error, failure string) error {
+	var ee *backend.ExitError
+	if failure != "" && errors.As(err, &ee) {
+		ee.StderrTail = failure + "\n" + ee.StderrTail
+	}
+	return err
+}
