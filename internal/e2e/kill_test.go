@@ -64,11 +64,19 @@ func startWorkerProcess(t *testing.T, bin string, env []string) *workerProcess {
 	return w
 }
 
-// TestWorkerKilledMidVisit kills the worker process (SIGKILL, as a node
-// dying takes a pod) while a persist visit is inside the CLI. The visit's
-// heartbeats stop, the workflow restarts the visit on the other worker,
-// which restores the conversation from the blob store and completes it.
+// TestWorkerKilledMidVisit stops the worker process while a persist visit
+// is inside the CLI: with SIGKILL, as a node dying takes a pod (the visit's
+// heartbeats stop), and with SIGTERM, as a pod being recycled (the worker
+// ends the CLI and reports WorkerStopping). Either way the workflow restarts
+// the visit on the other worker, which restores the conversation from the
+// blob store and completes it.
 func TestWorkerKilledMidVisit(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { killMidVisit(t, sig) })
+	}
+}
+
+func killMidVisit(t *testing.T, sig syscall.Signal) {
 	// Build before HOME moves: go keeps its caches under HOME.
 	bin := buildWorker(t)
 	srv := testenv.DevServer(t)
@@ -118,8 +126,13 @@ edges:
 		require.True(t, time.Now().Before(deadline), "visit 2 never reached the model")
 		time.Sleep(100 * time.Millisecond)
 	}
-	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	require.NoError(t, a.cmd.Process.Signal(sig))
 	_, _ = a.cmd.Process.Wait()
+	if sig == syscall.SIGTERM {
+		b, err := os.ReadFile(a.log.Name())
+		require.NoError(t, err)
+		require.Contains(t, string(b), "WorkerStopping", "a graceful stop reports the interrupted visit")
+	}
 	startWorkerProcess(t, bin, env)
 
 	q = h.waitQuestion(id)
