@@ -60,6 +60,7 @@ run completed and 1 when it failed.`,
 				TaskQueue:                workflows.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+				Memo:                     map[string]any{"graph": g.Name},
 			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in})
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted
