@@ -146,7 +146,12 @@ func (a *app) rewindCmd() *cobra.Command {
 		Short: "Rewind a closed run to an earlier checkpoint and run on from there",
 		Long: `Rewind a closed run to checkpoint SEQ (see tether checkpoints RUN). A new
 checkpoint, a copy of SEQ, is written first; then the session blobs that only
-later checkpoints named are deleted; then a new execution continues from it.`,
+later checkpoints named are deleted; then a new execution continues from it.
+
+A persist node continues the conversation SEQ names only if that slot's
+blob still exists: a run deletes a node's previous slot once a newer one is
+committed, so rewinding past a later visit of the node usually starts that
+node fresh (it never resumes a conversation it cannot restore).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
