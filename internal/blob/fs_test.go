@@ -20,19 +20,19 @@ func openFS(t testing.TB, dir string) blob.Store {
 	return s
 }
 
-// fsFaults are genuine filesystem faults. The issue's "directory with mode
-// 000" only works for an unprivileged user: these tests run as root in CI
-// containers, and root's CAP_DAC_OVERRIDE reads through mode 000, so that
-// case skips under root. The faults that root cannot bypass stand in for
-// it: ENOTDIR (a file where a directory should be), ELOOP (a symlink loop
-// where a directory should be) and the store's root directory vanishing
-// (removed, or its volume unmounted), which would otherwise make every
-// lookup look like an ENOENT.
+// fsFaults are genuine filesystem faults: a directory with mode 000
+// (EACCES), a file where a directory should be (ENOTDIR), a symlink loop
+// where a directory should be (ELOOP) and the store's root directory
+// vanishing (removed, or its volume unmounted), which would otherwise make
+// every lookup look like an ENOENT. Root's CAP_DAC_OVERRIDE reads through
+// mode 000, so under root that case skips here and
+// TestFSMode000DirIsNotAbsence produces the real EACCES in a child process
+// running as uid 65534 instead.
 func fsFaults() []storetest.Fault {
 	return []storetest.Fault{
 		{Name: "Mode000Dir", Inject: func(t *testing.T) (blob.Store, string) {
 			if os.Geteuid() == 0 {
-				t.Skip("running as root: CAP_DAC_OVERRIDE bypasses mode 000, so this fault cannot be produced; ENOTDIR, ELOOP and RootGone cover non-absence faults instead")
+				t.Skip("running as root: CAP_DAC_OVERRIDE bypasses mode 000 in this process; TestFSMode000DirIsNotAbsence checks it as uid 65534")
 			}
 			dir := t.TempDir()
 			s := openFS(t, dir)
