@@ -24,7 +24,7 @@ run: build
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
-	$(GO) test -p 2 -timeout 45m ./...
+	$(GO) test -count=1 -p 2 -timeout 45m ./...
 
 ## lint: go vet, staticcheck and workflowcheck
 lint:
