@@ -380,3 +380,29 @@ func TestMintIDIsDeterministic(t *testing.T) {
 	require.NotEqual(t, ids[0], ids[1])
 	require.Len(t, ids[0], 26)
 }
+
+// A long output stays whole as the node's output, but its loop snapshots
+// keep it cut, so a long loop's checkpoint stays bounded.
+func (s *GraphRunSuite) TestLoopSnapshotsCutLongValues() {
+	long := strings.Repeat("x", 10_000)
+	res, err := s.run(`
+name: long
+start: a
+nodes:
+  - {id: a, kind: agent, backend: scripted, prompt: 'JSON:{"blob": "`+long+`"}', max_visits: 3}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done, when: 'visits >= 3'}
+  - {from: a, to: a}
+`, nil)
+	s.Require().NoError(err)
+	s.Equal("done", res.EndNode)
+	cp := s.latest()
+	s.Equal(long, cp.Outputs["a"]["blob"])
+	s.Require().Len(cp.LoopSnapshots, 2)
+	for _, snap := range cp.LoopSnapshots {
+		v, _ := snap.Output["blob"].(string)
+		s.Less(len(v), 2200)
+		s.Contains(v, "(10000 bytes)")
+	}
+}

@@ -173,7 +173,10 @@ func (r *runImpl) addStep(s runstore.Step) {
 // and keeps its previous output as a loop snapshot.
 func (r *runImpl) setOutput(node string, visit int, out map[string]any) {
 	if prev, ok := r.cp.Outputs[node]; ok {
-		r.cp.LoopSnapshots = append(r.cp.LoopSnapshots, runstore.LoopSnapshot{Node: node, Visit: visit - 1, Output: prev})
+		// Snapshots keep long strings cut, like the state query: they are
+		// history for people, and the checkpoint they live in travels in
+		// continue-as-new input, which Temporal bounds.
+		r.cp.LoopSnapshots = append(r.cp.LoopSnapshots, runstore.LoopSnapshot{Node: node, Visit: visit - 1, Output: queryValue(prev)})
 		var kept []runstore.LoopSnapshot
 		count := 0
 		for i := len(r.cp.LoopSnapshots) - 1; i >= 0; i-- {
