@@ -45,6 +45,8 @@ type harness struct {
 func newHarness(t testing.TB, blobURL string) *harness {
 	t.Helper()
 	srv := testenv.DevServer(t)
+	// No conversation can come from a home directory: HOME is empty.
+	t.Setenv("HOME", t.TempDir())
 	h := &harness{t: t, srv: srv, c: srv.Client(t)}
 	if blobURL == "" {
 		blobURL = "file://" + t.TempDir()

@@ -32,6 +32,19 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("real dependency missing (set CI=true to make this a failure): "+format, args...)
 }
 
+// toolCache is scripts/tools.sh's cache as the environment named it when
+// the test binary started.
+var toolCache = func() string {
+	if c := os.Getenv("TETHER_CACHE"); c != "" {
+		return c
+	}
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "tether")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "tether")
+}()
+
 var (
 	toolMu    sync.Mutex
 	toolPaths = map[string]string{}
@@ -46,7 +59,11 @@ func Tool(t testing.TB, name string) string {
 	if p, ok := toolPaths[name]; ok {
 		return p
 	}
-	out, err := exec.Command("bash", filepath.Join(Root(), "scripts", "tools.sh"), name).Output()
+	cmd := exec.Command("bash", filepath.Join(Root(), "scripts", "tools.sh"), name)
+	// Tests move HOME to keep the CLIs off the real one; the tool cache
+	// stays where it was when the test binary started.
+	cmd.Env = append(os.Environ(), "TETHER_CACHE="+toolCache)
+	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {
