@@ -137,6 +137,8 @@ func (a *Activities) RestoreSession(ctx context.Context, req *RestoreRequest) (*
 		present := packer.HasSession(ctx, req.SessionID)
 		return &RestoreResult{Queue: a.Queue, Present: present}, nil
 	}
+	stop := a.heartbeat(ctx)
+	defer stop()
 	data, err := blob.GetBytes(ctx, a.Blobs, req.StateRef)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q is gone", req.Node.ID), ErrTypeSessionUnavailable, err)
