@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"go.temporal.io/sdk/client"
@@ -61,12 +62,13 @@ func run() error {
 		return err
 	}
 	h, err := workerhost.Start(c, workerhost.Options{
-		ID:       os.Getenv("TETHER_WORKER_ID"),
-		Blobs:    blobs,
-		Backends: backends,
-		StateDir: cfg.StateDir,
-		WorkDir:  cfg.WorkDir,
-		Logger:   logger,
+		ID:                  os.Getenv("TETHER_WORKER_ID"),
+		MaxConcurrentVisits: envInt("TETHER_MAX_CONCURRENT_VISITS"),
+		Blobs:               blobs,
+		Backends:            backends,
+		StateDir:            cfg.StateDir,
+		WorkDir:             cfg.WorkDir,
+		Logger:              logger,
 	})
 	if err != nil {
 		return err
@@ -83,4 +85,13 @@ func logLevel() slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// envInt reads a positive integer setting; anything else means the default.
+func envInt(name string) int {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

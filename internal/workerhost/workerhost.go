@@ -30,7 +30,16 @@ type Options struct {
 	StateDir string
 	WorkDir  string
 	Logger   *slog.Logger
+	// MaxConcurrentVisits bounds the activities (agent visits, tools,
+	// restores) this worker runs at once on each of its queues; zero means
+	// DefaultMaxConcurrentVisits. A visit bound to a busy worker's own
+	// queue moves to another worker after WorkerLostAfter.
+	MaxConcurrentVisits int
 }
+
+// DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
+// a small machine can run.
+const DefaultMaxConcurrentVisits = 16
 
 // Host is a running worker.
 type Host struct {
@@ -57,6 +66,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.MaxConcurrentVisits <= 0 {
+		o.MaxConcurrentVisits = DefaultMaxConcurrentVisits
+	}
 	queue := workflows.WorkerQueue(o.ID)
 	acts := &activities.Activities{
 		Blobs:    o.Blobs,
@@ -69,15 +81,17 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	h := &Host{ID: o.ID, Queue: queue}
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
-		WorkerStopTimeout: 10 * time.Second,
-		Identity:          o.ID,
+		WorkerStopTimeout:                  10 * time.Second,
+		Identity:                           o.ID,
+		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
 	})
 	h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
-		WorkerStopTimeout:     10 * time.Second,
-		Identity:              o.ID,
-		DisableWorkflowWorker: true,
+		WorkerStopTimeout:                  10 * time.Second,
+		Identity:                           o.ID,
+		DisableWorkflowWorker:              true,
+		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := h.own.Start(); err != nil {
