@@ -128,6 +128,9 @@ func (r *runImpl) visitAgent(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 
 		v := visitResult{output: res.Output}
+		if !inBranch {
+			r.lastQueue = res.Queue
+		}
 		if p := pause(); p != nil && p.NodeID == node.ID {
 			if p.BackendSessionStateRef != "" {
 				v.deleteAfterCommit = append(v.deleteAfterCommit, p.BackendSessionStateRef)

@@ -42,6 +42,10 @@ type runImpl struct {
 	current []string
 	// refSeq makes every minted blob ref of this execution unique.
 	refSeq int
+	// lastQueue is the worker queue of the last trunk agent visit: where
+	// that agent's working directory is. Not carried across
+	// continue-as-new; a new execution starts without affinity.
+	lastQueue string
 }
 
 // question is a pending question and, once answered, its answer.

@@ -43,3 +43,13 @@ func RunWorkflowID(runID string) string { return runID }
 // of a node visit after the first runs there, so the live session files the
 // first one restored are the ones the rest use.
 func WorkerQueue(workerID string) string { return TaskQueue + "/" + workerID }
+
+// Workflow changes since the first recorded histories. Each is a
+// workflow.GetVersion change id; its history under testdata/histories
+// proves the new path, and the older histories prove the old one.
+const (
+	// changeToolAffinity: tool nodes run on the worker of the last agent
+	// visit (tool-affinity.json).
+	changeToolAffinity  = "tool-affinity"
+	versionToolAffinity = 1
+)

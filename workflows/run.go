@@ -109,7 +109,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	case graph.KindHuman:
 		v, err = r.visitHuman(ctx, node, cur, visitNo, inBranch)
 	case graph.KindTool:
-		v, err = r.visitTool(ctx, node, cur, visitNo)
+		v, err = r.visitTool(ctx, node, cur, visitNo, inBranch)
 	case graph.KindJoin:
 		v = visitResult{output: maps.Clone(cur.Input)}
 	default:

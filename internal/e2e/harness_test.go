@@ -38,6 +38,8 @@ type harness struct {
 	n      int
 	// workerBlobs is the store workers use; nil means blobs.
 	workerBlobs blob.Store
+	// noEager spreads activities over all workers.
+	noEager bool
 	// backends builds the backends of each new worker.
 	backends func(t testing.TB) workerhost.BackendConfig
 }
@@ -72,7 +74,7 @@ func (h *harness) startWorker() string {
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
-		Logger: testLogger(),
+		Logger: testLogger(), DisableEagerActivities: h.noEager,
 	})
 	require.NoError(h.t, err)
 	h.worker = w

@@ -35,6 +35,10 @@ type Options struct {
 	// DefaultMaxConcurrentVisits. A visit bound to a busy worker's own
 	// queue moves to another worker after WorkerLostAfter.
 	MaxConcurrentVisits int
+	// DisableEagerActivities makes every activity go through the server's
+	// matching instead of running on the worker that scheduled it; tests
+	// use it to spread visits over several workers.
+	DisableEagerActivities bool
 }
 
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
@@ -84,6 +88,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		WorkerStopTimeout:                  10 * time.Second,
 		Identity:                           o.ID,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
+		DisableEagerActivities:             o.DisableEagerActivities,
 	})
 	h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	h.shared.RegisterActivity(acts)
