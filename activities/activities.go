@@ -65,10 +65,10 @@ func (a *Activities) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Env returns the live root and working directory of one backend for one
+// liveEnv returns the live root and working directory of one backend for one
 // run's node on this worker. HasSession, unpack, execute and pack all use
 // this one function, so they agree on where a session lives.
-func (a *Activities) Env(backendName, runID string, node graph.Node) (backend.Env, error) {
+func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (backend.Env, error) {
 	root := filepath.Join(a.StateDir, backendName)
 	work := filepath.Join(a.WorkDir, runID)
 	if node.Workdir != "" {
@@ -125,7 +125,7 @@ func (a *Activities) RestoreSession(ctx context.Context, req *RestoreRequest) (*
 	if !ok {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("backend %q is not available on worker %s", req.Backend, a.Queue), ErrTypeSessionUnavailable, nil)
 	}
-	env, err := a.Env(req.Backend, req.RunID, req.Node)
+	env, err := a.liveEnv(req.Backend, req.RunID, req.Node)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
@@ -162,7 +162,7 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 	if err != nil {
 		return nil, err
 	}
-	env, err := a.Env(b.Name(), req.RunID, req.Node)
+	env, err := a.liveEnv(b.Name(), req.RunID, req.Node)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}

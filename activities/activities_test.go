@@ -167,9 +167,9 @@ func TestRunTool(t *testing.T) {
 
 func TestEnvRefusesEscapingWorkdir(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	_, err := a.Env(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "../../etc"})
+	_, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "../../etc"})
 	require.Error(t, err)
-	env, err := a.Env(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "sub/dir"})
+	env, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "sub/dir"})
 	require.NoError(t, err)
 	assert.Contains(t, env.Workdir, "/work/r1/sub/dir")
 }

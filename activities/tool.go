@@ -36,7 +36,7 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 		}
 		argv[i] = s
 	}
-	env, err := a.Env("tool", req.RunID, req.Node)
+	env, err := a.liveEnv("tool", req.RunID, req.Node)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
