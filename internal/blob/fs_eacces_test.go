@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -21,7 +19,7 @@ import (
 const eaccesRootEnv = "TETHER_BLOB_EACCES_ROOT"
 
 // nobody is the conventional unprivileged uid and gid.
-const nobody = 65534
+const nobody = testenv.Nobody
 
 // eaccesChild is the helper test the child runs.
 const eaccesChild = "TestFSMode000DirAsNobody"
@@ -33,7 +31,7 @@ const eaccesChild = "TestFSMode000DirAsNobody"
 // in a copy of this test binary dropped to uid and gid 65534, where the
 // kernel really refuses; any other user runs it directly.
 func TestFSMode000DirIsNotAbsence(t *testing.T) {
-	base := reachableTempDir(t)
+	base := testenv.NobodyTempDir(t)
 	root := filepath.Join(base, "store")
 	s := openFS(t, root)
 	ctx := context.Background()
@@ -62,7 +60,7 @@ func TestFSMode000DirIsNotAbsence(t *testing.T) {
 		checkMode000(t, root)
 		return
 	}
-	runAsNobody(t, base, root)
+	runAsNobody(t, root)
 }
 
 // TestFSMode000DirAsNobody is the half of TestFSMode000DirIsNotAbsence that
@@ -78,38 +76,20 @@ func TestFSMode000DirAsNobody(t *testing.T) {
 	checkMode000(t, root)
 }
 
-// runAsNobody runs the helper test in a copy of this test binary (the
-// original sits in a build directory only root can enter) as uid and gid
-// 65534, and fails t if the child fails. A child that cannot be started,
-// for example because changing uid is not permitted here, makes the test
-// skip, or fail when CI=true.
-func runAsNobody(t *testing.T, dir, root string) {
+// runAsNobody runs the helper test as uid and gid 65534 and fails t if
+// the child fails or does not run it. A child that cannot be started, for
+// example because changing uid is not permitted here, makes the test skip,
+// or fail when CI=true.
+func runAsNobody(t *testing.T, root string) {
 	t.Helper()
-	self, err := os.Executable()
+	out, err := testenv.RunAsNobody(t, eaccesChild, eaccesRootEnv+"="+root)
 	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "blob.test")
-	if err := copyExecutable(self, bin); err != nil {
-		t.Fatalf("copy the test binary: %v", err)
-	}
-	cmd := exec.CommandContext(t.Context(), bin, "-test.run=^"+eaccesChild+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), eaccesRootEnv+"="+root)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
 		testenv.Unavailable(t, "cannot run the test binary as uid %d (%v), so a real EACCES cannot be produced under root", nobody, err)
 		return
-	}
-	if err != nil {
-		t.Fatalf("child as uid %d failed: %v\n%s", nobody, err, out)
 	}
 	if !bytes.Contains(out, []byte("--- PASS: "+eaccesChild)) {
 		t.Fatalf("child as uid %d did not run %s:\n%s", nobody, eaccesChild, out)
 	}
-	t.Logf("child as uid %d:\n%s", nobody, out)
 }
 
 // checkMode000 checks, with the store in the clear and encrypted, that
@@ -171,21 +151,6 @@ func checkMode000(t *testing.T, root string) {
 	}
 }
 
-// reachableTempDir is a temporary directory (removed after the test) that
-// uid 65534 can enter.
-func reachableTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "blob-eacces-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func chownTree(dir string, uid, gid int) error {
 	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
@@ -193,21 +158,4 @@ func chownTree(dir string, uid, gid int) error {
 		}
 		return os.Lchown(p, uid, gid)
 	})
-}
-
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
