@@ -42,6 +42,27 @@ type conversation struct {
 	toolResult      string
 }
 
+// addPrompt adds the human-typed part of a user message's texts, if any,
+// as one prompt.
+func (c *conversation) addPrompt(texts []string) {
+	var typed []string
+	for _, t := range texts {
+		if t = promptText(t); t != "" {
+			typed = append(typed, t)
+		}
+	}
+	if len(typed) > 0 {
+		c.prompts = append(c.prompts, strings.Join(typed, "\n"))
+	}
+}
+
+// endWithToolResult notes that the request ends with a tool result made of
+// texts.
+func (c *conversation) endWithToolResult(texts []string) {
+	c.afterToolResult = true
+	c.toolResult = strings.Join(texts, "\n")
+}
+
 // reply is what the brain answers.
 type reply struct {
 	text   string

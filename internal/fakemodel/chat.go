@@ -2,9 +2,7 @@ package fakemodel
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 )
 
 type chatRequest struct {
@@ -27,22 +25,12 @@ func (req chatRequest) conversation() conversation {
 		c.tools = append(c.tools, t.Function.Name)
 	}
 	for i, m := range req.Messages {
-		last := i == len(req.Messages)-1
 		switch m.Role {
 		case "user":
-			var texts []string
-			for _, t := range responsesText(m.Content) {
-				if t = promptText(t); t != "" {
-					texts = append(texts, t)
-				}
-			}
-			if len(texts) > 0 {
-				c.prompts = append(c.prompts, strings.Join(texts, "\n"))
-			}
+			c.addPrompt(contentTexts(m.Content))
 		case "tool":
-			if last {
-				c.afterToolResult = true
-				c.toolResult = strings.Join(responsesText(m.Content), "\n")
+			if i == len(req.Messages)-1 {
+				c.endWithToolResult(contentTexts(m.Content))
 			}
 		}
 	}
@@ -51,36 +39,21 @@ func (req chatRequest) conversation() conversation {
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, rec Request) {
 	var req chatRequest
-	if err := json.Unmarshal(rec.Body, &req); err != nil {
-		s.record(rec)
-		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	rep, id, ok := s.turn(w, r, rec, &req, openAIErrors)
+	if !ok {
 		return
 	}
-	c := req.conversation()
-	rep := c.reply()
-	rec.Turn, rec.Prompts, rec.Tools = true, c.prompts, c.tools
-	rec.AfterToolResult, rec.ToolResult, rec.Reply = c.afterToolResult, c.toolResult, rep.String()
-	s.record(rec)
-	if !sleep(r, rep.delay) {
-		return
-	}
-	if rep.status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.status)
-		fmt.Fprintf(w, `{"error":{"message":"fake model: HTTP %d on cue","type":"invalid_request_error","code":null}}`, rep.status)
-		return
-	}
-	id := s.nextID()
-	chatID := fmt.Sprintf("chatcmpl-fake%06d", id)
+	chatID := fakeID("chatcmpl-", id)
 	finish := "stop"
 	msg := map[string]any{"role": "assistant", "content": rep.text}
 	if rep.tool != "" {
 		finish = "tool_calls"
 		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-			"index": 0, "id": fmt.Sprintf("call_fake%06d", id), "type": "function",
+			"index": 0, "id": fakeID("call_", id), "type": "function",
 			"function": map[string]any{"name": rep.tool, "arguments": rep.args}}}}
 	}
-	usage := map[string]any{"prompt_tokens": 10 + len(rec.Body)/400, "completion_tokens": 5, "total_tokens": 15 + len(rec.Body)/400}
+	in := promptTokens(rec.Body)
+	usage := map[string]any{"prompt_tokens": in, "completion_tokens": replyTokens, "total_tokens": in + replyTokens}
 	if !req.Stream {
 		writeJSON(w, map[string]any{"id": chatID, "object": "chat.completion", "created": 0, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})

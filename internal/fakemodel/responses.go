@@ -2,7 +2,7 @@ package fakemodel
 
 import (
 	"encoding/json"
-	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 )
@@ -19,27 +19,6 @@ type responsesItem struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Output  json.RawMessage `json:"output"`
-}
-
-type responsesPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-func responsesText(raw json.RawMessage) []string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{s}
-	}
-	var parts []responsesPart
-	_ = json.Unmarshal(raw, &parts)
-	var out []string
-	for _, p := range parts {
-		if p.Text != "" {
-			out = append(out, p.Text)
-		}
-	}
-	return out
 }
 
 // responsesToolNames lists offered tool names, looking inside namespace
@@ -82,21 +61,11 @@ func (req responsesRequest) conversation() conversation {
 	var items []responsesItem
 	_ = json.Unmarshal(req.Input, &items)
 	for i, it := range items {
-		last := i == len(items)-1
 		switch {
 		case (it.Type == "message" || it.Type == "") && it.Role == "user":
-			var texts []string
-			for _, t := range responsesText(it.Content) {
-				if t = promptText(t); t != "" {
-					texts = append(texts, t)
-				}
-			}
-			if len(texts) > 0 {
-				c.prompts = append(c.prompts, strings.Join(texts, "\n"))
-			}
-		case strings.HasSuffix(it.Type, "_call_output") && last:
-			c.afterToolResult = true
-			c.toolResult = strings.Join(responsesText(it.Output), "\n")
+			c.addPrompt(contentTexts(it.Content))
+		case strings.HasSuffix(it.Type, "_call_output") && i == len(items)-1:
+			c.endWithToolResult(contentTexts(it.Output))
 		}
 	}
 	return c
@@ -104,43 +73,28 @@ func (req responsesRequest) conversation() conversation {
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) {
 	var req responsesRequest
-	if err := json.Unmarshal(rec.Body, &req); err != nil {
-		s.record(rec)
-		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	rep, id, ok := s.turn(w, r, rec, &req, openAIErrors)
+	if !ok {
 		return
 	}
-	c := req.conversation()
-	rep := c.reply()
-	rec.Turn, rec.Prompts, rec.Tools = true, c.prompts, c.tools
-	rec.AfterToolResult, rec.ToolResult, rec.Reply = c.afterToolResult, c.toolResult, rep.String()
-	s.record(rec)
-	if !sleep(r, rep.delay) {
-		return
-	}
-	if rep.status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.status)
-		fmt.Fprintf(w, `{"error":{"message":"fake model: HTTP %d on cue","type":"invalid_request_error","code":null}}`, rep.status)
-		return
-	}
-	id := s.nextID()
-	respID := fmt.Sprintf("resp_fake%06d", id)
+	respID := fakeID("resp_", id)
 	var item map[string]any
 	if rep.tool != "" {
 		name, namespace := rep.tool, ""
 		if i := strings.IndexByte(name, 0); i >= 0 {
 			namespace, name = name[:i], name[i+1:]
 		}
-		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake%06d", id),
-			"call_id": fmt.Sprintf("call_fake%06d", id), "name": name, "arguments": rep.args, "status": "completed"}
+		item = map[string]any{"type": "function_call", "id": fakeID("fc_", id),
+			"call_id": fakeID("call_", id), "name": name, "arguments": rep.args, "status": "completed"}
 		if namespace != "" {
 			item["namespace"] = namespace
 		}
 	} else {
-		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake%06d", id), "role": "assistant",
+		item = map[string]any{"type": "message", "id": fakeID("msg_", id), "role": "assistant",
 			"status": "completed", "content": []any{map[string]any{"type": "output_text", "text": rep.text, "annotations": []any{}}}}
 	}
-	usage := map[string]any{"input_tokens": 10 + len(rec.Body)/400, "output_tokens": 5, "total_tokens": 15 + len(rec.Body)/400,
+	in := promptTokens(rec.Body)
+	usage := map[string]any{"input_tokens": in, "output_tokens": replyTokens, "total_tokens": in + replyTokens,
 		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	response := map[string]any{"id": respID, "object": "response", "model": req.Model, "status": "completed",
 		"output": []any{item}, "usage": usage}
@@ -151,10 +105,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) 
 	sse := newSSE(w)
 	sse.event("response.created", map[string]any{"type": "response.created", "sequence_number": 0,
 		"response": map[string]any{"id": respID, "object": "response", "model": req.Model, "status": "in_progress", "output": []any{}}})
-	added := map[string]any{}
-	for k, v := range item {
-		added[k] = v
-	}
+	added := maps.Clone(item)
 	added["status"] = "in_progress"
 	if rep.tool == "" {
 		added["content"] = []any{}

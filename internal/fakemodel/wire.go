@@ -1,0 +1,148 @@
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// What the three APIs share on the wire: message content, the start of a
+// conversation turn, ids and token counts, and server-sent events.
+
+// contentPart is one part of message content: an Anthropic content block
+// or an OpenAI content part.
+type contentPart struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"` // Anthropic tool_result: string or blocks
+}
+
+// contentParts decodes content that is either a string, which becomes one
+// text part, or an array of parts.
+func contentParts(raw json.RawMessage) []contentPart {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []contentPart{{Type: "text", Text: s}}
+	}
+	var parts []contentPart
+	_ = json.Unmarshal(raw, &parts)
+	return parts
+}
+
+// contentTexts returns the non-empty texts of content.
+func contentTexts(raw json.RawMessage) []string {
+	var out []string
+	for _, p := range contentParts(raw) {
+		if p.Text != "" {
+			out = append(out, p.Text)
+		}
+	}
+	return out
+}
+
+// wireErrors are the error bodies of an API: one for a request that is not
+// JSON, and a format taking the status for an HTTP error on cue.
+type wireErrors struct {
+	badJSON string
+	onCue   string
+}
+
+var (
+	anthropicErrors = wireErrors{
+		badJSON: `{"type":"error","error":{"type":"invalid_request_error","message":"bad json"}}`,
+		onCue:   `{"type":"error","error":{"type":"invalid_request_error","message":"fake model: HTTP %d on cue"}}`,
+	}
+	// openAIErrors serve both the Responses and the Chat Completions API.
+	openAIErrors = wireErrors{
+		badJSON: `{"error":{"message":"bad json","type":"invalid_request_error"}}`,
+		onCue:   `{"error":{"message":"fake model: HTTP %d on cue","type":"invalid_request_error","code":null}}`,
+	}
+)
+
+// turn starts the answer to a conversation request: it decodes rec's body
+// into req (a pointer to the API's request type), asks the brain for the
+// reply and records the request with it, waits out the reply's delay and
+// answers an HTTP error on cue. When ok is true the caller writes rep in
+// its API's format, using id for the ids in it; otherwise the answer is
+// already written or the client went away.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request, rec Request,
+	req interface{ conversation() conversation }, errs wireErrors) (rep reply, id int, ok bool) {
+	if err := json.Unmarshal(rec.Body, req); err != nil {
+		s.record(rec)
+		http.Error(w, errs.badJSON, http.StatusBadRequest)
+		return reply{}, 0, false
+	}
+	c := req.conversation()
+	rep = c.reply()
+	rec.Turn, rec.Prompts, rec.Tools = true, c.prompts, c.tools
+	rec.AfterToolResult, rec.ToolResult, rec.Reply = c.afterToolResult, c.toolResult, rep.String()
+	s.record(rec)
+	if !sleep(r, rep.delay) {
+		return reply{}, 0, false
+	}
+	if rep.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.status)
+		fmt.Fprintf(w, errs.onCue, rep.status)
+		return reply{}, 0, false
+	}
+	return rep, s.nextID(), true
+}
+
+// sleep waits d unless the client goes away first; it reports whether to go on.
+func sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// fakeID is the id of the answer numbered n, after an API's prefix for
+// that kind of id ("msg_", "call_", ...).
+func fakeID(prefix string, n int) string {
+	return fmt.Sprintf("%sfake%06d", prefix, n)
+}
+
+// replyTokens is the output token count reported for every reply.
+const replyTokens = 5
+
+// promptTokens is the input token count reported for a request body.
+func promptTokens(body []byte) int {
+	return 10 + len(body)/400
+}
+
+type sseWriter struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sseWriter {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sseWriter{w: w, f: f}
+}
+
+// event writes one SSE event; an empty name writes a data-only event.
+func (s *sseWriter) event(name string, v any) {
+	b, _ := json.Marshal(v)
+	if name != "" {
+		fmt.Fprintf(s.w, "event: %s\n", name)
+	}
+	s.raw("data: " + string(b))
+}
+
+// raw writes one line as a whole event.
+func (s *sseWriter) raw(line string) {
+	fmt.Fprintf(s.w, "%s\n\n", line)
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
