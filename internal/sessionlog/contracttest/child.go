@@ -22,7 +22,7 @@ func AsNobody(t *testing.T, env ...string) bool {
 		return false
 	}
 	if _, err := testenv.RunAsNobody(t, t.Name(), env...); err != nil {
-		t.Skipf("cannot start an unprivileged child here (%v); EACCES is then covered by the injected-fault contract test only", err)
+		testenv.Unavailable(t, "cannot start an unprivileged child here (%v); EACCES is then covered by the injected-fault contract test only", err)
 	}
 	return true
 }
