@@ -90,7 +90,7 @@ func killMidVisit(t *testing.T, sig syscall.Signal) {
 		"TETHER_CLI_BIN=" + cliBin,
 		"ANTHROPIC_BASE_URL=" + fake.URL(),
 		"ANTHROPIC_API_KEY=k",
-		"TETHER_MODEL_CLAUDE_CODE=claude-fake-1",
+		"TETHER_MODEL_CLAUDE_CODE=" + killModel,
 	}
 	a := startWorkerProcess(t, bin, env)
 
@@ -128,6 +128,13 @@ edges:
 	}
 	require.NoError(t, a.cmd.Process.Signal(sig))
 	_, _ = a.cmd.Process.Wait()
+	// The CLI the worker ran does not outlive it (Pdeathsig, or the
+	// graceful stop's group kill).
+	deadline = time.Now().Add(10 * time.Second)
+	for len(clitest.Processes(killModel)) > 0 {
+		require.True(t, time.Now().Before(deadline), "the killed worker's CLI is still running: %v", clitest.Processes(killModel))
+		time.Sleep(100 * time.Millisecond)
+	}
 	if sig == syscall.SIGTERM {
 		b, err := os.ReadFile(a.log.Name())
 		require.NoError(t, err)
@@ -153,6 +160,10 @@ edges:
 	require.Contains(t, text, "turn 2", "the restarted visit continued the conversation: %s", text)
 	require.Contains(t, text, "draft 1")
 }
+
+// killModel names the model of this test's CLI runs, so that its processes
+// can be told from those of tests running beside it.
+const killModel = "claude-kill-test-1"
 
 func sawPrompt(f *fakemodel.Server, s string) bool {
 	for _, r := range f.Requests() {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -131,7 +132,12 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	cmd.Stdin = strings.NewReader(s.Stdin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if the worker dies (SIGKILL, OOM), the CLI dies with it
+	// instead of running on as an orphan. The signal follows the thread
+	// that forked, so that thread stays locked to this call until Wait.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	// Stderr is copied by os/exec; WaitDelay bounds that copy when a process
 	// that escaped the group still holds the pipe.
 	tail := &tailBuffer{max: stderrTailBytes}
