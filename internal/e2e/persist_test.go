@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/workflows"
 )
 
 // cliBackends points every CLI backend of the harness's workers at one fake
@@ -269,4 +270,14 @@ edges:
 	d, err := h.c.DescribeWorkflow(context.Background(), "long", "")
 	require.NoError(t, err)
 	require.NotEqual(t, run.GetFirstExecutionRunID(), d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	// Each execution stopped well short of Temporal's limits.
+	events := 0
+	it := h.c.GetWorkflowHistory(context.Background(), "long", run.GetFirstExecutionRunID(), false, 0)
+	for it.HasNext() {
+		_, err := it.Next()
+		require.NoError(t, err)
+		events++
+	}
+	require.Greater(t, events, 100)
+	require.Less(t, events, workflows.DefaultContinueAsNewEvents+200, "the first execution continued as new near its threshold")
 }
