@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
+
+// MaxOutputText is the longest agent reply an output carries whole.
+const MaxOutputText = 256 << 10
 
 // Activities carries the worker's dependencies.
 type Activities struct {
@@ -193,6 +197,13 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 	}
 
 	out := map[string]any{"text": res.Text}
+	if len(res.Text) > MaxOutputText {
+		// Temporal bounds an activity result (2 MB); a larger one would
+		// fail the completion and run the agent again. The whole reply
+		// stays in the agent's own session.
+		out["text"] = strings.ToValidUTF8(res.Text[:MaxOutputText], "") + fmt.Sprintf("\n… [%d more bytes cut; the whole reply is in the agent's session]", len(res.Text)-MaxOutputText)
+		out["text_truncated"] = true
+	}
 	for k, v := range res.Structured {
 		out[k] = v
 	}

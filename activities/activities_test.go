@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,4 +174,26 @@ func TestEnvRefusesEscapingWorkdir(t *testing.T) {
 	env, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "sub/dir"})
 	require.NoError(t, err)
 	assert.Contains(t, env.Workdir, "/work/r1/sub/dir")
+}
+
+// A reply too large for an activity result is cut in the output, never
+// failed (a failed completion would run the agent again).
+func TestExecuteCutsHugeReplies(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	n := writer
+	n.Prompt = "{{.input.big}}"
+	n.Script = []string{"{{.Prompt}}"}
+	big := strings.Repeat("é", MaxOutputText) // 2 bytes each: twice the cap
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Scripted, Input: map[string]any{"big": big}})
+	require.NoError(t, err)
+	text := res.Output["text"].(string)
+	assert.Less(t, len(text), MaxOutputText+200)
+	assert.True(t, utf8.ValidString(text))
+	assert.Contains(t, text, "more bytes cut")
+	assert.Equal(t, true, res.Output["text_truncated"])
+
+	res, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Scripted, Input: map[string]any{"big": "small"}})
+	require.NoError(t, err)
+	assert.Equal(t, "small", res.Output["text"])
+	assert.NotContains(t, res.Output, "text_truncated")
 }
