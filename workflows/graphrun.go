@@ -251,33 +251,57 @@ func (r *runImpl) lookup(id string) *question {
 	return nil
 }
 
-// state builds the query answer: small values only, never a state ref.
+// state builds the query answer from the checkpoint plus what only the
+// running workflow knows (the nodes being visited, the questions asked),
+// with long values cut and never a state ref.
 func (r *runImpl) state() *State {
+	s := StateOf(r.cp)
+	s.Current = slices.Clone(r.current)
+	for _, id := range sortedKeys(s.Outputs) {
+		s.Outputs[id] = queryValue(s.Outputs[id])
+	}
+	s.Questions = nil
+	for _, q := range r.questions {
+		if !q.Answered {
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text})
+		}
+	}
+	return s
+}
+
+// StateOf is what a checkpoint alone says about a run, in the shape of the
+// state query: `tether status` answers with it when no worker is up, and
+// the live query starts from it. Sessions appear without their state refs.
+func StateOf(cp *runstore.Checkpoint) *State {
 	s := &State{
-		RunID:      r.cp.RunID,
-		Graph:      r.g.Name,
-		Status:     r.cp.Status,
-		Current:    slices.Clone(r.current),
-		Visits:     maps.Clone(r.cp.Visits),
+		RunID:      cp.RunID,
+		Graph:      cp.Graph.Name,
+		Status:     cp.Status,
+		Visits:     maps.Clone(cp.Visits),
 		Outputs:    map[string]map[string]any{},
-		Path:       slices.Clone(r.cp.Path),
-		Steps:      r.cp.PathTotal,
-		Error:      r.cp.Error,
-		Checkpoint: r.cp.Seq,
+		Path:       slices.Clone(cp.Path),
+		Steps:      cp.PathTotal,
+		Error:      cp.Error,
+		Checkpoint: cp.Seq,
 	}
-	for _, id := range sortedKeys(r.cp.Outputs) {
-		s.Outputs[id] = queryValue(r.cp.Outputs[id])
+	for _, c := range cp.Cursor {
+		s.Current = append(s.Current, c.Node)
 	}
-	for _, id := range sortedKeys(r.cp.NodeSessions) {
-		slot := r.cp.NodeSessions[id]
+	for _, id := range sortedKeys(cp.Outputs) {
+		s.Outputs[id] = cp.Outputs[id]
+	}
+	for _, id := range sortedKeys(cp.NodeSessions) {
+		slot := cp.NodeSessions[id]
 		if s.Sessions == nil {
 			s.Sessions = map[string]SessionView{}
 		}
 		s.Sessions[id] = SessionView{Backend: slot.Backend, SessionID: slot.SessionID}
 	}
-	for _, q := range r.questions {
-		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text})
+	if p := cp.Pause; p != nil {
+		for _, q := range p.Questions {
+			if !q.Answered {
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text})
+			}
 		}
 	}
 	return s

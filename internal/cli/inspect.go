@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,7 +135,7 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 		}
 		return nil, "", failedErr(err)
 	}
-	st := stateFromCheckpoint(cp)
+	st := workflows.StateOf(cp)
 	if temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
 			st.Status = strings.ToLower(strings.TrimPrefix(temporalStatus.String(), "WORKFLOW_EXECUTION_STATUS_"))
@@ -144,33 +146,6 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 		source += "; the run is open but no worker answered the query"
 	}
 	return st, source, nil
-}
-
-func stateFromCheckpoint(cp *runstore.Checkpoint) *workflows.State {
-	st := &workflows.State{
-		RunID: cp.RunID, Graph: cp.Graph.Name, Status: cp.Status, Visits: cp.Visits,
-		Outputs: map[string]map[string]any{}, Path: cp.Path, Steps: cp.PathTotal, Error: cp.Error, Checkpoint: cp.Seq,
-	}
-	for _, c := range cp.Cursor {
-		st.Current = append(st.Current, c.Node)
-	}
-	for k, v := range cp.Outputs {
-		st.Outputs[k] = v
-	}
-	for k, slot := range cp.NodeSessions {
-		if st.Sessions == nil {
-			st.Sessions = map[string]workflows.SessionView{}
-		}
-		st.Sessions[k] = workflows.SessionView{Backend: slot.Backend, SessionID: slot.SessionID}
-	}
-	if p := cp.Pause; p != nil {
-		for _, q := range p.Questions {
-			if !q.Answered {
-				st.Questions = append(st.Questions, workflows.PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text})
-			}
-		}
-	}
-	return st
 }
 
 func (a *app) printState(st *workflows.State, source string) {
@@ -190,7 +165,7 @@ func (a *app) printState(st *workflows.State, source string) {
 	for _, q := range st.Questions {
 		fmt.Fprintf(w, "question:   [%s] %s asks: %s\n            answer with: tether answer %s %s TEXT\n", q.ID, q.Node, q.Text, st.RunID, q.ID)
 	}
-	for _, id := range sortedKeys(st.Sessions) {
+	for _, id := range slices.Sorted(maps.Keys(st.Sessions)) {
 		s := st.Sessions[id]
 		fmt.Fprintf(w, "session:    %s → %s %s\n", id, s.Backend, s.SessionID)
 	}

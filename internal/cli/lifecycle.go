@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -15,15 +16,6 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // requireClosed refuses to act on a run Temporal still runs.
 func (a *app) requireClosed(ctx context.Context, id, what string) error {
@@ -125,7 +117,7 @@ func (a *app) resumeCmd() *cobra.Command {
 // sessionRefs lists every blob ref a checkpoint names.
 func sessionRefs(cp *runstore.Checkpoint) []string {
 	var refs []string
-	for _, k := range sortedKeys(cp.NodeSessions) {
+	for _, k := range slices.Sorted(maps.Keys(cp.NodeSessions)) {
 		if r := cp.NodeSessions[k].StateRef; r != "" {
 			refs = append(refs, r)
 		}
@@ -354,7 +346,7 @@ func (a *app) checkpointsCmd() *cobra.Command {
 					next = append(next, c.Node)
 				}
 				var sess []string
-				for _, k := range sortedKeys(cp.NodeSessions) {
+				for _, k := range slices.Sorted(maps.Keys(cp.NodeSessions)) {
 					sess = append(sess, k+"="+cp.NodeSessions[k].SessionID)
 				}
 				if cp.Pause != nil {

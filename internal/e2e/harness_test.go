@@ -210,16 +210,15 @@ func (h *harness) wrapBlobs(hook func(key string) error) {
 }
 
 // tether runs the tether CLI in process against this harness's server and
-// the file store at dir, and returns its output; it fails the test on a
-// non-zero exit.
+// the file store at dir, and returns its output (stdout and stderr); it
+// fails the test on a non-zero exit.
 func (h *harness) tether(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
-	var out, errOut strings.Builder
-	code := cli.Main(args, &out, &errOut)
-	require.Equal(t, 0, code, "tether %v: %s%s", args, out.String(), errOut.String())
-	return out.String()
+	code, out := tetherCode(t, args...)
+	require.Equal(t, cli.ExitOK, code, "tether %v: %s", args, out)
+	return out
 }
 
 // testLogger keeps workers quiet unless TETHER_TEST_LOG=1.

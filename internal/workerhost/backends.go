@@ -3,6 +3,7 @@ package workerhost
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
@@ -52,7 +53,7 @@ func BackendConfigFromEnv() BackendConfig {
 		CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
 	}
 	for _, b := range []string{"claude_code", "codex", "pi"} {
-		if m := os.Getenv("TETHER_MODEL_" + upper(b)); m != "" {
+		if m := os.Getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
 			cfg.Model[b] = m
 		}
 	}
@@ -60,16 +61,6 @@ func BackendConfigFromEnv() BackendConfig {
 		cfg.AskUser = []string{self, askuser.Subcommand}
 	}
 	return cfg
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
 
 // NewBackends builds every backend a worker offers. A CLI backend whose
