@@ -66,6 +66,53 @@ type Checkpoint struct {
 	// Lineage names the run and sequence this run was forked or rewound
 	// from.
 	Lineage *Lineage `json:"lineage,omitempty"`
+	// Workspace is the run's working directory as of this checkpoint: the
+	// snapshot commit and the packs that hold it. Nil for a run that has
+	// never had a workspace (every run before workspaces existed).
+	Workspace *WorkspaceState `json:"workspace,omitempty"`
+}
+
+// WorkspaceState names one snapshot of a run's workspace: a commit of the
+// run's own git history and the packs in the blob store that together hold
+// every object reachable from it. It is small and carried in every
+// checkpoint; the files themselves never enter a checkpoint.
+type WorkspaceState struct {
+	// Commit is the snapshot's commit id (hex); "" is the empty workspace.
+	Commit string `json:"commit,omitempty"`
+	// Base is the commit the run started from ("" when it started empty):
+	// what a diff of the run's changes compares against.
+	Base string `json:"base,omitempty"`
+	// Packs hold the objects of Commit and its ancestors, oldest first.
+	Packs []WorkspacePack `json:"packs,omitempty"`
+	// Files and Bytes count the snapshot's files and their total size.
+	Files int   `json:"files,omitempty"`
+	Bytes int64 `json:"bytes,omitempty"`
+	// Commits counts the snapshots in the run's history.
+	Commits int `json:"commits,omitempty"`
+}
+
+// WorkspacePack is one pack of workspace objects in the blob store. Its
+// key names its content (WorkspacePackKey), so a pack is written once and
+// never changes.
+type WorkspacePack struct {
+	Key string `json:"key"`
+	// Base is the commit whose objects the pack leaves out ("" for a pack
+	// that starts at the root); Tip the newest commit it holds.
+	Base string `json:"base,omitempty"`
+	Tip  string `json:"tip"`
+	Size int64  `json:"size"`
+}
+
+// Keys lists the blob keys the state names.
+func (w *WorkspaceState) Keys() []string {
+	if w == nil {
+		return nil
+	}
+	out := make([]string, 0, len(w.Packs))
+	for _, p := range w.Packs {
+		out = append(out, p.Key)
+	}
+	return out
 }
 
 // Cursor is a pending visit: the node and the input it will receive.
@@ -84,6 +131,10 @@ type NodeSessionSlot struct {
 	Fingerprint     string `json:"fingerprint,omitempty"`
 	StateRef        string `json:"state_ref,omitempty"`
 	ConversationRef string `json:"conversation_ref,omitempty"`
+	// Digest is the sha256 of the blob at StateRef, as packed; a restore
+	// refuses a blob that differs. Empty in slots written before digests
+	// were recorded.
+	Digest string `json:"digest,omitempty"`
 }
 
 // PauseInfo describes what a waiting run waits for.
@@ -100,6 +151,8 @@ type PauseInfo struct {
 	// BackendSessionStateRef is the pause blob of that conversation. It is
 	// never a NodeSessions slot.
 	BackendSessionStateRef string `json:"backend_session_state_ref,omitempty"`
+	// BackendSessionDigest is the sha256 of that blob.
+	BackendSessionDigest string `json:"backend_session_digest,omitempty"`
 	// Input is the input of the paused visit, for re-invocation.
 	Input map[string]any `json:"input,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 //	runs/<run>/checkpoints/<seq, 20 digits>.json   immutable checkpoint records
 //	runs/<run>/sessions/<node>/<ulid>              completed-visit session blobs (slot StateRef)
 //	runs/<run>/sessions/<node>/pause/<ulid>        in-flight ask_user session blobs (pause ref)
+//	runs/<run>/workspace/<sha256>.pack             workspace packs, named by their content
 //
 // No key is another key plus "/…", so stores that map keys onto
 // directories (the filesystem backend, versitygw) can hold them all:
@@ -27,6 +28,8 @@ const (
 	checkpointsDir   = "checkpoints"
 	sessionsDir      = "sessions"
 	pauseDir         = "pause"
+	workspaceDir     = "workspace"
+	packSuffix       = ".pack"
 	checkpointSuffix = ".json"
 	seqDigits        = 20
 	maxRunIDLen      = 200
@@ -123,6 +126,40 @@ func PauseKey(run, node, id string) string {
 	return RunPrefix(run) + sessionsDir + "/" + node + "/" + pauseDir + "/" + id
 }
 
+// WorkspacePackKey is the blob key of a workspace pack of run whose bytes
+// have the sha256 digest (64 lowercase hex digits); "" if either is
+// invalid. The key names the content, so a retried upload writes the same
+// bytes to the same key, and a downloaded pack is checked against its key.
+func WorkspacePackKey(run, digest string) string {
+	if ValidateRunID(run) != nil || !validDigest(digest) {
+		return ""
+	}
+	return RunPrefix(run) + workspaceDir + "/" + digest + packSuffix
+}
+
+// WorkspacePackDigest returns the sha256 digest a workspace pack key of run
+// names, or an error for any other key.
+func WorkspacePackDigest(run, key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, RunPrefix(run)+workspaceDir+"/")
+	digest, ok2 := strings.CutSuffix(rest, packSuffix)
+	if ValidateRunID(run) != nil || !ok || !ok2 || !validDigest(digest) {
+		return "", fmt.Errorf("%w: %q is not a workspace pack key of run %q", ErrInvalidID, key, run)
+	}
+	return digest, nil
+}
+
+func validDigest(d string) bool {
+	if len(d) != 64 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // RefKind says what a session ref of a run names.
 type RefKind int
 
@@ -131,6 +168,7 @@ const (
 	RefInvalid RefKind = iota // not a session ref of this run
 	RefSession                // completed-visit blob: SessionKey
 	RefPause                  // in-flight ask_user blob: PauseKey
+	RefWorkspacePack          // workspace pack: WorkspacePackKey
 )
 
 // ParseRef checks that ref is a SessionKey or PauseKey of run and returns
@@ -138,6 +176,9 @@ const (
 // from a checkpoint, so a corrupt or foreign ref cannot reach another
 // run's blobs.
 func ParseRef(run, ref string) (kind RefKind, node string, err error) {
+	if _, err := WorkspacePackDigest(run, ref); err == nil {
+		return RefWorkspacePack, "", nil
+	}
 	rest, ok := strings.CutPrefix(ref, RunPrefix(run)+sessionsDir+"/")
 	if ValidateRunID(run) != nil || !ok {
 		return RefInvalid, "", fmt.Errorf("%w: %q is not a session ref of run %q", ErrInvalidID, ref, run)

@@ -53,6 +53,8 @@ type DeleteReport struct {
 	// Pauses counts the pause blobs among them.
 	Sessions int
 	Pauses   int
+	// WorkspacePacks counts the workspace packs.
+	WorkspacePacks int
 	// Other counts keys under the run's prefix that fit no known shape.
 	Other int
 	Total int
@@ -204,6 +206,8 @@ func (r *DeleteReport) count(run, key string) {
 	case RefPause:
 		r.Sessions++
 		r.Pauses++
+	case RefWorkspacePack:
+		r.WorkspacePacks++
 	default:
 		r.Other++
 	}

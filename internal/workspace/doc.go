@@ -1,0 +1,30 @@
+// Package workspace makes a run's working directory durable: the files its
+// agent and tool nodes write travel between workers with the run, the way
+// session: persist moves a conversation.
+//
+// A workspace is a directory on a worker plus the run's own git history.
+// After a visit that changed the directory, Snapshot records it as one
+// commit ("writer visit 3", author Tether) and ships only the objects that
+// commit added, as one pack, to the blob store; before a visit, Restore
+// makes the directory equal to a given commit, reusing what the worker
+// already holds. The packs are git's pack format without deltas, so a
+// snapshot's cost follows the size of the change, not of the directory,
+// and `tether workspace export` hands a person a real git repository.
+//
+// The package promises:
+//
+//   - a snapshot never holds a .git directory, a symlink that leaves the
+//     workspace, a special file (fifo, socket, device) or a CLI credential
+//     file; files a .gitignore ignores are left out as git would;
+//   - limits on files, bytes, one file's size, path depth and path length
+//     are enforced on both sides, with typed errors (ErrTooLarge);
+//   - Restore checks a whole snapshot (pack format, object sizes, paths,
+//     modes, link targets, limits) before it writes a byte, refuses a
+//     hostile one with a typed error and leaves the directory as it was;
+//     then it writes through os.Root, never through a link, replacing
+//     files by atomic renames;
+//   - a pack downloaded from the store must hash to the digest its key
+//     names (ErrDigestMismatch), and only non-delta objects are accepted.
+//
+// docs/workspaces.md describes the design and its numbers.
+package workspace

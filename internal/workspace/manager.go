@@ -1,0 +1,156 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// Manager keeps the workspaces of one worker: per run, a local object store
+// under Dir; per working directory, what it holds. One visit at a time
+// uses a working directory.
+type Manager struct {
+	dir    string
+	blobs  blob.Store
+	lim    Limits
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	stores map[string]*objectStore // by run
+	dirs   map[string]*liveDir     // by working directory
+}
+
+// liveDir is what this process knows about one working directory.
+type liveDir struct {
+	lock chan struct{}
+	idx  *index
+	// clean means the directory holds exactly idx.Commit: nothing touched
+	// it since this process restored or snapshotted it.
+	clean bool
+}
+
+// NewManager returns a manager keeping its caches under dir.
+func NewManager(dir string, blobs blob.Store, lim Limits, logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Manager{
+		dir: dir, blobs: blobs, lim: lim.withDefaults(), logger: logger,
+		stores: map[string]*objectStore{}, dirs: map[string]*liveDir{},
+	}
+}
+
+// Limits returns the limits the manager enforces.
+func (m *Manager) Limits() Limits { return m.lim }
+
+// Workspace is one working directory of one run, held by one visit until
+// Close.
+type Workspace struct {
+	m       *Manager
+	run     string
+	workdir string
+	live    *liveDir
+	store   *objectStore
+	cache   string
+}
+
+// Open takes the working directory workdir of run for one visit, waiting
+// while another visit holds it.
+func (m *Manager) Open(ctx context.Context, run, workdir string) (*Workspace, error) {
+	if err := runstore.ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(workdir)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	ld := m.dirs[abs]
+	if ld == nil {
+		ld = &liveDir{lock: make(chan struct{}, 1)}
+		m.dirs[abs] = ld
+	}
+	m.mu.Unlock()
+	select {
+	case ld.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	w := &Workspace{m: m, run: run, workdir: abs, live: ld, cache: filepath.Join(m.dir, run)}
+	if err := w.open(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Workspace) open() error {
+	if err := os.MkdirAll(w.workdir, 0o700); err != nil {
+		return fmt.Errorf("workspace: create %s: %w", w.workdir, err)
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	s := w.m.stores[w.run]
+	if s == nil {
+		var err error
+		if s, err = openStore(filepath.Join(w.cache, "packs")); err != nil {
+			return fmt.Errorf("workspace: local store of run %s: %w", w.run, err)
+		}
+		w.m.stores[w.run] = s
+	}
+	w.store = s
+	return nil
+}
+
+// Dir is the working directory.
+func (w *Workspace) Dir() string { return w.workdir }
+
+// Close lets the next visit take the directory.
+func (w *Workspace) Close() {
+	if w.live != nil {
+		<-w.live.lock
+		w.live = nil
+	}
+}
+
+// Touched records that something may have changed the directory (a visit
+// started in it), so the next Restore checks it instead of trusting it.
+func (w *Workspace) Touched() { w.live.clean = false }
+
+func (w *Workspace) indexPath() string {
+	sum := fmt.Sprintf("%x", hashString(w.workdir))
+	return filepath.Join(w.cache, "index-"+sum[:16])
+}
+
+func (w *Workspace) index() (*index, error) {
+	if w.live.idx != nil {
+		return w.live.idx, nil
+	}
+	x, err := loadIndex(w.indexPath())
+	if err != nil {
+		return nil, err
+	}
+	w.live.idx = x
+	return x, nil
+}
+
+// Forget drops what the manager caches of a run (its local packs and
+// indexes); the next visit of it on this worker restores from the store.
+func (m *Manager) Forget(run string) error {
+	if err := runstore.ValidateRunID(run); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if s := m.stores[run]; s != nil {
+		s.close()
+		delete(m.stores, run)
+	}
+	m.mu.Unlock()
+	return os.RemoveAll(filepath.Join(m.dir, run))
+}

@@ -1,0 +1,162 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// mergeFactor keeps a run's pack list geometric: each pack is more than
+// mergeFactor times the size of the next newer one, else the two merge. A
+// run of any length so holds O(log size) packs, so a new worker makes a
+// handful of requests to restore it, while a snapshot still uploads about
+// the size of its change (each byte is merged O(log) times).
+const mergeFactor = 2
+
+// publish uploads the new pack p (holding the commits after base up to tip)
+// and returns the run's pack list with it, merging the newest packs while
+// the list is not geometric.
+func (w *Workspace) publish(ctx context.Context, packs []runstore.WorkspacePack, p *localPack, base, tip string) ([]runstore.WorkspacePack, int64, error) {
+	uploaded, err := w.upload(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := append(slices.Clone(packs), runstore.WorkspacePack{
+		Key: runstore.WorkspacePackKey(w.run, p.digest), Base: base, Tip: tip, Size: p.size,
+	})
+	for n := len(out); n >= 2 && out[n-2].Size <= mergeFactor*out[n-1].Size; n = len(out) {
+		merged, err := w.merge(ctx, out[n-2], out[n-1])
+		if err != nil {
+			return nil, uploaded, err
+		}
+		up, err := w.upload(ctx, merged)
+		if err != nil {
+			return nil, uploaded, err
+		}
+		uploaded += up
+		out = append(out[:n-2], runstore.WorkspacePack{
+			Key: runstore.WorkspacePackKey(w.run, merged.digest), Base: out[n-2].Base, Tip: out[n-1].Tip, Size: merged.size,
+		})
+	}
+	return out, uploaded, nil
+}
+
+// upload writes a local pack to its key. The key names the content, so a
+// retry (or another worker) writing the same pack is harmless.
+func (w *Workspace) upload(ctx context.Context, p *localPack) (int64, error) {
+	key := runstore.WorkspacePackKey(w.run, p.digest)
+	f, err := os.Open(p.path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := w.m.blobs.Put(ctx, key, f, p.size, blob.CreateOnly()); err != nil {
+		return 0, fmt.Errorf("workspace: upload %s: %w", key, err)
+	}
+	return p.size, nil
+}
+
+// merge writes one pack holding the objects of a and b.
+func (w *Workspace) merge(ctx context.Context, a, b runstore.WorkspacePack) (*localPack, error) {
+	var parts []*localPack
+	for _, p := range []runstore.WorkspacePack{a, b} {
+		lp, _, err := w.fetch(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, lp)
+	}
+	pb, err := newPackBuilder(w.store.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer pb.abort()
+	for _, lp := range parts {
+		f, err := w.store.file(lp)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range lp.entries {
+			raw, err := readRaw(f, e)
+			if err != nil {
+				return nil, err
+			}
+			if err := pb.addRaw(e, raw); err != nil {
+				return nil, err
+			}
+		}
+	}
+	tmp, digest, entries, err := pb.finish()
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	return w.store.keep(tmp, digest, entries)
+}
+
+// fetch makes a pack of the run local: it downloads it unless this worker
+// has it, and checks it in full (digest, format, limits) before keeping
+// it. It returns the bytes downloaded.
+func (w *Workspace) fetch(ctx context.Context, p runstore.WorkspacePack) (*localPack, int64, error) {
+	digest, err := runstore.WorkspacePackDigest(w.run, p.Key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if lp, ok := w.store.pack(digest); ok {
+		return lp, 0, nil
+	}
+	rc, err := w.m.blobs.Get(ctx, p.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, 0, fmt.Errorf("%w: pack %s is not in the blob store", ErrMissing, p.Key)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("workspace: download %s: %w", p.Key, err)
+	}
+	defer rc.Close()
+	cr := &cappedReader{r: rc, left: p.Size + 1}
+	lp, err := w.store.ingest(cr, digest, w.m.lim.scan())
+	if err != nil {
+		if cr.over {
+			return nil, 0, fmt.Errorf("%w: pack %s is larger than the %d bytes its checkpoint records", ErrCorrupt, p.Key, p.Size)
+		}
+		return nil, 0, fmt.Errorf("workspace: pack %s: %w", p.Key, err)
+	}
+	return lp, cr.read, nil
+}
+
+// cappedReader fails once more than left bytes arrive, so a blob bigger
+// than its record is never read to its end.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	read int64
+	over bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		c.over = true
+		return 0, fmt.Errorf("%w: blob larger than recorded", ErrCorrupt)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	c.read += int64(n)
+	if c.left <= 0 && err == nil {
+		c.over = true
+		return n, fmt.Errorf("%w: blob larger than recorded", ErrCorrupt)
+	}
+	return n, err
+}
+
+func hashString(s string) [32]byte { return sha256.Sum256([]byte(s)) }

@@ -1,0 +1,222 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// Snapshotted says what a snapshot did.
+type Snapshotted struct {
+	// Changed is false when the directory equals the snapshot it started
+	// from: no commit, nothing uploaded.
+	Changed bool
+	Files   int
+	Bytes   int64
+	// Uploaded counts the pack bytes written to the blob store.
+	Uploaded int64
+	// Notes say what was left out and why.
+	Notes []string
+}
+
+// Snapshot records the working directory as a commit on top of cur (which
+// the directory was restored to) and ships the commit's new objects to the
+// blob store. It returns the new state, or cur itself when nothing changed.
+func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, info CommitInfo) (*runstore.WorkspaceState, Snapshotted, error) {
+	var rep Snapshotted
+	if cur == nil {
+		cur = &runstore.WorkspaceState{}
+	}
+	x, err := w.index()
+	if err != nil {
+		return nil, rep, err
+	}
+	if x.Commit != cur.Commit {
+		return nil, rep, fmt.Errorf("workspace: %s holds snapshot %q, not %q; restore it before a snapshot", w.workdir, x.Commit, cur.Commit)
+	}
+	taken := time.Now().UnixNano()
+	sc, err := scanTree(ctx, w.workdir, scanOpts{lim: w.m.lim, tracked: x.tracked, trackedDir: x.trackedDir})
+	if err != nil {
+		return nil, rep, err
+	}
+	sortFiles(sc.files)
+	rep.Files, rep.Bytes, rep.Notes = len(sc.files), sc.bytes, sc.notes
+
+	b, err := newPackBuilder(w.store.dir)
+	if err != nil {
+		return nil, rep, err
+	}
+	defer b.abort()
+	dirty := map[string]bool{}
+	files := make([]indexFile, len(sc.files))
+	seen := make(map[string]bool, len(sc.files))
+	for i, f := range sc.files {
+		seen[f.path] = true
+		h, ok := x.fresh(f)
+		if !ok {
+			content, err := readContent(w.workdir, f)
+			if err != nil {
+				return nil, rep, err
+			}
+			h = plumbing.ComputeHash(plumbing.BlobObject, content)
+			if old, had := x.get(f.path); !had || old.Hash != h || old.Mode != f.mode {
+				markDirty(dirty, f.path)
+				if err := b.add(h, plumbing.BlobObject, content); err != nil {
+					return nil, rep, err
+				}
+			}
+		}
+		files[i] = fromScan(f, h)
+	}
+	for _, old := range x.Files {
+		if !seen[old.Path] {
+			markDirty(dirty, old.Path)
+		}
+	}
+	root, trees, err := buildTrees(files, dirty, x.Trees, b.add)
+	if err != nil {
+		return nil, rep, err
+	}
+	next := &index{Commit: cur.Commit, Taken: taken, Files: files, Trees: trees}
+	next.prepare()
+	if (cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0) {
+		// Unchanged: keep the refreshed stat data, so the next walk trusts
+		// files it just hashed.
+		w.live.idx, w.live.clean = next, true
+		return cur, rep, next.save(w.indexPath())
+	}
+	commit, content, err := encodeCommit(root, cur.Commit, info)
+	if err != nil {
+		return nil, rep, err
+	}
+	if err := b.add(commit, plumbing.CommitObject, content); err != nil {
+		return nil, rep, err
+	}
+	tmp, digest, entries, err := b.finish()
+	if err != nil {
+		return nil, rep, err
+	}
+	p, err := w.store.keep(tmp, digest, entries)
+	tmp.Close()
+	os.Remove(tmp.Name())
+	if err != nil {
+		return nil, rep, err
+	}
+	packs, uploaded, err := w.publish(ctx, cur.Packs, p, cur.Commit, commit.String())
+	if err != nil {
+		return nil, rep, err
+	}
+	rep.Changed, rep.Uploaded = true, uploaded
+	next.Commit = commit.String()
+	if err := next.save(w.indexPath()); err != nil {
+		return nil, rep, err
+	}
+	w.live.idx, w.live.clean = next, true
+	state := &runstore.WorkspaceState{
+		Commit: next.Commit, Base: cur.Base, Packs: packs,
+		Files: len(files), Bytes: sc.bytes, Commits: cur.Commits + 1,
+	}
+	return state, rep, nil
+}
+
+// readContent reads a file's blob content: a regular file's bytes (which
+// must still be the size the walk saw) or a symlink's target.
+func readContent(root string, f fileInfo) ([]byte, error) {
+	if f.mode == filemode.Symlink {
+		return []byte(f.link), nil
+	}
+	fh, err := os.Open(filepath.Join(root, filepath.FromSlash(f.path)))
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", f.path, err)
+	}
+	defer fh.Close()
+	content := make([]byte, f.size)
+	if _, err := io.ReadFull(fh, content); err != nil {
+		return nil, fmt.Errorf("workspace: read %s: it changed while being snapshotted (%v); is a process still writing to the workspace?", f.path, err)
+	}
+	return content, nil
+}
+
+func dirOf(p string) string {
+	d := path.Dir(p)
+	if d == "." {
+		return ""
+	}
+	return d
+}
+
+func markDirty(dirty map[string]bool, p string) {
+	for d := dirOf(p); ; d = dirOf(d) {
+		if dirty[d] {
+			return
+		}
+		dirty[d] = true
+		if d == "" {
+			return
+		}
+	}
+}
+
+// buildTrees computes the tree of every directory holding files, deepest
+// first. A directory that is not dirty keeps its tree from old; every new
+// tree goes to emit. It returns the root tree and the trees by directory.
+func buildTrees(files []indexFile, dirty map[string]bool, old map[string]plumbing.Hash, emit func(plumbing.Hash, plumbing.ObjectType, []byte) error) (plumbing.Hash, map[string]plumbing.Hash, error) {
+	entries := map[string][]treeEntry{}
+	subdirs := map[string][]string{}
+	known := map[string]bool{"": true}
+	for _, f := range files {
+		d := dirOf(f.Path)
+		entries[d] = append(entries[d], treeEntry{name: path.Base(f.Path), mode: f.Mode, hash: f.Hash})
+		for ; !known[d]; d = dirOf(d) {
+			known[d] = true
+			subdirs[dirOf(d)] = append(subdirs[dirOf(d)], d)
+		}
+	}
+	dirs := make([]string, 0, len(known))
+	for d := range known {
+		dirs = append(dirs, d)
+	}
+	depth := func(d string) int {
+		if d == "" {
+			return 0
+		}
+		return strings.Count(d, "/") + 1
+	}
+	slices.SortFunc(dirs, func(a, b string) int {
+		if da, db := depth(a), depth(b); da != db {
+			return db - da
+		}
+		return strings.Compare(a, b)
+	})
+	trees := make(map[string]plumbing.Hash, len(dirs))
+	for _, d := range dirs {
+		if h, ok := old[d]; ok && !dirty[d] {
+			trees[d] = h
+			continue
+		}
+		es := entries[d]
+		for _, sd := range subdirs[d] {
+			es = append(es, treeEntry{name: path.Base(sd), mode: filemode.Dir, hash: trees[sd]})
+		}
+		h, content, err := encodeTree(es)
+		if err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		if err := emit(h, plumbing.TreeObject, content); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		trees[d] = h
+	}
+	return trees[""], trees, nil
+}

@@ -1,0 +1,395 @@
+package workspace
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// objectStore is one worker's local copy of one run's objects: the packs
+// it made or downloaded, each beside a small index, and an in-memory map
+// from object id to where it is. Packs are never rewritten; a pack is
+// stored only after it was read and checked in full.
+type objectStore struct {
+	dir string
+
+	mu    sync.Mutex
+	packs map[string]*localPack // by sha256 digest
+	objs  map[plumbing.Hash]loc
+}
+
+type localPack struct {
+	digest  string
+	path    string
+	size    int64
+	entries []entry
+	f       *os.File // opened on first read
+}
+
+type loc struct {
+	pack *localPack
+	e    entry
+}
+
+const (
+	packExt  = ".pack"
+	indexExt = ".tidx"
+	// indexRecord is one entry in a .tidx file: hash, type, size, offset,
+	// length.
+	indexRecord = 20 + 1 + 8 + 8 + 8
+)
+
+// openStore loads the packs already in dir. A pack whose index is missing
+// or damaged is removed: it is only a cache, and the store has it.
+func openStore(dir string) (*objectStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s := &objectStore{dir: dir, packs: map[string]*localPack{}, objs: map[plumbing.Hash]loc{}}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, de := range des {
+		digest, ok := strings.CutSuffix(de.Name(), packExt)
+		if !ok {
+			continue
+		}
+		p := &localPack{digest: digest, path: filepath.Join(dir, de.Name())}
+		if err := p.loadIndex(); err != nil {
+			_ = os.Remove(p.path)
+			_ = os.Remove(p.indexPath())
+			continue
+		}
+		s.register(p)
+	}
+	return s, nil
+}
+
+func (p *localPack) indexPath() string { return strings.TrimSuffix(p.path, packExt) + indexExt }
+
+func (p *localPack) loadIndex() error {
+	b, err := os.ReadFile(p.indexPath())
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(p.path)
+	if err != nil {
+		return err
+	}
+	if len(b) < 8 || (len(b)-8)%indexRecord != 0 || int64(binary.BigEndian.Uint64(b)) != fi.Size() {
+		return fmt.Errorf("%w: local pack index %s", ErrCorrupt, p.indexPath())
+	}
+	p.size = fi.Size()
+	for rec := b[8:]; len(rec) > 0; rec = rec[indexRecord:] {
+		var e entry
+		copy(e.hash[:], rec[:20])
+		e.typ = plumbing.ObjectType(rec[20])
+		e.size = int64(binary.BigEndian.Uint64(rec[21:]))
+		e.off = int64(binary.BigEndian.Uint64(rec[29:]))
+		e.n = int64(binary.BigEndian.Uint64(rec[37:]))
+		if e.off < 0 || e.n <= 0 || e.off+e.n > p.size {
+			return fmt.Errorf("%w: local pack index %s", ErrCorrupt, p.indexPath())
+		}
+		p.entries = append(p.entries, e)
+	}
+	return nil
+}
+
+func (p *localPack) writeIndex() error {
+	b := make([]byte, 8, 8+len(p.entries)*indexRecord)
+	binary.BigEndian.PutUint64(b, uint64(p.size))
+	var rec [indexRecord]byte
+	for _, e := range p.entries {
+		copy(rec[:20], e.hash[:])
+		rec[20] = byte(e.typ)
+		binary.BigEndian.PutUint64(rec[21:], uint64(e.size))
+		binary.BigEndian.PutUint64(rec[29:], uint64(e.off))
+		binary.BigEndian.PutUint64(rec[37:], uint64(e.n))
+		b = append(b, rec[:]...)
+	}
+	return writeFileAtomic(p.indexPath(), b)
+}
+
+func (s *objectStore) register(p *localPack) {
+	s.packs[p.digest] = p
+	for _, e := range p.entries {
+		if _, ok := s.objs[e.hash]; !ok {
+			s.objs[e.hash] = loc{pack: p, e: e}
+		}
+	}
+}
+
+func (s *objectStore) hasPack(digest string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.packs[digest]
+	return ok
+}
+
+func (s *objectStore) pack(digest string) (*localPack, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.packs[digest]
+	return p, ok
+}
+
+func (s *objectStore) has(h plumbing.Hash) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.objs[h]
+	return ok
+}
+
+// lookup returns where an object is.
+func (s *objectStore) lookup(h plumbing.Hash) (loc, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.objs[h]
+	return l, ok
+}
+
+// read returns an object's type and content.
+func (s *objectStore) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	l, ok := s.lookup(h)
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: object %s is in no pack", ErrMissing, h)
+	}
+	f, err := s.file(l.pack)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := readEntry(f, l.e)
+	return l.e.typ, b, err
+}
+
+// readAs returns an object's content, checking its type.
+func (s *objectStore) readAs(h plumbing.Hash, t plumbing.ObjectType) ([]byte, error) {
+	got, b, err := s.read(h)
+	if err != nil {
+		return nil, err
+	}
+	if got != t {
+		return nil, fmt.Errorf("%w: object %s is a %s, not a %s", ErrCorrupt, h, got, t)
+	}
+	return b, nil
+}
+
+func (s *objectStore) file(p *localPack) (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.f == nil {
+		f, err := os.Open(p.path)
+		if err != nil {
+			return nil, fmt.Errorf("workspace: open local pack: %w", err)
+		}
+		p.f = f
+	}
+	return p.f, nil
+}
+
+// ingest reads a pack from r in full, checks it, and stores it under its
+// digest. want is the digest r must have ("" to take it as computed); the
+// pack's bytes are checked against it before the pack is kept.
+func (s *objectStore) ingest(r io.Reader, want string, lim scanLimits) (*localPack, error) {
+	if want != "" {
+		if p, ok := s.pack(want); ok {
+			return p, nil
+		}
+	}
+	tmp, err := os.CreateTemp(s.dir, ".incoming-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	sum := sha256.New()
+	var entries []entry
+	err = scanPack(io.TeeReader(r, io.MultiWriter(tmp, sum)), lim, false, func(e entry, _ []byte) error {
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	digest := hex.EncodeToString(sum.Sum(nil))
+	if want != "" && digest != want {
+		return nil, fmt.Errorf("%w: got sha256 %s, the key names %s", ErrDigestMismatch, digest, want)
+	}
+	return s.keep(tmp, digest, entries)
+}
+
+// keep moves a complete, checked pack file into the store.
+func (s *objectStore) keep(tmp *os.File, digest string, entries []entry) (*localPack, error) {
+	if p, ok := s.pack(digest); ok {
+		return p, nil
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, err
+	}
+	fi, err := tmp.Stat()
+	if err != nil {
+		return nil, err
+	}
+	p := &localPack{digest: digest, path: filepath.Join(s.dir, digest+packExt), size: fi.Size(), entries: entries}
+	if err := os.Rename(tmp.Name(), p.path); err != nil {
+		return nil, err
+	}
+	if err := p.writeIndex(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.register(p)
+	return p, nil
+}
+
+func (s *objectStore) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.packs {
+		if p.f != nil {
+			_ = p.f.Close()
+			p.f = nil
+		}
+	}
+}
+
+// packBuilder writes a new pack without knowing its object count up front:
+// entries go to a temporary body file as they come, and finish writes the
+// pack (header, body, trailer) in one pass, hashing it for its digest.
+type packBuilder struct {
+	dir   string
+	body  *os.File
+	pw    *packWriter
+	seen  map[plumbing.Hash]bool
+	count int
+}
+
+func newPackBuilder(dir string) (*packBuilder, error) {
+	body, err := os.CreateTemp(dir, ".body-*")
+	if err != nil {
+		return nil, err
+	}
+	b := &packBuilder{dir: dir, body: body, seen: map[plumbing.Hash]bool{}}
+	bw := &offsetWriter{w: bufio.NewWriterSize(body, 256<<10)}
+	// The body's writer declares no count: the header is written by finish.
+	b.pw = &packWriter{w: bw, sum: nopHash{}, left: ^uint32(0), off: packHeader}
+	zw, err := newZlib(&b.pw.buf)
+	if err != nil {
+		b.abort()
+		return nil, err
+	}
+	b.pw.zw = zw
+	return b, nil
+}
+
+func (b *packBuilder) add(h plumbing.Hash, t plumbing.ObjectType, content []byte) error {
+	if b.seen[h] {
+		return nil
+	}
+	b.seen[h] = true
+	b.count++
+	return b.pw.add(h, t, content)
+}
+
+func (b *packBuilder) addRaw(e entry, raw []byte) error {
+	if b.seen[e.hash] {
+		return nil
+	}
+	b.seen[e.hash] = true
+	b.count++
+	return b.pw.addRaw(e, raw)
+}
+
+// finish writes the pack into a temporary file of dir and returns it with
+// its digest and entries; the caller keeps or removes it.
+func (b *packBuilder) finish() (*os.File, string, []entry, error) {
+	defer b.abort()
+	if err := b.pw.w.(*offsetWriter).w.Flush(); err != nil {
+		return nil, "", nil, err
+	}
+	if _, err := b.body.Seek(0, io.SeekStart); err != nil {
+		return nil, "", nil, err
+	}
+	out, err := os.CreateTemp(b.dir, ".pack-*")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sum := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(out, sum), 256<<10)
+	pw, err := newPackWriter(bw, b.count)
+	if err == nil {
+		_, err = io.Copy(pw, b.body)
+	}
+	if err == nil {
+		pw.left = 0
+		_, err = pw.finish()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		out.Close()
+		os.Remove(out.Name())
+		return nil, "", nil, err
+	}
+	return out, hex.EncodeToString(sum.Sum(nil)), b.pw.index, nil
+}
+
+func (b *packBuilder) abort() {
+	if b.body != nil {
+		b.body.Close()
+		os.Remove(b.body.Name())
+		b.body = nil
+	}
+}
+
+// Write lets finish copy a body through the pack writer's checksum.
+func (p *packWriter) Write(b []byte) (int, error) {
+	if err := p.write(b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+type offsetWriter struct {
+	w *bufio.Writer
+}
+
+func (o *offsetWriter) Write(b []byte) (int, error) { return o.w.Write(b) }
+
+// nopHash stands in for the checksum of a pack body, which finish computes.
+type nopHash struct{ hash.Hash }
+
+func (nopHash) Write(b []byte) (int, error) { return len(b), nil }
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

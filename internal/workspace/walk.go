@@ -1,0 +1,351 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// fileInfo is one file of a workspace as found on disk.
+type fileInfo struct {
+	path  string // relative, slash-separated
+	mode  filemode.FileMode
+	size  int64
+	mtime int64 // unix nanoseconds
+	ctime int64
+	ino   uint64
+	link  string // a symlink's target
+}
+
+// scanned is what a walk of a workspace found.
+type scanned struct {
+	files []fileInfo // sorted by path
+	bytes int64
+	// notes say what was left out and why (a symlink leaving the
+	// workspace, a fifo, a credential file).
+	notes []string
+}
+
+// scanOpts tune a walk.
+type scanOpts struct {
+	lim Limits
+	// tracked reports whether a path was in the previous snapshot: like
+	// git, a .gitignore keeps only untracked files out.
+	tracked func(rel string) bool
+	// trackedDir reports whether a directory holds tracked files.
+	trackedDir func(rel string) bool
+}
+
+// maxNotes caps the notes one walk keeps.
+const maxNotes = 50
+
+// scanTree walks the workspace at root without following links and
+// returns the files a snapshot holds. It fails with ErrTooLarge when the
+// workspace is over the limits, and with the error of any directory it
+// cannot read (a fault is never taken for absence).
+func scanTree(ctx context.Context, root string, o scanOpts) (*scanned, error) {
+	o.lim = o.lim.withDefaults()
+	if o.tracked == nil {
+		o.tracked = func(string) bool { return false }
+	}
+	if o.trackedDir == nil {
+		o.trackedDir = func(string) bool { return false }
+	}
+	w := &walker{ctx: ctx, root: root, o: o, out: &scanned{}}
+	if err := w.dir("", 0, nil); err != nil {
+		return nil, err
+	}
+	return w.out, nil
+}
+
+type walker struct {
+	ctx   context.Context
+	root  string
+	o     scanOpts
+	out   *scanned
+	dirs  int
+	steps int
+}
+
+func (w *walker) note(format string, args ...any) {
+	if len(w.out.notes) < maxNotes {
+		w.out.notes = append(w.out.notes, fmt.Sprintf(format, args...))
+	}
+}
+
+func (w *walker) dir(rel string, depth int, patterns []gitignore.Pattern) error {
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+	des, err := os.ReadDir(abs)
+	if err != nil {
+		return fmt.Errorf("workspace: read directory %s: %w", orDot(rel), err)
+	}
+	var domain []string
+	if rel != "" {
+		domain = strings.Split(rel, "/")
+	}
+	for _, de := range des {
+		if de.Name() == ".gitignore" && de.Type().IsRegular() {
+			ps, err := readIgnore(filepath.Join(abs, ".gitignore"), domain)
+			if err != nil {
+				return err
+			}
+			patterns = append(slices.Clip(patterns), ps...)
+			break
+		}
+	}
+	matcher := gitignore.NewMatcher(patterns)
+	for _, de := range des {
+		if w.steps++; w.steps%256 == 0 {
+			if err := w.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		name := de.Name()
+		if strings.EqualFold(name, ".git") {
+			continue // a repository's own metadata is never part of a snapshot
+		}
+		p := join(rel, name)
+		if len(p) > w.o.lim.MaxPathBytes {
+			return fmt.Errorf("%w: the path %.80s… is %d bytes, over the %d-byte limit (TETHER_WORKSPACE_MAX_PATH_BYTES)", ErrTooLarge, p, len(p), w.o.lim.MaxPathBytes)
+		}
+		isDir := de.IsDir()
+		if len(patterns) > 0 && matcher.Match(append(slices.Clip(domain), name), isDir) {
+			if isDir && !w.o.trackedDir(p) || !isDir && !w.o.tracked(p) {
+				continue
+			}
+		}
+		if deniedPath(p) {
+			w.note("%s: a credential file, never snapshotted", p)
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			if isNotExist(err) {
+				continue // removed while walking
+			}
+			return fmt.Errorf("workspace: %s: %w", p, err)
+		}
+		m := fi.Mode()
+		switch {
+		case m.IsDir():
+			if depth+1 > w.o.lim.MaxDepth {
+				return fmt.Errorf("%w: %s is %d directories deep, over the limit of %d (TETHER_WORKSPACE_MAX_DEPTH)", ErrTooLarge, p, depth+1, w.o.lim.MaxDepth)
+			}
+			if w.dirs++; w.dirs > w.o.lim.MaxFiles {
+				return fmt.Errorf("%w: more than %d directories (TETHER_WORKSPACE_MAX_FILES)", ErrTooLarge, w.o.lim.MaxFiles)
+			}
+			if err := w.dir(p, depth+1, patterns); err != nil {
+				return err
+			}
+		case m.IsRegular():
+			if fi.Size() > w.o.lim.MaxFileBytes {
+				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit (TETHER_WORKSPACE_MAX_FILE_BYTES); add it to .gitignore or raise the limit", ErrTooLarge, p, fi.Size(), w.o.lim.MaxFileBytes)
+			}
+			mode := filemode.Regular
+			if m&0o111 != 0 {
+				mode = filemode.Executable
+			}
+			if err := w.add(fileInfo{path: p, mode: mode, size: fi.Size()}, fi); err != nil {
+				return err
+			}
+		case m&fs.ModeSymlink != 0:
+			target, err := os.Readlink(filepath.Join(abs, name))
+			if err != nil {
+				return fmt.Errorf("workspace: %s: %w", p, err)
+			}
+			if err := checkLink(p, target); err != nil {
+				w.note("%s: a symlink to %q, which leaves the workspace; not snapshotted", p, target)
+				continue
+			}
+			if err := w.add(fileInfo{path: p, mode: filemode.Symlink, size: int64(len(target)), link: target}, fi); err != nil {
+				return err
+			}
+		default:
+			w.note("%s: a %s, not snapshotted", p, kindOf(m))
+		}
+	}
+	return nil
+}
+
+func (w *walker) add(f fileInfo, fi fs.FileInfo) error {
+	if len(w.out.files) >= w.o.lim.MaxFiles {
+		return fmt.Errorf("%w: more than %d files (TETHER_WORKSPACE_MAX_FILES); add generated directories to .gitignore or raise the limit", ErrTooLarge, w.o.lim.MaxFiles)
+	}
+	if w.out.bytes += f.size; w.out.bytes > w.o.lim.MaxTotalBytes {
+		return fmt.Errorf("%w: more than %d bytes of files (TETHER_WORKSPACE_MAX_BYTES); add generated directories to .gitignore or raise the limit", ErrTooLarge, w.o.lim.MaxTotalBytes)
+	}
+	setStat(&f, fi)
+	w.out.files = append(w.out.files, f)
+	return nil
+}
+
+// setStat records the stat data the index compares.
+func setStat(f *fileInfo, fi fs.FileInfo) {
+	f.mtime = fi.ModTime().UnixNano()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		f.ino = st.Ino
+		f.ctime = st.Ctim.Nano()
+	}
+}
+
+// The walk visits each directory's entries in name order, which is not
+// git's order for "a.b" against "a/"; sortFiles puts files in path order,
+// which tree building and comparisons use.
+func sortFiles(fs []fileInfo) {
+	slices.SortFunc(fs, func(a, b fileInfo) int { return strings.Compare(a.path, b.path) })
+}
+
+func sortIndexFiles(fs []indexFile) {
+	slices.SortFunc(fs, func(a, b indexFile) int { return strings.Compare(a.Path, b.Path) })
+}
+
+func sortTargets(ts []target) {
+	slices.SortFunc(ts, func(a, b target) int { return strings.Compare(a.path, b.path) })
+}
+
+func readIgnore(p string, domain []string) ([]gitignore.Pattern, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	defer f.Close()
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", p, err)
+	}
+	return ps, nil
+}
+
+// checkLink accepts a symlink at rel whose target stays inside the
+// workspace however it resolves: relative, and climbing ("..") only before
+// its first named component, so no link it passes through can take it
+// further up; and never into a .git directory.
+func checkLink(rel, target string) error {
+	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\x00\\") {
+		return fmt.Errorf("%w: %s points to %q", ErrLink, rel, target)
+	}
+	named := false
+	for _, c := range strings.Split(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if named {
+				return fmt.Errorf("%w: %s points to %q, which climbs after a name", ErrLink, rel, target)
+			}
+		default:
+			if strings.EqualFold(c, ".git") {
+				return fmt.Errorf("%w: %s points into a .git directory", ErrLink, rel)
+			}
+			named = true
+		}
+	}
+	full := path.Join(path.Dir(rel), target)
+	if full == ".." || strings.HasPrefix(full, "../") {
+		return fmt.Errorf("%w: %s points to %q, outside the workspace", ErrLink, rel, target)
+	}
+	return nil
+}
+
+// checkPath accepts a snapshot path: relative, clean, no empty, ".", ".."
+// or .git component, within the depth and length limits.
+func checkPath(p string, lim Limits) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\\") || path.Clean(p) != p {
+		return fmt.Errorf("%w: %q", ErrUnsafePath, p)
+	}
+	if len(p) > lim.MaxPathBytes {
+		return fmt.Errorf("%w: a path of %d bytes, over the %d-byte limit", ErrUnsafePath, len(p), lim.MaxPathBytes)
+	}
+	parts := strings.Split(p, "/")
+	if len(parts)-1 > lim.MaxDepth {
+		return fmt.Errorf("%w: %.80s… is %d directories deep, over the limit of %d", ErrUnsafePath, p, len(parts)-1, lim.MaxDepth)
+	}
+	for _, c := range parts {
+		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
+			return fmt.Errorf("%w: %q", ErrUnsafePath, p)
+		}
+	}
+	return nil
+}
+
+// Credential files of the agent CLIs and the usual private keys are never
+// snapshotted, wherever they are in a workspace.
+var (
+	deniedNames = map[string]bool{
+		".credentials.json": true, // Claude Code OAuth tokens
+		".claude.json":      true, // Claude Code account state
+		".git-credentials":  true,
+		".netrc":            true,
+		"_netrc":            true,
+		"id_rsa":            true,
+		"id_dsa":            true,
+		"id_ecdsa":          true,
+		"id_ed25519":        true,
+	}
+	// deniedTails are credential files known by their folder.
+	deniedTails = []string{
+		".codex/auth.json",
+		".pi/agent/auth.json",
+		".pi/agent/models.json",
+		".aws/credentials",
+	}
+)
+
+func deniedPath(p string) bool {
+	lp := strings.ToLower(p)
+	base := path.Base(lp)
+	if deniedNames[base] || strings.HasPrefix(base, ".claude.json.") || strings.HasPrefix(base, ".credentials.json.") {
+		return true
+	}
+	for _, t := range deniedTails {
+		if lp == t || strings.HasSuffix(lp, "/"+t) {
+			return true
+		}
+	}
+	return false
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	default:
+		return "special file"
+	}
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func orDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
