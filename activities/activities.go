@@ -22,10 +22,16 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
 )
 
 // MaxOutputText is the longest agent reply an output carries whole.
 const MaxOutputText = 256 << 10
+
+// LostAnswerIntro precedes, in a fresh conversation's prompt, the answer
+// to a question asked in a conversation that could not be restored, so the
+// answer reaches the agent all the same.
+const LostAnswerIntro = "Earlier in this visit you asked the user a question; the conversation you asked it in could not be restored. The user's answer:"
 
 // Activities carries the worker's dependencies.
 type Activities struct {
@@ -36,6 +42,9 @@ type Activities struct {
 	StateDir string
 	// WorkDir holds the runs' working directories.
 	WorkDir string
+	// Workspaces keeps the runs' working directories durable; nil runs
+	// every visit in a plain directory that nothing restores or snapshots.
+	Workspaces *workspace.Manager
 	// Queue is this worker's own task queue.
 	Queue  string
 	Logger *slog.Logger
@@ -86,12 +95,14 @@ func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (backen
 		}
 	}
 	for _, d := range []string{root, work} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := mkdirAll(d); err != nil {
 			return backend.Env{}, err
 		}
 	}
 	return backend.Env{StateRoot: root, Workdir: work}, nil
 }
+
+func mkdirAll(d string) error { return os.MkdirAll(d, 0o700) }
 
 // SaveCheckpoint writes one immutable checkpoint record.
 func (a *Activities) SaveCheckpoint(ctx context.Context, req *CheckpointRequest) error {
@@ -160,9 +171,10 @@ func (a *Activities) RestoreSession(ctx context.Context, req *RestoreRequest) (*
 // ExecuteNode runs one visit of an agent node and, when asked to, packs
 // the session into the blob store before returning, while its files are
 // still live. A failed pack is reported in the result, not as an error: the
-// agent already ran, and a retry would run it twice.
+// agent already ran, and a retry would run it twice. It is the visit
+// activity of runs recorded before one-trip visits (see Visit).
 func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
-	b, sessionID, err := a.pickBackend(req)
+	b, sessionID, err := a.pickBackend(req.Backend, req.Node, req.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +182,41 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
-	prompt, err := graph.RenderPrompt(req.Node.Prompt, graph.PromptData{Input: req.Input, Output: req.PrevOutput, Visit: req.Visit})
+	return a.runAgent(ctx, agentRun{
+		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
+		input: req.Input, prev: req.PrevOutput, sessionID: sessionID,
+		fork: req.Node.Session == graph.SessionFork && sessionID != "", answer: req.Answer,
+		packTo: req.PackTo, pauseTo: req.PauseTo,
+	})
+}
+
+// agentRun is one execution of an agent on this worker.
+type agentRun struct {
+	runID, nodeID string
+	visit         int
+	node          graph.Node
+	b             backend.Backend
+	env           backend.Env
+	input, prev   map[string]any
+	sessionID     string
+	fork          bool
+	answer        *backend.Answer
+	packTo        string
+	pauseTo       string
+	// lostAnswer is a human's answer to a question asked in a conversation
+	// that could not be restored; it goes into the fresh one's prompt.
+	lostAnswer string
+}
+
+// runAgent renders the prompt, runs the backend, stamps the output and
+// packs the session (to packTo, or to pauseTo when the agent asked).
+func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, error) {
+	prompt, err := graph.RenderPrompt(r.node.Prompt, graph.PromptData{Input: r.input, Output: r.prev, Visit: r.visit})
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", req.NodeID, err), ErrTypeBadRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", r.nodeID, err), ErrTypeBadRequest, err)
+	}
+	if r.lostAnswer != "" {
+		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer
 	}
 
 	// A worker that is shutting down (a pod being recycled) ends the CLI
@@ -180,14 +224,14 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 	// instead of failing the node.
 	runCtx, stopping := a.untilWorkerStops(ctx)
 	stop := a.heartbeat(ctx)
-	res, err := b.Execute(runCtx, backend.Request{
-		RunID: req.RunID, NodeID: req.NodeID, Visit: req.Visit, Prompt: prompt, Input: req.Input,
-		SessionID: sessionID, Fork: req.Node.Session == graph.SessionFork && sessionID != "",
-		Model: req.Node.Model, Script: req.Node.Script, Answer: req.Answer, Env: env,
+	res, err := r.b.Execute(runCtx, backend.Request{
+		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Prompt: prompt, Input: r.input,
+		SessionID: r.sessionID, Fork: r.fork,
+		Model: r.node.Model, Script: r.node.Script, Answer: r.answer, Env: r.env,
 	})
 	stop()
 	if err != nil && stopping() {
-		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of node %q: %v", a.Queue, req.NodeID, err), ErrTypeWorkerStopping, err)
+		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of node %q: %v", a.Queue, r.nodeID, err), ErrTypeWorkerStopping, err)
 	}
 	if err != nil {
 		if t := backend.ErrorType(err); t != "" {
@@ -208,30 +252,33 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 		out[k] = v
 	}
 	out[backend.SessionIDKey] = res.SessionID
-	out[backend.BackendKey] = b.Name()
+	out[backend.BackendKey] = r.b.Name()
 	out[backend.SessionFingerprintKey] = res.Fingerprint
 	result := &ExecuteResult{
-		Output: out, Backend: b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
+		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
 	}
 
-	key := req.PackTo
+	key := r.packTo
 	if res.NeedsInteraction != nil {
 		result.Questions = res.NeedsInteraction.Questions
 		result.PendingToolUseID = res.NeedsInteraction.PendingToolUseID
-		key = req.PauseTo
+		key = r.pauseTo
 	}
 	if key != "" {
-		result.Packed, result.PackDigest, result.PackError = a.pack(ctx, b, env, res.SessionID, key)
+		result.Packed, result.PackDigest, result.PackError = a.pack(ctx, r.b, r.env, res.SessionID, key)
+		if result.Packed {
+			result.PackedTo = key
+		}
 	}
-	a.logger().Info("visit done", "run", req.RunID, "node", req.NodeID, "visit", req.Visit, "backend", b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)
+	a.logger().Info("visit done", "run", r.runID, "node", r.nodeID, "visit", r.visit, "backend", r.b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)
 	return result, nil
 }
 
 // pickBackend returns the backend to run: the planned one if it can run
 // here, else the node's first fallback that can. A session id never moves
 // to another backend.
-func (a *Activities) pickBackend(req *ExecuteRequest) (backend.Backend, string, error) {
-	candidates := append([]string{req.Backend, req.Node.Backend}, req.Node.Fallback...)
+func (a *Activities) pickBackend(planned string, node graph.Node, sessionID string) (backend.Backend, string, error) {
+	candidates := append([]string{planned, node.Backend}, node.Fallback...)
 	var reasons []string
 	for _, name := range candidates {
 		b, ok := a.Backends.Get(name)
@@ -245,12 +292,12 @@ func (a *Activities) pickBackend(req *ExecuteRequest) (backend.Backend, string, 
 				continue
 			}
 		}
-		if name != req.Backend {
+		if name != planned {
 			return b, "", nil
 		}
-		return b, req.SessionID, nil
+		return b, sessionID, nil
 	}
-	err := fmt.Errorf("%w: node %q can run on none of its backends (%v); install the CLI on the worker or add a fallback", backend.ErrNotInstalled, req.NodeID, reasons)
+	err := fmt.Errorf("%w: node %q can run on none of its backends (%v); install the CLI on the worker or add a fallback", backend.ErrNotInstalled, node.ID, reasons)
 	return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), backend.ErrorType(err), err)
 }
 

@@ -19,28 +19,34 @@ import (
 // tailBytes is how much of a tool's stdout and stderr its output keeps.
 const tailBytes = 4096
 
-// RunTool runs a tool node's argv in the run's working directory. Each argv
-// element is a template over the node's input (like a prompt). The output
-// is the exit code and the tails of stdout and stderr; a non-zero exit is
-// an output, not a failure, because a tool oracle's verdict is its exit
-// code. A timeout kills the whole process group.
+// RunTool runs a tool node's argv in the run's working directory. It is the
+// tool activity of runs recorded before one-trip visits (see Visit).
 func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]any, error) {
-	if len(req.Node.Run) == 0 {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q has no run argv", req.NodeID), ErrTypeBadRequest, nil)
-	}
-	argv := make([]string, len(req.Node.Run))
-	for i, arg := range req.Node.Run {
-		s, err := graph.RenderPrompt(arg, graph.PromptData{Input: req.Input, Visit: req.Visit})
-		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: argument %d: %v", req.NodeID, i, err), ErrTypeBadRequest, err)
-		}
-		argv[i] = s
-	}
 	env, err := a.liveEnv("tool", req.RunID, req.Node)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
-	timeout := time.Duration(req.Node.Timeout)
+	return a.runTool(ctx, req.Node, req.Visit, req.Input, env.Workdir)
+}
+
+// runTool runs a tool node's argv in dir. Each argv element is a template
+// over the node's input (like a prompt). The output is the exit code and
+// the tails of stdout and stderr; a non-zero exit is an output, not a
+// failure, because a tool oracle's verdict is its exit code. A timeout
+// kills the whole process group.
+func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, input map[string]any, dir string) (map[string]any, error) {
+	if len(node.Run) == 0 {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q has no run argv", node.ID), ErrTypeBadRequest, nil)
+	}
+	argv := make([]string, len(node.Run))
+	for i, arg := range node.Run {
+		s, err := graph.RenderPrompt(arg, graph.PromptData{Input: input, Visit: visit})
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: argument %d: %v", node.ID, i, err), ErrTypeBadRequest, err)
+		}
+		argv[i] = s
+	}
+	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
@@ -48,7 +54,7 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 	defer cancel()
 
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	cmd.Dir = env.Workdir
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -57,7 +63,7 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 
 	stop := a.heartbeat(ctx)
 	started := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	stop()
 
 	out := map[string]any{
@@ -78,9 +84,9 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 	case errors.As(err, &exitErr):
 		out["exit_code"] = exitErr.ExitCode()
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %q is not installed on this worker", req.NodeID, argv[0]), ErrTypeBadRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %q is not installed on this worker", node.ID, argv[0]), ErrTypeBadRequest, err)
 	default:
-		return nil, fmt.Errorf("tool node %q: %w", req.NodeID, err)
+		return nil, fmt.Errorf("tool node %q: %w", node.ID, err)
 	}
 	return out, nil
 }

@@ -68,6 +68,8 @@ type ExecuteResult struct {
 	Packed     bool   `json:"packed,omitempty"`
 	PackDigest string `json:"pack_digest,omitempty"`
 	PackError  string `json:"pack_error,omitempty"`
+	// PackedTo is the key the session went to (PackTo or PauseTo).
+	PackedTo string `json:"packed_to,omitempty"`
 }
 
 // RestoreRequest asks a worker to make a session live in its root: unpack a

@@ -20,6 +20,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/internal/workspace"
 )
 
 func main() {
@@ -61,6 +62,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	limits, err := workspace.LimitsFromEnv()
+	if err != nil {
+		return err
+	}
 	h, err := workerhost.Start(c, workerhost.Options{
 		ID:                  os.Getenv("TETHER_WORKER_ID"),
 		MaxConcurrentVisits: envInt("TETHER_MAX_CONCURRENT_VISITS"),
@@ -68,6 +73,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		WorkspaceLimits:     limits,
 		Logger:              logger,
 	})
 	if err != nil {

@@ -18,147 +18,272 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// visitAgent runs one visit of an agent node: resolve the session, restore
-// it on a worker, execute there, and on an in-node ask_user pause on a pause
-// ref until answered. ADR-089's slot commit is split between here (the new
-// slot goes into memory) and run (the required checkpoint, then deletes).
-func (r *runImpl) visitAgent(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, inBranch bool) (visitResult, error) {
-	log := workflow.GetLogger(ctx)
-	eff := r.effectiveBackend(node)
+// scope is where a visit runs: the run's trunk, or a fan-out branch. A
+// branch's pause lives only in workflow memory (a trunk pause is the
+// checkpoint's, so status, rewind and resume see it), and a branch's
+// changes to the workspace are not kept.
+type scope struct {
+	branch bool
+	pause  *runstore.PauseInfo
+}
+
+func (r *runImpl) pauseOf(sc *scope) *runstore.PauseInfo {
+	if sc.branch {
+		return sc.pause
+	}
+	return r.cp.Pause
+}
+
+func (r *runImpl) setPause(sc *scope, p *runstore.PauseInfo) {
+	if sc.branch {
+		sc.pause = p
+		return
+	}
+	r.cp.Pause = p
+}
+
+// agentVisit is one visit of an agent node, in ADR-089's steps: resolve
+// which conversation it may continue; restore, execute and pack it on one
+// worker in one activity; on an ask_user, pause on the pause ref until the
+// answer comes and go round again; then commit the new slot in memory. The
+// required checkpoint that makes the slot durable, and the deletes after
+// it, are run's.
+func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, sc *scope) (visitResult, error) {
+	answer, err := r.awaitRestoredPause(ctx, node, sc)
+	if err != nil {
+		return visitResult{}, err
+	}
+	for {
+		plan := r.resolve(node, cur, answer != nil, sc)
+		res, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
+		if err != nil {
+			return visitResult{}, err
+		}
+		r.takeWorkspace(res, sc)
+		if len(res.Questions) > 0 {
+			if answer, err = r.pauseOnQuestion(ctx, node, cur, visitNo, res, sc); err != nil {
+				return visitResult{}, err
+			}
+			continue
+		}
+		return r.commit(ctx, node, res, sc), nil
+	}
+}
+
+// toolVisit runs a tool node's command in the run's workspace, in one
+// activity on any worker.
+func (r *runImpl) toolVisit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, sc *scope) (visitResult, error) {
+	res, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, sc)
+	if err != nil {
+		return visitResult{}, err
+	}
+	r.takeWorkspace(res, sc)
+	return visitResult{output: res.Output}, nil
+}
+
+// awaitRestoredPause waits for the answer of an ask_user that a run
+// restored from a checkpoint was paused on, instead of executing again.
+func (r *runImpl) awaitRestoredPause(ctx workflow.Context, node *graph.Node, sc *scope) (*backend.Answer, error) {
+	if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID && p.Backend != "" {
+		return r.awaitAgentAnswer(ctx, node, p)
+	}
+	return nil, nil
+}
+
+// resolve is ADR-089's resolution order for this visit (internal/resolve).
+func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool, sc *scope) resolve.Plan {
 	var deliveries []resolve.Delivery
 	if cur.From != "" {
 		id, _ := cur.Input[backend.SessionIDKey].(string)
 		deliveries = append(deliveries, resolve.Delivery{From: cur.From, SessionID: id})
 	}
+	return resolve.Resolve(resolve.Request{
+		Node: *node, Backend: r.effectiveBackend(node), Input: cur.Input, Deliveries: deliveries, Answering: answering,
+		Outputs: r.cp.Outputs, NodeSessions: r.cp.NodeSessions, Pause: r.pauseOf(sc),
+	})
+}
 
-	// A branch's pause lives only in workflow memory; a trunk pause is the
-	// checkpoint's, so status, rewind and resume see it.
-	var branchPause *runstore.PauseInfo
-	pause := func() *runstore.PauseInfo {
-		if inBranch {
-			return branchPause
+// oneTrip runs the Visit activity: restore, execute, snapshot and pack on
+// one worker. A visit whose worker vanished (or that failed in a way that
+// may pass) starts again with new blob keys, up to maxVisitRestarts times.
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *backend.Answer, sc *scope) (*activities.VisitResult, error) {
+	log := workflow.GetLogger(ctx)
+	timeout := time.Duration(node.Timeout)
+	if timeout <= 0 {
+		timeout = r.opts.NodeTimeout
+		if node.Kind == graph.KindTool {
+			timeout = defaultToolTimeout
 		}
-		return r.cp.Pause
 	}
-	setPause := func(p *runstore.PauseInfo) {
-		if inBranch {
-			branchPause = p
-		} else {
-			r.cp.Pause = p
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: TaskQueue,
+		// The node's own time, plus room to restore and snapshot.
+		StartToCloseTimeout: timeout + visitOverhead,
+		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	for restarts := 0; ; restarts++ {
+		req := &activities.VisitRequest{
+			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
+			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
+			Workspace: r.cp.Workspace, Started: workflow.Now(ctx), Branch: sc.branch, Fork: plan.Fork,
 		}
-	}
-
-	var answer *backend.Answer
-	answering := false
-	asked := 0
-	// A run restored from a checkpoint taken while this node waited on an
-	// ask_user waits for that answer again instead of re-executing.
-	if p := pause(); p != nil && p.NodeID == node.ID && p.Backend != "" {
-		asked = len(p.Questions)
-		a, err := r.awaitAgentAnswer(ctx, node, p)
-		if err != nil {
-			return visitResult{}, err
-		}
-		answer, answering = a, true
-	}
-
-	for restarts := 0; ; {
-		plan := resolve.Resolve(resolve.Request{
-			Node: *node, Backend: eff, Input: cur.Input, Deliveries: deliveries, Answering: answering,
-			Outputs: r.cp.Outputs, NodeSessions: r.cp.NodeSessions, Pause: pause(),
-		})
-		sessionID, queue, input, err := r.restore(ctx, node, plan)
-		if err != nil {
-			return visitResult{}, err
-		}
-		req := &activities.ExecuteRequest{
-			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: eff,
-			Input: input, PrevOutput: r.cp.Outputs[node.ID], SessionID: sessionID, Answer: answer,
-			PauseTo: runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx)),
-		}
-		if node.Session == graph.SessionPersist {
-			req.PackTo = runstore.SessionKey(r.cp.RunID, node.ID, r.mintID(ctx))
-		}
-		res, err := r.execute(ctx, queue, req)
-		if err != nil {
-			if workerLost(err) && restarts < maxVisitRestarts {
-				restarts++
-				log.Warn("the worker holding this visit's session is gone; restarting the visit on another worker", "node", node.ID, "visit", visitNo, "restart", restarts, "error", err.Error())
-				continue
+		if node.Kind == graph.KindAgent {
+			req.PauseTo = runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx))
+			if node.Session == graph.SessionPersist {
+				req.PackTo = runstore.SessionKey(r.cp.RunID, node.ID, r.mintID(ctx))
 			}
-			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent node %q (visit %d, backend %s): %v", node.ID, visitNo, eff, err), ErrTypeNodeFailed, err)
-		}
-
-		if len(res.Questions) > 0 {
-			p := &runstore.PauseInfo{
-				NodeID: node.ID, Visit: visitNo, Backend: res.Backend, SessionID: res.SessionID,
-				Fingerprint: res.Fingerprint, PendingToolUseID: res.PendingToolUseID, Input: cur.Input,
-			}
-			for _, q := range res.Questions {
-				// Ids count across every ask_user of the visit, so a second
-				// question is never mistaken for the answered first.
-				asked++
-				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), AgentID: q.ID, Text: q.Text})
-			}
-			if res.Packed {
-				p.BackendSessionStateRef = req.PauseTo
-			} else {
-				// A failed Put never blocks the question: the answer will
-				// then run in a fresh conversation.
-				log.Warn("could not store the in-flight session for this question; the answer will start a fresh conversation", "node", node.ID, "error", res.PackError)
-			}
-			old := pause()
-			setPause(p)
-			if !inBranch {
-				r.cp.Status = runstore.StatusWaiting
-				if err := r.save(ctx); err != nil {
-					// The checkpoint may or may not have landed: keep every
-					// blob, never read back, never delete (ADR-089).
-					log.Warn("pause checkpoint failed; keeping all session blobs and waiting anyway", "node", node.ID, "error", err.Error())
-				} else if old != nil && old.BackendSessionStateRef != "" && old.BackendSessionStateRef != p.BackendSessionStateRef {
-					r.deleteBlobs(ctx, []string{old.BackendSessionStateRef})
+			if plan.Kind != resolve.Fresh {
+				req.Session = &activities.SessionPlan{
+					Kind: plan.Kind.String(), SessionID: plan.SessionID, Fingerprint: plan.Fingerprint,
+					Digest: plan.Digest, Stripped: plan.Stripped,
+				}
+				if plan.Kind != resolve.HasSession {
+					req.Session.StateRef = plan.StateRef
 				}
 			}
-			a, err := r.awaitAgentAnswer(ctx, node, p)
-			if err != nil {
-				return visitResult{}, err
+		}
+		var res activities.VisitResult
+		err := workflow.ExecuteActivity(actx, acts.Visit, req).Get(ctx, &res)
+		if err == nil {
+			if res.SessionNote != "" {
+				log.Warn("session not resumed; the visit ran fresh", "node", node.ID, "visit", visitNo, "plan", plan.Kind.String(), "reason", res.SessionNote)
 			}
-			answer, answering, restarts = a, true, 0
+			return &res, nil
+		}
+		if restarts < maxVisitRestarts && mayPass(err) {
+			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
+			if !workerLost(err) {
+				if serr := workflow.Sleep(ctx, time.Duration(1<<restarts)*time.Second); serr != nil {
+					return nil, serr
+				}
+			}
 			continue
 		}
-
-		v := visitResult{output: res.Output}
-		if !inBranch {
-			r.lastQueue = res.Queue
+		what := fmt.Sprintf("tool node %q (visit %d)", node.ID, visitNo)
+		if node.Kind == graph.KindAgent {
+			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		if p := pause(); p != nil && p.NodeID == node.ID {
-			if p.BackendSessionStateRef != "" {
-				v.deleteAfterCommit = append(v.deleteAfterCommit, p.BackendSessionStateRef)
-			}
-			setPause(nil)
-			if !inBranch {
-				r.cp.Status = runstore.StatusRunning
-			}
-		}
-		if node.Session == graph.SessionPersist {
-			prev := r.cp.NodeSessions[node.ID]
-			if res.Packed {
-				r.cp.NodeSessions[node.ID] = runstore.NodeSessionSlot{
-					Backend: res.Backend, SessionID: res.SessionID, Fingerprint: res.Fingerprint, StateRef: req.PackTo,
-				}
-				if prev.StateRef != "" && prev.StateRef != req.PackTo {
-					v.deleteAfterCommit = append(v.deleteAfterCommit, prev.StateRef)
-				}
-			} else {
-				// Invalidate; never keep or restore the old slot. Its blob
-				// stays for `tether delete`.
-				delete(r.cp.NodeSessions, node.ID)
-				v.deleteAfterCommit = nil
-				log.Warn("could not store the persist session; the next visit starts fresh", "node", node.ID, "error", res.PackError)
-			}
-		}
-		return v, nil
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
 	}
+}
+
+// mayPass reports a failed visit worth starting again: its worker vanished,
+// or it failed with an error the activity did not mark final.
+func mayPass(err error) bool {
+	if workerLost(err) {
+		return true
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return !appErr.NonRetryable()
+	}
+	var te *temporal.TimeoutError
+	return !errors.As(err, &te) && !temporal.IsCanceledError(err)
+}
+
+// takeWorkspace records the snapshot a trunk visit left.
+func (r *runImpl) takeWorkspace(res *activities.VisitResult, sc *scope) {
+	if !sc.branch && res.Workspace != nil {
+		r.cp.Workspace = res.Workspace
+	}
+}
+
+// pauseOnQuestion is the pause-ref lifecycle of an in-node ask_user: the
+// packed session becomes the pause ref; the pause checkpoint is written; a
+// previous pause blob is deleted only after that checkpoint succeeded
+// (never on its error: it may have landed). Then it waits for the answer.
+func (r *runImpl) pauseOnQuestion(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, res *activities.VisitResult, sc *scope) (*backend.Answer, error) {
+	log := workflow.GetLogger(ctx)
+	old := r.pauseOf(sc)
+	p := &runstore.PauseInfo{
+		NodeID: node.ID, Visit: visitNo, Backend: res.Backend, SessionID: res.SessionID,
+		Fingerprint: res.Fingerprint, PendingToolUseID: res.PendingToolUseID, Input: cur.Input,
+	}
+	// Ids count across every ask_user of the visit, so a second question
+	// is never mistaken for the answered first.
+	asked := 0
+	if old != nil && old.NodeID == node.ID {
+		asked = len(old.Questions)
+	}
+	for _, q := range res.Questions {
+		asked++
+		p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), AgentID: q.ID, Text: q.Text})
+	}
+	if res.Packed {
+		p.BackendSessionStateRef, p.BackendSessionDigest = res.PackedTo, res.PackDigest
+	} else {
+		// A failed Put never blocks the question: the answer will then
+		// run in a fresh conversation.
+		log.Warn("could not store the in-flight session for this question; the answer will start a fresh conversation", "node", node.ID, "error", res.PackError)
+	}
+	r.setPause(sc, p)
+	if !sc.branch {
+		r.cp.Status = runstore.StatusWaiting
+		if err := r.save(ctx); err != nil {
+			// The checkpoint may or may not have landed: keep every blob,
+			// never read back, never delete (ADR-089).
+			log.Warn("pause checkpoint failed; keeping all session blobs and waiting anyway", "node", node.ID, "error", err.Error())
+		} else if old != nil && old.BackendSessionStateRef != "" && old.BackendSessionStateRef != p.BackendSessionStateRef {
+			r.deleteBlobs(ctx, []string{old.BackendSessionStateRef})
+		}
+	}
+	return r.awaitAgentAnswer(ctx, node, p)
+}
+
+// commit is the in-memory half of ADR-089's slot commit: the pause ends,
+// and a persist node's slot becomes the session just packed (or, when the
+// pack failed, no slot: never the old one). The superseded blobs are
+// deleted by run after the required checkpoint.
+func (r *runImpl) commit(ctx workflow.Context, node *graph.Node, res *activities.VisitResult, sc *scope) visitResult {
+	v := visitResult{output: res.Output}
+	if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID {
+		if p.BackendSessionStateRef != "" {
+			v.deleteAfterCommit = append(v.deleteAfterCommit, p.BackendSessionStateRef)
+		}
+		r.setPause(sc, nil)
+		if !sc.branch {
+			r.cp.Status = runstore.StatusRunning
+		}
+	}
+	if node.Session != graph.SessionPersist {
+		return v
+	}
+	prev := r.cp.NodeSessions[node.ID]
+	if !res.Packed {
+		// Invalidate; never keep or restore the old slot. Its blob stays
+		// for `tether delete`.
+		delete(r.cp.NodeSessions, node.ID)
+		workflow.GetLogger(ctx).Warn("could not store the persist session; the next visit starts fresh", "node", node.ID, "error", res.PackError)
+		return visitResult{output: res.Output}
+	}
+	r.cp.NodeSessions[node.ID] = runstore.NodeSessionSlot{
+		Backend: res.Backend, SessionID: res.SessionID, Fingerprint: res.Fingerprint,
+		StateRef: res.PackedTo, Digest: res.PackDigest,
+	}
+	if prev.StateRef != "" && prev.StateRef != res.PackedTo {
+		v.deleteAfterCommit = append(v.deleteAfterCommit, r.retain(node.ID, prev.StateRef)...)
+	}
+	return v
+}
+
+// retain keeps a superseded slot blob for rewinds and returns the blobs
+// that fall out of the window, to delete after the required checkpoint.
+func (r *runImpl) retain(node, ref string) []string {
+	keep := max(r.opts.SessionHistory, 0)
+	if keep == 0 {
+		return []string{ref}
+	}
+	if r.cp.RetainedSessions == nil {
+		r.cp.RetainedSessions = map[string][]string{}
+	}
+	refs := append(r.cp.RetainedSessions[node], ref)
+	var drop []string
+	if over := len(refs) - keep; over > 0 {
+		drop, refs = slices.Clone(refs[:over]), slices.Clone(refs[over:])
+	}
+	r.cp.RetainedSessions[node] = refs
+	return drop
 }
 
 // awaitAgentAnswer waits for every question of an agent's pause and folds
@@ -193,76 +318,6 @@ func (r *runImpl) effectiveBackend(node *graph.Node) string {
 		return last
 	}
 	return node.Backend
-}
-
-// restore carries out a plan's restore step on some worker and returns the
-// session to resume and the queue of the worker where it is now live. A
-// missing, corrupt or foreign blob, or a has-session that answers no,
-// strips the session keys and runs fresh; a storage fault is not absence
-// and fails the visit instead.
-func (r *runImpl) restore(ctx workflow.Context, node *graph.Node, plan resolve.Plan) (sessionID, queue string, input map[string]any, err error) {
-	log := workflow.GetLogger(ctx)
-	if plan.Kind == resolve.Fresh {
-		return "", TaskQueue, plan.Input, nil
-	}
-	req := &activities.RestoreRequest{RunID: r.cp.RunID, Node: *node, Backend: plan.Backend, SessionID: plan.SessionID}
-	if plan.Kind != resolve.HasSession {
-		req.StateRef = plan.StateRef
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeSessionUnavailable, activities.ErrTypeBadRequest},
-		},
-	})
-	var res activities.RestoreResult
-	if err := workflow.ExecuteActivity(actx, acts.RestoreSession, req).Get(ctx, &res); err != nil {
-		if isAppErrorType(err, activities.ErrTypeSessionUnavailable) {
-			log.Warn("session could not be restored; stripping session keys and running fresh", "node", node.ID, "plan", plan.Kind.String(), "reason", plan.Reason, "error", err.Error())
-			return "", TaskQueue, plan.Stripped, nil
-		}
-		return "", "", nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("agent node %q: restoring its session failed with a storage fault (not absence): %v; fix the blob store, then `tether resume %s`", node.ID, err, r.cp.RunID),
-			ErrTypeNodeFailed, err)
-	}
-	if !res.Present {
-		log.Warn("session is not present on the worker; stripping session keys and running fresh", "node", node.ID, "plan", plan.Kind.String(), "reason", plan.Reason)
-		return "", TaskQueue, plan.Stripped, nil
-	}
-	return plan.SessionID, res.Queue, plan.Input, nil
-}
-
-// execute runs the visit's ExecuteNode activity. On a worker's own queue it
-// is never retried by Temporal: a lost worker means the visit restarts from
-// its restore step on another worker.
-func (r *runImpl) execute(ctx workflow.Context, queue string, req *activities.ExecuteRequest) (*activities.ExecuteResult, error) {
-	opts := workflow.ActivityOptions{
-		TaskQueue:           queue,
-		StartToCloseTimeout: r.opts.NodeTimeout,
-		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second,
-			MaximumAttempts: 3,
-			NonRetryableErrorTypes: []string{
-				"NoSession", "NotInstalled", "ExitError", "Timeout", "ScriptedFailure",
-				activities.ErrTypeBadRequest,
-			},
-		},
-	}
-	if queue != TaskQueue {
-		opts.ScheduleToStartTimeout = r.opts.WorkerLostAfter
-		opts.RetryPolicy.MaximumAttempts = 1
-	}
-	var res activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.ExecuteNode, req).Get(ctx, &res)
-	if err != nil {
-		return nil, err
-	}
-	return &res, nil
 }
 
 // workerLost reports a visit whose worker vanished: its task was never

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -85,7 +86,7 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 	}
 	// Ask once per "ASK:" in the prompt, until that many answers are in
 	// the conversation.
-	answered := 0
+	answered := strings.Count(req.Prompt, activities.LostAnswerIntro)
 	for _, t := range disk[id] {
 		if strings.HasPrefix(t, "ANSWER:") {
 			answered++

@@ -26,6 +26,14 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	if in.Checkpoint == nil && r.oneTripVisits(ctx) {
+		// A new run has a workspace from its first visit: the one `tether
+		// run` imported, or an empty one.
+		r.cp.Workspace = &runstore.WorkspaceState{}
+		if in.Workspace != nil {
+			r.cp.Workspace = in.Workspace
+		}
+	}
 	return r.run(ctx)
 }
 
@@ -286,6 +294,9 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	}
 	for _, c := range cp.Cursor {
 		s.Current = append(s.Current, c.Node)
+	}
+	if ws := cp.Workspace; ws != nil {
+		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits}
 	}
 	for _, id := range sortedKeys(cp.Outputs) {
 		s.Outputs[id] = cp.Outputs[id]

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"slices"
 	"errors"
 	"io"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
 )
 
 // faultyStore wraps a blob store and fails writes whose key contains
@@ -108,6 +110,7 @@ func (s *GraphRunSuite) SetupTest() {
 	s.acts = &activities.Activities{
 		Blobs: s.store, Runs: s.runs, Backends: bs,
 		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: WorkerQueue("test"),
+		Workspaces: workspace.NewManager(dir+"/state/workspaces", s.store, workspace.Limits{}, nil),
 	}
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
@@ -208,8 +211,13 @@ func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 		s.NotContains(snap.Output, "_session_state_ref")
 		s.NotContains(snap.Output, backend.SessionStateBlobKey)
 	}
-	// The previous slot blob was deleted after each newer one committed;
-	// exactly one slot blob remains.
+	// The earlier slots' blobs are retained for rewinds; no other blob of
+	// the writer remains.
+	s.ElementsMatch(append(slices.Clone(cp.RetainedSessions["writer"]), cp.NodeSessions["writer"].StateRef), s.writerSlotBlobs())
+	s.Len(cp.RetainedSessions["writer"], 2)
+}
+
+func (s *GraphRunSuite) writerSlotBlobs() []string {
 	keys, err := s.store.List(context.Background(), "")
 	s.Require().NoError(err)
 	var slots []string
@@ -218,8 +226,18 @@ func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 			slots = append(slots, k.Key)
 		}
 	}
-	s.Len(slots, 1)
-	s.Equal(cp.NodeSessions["writer"].StateRef, slots[0])
+	return slots
+}
+
+// A slot blob that falls out of the session_history window is deleted
+// after the checkpoint that superseded it, and only then.
+func (s *GraphRunSuite) TestSlotBlobsBeyondTheHistoryAreDeleted() {
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Options: Options{SessionHistory: 1}})
+	s.Require().NoError(s.env.GetWorkflowError())
+	cp := s.latest()
+	s.Len(cp.RetainedSessions["writer"], 1)
+	s.ElementsMatch([]string{cp.RetainedSessions["writer"][0], cp.NodeSessions["writer"].StateRef}, s.writerSlotBlobs())
+	s.Len(s.store.deletedKeys(), 1, "the first slot's blob")
 }
 
 func (s *GraphRunSuite) TestNoEdgeMatchedNamesNodeAndOutput() {

@@ -52,4 +52,11 @@ const (
 	// visit (tool-affinity.json).
 	changeToolAffinity  = "tool-affinity"
 	versionToolAffinity = 1
+	// changeOneTripVisit: an agent or tool visit is one Visit activity on
+	// any worker, which restores the run's workspace and the session,
+	// runs, then snapshots and packs (one-trip-visit.json and the
+	// workspace histories). Runs recorded before it keep the two-activity
+	// visit on a worker's own queue (agent_legacy.go).
+	changeOneTripVisit  = "one-trip-visit"
+	versionOneTripVisit = 1
 )

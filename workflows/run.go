@@ -103,14 +103,19 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		v   visitResult
 		err error
 	)
-	switch node.Kind {
-	case graph.KindAgent:
-		v, err = r.visitAgent(ctx, node, cur, visitNo, inBranch)
-	case graph.KindHuman:
+	sc := &scope{branch: inBranch}
+	switch {
+	case node.Kind == graph.KindAgent && r.oneTripVisits(ctx):
+		v, err = r.agentVisit(ctx, node, cur, visitNo, sc)
+	case node.Kind == graph.KindAgent:
+		v, err = r.legacyVisitAgent(ctx, node, cur, visitNo, inBranch)
+	case node.Kind == graph.KindHuman:
 		v, err = r.visitHuman(ctx, node, cur, visitNo, inBranch)
-	case graph.KindTool:
-		v, err = r.visitTool(ctx, node, cur, visitNo, inBranch)
-	case graph.KindJoin:
+	case node.Kind == graph.KindTool && r.oneTripVisits(ctx):
+		v, err = r.toolVisit(ctx, node, cur, visitNo, sc)
+	case node.Kind == graph.KindTool:
+		v, err = r.legacyVisitTool(ctx, node, cur, visitNo, inBranch)
+	case node.Kind == graph.KindJoin:
 		v = visitResult{output: maps.Clone(cur.Input)}
 	default:
 		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has kind %q, which cannot be visited here", node.ID, node.Kind), ErrTypeGraph, nil)

@@ -82,6 +82,12 @@ func (r *runImpl) mintID(ctx workflow.Context) string {
 	return id.String()
 }
 
+// oneTripVisits reports whether this run visits agents and tools in one
+// Visit activity with a durable workspace (changeOneTripVisit).
+func (r *runImpl) oneTripVisits(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, changeOneTripVisit, workflow.DefaultVersion, versionOneTripVisit) == versionOneTripVisit
+}
+
 // continueAsNewDue reports whether history is large enough to start over.
 func (r *runImpl) continueAsNewDue(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
@@ -128,14 +134,15 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 	return visitResult{output: map[string]any{"answer": answers[0], "question_id": qid}}, nil
 }
 
-// visitTool runs the node's argv. Since versionToolAffinity it runs on the
-// worker that ran the run's last agent visit, whose working directory holds
-// what that agent wrote (a tool oracle checks the writer's files), and only
-// if that worker is gone on any worker.
-func (r *runImpl) visitTool(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, inBranch bool) (visitResult, error) {
+// legacyVisitTool runs the node's argv in runs recorded before
+// changeOneTripVisit. Since versionToolAffinity it runs on the worker that
+// ran the run's last agent visit, whose working directory holds what that
+// agent wrote (a tool oracle checks the writer's files), and only if that
+// worker is gone on any worker.
+func (r *runImpl) legacyVisitTool(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, inBranch bool) (visitResult, error) {
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
-		timeout = 10 * time.Minute
+		timeout = defaultToolTimeout
 	}
 	opts := workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,

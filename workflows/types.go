@@ -16,6 +16,10 @@ type GraphRunInput struct {
 	Inputs     map[string]any       `json:"inputs,omitempty"`
 	Checkpoint *runstore.Checkpoint `json:"checkpoint,omitempty"`
 	Options    Options              `json:"options,omitempty"`
+	// Workspace is the snapshot a new run's workspace starts from, already
+	// in the blob store (`tether run --workspace` imports it); nil starts
+	// empty.
+	Workspace *runstore.WorkspaceState `json:"workspace,omitempty"`
 }
 
 // Options tune a run. Zero values mean the defaults.
@@ -30,6 +34,9 @@ type Options struct {
 	WorkerLostAfter time.Duration `json:"worker_lost_after,omitempty"`
 	// HeartbeatTimeout detects a worker that died mid-visit.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// SessionHistory is how many earlier slots of each persist node keep
+	// their blobs, for rewinds (negative: none).
+	SessionHistory int `json:"session_history,omitempty"`
 }
 
 // Defaults for Options.
@@ -38,9 +45,15 @@ const (
 	DefaultNodeTimeout         = 30 * time.Minute
 	DefaultWorkerLostAfter     = 30 * time.Second
 	DefaultHeartbeatTimeout    = 30 * time.Second
+	DefaultSessionHistory      = 10
 	// maxVisitRestarts bounds how often one visit restarts because the
 	// worker holding its session vanished.
 	maxVisitRestarts = 3
+	// defaultToolTimeout bounds a tool visit whose node sets no timeout.
+	defaultToolTimeout = 10 * time.Minute
+	// visitOverhead is the time a visit may take beyond its node's
+	// timeout: restoring and snapshotting the workspace and the session.
+	visitOverhead = 10 * time.Minute
 	// maxLoopSnapshots is how many earlier outputs of one node a run keeps.
 	maxLoopSnapshots = 10
 	// maxPathSteps is how many recent steps the checkpoint keeps; the
@@ -64,6 +77,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HeartbeatTimeout <= 0 {
 		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if o.SessionHistory == 0 {
+		o.SessionHistory = DefaultSessionHistory
 	}
 	return o
 }
@@ -95,6 +111,7 @@ type State struct {
 	Visits    map[string]int            `json:"visits,omitempty"`
 	Outputs   map[string]map[string]any `json:"outputs,omitempty"`
 	Sessions  map[string]SessionView    `json:"sessions,omitempty"`
+	Workspace *WorkspaceView            `json:"workspace,omitempty"`
 	Questions []PendingQuestion         `json:"questions,omitempty"`
 	Path      []runstore.Step           `json:"path,omitempty"`
 	// Steps counts every visit so far; Path holds only the recent ones.
@@ -108,6 +125,14 @@ type State struct {
 type SessionView struct {
 	Backend   string `json:"backend"`
 	SessionID string `json:"session_id"`
+}
+
+// WorkspaceView is the run's latest workspace snapshot.
+type WorkspaceView struct {
+	Commit    string `json:"commit,omitempty"`
+	Files     int    `json:"files"`
+	Bytes     int64  `json:"bytes"`
+	Snapshots int    `json:"snapshots"`
 }
 
 // PendingQuestion is a question waiting for an answer.

@@ -165,6 +165,9 @@ func (a *app) printState(st *workflows.State, source string) {
 	for _, q := range st.Questions {
 		fmt.Fprintf(w, "question:   [%s] %s asks: %s\n            answer with: tether answer %s %s TEXT\n", q.ID, q.Node, q.Text, st.RunID, q.ID)
 	}
+	if ws := st.Workspace; ws != nil && ws.Commit != "" {
+		fmt.Fprintf(w, "workspace:  %s, %d files, %d bytes, %d snapshots (tether workspace %s log)\n", short(ws.Commit), ws.Files, ws.Bytes, ws.Snapshots, st.RunID)
+	}
 	for _, id := range slices.Sorted(maps.Keys(st.Sessions)) {
 		s := st.Sessions[id]
 		fmt.Fprintf(w, "session:    %s → %s %s\n", id, s.Backend, s.SessionID)

@@ -125,7 +125,10 @@ func sessionRefs(cp *runstore.Checkpoint) []string {
 	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
 		refs = append(refs, cp.Pause.BackendSessionStateRef)
 	}
-	return refs
+	for _, k := range slices.Sorted(maps.Keys(cp.RetainedSessions)) {
+		refs = append(refs, cp.RetainedSessions[k]...)
+	}
+	return append(refs, cp.Workspace.Keys()...)
 }
 
 func (a *app) rewindCmd() *cobra.Command {
@@ -258,6 +261,10 @@ persist nodes start their own conversations.`,
 				return usageErr("--id: %v", err)
 			}
 			cp.RunID = newID
+			// The fork starts from the same files, in a copy of its own.
+			if cp.Workspace, err = copyWorkspace(ctx, a.blobs, id, newID, src.Workspace); err != nil {
+				return failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
+			}
 			if err := a.start(ctx, newID, cp); err != nil {
 				return err
 			}
@@ -279,6 +286,7 @@ persist nodes start their own conversations.`,
 func Fork(src *runstore.Checkpoint) *runstore.Checkpoint {
 	cp := *src
 	cp.NodeSessions = nil
+	cp.RetainedSessions = nil
 	if src.Pause != nil {
 		p := *src.Pause
 		p.BackendSessionStateRef = ""
@@ -310,7 +318,7 @@ func (a *app) deleteCmd() *cobra.Command {
 			if err != nil {
 				return failedErr(fmt.Errorf("delete run %s: %w", id, err))
 			}
-			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.Total)
+			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.Total)
 			return nil
 		},
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -26,6 +27,8 @@ func (a *app) runCmd() *cobra.Command {
 		inputs []string
 		id     string
 		follow bool
+		wsFrom string
+		wsRef  string
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -55,13 +58,22 @@ run completed and 1 when it failed.`,
 				return failedErr(err)
 			}
 			ctx := cmd.Context()
+			if wsRef != "" && wsFrom == "" {
+				return usageErr("--ref needs --workspace: the repository the ref is in")
+			}
+			var ws *runstore.WorkspaceState
+			if wsFrom != "" {
+				if ws, err = a.importWorkspace(ctx, id, workspace.Source{From: wsFrom, Ref: wsRef}); err != nil {
+					return err
+				}
+			}
 			_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID:                       workflows.RunWorkflowID(id),
 				TaskQueue:                workflows.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 				Memo:                     map[string]any{"graph": g.Name},
-			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in})
+			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws})
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted
 				if errors.As(err, &started) {
@@ -80,6 +92,8 @@ run completed and 1 when it failed.`,
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "run input as NAME=VALUE (repeatable; VALUE is parsed as JSON when it is valid JSON, else taken as a string)")
 	cmd.Flags().StringVar(&id, "id", "", "run ID (default: <graph name>-<ulid>)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
+	cmd.Flags().StringVar(&wsFrom, "workspace", "", "start the run's workspace from this directory, or git repository path or URL (default: empty)")
+	cmd.Flags().StringVar(&wsRef, "ref", "", "with --workspace: the branch, tag or commit of the repository (default: the directory as it is)")
 	return cmd
 }
 

@@ -88,8 +88,13 @@ type Plan struct {
 	// plan's unpack or has-session succeeded.
 	SessionID   string
 	Fingerprint string
-	// StateRef is the blob to unpack (Unpack* kinds).
+	// StateRef is the blob to unpack (Unpack* kinds) and Digest its
+	// recorded sha256 ("" when none was recorded).
 	StateRef string
+	Digest   string
+	// Fork continues a copy of the restored conversation under a new id
+	// (session: fork).
+	Fork bool
 	// Source is the eligible source node (UnpackSourceSlot, HasSession).
 	Source string
 	// Input is the visit's input with the session keys set as the plan
@@ -121,7 +126,7 @@ func Resolve(r Request) Plan {
 		}
 		return Plan{
 			Kind: UnpackPause, Backend: r.Backend,
-			SessionID: p.SessionID, Fingerprint: p.Fingerprint, StateRef: p.BackendSessionStateRef,
+			SessionID: p.SessionID, Fingerprint: p.Fingerprint, StateRef: p.BackendSessionStateRef, Digest: p.BackendSessionDigest,
 			Input:    with(stripped, p.SessionID, p.Fingerprint),
 			Stripped: stripped,
 			Reason:   "resume in-flight ask_user from its pause ref",
@@ -139,7 +144,7 @@ func Resolve(r Request) Plan {
 		if slot, ok := r.NodeSessions[r.Node.ID]; ok && slot.StateRef != "" && slot.SessionID != "" && slot.Backend == r.Backend {
 			return Plan{
 				Kind: UnpackOwnSlot, Backend: r.Backend,
-				SessionID: slot.SessionID, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef,
+				SessionID: slot.SessionID, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest,
 				Input:    with(stripped, slot.SessionID, slot.Fingerprint),
 				Stripped: stripped,
 				Reason:   "persist: own completed-visit slot",
@@ -176,7 +181,8 @@ func Resolve(r Request) Plan {
 	if slot, ok := r.NodeSessions[src]; ok && slot.StateRef != "" && slot.SessionID == id && slot.Backend == r.Backend {
 		return Plan{
 			Kind: UnpackSourceSlot, Backend: r.Backend,
-			SessionID: id, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Source: src,
+			SessionID: id, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest, Source: src,
+			Fork: r.Node.Session == graph.SessionFork,
 			Input:    with(stripped, id, slot.Fingerprint),
 			Stripped: stripped,
 			Reason:   "inbound session from " + src + ": its completed-visit slot",
@@ -185,7 +191,7 @@ func Resolve(r Request) Plan {
 	fp, _ := r.Outputs[src][backend.SessionFingerprintKey].(string)
 	return Plan{
 		Kind: HasSession, Backend: r.Backend,
-		SessionID: id, Fingerprint: fp, Source: src,
+		SessionID: id, Fingerprint: fp, Source: src, Fork: r.Node.Session == graph.SessionFork,
 		Input:    with(stripped, id, fp),
 		Stripped: stripped,
 		Reason:   "inbound session from " + src + ": has-session check",

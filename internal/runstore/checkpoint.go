@@ -50,6 +50,11 @@ type Checkpoint struct {
 	Visits  map[string]int            `json:"visits,omitempty"`
 	// NodeSessions are the completed-visit slots of persist nodes.
 	NodeSessions map[string]NodeSessionSlot `json:"node_sessions,omitempty"`
+	// RetainedSessions are the blobs of each persist node's earlier slots,
+	// oldest first: a slot's blob is deleted only once it falls out of
+	// this window (after a successful checkpoint, as ADR-089 orders), so a
+	// rewind within it continues the conversation it rewinds to.
+	RetainedSessions map[string][]string `json:"retained_sessions,omitempty"`
 	// Pause is set while an agent node waits on an in-node ask_user or a
 	// human node waits on its question.
 	Pause *PauseInfo `json:"pause,omitempty"`

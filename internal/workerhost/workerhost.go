@@ -6,6 +6,7 @@ package workerhost
 
 import (
 	"fmt"
+	"path/filepath"
 	"log/slog"
 	"os"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -39,6 +41,8 @@ type Options struct {
 	// matching instead of running on the worker that scheduled it; tests
 	// use it to spread visits over several workers.
 	DisableEagerActivities bool
+	// WorkspaceLimits bound the runs' workspaces (zero fields: defaults).
+	WorkspaceLimits workspace.Limits
 }
 
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
@@ -74,14 +78,16 @@ func Start(c client.Client, o Options) (*Host, error) {
 		o.MaxConcurrentVisits = DefaultMaxConcurrentVisits
 	}
 	queue := workflows.WorkerQueue(o.ID)
+	logger := o.Logger.With("worker", o.ID)
 	acts := &activities.Activities{
-		Blobs:    o.Blobs,
-		Runs:     runstore.New(o.Blobs),
-		Backends: o.Backends,
-		StateDir: o.StateDir,
-		WorkDir:  o.WorkDir,
-		Queue:    queue,
-		Logger:   o.Logger.With("worker", o.ID),
+		Blobs:      o.Blobs,
+		Runs:       runstore.New(o.Blobs),
+		Backends:   o.Backends,
+		StateDir:   o.StateDir,
+		WorkDir:    o.WorkDir,
+		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger),
+		Queue:      queue,
+		Logger:     logger,
 	}
 	h := &Host{ID: o.ID, Queue: queue}
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{

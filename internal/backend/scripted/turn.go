@@ -102,6 +102,9 @@ func (t *turn) reply(ctx context.Context, req backend.Request) (backend.Result, 
 		return t.fail(ctx, "", fmt.Sprintf("script entry %d: %v", idx, err))
 	}
 	trimmed := strings.TrimSpace(text)
+	if err := applyFiles(req.Env.Workdir, text); err != nil {
+		return t.fail(ctx, text, fmt.Sprintf("script entry %d: %v", idx, err))
+	}
 	if msg, ok := strings.CutPrefix(trimmed, CueFail); ok {
 		return t.fail(ctx, text, strings.TrimSpace(msg))
 	}

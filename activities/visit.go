@@ -1,0 +1,311 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+)
+
+// ErrTypeWorkspace: the run's workspace could not be restored or
+// snapshotted (a hostile or incomplete snapshot, a workspace over its
+// limits, a store that stayed down). The visit fails; the run continues
+// with `tether resume` once the cause is fixed.
+const ErrTypeWorkspace = "WorkspaceFailed"
+
+// VisitRequest is one visit of an agent or tool node, carried out by one
+// activity on one worker: restore the workspace and the session, run,
+// snapshot the workspace and pack the session, put both in the store.
+type VisitRequest struct {
+	RunID  string     `json:"run_id"`
+	NodeID string     `json:"node_id"`
+	Visit  int        `json:"visit"`
+	Node   graph.Node `json:"node"`
+	// Backend is the effective backend of an agent visit.
+	Backend string `json:"backend,omitempty"`
+	// Input is the visit's input with the session keys the plan set.
+	Input      map[string]any `json:"input,omitempty"`
+	PrevOutput map[string]any `json:"prev_output,omitempty"`
+	// Session is the plan's restore step; nil runs fresh.
+	Session *SessionPlan    `json:"session,omitempty"`
+	Answer  *backend.Answer `json:"answer,omitempty"`
+	// PackTo and PauseTo are the blob keys the session is packed into
+	// after a finished persist visit, and after an ask_user.
+	PackTo  string `json:"pack_to,omitempty"`
+	PauseTo string `json:"pause_to,omitempty"`
+	// Workspace is the snapshot the visit runs on. Nil adopts whatever the
+	// worker's directory holds (a run begun before workspaces existed).
+	Workspace *runstore.WorkspaceState `json:"workspace,omitempty"`
+	// Started is the visit's start on the workflow's clock, the time of
+	// its snapshot commit.
+	Started time.Time `json:"started"`
+	// Branch marks a visit inside a fan-out branch: it runs on a private
+	// copy of the workspace, and its changes are not kept.
+	Branch bool `json:"branch,omitempty"`
+	// Fork continues a copy of the restored conversation under a new id.
+	Fork bool `json:"fork,omitempty"`
+}
+
+// SessionPlan is what session resolution decided to restore.
+type SessionPlan struct {
+	// Kind is the resolve.Kind's name, for logs.
+	Kind      string `json:"kind"`
+	SessionID string `json:"session_id"`
+	// Fingerprint is the conversation's recorded fingerprint.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// StateRef is the blob to unpack; empty means only check that the
+	// session is present in this worker's live root.
+	StateRef string `json:"state_ref,omitempty"`
+	// Digest is the blob's recorded sha256; a blob that differs is
+	// refused.
+	Digest string `json:"digest,omitempty"`
+	// Stripped is the input to run with when the session cannot be
+	// restored: without session keys.
+	Stripped map[string]any `json:"stripped,omitempty"`
+}
+
+// VisitResult is what a visit produced.
+type VisitResult struct {
+	ExecuteResult
+	// SessionNote says why a planned session was not resumed; the visit
+	// then ran fresh.
+	SessionNote string `json:"session_note,omitempty"`
+	// Workspace is the new snapshot; nil when the visit changed nothing.
+	Workspace *runstore.WorkspaceState `json:"workspace,omitempty"`
+	// WorkspaceNotes say what the snapshot left out and why.
+	WorkspaceNotes []string `json:"workspace_notes,omitempty"`
+	// WorkspaceHit reports a restore skipped because this worker held the
+	// snapshot; Fetched and Uploaded count pack bytes moved.
+	WorkspaceHit      bool  `json:"workspace_hit,omitempty"`
+	WorkspaceFetched  int64 `json:"workspace_fetched,omitempty"`
+	WorkspaceUploaded int64 `json:"workspace_uploaded,omitempty"`
+}
+
+// SessionNoteKey is the output key that says why a visit planned to resume
+// a conversation ran fresh instead.
+const SessionNoteKey = "_session_note"
+
+// Visit carries out one visit of an agent or tool node.
+func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (*VisitResult, error) {
+	if req == nil || (req.Node.Kind != graph.KindAgent && req.Node.Kind != graph.KindTool) {
+		return nil, temporal.NewNonRetryableApplicationError("Visit needs an agent or tool node", ErrTypeBadRequest, nil)
+	}
+	stop := a.heartbeat(ctx)
+	defer stop()
+	root, cwd, err := a.visitDirs(req)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
+	}
+	res := &VisitResult{}
+	var ws *workspace.Workspace
+	if root != "" && a.Workspaces != nil {
+		if ws, err = a.Workspaces.Open(ctx, req.RunID, root); err != nil {
+			return nil, err
+		}
+		defer ws.Close()
+		if req.Workspace != nil {
+			got, err := ws.Restore(ctx, req.Workspace)
+			if err != nil {
+				return nil, workspaceError(req, "restore", err)
+			}
+			res.WorkspaceHit, res.WorkspaceFetched = got.Hit, got.Fetched
+		}
+		ws.Touched()
+	}
+	// The node's directory exists even where the snapshot has none (a
+	// snapshot keeps no empty directories).
+	if err := mkdirAll(cwd); err != nil {
+		return nil, fmt.Errorf("node %q: create its directory: %w", req.NodeID, err)
+	}
+
+	var asked bool
+	switch req.Node.Kind {
+	case graph.KindTool:
+		out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, cwd)
+		if err != nil {
+			return nil, err
+		}
+		res.Output = out
+	case graph.KindAgent:
+		if err := a.visitAgent(ctx, req, cwd, res); err != nil {
+			return nil, err
+		}
+		asked = len(res.Questions) > 0
+	}
+
+	if ws != nil && !req.Branch {
+		msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
+		if asked {
+			msg += " (asked the user)"
+		}
+		details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
+		if res.Backend != "" {
+			details = append(details, "backend: "+res.Backend, "session: "+res.SessionID)
+		}
+		next, snap, err := ws.Snapshot(ctx, req.Workspace, workspace.CommitInfo{Message: msg, Details: details, When: req.Started})
+		if err != nil {
+			return nil, workspaceError(req, "snapshot", err)
+		}
+		res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
+		if snap.Changed || req.Workspace == nil {
+			res.Workspace = next
+		}
+	}
+	return res, nil
+}
+
+// visitDirs returns the workspace root of the visit ("" when the node runs
+// in an absolute directory Tether does not manage) and the directory the
+// node runs in.
+func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) {
+	wd := req.Node.Workdir
+	if filepath.IsAbs(wd) {
+		return "", filepath.Clean(wd), nil
+	}
+	root = filepath.Join(a.WorkDir, req.RunID)
+	if req.Branch {
+		// A private copy per branch node, beside the run's own directory
+		// (never inside it, where a snapshot would take it in).
+		root = filepath.Join(a.WorkDir, req.RunID+"@"+req.NodeID)
+	}
+	cwd = root
+	if wd != "" {
+		if !filepath.IsLocal(wd) {
+			return "", "", fmt.Errorf("node %q: workdir %q leaves the run's workspace; use a relative path inside it or an absolute path", req.NodeID, wd)
+		}
+		cwd = filepath.Join(root, wd)
+	}
+	return root, cwd, nil
+}
+
+// visitAgent restores the planned session (or strips it), runs the agent
+// and packs its session.
+func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, res *VisitResult) error {
+	planned := ""
+	if req.Session != nil {
+		planned = req.Session.SessionID
+	}
+	b, sessionID, err := a.pickBackend(req.Backend, req.Node, planned)
+	if err != nil {
+		return err
+	}
+	env, err := a.agentEnv(b.Name(), cwd)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
+	}
+	input := req.Input
+	if req.Session != nil {
+		stripped := req.Session.Stripped
+		if stripped == nil {
+			stripped = map[string]any{}
+		}
+		switch {
+		case sessionID == "":
+			res.SessionNote = fmt.Sprintf("ran on fallback backend %s, which cannot continue a %s conversation; started a fresh one", b.Name(), req.Backend)
+			input = stripped
+		default:
+			note, err := a.restoreSession(ctx, b, env, req)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				res.SessionNote, sessionID, input = note, "", stripped
+			}
+		}
+		if res.SessionNote != "" {
+			a.logger().Warn("session not resumed; the visit runs fresh", "run", req.RunID, "node", req.NodeID, "plan", req.Session.Kind, "reason", res.SessionNote)
+		}
+	}
+	run := agentRun{
+		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
+		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
+		packTo: req.PackTo, pauseTo: req.PauseTo,
+	}
+	if req.Answer != nil {
+		if sessionID != "" {
+			run.answer = req.Answer
+		} else {
+			run.lostAnswer = req.Answer.Text
+		}
+	}
+	er, err := a.runAgent(ctx, run)
+	if err != nil {
+		return err
+	}
+	res.ExecuteResult = *er
+	if res.SessionNote != "" {
+		res.Output[SessionNoteKey] = res.SessionNote
+	}
+	return nil
+}
+
+// restoreSession makes the planned session live in this worker's root. It
+// returns a note when the session cannot be resumed (a missing, corrupt or
+// foreign blob, one whose digest differs from the recorded one, or a
+// session the live root does not hold): the visit then runs fresh. A store
+// fault is an error, never taken for absence.
+func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env backend.Env, req *VisitRequest) (string, error) {
+	sp := req.Session
+	packer := b.Packer(env)
+	if packer == nil {
+		return fmt.Sprintf("backend %s cannot restore sessions", b.Name()), nil
+	}
+	if sp.StateRef == "" {
+		if !packer.HasSession(ctx, sp.SessionID) {
+			return fmt.Sprintf("session %s is not present on this worker", sp.SessionID), nil
+		}
+		return "", nil
+	}
+	data, err := blob.GetBytes(ctx, a.Blobs, sp.StateRef)
+	if errors.Is(err, blob.ErrNotFound) {
+		return "the session's blob is gone from the store", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
+	}
+	if sp.Digest != "" && digestOf(data) != sp.Digest {
+		return fmt.Sprintf("the session's blob is not the one the checkpoint recorded (digest %s, recorded %s)", digestOf(data), sp.Digest), nil
+	}
+	if err := packer.UnpackSession(ctx, sp.SessionID, data); err != nil {
+		return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil
+	}
+	a.logger().Info("session restored", "run", req.RunID, "node", req.NodeID, "backend", b.Name(), "session_id", sp.SessionID, "bytes", len(data))
+	return "", nil
+}
+
+// agentEnv is a backend's live root on this worker and the directory the
+// visit runs in.
+func (a *Activities) agentEnv(backendName, cwd string) (backend.Env, error) {
+	env := backend.Env{StateRoot: filepath.Join(a.StateDir, backendName), Workdir: cwd}
+	for _, d := range []string{env.StateRoot, env.Workdir} {
+		if err := mkdirAll(d); err != nil {
+			return backend.Env{}, err
+		}
+	}
+	return env, nil
+}
+
+// workspaceError types a workspace failure: a snapshot that is refused,
+// incomplete or over the limits fails the visit for good; anything else
+// (a store fault) may pass and is retried.
+func workspaceError(req *VisitRequest, what string, err error) error {
+	for _, typed := range []error{
+		workspace.ErrTooLarge, workspace.ErrUnsafePath, workspace.ErrLink, workspace.ErrSpecial,
+		workspace.ErrDenied, workspace.ErrCorrupt, workspace.ErrDigestMismatch, workspace.ErrMissing,
+	} {
+		if errors.Is(err, typed) {
+			msg := fmt.Sprintf("node %q visit %d: workspace %s of run %s failed: %v; fix the cause, then `tether resume %s`", req.NodeID, req.Visit, what, req.RunID, err, req.RunID)
+			return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkspace, err)
+		}
+	}
+	return fmt.Errorf("node %q visit %d: workspace %s: %w", req.NodeID, req.Visit, what, err)
+}

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+)
+
+// emptyTree is git's id of the empty tree: what a run that started empty
+// is diffed against.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+func (a *app) workspaceCmd() *cobra.Command {
+	var (
+		at, from  string
+		noHistory bool
+	)
+	cmd := &cobra.Command{
+		Use:   "workspace RUN log|diff|export DIR",
+		Short: "Show and take out the files a run's agents and tools wrote",
+		Long: `A run's workspace is the working directory its agent and tool nodes share.
+Every visit that changed it is one commit ("writer visit 3", author Tether)
+in the run's own git history, kept in the blob store.
+
+  tether workspace RUN log          git log --stat of the run's snapshots
+  tether workspace RUN diff         git diff of everything the run changed
+                                    (--from SEQ: since checkpoint SEQ)
+  tether workspace RUN export DIR   the files, with the history in DIR/.git
+                                    (--no-history: the files only)
+
+--at SEQ takes the workspace as checkpoint SEQ recorded it (default: the
+latest checkpoint). log and diff run git (it must be installed).`,
+		Args: cobra.RangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, action := args[0], args[1]
+			ctx := cmd.Context()
+			st, err := a.workspaceAt(ctx, id, at)
+			if err != nil {
+				return err
+			}
+			switch action {
+			case "export":
+				if len(args) != 3 {
+					return usageErr("export needs a directory: tether workspace %s export DIR", id)
+				}
+				if err := workspace.Export(ctx, a.blobs, id, st, args[2], !noHistory, workspace.Limits{}); err != nil {
+					return failedErr(fmt.Errorf("export the workspace of run %s: %w", id, err))
+				}
+				fmt.Fprintf(a.out, "run %s workspace exported to %s: %d files at %s\n", id, args[2], st.Files, short(st.Commit))
+				return nil
+			case "log", "diff":
+				if len(args) != 2 {
+					return usageErr("%s takes no argument", action)
+				}
+				gitArgs := []string{"log", "--stat", "--date=iso", "main"}
+				if action == "diff" {
+					base := st.Base
+					if from != "" {
+						old, err := a.workspaceAt(ctx, id, from)
+						if err != nil {
+							return err
+						}
+						base = old.Commit
+					}
+					if base == "" {
+						base = emptyTree
+					}
+					gitArgs = []string{"diff", base, "main"}
+				}
+				return a.git(ctx, id, st, gitArgs...)
+			default:
+				return usageErr("unknown workspace action %q (want log, diff or export)", action)
+			}
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "checkpoint sequence number (default: the latest)")
+	cmd.Flags().StringVar(&from, "from", "", "diff: since checkpoint SEQ (default: since the run started)")
+	cmd.Flags().BoolVar(&noHistory, "no-history", false, "export: the files only, without .git")
+	return cmd
+}
+
+// workspaceAt is the workspace checkpoint at (or the latest) recorded.
+func (a *app) workspaceAt(ctx context.Context, id, at string) (*runstore.WorkspaceState, error) {
+	runs, err := a.store(ctx)
+	if err != nil {
+		return nil, failedErr(err)
+	}
+	var cp *runstore.Checkpoint
+	if at != "" {
+		seq, err := atoi(at)
+		if err != nil {
+			return nil, err
+		}
+		cp, err = runs.Get(ctx, id, seq)
+		if err != nil {
+			return nil, failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+		}
+	} else if cp, err = runs.Latest(ctx, id); err != nil {
+		return nil, failedErr(fmt.Errorf("run %s: %w", id, err))
+	}
+	if cp.Workspace == nil || cp.Workspace.Commit == "" {
+		return nil, failedErr(fmt.Errorf("run %s has no workspace snapshot at checkpoint %d: no visit changed its files yet", id, cp.Seq))
+	}
+	return cp.Workspace, nil
+}
+
+// git runs plain git on a bare repository of the run's snapshots.
+func (a *app) git(ctx context.Context, id string, st *runstore.WorkspaceState, args ...string) error {
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return failedErr(errors.New("git is not installed; `tether workspace RUN export DIR` writes the files and their history without it"))
+	}
+	tmp, err := os.MkdirTemp("", "tether-history-*")
+	if err != nil {
+		return failedErr(err)
+	}
+	defer os.RemoveAll(tmp)
+	gitDir := filepath.Join(tmp, "repo.git")
+	if err := workspace.History(ctx, a.blobs, id, st, gitDir, workspace.Limits{}); err != nil {
+		return failedErr(fmt.Errorf("read the workspace history of run %s: %w", id, err))
+	}
+	c := exec.CommandContext(ctx, bin, append([]string{"--no-pager", "--git-dir", gitDir}, args...)...)
+	c.Stdout, c.Stderr = a.out, a.errOut
+	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if err := c.Run(); err != nil {
+		return failedErr(fmt.Errorf("git %s: %w", args[0], err))
+	}
+	return nil
+}
+
+// importWorkspace makes the first snapshot of a new run's workspace from
+// src, in the run store.
+func (a *app) importWorkspace(ctx context.Context, id string, src workspace.Source) (*runstore.WorkspaceState, error) {
+	if _, err := a.store(ctx); err != nil {
+		return nil, failedErr(err)
+	}
+	limits, err := workspace.LimitsFromEnv()
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	st, rep, err := workspace.Import(ctx, a.blobs, id, src, limits, time.Now())
+	if err != nil {
+		return nil, failedErr(fmt.Errorf("import the workspace from %s: %w", src, err))
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(a.errOut, "workspace: left out", n)
+	}
+	fmt.Fprintf(a.out, "workspace from %s: %d files, %d bytes (%s)\n", src, st.Files, st.Bytes, short(st.Commit))
+	return st, nil
+}
+
+// copyWorkspace copies the packs of a workspace into run id's part of the
+// store, so a fork never depends on the run it was forked from.
+func copyWorkspace(ctx context.Context, blobs blob.Store, from, to string, st *runstore.WorkspaceState) (*runstore.WorkspaceState, error) {
+	if st == nil {
+		return nil, nil
+	}
+	out := *st
+	out.Packs = nil
+	for _, p := range st.Packs {
+		digest, err := runstore.WorkspacePackDigest(from, p.Key)
+		if err != nil {
+			return nil, err
+		}
+		key := runstore.WorkspacePackKey(to, digest)
+		rc, err := blobs.Get(ctx, p.Key)
+		if err != nil {
+			return nil, fmt.Errorf("read workspace pack %s: %w", p.Key, err)
+		}
+		err = blobs.Put(ctx, key, rc, p.Size, blob.CreateOnly())
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("copy workspace pack to %s: %w", key, err)
+		}
+		p.Key = key
+		out.Packs = append(out.Packs, p)
+	}
+	return &out, nil
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	if commit == "" {
+		return "empty"
+	}
+	return commit
+}
