@@ -2,9 +2,9 @@ package workflows
 
 import (
 	"context"
-	"slices"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"

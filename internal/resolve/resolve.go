@@ -182,7 +182,7 @@ func Resolve(r Request) Plan {
 		return Plan{
 			Kind: UnpackSourceSlot, Backend: r.Backend,
 			SessionID: id, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest, Source: src,
-			Fork: r.Node.Session == graph.SessionFork,
+			Fork:     r.Node.Session == graph.SessionFork,
 			Input:    with(stripped, id, slot.Fingerprint),
 			Stripped: stripped,
 			Reason:   "inbound session from " + src + ": its completed-visit slot",

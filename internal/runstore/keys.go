@@ -165,10 +165,10 @@ type RefKind int
 
 // Kinds of session refs.
 const (
-	RefInvalid RefKind = iota // not a session ref of this run
-	RefSession                // completed-visit blob: SessionKey
-	RefPause                  // in-flight ask_user blob: PauseKey
-	RefWorkspacePack          // workspace pack: WorkspacePackKey
+	RefInvalid       RefKind = iota // not a session ref of this run
+	RefSession                      // completed-visit blob: SessionKey
+	RefPause                        // in-flight ask_user blob: PauseKey
+	RefWorkspacePack                // workspace pack: WorkspacePackKey
 )
 
 // ParseRef checks that ref is a SessionKey or PauseKey of run and returns

@@ -6,9 +6,9 @@ package workerhost
 
 import (
 	"fmt"
-	"path/filepath"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/activity"
