@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ type harness struct {
 	noEager bool
 	// backends builds the backends of each new worker.
 	backends func(t testing.TB) workerhost.BackendConfig
+	// tmp holds the workers' roots.
+	tmp string
+	mu  sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -49,7 +53,7 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	srv := testenv.DevServer(t)
 	// No conversation can come from a home directory: HOME is empty.
 	t.Setenv("HOME", t.TempDir())
-	h := &harness{t: t, srv: srv, c: srv.Client(t)}
+	h := &harness{t: t, srv: srv, c: srv.Client(t), tmp: t.TempDir()}
 	if blobURL == "" {
 		blobURL = "file://" + t.TempDir()
 	}
@@ -66,7 +70,9 @@ func newHarness(t testing.TB, blobURL string) *harness {
 // freshly scheduled pod would have; it returns that root.
 func (h *harness) startWorker() string {
 	h.t.Helper()
+	h.mu.Lock()
 	h.n++
+	h.mu.Unlock()
 	root := filepath.Join(h.t.TempDir(), fmt.Sprintf("worker-%d", h.n))
 	cfg := h.backends(h.t)
 	bs, err := workerhost.NewBackends(cfg)

@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -43,7 +44,24 @@ type Options struct {
 	DisableEagerActivities bool
 	// WorkspaceLimits bound the runs' workspaces (zero fields: defaults).
 	WorkspaceLimits workspace.Limits
+	// Interceptors wrap the worker's workflows and activities (tracing,
+	// tests).
+	Interceptors []interceptor.WorkerInterceptor
+	// Role splits a worker: RoleAll (the default) runs workflows and
+	// activities; RoleWorkflows runs workflows and their local activities
+	// (checkpoints) only; RoleActivities runs activities only.
+	Role Role
 }
+
+// Role is what a worker runs.
+type Role int
+
+// Roles.
+const (
+	RoleAll Role = iota
+	RoleWorkflows
+	RoleActivities
+)
 
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
 // a small machine can run.
@@ -94,15 +112,21 @@ func Start(c client.Client, o Options) (*Host, error) {
 		WorkerStopTimeout:                  10 * time.Second,
 		Identity:                           o.ID,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
-		DisableEagerActivities:             o.DisableEagerActivities,
+		DisableEagerActivities:             o.DisableEagerActivities || o.Role != RoleAll,
+		Interceptors:                       o.Interceptors,
+		DisableWorkflowWorker:              o.Role == RoleActivities,
+		LocalActivityWorkerOnly:            o.Role == RoleWorkflows,
 	})
-	h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	if o.Role != RoleActivities {
+		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
 		WorkerStopTimeout:                  10 * time.Second,
 		Identity:                           o.ID,
 		DisableWorkflowWorker:              true,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
+		Interceptors:                       o.Interceptors,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := h.own.Start(); err != nil {

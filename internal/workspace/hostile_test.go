@@ -1,0 +1,272 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// forged builds snapshots by hand, the way an attacker with write access
+// to the blob store would.
+type forged struct {
+	t       *testing.T
+	objects []forgedObject
+}
+
+type forgedObject struct {
+	h       plumbing.Hash
+	t       plumbing.ObjectType
+	content []byte
+}
+
+func (f *forged) blob(content string) plumbing.Hash {
+	h := plumbing.ComputeHash(plumbing.BlobObject, []byte(content))
+	f.objects = append(f.objects, forgedObject{h, plumbing.BlobObject, []byte(content)})
+	return h
+}
+
+// tree encodes entries as they are given: no sorting, no checks.
+func (f *forged) tree(entries ...treeEntry) plumbing.Hash {
+	var b bytes.Buffer
+	for _, e := range entries {
+		b.WriteString(strings.TrimLeft(e.mode.String(), "0") + " " + e.name + "\x00")
+		b.Write(e.hash[:])
+	}
+	h := plumbing.ComputeHash(plumbing.TreeObject, b.Bytes())
+	f.objects = append(f.objects, forgedObject{h, plumbing.TreeObject, b.Bytes()})
+	return h
+}
+
+func (f *forged) commit(tree plumbing.Hash) plumbing.Hash {
+	h, content, err := encodeCommit(tree, "", info("forged"))
+	require.NoError(f.t, err)
+	f.objects = append(f.objects, forgedObject{h, plumbing.CommitObject, content})
+	return h
+}
+
+func (f *forged) pack() []byte {
+	var buf bytes.Buffer
+	pw, err := newPackWriter(&buf, len(f.objects))
+	require.NoError(f.t, err)
+	for _, o := range f.objects {
+		require.NoError(f.t, pw.add(o.h, o.t, o.content))
+	}
+	_, err = pw.finish()
+	require.NoError(f.t, err)
+	return buf.Bytes()
+}
+
+// publish puts pack in the store under its digest and returns the state
+// naming commit.
+func publish(t *testing.T, blobs blob.Store, run string, pack []byte, commit plumbing.Hash) *runstore.WorkspaceState {
+	sum := sha256.Sum256(pack)
+	key := runstore.WorkspacePackKey(run, hex.EncodeToString(sum[:]))
+	require.NoError(t, blob.PutBytes(context.Background(), blobs, key, pack))
+	return &runstore.WorkspaceState{Commit: commit.String(), Packs: []runstore.WorkspacePack{{Key: key, Tip: commit.String(), Size: int64(len(pack))}}}
+}
+
+// victim is a worker whose workspace already holds files; a refused
+// restore must leave them exactly as they are.
+func victim(t *testing.T, e *env) *Workspace {
+	w := e.worker("run-1")
+	write(t, w.Dir(), map[string]string{"keep.txt": "precious", "dir/f": "also"})
+	return w
+}
+
+func TestRestoreRefusesHostileSnapshots(t *testing.T) {
+	file := func(f *forged, name, content string) treeEntry {
+		return treeEntry{name: name, mode: filemode.Regular, hash: f.blob(content)}
+	}
+	dir := func(f *forged, name string, entries ...treeEntry) treeEntry {
+		return treeEntry{name: name, mode: filemode.Dir, hash: f.tree(entries...)}
+	}
+	cases := []struct {
+		name  string
+		build func(f *forged) plumbing.Hash // returns the root tree
+		want  error
+	}{
+		{"dot-dot entry", func(f *forged) plumbing.Hash {
+			return f.tree(file(f, "..", "x"))
+		}, ErrUnsafePath},
+		{"slash in a name", func(f *forged) plumbing.Hash {
+			return f.tree(file(f, "a/../../../etc/passwd", "x"))
+		}, ErrCorrupt},
+		{".git directory", func(f *forged) plumbing.Hash {
+			return f.tree(dir(f, ".GIT", file(f, "config", "[core]\nhooksPath=/tmp")))
+		}, ErrUnsafePath},
+		{"symlink out of the workspace", func(f *forged) plumbing.Hash {
+			return f.tree(treeEntry{name: "etc", mode: filemode.Symlink, hash: f.blob("../../../../etc")})
+		}, ErrLink},
+		{"absolute symlink", func(f *forged) plumbing.Hash {
+			return f.tree(treeEntry{name: "etc", mode: filemode.Symlink, hash: f.blob("/etc")})
+		}, ErrLink},
+		{"symlink climbing after a name", func(f *forged) plumbing.Hash {
+			return f.tree(
+				treeEntry{name: "a", mode: filemode.Symlink, hash: f.blob("b")},
+				treeEntry{name: "c", mode: filemode.Symlink, hash: f.blob("a/../..")},
+			)
+		}, ErrLink},
+		{"submodule", func(f *forged) plumbing.Hash {
+			return f.tree(treeEntry{name: "sub", mode: filemode.Submodule, hash: plumbing.ComputeHash(plumbing.CommitObject, []byte("x"))})
+		}, ErrSpecial},
+		{"credential file", func(f *forged) plumbing.Hash {
+			return f.tree(dir(f, ".claude", file(f, ".credentials.json", `{"token":"x"}`)))
+		}, ErrDenied},
+		{"deep path", func(f *forged) plumbing.Hash {
+			e := file(f, "f", "deep")
+			for range 80 {
+				e = dir(f, "a", e)
+			}
+			return f.tree(e)
+		}, ErrUnsafePath},
+		{"long path", func(f *forged) plumbing.Hash {
+			// 20 names of 250 bytes: 5,020 bytes, within the depth limit.
+			e := file(f, strings.Repeat("f", 250), "x")
+			for range 19 {
+				e = dir(f, strings.Repeat("d", 250), e)
+			}
+			return f.tree(e)
+		}, ErrUnsafePath},
+		{"tree bomb", func(f *forged) plumbing.Hash {
+			// 20 directories of 20 directories of the same 400 files:
+			// 160,000 files from a few kilobytes.
+			var files []treeEntry
+			for i := range 400 {
+				files = append(files, file(f, fmt.Sprintf("f%03d", i), ""))
+			}
+			leaf := dir(f, "x", files...)
+			var mid []treeEntry
+			for i := range 20 {
+				mid = append(mid, treeEntry{name: "m" + itoa(i+10), mode: filemode.Dir, hash: leaf.hash})
+			}
+			midTree := dir(f, "x", mid...)
+			var top []treeEntry
+			for i := range 20 {
+				top = append(top, treeEntry{name: "t" + itoa(i+10), mode: filemode.Dir, hash: midTree.hash})
+			}
+			return f.tree(top...)
+		}, ErrTooLarge},
+		{"blob missing from the packs", func(f *forged) plumbing.Hash {
+			return f.tree(treeEntry{name: "ghost", mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("not packed"))})
+		}, ErrMissing},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			w := victim(t, e)
+			f := &forged{t: t}
+			commit := f.commit(tc.build(f))
+			st := publish(t, e.blobs, "run-1", f.pack(), commit)
+			_, err := w.Restore(context.Background(), st)
+			require.ErrorIs(t, err, tc.want)
+			assert.Equal(t, map[string]string{"keep.txt": "precious", "dir/f": "also"}, tree(t, w.Dir()), "a refused snapshot leaves the directory as it was")
+		})
+	}
+}
+
+func TestRestoreRefusesHostilePacks(t *testing.T) {
+	good := func(t *testing.T) (*forged, plumbing.Hash) {
+		f := &forged{t: t}
+		return f, f.commit(f.tree(treeEntry{name: "a", mode: filemode.Regular, hash: f.blob("hello")}))
+	}
+	cases := []struct {
+		name   string
+		mangle func(t *testing.T, pack []byte) []byte
+		want   error
+	}{
+		{"truncated", func(t *testing.T, p []byte) []byte { return p[:len(p)-30] }, ErrCorrupt},
+		{"bad trailer", func(t *testing.T, p []byte) []byte { p[len(p)-1] ^= 1; return p }, ErrCorrupt},
+		{"trailing bytes", func(t *testing.T, p []byte) []byte { return append(p, 0) }, ErrCorrupt},
+		{"object count bomb", func(t *testing.T, p []byte) []byte {
+			binary.BigEndian.PutUint32(p[8:], 0xffffffff)
+			return p
+		}, ErrTooLarge},
+		{"size bomb", func(t *testing.T, p []byte) []byte {
+			// One blob that claims 1 TiB.
+			var buf bytes.Buffer
+			buf.WriteString("PACK\x00\x00\x00\x02\x00\x00\x00\x01")
+			buf.Write(entryHeader(plumbing.BlobObject, 1<<40))
+			buf.WriteString("zlib stream never read")
+			return buf.Bytes()
+		}, ErrTooLarge},
+		{"zlib stream longer than its declared size", func(t *testing.T, p []byte) []byte {
+			var buf bytes.Buffer
+			pw, err := newPackWriter(&buf, 1)
+			require.NoError(t, err)
+			require.NoError(t, pw.add(plumbing.ZeroHash, plumbing.BlobObject, []byte(strings.Repeat("x", 1<<20))))
+			_, err = pw.finish()
+			require.NoError(t, err)
+			b := buf.Bytes()
+			// Rewrite the entry header to claim 16 bytes (same header
+			// length is not needed: the trailer is recomputed below).
+			hdr := entryHeader(plumbing.BlobObject, 1<<20)
+			out := append([]byte{}, b[:packHeader]...)
+			out = append(out, entryHeader(plumbing.BlobObject, 16)...)
+			out = append(out, b[packHeader+len(hdr):len(b)-packTrailer]...)
+			sum := sha1sum(out)
+			return append(out, sum...)
+		}, ErrCorrupt},
+		{"delta object", func(t *testing.T, p []byte) []byte {
+			out := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01")
+			out = append(out, entryHeader(plumbing.REFDeltaObject, 10)...)
+			out = append(out, make([]byte, 20)...)
+			return append(out, sha1sum(out)...)
+		}, ErrCorrupt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			w := victim(t, e)
+			f, commit := good(t)
+			st := publish(t, e.blobs, "run-1", tc.mangle(t, f.pack()), commit)
+			_, err := w.Restore(context.Background(), st)
+			require.ErrorIs(t, err, tc.want)
+			assert.Equal(t, map[string]string{"keep.txt": "precious", "dir/f": "also"}, tree(t, w.Dir()))
+		})
+	}
+}
+
+// A pack swapped for another one in the store (same key, other bytes) is
+// refused before it is read.
+func TestRestoreRefusesASwappedPack(t *testing.T) {
+	e := newEnv(t)
+	a := e.worker("run-1")
+	write(t, a.Dir(), map[string]string{"f": "1"})
+	s1, _, err := a.Snapshot(context.Background(), nil, info("v1"))
+	require.NoError(t, err)
+	f := &forged{t: t}
+	other := f.pack()
+	require.NoError(t, blob.PutBytes(context.Background(), e.blobs, s1.Packs[0].Key, other))
+	b := victim(t, e)
+	_, err = b.Restore(context.Background(), s1)
+	require.ErrorIs(t, err, ErrDigestMismatch)
+	// A key of another run is refused too: a checkpoint cannot make a
+	// worker read another run's blobs.
+	s2 := *s1
+	s2.Packs = []runstore.WorkspacePack{{Key: strings.Replace(s1.Packs[0].Key, "run-1", "run-2", 1), Size: s1.Packs[0].Size}}
+	_, err = b.Restore(context.Background(), &s2)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Equal(t, map[string]string{"keep.txt": "precious", "dir/f": "also"}, tree(t, b.Dir()))
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func sha1sum(b []byte) []byte {
+	s := sha1.Sum(b)
+	return s[:]
+}
