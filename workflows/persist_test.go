@@ -306,7 +306,7 @@ func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 	calls := s.writerCalls()
 	s.Require().GreaterOrEqual(len(calls), 2)
 	s.Equal("claude_code-s1", calls[1].SessionID, "resume is visit N of that conversation")
-	s.Contains(s.latest().Outputs["writer"]["text"], "turn ")
+	s.Equal("turn 3 of claude_code-s1: draft 1 | draft 2 | draft 3", s.latest().Outputs["writer"]["text"], "the resumed visits continued the conversation of the fail-stopped one")
 }
 
 // Pack/Put fail: the slot is invalidated (never the old one restored) and
@@ -422,4 +422,44 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// An answer the run accepted survives a fail-stop of the checkpoint that
+// would record it: the resumed run takes it instead of asking again.
+func (s *GraphRunSuite) TestAcceptedAnswerSurvivesAFailStop() {
+	g := `
+name: gate
+start: gate
+nodes:
+  - {id: gate, kind: human, question: "Ship it?"}
+  - {id: done, kind: end}
+edges:
+  - {from: gate, to: done}
+`
+	// The waiting checkpoint lands; the one after the answer fails.
+	s.store.arm("/checkpoints/", 1, false)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "gate-1", Text: "yes, ship"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
+	s.Require().Equal(ErrTypeResumable, appErr.Type())
+	var cp runstore.Checkpoint
+	s.Require().NoError(appErr.Details(&cp))
+	s.Require().NotNil(cp.Pause)
+	s.True(cp.Pause.Questions[0].Answered)
+
+	s.store.disarm()
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
+	// No answer is ever sent to the resumed run.
+	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	s.Require().True(env.IsWorkflowCompleted())
+	s.Require().NoError(env.GetWorkflowError())
+	var res GraphRunResult
+	s.Require().NoError(env.GetWorkflowResult(&res))
+	s.Equal("yes, ship", res.Output["answer"])
+	s.Equal("gate-1", res.Output["question_id"])
 }

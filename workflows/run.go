@@ -65,6 +65,9 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		r.cp.Cursor = next
 		if err := r.save(ctx); err != nil {
 			r.cp.Cursor = []runstore.Cursor{cur}
+			if v.answered != nil {
+				r.cp.Pause = v.answered
+			}
 			return nil, r.failResumable(ctx, cur, err)
 		}
 		r.deleteBlobs(ctx, v.deleteAfterCommit)
@@ -84,6 +87,10 @@ type visitResult struct {
 	// deleteAfterCommit are blobs that become garbage once the checkpoint
 	// recording this visit is durable, and not before.
 	deleteAfterCommit []string
+	// answered is a human node's question with its accepted answer: if the
+	// checkpoint recording the visit fails, the fail-stop keeps it, so the
+	// resumed run takes the answer instead of asking again.
+	answered *runstore.PauseInfo
 }
 
 // visit runs one node and records its output and path step in memory.

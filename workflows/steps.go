@@ -114,6 +114,12 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 		text = node.Question
 	}
 	qs := []runstore.Question{{ID: qid, Text: text}}
+	// A run resumed from a fail-stop that came after this very question was
+	// answered takes that answer, instead of asking again.
+	if p := r.cp.Pause; !inBranch && p != nil && p.NodeID == node.ID && p.Backend == "" && p.Visit == visitNo && answered(p.Questions) {
+		r.cp.Pause, r.cp.Status = nil, runstore.StatusRunning
+		return visitResult{output: map[string]any{"answer": p.Questions[0].Answer, "question_id": qid}, answered: p}, nil
+	}
 	if !inBranch {
 		r.cp.Pause = &runstore.PauseInfo{NodeID: node.ID, Visit: visitNo, Questions: qs, Input: cur.Input}
 		r.cp.Status = runstore.StatusWaiting
@@ -127,11 +133,25 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		return visitResult{}, err
 	}
+	v := visitResult{output: map[string]any{"answer": answers[0], "question_id": qid}}
 	if !inBranch {
+		v.answered = r.cp.Pause
+		for i := range v.answered.Questions {
+			v.answered.Questions[i].Answered, v.answered.Questions[i].Answer = true, answers[i]
+		}
 		r.cp.Pause = nil
 		r.cp.Status = runstore.StatusRunning
 	}
-	return visitResult{output: map[string]any{"answer": answers[0], "question_id": qid}}, nil
+	return v, nil
+}
+
+func answered(qs []runstore.Question) bool {
+	for _, q := range qs {
+		if !q.Answered {
+			return false
+		}
+	}
+	return len(qs) > 0
 }
 
 // legacyVisitTool runs the node's argv in runs recorded before
