@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,39 @@ type Activities struct {
 	Logger *slog.Logger
 	// HeartbeatEvery is how often a running visit heartbeats.
 	HeartbeatEvery time.Duration
+
+	live liveSessions
+}
+
+// liveSessions remembers, per live session on this worker, the digest of
+// the blob last packed from it, for as long as no visit touched it since:
+// a restore of that very blob can be skipped.
+type liveSessions struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func liveKey(backendName string, env backend.Env, sessionID string) string {
+	return backendName + "\x00" + env.StateRoot + "\x00" + env.Workdir + "\x00" + sessionID
+}
+
+func (l *liveSessions) holds(key, digest string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return digest != "" && l.m[key] == digest
+}
+
+func (l *liveSessions) set(key, digest string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	if digest == "" {
+		delete(l.m, key)
+		return
+	}
+	l.m[key] = digest
 }
 
 // Backends is the set of backends a worker can run, looked up by name.
@@ -224,6 +258,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	// instead of failing the node.
 	runCtx, stopping := a.untilWorkerStops(ctx)
 	stop := a.heartbeat(ctx)
+	if r.sessionID != "" {
+		a.live.set(liveKey(r.b.Name(), r.env, r.sessionID), "") // the visit changes it
+	}
 	res, err := r.b.Execute(runCtx, backend.Request{
 		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Prompt: prompt, Input: r.input,
 		SessionID: r.sessionID, Fork: r.fork,
@@ -268,6 +305,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		result.Packed, result.PackDigest, result.PackError = a.pack(ctx, r.b, r.env, res.SessionID, key)
 		if result.Packed {
 			result.PackedTo = key
+			a.live.set(liveKey(r.b.Name(), r.env, res.SessionID), result.PackDigest)
 		}
 	}
 	a.logger().Info("visit done", "run", r.runID, "node", r.nodeID, "visit", r.visit, "backend", r.b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)

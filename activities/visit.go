@@ -265,6 +265,11 @@ func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env 
 		}
 		return "", nil
 	}
+	if sp.Digest != "" && a.live.holds(liveKey(b.Name(), env, sp.SessionID), sp.Digest) {
+		// This worker packed exactly that blob from its live root, and no
+		// visit touched the session since: nothing to restore.
+		return "", nil
+	}
 	data, err := blob.GetBytes(ctx, a.Blobs, sp.StateRef)
 	if errors.Is(err, blob.ErrNotFound) {
 		return "the session's blob is gone from the store", nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,47 +106,89 @@ checkpoint in the run store answers instead.`,
 	return cmd
 }
 
-// loadState asks the live workflow first and the run store second.
+// loadState asks the live workflow first and the run store second. When
+// neither can answer, it says which source failed and how; when only
+// Temporal can, it shows what Temporal knows and says what is missing.
 func (a *app) loadState(ctx context.Context, id string) (*workflows.State, string, error) {
 	var temporalStatus enumspb.WorkflowExecutionStatus
-	where := "in Temporal"
+	var live string // why the live workflow did not answer
 	if _, err := a.temporal(); err != nil {
-		where = "(Temporal unreachable: " + err.Error() + ")"
+		live = "Temporal is unreachable: " + err.Error()
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		temporalStatus, _ = a.describe(dctx, id)
+		var err error
+		temporalStatus, err = a.describe(dctx, id)
 		cancel()
-		if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		switch {
+		case err != nil:
+			live = "Temporal could not describe the run: " + err.Error()
+		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			st, err := a.queryState(qctx, id)
 			cancel()
 			if err == nil {
 				return st, "live query", nil
 			}
+			live = "the run is open but no worker answered its state query (" + rootCause(err) + ")"
+		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
+			live = "Temporal does not know the run"
+		default:
+			live = "the run is closed in Temporal"
 		}
 	}
-	runs, err := a.store(ctx)
-	if err != nil {
-		return nil, "", failedErr(err)
-	}
-	cp, err := runs.Latest(ctx, id)
+	cp, err := a.latestCheckpoint(ctx, id)
 	if err != nil {
 		if errors.Is(err, runstore.ErrNoCheckpoint) {
-			return nil, "", failedErr(fmt.Errorf("run %q not found %s or in the run store %s", id, where, a.cfg.BlobURL))
+			return nil, "", failedErr(fmt.Errorf("run %q not found: %s, and the run store %s has no checkpoint of it", id, live, a.cfg.BlobURL))
 		}
-		return nil, "", failedErr(err)
+		storeErr := fmt.Sprintf("the run store %s failed: %s", a.cfg.BlobURL, rootCause(err))
+		if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+			return nil, "", failedErr(fmt.Errorf("cannot show run %q: %s; %s. Check that the store is up and TETHER_BLOB_URL names it, then try again", id, live, storeErr))
+		}
+		// Temporal knows the run: its status at least.
+		st := &workflows.State{RunID: id, Status: temporalStatusName(temporalStatus)}
+		return st, fmt.Sprintf("Temporal only (%s; %s: visits, outputs and questions are in the store)", live, storeErr), nil
 	}
 	st := workflows.StateOf(cp)
 	if temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
-			st.Status = strings.ToLower(strings.TrimPrefix(temporalStatus.String(), "WORKFLOW_EXECUTION_STATUS_"))
+			st.Status = temporalStatusName(temporalStatus)
 		}
 	}
 	source := fmt.Sprintf("run store, checkpoint %d", cp.Seq)
 	if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		source += "; the run is open but no worker answered the query"
+		source += "; " + live
 	}
 	return st, source, nil
+}
+
+func (a *app) latestCheckpoint(ctx context.Context, id string) (*runstore.Checkpoint, error) {
+	runs, err := a.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return runs.Latest(ctx, id)
+}
+
+func temporalStatusName(s enumspb.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+
+// rootCause is the innermost message of an error chain: for a store that
+// is down, "dial tcp 127.0.0.1:9000: connect: connection refused" rather
+// than the SDK's whole envelope.
+func rootCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Error()
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 func (a *app) printState(st *workflows.State, source string) {

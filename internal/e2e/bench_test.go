@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -17,14 +22,32 @@ import (
 // the wall time per visit of that node, on the real dev server with a
 // real worker and a file blob store.
 func benchLoop(b *testing.B, src string) {
+	benchLoopIn(b, src, 0)
+}
+
+// benchLoopIn runs the loop in a workspace that starts with files files of
+// 1 KiB (0: empty).
+func benchLoopIn(b *testing.B, src string, files int) {
 	h := newHarness(b, "")
 	h.startWorker()
 	g, err := graph.Parse([]byte(fmt.Sprintf(src, b.N)), "bench.yaml")
 	require.NoError(b, err)
+	id := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	var ws *runstore.WorkspaceState
+	if files > 0 {
+		src := b.TempDir()
+		for i := range files {
+			p := filepath.Join(src, fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.txt", i))
+			require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(b, os.WriteFile(p, bytes.Repeat([]byte{byte('a' + i%26)}, 1024), 0o644))
+		}
+		ws, _, err = workspace.Import(context.Background(), h.blobs, id, workspace.Source{From: src}, workspace.Limits{}, time.Now())
+		require.NoError(b, err)
+	}
 	b.ResetTimer()
 	start := time.Now()
-	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: fmt.Sprintf("bench-%d", time.Now().UnixNano()), TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: fmt.Sprintf("bench-%d", time.Now().UnixNano()), Graph: g})
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Workspace: ws})
 	require.NoError(b, err)
 	require.NoError(b, run.Get(context.Background(), nil))
 	b.StopTimer()
@@ -59,6 +82,38 @@ edges:
   - {from: w, to: done, when: 'visits >= %d'}
   - {from: w, to: w}
 `)
+}
+
+// BenchmarkPersistWorkspaceVisit is a persist agent visit in a workspace
+// of 1,000 files that it changes on every visit: restore the workspace and
+// the session (skipped when the worker holds them), execute, snapshot the
+// change, pack the session, commit, all in one activity.
+func BenchmarkPersistWorkspaceVisit(b *testing.B) {
+	benchLoopIn(b, `
+name: bench
+start: w
+nodes:
+  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["WRITE: notes.txt = visit {{.Visit}}\nok {{.Turn}}"]}
+  - {id: done, kind: end}
+edges:
+  - {from: w, to: done, when: 'visits >= %d'}
+  - {from: w, to: w}
+`, 1000)
+}
+
+// BenchmarkToolWorkspaceVisit is a tool visit in the same workspace that
+// changes nothing.
+func BenchmarkToolWorkspaceVisit(b *testing.B) {
+	benchLoopIn(b, `
+name: bench
+start: tick
+nodes:
+  - {id: tick, kind: tool, run: ["true"]}
+  - {id: done, kind: end}
+edges:
+  - {from: tick, to: done, when: 'visits >= %d'}
+  - {from: tick, to: tick}
+`, 1000)
 }
 
 // BenchmarkFreshVisit is an agent visit with no session to restore.

@@ -3,9 +3,9 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
-	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"strconv"

@@ -1,11 +1,6 @@
 package workspace
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
-	"fmt"
-	"os"
 	"path"
 	"time"
 
@@ -16,7 +11,8 @@ import (
 // index is what a worker knows about one workspace directory: the commit
 // it holds and, per file, the stat data it had when its content was last
 // hashed. Like git's index, it lets a walk trust a file whose size, time
-// and inode did not change instead of reading it again.
+// and inode did not change instead of reading it again. It lives in the
+// worker's memory: a restarted worker hashes each file once more.
 type index struct {
 	Commit string
 	// Taken is when the stat data was recorded (unix nanoseconds). A file
@@ -83,31 +79,10 @@ func (x *index) fresh(f fileInfo) (plumbing.Hash, bool) {
 	return old.Hash, true
 }
 
-func loadIndex(p string) (*index, error) {
-	b, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		x := &index{}
-		x.prepare()
-		return x, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("workspace: read index: %w", err)
-	}
-	var x index
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&x); err != nil {
-		// Only a cache: start over, every file is hashed again.
-		x = index{}
-	}
+func emptyIndex() *index {
+	x := &index{}
 	x.prepare()
-	return &x, nil
-}
-
-func (x *index) save(p string) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(x); err != nil {
-		return err
-	}
-	return writeFileAtomic(p, buf.Bytes())
+	return x
 }
 
 func fromScan(f fileInfo, h plumbing.Hash) indexFile {

@@ -99,7 +99,7 @@ func (w *Workspace) open() error {
 	s := w.m.stores[w.run]
 	if s == nil {
 		var err error
-		if s, err = openStore(filepath.Join(w.cache, "packs")); err != nil {
+		if s, err = openStore(filepath.Join(w.cache, "packs"), w.m.lim.scan()); err != nil {
 			return fmt.Errorf("workspace: local store of run %s: %w", w.run, err)
 		}
 		w.m.stores[w.run] = s
@@ -123,21 +123,11 @@ func (w *Workspace) Close() {
 // started in it), so the next Restore checks it instead of trusting it.
 func (w *Workspace) Touched() { w.live.clean = false }
 
-func (w *Workspace) indexPath() string {
-	sum := fmt.Sprintf("%x", hashString(w.workdir))
-	return filepath.Join(w.cache, "index-"+sum[:16])
-}
-
-func (w *Workspace) index() (*index, error) {
-	if w.live.idx != nil {
-		return w.live.idx, nil
+func (w *Workspace) index() *index {
+	if w.live.idx == nil {
+		w.live.idx = emptyIndex()
 	}
-	x, err := loadIndex(w.indexPath())
-	if err != nil {
-		return nil, err
-	}
-	w.live.idx = x
-	return x, nil
+	return w.live.idx
 }
 
 // Forget drops what the manager caches of a run (its local packs and

@@ -13,12 +13,19 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// mergeFactor keeps a run's pack list geometric: each pack is more than
-// mergeFactor times the size of the next newer one, else the two merge. A
-// run of any length so holds O(log size) packs, so a new worker makes a
-// handful of requests to restore it, while a snapshot still uploads about
-// the size of its change (each byte is merged O(log) times).
-const mergeFactor = 2
+// A run's pack list stays short: once it holds more than maxPacks, the
+// newest mergeBatch packs merge into one, and then the list is made
+// geometric again (each pack more than mergeFactor times the size of the
+// next newer one, else the two merge). A run of any length so holds
+// O(log size) packs, and a new worker makes a handful of requests to
+// restore it, while a snapshot uploads about the size of its change: a
+// merge comes once every mergeBatch snapshots, and each byte is merged
+// O(log) times.
+const (
+	maxPacks    = 16
+	mergeBatch  = 8
+	mergeFactor = 2
+)
 
 // publish uploads the new pack p (holding the commits after base up to tip)
 // and returns the run's pack list with it, merging the newest packs while
@@ -31,19 +38,31 @@ func (w *Workspace) publish(ctx context.Context, packs []runstore.WorkspacePack,
 	out := append(slices.Clone(packs), runstore.WorkspacePack{
 		Key: runstore.WorkspacePackKey(w.run, p.digest), Base: base, Tip: tip, Size: p.size,
 	})
-	for n := len(out); n >= 2 && out[n-2].Size <= mergeFactor*out[n-1].Size; n = len(out) {
-		merged, err := w.merge(ctx, out[n-2], out[n-1])
+	if len(out) <= maxPacks {
+		return out, uploaded, nil
+	}
+	merge := func(from int) error {
+		merged, err := w.merge(ctx, out[from:])
 		if err != nil {
-			return nil, uploaded, err
+			return err
 		}
 		up, err := w.upload(ctx, merged)
 		if err != nil {
-			return nil, uploaded, err
+			return err
 		}
 		uploaded += up
-		out = append(out[:n-2], runstore.WorkspacePack{
-			Key: runstore.WorkspacePackKey(w.run, merged.digest), Base: out[n-2].Base, Tip: out[n-1].Tip, Size: merged.size,
+		out = append(out[:from], runstore.WorkspacePack{
+			Key: runstore.WorkspacePackKey(w.run, merged.digest), Base: out[from].Base, Tip: out[len(out)-1].Tip, Size: merged.size,
 		})
+		return nil
+	}
+	if err := merge(len(out) - mergeBatch); err != nil {
+		return nil, uploaded, err
+	}
+	for n := len(out); n >= 2 && out[n-2].Size <= mergeFactor*out[n-1].Size; n = len(out) {
+		if err := merge(n - 2); err != nil {
+			return nil, uploaded, err
+		}
 	}
 	return out, uploaded, nil
 }
@@ -63,10 +82,10 @@ func (w *Workspace) upload(ctx context.Context, p *localPack) (int64, error) {
 	return p.size, nil
 }
 
-// merge writes one pack holding the objects of a and b.
-func (w *Workspace) merge(ctx context.Context, a, b runstore.WorkspacePack) (*localPack, error) {
+// merge writes one pack holding the objects of packs.
+func (w *Workspace) merge(ctx context.Context, packs []runstore.WorkspacePack) (*localPack, error) {
 	var parts []*localPack
-	for _, p := range []runstore.WorkspacePack{a, b} {
+	for _, p := range packs {
 		lp, _, err := w.fetch(ctx, p)
 		if err != nil {
 			return nil, err

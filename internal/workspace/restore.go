@@ -46,10 +46,7 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	if want == nil {
 		want = &runstore.WorkspaceState{}
 	}
-	x, err := w.index()
-	if err != nil {
-		return rep, err
-	}
+	x := w.index()
 	if w.live.clean && x.Commit == want.Commit {
 		rep.Hit = true
 		return rep, nil
@@ -97,6 +94,7 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	}
 	files := make([]indexFile, 0, len(targets))
 	var links []target
+	parents := map[string]bool{}
 	for i, t := range targets {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -121,7 +119,7 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 			links = append(links, t)
 			continue
 		}
-		f, err := w.writeFile(root, t)
+		f, err := w.writeFile(root, t, parents)
 		if err != nil {
 			return rep, err
 		}
@@ -130,7 +128,7 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	}
 	// Links last, so no file above was written through one.
 	for _, t := range links {
-		if err := makeParents(root, t.path); err != nil {
+		if err := makeParents(root, t.path, parents); err != nil {
 			return rep, err
 		}
 		if err := removeAny(root, t.path); err != nil {
@@ -149,9 +147,6 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	sortIndexFiles(files)
 	next := &index{Commit: want.Commit, Taken: taken, Files: files, Trees: trees}
 	next.prepare()
-	if err := next.save(w.indexPath()); err != nil {
-		return rep, err
-	}
 	w.live.idx, w.live.clean = next, true
 	return rep, nil
 }
@@ -264,43 +259,50 @@ func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[s
 	return out, trees, nil
 }
 
-// writeFile writes one file of the snapshot: content into a new temporary
-// file beside it, then an atomic rename over whatever is there.
-func (w *Workspace) writeFile(root *os.Root, t target) (indexFile, error) {
+// writeFile writes one file of the snapshot. Where nothing is, it creates
+// the file; over an existing file it writes a new temporary file beside it
+// and renames it over, so a reader never sees a half-written file.
+func (w *Workspace) writeFile(root *os.Root, t target, parents map[string]bool) (indexFile, error) {
 	content, err := w.store.readAs(t.hash, plumbing.BlobObject)
 	if err != nil {
 		return indexFile{}, err
 	}
-	if err := makeParents(root, t.path); err != nil {
+	if err := makeParents(root, t.path, parents); err != nil {
 		return indexFile{}, err
 	}
 	perm := os.FileMode(0o644)
 	if t.mode == filemode.Executable {
 		perm = 0o755
 	}
-	tmp := path.Join(path.Dir(t.path), fmt.Sprintf(".tether-restore-%d", time.Now().UnixNano()))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	name := t.path
+	existing, lerr := root.Lstat(t.path)
+	if lerr == nil {
+		name = path.Join(path.Dir(t.path), fmt.Sprintf(".tether-restore-%d", time.Now().UnixNano()))
+	}
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return indexFile{}, fmt.Errorf("workspace: write %s: %w", t.path, err)
 	}
 	_, err = f.Write(content)
+	if err == nil {
+		// The umask may have taken bits off; the snapshot's mode wins.
+		if fi, serr := f.Stat(); serr == nil && fi.Mode().Perm() != perm {
+			err = f.Chmod(perm)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		// The umask may have taken bits off; the snapshot's mode wins.
-		err = root.Chmod(tmp, perm)
-	}
-	if err == nil {
-		if fi, lerr := root.Lstat(t.path); lerr == nil && fi.IsDir() {
+	if err == nil && name != t.path {
+		if existing.IsDir() {
 			err = root.RemoveAll(t.path)
 		}
-	}
-	if err == nil {
-		err = root.Rename(tmp, t.path)
+		if err == nil {
+			err = root.Rename(name, t.path)
+		}
 	}
 	if err != nil {
-		_ = root.Remove(tmp)
+		_ = root.Remove(name)
 		return indexFile{}, fmt.Errorf("workspace: write %s: %w", t.path, err)
 	}
 	fi, err := root.Lstat(t.path)
@@ -312,11 +314,16 @@ func (w *Workspace) writeFile(root *os.Root, t target) (indexFile, error) {
 
 // makeParents creates the directories on the way to rel, replacing a file
 // or link that stands where a directory must be (the snapshot has a
-// directory there; what stood there is not part of it).
-func makeParents(root *os.Root, rel string) error {
+// directory there; what stood there is not part of it). made remembers the
+// directories already checked in this restore.
+func makeParents(root *os.Root, rel string, made map[string]bool) error {
 	parts := strings.Split(rel, "/")
 	for i := 1; i < len(parts); i++ {
 		dir := strings.Join(parts[:i], "/")
+		if made[dir] {
+			continue
+		}
+		made[dir] = true
 		fi, err := root.Lstat(dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

@@ -38,10 +38,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	if cur == nil {
 		cur = &runstore.WorkspaceState{}
 	}
-	x, err := w.index()
-	if err != nil {
-		return nil, rep, err
-	}
+	x := w.index()
 	if x.Commit != cur.Commit {
 		return nil, rep, fmt.Errorf("workspace: %s holds snapshot %q, not %q; restore it before a snapshot", w.workdir, x.Commit, cur.Commit)
 	}
@@ -61,10 +58,12 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	dirty := map[string]bool{}
 	files := make([]indexFile, len(sc.files))
 	seen := make(map[string]bool, len(sc.files))
+	rehashed := 0
 	for i, f := range sc.files {
 		seen[f.path] = true
 		h, ok := x.fresh(f)
 		if !ok {
+			rehashed++
 			content, err := readContent(w.workdir, f)
 			if err != nil {
 				return nil, rep, err
@@ -91,10 +90,14 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	next := &index{Commit: cur.Commit, Taken: taken, Files: files, Trees: trees}
 	next.prepare()
 	if (cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0) {
-		// Unchanged: keep the refreshed stat data, so the next walk trusts
-		// files it just hashed.
+		// Unchanged. Files hashed again keep their new stat data, so the
+		// next walk trusts them.
+		if rehashed == 0 {
+			w.live.clean = true
+			return cur, rep, nil
+		}
 		w.live.idx, w.live.clean = next, true
-		return cur, rep, next.save(w.indexPath())
+		return cur, rep, nil
 	}
 	commit, content, err := encodeCommit(root, cur.Commit, info)
 	if err != nil {
@@ -119,9 +122,6 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	}
 	rep.Changed, rep.Uploaded = true, uploaded
 	next.Commit = commit.String()
-	if err := next.save(w.indexPath()); err != nil {
-		return nil, rep, err
-	}
 	w.live.idx, w.live.clean = next, true
 	state := &runstore.WorkspaceState{
 		Commit: next.Commit, Base: cur.Base, Packs: packs,

@@ -150,6 +150,7 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 	}
 	defer root.Close()
 	tracked := map[string]bool{}
+	parents := map[string]bool{}
 	var total int64
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
@@ -187,7 +188,7 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 		if err != nil {
 			return nil, err
 		}
-		if err := makeParents(root, name); err != nil {
+		if err := makeParents(root, name, parents); err != nil {
 			return nil, err
 		}
 		switch e.Mode {

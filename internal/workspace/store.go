@@ -2,8 +2,8 @@ package workspace
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,9 +19,10 @@ import (
 )
 
 // objectStore is one worker's local copy of one run's objects: the packs
-// it made or downloaded, each beside a small index, and an in-memory map
-// from object id to where it is. Packs are never rewritten; a pack is
-// stored only after it was read and checked in full.
+// it made or downloaded, and an in-memory map from object id to where it
+// is. Packs are never rewritten; a pack is stored only after it was read
+// and checked in full. It is a cache: a restarted worker reads its packs
+// again, and what is not on disk is downloaded.
 type objectStore struct {
 	dir string
 
@@ -43,17 +44,11 @@ type loc struct {
 	e    entry
 }
 
-const (
-	packExt  = ".pack"
-	indexExt = ".tidx"
-	// indexRecord is one entry in a .tidx file: hash, type, size, offset,
-	// length.
-	indexRecord = 20 + 1 + 8 + 8 + 8
-)
+const packExt = ".pack"
 
-// openStore loads the packs already in dir. A pack whose index is missing
-// or damaged is removed: it is only a cache, and the store has it.
-func openStore(dir string) (*objectStore, error) {
+// openStore loads the packs already in dir. A pack that no longer reads
+// as a sound pack with its digest is removed.
+func openStore(dir string, lim scanLimits) (*objectStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -64,63 +59,22 @@ func openStore(dir string) (*objectStore, error) {
 	}
 	for _, de := range des {
 		digest, ok := strings.CutSuffix(de.Name(), packExt)
+		p := filepath.Join(dir, de.Name())
 		if !ok {
+			_ = os.Remove(p) // a temporary file of a crashed write
 			continue
 		}
-		p := &localPack{digest: digest, path: filepath.Join(dir, de.Name())}
-		if err := p.loadIndex(); err != nil {
-			_ = os.Remove(p.path)
-			_ = os.Remove(p.indexPath())
-			continue
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
 		}
-		s.register(p)
+		_, err = s.ingest(f, digest, lim)
+		f.Close()
+		if err != nil {
+			_ = os.Remove(p)
+		}
 	}
 	return s, nil
-}
-
-func (p *localPack) indexPath() string { return strings.TrimSuffix(p.path, packExt) + indexExt }
-
-func (p *localPack) loadIndex() error {
-	b, err := os.ReadFile(p.indexPath())
-	if err != nil {
-		return err
-	}
-	fi, err := os.Stat(p.path)
-	if err != nil {
-		return err
-	}
-	if len(b) < 8 || (len(b)-8)%indexRecord != 0 || int64(binary.BigEndian.Uint64(b)) != fi.Size() {
-		return fmt.Errorf("%w: local pack index %s", ErrCorrupt, p.indexPath())
-	}
-	p.size = fi.Size()
-	for rec := b[8:]; len(rec) > 0; rec = rec[indexRecord:] {
-		var e entry
-		copy(e.hash[:], rec[:20])
-		e.typ = plumbing.ObjectType(rec[20])
-		e.size = int64(binary.BigEndian.Uint64(rec[21:]))
-		e.off = int64(binary.BigEndian.Uint64(rec[29:]))
-		e.n = int64(binary.BigEndian.Uint64(rec[37:]))
-		if e.off < 0 || e.n <= 0 || e.off+e.n > p.size {
-			return fmt.Errorf("%w: local pack index %s", ErrCorrupt, p.indexPath())
-		}
-		p.entries = append(p.entries, e)
-	}
-	return nil
-}
-
-func (p *localPack) writeIndex() error {
-	b := make([]byte, 8, 8+len(p.entries)*indexRecord)
-	binary.BigEndian.PutUint64(b, uint64(p.size))
-	var rec [indexRecord]byte
-	for _, e := range p.entries {
-		copy(rec[:20], e.hash[:])
-		rec[20] = byte(e.typ)
-		binary.BigEndian.PutUint64(rec[21:], uint64(e.size))
-		binary.BigEndian.PutUint64(rec[29:], uint64(e.off))
-		binary.BigEndian.PutUint64(rec[37:], uint64(e.n))
-		b = append(b, rec[:]...)
-	}
-	return writeFileAtomic(p.indexPath(), b)
 }
 
 func (s *objectStore) register(p *localPack) {
@@ -213,8 +167,10 @@ func (s *objectStore) ingest(r io.Reader, want string, lim scanLimits) (*localPa
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
 	sum := sha256.New()
 	var entries []entry
 	err = scanPack(io.TeeReader(r, io.MultiWriter(tmp, sum)), lim, false, func(e entry, _ []byte) error {
@@ -231,13 +187,11 @@ func (s *objectStore) ingest(r io.Reader, want string, lim scanLimits) (*localPa
 	return s.keep(tmp, digest, entries)
 }
 
-// keep moves a complete, checked pack file into the store.
+// keep moves a complete, checked pack file into the store. It is not
+// synced: the store is a cache, and openStore checks what it finds.
 func (s *objectStore) keep(tmp *os.File, digest string, entries []entry) (*localPack, error) {
 	if p, ok := s.pack(digest); ok {
 		return p, nil
-	}
-	if err := tmp.Sync(); err != nil {
-		return nil, err
 	}
 	fi, err := tmp.Stat()
 	if err != nil {
@@ -245,9 +199,6 @@ func (s *objectStore) keep(tmp *os.File, digest string, entries []entry) (*local
 	}
 	p := &localPack{digest: digest, path: filepath.Join(s.dir, digest+packExt), size: fi.Size(), entries: entries}
 	if err := os.Rename(tmp.Name(), p.path); err != nil {
-		return nil, err
-	}
-	if err := p.writeIndex(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -268,28 +219,26 @@ func (s *objectStore) close() {
 }
 
 // packBuilder writes a new pack without knowing its object count up front:
-// entries go to a temporary body file as they come, and finish writes the
-// pack (header, body, trailer) in one pass, hashing it for its digest.
+// entries go to a body as they come, in memory up to spillBytes and in a
+// temporary file beyond, and finish writes the pack (header, body,
+// trailer) in one pass, hashing it for its digest.
 type packBuilder struct {
 	dir   string
-	body  *os.File
+	body  *spill
 	pw    *packWriter
 	seen  map[plumbing.Hash]bool
 	count int
 }
 
+// spillBytes is the body a builder keeps in memory.
+const spillBytes = 32 << 20
+
 func newPackBuilder(dir string) (*packBuilder, error) {
-	body, err := os.CreateTemp(dir, ".body-*")
-	if err != nil {
-		return nil, err
-	}
-	b := &packBuilder{dir: dir, body: body, seen: map[plumbing.Hash]bool{}}
-	bw := &offsetWriter{w: bufio.NewWriterSize(body, 256<<10)}
+	b := &packBuilder{dir: dir, body: &spill{dir: dir}, seen: map[plumbing.Hash]bool{}}
 	// The body's writer declares no count: the header is written by finish.
-	b.pw = &packWriter{w: bw, sum: nopHash{}, left: ^uint32(0), off: packHeader}
+	b.pw = &packWriter{w: b.body, sum: nopHash{}, left: ^uint32(0), off: packHeader}
 	zw, err := newZlib(&b.pw.buf)
 	if err != nil {
-		b.abort()
 		return nil, err
 	}
 	b.pw.zw = zw
@@ -318,10 +267,8 @@ func (b *packBuilder) addRaw(e entry, raw []byte) error {
 // its digest and entries; the caller keeps or removes it.
 func (b *packBuilder) finish() (*os.File, string, []entry, error) {
 	defer b.abort()
-	if err := b.pw.w.(*offsetWriter).w.Flush(); err != nil {
-		return nil, "", nil, err
-	}
-	if _, err := b.body.Seek(0, io.SeekStart); err != nil {
+	body, err := b.body.reader()
+	if err != nil {
 		return nil, "", nil, err
 	}
 	out, err := os.CreateTemp(b.dir, ".pack-*")
@@ -332,7 +279,7 @@ func (b *packBuilder) finish() (*os.File, string, []entry, error) {
 	bw := bufio.NewWriterSize(io.MultiWriter(out, sum), 256<<10)
 	pw, err := newPackWriter(bw, b.count)
 	if err == nil {
-		_, err = io.Copy(pw, b.body)
+		_, err = io.Copy(pw, body)
 	}
 	if err == nil {
 		pw.left = 0
@@ -349,11 +296,52 @@ func (b *packBuilder) finish() (*os.File, string, []entry, error) {
 	return out, hex.EncodeToString(sum.Sum(nil)), b.pw.index, nil
 }
 
-func (b *packBuilder) abort() {
-	if b.body != nil {
-		b.body.Close()
-		os.Remove(b.body.Name())
-		b.body = nil
+func (b *packBuilder) abort() { b.body.close() }
+
+// spill is a buffer that moves to a temporary file once it is large.
+type spill struct {
+	dir string
+	mem bytes.Buffer
+	f   *os.File
+	bw  *bufio.Writer
+}
+
+func (s *spill) Write(p []byte) (int, error) {
+	if s.f == nil && s.mem.Len()+len(p) > spillBytes {
+		f, err := os.CreateTemp(s.dir, ".body-*")
+		if err != nil {
+			return 0, err
+		}
+		s.f, s.bw = f, bufio.NewWriterSize(f, 256<<10)
+		if _, err := s.bw.Write(s.mem.Bytes()); err != nil {
+			return 0, err
+		}
+		s.mem = bytes.Buffer{}
+	}
+	if s.f != nil {
+		return s.bw.Write(p)
+	}
+	return s.mem.Write(p)
+}
+
+func (s *spill) reader() (io.Reader, error) {
+	if s.f == nil {
+		return bytes.NewReader(s.mem.Bytes()), nil
+	}
+	if err := s.bw.Flush(); err != nil {
+		return nil, err
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return bufio.NewReaderSize(s.f, 256<<10), nil
+}
+
+func (s *spill) close() {
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+		s.f = nil
 	}
 }
 
@@ -364,12 +352,6 @@ func (p *packWriter) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
-
-type offsetWriter struct {
-	w *bufio.Writer
-}
-
-func (o *offsetWriter) Write(b []byte) (int, error) { return o.w.Write(b) }
 
 // nopHash stands in for the checksum of a pack body, which finish computes.
 type nopHash struct{ hash.Hash }
