@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -56,34 +57,68 @@ type Activities struct {
 }
 
 // liveSessions remembers, per live session on this worker, the digest of
-// the blob last packed from it, for as long as no visit touched it since:
-// a restore of that very blob can be skipped.
+// the blob last packed from it and the stat signature its main file had
+// then, for as long as no visit touched it since: a restore of that very
+// blob, onto a session file that still has that signature, can be skipped.
 type liveSessions struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]liveSession
+}
+
+type liveSession struct{ digest, sig string }
+
+// sessionFiler is implemented by packers that can name a session's main
+// file (the transcript the CLI resumes from).
+type sessionFiler interface {
+	SessionFile(ctx context.Context, sessionID string) (string, error)
+}
+
+// signature is what a live session looks like on disk: its main file's
+// size, modification time and inode; "" when it is not there.
+func signature(ctx context.Context, p backend.SessionPacker, sessionID string) string {
+	sf, ok := p.(sessionFiler)
+	if !ok {
+		if p.HasSession(ctx, sessionID) {
+			return "present"
+		}
+		return ""
+	}
+	path, err := sf.SessionFile(ctx, sessionID)
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return ""
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%d/%d/%d", fi.Size(), fi.ModTime().UnixNano(), ino)
 }
 
 func liveKey(backendName string, env backend.Env, sessionID string) string {
 	return backendName + "\x00" + env.StateRoot + "\x00" + env.Workdir + "\x00" + sessionID
 }
 
-func (l *liveSessions) holds(key, digest string) bool {
+func (l *liveSessions) get(key string) liveSession {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return digest != "" && l.m[key] == digest
+	return l.m[key]
 }
 
-func (l *liveSessions) set(key, digest string) {
+func (l *liveSessions) set(key string, s liveSession) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[string]string{}
+		l.m = map[string]liveSession{}
 	}
-	if digest == "" {
+	if s.digest == "" || s.sig == "" {
 		delete(l.m, key)
 		return
 	}
-	l.m[key] = digest
+	l.m[key] = s
 }
 
 // Backends is the set of backends a worker can run, looked up by name.
@@ -259,7 +294,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	runCtx, stopping := a.untilWorkerStops(ctx)
 	stop := a.heartbeat(ctx)
 	if r.sessionID != "" {
-		a.live.set(liveKey(r.b.Name(), r.env, r.sessionID), "") // the visit changes it
+		a.live.set(liveKey(r.b.Name(), r.env, r.sessionID), liveSession{}) // the visit changes it
 	}
 	res, err := r.b.Execute(runCtx, backend.Request{
 		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Prompt: prompt, Input: r.input,
@@ -305,7 +340,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		result.Packed, result.PackDigest, result.PackError = a.pack(ctx, r.b, r.env, res.SessionID, key)
 		if result.Packed {
 			result.PackedTo = key
-			a.live.set(liveKey(r.b.Name(), r.env, res.SessionID), result.PackDigest)
+			if p := r.b.Packer(r.env); p != nil {
+				a.live.set(liveKey(r.b.Name(), r.env, res.SessionID), liveSession{digest: result.PackDigest, sig: signature(ctx, p, res.SessionID)})
+			}
 		}
 	}
 	a.logger().Info("visit done", "run", r.runID, "node", r.nodeID, "visit", r.visit, "backend", r.b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)

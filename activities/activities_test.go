@@ -3,9 +3,13 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -196,4 +200,49 @@ func TestExecuteCutsHugeReplies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "small", res.Output["text"])
 	assert.NotContains(t, res.Output, "text_truncated")
+}
+
+// countingStore counts the reads of session blobs.
+type countingStore struct {
+	blob.Store
+	gets int
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if strings.Contains(key, "/sessions/") {
+		c.gets++
+	}
+	return c.Store.Get(ctx, key)
+}
+
+// A worker that packed a slot and still holds its session untouched skips
+// the restore of that very blob; once the session file is gone or changed,
+// the blob is read and unpacked again.
+func TestLiveSessionSkipsItsOwnRestoreOnlyWhileUntouched(t *testing.T) {
+	store := &countingStore{Store: blob.NewMem()}
+	a := newActs(t, store)
+	visit := func(n int, plan *SessionPlan) *VisitResult {
+		t.Helper()
+		res, err := a.Visit(context.Background(), &VisitRequest{
+			RunID: "r1", NodeID: "writer", Visit: n, Node: writer, Backend: backend.Scripted, Session: plan,
+			PackTo: runstore.SessionKey("r1", "writer", fmt.Sprintf("01J%023d", n)), Started: time.Unix(1_800_000_000, 0),
+		})
+		require.NoError(t, err)
+		require.Empty(t, res.SessionNote)
+		return res
+	}
+	plan := func(r *VisitResult) *SessionPlan {
+		return &SessionPlan{Kind: "unpack_own_slot", SessionID: r.SessionID, StateRef: r.PackedTo, Digest: r.PackDigest}
+	}
+	r1 := visit(1, nil)
+	r2 := visit(2, plan(r1))
+	assert.Equal(t, 0, store.gets, "the worker holds the session it packed")
+	assert.Equal(t, r1.SessionID, r2.SessionID)
+
+	// Something removes the live session: the restore reads the blob.
+	require.NoError(t, os.RemoveAll(filepath.Join(a.StateDir, backend.Scripted)))
+	r3 := visit(3, plan(r2))
+	assert.Equal(t, 1, store.gets)
+	assert.Equal(t, r1.SessionID, r3.SessionID)
+	assert.Contains(t, r3.Output["text"], "3")
 }

@@ -265,9 +265,10 @@ func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env 
 		}
 		return "", nil
 	}
-	if sp.Digest != "" && a.live.holds(liveKey(b.Name(), env, sp.SessionID), sp.Digest) {
-		// This worker packed exactly that blob from its live root, and no
-		// visit touched the session since: nothing to restore.
+	if live := a.live.get(liveKey(b.Name(), env, sp.SessionID)); sp.Digest != "" && live.digest == sp.Digest && live.sig == signature(ctx, packer, sp.SessionID) {
+		// This worker packed exactly that blob from its live root, and
+		// neither a visit nor anything else touched the session since:
+		// nothing to restore.
 		return "", nil
 	}
 	data, err := blob.GetBytes(ctx, a.Blobs, sp.StateRef)
