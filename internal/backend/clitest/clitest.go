@@ -136,3 +136,14 @@ func Processes(substr string) []int {
 	}
 	return pids
 }
+
+// Flag returns the argument after name in argv, and whether name is there
+// with one, for tests of the argv an executor builds.
+func Flag(argv []string, name string) (string, bool) {
+	for i, a := range argv {
+		if a == name && i+1 < len(argv) {
+			return argv[i+1], true
+		}
+	}
+	return "", false
+}

@@ -40,8 +40,8 @@ func TestCodex(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
 	a := codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write"})
-	assert.Equal(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), a.Fingerprint("m2"))
-	assert.NotEqual(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(""))
+	assert.Equal(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(backend.Request{}))
 }
