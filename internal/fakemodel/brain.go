@@ -64,10 +64,12 @@ func (c *conversation) addPrompt(texts []string) {
 	}
 }
 
-// noteText looks for the CLI's working directory in text the CLI sent.
+// noteText looks for the CLI's working directory in text the CLI sent; the
+// latest mention wins, since a resumed conversation still holds the
+// working directory of its earlier turns.
 func (c *conversation) noteText(text string) {
-	if c.cwd == "" {
-		c.cwd = findCwd(text)
+	if d := findCwd(text); d != "" {
+		c.cwd = d
 	}
 }
 

@@ -36,9 +36,10 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "projects", "*", id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID:     "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
-	AskUserTool:   claude.AskUserTool,
-	PendingPrefix: "toolu_",
+	MissingID:      "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
+	AskUserTool:    claude.AskUserTool,
+	PendingPrefix:  "toolu_",
+	ReadOnlyDenial: "Permission to use",
 }
 
 func TestClaudeCode(t *testing.T) { clitest.Run(t, suite) }

@@ -31,9 +31,10 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID:     "01a22c70-0000-7000-8000-000000000000",
-	AskUserTool:   codex.AskUserNamespace + "\x00ask_user",
-	PendingPrefix: "call_",
+	MissingID:      "01a22c70-0000-7000-8000-000000000000",
+	AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
+	PendingPrefix:  "call_",
+	ReadOnlyDenial: "blocked by read-only sandbox",
 }
 
 func TestCodex(t *testing.T) { clitest.Run(t, suite) }

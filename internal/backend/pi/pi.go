@@ -275,6 +275,9 @@ func (e *Executor) sessionFile(ctx context.Context, req backend.Request) (string
 	if err != nil {
 		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
 	}
+	if err := adoptWorkdir(session, req.Env.Workdir); err != nil {
+		return "", err
+	}
 	return session, nil
 }
 

@@ -30,7 +30,8 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "*_"+id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID: "01a22c71-0000-7000-8000-000000000000",
+	MissingID:          "01a22c71-0000-7000-8000-000000000000",
+	HiddenWhenReadOnly: []string{"write", "edit", "bash"},
 }
 
 func TestPi(t *testing.T) { clitest.Run(t, suite) }
