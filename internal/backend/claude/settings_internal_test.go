@@ -82,23 +82,13 @@ func TestTimeoutSetting(t *testing.T) {
 
 func TestFingerprintFollowsSettings(t *testing.T) {
 	e := New(Options{Model: "m1"})
-	base := e.Fingerprint(backend.Request{})
-	assert.Equal(t, base, e.Fingerprint(backend.Request{Settings: backend.Settings{Env: []string{"X"}, Timeout: time.Minute}}),
-		"env names and timeouts do not change the conversation")
-	seen := map[string]string{"none": base}
-	for name, s := range map[string]backend.Settings{
+	clitest.DistinctFingerprints(t, e, map[string]backend.Settings{
 		"permissions": {Permissions: backend.PermissionEdit},
 		"tools":       {Tools: []string{"Read"}},
 		"disallowed":  {DisallowedTools: []string{"Read"}},
 		"system":      {SystemPrompt: "x"},
 		"append":      {AppendSystemPrompt: "x"},
-	} {
-		fp := e.Fingerprint(backend.Request{Settings: s})
-		for other, ofp := range seen {
-			assert.NotEqual(t, ofp, fp, "%s and %s", name, other)
-		}
-		seen[name] = fp
-	}
+	})
 	assert.Equal(t, New(Options{Model: "m1", PermissionMode: "acceptEdits"}).Fingerprint(backend.Request{}),
 		e.Fingerprint(backend.Request{Settings: backend.Settings{Permissions: backend.PermissionEdit}}),
 		"a node's edit is the worker's acceptEdits")

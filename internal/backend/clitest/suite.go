@@ -260,17 +260,12 @@ func roundTrip(t *testing.T, s Suite) {
 	require.ErrorIs(t, err, backend.ErrNoSession, "a session whose files are not in root B")
 }
 
-// fileTask writes new.txt and edits old.txt, which seedFiles creates.
+// fileTask writes new.txt and edits old.txt, which fileTaskUnder creates.
 const fileTask = "fix it\n" +
 	"WRITE_FILE: new.txt\nhello\nworld\nEND_FILE\n" +
 	"EDIT_FILE: old.txt\nOLD:\nreturn 1\nNEW:\nreturn 2\nEND_EDIT"
 
 const oldText = "package x\n\nreturn 1\n"
-
-func seedFiles(t *testing.T, env backend.Env) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
-}
 
 func readFile(t *testing.T, env backend.Env, name string) string {
 	t.Helper()
@@ -293,15 +288,23 @@ func toolResults(f *fakemodel.Server) []string {
 	return out
 }
 
+// fileTaskUnder runs fileTask in a fresh working directory holding old.txt,
+// with the given permission level; the visit must complete with the
+// model's normal final text.
+func fileTaskUnder(t *testing.T, s Suite, permissions string) (*Harness, backend.Env) {
+	h := s.harness(t)
+	env := NewEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
+	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env,
+		Settings: backend.Settings{Permissions: permissions}})
+	assert.Equal(t, "turn 1: "+fileTask, res.Text, "the model's final text after the last tool result")
+	return h, env
+}
+
 // editFiles: with permissions: edit, the CLI's own tools write a new file
 // and edit an existing one in the working directory.
 func editFiles(t *testing.T, s Suite) {
-	h := s.harness(t)
-	env := NewEnv(t)
-	seedFiles(t, env)
-	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env,
-		Settings: backend.Settings{Permissions: backend.PermissionEdit}})
-	assert.Equal(t, "turn 1: "+fileTask, res.Text, "the model's final text after the last tool result")
+	h, env := fileTaskUnder(t, s, backend.PermissionEdit)
 	assert.Equal(t, "hello\nworld\n", readFile(t, env, "new.txt"))
 	assert.Equal(t, "package x\n\nreturn 2\n", readFile(t, env, "old.txt"))
 	results := toolResults(h.Fake)
@@ -314,12 +317,7 @@ func editFiles(t *testing.T, s Suite) {
 // readOnly: with permissions: read-only, the same task leaves the files as
 // they were and the visit still completes.
 func readOnly(t *testing.T, s Suite) {
-	h := s.harness(t)
-	env := NewEnv(t)
-	seedFiles(t, env)
-	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env,
-		Settings: backend.Settings{Permissions: backend.PermissionReadOnly}})
-	assert.Equal(t, "turn 1: "+fileTask, res.Text)
+	h, env := fileTaskUnder(t, s, backend.PermissionReadOnly)
 	assert.Equal(t, "<absent>", readFile(t, env, "new.txt"))
 	assert.Equal(t, oldText, readFile(t, env, "old.txt"))
 	results := toolResults(h.Fake)

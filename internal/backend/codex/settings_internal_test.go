@@ -78,21 +78,12 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 
 func TestFingerprintFollowsSettings(t *testing.T) {
 	e := New(Options{Model: "m1"})
-	base := e.Fingerprint(backend.Request{})
-	seen := map[string]string{"none": base}
-	for name, s := range map[string]backend.Settings{
+	seen := clitest.DistinctFingerprints(t, e, map[string]backend.Settings{
 		"read-only": {Permissions: backend.PermissionReadOnly},
 		"edit":      {Permissions: backend.PermissionEdit},
 		"full":      {Permissions: backend.PermissionFull},
 		"system":    {SystemPrompt: "x"},
 		"append":    {AppendSystemPrompt: "x"},
-	} {
-		fp := e.Fingerprint(backend.Request{Settings: s})
-		for other, ofp := range seen {
-			assert.NotEqual(t, ofp, fp, "%s and %s", name, other)
-		}
-		seen[name] = fp
-	}
+	})
 	assert.Equal(t, New(Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}), seen["full"])
-	assert.Equal(t, base, e.Fingerprint(backend.Request{Settings: backend.Settings{Env: []string{"A"}}}))
 }
