@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/graph"
 )
 
@@ -55,6 +56,10 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
+	// The tool sees the same minimal environment as an agent CLI, plus the
+	// names its node and the worker's TETHER_PASS_ENV pass: never the
+	// worker's secrets by default.
+	cmd.Env = cliexec.Environ(append(cliexec.WorkerPassEnv(), node.Env...))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

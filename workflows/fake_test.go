@@ -44,6 +44,8 @@ func newFakeAgent(name string) *fakeAgent {
 
 func (f *fakeAgent) Name() string { return f.name }
 
+func (f *fakeAgent) Fingerprint(backend.Request) string { return "fp-" + f.name }
+
 func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -77,7 +79,7 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 		turn = "ANSWER:" + req.Answer.Text
 	}
 	disk[id] = append(disk[id], turn)
-	res := backend.Result{SessionID: id, Fingerprint: "fp-" + f.name}
+	res := backend.Result{SessionID: id, Fingerprint: f.Fingerprint(req)}
 	if strings.Contains(req.Prompt, "FAIL") {
 		return backend.Result{}, fmt.Errorf("%w: asked to fail", backend.ErrScript)
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Names of the known backends.
@@ -27,15 +28,85 @@ type Info struct {
 	// Persist reports whether the backend can resume a conversation on
 	// another machine: it has a packer and a resume flag.
 	Persist bool
+	// Honours lists the agent settings the backend can apply (SettingPermissions,
+	// SettingTools, ...); a node that sets another one is refused by graph
+	// validation. Env and Timeout every backend honours.
+	Honours []string
 }
 
+// Names of the agent settings that not every backend can apply, as the
+// graph DSL spells them.
+const (
+	SettingPermissions        = "permissions"
+	SettingTools              = "tools"
+	SettingDisallowedTools    = "disallowed_tools"
+	SettingSystemPrompt       = "system_prompt"
+	SettingAppendSystemPrompt = "append_system_prompt"
+)
+
+var allSettings = []string{SettingPermissions, SettingTools, SettingDisallowedTools, SettingSystemPrompt, SettingAppendSystemPrompt}
+
 var catalogue = []Info{
-	{Name: Scripted, Persist: true},
-	{Name: ClaudeCode, Persist: true},
-	{Name: Codex, Persist: true},
-	{Name: Pi, Persist: true},
+	// The scripted agent has no tools to limit; it takes every setting into
+	// its fingerprint, so that a dry run behaves like the real backend.
+	{Name: Scripted, Persist: true, Honours: allSettings},
+	{Name: ClaudeCode, Persist: true, Honours: allSettings},
+	// Codex has no tool allowlist or denylist: its tools come from its
+	// features and sandbox, not from names.
+	{Name: Codex, Persist: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
+	{Name: Pi, Persist: true, Honours: allSettings},
 	{Name: Kimi, Persist: false},
 	{Name: Grok, Persist: false},
+}
+
+// Honours reports whether backend name can apply the agent setting.
+func Honours(name, setting string) bool {
+	b, ok := Lookup(name)
+	if !ok {
+		return false
+	}
+	for _, s := range b.Honours {
+		if s == setting {
+			return true
+		}
+	}
+	return false
+}
+
+// Permission levels of an agent node: what the agent may do unattended.
+// Each backend maps them onto its CLI's own controls (docs/backends.md).
+const (
+	// PermissionReadOnly lets the agent read the working directory but
+	// never change it.
+	PermissionReadOnly = "read-only"
+	// PermissionEdit adds writing and editing files in the working
+	// directory.
+	PermissionEdit = "edit"
+	// PermissionFull lets the agent do anything, shell commands included,
+	// without a sandbox.
+	PermissionFull = "full"
+)
+
+// Permissions lists the permission levels, from least to most.
+func Permissions() []string { return []string{PermissionReadOnly, PermissionEdit, PermissionFull} }
+
+// Settings is what an agent node says its agent may do and how it is
+// instructed. Every field is optional: an empty one keeps the executor's
+// worker-wide default, and a set one overrides it.
+type Settings struct {
+	// Permissions is one of the Permission* levels, or "".
+	Permissions string
+	// Tools is an allowlist and DisallowedTools a denylist of the
+	// backend's own tool names; nil keeps the default.
+	Tools, DisallowedTools []string
+	// SystemPrompt replaces the backend's system prompt;
+	// AppendSystemPrompt is added to it.
+	SystemPrompt, AppendSystemPrompt string
+	// Env names worker environment variables passed on to the agent's
+	// process (names only: the values are the worker's).
+	Env []string
+	// Timeout bounds the visit; zero keeps the executor's.
+	Timeout time.Duration
 }
 
 // Lookup returns the catalogue entry for name.
@@ -103,6 +174,9 @@ type Request struct {
 	// human's reply to the pending question.
 	Answer *Answer
 	Env    Env
+	// Settings are the node's agent settings, over the executor's
+	// worker-wide defaults.
+	Settings Settings
 }
 
 // Answer is a human's reply to a question an agent asked mid-visit.
@@ -159,6 +233,12 @@ type SessionPacker interface {
 // capability, a packer factory.
 type Backend interface {
 	Executor
+	// Fingerprint is the fingerprint a visit of req will run under, known
+	// before it runs: the node's settings over the executor's defaults,
+	// the model, and whatever else changes what the model sees or may do
+	// (never env names, timeouts, endpoints or keys). Execute reports the
+	// same value in Result.Fingerprint.
+	Fingerprint(req Request) string
 	// Packer returns the packer bound to env, or nil when the backend
 	// cannot persist.
 	Packer(env Env) SessionPacker

@@ -6,8 +6,9 @@ import (
 )
 
 type anthropicRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -22,7 +23,22 @@ func (req anthropicRequest) conversation() conversation {
 	for _, t := range req.Tools {
 		c.tools = append(c.tools, t.Name)
 	}
+	for _, t := range contentTexts(req.System) {
+		c.noteText(t)
+	}
 	for i, m := range req.Messages {
+		switch m.Role {
+		case "assistant":
+			for _, b := range contentParts(m.Content) {
+				if b.Type == "tool_use" {
+					c.callsSincePrompt++
+				}
+			}
+		case "system":
+			for _, t := range contentTexts(m.Content) {
+				c.noteText(t)
+			}
+		}
 		if m.Role != "user" {
 			continue
 		}
@@ -30,6 +46,7 @@ func (req anthropicRequest) conversation() conversation {
 		for _, b := range contentParts(m.Content) {
 			switch b.Type {
 			case "text":
+				c.noteText(b.Text)
 				texts = append(texts, b.Text)
 			case "tool_result":
 				if i == len(req.Messages)-1 {

@@ -40,6 +40,13 @@ type conversation struct {
 	tools           []string
 	afterToolResult bool
 	toolResult      string
+	// callsSincePrompt counts the model's tool calls after the latest
+	// prompt: how far the turn's file cues have got.
+	callsSincePrompt int
+	// cwd is the CLI's working directory, when the request says it.
+	cwd string
+	// customTools are the offered Responses API custom (freeform) tools.
+	customTools map[string]bool
 }
 
 // addPrompt adds the human-typed part of a user message's texts, if any,
@@ -53,6 +60,16 @@ func (c *conversation) addPrompt(texts []string) {
 	}
 	if len(typed) > 0 {
 		c.prompts = append(c.prompts, strings.Join(typed, "\n"))
+		c.callsSincePrompt = 0
+	}
+}
+
+// noteText looks for the CLI's working directory in text the CLI sent; the
+// latest mention wins, since a resumed conversation still holds the
+// working directory of its earlier turns.
+func (c *conversation) noteText(text string) {
+	if d := findCwd(text); d != "" {
+		c.cwd = d
 	}
 }
 
@@ -67,7 +84,8 @@ func (c *conversation) endWithToolResult(texts []string) {
 type reply struct {
 	text   string
 	tool   string // set for a tool call
-	args   string // the tool call's JSON arguments
+	args   string // the tool call's JSON arguments (a custom tool's input)
+	custom bool   // a Responses API custom tool call
 	delay  time.Duration
 	status int // non-zero: answer with this HTTP error
 }
@@ -85,6 +103,10 @@ func (r reply) String() string {
 // Reply computes the deterministic answer to a conversation.
 func (c conversation) reply() reply {
 	n := len(c.prompts)
+	if plan := c.filePlan(); c.callsSincePrompt < len(plan) {
+		next := plan[c.callsSincePrompt]
+		return reply{tool: next.name, args: next.args, custom: next.custom}
+	}
 	normal := fmt.Sprintf("turn %d: %s", n, strings.Join(c.prompts, " | "))
 	if c.afterToolResult || n == 0 {
 		r := reply{text: normal}

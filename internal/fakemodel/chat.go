@@ -9,8 +9,9 @@ type chatRequest struct {
 	Model    string `json:"model"`
 	Stream   bool   `json:"stream"`
 	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []struct{}      `json:"tool_calls"`
 	} `json:"messages"`
 	Tools []struct {
 		Function struct {
@@ -26,6 +27,12 @@ func (req chatRequest) conversation() conversation {
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
+		case "system", "developer":
+			for _, t := range contentTexts(m.Content) {
+				c.noteText(t)
+			}
+		case "assistant":
+			c.callsSincePrompt += len(m.ToolCalls)
 		case "user":
 			c.addPrompt(contentTexts(m.Content))
 		case "tool":

@@ -8,10 +8,11 @@ import (
 )
 
 type responsesRequest struct {
-	Model  string            `json:"model"`
-	Stream bool              `json:"stream"`
-	Input  json.RawMessage   `json:"input"`
-	Tools  []json.RawMessage `json:"tools"`
+	Model        string            `json:"model"`
+	Stream       bool              `json:"stream"`
+	Instructions string            `json:"instructions"`
+	Input        json.RawMessage   `json:"input"`
+	Tools        []json.RawMessage `json:"tools"`
 }
 
 type responsesItem struct {
@@ -53,6 +54,14 @@ func responsesToolNames(tools []json.RawMessage) []string {
 func (req responsesRequest) conversation() conversation {
 	var c conversation
 	c.tools = responsesToolNames(req.Tools)
+	c.customTools = map[string]bool{}
+	for _, raw := range req.Tools {
+		var t struct{ Type, Name string }
+		if json.Unmarshal(raw, &t) == nil && t.Type == "custom" {
+			c.customTools[t.Name] = true
+		}
+	}
+	c.noteText(req.Instructions)
 	var s string
 	if json.Unmarshal(req.Input, &s) == nil {
 		c.prompts = []string{s}
@@ -63,7 +72,12 @@ func (req responsesRequest) conversation() conversation {
 	for i, it := range items {
 		switch {
 		case (it.Type == "message" || it.Type == "") && it.Role == "user":
+			for _, t := range contentTexts(it.Content) {
+				c.noteText(t)
+			}
 			c.addPrompt(contentTexts(it.Content))
+		case it.Type == "function_call" || it.Type == "custom_tool_call" || it.Type == "local_shell_call":
+			c.callsSincePrompt++
 		case strings.HasSuffix(it.Type, "_call_output") && i == len(items)-1:
 			c.endWithToolResult(contentTexts(it.Output))
 		}
@@ -79,7 +93,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) 
 	}
 	respID := fakeID("resp_", id)
 	var item map[string]any
-	if rep.tool != "" {
+	switch {
+	case rep.custom:
+		item = map[string]any{"type": "custom_tool_call", "id": fakeID("ctc_", id),
+			"call_id": fakeID("call_", id), "name": rep.tool, "input": rep.args, "status": "completed"}
+	case rep.tool != "":
 		name, namespace := rep.tool, ""
 		if i := strings.IndexByte(name, 0); i >= 0 {
 			namespace, name = name[:i], name[i+1:]
@@ -89,7 +107,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) 
 		if namespace != "" {
 			item["namespace"] = namespace
 		}
-	} else {
+	default:
 		item = map[string]any{"type": "message", "id": fakeID("msg_", id), "role": "assistant",
 			"status": "completed", "content": []any{map[string]any{"type": "output_text", "text": rep.text, "annotations": []any{}}}}
 	}
@@ -107,9 +125,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) 
 		"response": map[string]any{"id": respID, "object": "response", "model": req.Model, "status": "in_progress", "output": []any{}}})
 	added := maps.Clone(item)
 	added["status"] = "in_progress"
-	if rep.tool == "" {
+	switch {
+	case rep.custom:
+		added["input"] = ""
+	case rep.tool == "":
 		added["content"] = []any{}
-	} else {
+	default:
 		added["arguments"] = ""
 	}
 	sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "sequence_number": 1,

@@ -7,7 +7,10 @@
 // "turn N: p1 | p2 | ... | pN" where p1..pN are the real user prompts found
 // in the request (text the CLIs inject, such as system reminders and
 // environment context, is ignored). Cues in the latest prompt change the
-// reply; see Cue* constants.
+// reply; see Cue* constants. File cues (WRITE_FILE, EDIT_FILE, see
+// files.go) make the model write and edit files through the asking CLI's
+// own tools, on the turn they name, wherever in the conversation they are
+// written.
 package fakemodel
 
 import (

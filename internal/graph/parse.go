@@ -259,7 +259,7 @@ func misplaced(t reflect.Type, key string) string {
 	others := []struct {
 		t    reflect.Type
 		name string
-	}{{reflect.TypeFor[Node](), "nodes"}, {reflect.TypeFor[Edge](), "edges"}, {reflect.TypeFor[Graph](), "the top level"}, {reflect.TypeFor[Input](), "inputs"}}
+	}{{reflect.TypeFor[Node](), "nodes"}, {reflect.TypeFor[Edge](), "edges"}, {reflect.TypeFor[Graph](), "the top level"}, {reflect.TypeFor[Input](), "inputs"}, {reflect.TypeFor[WorkspaceSource](), "workspace"}}
 	for _, o := range others {
 		if o.t == t {
 			continue
@@ -298,6 +298,17 @@ func (d *decoder) scalarString(ps []*ast.MappingValueNode, key string) string {
 func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.Value) {
 	d.src.set(path, posOf(n))
 	name := path[strings.LastIndex(path, ".")+1:]
+
+	// A DSL struct behind a pointer (workspace) is walked like the others.
+	if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
+		if isNull(d.resolve(n)) {
+			return
+		}
+		ev := reflect.New(fv.Type().Elem())
+		d.decodeStruct(n, path, name, ev.Elem())
+		fv.Set(ev)
+		return
+	}
 
 	// Lists of DSL structs (inputs, nodes, edges) are walked here, so that
 	// their own fields get the same treatment.
@@ -415,7 +426,7 @@ func valueHint(field string) string {
 		return " (write a Go duration such as 90s or 5m)"
 	case "max_visits":
 		return " (write a whole number)"
-	case "run", "script", "fallback":
+	case "run", "script", "fallback", "tools", "disallowed_tools", "env":
 		return " (write a list of strings)"
 	}
 	return ""

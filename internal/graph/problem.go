@@ -72,6 +72,10 @@ const (
 	CodeDuplicateInput    = "G039"
 	CodeJoinsDiffer       = "G040"
 	CodeBadID             = "G041"
+	CodeBadPermissions    = "G042"
+	CodeBadEnvName        = "G043"
+	CodeUnsupported       = "G044"
+	CodeBadWorkspace      = "G045"
 )
 
 // CodeInfo describes one problem code.
@@ -119,6 +123,10 @@ var codeTable = []CodeInfo{
 	{CodeDuplicateInput, SeverityError, "two declared inputs share a name"},
 	{CodeJoinsDiffer, SeverityError, "the branches of one fan-out meet at different joins"},
 	{CodeBadID, SeverityError, "a node id with characters other than letters, digits, '_' and '-'"},
+	{CodeBadPermissions, SeverityError, "permissions has a value other than read-only, edit and full"},
+	{CodeBadEnvName, SeverityError, "an env entry that is not an environment variable name"},
+	{CodeUnsupported, SeverityError, "an agent setting the node's backend (or a fallback) cannot honour"},
+	{CodeBadWorkspace, SeverityError, "workspace has no from"},
 }
 
 // Codes lists every problem code, in code order.

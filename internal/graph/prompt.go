@@ -14,15 +14,18 @@ import (
 //	.input   the node's input for this visit (a mapping)
 //	.output  the node's own output from its previous visit (an empty
 //	         mapping on visit 1)
-//	.visit   this visit's number, from 1
+//	.visit      this visit's number, from 1
+//	.workspace  what the runtime says of the run's workspace (diff,
+//	            commit, base); an empty mapping when it says nothing
 type PromptData struct {
-	Input  map[string]any
-	Output map[string]any
-	Visit  int
+	Input     map[string]any
+	Output    map[string]any
+	Visit     int
+	Workspace map[string]any
 }
 
 // promptFields are the names a prompt may start a field reference with.
-var promptFields = []string{"input", "output", "visit"}
+var promptFields = []string{"input", "output", "visit", "workspace"}
 
 var promptFuncs = template.FuncMap{
 	// json writes a value as compact JSON with sorted keys, e.g. to show
@@ -51,15 +54,15 @@ func RenderPrompt(tmpl string, data PromptData) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("graph: prompt: %w", err)
 	}
-	in, out := data.Input, data.Output
-	if in == nil {
-		in = map[string]any{}
-	}
-	if out == nil {
-		out = map[string]any{}
+	orEmpty := func(m map[string]any) map[string]any {
+		if m == nil {
+			return map[string]any{}
+		}
+		return m
 	}
 	var b strings.Builder
-	if err := t.Execute(&b, map[string]any{"input": in, "output": out, "visit": data.Visit}); err != nil {
+	if err := t.Execute(&b, map[string]any{"input": orEmpty(data.Input), "output": orEmpty(data.Output),
+		"visit": data.Visit, "workspace": orEmpty(data.Workspace)}); err != nil {
 		return "", fmt.Errorf("graph: prompt: %w", err)
 	}
 	return b.String(), nil
@@ -67,7 +70,7 @@ func RenderPrompt(tmpl string, data PromptData) (string, error) {
 
 // CheckPrompt reports what is wrong with a prompt template without running
 // it: a syntax error, an unknown function, or a field other than .input,
-// .output and .visit at the top level.
+// .output, .visit and .workspace at the top level.
 func CheckPrompt(src string) error {
 	t, err := parsePrompt(src)
 	if err != nil {
@@ -79,13 +82,13 @@ func CheckPrompt(src string) error {
 	var bad []string
 	checkPromptNode(t.Tree.Root, true, &bad)
 	if len(bad) > 0 {
-		return fmt.Errorf("it refers to %s, which a template does not have; templates see .input (the node's input), .output (its previous output) and .visit (the visit number, from 1)", strings.Join(bad, ", "))
+		return fmt.Errorf("it refers to %s, which a template does not have; templates see .input (the node's input), .output (its previous output), .visit (the visit number, from 1) and .workspace (the run's workspace: diff, commit, base)", strings.Join(bad, ", "))
 	}
 	return nil
 }
 
 // checkPromptNode collects field references that start from the template's
-// top-level data with a name other than input, output and visit. rootDot
+// top-level data with a name other than input, output, visit and workspace. rootDot
 // says whether dot is still the top-level data here (with and range move it).
 func checkPromptNode(n parse.Node, rootDot bool, bad *[]string) {
 	note := func(ident []string, prefix string) {

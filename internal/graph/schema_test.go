@@ -84,6 +84,9 @@ func TestSchemaRejectsWhatTheDSLRejects(t *testing.T) {
 		"bad timeout":             "start: a\nnodes: [{id: a, kind: tool, run: [x], timeout: soon}]\n",
 		"edge without to":         "start: a\nnodes: [{id: a, kind: end}]\nedges: [{from: a}]\n",
 		"input without name":      "start: a\nnodes: [{id: a, kind: end}]\ninputs: [{default: 1}]\n",
+		"bad permissions":         "start: a\nnodes: [{id: a, kind: agent, backend: pi, permissions: write}]\n",
+		"env with a value":        "start: a\nnodes: [{id: a, kind: agent, backend: pi, env: [A=b]}]\n",
+		"workspace without from":  "start: a\nnodes: [{id: a, kind: end}]\nworkspace: {ref: main}\n",
 	}
 	for name, src := range bad {
 		assert.Error(t, sch.Validate(yamlInstance(t, []byte(src))), name)
@@ -116,6 +119,7 @@ func TestSchemaEnumsMatchGo(t *testing.T) {
 	node := schema["$defs"].(map[string]any)["node"].(map[string]any)
 	fanout := node["properties"].(map[string]any)["fanout"].(map[string]any)
 	assert.Equal(t, []any{FanoutAll}, fanout["enum"])
+	assert.Equal(t, backend.Permissions(), schemaEnum(t, schema, "permissions"))
 }
 
 func TestSchemaFieldsMatchGo(t *testing.T) {
@@ -141,6 +145,7 @@ func TestSchemaFieldsMatchGo(t *testing.T) {
 	assert.Equal(t, goFields(reflect.TypeFor[Node]()), props(defs["node"]), "node")
 	assert.Equal(t, goFields(reflect.TypeFor[Edge]()), props(defs["edge"]), "edge")
 	assert.Equal(t, goFields(reflect.TypeFor[Input]()), props(defs["input"]), "input")
+	assert.Equal(t, goFields(reflect.TypeFor[WorkspaceSource]()), props(schema["properties"].(map[string]any)["workspace"]), "workspace")
 }
 
 func TestDocsListEveryCode(t *testing.T) {

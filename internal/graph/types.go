@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tether-run/tether/internal/backend"
 )
 
 // Graph is one workflow graph: nodes joined by edges, entered at Start.
@@ -18,13 +20,23 @@ type Graph struct {
 	Name   string  `json:"name" yaml:"name"`
 	Start  string  `json:"start" yaml:"start"`
 	Inputs []Input `json:"inputs,omitempty" yaml:"inputs,omitempty"`
-	Nodes  []Node  `json:"nodes" yaml:"nodes"`
-	Edges  []Edge  `json:"edges,omitempty" yaml:"edges,omitempty"`
+	// Workspace, when set, is what the run's workspace starts from.
+	Workspace *WorkspaceSource `json:"workspace,omitempty" yaml:"workspace,omitempty"`
+	Nodes     []Node           `json:"nodes" yaml:"nodes"`
+	Edges     []Edge           `json:"edges,omitempty" yaml:"edges,omitempty"`
 
 	// Source says where each part of the graph was written; Parse sets it
 	// so that problems can point at a line and column. Like Pos, it is
 	// never encoded.
 	Source *Source `json:"-" yaml:"-"`
+}
+
+// WorkspaceSource says what a run's workspace starts from: From is a
+// directory, or a git repository path or URL, and Ref the git ref to check
+// out when From is a repository. Both are templates over .input.
+type WorkspaceSource struct {
+	From string `json:"from,omitempty" yaml:"from,omitempty"`
+	Ref  string `json:"ref,omitempty" yaml:"ref,omitempty"`
 }
 
 // Input declares one run input and its default.
@@ -68,17 +80,43 @@ type Node struct {
 	Script   []string    `json:"script,omitempty" yaml:"script,omitempty"`
 	Model    string      `json:"model,omitempty" yaml:"model,omitempty"`
 	Workdir  string      `json:"workdir,omitempty" yaml:"workdir,omitempty"`
+	// Permissions is one of backend.Permissions(); empty keeps the
+	// worker's default.
+	Permissions string `json:"permissions,omitempty" yaml:"permissions,omitempty"`
+	// Tools and DisallowedTools list the backend's own tool names.
+	Tools              []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+	DisallowedTools    []string `json:"disallowed_tools,omitempty" yaml:"disallowed_tools,omitempty"`
+	SystemPrompt       string   `json:"system_prompt,omitempty" yaml:"system_prompt,omitempty"`
+	AppendSystemPrompt string   `json:"append_system_prompt,omitempty" yaml:"append_system_prompt,omitempty"`
 
 	// Human nodes.
 	Question string `json:"question,omitempty" yaml:"question,omitempty"`
 
 	// Tool nodes.
-	Run     []string `json:"run,omitempty" yaml:"run,omitempty"`
+	Run []string `json:"run,omitempty" yaml:"run,omitempty"`
+
+	// Agent and tool nodes. Env names worker environment variables passed
+	// to the agent CLI or the tool (names only, never values); Timeout
+	// bounds one visit.
+	Env     []string `json:"env,omitempty" yaml:"env,omitempty"`
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 
 	// Pos is where the node was declared; it is not part of the graph's
 	// identity and never encoded.
 	Pos Pos `json:"-" yaml:"-"`
+}
+
+// AgentSettings are the node's agent settings, for backend.Request.
+func (n Node) AgentSettings() backend.Settings {
+	return backend.Settings{
+		Permissions:        n.Permissions,
+		Tools:              n.Tools,
+		DisallowedTools:    n.DisallowedTools,
+		SystemPrompt:       n.SystemPrompt,
+		AppendSystemPrompt: n.AppendSystemPrompt,
+		Env:                n.Env,
+		Timeout:            time.Duration(n.Timeout),
+	}
 }
 
 // Edge joins two nodes. When is an expr-lang boolean over output, input and

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr/file"
@@ -21,6 +22,7 @@ func Validate(g *Graph) Problems {
 	}
 	v := &validator{g: g, src: g.Source, index: map[string]int{}}
 	v.checkInputs()
+	v.checkWorkspace()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
@@ -138,6 +140,7 @@ func (v *validator) checkNodes() {
 		case KindAgent:
 			v.checkAgent(i, name)
 		case KindTool:
+			v.checkEnv(i, name)
 			if len(n.Run) == 0 || n.Run[0] == "" {
 				v.add(CodeMissingRun, v.at(path+".run", path), n.ID, "tool node %s has no run; give the command as a list, e.g. run: [go, test, ./...]", name)
 			}
@@ -174,6 +177,100 @@ func (v *validator) checkAgent(i int, name string) {
 		}
 	}
 	v.checkTemplate(n.Prompt, "the prompt of node "+name, v.at(path+".prompt", path), n.ID)
+	if n.Permissions != "" && !slices.Contains(backend.Permissions(), n.Permissions) {
+		v.add(CodeBadPermissions, v.at(path+".permissions", path), n.ID, "agent node %s has permissions %q; %suse one of %s, or leave it out for the worker's default", name, n.Permissions, didYouMean(n.Permissions, backend.Permissions()), strings.Join(backend.Permissions(), ", "))
+	}
+	v.checkEnv(i, name)
+	v.checkSupported(i, name)
+}
+
+// settingsOf lists the agent settings node n sets that not every backend
+// honours, by their DSL names.
+func settingsOf(n *Node) []string {
+	var out []string
+	for _, s := range []struct {
+		name string
+		set  bool
+	}{
+		{backend.SettingPermissions, n.Permissions != ""},
+		{backend.SettingTools, n.Tools != nil},
+		{backend.SettingDisallowedTools, n.DisallowedTools != nil},
+		{backend.SettingSystemPrompt, n.SystemPrompt != ""},
+		{backend.SettingAppendSystemPrompt, n.AppendSystemPrompt != ""},
+	} {
+		if s.set {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+// checkSupported refuses a setting that the node's backend or one of its
+// fallbacks cannot honour: the visit would run with more (or other) power
+// than the graph says.
+func (v *validator) checkSupported(i int, name string) {
+	n := &v.g.Nodes[i]
+	path := nodePath(i)
+	backends := append([]string{n.Backend}, n.Fallback...)
+	for _, setting := range settingsOf(n) {
+		for j, b := range backends {
+			if _, known := backend.Lookup(b); !known || backend.Honours(b, setting) {
+				continue
+			}
+			var can []string
+			for _, k := range backend.Known() {
+				if backend.Honours(k, setting) {
+					can = append(can, k)
+				}
+			}
+			role := "backend"
+			if j > 0 {
+				role = "fallback backend"
+			}
+			v.add(CodeUnsupported, v.at(path+"."+setting, path), n.ID, "agent node %s sets %s, but its %s %s cannot honour it (see docs/backends.md); remove %s, or run the node on a backend that can: %s", name, setting, role, b, setting, strings.Join(can, ", "))
+		}
+	}
+}
+
+// checkEnv checks that every env entry names a variable: env passes the
+// worker's values of the variables named, never values written in the graph.
+func (v *validator) checkEnv(i int, name string) {
+	n := &v.g.Nodes[i]
+	path := nodePath(i)
+	for j, e := range n.Env {
+		if !validEnvName(e) {
+			hint := "write only the variable's name"
+			if k, _, ok := strings.Cut(e, "="); ok && validEnvName(k) {
+				hint = fmt.Sprintf("write only the name %q: the value is the worker's own, never written in the graph", k)
+			}
+			v.add(CodeBadEnvName, v.at(path+".env", path), n.ID, "env entry %d of node %s, %q, is not an environment variable name (letters, digits and '_', not starting with a digit); %s", j+1, name, e, hint)
+		}
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkWorkspace checks the graph's workspace source, when it has one.
+func (v *validator) checkWorkspace() {
+	w := v.g.Workspace
+	if w == nil {
+		return
+	}
+	if strings.TrimSpace(w.From) == "" {
+		v.add(CodeBadWorkspace, v.at("workspace.from", "workspace"), "", "workspace has no from; set from to a directory or a git repository (path or URL) the run's workspace starts from, e.g. from: \"{{.input.repo}}\", or remove workspace")
+	}
+	v.checkTemplate(w.From, "workspace from", v.at("workspace.from", "workspace"), "")
+	v.checkTemplate(w.Ref, "workspace ref", v.at("workspace.ref", "workspace"), "")
 }
 
 // checkTemplate checks a prompt, a question or a run argument: all three
@@ -216,8 +313,14 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"model", n.Model != "", []Kind{KindAgent}},
 		{"workdir", n.Workdir != "", []Kind{KindAgent}},
 		{"question", n.Question != "", []Kind{KindHuman}},
+		{"permissions", n.Permissions != "", []Kind{KindAgent}},
+		{"tools", n.Tools != nil, []Kind{KindAgent}},
+		{"disallowed_tools", n.DisallowedTools != nil, []Kind{KindAgent}},
+		{"system_prompt", n.SystemPrompt != "", []Kind{KindAgent}},
+		{"append_system_prompt", n.AppendSystemPrompt != "", []Kind{KindAgent}},
 		{"run", len(n.Run) > 0, []Kind{KindTool}},
-		{"timeout", n.Timeout != 0, []Kind{KindTool}},
+		{"env", len(n.Env) > 0, []Kind{KindAgent, KindTool}},
+		{"timeout", n.Timeout != 0, []Kind{KindAgent, KindTool}},
 		{"fanout", n.Fanout != "", []Kind{KindAgent, KindHuman, KindTool, KindJoin}},
 	}
 	path := nodePath(i)

@@ -344,7 +344,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 	for _, p := range Validate(g) {
 		seen[p.Code] = true
 	}
-	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID} {
+	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
+		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

@@ -8,6 +8,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/codex"
 	"github.com/tether-run/tether/internal/backend/pi"
 )
@@ -34,15 +35,20 @@ type BackendConfig struct {
 	TempDir string
 	// ClaudePermissionMode is Claude Code's --permission-mode and
 	// CodexSandbox Codex's sandbox; empty keeps each CLI's default, which
-	// does not let the agent edit files unattended.
+	// does not let the agent edit files unattended. They are defaults
+	// only: a node's permissions override them.
 	ClaudePermissionMode string
 	CodexSandbox         string
+	// PassEnv names worker environment variables every agent CLI gets
+	// besides the minimal base (cliexec.BaseEnv) and the node's own env
+	// (TETHER_PASS_ENV, comma-separated).
+	PassEnv []string
 }
 
 // BackendConfigFromEnv reads TETHER_CLI_BIN, ANTHROPIC_BASE_URL,
-// OPENAI_BASE_URL, TETHER_MODEL_<BACKEND>, TETHER_CLAUDE_PERMISSION_MODE
-// and TETHER_CODEX_SANDBOX, and serves ask_user from this very binary (see
-// askuser.Subcommand).
+// OPENAI_BASE_URL, TETHER_MODEL_<BACKEND>, TETHER_CLAUDE_PERMISSION_MODE,
+// TETHER_CODEX_SANDBOX and TETHER_PASS_ENV, and serves ask_user from this
+// very binary (see askuser.Subcommand).
 func BackendConfigFromEnv() BackendConfig {
 	cfg := BackendConfig{
 		CLIBin:               os.Getenv("TETHER_CLI_BIN"),
@@ -51,6 +57,7 @@ func BackendConfigFromEnv() BackendConfig {
 		Model:                map[string]string{},
 		ClaudePermissionMode: os.Getenv("TETHER_CLAUDE_PERMISSION_MODE"),
 		CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
+		PassEnv:              cliexec.WorkerPassEnv(),
 	}
 	for _, b := range []string{"claude_code", "codex", "pi"} {
 		if m := os.Getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
@@ -74,15 +81,15 @@ func NewBackends(cfg BackendConfig) (activities.Backends, error) {
 	bs := activities.Backends{
 		claude.New(claude.Options{
 			BinDir: binDir, BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"], APIKey: cfg.APIKey["claude_code"],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PermissionMode: cfg.ClaudePermissionMode,
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PermissionMode: cfg.ClaudePermissionMode, PassEnv: cfg.PassEnv,
 		}),
 		codex.New(codex.Options{
 			BinDir: binDir, BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"], APIKey: cfg.APIKey["codex"],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir, Sandbox: cfg.CodexSandbox,
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir, Sandbox: cfg.CodexSandbox, PassEnv: cfg.PassEnv,
 		}),
 		pi.New(pi.Options{
 			BinDir: binDir, BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"], APIKey: cfg.APIKey["pi"],
-			AskUser: true, TempDir: cfg.TempDir,
+			AskUser: true, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv,
 		}),
 	}
 	return withBuiltins(bs, cfg)

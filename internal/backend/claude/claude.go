@@ -45,7 +45,8 @@ type Options struct {
 	DisallowedTools []string
 	// PermissionMode is --permission-mode (acceptEdits, bypassPermissions,
 	// ...); empty keeps the CLI's default. bypassPermissions as root sets
-	// IS_SANDBOX=1, which the CLI requires there.
+	// IS_SANDBOX=1, which the CLI requires there. A node's permissions
+	// override it (see PermissionModes).
 	PermissionMode string
 	// AskUser is the argv that starts the ask_user MCP server, without
 	// --record (for the worker: its own executable and askuser.Subcommand).
@@ -56,6 +57,9 @@ type Options struct {
 	AskUserGrace time.Duration
 	// Timeout bounds one visit; zero means only the context bounds it.
 	Timeout time.Duration
+	// PassEnv names worker environment variables every visit's CLI gets
+	// (see cliexec.Environ).
+	PassEnv []string
 	// Heartbeat is called with the visit's context every HeartbeatEvery
 	// while the CLI runs (for activity.RecordHeartbeat).
 	Heartbeat      func(ctx context.Context, details any)
@@ -81,7 +85,7 @@ func New(opts Options) *Executor {
 	}
 	return &Executor{opts: opts, cli: cliexec.CLI{
 		Backend: backend.ClaudeCode, Bin: "claude", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
+		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
 		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
 	}}
 }
@@ -99,18 +103,48 @@ var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(e
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
 const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
 
-// Fingerprint hashes what defines a conversation with model (empty: the
-// executor's default); see cliexec.Conversation for the fields.
-func (e *Executor) Fingerprint(model string) string {
+// PermissionModes maps a node's permission level to Claude Code's
+// --permission-mode. read-only is dontAsk: in a non-interactive run it
+// denies every tool use that needs approval (Write, Edit, most Bash) and
+// tells the model so, while reads go on.
+var PermissionModes = map[string]string{
+	backend.PermissionReadOnly: "dontAsk",
+	backend.PermissionEdit:     "acceptEdits",
+	backend.PermissionFull:     "bypassPermissions",
+}
+
+// visitSettings is what one visit runs with: the node's settings over the
+// executor's options.
+type visitSettings struct {
+	model, systemPrompt, appendSystemPrompt, permissionMode string
+	tools, disallowedTools                                  []string
+}
+
+func (e *Executor) settings(req backend.Request) visitSettings {
+	s := req.Settings
+	return visitSettings{
+		model:              e.cli.ModelFor(req.Model),
+		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
+		appendSystemPrompt: cliexec.Pick(s.AppendSystemPrompt, e.opts.AppendSystemPrompt),
+		permissionMode:     cliexec.Pick(PermissionModes[s.Permissions], e.opts.PermissionMode),
+		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
+		disallowedTools:    cliexec.PickList(s.DisallowedTools, e.opts.DisallowedTools),
+	}
+}
+
+// Fingerprint hashes what defines the conversation a visit of req runs
+// (see cliexec.Conversation for the fields).
+func (e *Executor) Fingerprint(req backend.Request) string {
+	v := e.settings(req)
 	return cliexec.Fingerprint(cliexec.Conversation{
 		Backend:            backend.ClaudeCode,
-		Model:              e.cli.ModelFor(model),
-		SystemPrompt:       e.opts.SystemPrompt,
-		AppendSystemPrompt: e.opts.AppendSystemPrompt,
-		Tools:              e.opts.Tools,
+		Model:              v.model,
+		SystemPrompt:       v.systemPrompt,
+		AppendSystemPrompt: v.appendSystemPrompt,
+		Tools:              v.tools,
 		AllowedTools:       e.opts.AllowedTools,
-		DisallowedTools:    e.opts.DisallowedTools,
-		Permission:         e.opts.PermissionMode,
+		DisallowedTools:    v.disallowedTools,
+		Permission:         v.permissionMode,
 		MCPTools:           e.cli.MCPTools(),
 	})
 }
@@ -129,7 +163,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	}
 	var st stream
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = args, e.env(req.Env), st.line
+	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
@@ -143,7 +177,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, runErr
 	}
 	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req.Model)
+	res.Fingerprint = e.Fingerprint(req)
 	res.Text = st.result
 	ask, err := visit.Interaction(st.askUserID)
 	if err != nil {
@@ -165,6 +199,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 }
 
 func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
+	v := e.settings(req)
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
 	if visit.Model != "" {
 		a = append(a, "--model", visit.Model)
@@ -175,17 +210,17 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, er
 			a = append(a, "--fork-session")
 		}
 	}
-	if e.opts.SystemPrompt != "" {
-		a = append(a, "--system-prompt", e.opts.SystemPrompt)
+	if v.systemPrompt != "" {
+		a = append(a, "--system-prompt", v.systemPrompt)
 	}
-	if e.opts.AppendSystemPrompt != "" {
-		a = append(a, "--append-system-prompt", e.opts.AppendSystemPrompt)
+	if v.appendSystemPrompt != "" {
+		a = append(a, "--append-system-prompt", v.appendSystemPrompt)
 	}
-	if e.opts.Tools != nil {
-		a = append(a, "--tools", strings.Join(e.opts.Tools, ","))
+	if v.tools != nil {
+		a = append(a, "--tools", strings.Join(v.tools, ","))
 	}
-	if e.opts.PermissionMode != "" {
-		a = append(a, "--permission-mode", e.opts.PermissionMode)
+	if v.permissionMode != "" {
+		a = append(a, "--permission-mode", v.permissionMode)
 	}
 	allowed := append([]string(nil), e.opts.AllowedTools...)
 	if e.opts.AskUser != nil {
@@ -210,15 +245,16 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, er
 	if len(allowed) > 0 {
 		a = append(a, "--allowedTools", strings.Join(allowed, ","))
 	}
-	if len(e.opts.DisallowedTools) > 0 {
-		a = append(a, "--disallowedTools", strings.Join(e.opts.DisallowedTools, ","))
+	if len(v.disallowedTools) > 0 {
+		a = append(a, "--disallowedTools", strings.Join(v.disallowedTools, ","))
 	}
 	return a, nil
 }
 
-// env is the CLI's environment: the worker's, minus anything that would
-// point Claude Code elsewhere, plus the visit's root and endpoint.
-func (e *Executor) env(env backend.Env) []string {
+// env is the CLI's environment: the base and the names the worker and the
+// node pass (cliexec.Environ), plus the visit's root and endpoint.
+func (e *Executor) env(req backend.Request) []string {
+	env := req.Env
 	key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
@@ -230,11 +266,11 @@ func (e *Executor) env(env backend.Env) []string {
 	if e.opts.BaseURL != "" {
 		set = append(set, "ANTHROPIC_BASE_URL="+e.opts.BaseURL)
 	}
-	if e.opts.PermissionMode == "bypassPermissions" && os.Geteuid() == 0 {
+	if e.settings(req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")
 	}
 	set = append(set, e.opts.Env...)
-	return cliexec.Environ([]string{"ANTHROPIC_*", "CLAUDE_CONFIG_DIR", "CLAUDECODE", "CLAUDE_CODE_*", "IS_SANDBOX"}, set...)
+	return e.cli.Environ(req, set...)
 }
 
 func missingSession(stderr string, errs []string) bool {

@@ -36,9 +36,10 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "projects", "*", id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID:     "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
-	AskUserTool:   claude.AskUserTool,
-	PendingPrefix: "toolu_",
+	MissingID:      "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
+	AskUserTool:    claude.AskUserTool,
+	PendingPrefix:  "toolu_",
+	ReadOnlyDenial: "Permission to use",
 }
 
 func TestClaudeCode(t *testing.T) { clitest.Run(t, suite) }
@@ -46,13 +47,13 @@ func TestClaudeCode(t *testing.T) { clitest.Run(t, suite) }
 func TestFingerprint(t *testing.T) {
 	a := claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"}})
 	b := claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Bash", "Read"}, BaseURL: "http://elsewhere", Timeout: time.Hour})
-	assert.Equal(t, a.Fingerprint(""), b.Fingerprint(""), "tool order, endpoint and timeout do not matter")
-	assert.NotEqual(t, a.Fingerprint(""), a.Fingerprint("m2"))
-	assert.NotEqual(t, a.Fingerprint(""), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read"}}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
-		PermissionMode: "bypassPermissions"}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
-		AskUser: []string{"x"}}).Fingerprint(""))
+	assert.Equal(t, a.Fingerprint(backend.Request{}), b.Fingerprint(backend.Request{}), "tool order, endpoint and timeout do not matter")
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read"}}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
+		PermissionMode: "bypassPermissions"}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
+		AskUser: []string{"x"}}).Fingerprint(backend.Request{}))
 }
 
 // TestBypassPermissions runs with bypassPermissions; as root this works only

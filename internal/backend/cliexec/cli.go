@@ -26,8 +26,12 @@ type CLI struct {
 	Model string
 	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
 	TempDir string
-	// Timeout bounds one visit; zero means only the context bounds it.
+	// Timeout bounds one visit unless the request's settings give their
+	// own; zero means only the context bounds it.
 	Timeout time.Duration
+	// PassEnv names worker variables every visit's CLI gets, besides
+	// BaseEnv and the node's own env.
+	PassEnv []string
 	// Heartbeat is called with the visit's context every HeartbeatEvery
 	// while the CLI runs.
 	Heartbeat      func(ctx context.Context, details any)
@@ -99,6 +103,9 @@ func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
 		Stdin:   v.Prompt,
 		Timeout: c.Timeout,
 	}
+	if req.Settings.Timeout > 0 {
+		s.Timeout = req.Settings.Timeout
+	}
 	if c.Heartbeat != nil {
 		s.Heartbeat = func(d any) { c.Heartbeat(ctx, d) }
 		s.HeartbeatEvery = c.HeartbeatEvery
@@ -107,6 +114,29 @@ func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
 		s.Stop = v.AskUserStop(c.AskUserGrace)
 	}
 	return s
+}
+
+// Environ is the environment of the CLI for req: BaseEnv, the executor's
+// PassEnv and the node's env names, then set (see the package function).
+func (c CLI) Environ(req backend.Request, set ...string) []string {
+	return Environ(append(append([]string(nil), c.PassEnv...), req.Settings.Env...), set...)
+}
+
+// Pick is the node's value when set, else the executor's default.
+func Pick[T comparable](node, def T) T {
+	var zero T
+	if node != zero {
+		return node
+	}
+	return def
+}
+
+// PickList is the node's list when set (non-nil), else the default.
+func PickList(node, def []string) []string {
+	if node != nil {
+		return node
+	}
+	return def
 }
 
 // APIKey is key when set, else the value of the worker's environment

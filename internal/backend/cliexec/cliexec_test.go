@@ -98,3 +98,23 @@ func TestResolveMissing(t *testing.T) {
 	_, err = Resolve("t", "", "tether-no-such-program")
 	assert.ErrorIs(t, err, backend.ErrNotInstalled)
 }
+
+func TestEnvironIsBasePassAndSet(t *testing.T) {
+	t.Setenv("LC_TETHER_TEST", "lc")
+	t.Setenv("HTTPS_PROXY", "http://proxy")
+	t.Setenv("TETHER_TEST_PASSED", "p")
+	t.Setenv("TETHER_TEST_HIDDEN", "h")
+	t.Setenv("TETHER_TEST_SET", "worker")
+	env := Environ([]string{"TETHER_TEST_PASSED", "TETHER_TEST_SET", "TETHER_TEST_ABSENT"}, "TETHER_TEST_SET=executor")
+	assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
+	assert.Contains(t, env, "LC_TETHER_TEST=lc", "LC_* is a prefix")
+	assert.Contains(t, env, "HTTPS_PROXY=http://proxy")
+	assert.Contains(t, env, "TETHER_TEST_PASSED=p")
+	assert.Contains(t, env, "TETHER_TEST_SET=executor")
+	assert.NotContains(t, env, "TETHER_TEST_SET=worker", "what the executor sets wins")
+	assert.NotContains(t, env, "TETHER_TEST_HIDDEN=h")
+	for _, kv := range env {
+		assert.False(t, strings.HasPrefix(kv, "TETHER_TEST_ABSENT"), "an unset name passes nothing")
+	}
+	assert.Equal(t, []string{"A", "B_2"}, SplitNames(" A, ,B_2,"))
+}

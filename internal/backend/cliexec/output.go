@@ -61,24 +61,61 @@ func Prompt(req backend.Request) (string, error) {
 	return AnswerPrompt(req.Answer), nil
 }
 
-// Environ returns the worker's environment without the variables named in
-// drop (exact names, or prefixes ending in "*"), followed by set. It is the
-// base of every CLI's environment: the CLI keeps PATH, HOME and the like,
-// and never sees another value of a variable the executor sets.
-func Environ(drop []string, set ...string) []string {
+// BaseEnv names the worker environment variables every CLI and tool
+// process gets: what a program needs to run at all (a name ending in "*" is a
+// prefix). Everything else of the worker's environment, its secrets
+// included, reaches a process only when named: by the executor itself, by a
+// node's env, or by the worker's TETHER_PASS_ENV.
+var BaseEnv = []string{
+	"PATH", "HOME", "USER", "LANG", "LC_*", "TZ", "TMPDIR", "TERM", "SHELL",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+}
+
+// PassEnvVar is the worker's variable that names, comma-separated, further
+// variables of its environment to pass to every agent CLI and tool.
+const PassEnvVar = "TETHER_PASS_ENV"
+
+// WorkerPassEnv reads PassEnvVar from the worker's environment.
+func WorkerPassEnv() []string { return SplitNames(os.Getenv(PassEnvVar)) }
+
+// SplitNames splits a comma-separated list of variable names, dropping
+// blanks.
+func SplitNames(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Environ is the environment of a CLI or tool process: the worker's
+// variables named by BaseEnv and by pass, then set (NAME=value entries),
+// which always win: the process never sees the worker's value of a variable
+// set names.
+func Environ(pass []string, set ...string) []string {
+	setNames := map[string]bool{}
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, "=")
+		setNames[name] = true
+	}
+	names := append(append([]string(nil), BaseEnv...), pass...)
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if dropped(name, drop) {
-			continue
+		if !setNames[name] && matches(name, names) {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return append(out, set...)
 }
 
-func dropped(name string, drop []string) bool {
-	for _, d := range drop {
+// matches reports whether name is in names (exact names, or prefixes
+// ending in "*").
+func matches(name string, names []string) bool {
+	for _, d := range names {
 		if p, ok := strings.CutSuffix(d, "*"); ok {
 			if strings.HasPrefix(name, p) {
 				return true

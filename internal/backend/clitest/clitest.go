@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/testenv"
@@ -135,4 +136,37 @@ func Processes(substr string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// Flag returns the argument after name in argv, and whether name is there
+// with one, for tests of the argv an executor builds.
+func Flag(argv []string, name string) (string, bool) {
+	for i, a := range argv {
+		if a == name && i+1 < len(argv) {
+			return argv[i+1], true
+		}
+	}
+	return "", false
+}
+
+// DistinctFingerprints checks that each of settings gives b's visits a
+// fingerprint of its own, different from no settings and from every other
+// entry, while env names and a timeout change nothing.
+func DistinctFingerprints(t *testing.T, b backend.Backend, settings map[string]backend.Settings) map[string]string {
+	t.Helper()
+	base := b.Fingerprint(backend.Request{})
+	if got := b.Fingerprint(backend.Request{Settings: backend.Settings{Env: []string{"X"}, Timeout: time.Minute}}); got != base {
+		t.Errorf("env names and a timeout changed the fingerprint")
+	}
+	seen := map[string]string{"none": base}
+	for name, s := range settings {
+		fp := b.Fingerprint(backend.Request{Settings: s})
+		for other, ofp := range seen {
+			if ofp == fp {
+				t.Errorf("settings %s and %s give the same fingerprint", name, other)
+			}
+		}
+		seen[name] = fp
+	}
+	return seen
 }

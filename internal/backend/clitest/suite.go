@@ -3,6 +3,9 @@ package clitest
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,6 +52,12 @@ type Suite struct {
 	// PendingPrefix is how the pending tool-use id starts ("" when the
 	// backend has none).
 	PendingPrefix string
+	// ReadOnlyDenial is what the CLI answers a write with under
+	// permissions: read-only, as the fake model sees it in the tool
+	// result; empty for a backend that does not even offer its write tools
+	// then (their names are in HiddenWhenReadOnly).
+	ReadOnlyDenial     string
+	HiddenWhenReadOnly []string
 }
 
 func (s Suite) harness(t *testing.T) *Harness {
@@ -204,6 +213,9 @@ func Run(t *testing.T, s Suite) {
 		t.Logf("error: %v", err)
 	})
 	t.Run("RoundTripAcrossRoots", func(t *testing.T) { roundTrip(t, s) })
+	t.Run("EditWritesAndEditsFiles", func(t *testing.T) { editFiles(t, s) })
+	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
+	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
 	t.Run("NotInstalled", func(t *testing.T) {
 		h := s.harness(t)
 		h.BinDir = t.TempDir()
@@ -246,4 +258,112 @@ func roundTrip(t *testing.T, s Suite) {
 	assert.False(t, packB.HasSession(ctx, other.SessionID))
 	_, err = b.Execute(ctx, backend.Request{Prompt: "x", SessionID: other.SessionID, Env: envB})
 	require.ErrorIs(t, err, backend.ErrNoSession, "a session whose files are not in root B")
+}
+
+// fileTask writes new.txt and edits old.txt, which fileTaskUnder creates.
+const fileTask = "fix it\n" +
+	"WRITE_FILE: new.txt\nhello\nworld\nEND_FILE\n" +
+	"EDIT_FILE: old.txt\nOLD:\nreturn 1\nNEW:\nreturn 2\nEND_EDIT"
+
+const oldText = "package x\n\nreturn 1\n"
+
+func readFile(t *testing.T, env backend.Env, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(env.Workdir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "<absent>"
+	}
+	require.NoError(t, err)
+	return string(b)
+}
+
+// toolResults are the tool results the fake model was sent.
+func toolResults(f *fakemodel.Server) []string {
+	var out []string
+	for _, r := range f.Turns() {
+		if r.AfterToolResult {
+			out = append(out, r.ToolResult)
+		}
+	}
+	return out
+}
+
+// fileTaskUnder runs fileTask in a fresh working directory holding old.txt,
+// with the given permission level; the visit must complete with the
+// model's normal final text.
+func fileTaskUnder(t *testing.T, s Suite, permissions string) (*Harness, backend.Env) {
+	h := s.harness(t)
+	env := NewEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
+	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env,
+		Settings: backend.Settings{Permissions: permissions}})
+	assert.Equal(t, "turn 1: "+fileTask, res.Text, "the model's final text after the last tool result")
+	return h, env
+}
+
+// editFiles: with permissions: edit, the CLI's own tools write a new file
+// and edit an existing one in the working directory.
+func editFiles(t *testing.T, s Suite) {
+	h, env := fileTaskUnder(t, s, backend.PermissionEdit)
+	assert.Equal(t, "hello\nworld\n", readFile(t, env, "new.txt"))
+	assert.Equal(t, "package x\n\nreturn 2\n", readFile(t, env, "old.txt"))
+	results := toolResults(h.Fake)
+	assert.GreaterOrEqual(t, len(results), 2, "the fake model saw a tool result after each call: %q", results)
+	for _, r := range h.Fake.Turns() {
+		t.Logf("model: %.120q <- %.160q", r.Reply, r.ToolResult)
+	}
+}
+
+// readOnly: with permissions: read-only, the same task leaves the files as
+// they were and the visit still completes.
+func readOnly(t *testing.T, s Suite) {
+	h, env := fileTaskUnder(t, s, backend.PermissionReadOnly)
+	assert.Equal(t, "<absent>", readFile(t, env, "new.txt"))
+	assert.Equal(t, oldText, readFile(t, env, "old.txt"))
+	results := toolResults(h.Fake)
+	if s.ReadOnlyDenial != "" {
+		var denied int
+		for _, r := range results {
+			if strings.Contains(r, s.ReadOnlyDenial) {
+				denied++
+			}
+		}
+		assert.Equal(t, 2, denied, "both writes were refused with %q: %q", s.ReadOnlyDenial, results)
+	}
+	for _, r := range h.Fake.Turns() {
+		for _, hidden := range s.HiddenWhenReadOnly {
+			assert.NotContains(t, r.Tools, hidden, "read-only offers the model no %s tool", hidden)
+		}
+	}
+}
+
+// persistedCue: a turn-2 cue in the first prompt edits the file only on the
+// visit that really resumes the conversation, here after a pack and an
+// unpack into another root; a fresh conversation given the same second
+// prompt never reaches turn 2.
+func persistedCue(t *testing.T, s Suite) {
+	ctx := context.Background()
+	h := s.harness(t)
+	b := s.New(h)
+	edit := backend.Settings{Permissions: backend.PermissionEdit}
+	const first = "first visit\nEDIT_FILE@2: notes.txt\nOLD:\nv1\nNEW:\nv2\nEND_EDIT"
+	envA, envB, envC := NewEnv(t), NewEnv(t), NewEnv(t)
+	for _, env := range []backend.Env{envA, envB, envC} {
+		require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "notes.txt"), []byte("v1\n"), 0o644))
+	}
+	one := execute(t, b, backend.Request{Prompt: first, Env: envA, Settings: edit})
+	assert.Equal(t, "v1\n", readFile(t, envA, "notes.txt"), "turn 1 does not run a turn-2 cue")
+	blob, err := b.Packer(envA).PackSession(ctx, one.SessionID)
+	require.NoError(t, err)
+	require.NoError(t, b.Packer(envB).UnpackSession(ctx, one.SessionID, blob))
+	// As on another machine, the first visit's directories are gone.
+	require.NoError(t, os.RemoveAll(envA.Workdir))
+	require.NoError(t, os.RemoveAll(envA.StateRoot))
+
+	two := execute(t, b, backend.Request{Prompt: "second visit", SessionID: one.SessionID, Env: envB, Settings: edit})
+	assert.Equal(t, "turn 2: "+first+" | second visit", two.Text)
+	assert.Equal(t, "v2\n", readFile(t, envB, "notes.txt"), "the resumed turn 2 ran the cue")
+
+	execute(t, b, backend.Request{Prompt: "second visit", Env: envC, Settings: edit})
+	assert.Equal(t, "v1\n", readFile(t, envC, "notes.txt"), "a fresh conversation is at turn 1")
 }

@@ -46,14 +46,21 @@ type Options struct {
 	APIKeyEnv string
 	// Model is the default model (-m); Request.Model overrides it.
 	Model string
-	// DeveloperInstructions are given to new sessions as developer
-	// instructions (Codex's system-prompt addition).
+	// BaseInstructions replace Codex's own instructions (its system
+	// prompt, through the model_instructions_file setting);
+	// DeveloperInstructions are added as developer instructions. A node's
+	// system_prompt and append_system_prompt override them.
+	BaseInstructions      string
 	DeveloperInstructions string
 	// Sandbox is -s (read-only, workspace-write, danger-full-access); empty
 	// keeps the CLI's default. Bypass passes
-	// --dangerously-bypass-approvals-and-sandbox instead.
+	// --dangerously-bypass-approvals-and-sandbox instead. A node's
+	// permissions override both (see Sandboxes).
 	Sandbox string
 	Bypass  bool
+	// PassEnv names worker environment variables every visit's CLI gets
+	// (see cliexec.Environ).
+	PassEnv []string
 	// AskUser is the argv that starts the ask_user MCP server, without
 	// --record. Nil leaves the tool out.
 	AskUser      []string
@@ -85,7 +92,7 @@ func New(opts Options) *Executor {
 	}
 	return &Executor{opts: opts, cli: cliexec.CLI{
 		Backend: backend.Codex, Bin: "codex", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
+		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
 		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
 	}}
 }
@@ -100,16 +107,54 @@ func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPac
 // default limits); a worker may replace it to change the limits.
 var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
 
-// Fingerprint hashes what defines a conversation with model (empty: the
-// executor's default): backend, model, developer instructions, the
-// sandbox/approval setting as the permission, and the MCP tools.
-func (e *Executor) Fingerprint(model string) string {
-	perm := "sandbox:" + e.opts.Sandbox
+// Bypass is the permission a node's full level maps to: no sandbox and
+// no approvals (--dangerously-bypass-approvals-and-sandbox).
+const Bypass = "bypass"
+
+// Sandboxes maps a node's permission level to Codex's sandbox: read-only
+// refuses every write (apply_patch and shell alike), workspace-write allows
+// writes inside the working directory, and full runs without a sandbox.
+// Measured as root in this project's container: both sandboxes work there.
+var Sandboxes = map[string]string{
+	backend.PermissionReadOnly: "read-only",
+	backend.PermissionEdit:     "workspace-write",
+	backend.PermissionFull:     Bypass,
+}
+
+// visitSettings is what one visit runs with: the node's settings over the
+// executor's options.
+type visitSettings struct {
+	model, baseInstructions, developerInstructions string
+	// sandbox is a -s value, Bypass, or "" for the CLI's default.
+	sandbox string
+}
+
+func (e *Executor) settings(req backend.Request) visitSettings {
+	s := req.Settings
+	def := e.opts.Sandbox
 	if e.opts.Bypass {
-		perm = "bypass"
+		def = Bypass
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{Backend: backend.Codex, Model: e.cli.ModelFor(model),
-		SystemPrompt: e.opts.DeveloperInstructions, Permission: perm, MCPTools: e.cli.MCPTools()})
+	return visitSettings{
+		model:                 e.cli.ModelFor(req.Model),
+		baseInstructions:      cliexec.Pick(s.SystemPrompt, e.opts.BaseInstructions),
+		developerInstructions: cliexec.Pick(s.AppendSystemPrompt, e.opts.DeveloperInstructions),
+		sandbox:               cliexec.Pick(Sandboxes[s.Permissions], def),
+	}
+}
+
+// Fingerprint hashes what defines the conversation a visit of req runs:
+// backend, model, base and developer instructions, the sandbox as the
+// permission, and the MCP tools.
+func (e *Executor) Fingerprint(req backend.Request) string {
+	v := e.settings(req)
+	perm := "sandbox:" + v.sandbox
+	if v.sandbox == Bypass {
+		perm = Bypass
+	}
+	return cliexec.Fingerprint(cliexec.Conversation{Backend: backend.Codex, Model: v.model,
+		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
+		Permission: perm, MCPTools: e.cli.MCPTools()})
 }
 
 // Execute runs one visit.
@@ -122,7 +167,11 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	defer visit.Close()
 	var st stream
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(req, visit), e.env(req.Env), st.line
+	args, err := e.args(req, visit)
+	if err != nil {
+		return res, err
+	}
+	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
@@ -132,7 +181,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, cliexec.ReportFailure(runErr, st.failure)
 	}
 	res.SessionID = st.threadID
-	res.Fingerprint = e.Fingerprint(req.Model)
+	res.Fingerprint = e.Fingerprint(req)
 	res.Text = st.text
 	pending := ""
 	if st.askUser && res.SessionID != "" {
@@ -156,7 +205,8 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, visit *cliexec.Visit) []string {
+func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
+	v := e.settings(req)
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
 		"-c", "analytics.enabled=false",
@@ -168,13 +218,23 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) []string {
 	if visit.Model != "" {
 		a = append(a, "-m", visit.Model)
 	}
-	if e.opts.Bypass {
+	switch v.sandbox {
+	case "":
+	case Bypass:
 		a = append(a, "--dangerously-bypass-approvals-and-sandbox")
-	} else if e.opts.Sandbox != "" {
-		a = append(a, "-s", e.opts.Sandbox)
+	default:
+		a = append(a, "-s", v.sandbox)
 	}
-	if e.opts.DeveloperInstructions != "" {
-		a = append(a, "-c", "developer_instructions="+tomlString(e.opts.DeveloperInstructions))
+	if v.baseInstructions != "" {
+		// Codex reads replacement instructions only from a file.
+		p, err := visit.WriteFile("instructions.md", []byte(v.baseInstructions))
+		if err != nil {
+			return nil, fmt.Errorf("codex: %w", err)
+		}
+		a = append(a, "-c", "model_instructions_file="+tomlString(p))
+	}
+	if v.developerInstructions != "" {
+		a = append(a, "-c", "developer_instructions="+tomlString(v.developerInstructions))
 	}
 	if e.opts.AskUser != nil {
 		cmd := askuser.Command(e.opts.AskUser, visit.Record)
@@ -193,13 +253,13 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) []string {
 	}
 	// The prompt comes on stdin, so that no prompt text is ever parsed as a
 	// flag.
-	return append(a, "-")
+	return append(a, "-"), nil
 }
 
-func (e *Executor) env(env backend.Env) []string {
-	set := []string{"CODEX_HOME=" + env.StateRoot, APIKeyVar + "=" + cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)}
+func (e *Executor) env(req backend.Request) []string {
+	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)}
 	set = append(set, e.opts.Env...)
-	return cliexec.Environ([]string{"CODEX_*", "OPENAI_*", APIKeyVar}, set...)
+	return e.cli.Environ(req, set...)
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are a subset

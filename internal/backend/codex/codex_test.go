@@ -31,17 +31,18 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID:     "01a22c70-0000-7000-8000-000000000000",
-	AskUserTool:   codex.AskUserNamespace + "\x00ask_user",
-	PendingPrefix: "call_",
+	MissingID:      "01a22c70-0000-7000-8000-000000000000",
+	AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
+	PendingPrefix:  "call_",
+	ReadOnlyDenial: "blocked by read-only sandbox",
 }
 
 func TestCodex(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
 	a := codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write"})
-	assert.Equal(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), a.Fingerprint("m2"))
-	assert.NotEqual(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(""))
+	assert.Equal(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(backend.Request{}))
 }

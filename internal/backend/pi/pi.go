@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,9 @@ type Options struct {
 	// Provider is the built-in provider used when BaseURL is empty.
 	Provider string
 	// APIKey is the key itself; when empty it is read from the worker's
-	// environment variable APIKeyEnv (default OPENAI_API_KEY).
+	// environment variable APIKeyEnv (default OPENAI_API_KEY). With a
+	// built-in Provider, APIKeyEnv is the variable passed on to pi, so it
+	// must be the one that provider reads.
 	APIKey    string
 	APIKeyEnv string
 	// Model is the default model; Request.Model overrides it.
@@ -66,7 +69,8 @@ type Options struct {
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// Tools is the tool allowlist (--tools); nil keeps pi's default set and
-	// an empty non-nil slice disables all tools.
+	// an empty non-nil slice disables all tools. A node's tools,
+	// permissions and disallowed_tools override it (see visitTools).
 	Tools []string
 	// AskUser turns the ask_user convention on (it adds AskUserInstructions
 	// to the system prompt).
@@ -76,7 +80,10 @@ type Options struct {
 	Heartbeat      func(ctx context.Context, details any)
 	HeartbeatEvery time.Duration
 	Env            []string
-	TempDir        string
+	// PassEnv names worker environment variables every visit's CLI gets
+	// (see cliexec.Environ).
+	PassEnv []string
+	TempDir string
 }
 
 // Executor runs pi visits.
@@ -99,7 +106,7 @@ func New(opts Options) *Executor {
 	// no visit is ended early for it.
 	return &Executor{opts: opts, cli: cliexec.CLI{
 		Backend: backend.Pi, Bin: "pi", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
+		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
 	}}
 }
 
@@ -120,10 +127,10 @@ func (e *Executor) provider() string {
 	return e.opts.Provider
 }
 
-func (e *Executor) appendSystemPrompt() string {
+func (e *Executor) appendSystemPrompt(req backend.Request) string {
 	parts := []string{}
-	if e.opts.AppendSystemPrompt != "" {
-		parts = append(parts, e.opts.AppendSystemPrompt)
+	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
+		parts = append(parts, a)
 	}
 	if e.opts.AskUser {
 		parts = append(parts, AskUserInstructions)
@@ -131,19 +138,69 @@ func (e *Executor) appendSystemPrompt() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// Fingerprint hashes what defines a conversation with model (empty: the
-// executor's default): backend, provider/model, system prompt, the
-// appended system prompt (ask_user convention included) and the tools.
-func (e *Executor) Fingerprint(model string) string {
-	tools := e.opts.Tools
+// DefaultTools are the tools pi enables when not told otherwise.
+var DefaultTools = []string{"read", "bash", "edit", "write"}
+
+// PermissionTools maps a node's permission level to pi's tool allowlist:
+// pi has no permission modes, so what the agent may do is which of its
+// built-in tools it has.
+var PermissionTools = map[string][]string{
+	backend.PermissionReadOnly: {"read", "grep", "find", "ls"},
+	backend.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
+	backend.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
+}
+
+// visitTools is the allowlist a visit of req runs with (nil: pi's
+// default): the node's tools, else the executor's; cut down to the node's
+// permission level when it has one, and without the node's
+// disallowed_tools.
+func (e *Executor) visitTools(req backend.Request) []string {
+	s := req.Settings
+	tools := cliexec.PickList(s.Tools, e.opts.Tools)
+	if allowed, ok := PermissionTools[s.Permissions]; ok {
+		if s.Tools == nil {
+			tools = allowed
+		} else {
+			tools = keep(s.Tools, func(t string) bool { return slices.Contains(allowed, t) })
+		}
+	}
+	if len(s.DisallowedTools) > 0 {
+		if tools == nil {
+			tools = DefaultTools
+		}
+		tools = keep(tools, func(t string) bool { return !slices.Contains(s.DisallowedTools, t) })
+	}
+	return tools
+}
+
+// keep returns the elements of in that pass, never nil.
+func keep(in []string, pass func(string) bool) []string {
+	out := []string{}
+	for _, t := range in {
+		if pass(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (e *Executor) systemPrompt(req backend.Request) string {
+	return cliexec.Pick(req.Settings.SystemPrompt, e.opts.SystemPrompt)
+}
+
+// Fingerprint hashes what defines the conversation a visit of req runs:
+// backend, provider/model, system prompt, the appended system prompt
+// (ask_user convention included) and the tools.
+func (e *Executor) Fingerprint(req backend.Request) string {
+	tools := e.visitTools(req)
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
 	}
 	return cliexec.Fingerprint(cliexec.Conversation{
 		Backend:            backend.Pi,
-		Model:              e.provider() + "/" + e.cli.ModelFor(model),
-		SystemPrompt:       e.opts.SystemPrompt,
-		AppendSystemPrompt: e.appendSystemPrompt(),
+		Model:              e.provider() + "/" + e.cli.ModelFor(req.Model),
+		SystemPrompt:       e.systemPrompt(req),
+		AppendSystemPrompt: e.appendSystemPrompt(req),
 		Tools:              tools,
 	})
 }
@@ -176,7 +233,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 
 	var st stream
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(agentDir), st.line
+	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(req, agentDir), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		return res, cliexec.ReportFailure(runErr, st.errorMessage)
@@ -191,7 +248,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, fmt.Errorf("pi: the CLI reported no session id (stderr: %s)", out.StderrTail)
 	}
 	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req.Model)
+	res.Fingerprint = e.Fingerprint(req)
 	res.Text = st.text
 	res.Structured = cliexec.Structured(res.Text)
 	if e.opts.AskUser {
@@ -217,6 +274,9 @@ func (e *Executor) sessionFile(ctx context.Context, req backend.Request) (string
 	}
 	if err != nil {
 		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
+	}
+	if err := adoptWorkdir(session, req.Env.Workdir); err != nil {
+		return "", err
 	}
 	return session, nil
 }
@@ -256,31 +316,34 @@ func (e *Executor) args(req backend.Request, model, session string) []string {
 	if model != "" {
 		a = append(a, "--model", model)
 	}
-	if e.opts.SystemPrompt != "" {
-		a = append(a, "--system-prompt", e.opts.SystemPrompt)
+	if s := e.systemPrompt(req); s != "" {
+		a = append(a, "--system-prompt", s)
 	}
-	if s := e.appendSystemPrompt(); s != "" {
+	if s := e.appendSystemPrompt(req); s != "" {
 		a = append(a, "--append-system-prompt", s)
 	}
-	switch {
-	case e.opts.Tools == nil:
-	case len(e.opts.Tools) == 0:
+	switch tools := e.visitTools(req); {
+	case tools == nil:
+	case len(tools) == 0:
 		a = append(a, "--no-tools")
 	default:
-		a = append(a, "--tools", strings.Join(e.opts.Tools, ","))
+		a = append(a, "--tools", strings.Join(tools, ","))
 	}
 	// The prompt comes on stdin: pi would read an argument starting with
 	// "@" as a file to include, and one starting with "-" as a flag.
 	return a
 }
 
-func (e *Executor) env(agentDir string) []string {
+func (e *Executor) env(req backend.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if e.opts.BaseURL != "" {
 		set = append(set, APIKeyVar+"="+cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv))
+	} else if key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv); key != "" {
+		// A built-in provider reads its own variable.
+		set = append(set, e.opts.APIKeyEnv+"="+key)
 	}
 	set = append(set, e.opts.Env...)
-	return cliexec.Environ([]string{"PI_*", APIKeyVar}, set...)
+	return e.cli.Environ(req, set...)
 }
 
 // askedQuestions applies the ask_user convention to a final reply.

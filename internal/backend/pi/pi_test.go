@@ -30,15 +30,16 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "*_"+id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID: "01a22c71-0000-7000-8000-000000000000",
+	MissingID:          "01a22c71-0000-7000-8000-000000000000",
+	HiddenWhenReadOnly: []string{"write", "edit", "bash"},
 }
 
 func TestPi(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
 	a := pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true})
-	assert.Equal(t, a.Fingerprint(""), pi.New(pi.Options{BaseURL: "http://b/v1", Model: "m1", AskUser: true, Timeout: time.Hour}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), a.Fingerprint("m2"))
-	assert.NotEqual(t, a.Fingerprint(""), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1"}).Fingerprint(""))
-	assert.NotEqual(t, a.Fingerprint(""), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true, Tools: []string{}}).Fingerprint(""))
+	assert.Equal(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://b/v1", Model: "m1", AskUser: true, Timeout: time.Hour}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1"}).Fingerprint(backend.Request{}))
+	assert.NotEqual(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true, Tools: []string{}}).Fingerprint(backend.Request{}))
 }

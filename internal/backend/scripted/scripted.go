@@ -80,6 +80,11 @@ func (b *Backend) Packer(env backend.Env) backend.SessionPacker {
 	return packer.NewFiles(backend.Scripted, env, packer.DefaultLimits(), places)
 }
 
+// Fingerprint implements backend.Backend: see the package function.
+func (b *Backend) Fingerprint(req backend.Request) string {
+	return Fingerprint(req.Model, req.Script, req.Settings)
+}
+
 // Execute runs one visit: open (or resume, or fork) the session, record the
 // turn's opening durably, render the reply from the script, and record how
 // the turn ended.
@@ -99,7 +104,7 @@ func (b *Backend) Execute(ctx context.Context, req backend.Request) (backend.Res
 	if err != nil {
 		return backend.Result{}, err
 	}
-	res := backend.Result{SessionID: id, Fingerprint: Fingerprint(req.Model, req.Script)}
+	res := backend.Result{SessionID: id, Fingerprint: b.Fingerprint(req)}
 	t := &turn{log: log, id: id, number: len(turns) + 1, history: turns}
 	if err := t.begin(ctx, req); err != nil {
 		return res, err

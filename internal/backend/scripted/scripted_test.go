@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,7 +71,7 @@ func TestFreshVisitCreatesASession(t *testing.T) {
 	res := run(t, b, backend.Request{Prompt: "hello", Model: "m1", Env: e})
 	assert.True(t, strings.HasPrefix(res.SessionID, IDPrefix), res.SessionID)
 	assert.Equal(t, "turn 1: hello", res.Text)
-	assert.Equal(t, Fingerprint("m1", nil), res.Fingerprint)
+	assert.Equal(t, Fingerprint("m1", nil, backend.Settings{}), res.Fingerprint)
 	assert.Nil(t, res.NeedsInteraction)
 
 	path := filepath.Join(SessionsDir(e.StateRoot), jsonl.RelPath(e.Workdir, res.SessionID))
@@ -290,19 +291,40 @@ func TestRequestValidation(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
-	f := Fingerprint("m", []string{"a", "b"})
+	none := backend.Settings{}
+	f := Fingerprint("m", []string{"a", "b"}, none)
 	assert.Len(t, f, 32)
-	assert.Equal(t, f, Fingerprint("m", []string{"a", "b"}))
+	assert.Equal(t, f, Fingerprint("m", []string{"a", "b"}, none))
+	assert.Equal(t, f, Fingerprint("m", []string{"a", "b"}, backend.Settings{Env: []string{"X"}, Timeout: time.Minute}),
+		"env names and timeouts are not part of it")
 	for _, other := range []string{
-		Fingerprint("m2", []string{"a", "b"}),
-		Fingerprint("m", []string{"a"}),
-		Fingerprint("m", []string{"ab"}),
-		Fingerprint("m", []string{"a", "b", ""}),
-		Fingerprint("", []string{"ma", "b"}),
+		Fingerprint("m2", []string{"a", "b"}, none),
+		Fingerprint("m", []string{"a"}, none),
+		Fingerprint("m", []string{"ab"}, none),
+		Fingerprint("m", []string{"a", "b", ""}, none),
+		Fingerprint("", []string{"ma", "b"}, none),
+		Fingerprint("m", []string{"a", "b"}, backend.Settings{Permissions: backend.PermissionEdit}),
+		Fingerprint("m", []string{"a", "b"}, backend.Settings{Tools: []string{"Read"}}),
+		Fingerprint("m", []string{"a", "b"}, backend.Settings{DisallowedTools: []string{"Read"}}),
+		Fingerprint("m", []string{"a", "b"}, backend.Settings{SystemPrompt: "s"}),
+		Fingerprint("m", []string{"a", "b"}, backend.Settings{AppendSystemPrompt: "s"}),
+		Fingerprint("m", []string{"a", "b"}, backend.Settings{Tools: []string{}}),
 	} {
 		assert.NotEqual(t, f, other)
 	}
-	assert.Equal(t, "53b4335c7f98dd1fddbf4a37a8ce5727", Fingerprint("", nil), "the definition of the fingerprint is stable")
+	assert.Equal(t, Fingerprint("m", nil, backend.Settings{Tools: []string{"b", "a"}}),
+		Fingerprint("m", nil, backend.Settings{Tools: []string{"a", "b", "a"}}), "tool order does not matter")
+	assert.Equal(t, "53b4335c7f98dd1fddbf4a37a8ce5727", Fingerprint("", nil, none), "the definition of the fingerprint is stable")
+}
+
+func TestFingerprintMethodIsWhatExecuteReports(t *testing.T) {
+	b := New(Options{})
+	req := backend.Request{Prompt: "hi", Model: "m", Script: []string{"x"}, Env: env(t),
+		Settings: backend.Settings{Permissions: backend.PermissionReadOnly, Tools: []string{"Read"}}}
+	res, err := b.Execute(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, b.Fingerprint(req), res.Fingerprint)
+	assert.NotEqual(t, b.Fingerprint(backend.Request{Model: "m", Script: []string{"x"}}), res.Fingerprint)
 }
 
 func TestNoSessionErrorWording(t *testing.T) {

@@ -1,0 +1,89 @@
+package codex
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/backend/clitest"
+)
+
+func argv(t *testing.T, e *Executor, s backend.Settings) []string {
+	t.Helper()
+	v, err := cliexec.NewVisit(t.TempDir())
+	require.NoError(t, err)
+	a, err := e.args(backend.Request{Settings: s, Env: backend.Env{StateRoot: "/r", Workdir: "/w"}}, v)
+	require.NoError(t, err)
+	return a
+}
+
+// configs returns the -c values of argv.
+func configs(argv []string) []string {
+	var out []string
+	for i, a := range argv {
+		if a == "-c" && i+1 < len(argv) {
+			out = append(out, argv[i+1])
+		}
+	}
+	return out
+}
+
+func TestPermissionsMapToSandbox(t *testing.T) {
+	e := New(Options{Sandbox: "read-only"})
+	for level, want := range map[string]string{"": "read-only", backend.PermissionReadOnly: "read-only", backend.PermissionEdit: "workspace-write"} {
+		got, _ := clitest.Flag(argv(t, e, backend.Settings{Permissions: level}), "-s")
+		assert.Equal(t, want, got, "permissions %q", level)
+	}
+	full := argv(t, e, backend.Settings{Permissions: backend.PermissionFull})
+	assert.Contains(t, full, "--dangerously-bypass-approvals-and-sandbox")
+	assert.NotContains(t, full, "-s")
+	ro := argv(t, New(Options{Bypass: true}), backend.Settings{Permissions: backend.PermissionReadOnly})
+	assert.NotContains(t, ro, "--dangerously-bypass-approvals-and-sandbox", "a node's read-only wins over the worker's bypass")
+	got, _ := clitest.Flag(ro, "-s")
+	assert.Equal(t, "read-only", got)
+}
+
+func TestPromptsMapToInstructions(t *testing.T) {
+	e := New(Options{DeveloperInstructions: "worker dev"})
+	assert.Contains(t, configs(argv(t, e, backend.Settings{})), `developer_instructions="worker dev"`)
+	a := argv(t, e, backend.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
+	cs := configs(a)
+	assert.Contains(t, cs, `developer_instructions="node dev"`)
+	i := slices.IndexFunc(cs, func(c string) bool { return strings.HasPrefix(c, "model_instructions_file=") })
+	require.GreaterOrEqual(t, i, 0, "system_prompt becomes model_instructions_file: %v", cs)
+	path := strings.Trim(strings.TrimPrefix(cs[i], "model_instructions_file="), `"`)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "node base", string(b))
+}
+
+func TestEnvIsBasePlusNamedVariables(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "worker-key")
+	t.Setenv("TETHER_TEST_NODE", "n")
+	e := New(Options{APIKey: "k"})
+	env := e.env(backend.Request{Settings: backend.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: backend.Env{StateRoot: "/r"}})
+	assert.Contains(t, env, "TETHER_TEST_NODE=n")
+	assert.Contains(t, env, "CODEX_HOME=/r")
+	assert.Contains(t, env, APIKeyVar+"=k")
+	for _, kv := range env {
+		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), "the worker's key variable is not passed on by name")
+	}
+}
+
+func TestFingerprintFollowsSettings(t *testing.T) {
+	e := New(Options{Model: "m1"})
+	seen := clitest.DistinctFingerprints(t, e, map[string]backend.Settings{
+		"read-only": {Permissions: backend.PermissionReadOnly},
+		"edit":      {Permissions: backend.PermissionEdit},
+		"full":      {Permissions: backend.PermissionFull},
+		"system":    {SystemPrompt: "x"},
+		"append":    {AppendSystemPrompt: "x"},
+	})
+	assert.Equal(t, New(Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}), seen["full"])
+}
