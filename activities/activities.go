@@ -275,12 +275,24 @@ type agentRun struct {
 	// lostAnswer is a human's answer to a question asked in a conversation
 	// that could not be restored; it goes into the fresh one's prompt.
 	lostAnswer string
+	// workspace is what the prompt sees as .workspace.
+	workspace map[string]any
+}
+
+// request is the backend request of the run, without its prompt.
+func (r agentRun) request() backend.Request {
+	return backend.Request{
+		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Input: r.input,
+		SessionID: r.sessionID, Fork: r.fork,
+		Model: r.node.Model, Script: r.node.Script, Answer: r.answer, Env: r.env,
+		Settings: r.node.AgentSettings(),
+	}
 }
 
 // runAgent renders the prompt, runs the backend, stamps the output and
 // packs the session (to packTo, or to pauseTo when the agent asked).
 func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, error) {
-	prompt, err := graph.RenderPrompt(r.node.Prompt, graph.PromptData{Input: r.input, Output: r.prev, Visit: r.visit})
+	prompt, err := graph.RenderPrompt(r.node.Prompt, graph.PromptData{Input: r.input, Output: r.prev, Visit: r.visit, Workspace: r.workspace})
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", r.nodeID, err), ErrTypeBadRequest, err)
 	}
@@ -296,11 +308,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	if r.sessionID != "" {
 		a.live.set(liveKey(r.b.Name(), r.env, r.sessionID), liveSession{}) // the visit changes it
 	}
-	res, err := r.b.Execute(runCtx, backend.Request{
-		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Prompt: prompt, Input: r.input,
-		SessionID: r.sessionID, Fork: r.fork,
-		Model: r.node.Model, Script: r.node.Script, Answer: r.answer, Env: r.env,
-	})
+	breq := r.request()
+	breq.Prompt = prompt
+	res, err := r.b.Execute(runCtx, breq)
 	stop()
 	if err != nil && stopping() {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of node %q: %v", a.Queue, r.nodeID, err), ErrTypeWorkerStopping, err)

@@ -27,7 +27,7 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
-	return a.runTool(ctx, req.Node, req.Visit, req.Input, env.Workdir)
+	return a.runTool(ctx, req.Node, req.Visit, req.Input, nil, env.Workdir)
 }
 
 // runTool runs a tool node's argv in dir. Each argv element is a template
@@ -35,13 +35,13 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 // the tails of stdout and stderr; a non-zero exit is an output, not a
 // failure, because a tool oracle's verdict is its exit code. A timeout
 // kills the whole process group.
-func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, input map[string]any, dir string) (map[string]any, error) {
+func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, input, ws map[string]any, dir string) (map[string]any, error) {
 	if len(node.Run) == 0 {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q has no run argv", node.ID), ErrTypeBadRequest, nil)
 	}
 	argv := make([]string, len(node.Run))
 	for i, arg := range node.Run {
-		s, err := graph.RenderPrompt(arg, graph.PromptData{Input: input, Visit: visit})
+		s, err := graph.RenderPrompt(arg, graph.PromptData{Input: input, Visit: visit, Workspace: ws})
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: argument %d: %v", node.ID, i, err), ErrTypeBadRequest, err)
 		}

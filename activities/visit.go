@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -12,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -130,13 +132,13 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (*VisitResult
 	var asked bool
 	switch req.Node.Kind {
 	case graph.KindTool:
-		out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, cwd)
+		out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd)
 		if err != nil {
 			return nil, err
 		}
 		res.Output = out
 	case graph.KindAgent:
-		if err := a.visitAgent(ctx, req, cwd, res); err != nil {
+		if err := a.visitAgent(ctx, req, cwd, promptWorkspace(ctx, ws, req), res); err != nil {
 			return nil, err
 		}
 		asked = len(res.Questions) > 0
@@ -161,6 +163,29 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (*VisitResult
 		}
 	}
 	return res, nil
+}
+
+// maxPromptDiff bounds the diff a prompt sees as .workspace.diff.
+const maxPromptDiff = 64 << 10
+
+// promptWorkspace is what a prompt sees as .workspace: the snapshot the
+// visit runs on, the run's first one, and (only when the prompt asks for
+// it) the diff between them.
+func promptWorkspace(ctx context.Context, ws *workspace.Workspace, req *VisitRequest) map[string]any {
+	st := req.Workspace
+	if st == nil {
+		st = &runstore.WorkspaceState{}
+	}
+	data := map[string]any{"commit": st.Commit, "base": st.Base, "files": st.Files, "diff": ""}
+	asks := req.Node.Prompt + strings.Join(req.Node.Run, " ")
+	if ws != nil && st.Commit != "" && strings.Contains(asks, ".workspace.diff") {
+		d, err := ws.Diff(ctx, st.Base, st.Commit, maxPromptDiff)
+		if err != nil {
+			d = fmt.Sprintf("(the diff could not be computed: %v)", err)
+		}
+		data["diff"] = d
+	}
+	return data
 }
 
 // visitDirs returns the workspace root of the visit ("" when the node runs
@@ -189,7 +214,7 @@ func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) 
 
 // visitAgent restores the planned session (or strips it), runs the agent
 // and packs its session.
-func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, res *VisitResult) error {
+func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, res *VisitResult) error {
 	planned := ""
 	if req.Session != nil {
 		planned = req.Session.SessionID
@@ -208,10 +233,13 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		if stripped == nil {
 			stripped = map[string]any{}
 		}
+		changed := a.settingsChanged(b, env, req)
 		switch {
 		case sessionID == "":
 			res.SessionNote = fmt.Sprintf("ran on fallback backend %s, which cannot continue a %s conversation; started a fresh one", b.Name(), req.Backend)
 			input = stripped
+		case changed != "":
+			res.SessionNote, sessionID, input = changed, "", stripped
 		default:
 			note, err := a.restoreSession(ctx, b, env, req)
 			if err != nil {
@@ -228,7 +256,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 	run := agentRun{
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
-		packTo: req.PackTo, pauseTo: req.PauseTo,
+		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {
@@ -246,6 +274,24 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		res.Output[SessionNoteKey] = res.SessionNote
 	}
 	return nil
+}
+
+// settingsChanged says why a node's own conversation (its slot, or the
+// conversation it paused in) may not be continued: the settings that
+// define it (model, prompts, tools, permissions) are not those it was
+// made under. It is "" when they are the same, or when the plan continues
+// another node's conversation (inherit, fork), whose settings may differ
+// by design.
+func (a *Activities) settingsChanged(b backend.Backend, env backend.Env, req *VisitRequest) string {
+	sp := req.Session
+	if sp.Fingerprint == "" || (sp.Kind != resolve.UnpackOwnSlot.String() && sp.Kind != resolve.UnpackPause.String()) {
+		return ""
+	}
+	now := b.Fingerprint(agentRun{node: req.Node, env: env, sessionID: sp.SessionID}.request())
+	if now == sp.Fingerprint {
+		return ""
+	}
+	return fmt.Sprintf("the node's settings changed since its conversation began (fingerprint %.12s, now %.12s: model, prompts, tools or permissions); started a fresh conversation", sp.Fingerprint, now)
 }
 
 // restoreSession makes the planned session live in this worker's root. It

@@ -36,6 +36,11 @@ type fakeAgent struct {
 	// wipeAfter names a node after whose visit every live root is wiped,
 	// as if that pod were recycled.
 	wipeAfter string
+	// defaultModel is the worker's default model, for nodes that name none.
+	defaultModel string
+	// wipeAfterPack wipes every live root once a session was packed, as
+	// if the next visit landed on a new pod.
+	wipeAfterPack bool
 }
 
 func newFakeAgent(name string) *fakeAgent {
@@ -44,7 +49,23 @@ func newFakeAgent(name string) *fakeAgent {
 
 func (f *fakeAgent) Name() string { return f.name }
 
-func (f *fakeAgent) Fingerprint(backend.Request) string { return "fp-" + f.name }
+// Fingerprint depends on the model (the node's, else the worker's
+// default) and the node's settings, like a real backend's, so a test can
+// tell one node's conversation from another's.
+func (f *fakeAgent) Fingerprint(req backend.Request) string {
+	fp := "fp-" + f.name
+	model := req.Model
+	if model == "" {
+		model = f.defaultModel
+	}
+	if model != "" {
+		fp += "/" + model
+	}
+	if st := req.Settings; st.Permissions != "" || st.SystemPrompt != "" || st.AppendSystemPrompt != "" || len(st.Tools)+len(st.DisallowedTools) > 0 {
+		fp += fmt.Sprintf("/%s/%q/%q/%v/%v", st.Permissions, st.SystemPrompt, st.AppendSystemPrompt, st.Tools, st.DisallowedTools)
+	}
+	return fp
+}
 
 func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
 	f.mu.Lock()
@@ -155,6 +176,9 @@ func (p *fakePacker) PackSession(_ context.Context, id string) ([]byte, error) {
 	turns, ok := p.f.disks[p.root][id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", backend.ErrNoSession, id)
+	}
+	if p.f.wipeAfterPack {
+		defer p.f.wipeLocked()
 	}
 	return json.Marshal(fakeArchive{Backend: p.f.name, SessionID: id, Turns: turns})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/activities"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -331,8 +333,8 @@ const inheritGraph = `
 name: inherit
 start: a
 nodes:
-  - {id: a, kind: agent, backend: claude_code, prompt: first}
-  - {id: b, kind: agent, backend: claude_code, session: inherit, prompt: second}
+  - {id: a, kind: agent, backend: claude_code, model: m-a, prompt: first}
+  - {id: b, kind: agent, backend: claude_code, model: m-b, session: inherit, prompt: second}
   - {id: done, kind: end}
 edges:
   - {from: a, to: b, with: {_session_id: output._session_id, _session_fingerprint: "'forged'"}}
@@ -345,7 +347,7 @@ func (s *GraphRunSuite) TestInheritUsesHasSessionWithSourceFingerprint() {
 	calls := s.writer().requests()
 	s.Require().Len(calls, 2)
 	s.Equal("claude_code-s1", calls[1].SessionID)
-	s.Equal("fp-claude_code", calls[1].Input[backend.SessionFingerprintKey], "fingerprint from the source's output, not the edge")
+	s.Equal("fp-claude_code/m-a", calls[1].Input[backend.SessionFingerprintKey], "fingerprint from the source's output, not the edge nor the node's own")
 }
 
 // HasSession false + no slot ⇒ no SessionID even though an id came in.
@@ -462,4 +464,41 @@ edges:
 	s.Require().NoError(env.GetWorkflowResult(&res))
 	s.Equal("yes, ship", res.Output["answer"])
 	s.Equal("gate-1", res.Output["question_id"])
+}
+
+// Row 14: a persist source feeding an inherit node. The source's slot is
+// the provenance: after the root is wiped the inheriting visit unpacks the
+// source's blob (UnpackSourceSlot), resumes that session, and takes the
+// slot's fingerprint, not its own.
+func (s *GraphRunSuite) TestInheritFromAPersistSourceUnpacksItsSlot() {
+	s.writer().wipeAfterPack = true
+	g := strings.Replace(inheritGraph, "backend: claude_code, model: m-a, prompt: first", "backend: claude_code, model: m-a, session: persist, prompt: first", 1)
+	_, err := s.run(g, nil)
+	s.Require().NoError(err)
+	calls := s.writer().requests()
+	s.Require().Len(calls, 2)
+	s.Equal("claude_code-s1", calls[1].SessionID, "the wiped session came back from a's slot")
+	s.Equal("fp-claude_code/m-a", calls[1].Input[backend.SessionFingerprintKey], "the slot's fingerprint")
+	s.Contains(s.latest().Outputs["b"]["text"], "turn 2 of claude_code-s1: first | second")
+}
+
+// A persist node whose settings changed since its conversation began (here
+// the worker's default model) does not continue that conversation: it
+// starts a fresh one and says why in its output.
+func (s *GraphRunSuite) TestChangedSettingsStartAFreshConversation() {
+	s.agents[backend.Scripted].onExecute = func(backend.Request) { s.writer().defaultModel = "model-2" }
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	calls := s.writerCalls()
+	s.Require().Len(calls, 3)
+	s.Empty(calls[1].SessionID, "visit 2 runs under other settings than visit 1's conversation")
+	s.Equal("claude_code-s2", calls[2].SessionID, "visit 3 continues visit 2's conversation, whose settings are today's")
+	var snap map[string]any
+	for _, ls := range s.latest().LoopSnapshots {
+		if ls.Node == "writer" && ls.Visit == 2 {
+			snap = ls.Output
+		}
+	}
+	s.Require().NotNil(snap)
+	s.Contains(snap[activities.SessionNoteKey], "settings changed")
 }

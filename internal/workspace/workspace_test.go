@@ -264,3 +264,26 @@ func TestPacksAreGitPacks(t *testing.T) {
 	assert.Equal(t, tree(t, a.Dir()), tree(t, b.Dir()))
 	assert.Equal(t, "Tether <tether@localhost>\n", git("log", "-1", "--format=%an <%ae>", "main"))
 }
+
+func TestDiffSinceTheStart(t *testing.T) {
+	e := newEnv(t)
+	a := e.worker("run-1")
+	write(t, a.Dir(), map[string]string{"main.go": "package main\n\nfunc main() {}\n"})
+	s1, _, err := a.Snapshot(context.Background(), nil, info("import"))
+	require.NoError(t, err)
+	write(t, a.Dir(), map[string]string{"main.go": "package main\n\nfunc main() { println(1) }\n", "new.txt": "n\n"})
+	s2, _, err := a.Snapshot(context.Background(), s1, info("writer visit 1"))
+	require.NoError(t, err)
+	b := e.worker("run-1")
+	_, err = b.Restore(context.Background(), s2)
+	require.NoError(t, err)
+	d, err := b.Diff(context.Background(), s1.Commit, s2.Commit, 0)
+	require.NoError(t, err)
+	assert.Contains(t, d, "diff --git a/main.go b/main.go")
+	assert.Contains(t, d, "-func main() {}")
+	assert.Contains(t, d, "+func main() { println(1) }")
+	assert.Contains(t, d, "+n")
+	all, err := b.Diff(context.Background(), "", s2.Commit, 40)
+	require.NoError(t, err)
+	assert.Contains(t, all, "diff cut at 40")
+}

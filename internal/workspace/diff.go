@@ -1,0 +1,97 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// Diff returns the unified diff (git's format) from commit from ("": the
+// empty tree) to commit to, both of this run, cut after max bytes with a
+// note saying so. The workspace must hold both commits' objects: to is the
+// snapshot it was restored to or took, from one of its ancestors.
+func (w *Workspace) Diff(ctx context.Context, from, to string, max int) (string, error) {
+	s := storeObjects{w.store}
+	tree := func(commit string) (*object.Tree, error) {
+		if commit == "" {
+			return &object.Tree{}, nil
+		}
+		h, err := parseHash(commit)
+		if err != nil {
+			return nil, err
+		}
+		c, err := object.GetCommit(s, h)
+		if err != nil {
+			return nil, fmt.Errorf("workspace: diff: commit %s: %w", commit, err)
+		}
+		return c.Tree()
+	}
+	a, err := tree(from)
+	if err != nil {
+		return "", err
+	}
+	b, err := tree(to)
+	if err != nil {
+		return "", err
+	}
+	patch, err := a.PatchContext(ctx, b)
+	if err != nil {
+		return "", fmt.Errorf("workspace: diff: %w", err)
+	}
+	out := patch.String()
+	if max > 0 && len(out) > max {
+		out = out[:max] + fmt.Sprintf("\n… [diff cut at %d of %d bytes]\n", max, len(out))
+	}
+	return out, nil
+}
+
+// storeObjects lets go-git read a run's objects from the local store.
+type storeObjects struct{ s *objectStore }
+
+var _ storer.EncodedObjectStorer = storeObjects{}
+
+func (o storeObjects) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
+
+func (o storeObjects) SetEncodedObject(plumbing.EncodedObject) (plumbing.Hash, error) {
+	return plumbing.ZeroHash, fmt.Errorf("workspace: the object store is read-only here")
+}
+
+func (o storeObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	got, content, err := o.s.read(h)
+	if err != nil {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	if t != plumbing.AnyObject && got != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	mo := &plumbing.MemoryObject{}
+	mo.SetType(got)
+	if _, err := mo.Write(content); err != nil {
+		return nil, err
+	}
+	return mo, nil
+}
+
+func (o storeObjects) IterEncodedObjects(plumbing.ObjectType) (storer.EncodedObjectIter, error) {
+	return nil, fmt.Errorf("workspace: iterating objects is not supported")
+}
+
+func (o storeObjects) HasEncodedObject(h plumbing.Hash) error {
+	if o.s.has(h) {
+		return nil
+	}
+	return plumbing.ErrObjectNotFound
+}
+
+func (o storeObjects) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	l, ok := o.s.lookup(h)
+	if !ok {
+		return 0, plumbing.ErrObjectNotFound
+	}
+	return l.e.size, nil
+}
+
+func (o storeObjects) AddAlternate(string) error { return nil }
