@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// matching instead of running on the worker that scheduled it; tests
 	// use it to spread visits over several workers.
 	DisableEagerActivities bool
+	// Telemetry traces the workflows and activities this worker runs
+	// (its WorkerInterceptors); nil traces nothing. The client c must
+	// carry Telemetry.ClientInterceptors and MetricsHandler itself.
+	Telemetry *telemetry.Telemetry
 }
 
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
@@ -89,6 +94,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                           o.ID,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
 		DisableEagerActivities:             o.DisableEagerActivities,
+		Interceptors:                       o.Telemetry.WorkerInterceptors(),
 	})
 	h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	h.shared.RegisterActivity(acts)
@@ -97,6 +103,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                           o.ID,
 		DisableWorkflowWorker:              true,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
+		Interceptors:                       o.Telemetry.WorkerInterceptors(),
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := h.own.Start(); err != nil {
