@@ -89,8 +89,7 @@ func StartVisit(ctx context.Context, a VisitAttrs) (context.Context, func(err er
 // learnt during the visit (a fresh session). ctx is the one StartVisit
 // returned.
 func SetVisitSession(ctx context.Context, sessionID string) {
-	if sessionID == "" {
-		return
+	if span := trace.SpanFromContext(ctx); sessionID != "" && span.IsRecording() {
+		span.SetAttributes(attribute.String(AttrSessionID, sessionID))
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.String(AttrSessionID, sessionID))
 }
