@@ -135,7 +135,7 @@ func spanText(s tracetest.SpanStub) string {
 		kvs = append(kvs, l.Attributes...)
 	}
 	for _, kv := range kvs {
-		fmt.Fprintln(&b, kv.Key, kv.Value.Emit())
+		fmt.Fprintln(&b, kv.Key, kv.Value.String())
 	}
 	return b.String()
 }

@@ -82,7 +82,7 @@ edges:
 		var text strings.Builder
 		fmt.Fprintln(&text, s.Name, s.Status.Description)
 		for _, kv := range s.Attributes {
-			fmt.Fprintln(&text, kv.Key, kv.Value.Emit())
+			fmt.Fprintln(&text, kv.Key, kv.Value.String())
 		}
 		for _, e := range s.Events {
 			fmt.Fprintln(&text, e.Name, e.Attributes)
