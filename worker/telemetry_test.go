@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,11 +17,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/telemetry/telemetrytest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/workflows"
 )
@@ -34,17 +32,7 @@ import (
 // have held for ten minutes, to the OTLP endpoint before it exits.
 func TestWorkerTelemetryFromEnv(t *testing.T) {
 	srv := testenv.DevServer(t)
-	spans := &spanNames{}
-	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req collectortrace.ExportTraceServiceRequest
-		if proto.Unmarshal(body, &req) != nil {
-			http.Error(w, "not OTLP", http.StatusBadRequest)
-			return
-		}
-		spans.add(&req)
-	}))
-	defer otlp.Close()
+	spans := telemetrytest.HTTP(t)
 
 	bin := filepath.Join(t.TempDir(), "tether-worker")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -58,7 +46,7 @@ func TestWorkerTelemetryFromEnv(t *testing.T) {
 		"TETHER_WORK_DIR="+filepath.Join(dir, "work"),
 		"TETHER_WORKER_ID=telemetry",
 		"TETHER_METRICS_ADDR=127.0.0.1:0",
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL,
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+spans.URL,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_SERVICE_NAME=",
 		"OTEL_BSP_SCHEDULE_DELAY=600000",
@@ -122,49 +110,11 @@ edges:
 		body, _ := io.ReadAll(resp.Body)
 		return regexp.MustCompile(`(?m)^temporal_workflow_completed\{[^}]*workflow_type="GraphRun"[^}]*\} 1$`).Match(body)
 	}, time.Minute, 50*time.Millisecond, "/metrics never counted the completed GraphRun")
-	assert.Empty(t, spans.names(), "the batcher holds the spans until shutdown")
+	assert.Empty(t, spans.Spans(), "the batcher holds the spans until shutdown")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait())
-	got := spans.names()
+	got := spans.Spans()
 	assert.Equal(t, "tether-worker", got["RunActivity:ExecuteNode"], "spans received: %v", got)
 	assert.Equal(t, "tether-worker", got["RunWorkflow:GraphRun"], "spans received: %v", got)
-}
-
-// spanNames collects the names of the spans an OTLP endpoint received,
-// with their service.name.
-type spanNames struct {
-	mu  sync.Mutex
-	got map[string]string
-}
-
-func (s *spanNames) add(req *collectortrace.ExportTraceServiceRequest) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.got == nil {
-		s.got = map[string]string{}
-	}
-	for _, rs := range req.GetResourceSpans() {
-		service := ""
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				service = kv.GetValue().GetStringValue()
-			}
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, sp := range ss.GetSpans() {
-				s.got[sp.GetName()] = service
-			}
-		}
-	}
-}
-
-func (s *spanNames) names() map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]string{}
-	for k, v := range s.got {
-		out[k] = v
-	}
-	return out
 }

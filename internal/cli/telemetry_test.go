@@ -2,19 +2,14 @@ package cli
 
 import (
 	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/tether-run/tether/internal/telemetry/telemetrytest"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -24,32 +19,7 @@ import (
 // trace.
 func TestRunStartsTheTrace(t *testing.T) {
 	srv := testenv.DevServer(t)
-	var (
-		mu    sync.Mutex
-		spans = map[string]string{}
-	)
-	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req collectortrace.ExportTraceServiceRequest
-		if proto.Unmarshal(body, &req) != nil {
-			http.Error(w, "not OTLP", http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, rs := range req.GetResourceSpans() {
-			for _, ss := range rs.GetScopeSpans() {
-				for _, s := range ss.GetSpans() {
-					for _, kv := range rs.GetResource().GetAttributes() {
-						if kv.GetKey() == "service.name" {
-							spans[s.GetName()] = kv.GetValue().GetStringValue()
-						}
-					}
-				}
-			}
-		}
-	}))
-	defer otlp.Close()
+	spans := telemetrytest.HTTP(t)
 
 	dir := t.TempDir()
 	file := filepath.Join(dir, "hello.yaml")
@@ -86,10 +56,8 @@ edges:
 	run("untraced")
 	assert.False(t, traceHeader("untraced"))
 
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", spans.URL)
 	run("traced")
 	assert.True(t, traceHeader("traced"))
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, map[string]string{"StartWorkflow:GraphRun": "tether"}, spans)
+	assert.Equal(t, map[string]string{"StartWorkflow:GraphRun": "tether"}, spans.Spans())
 }

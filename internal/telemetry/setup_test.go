@@ -4,23 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.temporal.io/sdk/temporal"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/tether-run/tether/internal/telemetry/telemetrytest"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -96,98 +90,26 @@ func TestServiceName(t *testing.T) {
 // OTLP receiver on loopback over each protocol, and checks that Shutdown
 // delivers the spans still batched.
 func TestOTLPExport(t *testing.T) {
-	t.Run("http/protobuf", func(t *testing.T) {
-		got := &received{}
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			var req collectortrace.ExportTraceServiceRequest
-			if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
-				http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
-				return
-			}
-			got.add(&req)
-			w.Header().Set("Content-Type", "application/x-protobuf")
-			_, _ = w.Write(nil)
-		}))
-		defer srv.Close()
-		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
-		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
-		exportOneVisit(t)
-		got.check(t)
-	})
-	t.Run("grpc", func(t *testing.T) {
-		got := &received{}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		gs := grpc.NewServer()
-		collectortrace.RegisterTraceServiceServer(gs, &traceReceiver{got: got})
-		go func() { _ = gs.Serve(ln) }()
-		defer gs.Stop()
-		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
-		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-		exportOneVisit(t)
-		got.check(t)
-	})
-}
-
-// exportOneVisit opens a visit span under a parent, as an activity does,
-// and shuts telemetry down.
-func exportOneVisit(t *testing.T) {
-	t.Helper()
-	t.Setenv("OTEL_SERVICE_NAME", "")
-	tel, err := Setup(t.Context(), Options{Tracing: true})
-	require.NoError(t, err)
-	ctx, parent := tel.tracer.Tracer(sdkTracerName).Start(t.Context(), "RunActivity:ExecuteNode")
-	_, end := StartVisit(ctx, VisitAttrs{Run: "r1", Node: "writer", Visit: 2, Backend: "codex"})
-	end(nil)
-	parent.End()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	require.NoError(t, tel.Shutdown(ctx))
-}
-
-type received struct {
-	mu   sync.Mutex
-	reqs []*collectortrace.ExportTraceServiceRequest
-}
-
-func (r *received) add(req *collectortrace.ExportTraceServiceRequest) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reqs = append(r.reqs, req)
-}
-
-func (r *received) check(t *testing.T) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	names := map[string]string{}
-	for _, req := range r.reqs {
-		for _, rs := range req.GetResourceSpans() {
-			service := ""
-			for _, kv := range rs.GetResource().GetAttributes() {
-				if kv.GetKey() == "service.name" {
-					service = kv.GetValue().GetStringValue()
-				}
-			}
-			for _, ss := range rs.GetScopeSpans() {
-				for _, s := range ss.GetSpans() {
-					names[s.GetName()] = service
-				}
-			}
-		}
+	for protocol, receive := range map[string]func(testing.TB) *telemetrytest.Receiver{
+		"http/protobuf": telemetrytest.HTTP, "grpc": telemetrytest.GRPC,
+	} {
+		t.Run(protocol, func(t *testing.T) {
+			got := receive(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", got.URL)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_SERVICE_NAME", "")
+			tel, err := Setup(t.Context(), Options{Tracing: true})
+			require.NoError(t, err)
+			ctx, parent := tel.tracer.Tracer(sdkTracerName).Start(t.Context(), "RunActivity:ExecuteNode")
+			_, end := StartVisit(ctx, VisitAttrs{Run: "r1", Node: "writer", Visit: 2, Backend: "codex"})
+			end(nil)
+			parent.End()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			require.NoError(t, tel.Shutdown(ctx))
+			assert.Equal(t, map[string]string{"RunActivity:ExecuteNode": "tether-worker", VisitSpanName: "tether-worker"}, got.Spans())
+		})
 	}
-	assert.Equal(t, map[string]string{"RunActivity:ExecuteNode": "tether-worker", VisitSpanName: "tether-worker"}, names)
-}
-
-type traceReceiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	got *received
-}
-
-func (r *traceReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	r.got.add(req)
-	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
 
 func TestErrorType(t *testing.T) {
