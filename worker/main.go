@@ -90,7 +90,7 @@ func run() error {
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
 		Logger:              logger,
-		Telemetry:           tel,
+		Interceptors:        tel.WorkerInterceptors(),
 	})
 	if err != nil {
 		return err

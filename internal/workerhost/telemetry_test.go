@@ -49,7 +49,7 @@ func TestGraphRunIsTraced(t *testing.T) {
 	require.NoError(t, err)
 	root := t.TempDir()
 	h, err := workerhost.Start(c, workerhost.Options{
-		ID: "traced", Blobs: blobs, Backends: bs, Logger: logger, Telemetry: tel,
+		ID: "traced", Blobs: blobs, Backends: bs, Logger: logger, Interceptors: tel.WorkerInterceptors(),
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 	})
 	require.NoError(t, err)

@@ -12,13 +12,13 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -40,10 +40,9 @@ type Options struct {
 	// matching instead of running on the worker that scheduled it; tests
 	// use it to spread visits over several workers.
 	DisableEagerActivities bool
-	// Telemetry traces the workflows and activities this worker runs
-	// (its WorkerInterceptors); nil traces nothing. The client c must
-	// carry Telemetry.ClientInterceptors and MetricsHandler itself.
-	Telemetry *telemetry.Telemetry
+	// Interceptors wrap the worker's workflows and activities (tracing,
+	// tests).
+	Interceptors []interceptor.WorkerInterceptor
 }
 
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
@@ -94,7 +93,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                           o.ID,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
 		DisableEagerActivities:             o.DisableEagerActivities,
-		Interceptors:                       o.Telemetry.WorkerInterceptors(),
+		Interceptors:                       o.Interceptors,
 	})
 	h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	h.shared.RegisterActivity(acts)
@@ -103,7 +102,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                           o.ID,
 		DisableWorkflowWorker:              true,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
-		Interceptors:                       o.Telemetry.WorkerInterceptors(),
+		Interceptors:                       o.Interceptors,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := h.own.Start(); err != nil {
