@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -52,6 +53,8 @@ type Activities struct {
 	Logger *slog.Logger
 	// HeartbeatEvery is how often a running visit heartbeats.
 	HeartbeatEvery time.Duration
+	// Metrics counts visits and bytes moved; nil counts nothing.
+	Metrics *telemetry.Metrics
 
 	live liveSessions
 }
@@ -398,6 +401,7 @@ func (a *Activities) pack(ctx context.Context, b backend.Backend, env backend.En
 	if err := blob.PutBytes(ctx, a.Blobs, key, data, blob.CreateOnly()); err != nil {
 		return false, "", "put: " + err.Error()
 	}
+	a.Metrics.PackBytes(telemetry.WhatSession, int64(len(data)))
 	return true, digestOf(data), ""
 }
 

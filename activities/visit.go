@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -97,17 +98,34 @@ type VisitResult struct {
 const SessionNoteKey = "_session_note"
 
 // Visit carries out one visit of an agent or tool node.
-func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (*VisitResult, error) {
+func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitResult, err error) {
 	if req == nil || (req.Node.Kind != graph.KindAgent && req.Node.Kind != graph.KindTool) {
 		return nil, temporal.NewNonRetryableApplicationError("Visit needs an agent or tool node", ErrTypeBadRequest, nil)
 	}
+	started := time.Now()
+	ctx, end := telemetry.StartVisit(ctx, telemetry.VisitAttrs{
+		Run: req.RunID, Node: req.NodeID, Visit: req.Visit, Kind: string(req.Node.Kind),
+		Backend: req.Backend, Session: req.Node.Session, SessionID: sessionOf(req),
+	})
+	defer func() {
+		end(err)
+		outcome, backendName := telemetry.OutcomeFailed, req.Backend
+		if err == nil {
+			outcome, backendName = telemetry.OutcomeOK, res.Backend
+			if len(res.Questions) > 0 {
+				outcome = telemetry.OutcomeAsked
+			}
+			telemetry.SetVisitSession(ctx, res.SessionID)
+		}
+		a.Metrics.Visit(backendName, string(req.Node.Kind), outcome, time.Since(started))
+	}()
 	stop := a.heartbeat(ctx)
 	defer stop()
 	root, cwd, err := a.visitDirs(req)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
-	res := &VisitResult{}
+	res = &VisitResult{}
 	var ws *workspace.Workspace
 	if root != "" && a.Workspaces != nil {
 		if ws, err = a.Workspaces.Open(ctx, req.RunID, root); err != nil {
@@ -120,6 +138,7 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (*VisitResult
 				return nil, workspaceError(req, "restore", err)
 			}
 			res.WorkspaceHit, res.WorkspaceFetched = got.Hit, got.Fetched
+			a.Metrics.RestoreBytes(telemetry.WhatWorkspace, got.Fetched)
 		}
 		ws.Touched()
 	}
@@ -158,6 +177,7 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (*VisitResult
 			return nil, workspaceError(req, "snapshot", err)
 		}
 		res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
+		a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.Uploaded)
 		if snap.Changed || req.Workspace == nil {
 			res.Workspace = next
 		}
@@ -186,6 +206,13 @@ func promptWorkspace(ctx context.Context, ws *workspace.Workspace, req *VisitReq
 		data["diff"] = d
 	}
 	return data
+}
+
+func sessionOf(req *VisitRequest) string {
+	if req.Session != nil {
+		return req.Session.SessionID
+	}
+	return ""
 }
 
 // visitDirs returns the workspace root of the visit ("" when the node runs
@@ -330,6 +357,7 @@ func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env 
 	if err := packer.UnpackSession(ctx, sp.SessionID, data); err != nil {
 		return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil
 	}
+	a.Metrics.RestoreBytes(telemetry.WhatSession, int64(len(data)))
 	a.logger().Info("session restored", "run", req.RunID, "node", req.NodeID, "backend", b.Name(), "session_id", sp.SessionID, "bytes", len(data))
 	return "", nil
 }

@@ -1,7 +1,10 @@
 // Command tether-worker runs Tether's GraphRun workflow and its activities.
 // It connects to TEMPORAL_ADDRESS (default 127.0.0.1:7233) in
 // TEMPORAL_NAMESPACE (default "default"), polls the task queue "tether" and
-// its own worker queue, and stops gracefully on SIGINT or SIGTERM.
+// its own worker queue, and stops gracefully on SIGINT or SIGTERM, sending
+// its last spans before it exits. With OTEL_EXPORTER_OTLP_ENDPOINT set it
+// exports traces by OTLP; with TETHER_METRICS_ADDR set it serves Prometheus
+// metrics there at /metrics.
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -19,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -42,6 +47,18 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	tel, err := telemetry.Setup(ctx, telemetry.Options{
+		ServiceName: telemetry.DefaultServiceName,
+		Tracing:     cfg.OTLPEndpoint != "",
+		MetricsAddr: cfg.MetricsAddr,
+		Logger:      logger,
+	})
+	if err != nil {
+		return err
+	}
+	// Runs last, after the workers stopped: their last spans are sent.
+	defer flush(tel, logger)
+
 	blobs, err := blob.Open(ctx, cfg.BlobURL)
 	if err != nil {
 		return fmt.Errorf("open blob store (TETHER_BLOB_URL): %w", err)
@@ -52,6 +69,10 @@ func run() error {
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.Namespace,
 		Logger:    tlog.NewStructuredLogger(logger),
+		// The worker's own interceptors come from workerhost; these trace
+		// the client's calls.
+		Interceptors:   tel.ClientInterceptors(),
+		MetricsHandler: tel.MetricsHandler(),
 	})
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w", cfg.TemporalAddress, err)
@@ -75,6 +96,8 @@ func run() error {
 		WorkDir:             cfg.WorkDir,
 		WorkspaceLimits:     limits,
 		Logger:              logger,
+		Interceptors:        tel.WorkerInterceptors(),
+		Metrics:             tel.Metrics(),
 	})
 	if err != nil {
 		return err
@@ -83,6 +106,16 @@ func run() error {
 	logger.Info("shutting down")
 	h.Stop()
 	return nil
+}
+
+// flush sends the spans not yet sent and closes the metrics endpoint,
+// waiting no longer than a pod's usual grace period allows.
+func flush(tel *telemetry.Telemetry, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		logger.Warn("telemetry: not everything was sent before exit", "err", err)
+	}
 }
 
 func logLevel() slog.Level {

@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
 )
 
 // run walks the graph from the checkpoint's cursor until an end node.
@@ -357,6 +358,7 @@ func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause
 	r.cp.Error = cause.Error()
 	cp := *r.cp
 	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", cause.Error())
+	telemetry.WorkflowFailStop(ctx)
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("required checkpoint failed at node %q: %v; the run can continue with `tether resume %s`", cur.Node, cause, r.cp.RunID),
 		ErrTypeResumable, cause, &cp)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -17,6 +18,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
 )
 
 // Exit codes.
@@ -50,13 +52,23 @@ type app struct {
 	client client.Client
 	blobs  blob.Store
 	runs   *runstore.Store
+	tel    *telemetry.Telemetry
 }
 
 func (a *app) temporal() (client.Client, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
-	c, err := client.Dial(client.Options{HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Logger: quietLogger{}})
+	opts := client.Options{HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Logger: quietLogger{}}
+	if a.cfg.OTLPEndpoint != "" {
+		// A run's trace starts at the `tether` command that started it.
+		var err error
+		if a.tel, err = telemetry.Setup(context.Background(), telemetry.Options{ServiceName: "tether", Tracing: true}); err != nil {
+			fmt.Fprintln(a.errOut, "tether: tracing off:", err)
+		}
+		opts.Interceptors = a.tel.ClientInterceptors()
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s: %w; start it with `make run` (dev server) or set TEMPORAL_ADDRESS", a.cfg.TemporalAddress, err)
 	}
@@ -84,6 +96,9 @@ func (a *app) close() {
 	if a.blobs != nil {
 		_ = a.blobs.Close()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = a.tel.Shutdown(ctx)
 }
 
 // Main runs the CLI with args and returns the process exit code.

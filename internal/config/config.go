@@ -25,10 +25,19 @@ type Config struct {
 	WorkDir string
 	// UIAddress is the Temporal Web UI, for links to a run.
 	UIAddress string
+	// MetricsAddr is the host:port the worker serves Prometheus metrics
+	// on, at /metrics; empty: no metrics.
+	MetricsAddr string
+	// OTLPEndpoint is where spans are exported by OTLP; empty: no
+	// tracing. The OpenTelemetry exporter reads it, and every other
+	// OTEL_* setting, from the environment itself.
+	OTLPEndpoint string
 }
 
 // FromEnv reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TETHER_HOME,
-// TETHER_BLOB_URL, TETHER_STATE_DIR, TETHER_WORK_DIR and TETHER_UI.
+// TETHER_BLOB_URL, TETHER_STATE_DIR, TETHER_WORK_DIR, TETHER_UI,
+// TETHER_METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT (or its traces-only
+// form OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
 func FromEnv() Config {
 	home := env("TETHER_HOME", ".tether")
 	if abs, err := filepath.Abs(home); err == nil {
@@ -42,6 +51,8 @@ func FromEnv() Config {
 		StateDir:        env("TETHER_STATE_DIR", filepath.Join(home, "state")),
 		WorkDir:         env("TETHER_WORK_DIR", filepath.Join(home, "work")),
 		UIAddress:       env("TETHER_UI", "http://127.0.0.1:8233"),
+		MetricsAddr:     os.Getenv("TETHER_METRICS_ADDR"),
+		OTLPEndpoint:    env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 	}
 }
 

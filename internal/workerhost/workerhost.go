@@ -20,6 +20,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workspace"
 	"github.com/tether-run/tether/workflows"
 )
@@ -47,6 +48,8 @@ type Options struct {
 	// Interceptors wrap the worker's workflows and activities (tracing,
 	// tests).
 	Interceptors []interceptor.WorkerInterceptor
+	// Metrics counts visits and bytes moved; nil counts nothing.
+	Metrics *telemetry.Metrics
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -104,6 +107,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		StateDir:   o.StateDir,
 		WorkDir:    o.WorkDir,
 		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger),
+		Metrics:    o.Metrics,
 		Queue:      queue,
 		Logger:     logger,
 	}

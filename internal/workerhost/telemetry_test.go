@@ -1,0 +1,98 @@
+package workerhost_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/telemetry"
+	"github.com/tether-run/tether/internal/testenv"
+	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/workflows"
+)
+
+// TestGraphRunIsTraced runs a one-node scripted graph through a worker
+// that workerhost started with telemetry, on a real dev server: GraphRun
+// and its activities are traced in one trace under the client's start,
+// and neither the node's prompt nor the agent's reply is in any span.
+func TestGraphRunIsTraced(t *testing.T) {
+	const prompt, reply = "PROMPT-b81e-write-the-plan", "REPLY-c44d-here-is-the-plan"
+	srv := testenv.DevServer(t)
+	spans := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.Setup(t.Context(), telemetry.Options{SpanExporter: spans})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	logger := slog.New(slog.DiscardHandler)
+	c, err := client.Dial(client.Options{
+		HostPort: srv.Address, Namespace: "default", Logger: log.NewStructuredLogger(logger),
+		Interceptors: tel.ClientInterceptors(), MetricsHandler: tel.MetricsHandler(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	blobs, err := blob.Open(t.Context(), "file://"+t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = blobs.Close() })
+	bs, err := workerhost.NewBackends(workerhost.BackendConfig{})
+	require.NoError(t, err)
+	root := t.TempDir()
+	h, err := workerhost.Start(c, workerhost.Options{
+		ID: "traced", Blobs: blobs, Backends: bs, Logger: logger, Interceptors: tel.WorkerInterceptors(),
+		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
+	})
+	require.NoError(t, err)
+	t.Cleanup(h.Stop)
+
+	g, err := graph.Parse([]byte(fmt.Sprintf(`
+name: traced
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: %s, script: [%s]}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: done}
+`, prompt, reply)), "traced.yaml")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "traced-run", TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "traced-run", Graph: g})
+	require.NoError(t, err)
+	var res workflows.GraphRunResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Contains(t, fmt.Sprint(res.Output), reply, "the run went through the agent")
+
+	got := spans.GetSpans()
+	count := map[string]int{}
+	for _, s := range got {
+		count[s.Name]++
+		assert.Equal(t, got[0].SpanContext.TraceID(), s.SpanContext.TraceID(), "span %s is in the run's trace", s.Name)
+		var text strings.Builder
+		fmt.Fprintln(&text, s.Name, s.Status.Description)
+		for _, kv := range s.Attributes {
+			fmt.Fprintln(&text, kv.Key, kv.Value.String())
+		}
+		for _, e := range s.Events {
+			fmt.Fprintln(&text, e.Name, e.Attributes)
+		}
+		assert.NotContains(t, text.String(), prompt, "span %s", s.Name)
+		assert.NotContains(t, text.String(), reply, "span %s", s.Name)
+	}
+	assert.Equal(t, 1, count["StartWorkflow:GraphRun"], "spans: %v", count)
+	assert.NotZero(t, count["RunWorkflow:GraphRun"], "spans: %v", count)
+	assert.Equal(t, 1, count["RunActivity:Visit"], "one visit, traced once: %v", count)
+	assert.Equal(t, count["StartActivity:Visit"], count["RunActivity:Visit"], "spans: %v", count)
+	assert.Equal(t, 1, count["tether.visit"], "Tether's own visit span: %v", count)
+}
