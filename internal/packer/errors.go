@@ -41,6 +41,10 @@ var (
 // also an ErrNotWhitelisted.
 var ErrDenied error = &subError{msg: "packer: entry is on the deny list", parent: ErrNotWhitelisted}
 
+// ErrTooDeep: a path with more components than Limits.MaxDepth or more
+// bytes than Limits.MaxPathBytes. It is also an ErrTooLarge.
+var ErrTooDeep error = &subError{msg: "packer: path too deep or too long", parent: ErrTooLarge}
+
 type subError struct {
 	msg    string
 	parent error

@@ -97,6 +97,11 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 		if len(out) >= p.limits.MaxFiles {
 			return fmt.Errorf("%w: more than %d files and directories", ErrTooLarge, p.limits.MaxFiles)
 		}
+		for _, s := range []string{e.rel, e.name} {
+			if err := p.limits.checkPath(s); err != nil {
+				return err
+			}
+		}
 		if !e.dir {
 			size := e.info.Size()
 			if size > p.limits.MaxFileBytes {
