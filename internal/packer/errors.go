@@ -45,6 +45,11 @@ var ErrDenied error = &subError{msg: "packer: entry is on the deny list", parent
 // bytes than Limits.MaxPathBytes. It is also an ErrTooLarge.
 var ErrTooDeep error = &subError{msg: "packer: path too deep or too long", parent: ErrTooLarge}
 
+// ErrHardLink: a regular file with more than one hard link in a session
+// being packed; its bytes may be another file's (a credential's). It is
+// also an ErrLinkEntry.
+var ErrHardLink error = &subError{msg: "packer: file has more than one hard link", parent: ErrLinkEntry}
+
 type subError struct {
 	msg    string
 	parent error

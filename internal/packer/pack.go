@@ -103,6 +103,9 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 			}
 		}
 		if !e.dir {
+			if err := singleLink(e.rel, e.info); err != nil {
+				return err
+			}
 			size := e.info.Size()
 			if size > p.limits.MaxFileBytes {
 				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, e.rel, size, p.limits.MaxFileBytes)
@@ -225,6 +228,9 @@ func copyFile(w io.Writer, root *os.Root, e entry) error {
 	}
 	if !fi.Mode().IsRegular() || !os.SameFile(fi, e.info) {
 		return fmt.Errorf("%w: %s changed while being packed", ErrLinkEntry, e.rel)
+	}
+	if err := singleLink(e.rel, fi); err != nil {
+		return err
 	}
 	n, err := io.CopyN(w, f, e.info.Size())
 	if errors.Is(err, io.EOF) {

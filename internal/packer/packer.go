@@ -115,6 +115,9 @@ func (p *Packer) findLive(root *os.Root, id string) ([]Place, error) {
 		if err := checkType(pl, fi); err != nil {
 			return nil, err
 		}
+		if err := singleLink(pl.Path, fi); err != nil {
+			return nil, err
+		}
 		found = append(found, pl)
 	}
 	return found, nil
@@ -134,6 +137,16 @@ func checkType(pl Place, fi fs.FileInfo) error {
 	default:
 		return fmt.Errorf("%w: %s is a %s", ErrSpecialEntry, pl.Path, kind(m))
 	}
+}
+
+// singleLink refuses a regular file with more than one hard link: its
+// bytes are also another file's, perhaps a credential's, under an innocent
+// name. A copy is its own file.
+func singleLink(rel string, fi fs.FileInfo) error {
+	if n := linkCount(fi); fi.Mode().IsRegular() && n > 1 {
+		return fmt.Errorf("%w: %s has %d links; a session file must not share its bytes with another file (copy it to break the link)", ErrHardLink, rel, n)
+	}
+	return nil
 }
 
 func placeMode(pl Place) fs.FileMode {
