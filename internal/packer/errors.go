@@ -45,6 +45,11 @@ var ErrDenied error = &subError{msg: "packer: entry is on the deny list", parent
 // bytes than Limits.MaxPathBytes. It is also an ErrTooLarge.
 var ErrTooDeep error = &subError{msg: "packer: path too deep or too long", parent: ErrTooLarge}
 
+// ErrReservedID: a session id that is a name the backend's CLI keeps for
+// itself where session files go (Claude Code's memory/ folder in the
+// project directory). It is also an ErrUnsafePath.
+var ErrReservedID error = &subError{msg: "packer: session id is a name the CLI reserves", parent: ErrUnsafePath}
+
 // ErrHardLink: a regular file with more than one hard link in a session
 // being packed; its bytes may be another file's (a credential's). It is
 // also an ErrLinkEntry.

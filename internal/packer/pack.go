@@ -46,9 +46,17 @@ type entry struct {
 // ErrLinkEntry or ErrSpecialEntry when a session path holds a link or a
 // special file, and with ErrTooLarge when the session is over the limits.
 // Files on the deny list inside a session directory are left out.
+//
+// Every file is scanned for tokens shaped like API keys. With RedactDetect
+// (the default; TETHER_REDACT) each finding is logged as a warning naming
+// the file, the line and the kind of key, never the value; with
+// RedactRefuse the pack fails with ErrSecret.
 func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, error) {
 	if err := p.check(sessionID); err != nil {
 		return nil, err
+	}
+	if p.redactErr != nil {
+		return nil, p.redactErr
 	}
 	root, err := os.OpenRoot(p.env.StateRoot)
 	if err != nil {
@@ -72,11 +80,52 @@ func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, err
 		SourceWorkdir: p.layout.workdir(p.env),
 		CreatedBy:     createdBy(),
 	}
-	blob, err := p.write(ctx, root, h, entries)
+	sw := &secretWarnings{p: p, session: sessionID}
+	blob, err := p.write(ctx, root, h, entries, sw)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
 	}
+	sw.summary()
 	return blob, nil
+}
+
+// secretWarnings logs the secret-looking tokens one pack finds, at most
+// maxSecretWarnings of them and then a count.
+type secretWarnings struct {
+	p       *Packer
+	session string
+	logged  int
+	more    int
+}
+
+// file handles the findings of one file: an error under RedactRefuse, a
+// warning each otherwise.
+func (w *secretWarnings) file(name string, found []finding, total int) error {
+	if total == 0 {
+		return nil
+	}
+	if w.p.redact == RedactRefuse {
+		f := found[0]
+		return fmt.Errorf("%w: %s line %d holds what looks like a %s; remove it from the session, or set %s=detect to pack it anyway (and keep blobs encrypted with encrypt=true)", ErrSecret, name, f.line, f.kind, RedactEnv)
+	}
+	logged := 0
+	for _, f := range found {
+		if w.logged == maxSecretWarnings {
+			break
+		}
+		w.logged++
+		logged++
+		w.p.logger().Warn("packer: a session file holds a secret-looking token; it is packed as it is (TETHER_REDACT=refuse refuses such sessions; encrypt=true keeps blobs encrypted at rest)",
+			"backend", w.p.backend, "session", w.session, "file", name, "line", f.line, "kind", f.kind)
+	}
+	w.more += total - logged
+	return nil
+}
+
+func (w *secretWarnings) summary() {
+	if w.more > 0 {
+		w.p.logger().Warn("packer: more secret-looking tokens in the session than were logged", "backend", w.p.backend, "session", w.session, "more", w.more)
+	}
 }
 
 func hasPrimary(ps []Place) bool {
@@ -167,7 +216,7 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 	return out, nil
 }
 
-func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []entry) ([]byte, error) {
+func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []entry, sw *secretWarnings) ([]byte, error) {
 	var raw int64
 	for _, e := range entries {
 		if !e.dir {
@@ -201,7 +250,11 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 		if err := tw.WriteHeader(th); err != nil {
 			return nil, err
 		}
-		if err := copyFile(tw, root, e); err != nil {
+		sc := newSecretScanner(maxSecretWarnings)
+		if err := copyFile(io.MultiWriter(tw, sc), root, e); err != nil {
+			return nil, err
+		}
+		if err := sw.file(e.name, sc.finish(), sc.total); err != nil {
 			return nil, err
 		}
 	}
