@@ -28,6 +28,9 @@ var (
 	// ErrFormatVersion: an archive written in a format version this build
 	// does not read.
 	ErrFormatVersion = errors.New("packer: unsupported archive format version")
+	// ErrDigestMismatch: a blob whose digest is not the one recorded when
+	// it was packed (see VerifyDigest).
+	ErrDigestMismatch = errors.New("packer: archive digest does not match the recorded one")
 	// ErrNoSession: the live root holds no such session to pack.
 	ErrNoSession = errors.New("packer: no such session")
 	// ErrExists: the destination already holds something at a session path
