@@ -33,6 +33,10 @@ const (
 // path, so speed wins (numbers in docs/packers.md).
 var encoderLevel = zstd.SpeedFastest
 
+// scanFiles turns the secret scan on; BenchmarkPack turns it off to
+// measure what it costs.
+var scanFiles = true
+
 // entry is one tar entry to write.
 type entry struct {
 	name string // archive name
@@ -249,6 +253,12 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()
 		if err := tw.WriteHeader(th); err != nil {
 			return nil, err
+		}
+		if !scanFiles {
+			if err := copyFile(tw, root, e); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		sc := newSecretScanner(maxSecretWarnings)
 		if err := copyFile(io.MultiWriter(tw, sc), root, e); err != nil {
