@@ -1,13 +1,10 @@
 package packer
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -109,15 +106,3 @@ func TestDenyPatterns(t *testing.T) {
 	}
 }
 
-// decompressed returns an archive's tar stream.
-func decompressed(t testing.TB, blob []byte) []byte {
-	t.Helper()
-	_, payload, err := splitBlob(blob)
-	require.NoError(t, err)
-	dec, err := zstd.NewReader(bytes.NewReader(payload))
-	require.NoError(t, err)
-	defer dec.Close()
-	out, err := io.ReadAll(dec)
-	require.NoError(t, err)
-	return out
-}
