@@ -48,7 +48,8 @@ type entry struct {
 // PackSession archives the session's whitelisted files from the live root.
 // It fails with ErrNoSession when the session's main file is absent, with
 // ErrLinkEntry or ErrSpecialEntry when a session path holds a link or a
-// special file, and with ErrTooLarge when the session is over the limits.
+// special file (ErrHardLink for a file with more than one hard link), and
+// with ErrTooLarge when the session is over the limits.
 // Files on the deny list inside a session directory are left out.
 //
 // Every file is scanned for tokens shaped like API keys. With RedactDetect
@@ -110,7 +111,7 @@ func (w *secretWarnings) file(name string, found []finding, total int) error {
 	}
 	if w.p.redact == RedactRefuse {
 		f := found[0]
-		return fmt.Errorf("%w: %s line %d holds what looks like a %s; remove it from the session, or set %s=detect to pack it anyway (and keep blobs encrypted with encrypt=true)", ErrSecret, name, f.line, f.kind, RedactEnv)
+		return fmt.Errorf("%w: %s line %d holds a token shaped like a secret (%s); remove it from the session, or set %s=detect to pack it anyway (and keep blobs encrypted with encrypt=true)", ErrSecret, name, f.line, f.kind, RedactEnv)
 	}
 	logged := 0
 	for _, f := range found {
