@@ -105,4 +105,3 @@ func TestDenyPatterns(t *testing.T) {
 		assert.False(t, denied("tasks/"+testID+"/"+ok), ok)
 	}
 }
-
