@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -17,6 +18,9 @@ var (
 	ErrExists = errors.New("blob: already exists")
 	// ErrInvalidKey reports a key or prefix that ValidateKey refuses.
 	ErrInvalidKey = errors.New("blob: invalid key")
+	// ErrTooLarge reports a blob bigger than the caller of GetBytesMax
+	// allows.
+	ErrTooLarge = errors.New("blob: too large")
 )
 
 // Info describes one stored blob.
@@ -72,16 +76,45 @@ func PutBytes(ctx context.Context, s Store, key string, b []byte, opts ...PutOpt
 	return s.Put(ctx, key, bytes.NewReader(b), int64(len(b)), opts...)
 }
 
-// GetBytes reads the whole blob at key.
+// GetBytes reads the whole blob at key. Use GetBytesMax for a blob whose
+// size is not already known to be sane.
 func GetBytes(ctx context.Context, s Store, key string) ([]byte, error) {
+	return GetBytesMax(ctx, s, key, -1)
+}
+
+// GetBytesMax reads the whole blob at key if it holds at most max bytes
+// (max < 0: no limit). A bigger blob fails with ErrTooLarge as soon as
+// byte max+1 arrives; the rest is never read, so a huge or endless object
+// cannot exhaust memory.
+func GetBytesMax(ctx context.Context, s Store, key string, max int64) ([]byte, error) {
+	if r, ok := s.(bytesGetter); ok {
+		return r.getBytes(ctx, key, max)
+	}
+	return readAll(ctx, s, key, max)
+}
+
+// bytesGetter is a Store that reads whole blobs its own way (WithRetry
+// retries the read as one operation).
+type bytesGetter interface {
+	getBytes(ctx context.Context, key string, max int64) ([]byte, error)
+}
+
+func readAll(ctx context.Context, s Store, key string, max int64) ([]byte, error) {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(rc)
+	var r io.Reader = rc
+	if max >= 0 {
+		r = io.LimitReader(rc, max+1)
+	}
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
+	}
+	if max >= 0 && int64(len(b)) > max {
+		return nil, fmt.Errorf("%w: %q holds more than the %d bytes allowed; it was not read further", ErrTooLarge, key, max)
 	}
 	return b, nil
 }

@@ -33,6 +33,17 @@
 // with a non-empty prefix and reports how many it removed. List returns the
 // keys starting with prefix (a plain string prefix, as in S3), sorted.
 //
+// GetBytesMax reads a whole blob only if it is at most a given size, and
+// fails with ErrTooLarge without reading the rest otherwise.
+//
+// # Outages
+//
+// WithRetry wraps a Store so that transient failures (IsTransient: the
+// store unreachable, timeouts, S3 throttling and 5xx, a connection cut
+// mid-stream) are retried with backoff for up to two minutes an operation,
+// while every other error returns at once. Open applies it to every store
+// it returns (retry= in the URL or TETHER_STORE_RETRY change the budget).
+//
 // # Encryption at rest
 //
 // Encrypted wraps any Store with an AES-256-GCM envelope: each blob gets a

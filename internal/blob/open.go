@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
@@ -18,6 +20,7 @@ type OpenOption func(*openOptions)
 type openOptions struct {
 	creds aws.CredentialsProvider
 	key   []byte
+	retry RetryPolicy
 }
 
 // WithCredentials gives the S3 backend credentials instead of the SDK's
@@ -31,6 +34,13 @@ func WithCredentials(p aws.CredentialsProvider) OpenOption {
 // instead of encrypt=true and TETHER_BLOB_KEY.
 func WithEncryptionKey(key []byte) OpenOption {
 	return func(o *openOptions) { o.key = key }
+}
+
+// WithRetryPolicy sets how the store Open returns retries transient
+// failures (OnRetry is where a caller heartbeats). Its MaxElapsed yields to
+// the URL's retry= and to TETHER_STORE_RETRY.
+func WithRetryPolicy(p RetryPolicy) OpenOption {
+	return func(o *openOptions) { o.retry = p }
 }
 
 // Open returns the Store a URL names:
@@ -48,6 +58,10 @@ func WithEncryptionKey(key []byte) OpenOption {
 // the reverse. Unknown parameters are refused, so a typo does not silently
 // change the meaning of the URL. URLs carry no secrets: credentials come
 // from the AWS SDK's default chain or WithCredentials.
+//
+// The store retries transient failures (WithRetry) for two minutes per
+// operation by default; retry=DURATION in the URL, or TETHER_STORE_RETRY,
+// sets how long, and 0 turns it off.
 func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error) {
 	var o openOptions
 	for _, f := range opts {
@@ -68,6 +82,11 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error)
 		}
 	}
 	q.Del("encrypt")
+	retry, err := retryFor(q.Get("retry"), o.retry)
+	if err != nil {
+		return nil, err
+	}
+	q.Del("retry")
 
 	var s Store
 	switch u.Scheme {
@@ -121,15 +140,38 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error)
 			return nil, err
 		}
 	}
-	if key == nil {
-		return s, nil
+	if key != nil {
+		es, err := Encrypted(s, key)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s = es
 	}
-	es, err := Encrypted(s, key)
-	if err != nil {
-		s.Close()
-		return nil, err
+	// Outermost, so that a retried Put re-encrypts the caller's bytes.
+	return WithRetry(s, retry), nil
+}
+
+// retryFor returns the retry policy of a store: the URL's retry= wins over
+// TETHER_STORE_RETRY, which wins over p.MaxElapsed; a zero duration turns
+// retrying off.
+func retryFor(param string, p RetryPolicy) (RetryPolicy, error) {
+	v, from := param, "the store URL's retry="
+	if v == "" {
+		v, from = os.Getenv(RetryEnv), RetryEnv+"="
 	}
-	return es, nil
+	if v == "" {
+		return p, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return p, fmt.Errorf("blob: %s%q is not a duration such as 2m or 30s (0 turns retrying off)", from, v)
+	}
+	p.MaxElapsed = d
+	if d == 0 {
+		p.MaxElapsed = -1
+	}
+	return p, nil
 }
 
 func noParams(q url.Values) error {

@@ -2,9 +2,14 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 )
+
+// errBodySize: a Put's reader gave more or fewer bytes than it declared.
+// It is the caller's mistake, never cured by trying again.
+var errBodySize = errors.New("blob: the body's size differs from the declared size")
 
 // exactReader passes r through and fails, before the final EOF reaches the
 // writer, when r delivers more or fewer than size bytes (size < 0: any).
@@ -21,10 +26,10 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	e.n += int64(n)
 	if e.size >= 0 && e.n > e.size {
-		return n, fmt.Errorf("blob: put %q: the reader gave more than the declared %d bytes", e.key, e.size)
+		return n, fmt.Errorf("%w: put %q: the reader gave more than the declared %d bytes", errBodySize, e.key, e.size)
 	}
 	if err == io.EOF && e.size >= 0 && e.n < e.size {
-		return n, fmt.Errorf("blob: put %q: the reader gave %d of the declared %d bytes: %w", e.key, e.n, e.size, io.ErrUnexpectedEOF)
+		return n, fmt.Errorf("%w: put %q: the reader gave %d of the declared %d bytes", errBodySize, e.key, e.n, e.size)
 	}
 	return n, err
 }

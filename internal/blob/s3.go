@@ -350,7 +350,7 @@ func (p *partReader) fill(buf []byte) (n int, last bool, err error) {
 		p.hasCarry = false
 		n = 1
 	}
-	m, err := io.ReadFull(p.r, buf[n:])
+	m, err := io.ReadFull(upstream{p.r}, buf[n:])
 	n += m
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
@@ -360,7 +360,7 @@ func (p *partReader) fill(buf []byte) (n int, last bool, err error) {
 		return n, false, err
 	}
 	var one [1]byte
-	m, err = io.ReadFull(p.r, one[:])
+	m, err = io.ReadFull(upstream{p.r}, one[:])
 	switch {
 	case err == io.EOF:
 		p.last = true
@@ -371,6 +371,21 @@ func (p *partReader) fill(buf []byte) (n int, last bool, err error) {
 	_ = m
 	p.carry, p.hasCarry = one[0], true
 	return n, false, nil
+}
+
+// upstream passes reads through, except that a source failing with
+// io.ErrUnexpectedEOF (a connection cut before the body's end) fails with
+// an error that wraps it: fill takes a bare io.ErrUnexpectedEOF from
+// io.ReadFull for "the stream ended inside this part", which must not be
+// confused with a cut.
+type upstream struct{ r io.Reader }
+
+func (u upstream) Read(b []byte) (int, error) {
+	n, err := u.r.Read(b)
+	if err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("the stream was cut: %w", err)
+	}
+	return n, err
 }
 
 // Read drains what fill has not consumed (used after a refused create).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
@@ -24,8 +25,10 @@ func openURL(t testing.TB, url string, opts ...blob.OpenOption) blob.Store {
 
 // s3Faults are the faults of a remote store: the server gone, the secret
 // wrong, the bucket missing. Each must surface as an error, never as
-// absence. Requests are not retried here, to keep the test short; retries
-// change how long a fault takes to surface, not what it surfaces as.
+// absence, also through WithRetry (as Open wraps every store). The SDK
+// makes one attempt and the wrapper retries for 300 ms, to keep the test
+// short; retries change how long a fault takes to surface, not what it
+// surfaces as.
 func s3Faults(srv *testenv.S3Server) []storetest.Fault {
 	open := func(t *testing.T, srv *testenv.S3Server, bucket, secret string) blob.Store {
 		s, err := blob.OpenS3(context.Background(), blob.S3Config{
@@ -36,7 +39,7 @@ func s3Faults(srv *testenv.S3Server) []storetest.Fault {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return blob.WithRetry(s, blob.RetryPolicy{MaxElapsed: 300 * time.Millisecond, InitialBackoff: 10 * time.Millisecond})
 	}
 	return []storetest.Fault{
 		{Name: "ServerStopped", Inject: func(t *testing.T) (blob.Store, string) {

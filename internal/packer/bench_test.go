@@ -113,6 +113,16 @@ func BenchmarkPack(b *testing.B) {
 			b.ReportMetric(float64(size)/float64(len(blob)), "ratio")
 		})
 	}
+	b.Run("packer/fastest/no-secret-scan", func(b *testing.B) {
+		defer func() { scanFiles = true }()
+		scanFiles = false
+		p := NewClaude(env, Limits{})
+		b.SetBytes(size)
+		for b.Loop() {
+			_, err := p.PackSession(ctx, testID)
+			require.NoError(b, err)
+		}
+	})
 	b.Run("tar|zstd-1", func(b *testing.B) {
 		needZstd(b)
 		b.SetBytes(size)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/tether-run/tether/internal/backend"
 )
@@ -20,8 +21,8 @@ import (
 // Archives name the project parts "project/<id>.jsonl" and "project/<id>/",
 // without a slug, so unpacking places them under the slug of the target
 // env's working directory.
-func NewClaude(env backend.Env, limits Limits) *Packer {
-	return newPacker(backend.ClaudeCode, env, limits, claudeLayout{fixedLayout{places: claudePlaces}})
+func NewClaude(env backend.Env, limits Limits, opts ...Option) *Packer {
+	return newPacker(backend.ClaudeCode, env, limits, claudeLayout{fixedLayout{places: claudePlaces}}, opts)
 }
 
 type claudeLayout struct{ fixedLayout }
@@ -32,6 +33,34 @@ func (claudeLayout) workdir(env backend.Env) string {
 		return dir
 	}
 	return env.Workdir
+}
+
+// Names Claude Code keeps for itself in a project folder, beside the
+// session files, and refuses as session ids (CLI 2.1.332: "are reserved:
+// they name project-level entries, not sessions"). A session id "memory"
+// would otherwise make projects/<slug>/memory/, the user's memory, a part
+// of that session. The CLI compares them in lower case, with trailing dots
+// and spaces removed.
+var (
+	claudeReservedNames = map[string]bool{
+		"memory": true, "tiny_memory": true, "bagel": true, "cloud-snapshots": true,
+		"connector-downloads": true, "bridge-pointer.json": true, ".session-aliases": true,
+	}
+	// Suffixes that name a session's sibling files or streams.
+	claudeReservedSuffixes = []string{".jsonl", ".cast", ".ccr-tip.json", ".precompact.json", ".dir-sync.json"}
+)
+
+// checkID refuses a session id Claude Code reserves in the project folder.
+func (claudeLayout) checkID(id string) error {
+	n := strings.TrimRight(strings.ToLower(id), ". ")
+	reserved := claudeReservedNames[n]
+	for _, s := range claudeReservedSuffixes {
+		reserved = reserved || strings.HasSuffix(n, s)
+	}
+	if reserved {
+		return fmt.Errorf("%w: %q names one of Claude Code's own entries in the project folder (memory/, tiny_memory/, *.jsonl, ...), not a session", ErrReservedID, id)
+	}
+	return nil
 }
 
 func claudePlaces(env backend.Env, id string) ([]Place, error) {

@@ -20,8 +20,8 @@ import (
 // found by its id in any date directory, and restored under the same
 // relative path. The rollout records the working directory inside; Codex
 // resumes from the rollout alone.
-func NewCodex(env backend.Env, limits Limits) *Packer {
-	return newPacker(backend.Codex, env, limits, codexLayout{})
+func NewCodex(env backend.Env, limits Limits, opts ...Option) *Packer {
+	return newPacker(backend.Codex, env, limits, codexLayout{}, opts)
 }
 
 type codexLayout struct{}

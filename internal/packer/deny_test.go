@@ -108,10 +108,10 @@ func TestDenyListCodexAndPi(t *testing.T) {
 }
 
 func TestDenied(t *testing.T) {
-	for _, p := range []string{"auth.json", "a/AUTH.JSON", "x/backups/y", "telemetry", "a/b.sqlite-wal", ".claude.json.backup.2"} {
+	for _, p := range []string{"auth.json", "a/AUTH.JSON", "auth.json.txt", "x/backups/y", "telemetry", "a/b.sqlite-wal", ".claude.json.backup.2"} {
 		assert.True(t, denied(p), p)
 	}
-	for _, p := range []string{"project/x.jsonl", "tasks/x/1.json", "auth.json.txt", "my-backups/x", "sqlite"} {
+	for _, p := range []string{"project/x.jsonl", "tasks/x/1.json", "my-backups/x", "sqlite"} {
 		assert.False(t, denied(p), p)
 	}
 }

@@ -12,15 +12,23 @@
 // The package promises, for every archive it is handed:
 //
 //   - only whitelisted session files are ever written, never anything on the
-//     deny list (credentials, settings, databases, backups, telemetry);
+//     deny list (credentials, settings, keys, databases, backups, telemetry);
 //   - nothing is written outside a private staging directory inside the state
-//     root until the whole archive has been read and checked, and then the
-//     session's parts are renamed into place, the session's main file last;
+//     root until the whole archive has been read and checked; then every
+//     session part is checked against the live root, and only then renamed
+//     into place, the session's main file last; a refusal at any point,
+//     a cancelled context included, leaves the live root as it was;
 //   - no existing file is truncated or written through, and no link is
-//     followed; links, devices, fifos, unsafe paths, archives over the Limits,
-//     foreign headers and corrupt streams are refused with typed errors
-//     (ErrLinkEntry, ErrSpecialEntry, ErrUnsafePath, ErrTooLarge,
-//     ErrHeaderMismatch, ErrCorrupt, ...), tested with errors.Is.
+//     followed; links, devices, fifos, unsafe paths, paths too deep or too
+//     long, archives over the Limits, foreign headers and corrupt streams are
+//     refused with typed errors (ErrLinkEntry, ErrSpecialEntry,
+//     ErrUnsafePath, ErrTooLarge, ErrTooDeep, ErrHeaderMismatch, ErrCorrupt,
+//     ...), tested with errors.Is.
+//
+// Packing refuses hard-linked files (ErrHardLink) and scans every file for
+// tokens shaped like API keys: with TETHER_REDACT=detect (the default) it
+// logs where and what kind, never the value; with refuse it fails with
+// ErrSecret.
 //
 // The archive format and the per-backend layouts are described in
 // docs/packers.md.

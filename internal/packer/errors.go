@@ -28,6 +28,9 @@ var (
 	// ErrFormatVersion: an archive written in a format version this build
 	// does not read.
 	ErrFormatVersion = errors.New("packer: unsupported archive format version")
+	// ErrDigestMismatch: a blob whose digest is not the one recorded when
+	// it was packed (see VerifyDigest).
+	ErrDigestMismatch = errors.New("packer: archive digest does not match the recorded one")
 	// ErrNoSession: the live root holds no such session to pack.
 	ErrNoSession = errors.New("packer: no such session")
 	// ErrExists: the destination already holds something at a session path
@@ -40,6 +43,20 @@ var (
 // backups, telemetry). The deny list wins over the whitelist, so ErrDenied is
 // also an ErrNotWhitelisted.
 var ErrDenied error = &subError{msg: "packer: entry is on the deny list", parent: ErrNotWhitelisted}
+
+// ErrTooDeep: a path with more components than Limits.MaxDepth or more
+// bytes than Limits.MaxPathBytes. It is also an ErrTooLarge.
+var ErrTooDeep error = &subError{msg: "packer: path too deep or too long", parent: ErrTooLarge}
+
+// ErrReservedID: a session id that is a name the backend's CLI keeps for
+// itself where session files go (Claude Code's memory/ folder in the
+// project directory). It is also an ErrUnsafePath.
+var ErrReservedID error = &subError{msg: "packer: session id is a name the CLI reserves", parent: ErrUnsafePath}
+
+// ErrHardLink: a regular file with more than one hard link in a session
+// being packed; its bytes may be another file's (a credential's). It is
+// also an ErrLinkEntry.
+var ErrHardLink error = &subError{msg: "packer: file has more than one hard link", parent: ErrLinkEntry}
 
 type subError struct {
 	msg    string

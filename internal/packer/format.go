@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 )
 
@@ -50,6 +51,21 @@ type Header struct {
 func Digest(blob []byte) string {
 	sum := sha256.Sum256(blob)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// VerifyDigest checks blob against the digest recorded when it was packed
+// (Digest's "sha256:<hex>"), and fails with ErrDigestMismatch when they
+// differ or the recorded digest is not one: a blob replaced or damaged in
+// the store is then refused before it is unpacked.
+func VerifyDigest(blob []byte, want string) error {
+	hexPart, ok := strings.CutPrefix(want, "sha256:")
+	if _, err := hex.DecodeString(hexPart); !ok || err != nil || len(hexPart) != 2*sha256.Size {
+		return fmt.Errorf("%w: the recorded digest %q is not sha256:<64 hex digits>", ErrDigestMismatch, want)
+	}
+	if got := Digest(blob); !strings.EqualFold(got, want) {
+		return fmt.Errorf("%w: the blob's digest is %s but %s was recorded when it was packed; it was replaced or damaged in the store, and is not unpacked", ErrDigestMismatch, got, want)
+	}
+	return nil
 }
 
 // ReadHeader returns an archive's header without decompressing it. It fails

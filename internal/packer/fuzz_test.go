@@ -27,6 +27,11 @@ func FuzzUnpack(f *testing.F) {
 		{tarEntry{name: "tasks/" + testID + "/x", typeflag: tar.TypeLink, link: "/etc/passwd"}},
 		{tarEntry{name: "tasks/" + testID + "/x", typeflag: tar.TypeFifo}},
 		{file("project/"+testID+"/.credentials.json", "x")},
+		// The deep-path attack, one entry below more implicit folders than
+		// MaxDepth allows. testdata/fuzz/FuzzUnpack/deep-path-8000 holds
+		// the 8,000-deep archive itself; its raw tar (16 KB) would make
+		// the fuzzer spend its time minimising.
+		{file("project/"+testID+".jsonl", "{}\n"), file(deepName(DefaultMaxDepth+8), "x")},
 	}
 	for _, s := range seeds {
 		raw := rawTar(f, s)

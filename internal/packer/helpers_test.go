@@ -76,15 +76,23 @@ func files(t testing.TB, root string) []string {
 	return out
 }
 
-// entryNames lists the names in an archive.
-func entryNames(t testing.TB, blob []byte) []string {
+// decompressed returns an archive's tar stream.
+func decompressed(t testing.TB, blob []byte) []byte {
 	t.Helper()
 	_, payload, err := splitBlob(blob)
 	require.NoError(t, err)
 	dec, err := zstd.NewReader(bytes.NewReader(payload))
 	require.NoError(t, err)
 	defer dec.Close()
-	tr := tar.NewReader(dec)
+	out, err := io.ReadAll(dec)
+	require.NoError(t, err)
+	return out
+}
+
+// entryNames lists the names in an archive.
+func entryNames(t testing.TB, blob []byte) []string {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(decompressed(t, blob)))
 	var out []string
 	for {
 		h, err := tr.Next()

@@ -43,6 +43,12 @@ type layout interface {
 	workdir(env backend.Env) string
 }
 
+// idChecker is implemented by a layout whose CLI reserves some names where
+// session ids go.
+type idChecker interface {
+	checkID(id string) error
+}
+
 // fixedLayout is a layout whose places are a function of env and id alone.
 type fixedLayout struct {
 	places func(env backend.Env, sessionID string) ([]Place, error)

@@ -33,6 +33,10 @@ const (
 // path, so speed wins (numbers in docs/packers.md).
 var encoderLevel = zstd.SpeedFastest
 
+// scanFiles turns the secret scan on; BenchmarkPack turns it off to
+// measure what it costs.
+var scanFiles = true
+
 // entry is one tar entry to write.
 type entry struct {
 	name string // archive name
@@ -44,11 +48,20 @@ type entry struct {
 // PackSession archives the session's whitelisted files from the live root.
 // It fails with ErrNoSession when the session's main file is absent, with
 // ErrLinkEntry or ErrSpecialEntry when a session path holds a link or a
-// special file, and with ErrTooLarge when the session is over the limits.
+// special file (ErrHardLink for a file with more than one hard link), and
+// with ErrTooLarge when the session is over the limits.
 // Files on the deny list inside a session directory are left out.
+//
+// Every file is scanned for tokens shaped like API keys. With RedactDetect
+// (the default; TETHER_REDACT) each finding is logged as a warning naming
+// the file, the line and the kind of key, never the value; with
+// RedactRefuse the pack fails with ErrSecret.
 func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, error) {
 	if err := p.check(sessionID); err != nil {
 		return nil, err
+	}
+	if p.redactErr != nil {
+		return nil, p.redactErr
 	}
 	root, err := os.OpenRoot(p.env.StateRoot)
 	if err != nil {
@@ -72,11 +85,52 @@ func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, err
 		SourceWorkdir: p.layout.workdir(p.env),
 		CreatedBy:     createdBy(),
 	}
-	blob, err := p.write(ctx, root, h, entries)
+	sw := &secretWarnings{p: p, session: sessionID}
+	blob, err := p.write(ctx, root, h, entries, sw)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
 	}
+	sw.summary()
 	return blob, nil
+}
+
+// secretWarnings logs the secret-looking tokens one pack finds, at most
+// maxSecretWarnings of them and then a count.
+type secretWarnings struct {
+	p       *Packer
+	session string
+	logged  int
+	more    int
+}
+
+// file handles the findings of one file: an error under RedactRefuse, a
+// warning each otherwise.
+func (w *secretWarnings) file(name string, found []finding, total int) error {
+	if total == 0 {
+		return nil
+	}
+	if w.p.redact == RedactRefuse {
+		f := found[0]
+		return fmt.Errorf("%w: %s line %d holds a token shaped like a secret (%s); remove it from the session, or set %s=detect to pack it anyway (and keep blobs encrypted with encrypt=true)", ErrSecret, name, f.line, f.kind, RedactEnv)
+	}
+	logged := 0
+	for _, f := range found {
+		if w.logged == maxSecretWarnings {
+			break
+		}
+		w.logged++
+		logged++
+		w.p.logger().Warn("packer: a session file holds a secret-looking token; it is packed as it is (TETHER_REDACT=refuse refuses such sessions; encrypt=true keeps blobs encrypted at rest)",
+			"backend", w.p.backend, "session", w.session, "file", name, "line", f.line, "kind", f.kind)
+	}
+	w.more += total - logged
+	return nil
+}
+
+func (w *secretWarnings) summary() {
+	if w.more > 0 {
+		w.p.logger().Warn("packer: more secret-looking tokens in the session than were logged", "backend", w.p.backend, "session", w.session, "more", w.more)
+	}
 }
 
 func hasPrimary(ps []Place) bool {
@@ -97,7 +151,15 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 		if len(out) >= p.limits.MaxFiles {
 			return fmt.Errorf("%w: more than %d files and directories", ErrTooLarge, p.limits.MaxFiles)
 		}
+		for _, s := range []string{e.rel, e.name} {
+			if err := p.limits.checkPath(s); err != nil {
+				return err
+			}
+		}
 		if !e.dir {
+			if err := singleLink(e.rel, e.info); err != nil {
+				return err
+			}
 			size := e.info.Size()
 			if size > p.limits.MaxFileBytes {
 				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, e.rel, size, p.limits.MaxFileBytes)
@@ -159,7 +221,7 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 	return out, nil
 }
 
-func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []entry) ([]byte, error) {
+func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []entry, sw *secretWarnings) ([]byte, error) {
 	var raw int64
 	for _, e := range entries {
 		if !e.dir {
@@ -193,7 +255,17 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 		if err := tw.WriteHeader(th); err != nil {
 			return nil, err
 		}
-		if err := copyFile(tw, root, e); err != nil {
+		if !scanFiles {
+			if err := copyFile(tw, root, e); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		sc := newSecretScanner(maxSecretWarnings)
+		if err := copyFile(io.MultiWriter(tw, sc), root, e); err != nil {
+			return nil, err
+		}
+		if err := sw.file(e.name, sc.finish(), sc.total); err != nil {
 			return nil, err
 		}
 	}
@@ -220,6 +292,9 @@ func copyFile(w io.Writer, root *os.Root, e entry) error {
 	}
 	if !fi.Mode().IsRegular() || !os.SameFile(fi, e.info) {
 		return fmt.Errorf("%w: %s changed while being packed", ErrLinkEntry, e.rel)
+	}
+	if err := singleLink(e.rel, fi); err != nil {
+		return err
 	}
 	n, err := io.CopyN(w, f, e.info.Size())
 	if errors.Is(err, io.EOF) {

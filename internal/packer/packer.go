@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,10 +17,27 @@ import (
 // Packer packs, unpacks and finds one backend's sessions in one live env.
 // It implements backend.SessionPacker.
 type Packer struct {
-	backend string
-	env     backend.Env
-	limits  Limits
-	layout  layout
+	backend   string
+	env       backend.Env
+	limits    Limits
+	layout    layout
+	redact    RedactMode
+	redactErr error // an unreadable TETHER_REDACT, reported by PackSession
+	log       *slog.Logger
+}
+
+// Option changes how a packer works.
+type Option func(*Packer)
+
+// WithRedact sets what packing does with a secret-looking token in a
+// session file, instead of TETHER_REDACT.
+func WithRedact(m RedactMode) Option {
+	return func(p *Packer) { p.redact, p.redactErr = m, nil }
+}
+
+// WithLogger sends the packer's warnings to l instead of slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(p *Packer) { p.log = l }
 }
 
 var _ backend.SessionPacker = (*Packer)(nil)
@@ -29,12 +47,25 @@ var _ backend.SessionPacker = (*Packer)(nil)
 // Primary file; Dir parts take every regular file beneath them). It is the
 // building block for backends without a bespoke layout, such as the scripted
 // agent's session log.
-func NewFiles(backendName string, env backend.Env, limits Limits, places func(env backend.Env, sessionID string) ([]Place, error)) *Packer {
-	return newPacker(backendName, env, limits, fixedLayout{places: places})
+func NewFiles(backendName string, env backend.Env, limits Limits, places func(env backend.Env, sessionID string) ([]Place, error), opts ...Option) *Packer {
+	return newPacker(backendName, env, limits, fixedLayout{places: places}, opts)
 }
 
-func newPacker(name string, env backend.Env, limits Limits, l layout) *Packer {
-	return &Packer{backend: name, env: env, limits: limits.withDefaults(), layout: l}
+// newPacker reads the redact mode from TETHER_REDACT, then applies opts.
+func newPacker(name string, env backend.Env, limits Limits, l layout, opts []Option) *Packer {
+	p := &Packer{backend: name, env: env, limits: limits.withDefaults(), layout: l}
+	p.redact, p.redactErr = ParseRedactMode(os.Getenv(RedactEnv))
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func (p *Packer) logger() *slog.Logger {
+	if p.log != nil {
+		return p.log
+	}
+	return slog.Default()
 }
 
 // Backend returns the backend name written into and checked against archive
@@ -77,13 +108,20 @@ func (p *Packer) SessionFile(ctx context.Context, sessionID string) (string, err
 	return "", p.noSession(sessionID, nil)
 }
 
-// check refuses an unsafe session id and a packer without a state root
-// (which would otherwise resolve against the process's cwd).
+// check refuses an unsafe session id, an id the backend's CLI reserves,
+// and a packer without a state root (which would otherwise resolve against
+// the process's cwd).
 func (p *Packer) check(id string) error {
 	if p.env.StateRoot == "" {
 		return fmt.Errorf("packer: %s packer has no state root", p.backend)
 	}
-	return checkID(id)
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if c, ok := p.layout.(idChecker); ok {
+		return c.checkID(id)
+	}
+	return nil
 }
 
 func (p *Packer) noSession(id string, cause error) error {
@@ -115,6 +153,9 @@ func (p *Packer) findLive(root *os.Root, id string) ([]Place, error) {
 		if err := checkType(pl, fi); err != nil {
 			return nil, err
 		}
+		if err := singleLink(pl.Path, fi); err != nil {
+			return nil, err
+		}
 		found = append(found, pl)
 	}
 	return found, nil
@@ -134,6 +175,16 @@ func checkType(pl Place, fi fs.FileInfo) error {
 	default:
 		return fmt.Errorf("%w: %s is a %s", ErrSpecialEntry, pl.Path, kind(m))
 	}
+}
+
+// singleLink refuses a regular file with more than one hard link: its
+// bytes are also another file's, perhaps a credential's, under an innocent
+// name. A copy is its own file.
+func singleLink(rel string, fi fs.FileInfo) error {
+	if n := linkCount(fi); fi.Mode().IsRegular() && n > 1 {
+		return fmt.Errorf("%w: %s has %d links; a session file must not share its bytes with another file (copy it to break the link)", ErrHardLink, rel, n)
+	}
+	return nil
 }
 
 func placeMode(pl Place) fs.FileMode {

@@ -19,8 +19,8 @@ import (
 // and '.' replaced by '-' (2026-11-30T12-27-00-123Z) and id is the session's
 // uuid (pi 0.73.1, SessionManager.newSession). It is restored under the same
 // name.
-func NewPi(env backend.Env, limits Limits) *Packer {
-	return newPacker(backend.Pi, env, limits, piLayout{})
+func NewPi(env backend.Env, limits Limits, opts ...Option) *Packer {
+	return newPacker(backend.Pi, env, limits, piLayout{}, opts)
 }
 
 type piLayout struct{}

@@ -19,19 +19,19 @@ func renameNoReplaceFallback(src, dst string) error {
 	return os.Rename(src, dst)
 }
 
-// exchangeFallback replaces directory dst with src in two renames; dst is
-// briefly absent. The old dst ends up beside src, inside the staging
-// directory.
+// exchangeFallback swaps src and dst in three renames through a temporary
+// name beside src; dst is briefly absent. Like the atomic exchange, it
+// leaves the old dst at src, so a second exchange undoes the first.
 func exchangeFallback(src, dst string) error {
-	old := src + ".old"
-	if err := os.Rename(dst, old); err != nil {
+	tmp := src + ".exchange"
+	if err := os.Rename(dst, tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(src, dst); err != nil {
-		if rerr := os.Rename(old, dst); rerr != nil {
+		if rerr := os.Rename(tmp, dst); rerr != nil {
 			return fmt.Errorf("%w (and restoring %s failed: %v)", err, dst, rerr)
 		}
 		return err
 	}
-	return nil
+	return os.Rename(tmp, src)
 }

@@ -116,7 +116,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	defer dec.Close()
-	stream := &capReader{r: dec, left: p.limits.maxStreamBytes()}
+	stream := &capReader{ctx: ctx, r: dec, left: p.limits.maxStreamBytes()}
 	tr := tar.NewReader(stream)
 
 	resolve, err := p.layout.resolver(p.env, id)
@@ -124,9 +124,21 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 		return nil, err
 	}
 	parts := map[string]Place{}
-	seen := map[string]bool{}
+	seen := map[string]bool{} // explicit entries
+	dirs := map[string]bool{} // folders counted, listed or implied
+	made := map[string]bool{} // staging folders known to exist
 	var count int
 	var total int64
+	countDir := func(name string) error {
+		if dirs[name] {
+			return nil
+		}
+		dirs[name] = true
+		if count++; count > p.limits.MaxFiles {
+			return fmt.Errorf("%w: more than %d files and folders (counting the folders entries imply)", ErrTooLarge, p.limits.MaxFiles)
+		}
+		return nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -138,10 +150,6 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 		if err != nil {
 			return nil, streamErr(err)
 		}
-		count++
-		if count > p.limits.MaxFiles {
-			return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, p.limits.MaxFiles)
-		}
 		name, pl, rel, err := p.checkEntry(th, id, resolve)
 		if err != nil {
 			return nil, err
@@ -150,13 +158,35 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 			return nil, fmt.Errorf("%w: entry %q appears twice", ErrCorrupt, name)
 		}
 		seen[name] = true
+		isDir := th.Typeflag == tar.TypeDir
+		if !isDir {
+			if count++; count > p.limits.MaxFiles {
+				return nil, fmt.Errorf("%w: more than %d files and folders", ErrTooLarge, p.limits.MaxFiles)
+			}
+		}
+		// The folders of a directory part on the way to this entry count
+		// too, listed or not; the walk stops at the first one counted, so
+		// each folder costs one step.
+		if pl.Dir {
+			for d := name; len(d) >= len(pl.Name); d = path.Dir(d) {
+				if d == name && !isDir {
+					continue
+				}
+				if dirs[d] {
+					break
+				}
+				if err := countDir(d); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if dst := filepath.Join(stageAbs, filepath.FromSlash(rel)); !strings.HasPrefix(dst, stageAbs+string(filepath.Separator)) {
 			return nil, fmt.Errorf("%w: entry %q lands outside the staging directory", ErrUnsafePath, name)
 		}
 		parts[pl.Path] = pl
-		if th.Typeflag == tar.TypeDir {
-			if err := stage.MkdirAll(rel, dirMode); err != nil {
-				return nil, fmt.Errorf("entry %q: %w", name, stagingErr(err))
+		if isDir {
+			if err := mkStaged(stage, made, rel); err != nil {
+				return nil, fmt.Errorf("entry %q: %w", name, err)
 			}
 			continue
 		}
@@ -166,7 +196,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 		if total += th.Size; total > p.limits.MaxTotalBytes {
 			return nil, fmt.Errorf("%w: archive is over the %d-byte total limit", ErrTooLarge, p.limits.MaxTotalBytes)
 		}
-		if err := writeStaged(stage, rel, tr, th.Size); err != nil {
+		if err := writeStaged(stage, made, rel, tr, th.Size); err != nil {
 			return nil, fmt.Errorf("entry %q: %w", name, err)
 		}
 	}
@@ -180,7 +210,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 	if !primary {
 		return nil, fmt.Errorf("%w: the archive holds no session file", ErrCorrupt)
 	}
-	if err := syncDirs(stage); err != nil {
+	if err := syncTree(ctx, stage); err != nil {
 		return nil, err
 	}
 	return parts, nil
@@ -202,6 +232,9 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 	default:
 		return "", Place{}, "", fmt.Errorf("%w: %q has entry type %q", ErrSpecialEntry, th.Name, th.Typeflag)
 	}
+	if err := p.limits.checkPath(name); err != nil {
+		return "", Place{}, "", err
+	}
 	if err := checkRel(name); err != nil {
 		return "", Place{}, "", err
 	}
@@ -220,6 +253,9 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 		return "", Place{}, "", fmt.Errorf("%w: %q has the wrong type for its part of the session", ErrNotWhitelisted, name)
 	}
 	rel = pl.Path + name[len(pl.Name):]
+	if err := p.limits.checkPath(rel); err != nil {
+		return "", Place{}, "", err
+	}
 	if err := checkRel(rel); err != nil {
 		return "", Place{}, "", err
 	}
@@ -229,13 +265,26 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 	return name, pl, rel, nil
 }
 
+// mkStaged creates folder rel and its parents in the staging directory,
+// remembering what exists so that each folder is made once.
+func mkStaged(stage *os.Root, made map[string]bool, rel string) error {
+	if rel == "." || made[rel] {
+		return nil
+	}
+	if err := stage.MkdirAll(rel, dirMode); err != nil {
+		return stagingErr(err)
+	}
+	for d := rel; d != "." && !made[d]; d = path.Dir(d) {
+		made[d] = true
+	}
+	return nil
+}
+
 // writeStaged creates rel in the staging directory (never opening an
 // existing file) and copies exactly size bytes into it.
-func writeStaged(stage *os.Root, rel string, r io.Reader, size int64) error {
-	if dir := path.Dir(rel); dir != "." {
-		if err := stage.MkdirAll(dir, dirMode); err != nil {
-			return stagingErr(err)
-		}
+func writeStaged(stage *os.Root, made map[string]bool, rel string, r io.Reader, size int64) error {
+	if err := mkStaged(stage, made, path.Dir(rel)); err != nil {
+		return err
 	}
 	f, err := stage.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
@@ -305,13 +354,23 @@ func isStreamErr(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tar.ErrHeader)
 }
 
-// capReader fails with ErrTooLarge once more than left bytes were read.
+// capReader fails with ErrTooLarge once more than left bytes were read,
+// and with the context's error once it is done (checked every MiB, so a
+// single huge entry cannot outlive a deadline).
 type capReader struct {
-	r    io.Reader
-	left int64
+	ctx       context.Context
+	r         io.Reader
+	left      int64
+	sinceTick int64
 }
 
 func (c *capReader) Read(b []byte) (int, error) {
+	if c.sinceTick >= 1<<20 {
+		c.sinceTick = 0
+		if err := c.ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
 	// Asking for one byte past the cap tells a stream that ends exactly at
 	// the cap from one that goes on.
 	if int64(len(b)) > c.left+1 {
@@ -322,18 +381,42 @@ func (c *capReader) Read(b []byte) (int, error) {
 		return 0, fmt.Errorf("%w: decompressed stream over the cap", ErrTooLarge)
 	}
 	c.left -= int64(n)
+	c.sinceTick += int64(n)
 	return n, err
 }
 
-// syncDirs fsyncs every directory in the staging tree, so the renames that
-// follow publish durable directory entries.
-func syncDirs(stage *os.Root) error {
-	return fs.WalkDir(stage.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
+// syncTree fsyncs dir and every folder below it, so the renames that
+// follow publish durable directory entries. Each folder is opened from its
+// parent's handle (one openat per folder, never a walk from the top), and
+// the context is checked at every folder.
+func syncTree(ctx context.Context, dir *os.Root) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := dir.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		sub, err := dir.OpenRoot(e.Name())
+		if err != nil {
 			return err
 		}
-		return syncDir(stage, p)
-	})
+		err = syncTree(ctx, sub)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return f.Sync()
 }
 
 func syncDir(root *os.Root, dir string) error {

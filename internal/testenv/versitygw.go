@@ -33,9 +33,14 @@ type S3Server struct {
 	// Dir is the server's storage root; the bucket is Dir/Bucket.
 	Dir string
 
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	stopOnce sync.Once
+	bin    string
+	addr   string
+	logDir string
+	starts int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 // VersityGW starts a fresh versitygw for the test on a free port, waits
@@ -57,10 +62,12 @@ func VersityGW(t testing.TB) *S3Server {
 		Bucket:    "tether-test",
 		Region:    "us-east-1",
 		Dir:       root,
+		bin:       bin,
+		logDir:    dir,
 	}
 	var lastLog string
 	for attempt := 0; attempt < 3; attempt++ {
-		ok, log := s.start(t, bin, filepath.Join(dir, fmt.Sprintf("versitygw-%d.log", attempt)))
+		ok, log := s.start(fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 		if ok {
 			t.Cleanup(s.Stop)
 			s.createBucket(t)
@@ -75,18 +82,17 @@ func VersityGW(t testing.TB) *S3Server {
 	return nil
 }
 
-// start launches the server on a fresh port and reports whether it
-// answered; on failure it returns the server's log.
-func (s *S3Server) start(t testing.TB, bin, logPath string) (bool, string) {
-	t.Helper()
-	port := freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+// start launches the server on addr and reports whether it answered; on
+// failure it returns the server's log.
+func (s *S3Server) start(addr string) (bool, string) {
+	s.starts++
+	logPath := filepath.Join(s.logDir, fmt.Sprintf("versitygw-%d.log", s.starts))
 	logf, err := os.Create(logPath)
 	if err != nil {
-		t.Fatal(err)
+		return false, err.Error()
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--port", addr, "--quiet", "posix", s.Dir)
+	cmd := exec.Command(s.bin, "--port", addr, "--quiet", "posix", s.Dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -95,7 +101,12 @@ func (s *S3Server) start(t testing.TB, bin, logPath string) (bool, string) {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	s.cmd, s.exited, s.Endpoint = cmd, exited, "http://"+addr
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	if s.addr != addr { // a restart keeps the address others are reading
+		s.addr, s.Endpoint = addr, "http://"+addr
+	}
 
 	// Readiness is any HTTP answer (an anonymous request gets a 403).
 	hc := &http.Client{Timeout: time.Second}
@@ -146,15 +157,39 @@ func (s *S3Server) URL(prefix string) string {
 }
 
 // Stop kills the server and waits for it to exit. It is safe to call more
-// than once; tests call it to make the server unreachable.
+// than once; tests call it to make the server unreachable, and Restart
+// brings it back.
 func (s *S3Server) Stop() {
-	s.stopOnce.Do(func() {
-		if s.cmd == nil || s.cmd.Process == nil {
-			return
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-exited
+}
+
+// Restart starts a stopped server again on the same port, over the same
+// storage directory and with the same credentials, so stores opened before
+// the stop find their blobs again. The port may briefly be taken by
+// another process after the stop; Restart retries for a few seconds. It
+// may be called from any goroutine, and so returns its failure.
+func (s *S3Server) Restart() error {
+	s.Stop()
+	var log string
+	for range 20 {
+		var ok bool
+		if ok, log = s.start(s.addr); ok {
+			return nil
 		}
-		s.cmd.Process.Kill()
-		<-s.exited
-	})
+		if !strings.Contains(log, "address already in use") {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("versitygw did not restart on %s:\n%s", s.addr, log)
 }
 
 func freePort(t testing.TB) int {

@@ -1,0 +1,238 @@
+package blob
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryEnv names the environment variable that sets how long a store
+// opened with Open keeps retrying one operation through an outage: a Go
+// duration ("2m", "30s"); "0" turns retrying off. The URL parameter retry=
+// wins over it.
+const RetryEnv = "TETHER_STORE_RETRY"
+
+// Retry defaults: an operation keeps trying for two minutes, waiting
+// 250 ms, then twice as long each time, up to 5 s, with jitter.
+const (
+	DefaultRetryMaxElapsed     = 2 * time.Minute
+	DefaultRetryInitialBackoff = 250 * time.Millisecond
+	DefaultRetryMaxBackoff     = 5 * time.Second
+)
+
+// retryBufferBytes is how much of a Put body that cannot seek WithRetry
+// keeps, so that the Put can be replayed.
+const retryBufferBytes = 8 << 20
+
+// RetryPolicy says how WithRetry retries transient failures.
+type RetryPolicy struct {
+	// MaxElapsed bounds the time one operation spends retrying: no new
+	// attempt starts after it. Zero means DefaultRetryMaxElapsed; negative
+	// turns retrying off.
+	MaxElapsed time.Duration
+	// InitialBackoff is the first wait (default 250 ms); each wait doubles
+	// up to MaxBackoff (default 5 s). Each wait is drawn at random between
+	// half and all of it, so that many workers do not retry in step.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// OnRetry, if set, is called before each wait with the operation
+	// ("put", "get", "stat", "list", "delete", "delete-prefix"), the key or
+	// prefix, the attempt that failed (from 1) and its error. It is where a
+	// caller records progress, e.g. a Temporal activity heartbeat, so that
+	// a long wait is not taken for a hung worker.
+	OnRetry func(ctx context.Context, op, key string, attempt int, err error)
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = DefaultRetryMaxElapsed
+	}
+	if p.InitialBackoff <= 0 {
+		p.InitialBackoff = DefaultRetryInitialBackoff
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = DefaultRetryMaxBackoff
+	}
+	p.MaxBackoff = max(p.MaxBackoff, p.InitialBackoff)
+	return p
+}
+
+// WithRetry wraps s so that each operation that fails with a transient
+// error (IsTransient: the store unreachable, a timeout, S3 throttling or a
+// 5xx) is tried again with exponential backoff and jitter until it
+// succeeds, fails otherwise, its context ends, or p.MaxElapsed has passed.
+// Any other error (not found, exists, an invalid key, access denied, a
+// blob that cannot be decrypted, a cancelled context) is returned at once.
+// A policy with a negative MaxElapsed returns s itself.
+//
+// A Put is retried only when its body can be sent again: an io.Seeker is
+// sought back to where it started (PutBytes passes one); any other reader
+// is retried while what it gave so far fits in 8 MiB, which the wrapper
+// keeps. Past that, the Put is tried once. GetBytes and GetBytesMax retry
+// the whole read; a reader returned by Get is not resumed after a
+// mid-stream failure, since the blob could have changed meanwhile.
+func WithRetry(s Store, p RetryPolicy) Store {
+	if p.MaxElapsed < 0 {
+		return s
+	}
+	return &retryStore{inner: s, p: p.withDefaults()}
+}
+
+type retryStore struct {
+	inner Store
+	p     RetryPolicy
+}
+
+// do runs attempt until it succeeds or must not be retried. replay, if
+// set, prepares the next attempt and reports whether there can be one.
+func (r *retryStore) do(ctx context.Context, op, key string, attempt func() error, replay func() bool) error {
+	start := time.Now()
+	backoff := r.p.InitialBackoff
+	for n := 1; ; n++ {
+		err := attempt()
+		if err == nil || !IsTransient(err) || ctx.Err() != nil {
+			return err
+		}
+		elapsed := time.Since(start)
+		if elapsed >= r.p.MaxElapsed {
+			return fmt.Errorf("blob: %s %q: gave up after trying for %s (%d attempts; the store is unavailable, retried for up to %s): %w",
+				op, key, elapsed.Round(time.Millisecond), n, r.p.MaxElapsed, err)
+		}
+		if replay != nil && !replay() {
+			return fmt.Errorf("blob: %s %q: not retried, the body cannot be sent again (pass an io.Seeker, or at most %d MiB): %w", op, key, retryBufferBytes>>20, err)
+		}
+		if r.p.OnRetry != nil {
+			r.p.OnRetry(ctx, op, key, n, err)
+		}
+		wait := min(backoff/2+rand.N(backoff/2+1), r.p.MaxElapsed-elapsed)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("blob: %s %q: %w while retrying (attempt %d, after %s); last store error: %v", op, key, ctx.Err(), n, time.Since(start).Round(time.Millisecond), err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, r.p.MaxBackoff)
+	}
+}
+
+func (r *retryStore) Put(ctx context.Context, key string, body io.Reader, size int64, opts ...PutOption) error {
+	rp := newReplay(body)
+	return r.do(ctx, "put", key, func() error {
+		return r.inner.Put(ctx, key, rp, size, opts...)
+	}, rp.rewind)
+}
+
+func (r *retryStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	var rc io.ReadCloser
+	err := r.do(ctx, "get", key, func() (err error) {
+		rc, err = r.inner.Get(ctx, key)
+		return err
+	}, nil)
+	return rc, err
+}
+
+// getBytes serves GetBytes and GetBytesMax: the whole read is one attempt,
+// so a failure mid-stream is retried from the start.
+func (r *retryStore) getBytes(ctx context.Context, key string, max int64) ([]byte, error) {
+	var b []byte
+	err := r.do(ctx, "get", key, func() (err error) {
+		b, err = GetBytesMax(ctx, r.inner, key, max)
+		return err
+	}, nil)
+	return b, err
+}
+
+func (r *retryStore) Stat(ctx context.Context, key string) (Info, error) {
+	var in Info
+	err := r.do(ctx, "stat", key, func() (err error) {
+		in, err = r.inner.Stat(ctx, key)
+		return err
+	}, nil)
+	return in, err
+}
+
+func (r *retryStore) List(ctx context.Context, prefix string) ([]Info, error) {
+	var infos []Info
+	err := r.do(ctx, "list", prefix, func() (err error) {
+		infos, err = r.inner.List(ctx, prefix)
+		return err
+	}, nil)
+	return infos, err
+}
+
+func (r *retryStore) Delete(ctx context.Context, key string) error {
+	return r.do(ctx, "delete", key, func() error { return r.inner.Delete(ctx, key) }, nil)
+}
+
+// DeletePrefix counts what every attempt removed: a failed attempt may
+// have removed some keys before it failed.
+func (r *retryStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	total := 0
+	err := r.do(ctx, "delete-prefix", prefix, func() error {
+		n, err := r.inner.DeletePrefix(ctx, prefix)
+		total += n
+		return err
+	}, nil)
+	return total, err
+}
+
+func (r *retryStore) Close() error { return r.inner.Close() }
+
+// replay lets a Put body be read again from the start: by seeking back, or
+// from a copy of what was read, while that fits in retryBufferBytes.
+type replay struct {
+	r     io.Reader
+	seek  io.Seeker
+	start int64
+	buf   []byte // what was read, for a reader that cannot seek
+	pos   int    // the next byte of buf to give on a replay
+	over  bool   // buf outgrew retryBufferBytes and was dropped
+}
+
+func newReplay(r io.Reader) *replay {
+	if s, ok := r.(io.Seeker); ok {
+		// Some Seekers cannot (a pipe behind an *os.File): buffer those.
+		if off, err := s.Seek(0, io.SeekCurrent); err == nil {
+			return &replay{r: r, seek: s, start: off}
+		}
+	}
+	return &replay{r: r}
+}
+
+func (p *replay) Read(b []byte) (int, error) {
+	if p.seek != nil {
+		return p.r.Read(b)
+	}
+	if p.pos < len(p.buf) {
+		n := copy(b, p.buf[p.pos:])
+		p.pos += n
+		return n, nil
+	}
+	n, err := p.r.Read(b)
+	if n > 0 && !p.over {
+		if len(p.buf)+n > retryBufferBytes {
+			p.over, p.buf = true, nil
+		} else {
+			p.buf = append(p.buf, b[:n]...)
+		}
+		p.pos = len(p.buf)
+	}
+	return n, err
+}
+
+// rewind makes the next Read start from the beginning again, and reports
+// whether it could.
+func (p *replay) rewind() bool {
+	if p.seek != nil {
+		_, err := p.seek.Seek(p.start, io.SeekStart)
+		return err == nil
+	}
+	if p.over {
+		return false
+	}
+	p.pos = 0
+	return true
+}
