@@ -405,6 +405,16 @@ func (a *Activities) pack(ctx context.Context, b backend.Backend, env backend.En
 	return true, digestOf(data), ""
 }
 
+// HeartbeatOnRetry is the blob store's retry hook for workers: while a
+// store operation waits out an outage inside an activity, the activity
+// keeps heartbeating, so the wait is not taken for a dead worker.
+func HeartbeatOnRetry(ctx context.Context, op, key string, attempt int, err error) {
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
+		return
+	}
+	activity.RecordHeartbeat(ctx, fmt.Sprintf("store %s %s: attempt %d failed (%v); retrying", op, key, attempt, err))
+}
+
 // untilWorkerStops returns a context that is cancelled when the worker
 // begins to shut down, and a func that reports whether that happened.
 func (a *Activities) untilWorkerStops(ctx context.Context) (context.Context, func() bool) {

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -344,15 +345,19 @@ func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env 
 		// nothing to restore.
 		return "", nil
 	}
-	data, err := blob.GetBytes(ctx, a.Blobs, sp.StateRef)
-	if errors.Is(err, blob.ErrNotFound) {
+	data, err := blob.GetBytesMax(ctx, a.Blobs, sp.StateRef, sessionpack.DefaultLimits().MaxBlobBytes())
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
 		return "the session's blob is gone from the store", nil
-	}
-	if err != nil {
+	case errors.Is(err, blob.ErrTooLarge):
+		return fmt.Sprintf("the session's blob is larger than any session archive may be: %v", err), nil
+	case err != nil:
 		return "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
 	}
-	if sp.Digest != "" && digestOf(data) != sp.Digest {
-		return fmt.Sprintf("the session's blob is not the one the checkpoint recorded (digest %s, recorded %s)", digestOf(data), sp.Digest), nil
+	if sp.Digest != "" {
+		if err := sessionpack.VerifyDigest(data, sp.Digest); err != nil {
+			return fmt.Sprintf("the session's blob is not the one the checkpoint recorded: %v", err), nil
+		}
 	}
 	if err := packer.UnpackSession(ctx, sp.SessionID, data); err != nil {
 		return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil

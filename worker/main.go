@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
@@ -59,7 +60,7 @@ func run() error {
 	// Runs last, after the workers stopped: their last spans are sent.
 	defer flush(tel, logger)
 
-	blobs, err := blob.Open(ctx, cfg.BlobURL)
+	blobs, err := blob.Open(ctx, cfg.BlobURL, blob.WithRetryPolicy(blob.RetryPolicy{OnRetry: activities.HeartbeatOnRetry}))
 	if err != nil {
 		return fmt.Errorf("open blob store (TETHER_BLOB_URL): %w", err)
 	}

@@ -26,10 +26,12 @@ func (r *runImpl) save(ctx workflow.Context) error {
 	cp := *r.cp
 	cp.Seq = r.cp.Seq + 1
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		// The store itself waits out an outage of up to two minutes
+		// (blob.WithRetry) before a save fails; the fail-stop comes after.
+		StartToCloseTimeout: checkpointTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        200 * time.Millisecond,
-			MaximumAttempts:        5,
+			MaximumAttempts:        3,
 			NonRetryableErrorTypes: []string{activities.ErrTypeBadRequest},
 		},
 	})

@@ -51,6 +51,9 @@ const (
 	maxVisitRestarts = 3
 	// defaultToolTimeout bounds a tool visit whose node sets no timeout.
 	defaultToolTimeout = 10 * time.Minute
+	// checkpointTimeout bounds one attempt to save a checkpoint: longer
+	// than the blob store's own retry of an outage (two minutes).
+	checkpointTimeout = 150 * time.Second
 	// visitOverhead is the time a visit may take beyond its node's
 	// timeout: restoring and snapshotting the workspace and the session.
 	visitOverhead = 10 * time.Minute

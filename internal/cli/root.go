@@ -21,6 +21,10 @@ import (
 	"github.com/tether-run/tether/internal/telemetry"
 )
 
+// cliStoreRetry is how long a CLI command waits out a store outage
+// (TETHER_STORE_RETRY wins).
+const cliStoreRetry = 10 * time.Second
+
 // Exit codes.
 const (
 	ExitOK     = 0
@@ -80,7 +84,9 @@ func (a *app) store(ctx context.Context) (*runstore.Store, error) {
 	if a.runs != nil {
 		return a.runs, nil
 	}
-	b, err := blob.Open(ctx, a.cfg.BlobURL)
+	// A person waits on the CLI: a store that is down is reported after a
+	// short retry, not after the workers' two minutes.
+	b, err := blob.Open(ctx, a.cfg.BlobURL, blob.WithRetryPolicy(blob.RetryPolicy{MaxElapsed: cliStoreRetry}))
 	if err != nil {
 		return nil, fmt.Errorf("open run store %s (TETHER_BLOB_URL): %w", a.cfg.BlobURL, err)
 	}
