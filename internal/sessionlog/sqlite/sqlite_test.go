@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -45,11 +46,17 @@ func TestNewDatabaseIsOwnerOnlyAndVersioned(t *testing.T) {
 	require.NoError(t, c.Close())
 }
 
+// A database of another schema version, older or newer, is refused with
+// ErrVersion and left as it was: the same bytes, the same rows, no journal
+// mode switched.
 func TestSchemaVersionIsEnforcedBothWays(t *testing.T) {
 	for name, setup := range map[string]string{
-		"newer":                    "PRAGMA user_version = 2",
-		"older, before versioning": "CREATE TABLE sessions (id TEXT PRIMARY KEY)",
-		"older, with tables":       "PRAGMA user_version = 0; CREATE TABLE t (x)",
+		"newer": `PRAGMA user_version = 2;
+			INSERT INTO sessions VALUES ('s', '/w', '{"id":"s","cwd":"/w","backend":"test","format_version":1}', 1);
+			INSERT INTO events VALUES ('s', 1, '{"seq":1,"kind":"turn/start"}')`,
+		"older, before versioning": `CREATE TABLE sessions (id TEXT PRIMARY KEY, header TEXT);
+			INSERT INTO sessions VALUES ('s', '{"id":"s"}')`,
+		"older, with tables": "PRAGMA user_version = 0; CREATE TABLE t (x); INSERT INTO t VALUES (1)",
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.db")
@@ -62,9 +69,20 @@ func TestSchemaVersionIsEnforcedBothWays(t *testing.T) {
 			_, err := db.Exec(setup)
 			require.NoError(t, err)
 			require.NoError(t, db.Close())
+			rows := dump(t, path)
+			bytes, err := os.ReadFile(path)
+			require.NoError(t, err)
+
 			_, err = NewStore(path)
 			require.ErrorIs(t, err, sessionlog.ErrVersion)
 			assert.Contains(t, err.Error(), "no migration")
+			_, err = Open(path)
+			require.ErrorIs(t, err, sessionlog.ErrVersion)
+
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.True(t, slices.Equal(bytes, after), "the database file was modified")
+			assert.Equal(t, string(rows), string(dump(t, path)))
 		})
 	}
 }
