@@ -64,11 +64,11 @@ func CrashInChild(t *testing.T, child string, env []string, b sessionlog.Batch, 
 // CrashChild is the body of the child test that CrashInChild runs: it
 // opens storage, intercepts its operations with intercept (the harness's
 // Intercept) and appends the batch, killing its own process with SIGKILL at
-// the crash point. In any other process it skips.
+// the crash point. In any other process it does nothing.
 func CrashChild(t *testing.T, open func() (sessionlog.Storage, error), intercept func(sessionlog.Storage, func(op string) error)) {
 	raw := os.Getenv(crashEnv)
 	if raw == "" {
-		t.Skip("the child process of the crash tests; CrashInChild runs it")
+		return // not a crash child: CrashInChild runs this test
 	}
 	var o crashOrders
 	require.NoError(t, json.Unmarshal([]byte(raw), &o))

@@ -2,6 +2,7 @@ package contracttest
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,6 +29,8 @@ func testCloseDrains(t *testing.T, h *Harness) {
 			var armed atomic.Bool
 			entered := make(chan string, 1)
 			gate := make(chan struct{})
+			release := sync.OnceFunc(func() { close(gate) })
+			defer release() // a failure must not leave the backend held
 			h.Intercept(st, func(op string) error {
 				if armed.CompareAndSwap(true, false) {
 					entered <- op
@@ -61,7 +64,7 @@ func testCloseDrains(t *testing.T, h *Harness) {
 				t.Fatalf("the held append returned (%v) before its write was released", err)
 			default:
 			}
-			close(gate)
+			release()
 			require.NoError(t, <-closed)
 
 			// Durable when Close returned: a new process reads it.

@@ -114,6 +114,53 @@ func TestRowsPastLastSeqAreATornTail(t *testing.T) {
 	assert.Equal(t, 3, count(t, path, "SELECT last_seq FROM sessions WHERE id = 's'"))
 }
 
+// A repair that fails at any of its statements leaves the committed rows
+// and the rows past last_seq as they were, and the next Load repairs.
+func TestRepairFaultKeepsRowsPastLastSeq(t *testing.T) {
+	step := 1
+	for ; ; step++ {
+		path := filepath.Join(t.TempDir(), "s.db")
+		c, err := Open(path)
+		require.NoError(t, err)
+		require.NoError(t, c.Create(ctx, hdr("s", "")))
+		require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart(), sessionlog.Message(sessionlog.RoleUser, "q")))
+		require.NoError(t, c.Close())
+		_, err = rawDB(t, path).Exec(`INSERT INTO events VALUES ('s', 3, '{"seq":3,"kind":"message","role":"assistant","text":"never committed"}')`)
+		require.NoError(t, err)
+		before := dump(t, path)
+
+		st, err := NewStore(path)
+		require.NoError(t, err)
+		n, fired := 0, ""
+		st.before = func(op string) error {
+			if n++; n == step {
+				fired = op
+				return syscall.EIO
+			}
+			return nil
+		}
+		c = sessionlog.NewCoordinator(st)
+		log, err := c.Load(ctx, "s")
+		if fired == "" {
+			require.NoError(t, err)
+			require.NoError(t, c.Close())
+			break
+		}
+		require.ErrorIs(t, err, syscall.EIO, "a repair failing at %s", fired)
+		require.Nil(t, log)
+		assert.Equal(t, string(before), string(dump(t, path)), "a repair failing at %s changed rows", fired)
+		st.before = nil
+		log, err = c.Load(ctx, "s")
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		require.Len(t, log.Events, 3)
+		assert.Equal(t, sessionlog.ReasonInterrupted, log.Events[2].Reason.Kind)
+		assert.Equal(t, 3, count(t, path, "SELECT last_seq FROM sessions WHERE id = 's'"))
+		assert.Equal(t, 3, count(t, path, "SELECT count(*) FROM events"))
+	}
+	require.Greater(t, step, 3, "the repair made too few statements")
+}
+
 func TestTransactionCutShortLeavesNoRows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	c, err := Open(path)
