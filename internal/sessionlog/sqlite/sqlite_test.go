@@ -87,17 +87,24 @@ func TestSchemaVersionIsEnforcedBothWays(t *testing.T) {
 	}
 }
 
-func TestRowsPastLastSeqAreATornTail(t *testing.T) {
+// rowPastLastSeq returns a database whose session s has two committed
+// events, an open turn, and a third row written without advancing last_seq
+// in the same transaction.
+func rowPastLastSeq(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.db")
 	c, err := Open(path)
 	require.NoError(t, err)
 	require.NoError(t, c.Create(ctx, hdr("s", "")))
 	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart(), sessionlog.Message(sessionlog.RoleUser, "q")))
 	require.NoError(t, c.Close())
-	// A row written without advancing last_seq in the same transaction.
 	_, err = rawDB(t, path).Exec(`INSERT INTO events VALUES ('s', 3, '{"seq":3,"kind":"message","role":"assistant","text":"never committed"}')`)
 	require.NoError(t, err)
+	return path
+}
 
+func TestRowsPastLastSeqAreATornTail(t *testing.T) {
+	path := rowPastLastSeq(t)
 	st, err := NewStore(path)
 	require.NoError(t, err)
 	stored, err := st.LoadStored(ctx, "s", sessionlog.WithEvents)
@@ -119,14 +126,7 @@ func TestRowsPastLastSeqAreATornTail(t *testing.T) {
 func TestRepairFaultKeepsRowsPastLastSeq(t *testing.T) {
 	step := 1
 	for ; ; step++ {
-		path := filepath.Join(t.TempDir(), "s.db")
-		c, err := Open(path)
-		require.NoError(t, err)
-		require.NoError(t, c.Create(ctx, hdr("s", "")))
-		require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart(), sessionlog.Message(sessionlog.RoleUser, "q")))
-		require.NoError(t, c.Close())
-		_, err = rawDB(t, path).Exec(`INSERT INTO events VALUES ('s', 3, '{"seq":3,"kind":"message","role":"assistant","text":"never committed"}')`)
-		require.NoError(t, err)
+		path := rowPastLastSeq(t)
 		before := dump(t, path)
 
 		st, err := NewStore(path)
@@ -139,7 +139,7 @@ func TestRepairFaultKeepsRowsPastLastSeq(t *testing.T) {
 			}
 			return nil
 		}
-		c = sessionlog.NewCoordinator(st)
+		c := sessionlog.NewCoordinator(st)
 		log, err := c.Load(ctx, "s")
 		if fired == "" {
 			require.NoError(t, err)
