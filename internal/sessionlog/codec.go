@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -36,11 +37,29 @@ func DecodeEvent(b []byte) (Event, error) {
 	return e, err
 }
 
-// DecodeHeader parses a stored header.
+// DecodeHeader parses a stored header. Its errors are typed: a header of
+// another format version is ErrVersion, checked before anything else in it
+// is read, since a log of another version may be laid out differently
+// throughout; a header that does not decode is ErrCorrupt.
 func DecodeHeader(b []byte) (Header, error) {
+	var probe struct {
+		FormatVersion json.RawMessage `json:"format_version"`
+	}
+	if err := decode(b, &probe); err != nil {
+		return Header{}, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	if v := string(probe.FormatVersion); v != strconv.Itoa(FormatVersion) {
+		if v == "" {
+			v = "none (written before format versions)"
+		}
+		return Header{}, fmt.Errorf("%w: the log is format %s, this build reads only format %d; open it with the build that wrote it, or move it aside",
+			ErrVersion, v, FormatVersion)
+	}
 	var h Header
-	err := decode(b, &h)
-	return h, err
+	if err := decode(b, &h); err != nil {
+		return Header{}, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	return h, nil
 }
 
 func decode(b []byte, v any) error {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -122,6 +123,42 @@ func TestConcurrentAppendsShareOneWrite(t *testing.T) {
 	assert.False(t, f.batches[1].Materialize)
 	assert.Len(t, f.batches[1].Events, 5)
 	assert.Equal(t, int64(6), f.batches[1].Events[4].Seq)
+}
+
+// Close waits for every append that began before it, the one being
+// written and those queued behind it, and they are all written. The bubble
+// makes it deterministic: synctest.Wait returns only once every goroutine
+// is blocked for good, so Close has either returned or is waiting.
+func TestCloseDrainsQueuedAppends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{block: make(chan struct{}), entered: make(chan struct{}, 10)}
+		c := NewCoordinator(f)
+		require.NoError(t, c.Create(ctx, hdr("s")))
+		errs := make(chan error, 6)
+		go func() { errs <- c.Append(ctx, "s", Message(RoleUser, "writing")) }()
+		<-f.entered // held inside the write
+		for range 5 {
+			go func() { errs <- c.Append(ctx, "s", Message(RoleUser, "queued")) }()
+		}
+		synctest.Wait()
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) with six appends in flight", err)
+		default:
+		}
+		require.ErrorIs(t, c.Append(ctx, "s", Message(RoleUser, "late")), ErrClosed)
+		close(f.block)
+		require.NoError(t, <-closed)
+		for range 6 {
+			require.NoError(t, <-errs)
+		}
+		require.Len(t, f.batches, 2, "the held write, then the five queued behind it as one")
+		assert.Len(t, f.batches[1].Events, 5)
+		assert.Equal(t, int64(6), f.stored.Events[5].Seq)
+	})
 }
 
 func TestFailedWriteForgetsStateAndReadsStorageAgain(t *testing.T) {

@@ -17,6 +17,10 @@
 //   - A session is identified by id. Its header carries the working directory
 //     (cwd) it belongs to; a log with the same id under another cwd is a
 //     collision (ErrCollision), never a resume, and the original stays untouched.
+//   - A log written in another format version (or a SQLite database of
+//     another schema version), older or newer, is refused with ErrVersion by
+//     every call that reads it, before any of its records is interpreted,
+//     and is never modified: not repaired, not reported corrupt.
 //   - Only a genuine absence is ErrNotFound. Every other storage fault
 //     (EACCES, ENOTDIR, EIO, ...) propagates as itself.
 //

@@ -3,7 +3,6 @@ package contracttest
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math"
 	"sync"
 	"syscall"
@@ -36,7 +35,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 		{"NoCwdIsItsOwnScope", testNoCwdScope},
 		{"AdoptionAfterRestart", testAdoption},
 		{"ConcurrentAppends", testConcurrent},
-		{"CloseDrainsAppends", testCloseDrains},
+		{"CloseDrainsAppendsInFlight", testCloseDrains},
+		{"FirstBatchAtomicWithHeader", testFirstBatchAtomic},
+		{"RepairWriteFaults", testRepairFaults},
+		{"OtherFormatVersionUntouched", testOtherVersion},
 		{"Delete", testDelete},
 		{"ListAndHas", testListHas},
 		{"ForkLineageRoundTrips", testLineage},
@@ -461,50 +463,6 @@ func testConcurrent(t *testing.T, h *Harness) {
 	}
 }
 
-func testCloseDrains(t *testing.T, h *Harness) {
-	c := open(t, h)
-	require.NoError(t, c.Create(ctx, header("drain", "")))
-	const n = 40
-	var wg sync.WaitGroup
-	acked := make(chan string, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			text := fmt.Sprint(i)
-			err := c.Append(ctx, "drain", sessionlog.Message(sessionlog.RoleUser, text))
-			if err == nil {
-				acked <- text
-			} else {
-				assert.ErrorIs(t, err, sessionlog.ErrClosed)
-			}
-		}()
-	}
-	require.NoError(t, c.Close())
-	wg.Wait()
-	close(acked)
-	require.ErrorIs(t, c.Append(ctx, "drain", sessionlog.Message(sessionlog.RoleUser, "late")), sessionlog.ErrClosed)
-	_, err := c.Load(ctx, "drain")
-	require.ErrorIs(t, err, sessionlog.ErrClosed)
-
-	c2 := open(t, h)
-	want := map[string]bool{}
-	for text := range acked {
-		want[text] = true
-	}
-	log, err := c2.Load(ctx, "drain")
-	if len(want) == 0 {
-		require.ErrorIs(t, err, sessionlog.ErrNotFound)
-		return
-	}
-	require.NoError(t, err)
-	got := map[string]bool{}
-	for _, e := range log.Events {
-		got[e.Text] = true
-	}
-	assert.Equal(t, want, got, "every acknowledged append is durable, nothing else was written")
-}
-
 func testDelete(t *testing.T, h *Harness) {
 	c := open(t, h)
 	require.ErrorIs(t, c.Delete(ctx, "nope"), sessionlog.ErrNotFound)
@@ -582,16 +540,16 @@ func testLineage(t *testing.T, h *Harness) {
 type faulty struct {
 	inner sessionlog.Storage
 	mu    sync.Mutex
-	err   error
+	err   syscall.Errno
 }
 
 func (f *faulty) fault(op string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err == nil {
+	if f.err == 0 {
 		return nil
 	}
-	return fmt.Errorf("injected: %w", &fs.PathError{Op: op, Path: "/injected", Err: f.err})
+	return injected(op, f.err)
 }
 
 func (f *faulty) LoadStored(ctx context.Context, id string, d sessionlog.Depth) (*sessionlog.Stored, error) {
@@ -675,7 +633,7 @@ func testInjectedFaults(t *testing.T, h *Harness) {
 			requireFault(t, c.Create(ctx, header("f1", "/other")), errno, "Create must not skip the collision check")
 
 			f.mu.Lock()
-			f.err = nil
+			f.err = 0
 			f.mu.Unlock()
 			log, err := c.Load(ctx, "f1")
 			require.NoError(t, err, "the faults changed nothing")

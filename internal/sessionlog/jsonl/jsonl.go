@@ -41,6 +41,19 @@ const maxHeader = 64 << 10
 // Store implements sessionlog.Storage on a directory.
 type Store struct {
 	root string
+	// before, when set (by tests only), runs before every operation that
+	// changes the store's files or makes them durable, named by op; an
+	// error fails the operation before it runs. Tests fail, block or crash
+	// a write at an exact point with it.
+	before func(op string) error
+}
+
+// step runs the test hook, if any, before the primitive operation op.
+func (s *Store) step(op string) error {
+	if s.before == nil {
+		return nil
+	}
+	return s.before(op)
 }
 
 var _ sessionlog.Storage = (*Store)(nil)
@@ -165,7 +178,7 @@ func readLog(root, rel, id string, depth sessionlog.Depth) (*sessionlog.Stored, 
 	}
 	st, err := parse(data, depth)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", sessionlog.ErrCorrupt, path, err)
+		return nil, fmt.Errorf("jsonl: %s: %w", path, err)
 	}
 	if st.Header.ID != id {
 		return nil, fmt.Errorf("%w: %s holds session %q", sessionlog.ErrCorrupt, path, st.Header.ID)
@@ -193,17 +206,19 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 }
 
 // parse splits a log into its header, its committed events and the offset
-// of a torn final fragment.
+// of a torn final fragment. Its errors are ErrCorrupt or ErrVersion.
 func parse(data []byte, depth sessionlog.Depth) (*sessionlog.Stored, error) {
 	nl := bytes.IndexByte(data, '\n')
 	if nl < 0 {
 		// The header is written with the first batch in one created file,
 		// so it cannot be torn: a log without a whole header line is damaged.
-		return nil, errors.New("no complete header line")
+		return nil, fmt.Errorf("%w: no complete header line", sessionlog.ErrCorrupt)
 	}
+	// The header comes first: a log of another format version is refused
+	// before any of its events is read.
 	h, err := sessionlog.DecodeHeader(data[:nl])
 	if err != nil {
-		return nil, fmt.Errorf("header: %v", err)
+		return nil, err
 	}
 	st := &sessionlog.Stored{Header: h}
 	if depth == sessionlog.HeaderOnly {
@@ -219,7 +234,7 @@ func parse(data []byte, depth sessionlog.Depth) (*sessionlog.Stored, error) {
 		}
 		e, err := sessionlog.DecodeEvent(data[off : off+end])
 		if err != nil {
-			return nil, fmt.Errorf("line %d (byte %d): %v", line, off, err)
+			return nil, fmt.Errorf("%w: line %d (byte %d): %v", sessionlog.ErrCorrupt, line, off, err)
 		}
 		st.Events = append(st.Events, e)
 		off += end + 1
@@ -264,17 +279,16 @@ func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
 		}
 		return fmt.Errorf("jsonl: open %s: %w", path, err)
 	}
-	return writeSync(f, buf.Bytes(), path)
+	return s.writeSync(f, buf.Bytes(), path)
 }
 
-// writeSync writes data with one call, fsyncs and closes f.
-func writeSync(f *os.File, data []byte, path string) error {
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = io.ErrShortWrite
-	}
+// writeSync writes data, fsyncs and closes f.
+func (s *Store) writeSync(f *os.File, data []byte, path string) error {
+	err := s.write(f, data)
 	if err == nil {
-		err = f.Sync()
+		if err = s.step("fsync"); err == nil {
+			err = f.Sync()
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -285,23 +299,56 @@ func writeSync(f *os.File, data []byte, path string) error {
 	return nil
 }
 
+// write writes data with one call. Under a test hook it writes it in two
+// halves with a step between, so that a test can cut the write in the
+// middle, as a crash can.
+func (s *Store) write(f *os.File, data []byte) error {
+	if err := s.step("write"); err != nil {
+		return err
+	}
+	if s.before != nil && len(data) > 1 {
+		half := len(data) / 2
+		if _, err := f.Write(data[:half]); err != nil {
+			return err
+		}
+		if err := s.step("write (second half)"); err != nil {
+			return err
+		}
+		data = data[half:]
+	}
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	return err
+}
+
 // create materializes a log: write it whole into an exclusively created
 // 0600 temp file, fsync, link it to its name (which fails rather than
 // replace an existing log), drop the temp name and fsync the directories.
 func (s *Store) create(h sessionlog.Header, data []byte) error {
 	bucket := Bucket(h.Cwd)
 	dir := filepath.Join(s.root, bucket)
+	if err := s.step("mkdir"); err != nil {
+		return fmt.Errorf("jsonl: create bucket %s: %w", dir, err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("jsonl: create bucket %s: %w", dir, err)
 	}
 	final := filepath.Join(dir, h.ID+Ext)
+	if err := s.step("create"); err != nil {
+		return fmt.Errorf("jsonl: create temp file: %w", err)
+	}
 	tmp, err := createTemp(dir, "."+h.ID+Ext+".tmp-")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := writeSync(tmp, data, tmp.Name()); err != nil {
+	if err := s.writeSync(tmp, data, tmp.Name()); err != nil {
 		return err
+	}
+	if err := s.step("link"); err != nil {
+		return fmt.Errorf("jsonl: create %s: %w", final, err)
 	}
 	if err := os.Link(tmp.Name(), final); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -309,13 +356,24 @@ func (s *Store) create(h sessionlog.Header, data []byte) error {
 		}
 		return fmt.Errorf("jsonl: create %s: %w", final, err)
 	}
+	if err := s.step("remove"); err != nil {
+		return fmt.Errorf("jsonl: remove temp file: %w", err)
+	}
 	if err := os.Remove(tmp.Name()); err != nil {
 		return fmt.Errorf("jsonl: remove temp file: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := s.syncDir(dir); err != nil {
 		return err
 	}
-	return syncDir(s.root)
+	return s.syncDir(s.root)
+}
+
+// syncDir is SyncDir as a step of the store's own writes.
+func (s *Store) syncDir(dir string) error {
+	if err := s.step("fsync dir"); err != nil {
+		return fmt.Errorf("jsonl: fsync %s: %w", dir, err)
+	}
+	return syncDir(dir)
 }
 
 // createTemp opens a new file named prefix+random in dir with O_EXCL and
@@ -379,6 +437,10 @@ func (s *Store) CommitRepair(_ context.Context, r sessionlog.Repair) error {
 			f.Close()
 			return fmt.Errorf("jsonl: repair %s: torn marker %v is not an offset inside the file", path, r.TornMarker)
 		}
+		if err := s.step("truncate"); err != nil {
+			f.Close()
+			return fmt.Errorf("jsonl: truncate torn tail of %s: %w", path, err)
+		}
 		if err := f.Truncate(off); err != nil {
 			f.Close()
 			return fmt.Errorf("jsonl: truncate torn tail of %s: %w", path, err)
@@ -394,7 +456,7 @@ func (s *Store) CommitRepair(_ context.Context, r sessionlog.Repair) error {
 		f.Close()
 		return fmt.Errorf("jsonl: seek %s: %w", path, err)
 	}
-	return writeSync(f, buf.Bytes(), path)
+	return s.writeSync(f, buf.Bytes(), path)
 }
 
 // DeleteStored implements sessionlog.Storage.
@@ -404,13 +466,16 @@ func (s *Store) DeleteStored(_ context.Context, id string) error {
 		return err
 	}
 	path := filepath.Join(s.root, rel)
+	if err := s.step("remove"); err != nil {
+		return fmt.Errorf("jsonl: delete %s: %w", path, err)
+	}
 	if err := os.Remove(path); err != nil {
 		if sessionlog.IsAbsent(err) {
 			return notFound("delete session "+id, err)
 		}
 		return fmt.Errorf("jsonl: delete %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return s.syncDir(filepath.Dir(path))
 }
 
 // List implements sessionlog.Storage.

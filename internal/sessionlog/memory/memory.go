@@ -17,6 +17,17 @@ import (
 type Store struct {
 	mu   sync.Mutex
 	logs map[string]*record
+	// before, when set (by tests only), runs before every change to a log,
+	// named by op; an error fails the change before it happens.
+	before func(op string) error
+}
+
+// step runs the test hook, if any, before a change.
+func (s *Store) step(op string) error {
+	if s.before == nil {
+		return nil
+	}
+	return s.before(op)
 }
 
 type record struct {
@@ -74,7 +85,7 @@ func (s *Store) load(id string, cwd *string, depth sessionlog.Depth) (*sessionlo
 	}
 	h, err := sessionlog.DecodeHeader(r.header)
 	if err != nil {
-		return nil, fmt.Errorf("%w: memory: %s header: %v", sessionlog.ErrCorrupt, id, err)
+		return nil, fmt.Errorf("memory: session %s: %w", id, err)
 	}
 	if cwd != nil && h.Cwd != *cwd {
 		return nil, fmt.Errorf("memory: %s in cwd %q: %w", id, *cwd, sessionlog.ErrNotFound)
@@ -125,6 +136,9 @@ func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
 	if err != nil {
 		return err
 	}
+	if err := s.step("write"); err != nil {
+		return fmt.Errorf("memory: append %s: %w", b.Header.ID, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.logs[b.Header.ID]
@@ -151,6 +165,9 @@ func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
 	if err != nil {
 		return err
 	}
+	if err := s.step("write"); err != nil {
+		return fmt.Errorf("memory: repair %s: %w", rp.Header.ID, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.logs[rp.Header.ID]
@@ -170,6 +187,9 @@ func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
 
 // DeleteStored implements sessionlog.Storage.
 func (s *Store) DeleteStored(_ context.Context, id string) error {
+	if err := s.step("delete"); err != nil {
+		return fmt.Errorf("memory: delete %s: %w", id, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.logs[id]; !ok {
@@ -187,7 +207,7 @@ func (s *Store) List(context.Context) ([]sessionlog.Header, error) {
 	for id, r := range s.logs {
 		h, err := sessionlog.DecodeHeader(r.header)
 		if err != nil {
-			return nil, fmt.Errorf("%w: memory: %s header: %v", sessionlog.ErrCorrupt, id, err)
+			return nil, fmt.Errorf("memory: session %s: %w", id, err)
 		}
 		out = append(out, h)
 	}

@@ -19,6 +19,11 @@ func TestContract(t *testing.T) {
 			Corrupt: func(t *testing.T, id string, seq int64) {
 				require.NoError(t, store.Corrupt(id, int(seq-1), []byte(`{"seq":`)))
 			},
+			Intercept: memory.Intercept,
+			PutRaw: func(_ *testing.T, id, _ string, header []byte, events [][]byte) {
+				store.PutRaw(id, header, events)
+			},
+			Snapshot: func(*testing.T) []byte { return store.Snapshot() },
 		}
 	})
 }

@@ -1,14 +1,12 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,6 +14,9 @@ import (
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/contracttest"
 )
+
+// crashDBEnv tells TestCrashChild where the database is.
+const crashDBEnv = "SQLITE_CRASH_DB"
 
 func TestContract(t *testing.T) {
 	contracttest.Run(t, func(t *testing.T) *contracttest.Harness {
@@ -33,9 +34,29 @@ func TestContract(t *testing.T) {
 				require.NoError(t, os.Rename(dir, dir+".moved"))
 				require.NoError(t, os.WriteFile(dir, []byte("a file where the database's directory was"), 0o600))
 			},
+			Intercept: intercept,
+			Crash: func(t *testing.T, b sessionlog.Batch, step int) bool {
+				return crash(t, path, b, contracttest.CrashPoint{Step: step})
+			},
+			PutRaw: func(t *testing.T, id, cwd string, header []byte, events [][]byte) {
+				s, err := NewStore(path)
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+				db := rawDB(t, path)
+				_, err = db.Exec("INSERT INTO sessions (id, cwd, header, last_seq) VALUES (?, ?, ?, ?)", id, cwd, string(header), len(events))
+				require.NoError(t, err)
+				for i, e := range events {
+					_, err = db.Exec("INSERT INTO events (session_id, seq, body) VALUES (?, ?, ?)", id, i+1, string(e))
+					require.NoError(t, err)
+				}
+				require.NoError(t, db.Close())
+			},
+			Snapshot: func(t *testing.T) []byte { return dump(t, path) },
 		}
 	})
 }
+
+func intercept(st sessionlog.Storage, before func(op string) error) { st.(*Store).before = before }
 
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
@@ -45,40 +66,74 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-const (
-	tearDBEnv    = "SQLITE_TEAR_DB"
-	tearIDEnv    = "SQLITE_TEAR_ID"
-	tearEventEnv = "SQLITE_TEAR_EVENT"
-)
-
-// tearTransaction runs a child process that appends e to id inside a real
-// transaction and is SIGKILLed before COMMIT: a transaction cut short.
-func tearTransaction(t *testing.T, path, id string, e sessionlog.Event) {
+// dump is the schema version, the schema and every row of every table of
+// the database, in a fixed order.
+func dump(t *testing.T, path string) []byte {
 	t.Helper()
-	ev, err := json.Marshal(e)
-	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTornTransactionChild$")
-	cmd.Env = append(os.Environ(), tearDBEnv+"="+path, tearIDEnv+"="+id, tearEventEnv+"="+string(ev))
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	require.True(t, errors.As(err, &ee), "child should have been killed, got %v\n%s", err, out)
-	ws := ee.Sys().(syscall.WaitStatus)
-	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "child should die by SIGKILL before COMMIT: %v\n%s", err, out)
+	db := rawDB(t, path)
+	var b strings.Builder
+	var tables []string
+	for _, q := range []string{"PRAGMA user_version", "SELECT type, name, sql FROM sqlite_master ORDER BY name"} {
+		for _, row := range query(t, db, q) {
+			fmt.Fprintf(&b, "%q\n", row)
+			if len(row) == 3 && row[0] == "table" {
+				tables = append(tables, row[1].(string))
+			}
+		}
+	}
+	for _, table := range tables {
+		rows := query(t, db, fmt.Sprintf("SELECT * FROM %q", table))
+		lines := make([]string, len(rows))
+		for i, row := range rows {
+			lines[i] = fmt.Sprintf("%s %q", table, row)
+		}
+		slices.Sort(lines)
+		fmt.Fprintf(&b, "%s\n", strings.Join(lines, "\n"))
+	}
+	require.NoError(t, db.Close())
+	return []byte(b.String())
 }
 
-// TestTornTransactionChild is the child half of tearTransaction.
-func TestTornTransactionChild(t *testing.T) {
-	path := os.Getenv(tearDBEnv)
-	if path == "" {
-		t.Skip("helper process for the crash tests of the contract suite")
+func query(t *testing.T, db *sql.DB, q string) [][]any {
+	t.Helper()
+	rows, err := db.Query(q)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		out = append(out, vals)
 	}
-	var e sessionlog.Event
-	require.NoError(t, json.Unmarshal([]byte(os.Getenv(tearEventEnv)), &e))
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// crash runs b in a child process that dies by SIGKILL at the crash point.
+func crash(t *testing.T, path string, b sessionlog.Batch, at contracttest.CrashPoint) bool {
+	return contracttest.CrashInChild(t, "TestCrashChild", []string{crashDBEnv + "=" + path}, b, at)
+}
+
+// tearTransaction appends e to id in a child process that is SIGKILLed
+// inside the transaction, just before COMMIT: a transaction cut short.
+func tearTransaction(t *testing.T, path, id string, e sessionlog.Event) {
+	t.Helper()
 	s, err := NewStore(path)
 	require.NoError(t, err)
-	st, err := s.LoadStored(context.Background(), os.Getenv(tearIDEnv), sessionlog.HeaderOnly)
+	st, err := s.LoadStored(t.Context(), id, sessionlog.HeaderOnly)
 	require.NoError(t, err)
-	s.beforeCommit = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
-	err = s.AppendBatch(context.Background(), sessionlog.Batch{Header: st.Header, Events: []sessionlog.Event{e}})
-	t.Fatalf("append returned (%v) instead of dying before COMMIT", err)
+	require.NoError(t, s.Close())
+	b := sessionlog.Batch{Header: st.Header, Events: []sessionlog.Event{e}}
+	require.True(t, crash(t, path, b, contracttest.CrashPoint{Op: "commit"}), "the writer must die before COMMIT")
+}
+
+// TestCrashChild is the child process of the crash tests.
+func TestCrashChild(t *testing.T) {
+	contracttest.CrashChild(t, func() (sessionlog.Storage, error) { return NewStore(os.Getenv(crashDBEnv)) }, intercept)
 }

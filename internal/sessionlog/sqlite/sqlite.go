@@ -52,9 +52,35 @@ CREATE TABLE events (
 type Store struct {
 	db   *sql.DB
 	path string
-	// beforeCommit, when set (by tests only), runs inside every append
-	// transaction just before COMMIT.
-	beforeCommit func()
+	// before, when set (by tests only), runs before every statement that
+	// changes stored data and before every COMMIT, named by op; an error
+	// fails the operation before it runs. Tests fail, block or crash a
+	// write at an exact point with it.
+	before func(op string) error
+}
+
+// step runs the test hook, if any, before the primitive operation op.
+func (s *Store) step(op string) error {
+	if s.before == nil {
+		return nil
+	}
+	return s.before(op)
+}
+
+// exec runs a statement that changes stored data.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (sql.Result, error) {
+	if err := s.step(op); err != nil {
+		return nil, err
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// commit commits tx.
+func (s *Store) commit(tx *sql.Tx) error {
+	if err := s.step("commit"); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 var _ sessionlog.Storage = (*Store)(nil)
@@ -94,6 +120,20 @@ func NewStore(path string) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
+	// Check the schema on a connection that sets nothing: the WAL journal
+	// mode below is a persistent change to the file, which a database of
+	// another version must not undergo before it is refused.
+	probe, err := sql.Open("sqlite", path+"?_busy_timeout=10000")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	err = checkSchema(context.Background(), probe, path)
+	if cerr := probe.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("sqlite: close %s: %w", path, cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
 	dsn := path + "?_busy_timeout=10000&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=1&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -102,12 +142,11 @@ func NewStore(path string) (*Store, error) {
 	// One connection: the Coordinator already serializes per session, and
 	// a single writer never meets SQLITE_BUSY.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path}
-	if err := s.checkSchema(context.Background()); err != nil {
+	if err := db.PingContext(context.Background()); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return s, nil
+	return &Store{db: db, path: path}, nil
 }
 
 // Open returns a session log kept in the database at path.
@@ -119,38 +158,38 @@ func Open(path string) (*sessionlog.Coordinator, error) {
 	return sessionlog.NewCoordinator(s), nil
 }
 
-// checkSchema creates the schema in an empty database and refuses any
-// database whose version is not SchemaVersion.
-func (s *Store) checkSchema(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// checkSchema creates the schema in an empty database and refuses, without
+// changing it, any database whose version is not SchemaVersion.
+func checkSchema(ctx context.Context, db *sql.DB, path string) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	defer tx.Rollback()
 	var version, tables int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return fmt.Errorf("sqlite: read schema version of %s: %w", s.path, err)
+		return fmt.Errorf("sqlite: read schema version of %s: %w", path, err)
 	}
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-		return fmt.Errorf("sqlite: read schema of %s: %w", s.path, err)
+		return fmt.Errorf("sqlite: read schema of %s: %w", path, err)
 	}
 	switch {
 	case version == SchemaVersion:
 		return nil
 	case version == 0 && tables == 0:
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return fmt.Errorf("sqlite: create schema in %s: %w", s.path, err)
+			return fmt.Errorf("sqlite: create schema in %s: %w", path, err)
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion)); err != nil {
-			return fmt.Errorf("sqlite: record schema version in %s: %w", s.path, err)
+			return fmt.Errorf("sqlite: record schema version in %s: %w", path, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("sqlite: create schema in %s: %w", s.path, err)
+			return fmt.Errorf("sqlite: create schema in %s: %w", path, err)
 		}
 		return nil
 	default:
 		return fmt.Errorf("%w: sqlite: %s has schema version %d, this build reads only %d; there is no migration, move the file aside",
-			sessionlog.ErrVersion, s.path, version, SchemaVersion)
+			sessionlog.ErrVersion, path, version, SchemaVersion)
 	}
 }
 
@@ -171,7 +210,7 @@ func (s *Store) load(ctx context.Context, id string, cwd *string, depth sessionl
 	}
 	h, err := sessionlog.DecodeHeader([]byte(header))
 	if err != nil {
-		return nil, fmt.Errorf("%w: sqlite: session %s header: %v", sessionlog.ErrCorrupt, id, err)
+		return nil, fmt.Errorf("sqlite: session %s in %s: %w", id, s.path, err)
 	}
 	if h.ID != id || h.Cwd != rowCwd {
 		return nil, fmt.Errorf("%w: sqlite: session %s header names %q in cwd %q", sessionlog.ErrCorrupt, id, h.ID, h.Cwd)
@@ -221,7 +260,7 @@ func (s *Store) LoadLive(ctx context.Context, id, cwd string, depth sessionlog.D
 	return s.load(ctx, id, &cwd, depth)
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []sessionlog.Event) error {
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, events []sessionlog.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -235,11 +274,14 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, events []sessionlo
 		if err != nil {
 			return err
 		}
+		if err := s.step("insert event"); err != nil {
+			return err
+		}
 		if _, err := stmt.ExecContext(ctx, id, e.Seq, string(body)); err != nil {
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, "UPDATE sessions SET last_seq = ? WHERE id = ?", events[len(events)-1].Seq, id)
+	_, err = s.exec(ctx, tx, "update last_seq", "UPDATE sessions SET last_seq = ? WHERE id = ?", events[len(events)-1].Seq, id)
 	return err
 }
 
@@ -257,7 +299,7 @@ func (s *Store) AppendBatch(ctx context.Context, b sessionlog.Batch) error {
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, "INSERT INTO sessions (id, cwd, header, last_seq) VALUES (?, ?, ?, 0) ON CONFLICT DO NOTHING",
+		res, err := s.exec(ctx, tx, "insert session", "INSERT INTO sessions (id, cwd, header, last_seq) VALUES (?, ?, ?, 0) ON CONFLICT DO NOTHING",
 			id, b.Header.Cwd, string(h))
 		if err != nil {
 			return fmt.Errorf("sqlite: create %s: %w", id, err)
@@ -278,13 +320,10 @@ func (s *Store) AppendBatch(ctx context.Context, b sessionlog.Batch) error {
 			return fmt.Errorf("sqlite: append to %s: batch starts at seq %d but the log ends at %d", id, b.Events[0].Seq, last)
 		}
 	}
-	if err := insertEvents(ctx, tx, id, b.Events); err != nil {
+	if err := s.insertEvents(ctx, tx, id, b.Events); err != nil {
 		return fmt.Errorf("sqlite: append to %s: %w", id, err)
 	}
-	if s.beforeCommit != nil {
-		s.beforeCommit()
-	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return fmt.Errorf("sqlite: commit append to %s: %w", id, err)
 	}
 	return nil
@@ -311,14 +350,14 @@ func (s *Store) CommitRepair(ctx context.Context, r sessionlog.Repair) error {
 		if m, ok := r.TornMarker.(int64); !ok || m != last {
 			return fmt.Errorf("sqlite: repair %s: torn marker %v is not the last committed seq %d", id, r.TornMarker, last)
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE session_id = ? AND seq > ?", id, last); err != nil {
+		if _, err := s.exec(ctx, tx, "delete torn rows", "DELETE FROM events WHERE session_id = ? AND seq > ?", id, last); err != nil {
 			return fmt.Errorf("sqlite: discard torn tail of %s: %w", id, err)
 		}
 	}
-	if err := insertEvents(ctx, tx, id, r.Closers); err != nil {
+	if err := s.insertEvents(ctx, tx, id, r.Closers); err != nil {
 		return fmt.Errorf("sqlite: repair %s: %w", id, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return fmt.Errorf("sqlite: commit repair of %s: %w", id, err)
 	}
 	return nil
@@ -331,10 +370,10 @@ func (s *Store) DeleteStored(ctx context.Context, id string) error {
 		return fmt.Errorf("sqlite: delete %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE session_id = ?", id); err != nil {
+	if _, err := s.exec(ctx, tx, "delete events", "DELETE FROM events WHERE session_id = ?", id); err != nil {
 		return fmt.Errorf("sqlite: delete %s: %w", id, err)
 	}
-	res, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id)
+	res, err := s.exec(ctx, tx, "delete session", "DELETE FROM sessions WHERE id = ?", id)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete %s: %w", id, err)
 	}
@@ -343,7 +382,7 @@ func (s *Store) DeleteStored(ctx context.Context, id string) error {
 	} else if n == 0 {
 		return fmt.Errorf("sqlite: delete %s: %w", id, sessionlog.ErrNotFound)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return fmt.Errorf("sqlite: commit delete of %s: %w", id, err)
 	}
 	return nil
@@ -364,7 +403,7 @@ func (s *Store) List(ctx context.Context) ([]sessionlog.Header, error) {
 		}
 		h, err := sessionlog.DecodeHeader([]byte(header))
 		if err != nil {
-			return nil, fmt.Errorf("%w: sqlite: session %s header: %v", sessionlog.ErrCorrupt, id, err)
+			return nil, fmt.Errorf("sqlite: session %s in %s: %w", id, s.path, err)
 		}
 		out = append(out, h)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -45,11 +46,17 @@ func TestNewDatabaseIsOwnerOnlyAndVersioned(t *testing.T) {
 	require.NoError(t, c.Close())
 }
 
+// A database of another schema version, older or newer, is refused with
+// ErrVersion and left as it was: the same bytes, the same rows, no journal
+// mode switched.
 func TestSchemaVersionIsEnforcedBothWays(t *testing.T) {
 	for name, setup := range map[string]string{
-		"newer":                    "PRAGMA user_version = 2",
-		"older, before versioning": "CREATE TABLE sessions (id TEXT PRIMARY KEY)",
-		"older, with tables":       "PRAGMA user_version = 0; CREATE TABLE t (x)",
+		"newer": `PRAGMA user_version = 2;
+			INSERT INTO sessions VALUES ('s', '/w', '{"id":"s","cwd":"/w","backend":"test","format_version":1}', 1);
+			INSERT INTO events VALUES ('s', 1, '{"seq":1,"kind":"turn/start"}')`,
+		"older, before versioning": `CREATE TABLE sessions (id TEXT PRIMARY KEY, header TEXT);
+			INSERT INTO sessions VALUES ('s', '{"id":"s"}')`,
+		"older, with tables": "PRAGMA user_version = 0; CREATE TABLE t (x); INSERT INTO t VALUES (1)",
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.db")
@@ -62,24 +69,42 @@ func TestSchemaVersionIsEnforcedBothWays(t *testing.T) {
 			_, err := db.Exec(setup)
 			require.NoError(t, err)
 			require.NoError(t, db.Close())
+			rows := dump(t, path)
+			bytes, err := os.ReadFile(path)
+			require.NoError(t, err)
+
 			_, err = NewStore(path)
 			require.ErrorIs(t, err, sessionlog.ErrVersion)
 			assert.Contains(t, err.Error(), "no migration")
+			_, err = Open(path)
+			require.ErrorIs(t, err, sessionlog.ErrVersion)
+
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.True(t, slices.Equal(bytes, after), "the database file was modified")
+			assert.Equal(t, string(rows), string(dump(t, path)))
 		})
 	}
 }
 
-func TestRowsPastLastSeqAreATornTail(t *testing.T) {
+// rowPastLastSeq returns a database whose session s has two committed
+// events, an open turn, and a third row written without advancing last_seq
+// in the same transaction.
+func rowPastLastSeq(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.db")
 	c, err := Open(path)
 	require.NoError(t, err)
 	require.NoError(t, c.Create(ctx, hdr("s", "")))
 	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart(), sessionlog.Message(sessionlog.RoleUser, "q")))
 	require.NoError(t, c.Close())
-	// A row written without advancing last_seq in the same transaction.
 	_, err = rawDB(t, path).Exec(`INSERT INTO events VALUES ('s', 3, '{"seq":3,"kind":"message","role":"assistant","text":"never committed"}')`)
 	require.NoError(t, err)
+	return path
+}
 
+func TestRowsPastLastSeqAreATornTail(t *testing.T) {
+	path := rowPastLastSeq(t)
 	st, err := NewStore(path)
 	require.NoError(t, err)
 	stored, err := st.LoadStored(ctx, "s", sessionlog.WithEvents)
@@ -94,6 +119,46 @@ func TestRowsPastLastSeqAreATornTail(t *testing.T) {
 	assert.Equal(t, sessionlog.KindTurnEnd, log.Events[2].Kind)
 	assert.Equal(t, sessionlog.ReasonInterrupted, log.Events[2].Reason.Kind)
 	assert.Equal(t, 3, count(t, path, "SELECT last_seq FROM sessions WHERE id = 's'"))
+}
+
+// A repair that fails at any of its statements leaves the committed rows
+// and the rows past last_seq as they were, and the next Load repairs.
+func TestRepairFaultKeepsRowsPastLastSeq(t *testing.T) {
+	step := 1
+	for ; ; step++ {
+		path := rowPastLastSeq(t)
+		before := dump(t, path)
+
+		st, err := NewStore(path)
+		require.NoError(t, err)
+		n, fired := 0, ""
+		st.before = func(op string) error {
+			if n++; n == step {
+				fired = op
+				return syscall.EIO
+			}
+			return nil
+		}
+		c := sessionlog.NewCoordinator(st)
+		log, err := c.Load(ctx, "s")
+		if fired == "" {
+			require.NoError(t, err)
+			require.NoError(t, c.Close())
+			break
+		}
+		require.ErrorIs(t, err, syscall.EIO, "a repair failing at %s", fired)
+		require.Nil(t, log)
+		assert.Equal(t, string(before), string(dump(t, path)), "a repair failing at %s changed rows", fired)
+		st.before = nil
+		log, err = c.Load(ctx, "s")
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		require.Len(t, log.Events, 3)
+		assert.Equal(t, sessionlog.ReasonInterrupted, log.Events[2].Reason.Kind)
+		assert.Equal(t, 3, count(t, path, "SELECT last_seq FROM sessions WHERE id = 's'"))
+		assert.Equal(t, 3, count(t, path, "SELECT count(*) FROM events"))
+	}
+	require.Greater(t, step, 3, "the repair made too few statements")
 }
 
 func TestTransactionCutShortLeavesNoRows(t *testing.T) {
