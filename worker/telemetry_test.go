@@ -115,6 +115,6 @@ edges:
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait())
 	got := spans.Spans()
-	assert.Equal(t, "tether-worker", got["RunActivity:ExecuteNode"], "spans received: %v", got)
+	assert.Equal(t, "tether-worker", got["RunActivity:Visit"], "spans received: %v", got)
 	assert.Equal(t, "tether-worker", got["RunWorkflow:GraphRun"], "spans received: %v", got)
 }
