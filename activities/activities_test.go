@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -245,4 +246,26 @@ func TestLiveSessionSkipsItsOwnRestoreOnlyWhileUntouched(t *testing.T) {
 	assert.Equal(t, 1, store.gets)
 	assert.Equal(t, r1.SessionID, r3.SessionID)
 	assert.Contains(t, r3.Output["text"], "3")
+}
+
+// A node whose CLI is not installed on the worker runs on its fallback,
+// and a session planned for the first backend is stripped, not carried
+// over to another CLI.
+func TestFallbackRunsWhenTheCLIIsMissing(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	a.Backends = append(a.Backends, claude.New(claude.Options{BinDir: t.TempDir()}))
+	var _ Availability = claude.New(claude.Options{})
+	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.ClaudeCode, Fallback: []string{backend.Scripted}, Session: graph.SessionPersist, Prompt: "hello"}
+	res, err := a.Visit(context.Background(), &VisitRequest{
+		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
+		Input:   map[string]any{backend.SessionIDKey: "claude-session", backend.SessionFingerprintKey: "fp"},
+		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: "claude-session", StateRef: "runs/r1/sessions/writer/01J00000000000000000000000", Stripped: map[string]any{}},
+		Started: time.Unix(1_800_000_000, 0),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, backend.Scripted, res.Backend)
+	assert.Equal(t, backend.Scripted, res.Output[backend.BackendKey])
+	assert.NotEqual(t, "claude-session", res.SessionID)
+	assert.Contains(t, res.SessionNote, "fallback")
+	assert.Contains(t, res.Output[SessionNoteKey], "fallback")
 }

@@ -43,6 +43,14 @@ type CLI struct {
 	AskUserGrace time.Duration
 }
 
+// Available reports whether the CLI can run on this worker: its program is
+// installed where the executor looks (backend.ErrNotInstalled if not). A
+// node's fallback takes over from a backend that is not available.
+func (c CLI) Available() error {
+	_, err := Resolve(c.Backend, c.BinDir, c.Bin)
+	return err
+}
+
 // ModelFor is the model a visit runs: the requested one, else the default.
 func (c CLI) ModelFor(requested string) string {
 	if requested == "" {

@@ -379,3 +379,6 @@ const AskUserNamespace = "mcp__" + askuser.ServerName
 func newPacker(env backend.Env) backend.SessionPacker {
 	return packer.NewCodex(env, packer.DefaultLimits())
 }
+
+// Available reports whether the CLI is installed on this worker.
+func (e *Executor) Available() error { return e.cli.Available() }

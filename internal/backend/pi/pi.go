@@ -429,3 +429,6 @@ func (s *stream) line(b []byte) {
 func newPacker(env backend.Env) backend.SessionPacker {
 	return packer.NewPi(env, packer.DefaultLimits())
 }
+
+// Available reports whether the CLI is installed on this worker.
+func (e *Executor) Available() error { return e.cli.Available() }
