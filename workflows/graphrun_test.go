@@ -2,13 +2,19 @@ package workflows
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/worker"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
@@ -162,7 +168,10 @@ nodes:
     backend: scripted
     session: persist
     max_visits: 5
-    prompt: "write about {{.input.topic}} (visit {{.visit}}) {{if .input.feedback}}fix: {{.input.feedback}}{{end}}"
+    # The agent's structured output tries to set the transient session keys
+    # and a ref: none may ever reach an output or a loop snapshot.
+    prompt: 'write about {{.input.topic}} (visit {{.visit}}) {{if .input.feedback}}fix: {{.input.feedback}}{{end}} JSON:{"draft": "ok", "_session_state_ref": "runs/loop/sessions/writer/01J00000000000000000000000", "_session_state_blob": "AAAA", "_session_state": "x"}'
+
   - id: judge
     kind: agent
     backend: scripted
@@ -205,16 +214,27 @@ func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 	calls := s.agents[backend.Scripted].requests()
 	s.Contains(calls[2].Prompt, "fix: more otters")
 	s.Contains(calls[0].Prompt, "write about otters (visit 1)")
-	// Loop snapshots keep the earlier outputs, without refs.
+	// Outputs and loop snapshots keep the agent's output, without the
+	// transient keys and refs it tried to set.
+	s.Equal("ok", out["draft"])
 	s.NotEmpty(cp.LoopSnapshots)
-	for _, snap := range cp.LoopSnapshots {
-		s.NotContains(snap.Output, "_session_state_ref")
-		s.NotContains(snap.Output, backend.SessionStateBlobKey)
+	for _, o := range append([]map[string]any{out}, snapshotOutputs(cp)...) {
+		s.NotContains(o, "_session_state_ref")
+		s.NotContains(o, backend.SessionStateBlobKey)
+		s.NotContains(o, backend.SessionStateKey)
 	}
 	// The earlier slots' blobs are retained for rewinds; no other blob of
 	// the writer remains.
 	s.ElementsMatch(append(slices.Clone(cp.RetainedSessions["writer"]), cp.NodeSessions["writer"].StateRef), s.writerSlotBlobs())
 	s.Len(cp.RetainedSessions["writer"], 2)
+}
+
+func snapshotOutputs(cp *runstore.Checkpoint) []map[string]any {
+	var out []map[string]any
+	for _, snap := range cp.LoopSnapshots {
+		out = append(out, snap.Output)
+	}
+	return out
 }
 
 func (s *GraphRunSuite) writerSlotBlobs() []string {
@@ -384,19 +404,66 @@ edges:
 }
 
 func TestMintIDIsDeterministic(t *testing.T) {
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestWorkflowEnvironment()
-	wf := func(ctx workflow.Context) ([]string, error) {
-		r := &runImpl{}
-		return []string{r.mintID(ctx), r.mintID(ctx)}, nil
+	// The ids come from the execution's run id, the workflow clock and a
+	// counter: two executions with the same run id and clock mint the same
+	// ids, as a replay of one execution does.
+	mint := func() []string {
+		var ts testsuite.WorkflowTestSuite
+		env := ts.NewTestWorkflowEnvironment()
+		env.SetStartTime(time.Unix(1_800_000_000, 0))
+		wf := func(ctx workflow.Context) ([]string, error) {
+			r := &runImpl{}
+			a := r.mintID(ctx)
+			// A timer moves the clock between two mints, like the visits
+			// between two mints of a run.
+			if err := workflow.Sleep(ctx, time.Minute); err != nil {
+				return nil, err
+			}
+			return []string{a, r.mintID(ctx)}, nil
+		}
+		env.RegisterWorkflow(wf)
+		env.ExecuteWorkflow(wf)
+		var ids []string
+		require.NoError(t, env.GetWorkflowResult(&ids))
+		return ids
 	}
-	env.RegisterWorkflow(wf)
-	env.ExecuteWorkflow(wf)
-	var ids []string
-	require.NoError(t, env.GetWorkflowResult(&ids))
+	ids := mint()
 	require.Len(t, ids, 2)
 	require.NotEqual(t, ids[0], ids[1])
 	require.Len(t, ids[0], 26)
+	require.Equal(t, ids, mint(), "the same execution mints the same ids")
+}
+
+// TestMintIDsReplay replays a committed history of a persist run and checks
+// that every blob key the replay would mint is the key the original run
+// wrote: a retried Put after a replay writes the same key.
+func TestMintIDsReplay(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "histories", "persist-loop.json"))
+	require.NoError(t, err)
+	// Payloads are base64 in an exported history.
+	var payloads strings.Builder
+	for _, m := range regexp.MustCompile(`"data":\s*"([A-Za-z0-9+/=]+)"`).FindAllStringSubmatch(string(raw), -1) {
+		if b, err := base64.StdEncoding.DecodeString(m[1]); err == nil {
+			payloads.Write(b)
+			payloads.WriteByte('\n')
+		}
+	}
+	var keys []string
+	for _, m := range regexp.MustCompile(`runs/[^"/]+/sessions/writer/(pause/)?[0-9A-Z]{26}`).FindAllString(payloads.String(), -1) {
+		if !slices.Contains(keys, m) {
+			keys = append(keys, m)
+		}
+	}
+	require.NotEmpty(t, keys, "the history names its session keys")
+	r := worker.NewWorkflowReplayer()
+	var minted []string
+	r.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	mintHook = func(id string) { minted = append(minted, id) }
+	defer func() { mintHook = nil }()
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("..", "testdata", "histories", "persist-loop.json")))
+	for _, k := range keys {
+		require.Contains(t, minted, k[strings.LastIndex(k, "/")+1:], "replay mints the key the run wrote: %s", k)
+	}
 }
 
 // A long output stays whole as the node's output, but its loop snapshots

@@ -403,10 +403,13 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 		}
 	}
 	s.Require().NotNil(target)
-	// The live root still holds the 3-turn conversation (stale for the
-	// rewound run); the slot of the target names the 1-turn state, whose
-	// blob the completed run deleted, so recreate the situation by
-	// checking which plan runs: the rewound visit must not see 3 turns.
+	// The live root still holds the 3-turn conversation, stale for the
+	// rewound run; the target's slot names the 1-turn state, whose blob
+	// the run retained for rewinds.
+	_, err = s.store.Stat(context.Background(), target.NodeSessions["writer"].StateRef)
+	s.Require().NoError(err, "the rewind target's slot blob is retained")
+	root := s.acts.StateDir + "/" + backend.ClaudeCode
+	s.Len(s.writer().disks[root]["claude_code-s1"], 3, "the live root holds the later, stale conversation")
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)
@@ -414,11 +417,15 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	cp.Seq = infos[len(infos)-1].Seq
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
-	calls := s.writerCalls()
-	last := calls[len(calls)-1]
-	s.NotContains(last.Prompt, "draft 4")
-	out := s.latest().Outputs["writer"]["text"].(string)
-	s.False(strings.Contains(out, "turn 5"), "the rewound run did not continue the stale 4-turn conversation: %s", out)
+	// The writer's next visit is visit 2 of the 1-turn conversation: the
+	// slot's blob was unpacked over the stale live files.
+	var visit2 string
+	for _, snap := range s.latest().LoopSnapshots {
+		if snap.Node == "writer" && snap.Visit == 2 {
+			visit2, _ = snap.Output["text"].(string)
+		}
+	}
+	s.Equal("turn 2 of claude_code-s1: draft 1 | draft 2", visit2)
 }
 
 func mustJSON(v any) string {

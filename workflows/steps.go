@@ -81,8 +81,14 @@ func (r *runImpl) mintID(ctx workflow.Context) string {
 		panic(fmt.Sprintf("workflow clock out of ULID range: %v", err))
 	}
 	copy(id[6:], sum[:10])
+	if mintHook != nil {
+		mintHook(id.String())
+	}
 	return id.String()
 }
+
+// mintHook, set only by tests, sees every minted id.
+var mintHook func(id string)
 
 // oneTripVisits reports whether this run visits agents and tools in one
 // Visit activity with a durable workspace (changeOneTripVisit).
