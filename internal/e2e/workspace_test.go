@@ -120,14 +120,26 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 
 // TestRewindRestoresFilesAndConversation: `tether rewind` to the checkpoint
 // after the writer's first visit brings back that visit's files and its
-// conversation together, on a worker that never saw either.
+// conversation together: on workers that never saw either, and on the one
+// worker whose live files and session are those of the later, abandoned
+// visits.
 func TestRewindRestoresFilesAndConversation(t *testing.T) {
+	for _, mode := range []string{"fresh-workers", "stale-worker"} {
+		t.Run(mode, func(t *testing.T) { rewindRun(t, mode) })
+	}
+}
+
+func rewindRun(t *testing.T, mode string) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	h.freshWorkerPerVisit()
+	if mode == "fresh-workers" {
+		h.freshWorkerPerVisit()
+	} else {
+		h.startWorker()
+	}
 	g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
 	require.NoError(t, err)
-	id := "ws-rewind"
+	id := "ws-rewind-" + mode
 	run := h.start(id, g, nil)
 	var afterFirst int64
 	for round := 1; round <= 3; round++ {
