@@ -19,6 +19,10 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	--dynamic-config-value history.transferProcessorMaxPollRPS=10000 \
 	--dynamic-config-value system.enableActivityEagerExecution=true \
+	--search-attribute TetherGraph=Keyword \
+	--search-attribute TetherNode=Keyword \
+	--search-attribute TetherStatus=Keyword \
+	--search-attribute TetherBackends=KeywordList \
 	>"$home/temporal.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 150); do

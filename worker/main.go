@@ -99,6 +99,7 @@ func run() error {
 		Logger:              logger,
 		Interceptors:        tel.WorkerInterceptors(),
 		Metrics:             tel.Metrics(),
+		Namespace:           cfg.Namespace,
 	})
 	if err != nil {
 		return err

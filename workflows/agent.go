@@ -116,6 +116,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		}
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:   visitSummary(node, visitNo, plan.Backend),
 		TaskQueue: TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,
@@ -154,7 +155,9 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if restarts < maxVisitRestarts && mayPass(err) {
 			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
 			if !workerLost(err) {
-				if serr := workflow.Sleep(ctx, time.Duration(1<<restarts)*time.Second); serr != nil {
+				wait := time.Duration(1<<restarts) * time.Second
+				timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("retry %s visit %d in %s", node.ID, visitNo, wait)})
+				if serr := timer.Get(ctx, nil); serr != nil {
 					return nil, serr
 				}
 			}
@@ -220,6 +223,7 @@ func (r *runImpl) pauseOnQuestion(ctx workflow.Context, node *graph.Node, cur ru
 	r.setPause(sc, p)
 	if !sc.branch {
 		r.cp.Status = runstore.StatusWaiting
+		r.setStatus(ctx, r.cp.Status)
 		if err := r.save(ctx); err != nil {
 			// The checkpoint may or may not have landed: keep every blob,
 			// never read back, never delete (ADR-089).
@@ -244,6 +248,7 @@ func (r *runImpl) commit(ctx workflow.Context, node *graph.Node, res *activities
 		r.setPause(sc, nil)
 		if !sc.branch {
 			r.cp.Status = runstore.StatusRunning
+			r.setStatus(ctx, r.cp.Status)
 		}
 	}
 	if node.Session != graph.SessionPersist {

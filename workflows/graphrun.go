@@ -26,13 +26,16 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
-	if in.Checkpoint == nil && r.oneTripVisits(ctx) {
-		// A new run has a workspace from its first visit: the one `tether
-		// run` imported, or an empty one.
-		r.cp.Workspace = &runstore.WorkspaceState{}
-		if in.Workspace != nil {
-			r.cp.Workspace = in.Workspace
+	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
+		if in.Checkpoint == nil {
+			// A new run has a workspace from its first visit: the one
+			// `tether run` imported, or an empty one.
+			r.cp.Workspace = &runstore.WorkspaceState{}
+			if in.Workspace != nil {
+				r.cp.Workspace = in.Workspace
+			}
 		}
+		r.startVisibility(ctx)
 	}
 	return r.run(ctx)
 }
@@ -54,6 +57,11 @@ type runImpl struct {
 	// that agent's working directory is. Not carried across
 	// continue-as-new; a new execution starts without affinity.
 	lastQueue string
+	// viaVisit is set in executions that visit through the Visit activity
+	// (changeOneTripVisit); only they name their activities and keep
+	// search attributes.
+	viaVisit bool
+	vis     visibility
 }
 
 // question is a pending question and, once answered, its answer.
@@ -222,6 +230,7 @@ func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question)
 		}
 		mine = append(mine, existing)
 	}
+	r.details(ctx)
 	if err := workflow.Await(ctx, func() bool {
 		for _, q := range mine {
 			if !q.Answered {
@@ -233,6 +242,7 @@ func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question)
 		return nil, err
 	}
 	answers := make([]string, len(mine))
+	r.details(ctx)
 	for i, q := range mine {
 		answers[i] = q.Answer
 	}

@@ -104,6 +104,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	r.cp.Visits[node.ID] = visitNo
 	r.current = append(r.current, node.ID)
+	r.setNode(ctx, node.ID)
 	defer func() { r.current = slices.DeleteFunc(r.current, func(s string) bool { return s == node.ID }) }()
 	started := workflow.Now(ctx)
 
@@ -313,6 +314,7 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 	r.setOutput(node.ID, visitNo, cur.Input)
 	r.cp.Cursor = nil
 	r.cp.Status = runstore.StatusCompleted
+	r.setStatus(ctx, r.cp.Status)
 	if err := r.save(ctx); err != nil {
 		r.cp.Cursor = []runstore.Cursor{cur}
 		return nil, r.failResumable(ctx, cur, err)
@@ -343,6 +345,7 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 	}
 	r.cp.Status = runstore.StatusFailed
 	r.cp.Error = err.Error()
+	r.setStatus(ctx, r.cp.Status)
 	if serr := r.save(ctx); serr != nil {
 		workflow.GetLogger(ctx).Warn("could not record the failed run in the run store", "error", serr.Error())
 	}
@@ -356,6 +359,7 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause error) error {
 	r.cp.Status = runstore.StatusFailedResumable
 	r.cp.Error = cause.Error()
+	r.setStatus(ctx, r.cp.Status)
 	cp := *r.cp
 	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", cause.Error())
 	telemetry.WorkflowFailStop(ctx)

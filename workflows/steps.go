@@ -25,7 +25,12 @@ var acts *activities.Activities
 func (r *runImpl) save(ctx workflow.Context) error {
 	cp := *r.cp
 	cp.Seq = r.cp.Seq + 1
+	summary := ""
+	if r.viaVisit {
+		summary = fmt.Sprintf("checkpoint %d · %s", cp.Seq, cp.Status)
+	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary: summary,
 		// The store itself waits out an outage of up to two minutes
 		// (blob.WithRetry) before a save fails; the fail-stop comes after.
 		StartToCloseTimeout: checkpointTimeout,
@@ -131,6 +136,7 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 	if !inBranch {
 		r.cp.Pause = &runstore.PauseInfo{NodeID: node.ID, Visit: visitNo, Questions: qs, Input: cur.Input}
 		r.cp.Status = runstore.StatusWaiting
+		r.setStatus(ctx, r.cp.Status)
 		if err := r.save(ctx); err != nil {
 			// Temporal's history keeps the wait durable; the run store
 			// catches up at the next checkpoint.
@@ -149,6 +155,7 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		r.cp.Pause = nil
 		r.cp.Status = runstore.StatusRunning
+		r.setStatus(ctx, r.cp.Status)
 	}
 	return v, nil
 }

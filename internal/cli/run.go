@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +75,8 @@ run completed and 1 when it failed.`,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 				Memo:                     map[string]any{"graph": g.Name},
+				StaticSummary:            runSummary(g.Name, in),
+				StaticDetails:            runDetails(args[0], in, wsFrom, wsRef),
 			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws})
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -95,6 +99,51 @@ run completed and 1 when it failed.`,
 	cmd.Flags().StringVar(&wsFrom, "workspace", "", "start the run's workspace from this directory, or git repository path or URL (default: empty)")
 	cmd.Flags().StringVar(&wsRef, "ref", "", "with --workspace: the branch, tag or commit of the repository (default: the directory as it is)")
 	return cmd
+}
+
+// runSummary is a run's one line in the Web UI and `temporal workflow
+// describe`: the graph and its inputs.
+func runSummary(graphName string, inputs map[string]any) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(inputs)) {
+		v := fmt.Sprint(inputs[k])
+		if len(v) > 40 {
+			v = v[:40] + "…"
+		}
+		parts = append(parts, k+"="+strings.ReplaceAll(v, "\n", " "))
+	}
+	s := "tether · " + graphName
+	if len(parts) > 0 {
+		s += " · " + strings.Join(parts, " ")
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// runDetails says where a run came from, for the Web UI.
+func runDetails(file string, inputs map[string]any, wsFrom, wsRef string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Graph file: `%s`\n", file)
+	if wsFrom != "" {
+		fmt.Fprintf(&b, "\nWorkspace from: `%s`", wsFrom)
+		if wsRef != "" {
+			fmt.Fprintf(&b, " at `%s`", wsRef)
+		}
+		b.WriteString("\n")
+	}
+	if len(inputs) > 0 {
+		b.WriteString("\nInputs:\n")
+		for _, k := range slices.Sorted(maps.Keys(inputs)) {
+			v := fmt.Sprint(inputs[k])
+			if len(v) > 500 {
+				v = v[:500] + "…"
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", k, v)
+		}
+	}
+	return b.String()
 }
 
 // newRunID is the graph's name, reduced to the run-id alphabet, plus a

@@ -123,7 +123,7 @@ func persistLoop(t *testing.T, h *harness, b string) {
 	require.Contains(t, text, "draft 1")
 	require.Contains(t, text, "draft 2")
 	if b == backend.Scripted {
-		h.recordHistory("persist-loop", id)
+		h.recordHistory("persist-loop-workspace", id)
 	}
 }
 
@@ -178,7 +178,7 @@ edges:
 			require.Contains(t, text, "teal")
 			require.Contains(t, text, "turn 2")
 			if b == backend.Scripted {
-				h.recordHistory("ask-user", id)
+				h.recordHistory("ask-user-workspace", id)
 			}
 		})
 	}
@@ -239,7 +239,7 @@ func TestFailStopThenResume(t *testing.T) {
 	require.NoError(t, err)
 	text, _ := cp.Outputs["writer"]["text"].(string)
 	require.Contains(t, text, "turn 2: draft 1 | draft 2", "the resumed visit continued the conversation")
-	h.recordHistory("fail-stop-resume", id)
+	h.recordHistory("fail-stop-resume-workspace", id)
 }
 
 // TestLongLoopContinuesAsNew: a 2,000-visit loop completes by continuing as

@@ -30,5 +30,5 @@ edges:
 	res, err := h.result(h.start("tool-node", g, nil))
 	require.NoError(t, err)
 	require.Equal(t, "pass", res.Output["verdict"])
-	h.recordHistory("tool-node", "tool-node")
+	h.recordHistory("tool-node-workspace", "tool-node")
 }

@@ -83,6 +83,9 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 			_, err = h.result(run)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, fresh.Visits(), 6, "each agent and tool visit had a worker of its own")
+			if store == "fs" {
+				h.recordHistory("workspace-loop", id)
+			}
 
 			// One commit per visit that changed the files, in plain git.
 			t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)

@@ -5,6 +5,7 @@
 package workerhost
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
@@ -50,6 +53,9 @@ type Options struct {
 	Interceptors []interceptor.WorkerInterceptor
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// Namespace is the client's namespace, where the worker registers the
+	// search attributes runs set (default "default").
+	Namespace string
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -133,6 +139,11 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Interceptors:                       o.Interceptors,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+	if err := ensureSearchAttributes(c, o.Namespace); err != nil {
+		o.Logger.Warn("runs will not set Tether's search attributes; register them with `temporal operator search-attribute create` (see README)", "error", err)
+	} else {
+		workflows.SetSearchAttributesReady(true)
+	}
 	if err := h.own.Start(); err != nil {
 		return nil, fmt.Errorf("start worker on %s: %w", queue, err)
 	}
@@ -142,6 +153,38 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
 	return h, nil
+}
+
+// ensureSearchAttributes registers the search attributes runs set
+// (workflows.SearchAttributeTypes) in the namespace, unless they are there.
+func ensureSearchAttributes(c client.Client, namespace string) error {
+	if namespace == "" {
+		namespace = "default"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range workflows.SearchAttributeTypes {
+		got, ok := have.GetCustomAttributes()[name]
+		if !ok {
+			missing[name] = typ
+			continue
+		}
+		if got != typ {
+			return fmt.Errorf("search attribute %s of namespace %s has type %s, Tether needs %s", name, namespace, got, typ)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing}); err != nil {
+		return fmt.Errorf("register search attributes in namespace %s: %w", namespace, err)
+	}
+	return nil
 }
 
 // Stop stops polling and waits for running activities up to the stop

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+)
+
+// TestRunsAreLegibleInTemporal: a run started with `tether run` carries a
+// summary and details, names every visit's activity, and keeps search
+// attributes that `temporal workflow list --query` uses to find the runs
+// waiting for a person.
+func TestRunsAreLegibleInTemporal(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	graphFile := filepath.Join(t.TempDir(), "ws.yaml")
+	require.NoError(t, os.WriteFile(graphFile, []byte(wsLoop), 0o644))
+	id := "legible"
+	out := h.tether(t, dir, "run", graphFile, "--id", id, "--input", "topic=otters")
+	require.Contains(t, out, "started")
+	h.waitQuestion(id)
+
+	// Found by query, as `temporal workflow list --query 'TetherStatus="waiting"'` would.
+	var found []string
+	require.Eventually(t, func() bool {
+		resp, err := h.c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: `TetherStatus="waiting" AND TetherGraph="ws-loop"`,
+		})
+		if err != nil {
+			return false
+		}
+		found = nil
+		for _, e := range resp.Executions {
+			found = append(found, e.GetExecution().GetWorkflowId())
+		}
+		return len(found) == 1
+	}, time.Minute, 200*time.Millisecond, "the waiting run is found by its search attributes")
+	assert.Equal(t, []string{id}, found)
+
+	d, err := h.c.DescribeWorkflowExecution(context.Background(), id, "")
+	require.NoError(t, err)
+	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	str := func(name string) string {
+		var v any
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(sa[name], &v), name)
+		if l, ok := v.([]any); ok {
+			var parts []string
+			for _, x := range l {
+				parts = append(parts, x.(string))
+			}
+			return strings.Join(parts, ",")
+		}
+		return v.(string)
+	}
+	assert.Equal(t, "ws-loop", str("TetherGraph"))
+	assert.Equal(t, "gate", str("TetherNode"))
+	assert.Equal(t, "waiting", str("TetherStatus"))
+	assert.Equal(t, "scripted", str("TetherBackends"))
+
+	var summary, details string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(d.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
+	assert.Equal(t, "tether · ws-loop · topic=otters", summary)
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(d.GetExecutionConfig().GetUserMetadata().GetDetails(), &details))
+	assert.Contains(t, details, "Inputs:\n- topic: otters")
+	// The Web UI reads current details through the SDK's metadata query.
+	v, err := h.c.QueryWorkflow(context.Background(), id, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(t, v.Get(&md))
+	current := md.GetCurrentDetails()
+	assert.Contains(t, current, "gate asks (gate-1): Approve?")
+	assert.Contains(t, current, "tether answer legible gate-1 TEXT")
+
+	// Every visit's activity and checkpoint is named in the history.
+	var summaries []string
+	it := h.c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if md := e.GetUserMetadata().GetSummary(); md != nil {
+			var s string
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(md, &s))
+			summaries = append(summaries, s)
+		}
+	}
+	joined := strings.Join(summaries, "\n")
+	assert.Contains(t, joined, "writer visit 1 · scripted · persist")
+	assert.Contains(t, joined, "check visit 1 · tool · sh -c cat notes.txt; echo; ls -R")
+	assert.Contains(t, joined, "checkpoint ")
+
+	h.answer(id, h.waitQuestion(id).ID, "approve")
+	_, err = h.result(h.c.GetWorkflow(context.Background(), id, ""))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := h.c.DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			return false
+		}
+		var v string
+		_ = converter.GetDefaultDataConverter().FromPayload(d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["TetherStatus"], &v)
+		return v == "completed"
+	}, 30*time.Second, 200*time.Millisecond)
+}
