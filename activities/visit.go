@@ -394,3 +394,35 @@ func workspaceError(req *VisitRequest, what string, err error) error {
 	}
 	return fmt.Errorf("node %q visit %d: workspace %s: %w", req.NodeID, req.Visit, what, err)
 }
+
+// ImportRequest makes the first snapshot of a run's workspace from a
+// source the worker can read.
+type ImportRequest struct {
+	RunID string `json:"run_id"`
+	From  string `json:"from"`
+	Ref   string `json:"ref,omitempty"`
+	// Started is the run's start on the workflow's clock: the commit time.
+	Started time.Time `json:"started"`
+}
+
+// ImportWorkspace reads a directory or a git repository at a ref (never
+// its .git) into the run's first workspace snapshot, for runs started
+// without `tether run` (whose CLI imports the source itself).
+func (a *Activities) ImportWorkspace(ctx context.Context, req *ImportRequest) (*runstore.WorkspaceState, error) {
+	stop := a.heartbeat(ctx)
+	defer stop()
+	lim := workspace.Limits{}
+	if a.Workspaces != nil {
+		lim = a.Workspaces.Limits()
+	}
+	st, rep, err := workspace.Import(ctx, a.Blobs, req.RunID, workspace.Source{From: req.From, Ref: req.Ref}, lim, req.Started)
+	if err != nil {
+		if errors.Is(err, workspace.ErrSource) || errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrUnsafePath) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: import the workspace from %s: %v", req.RunID, req.From, err), ErrTypeWorkspace, err)
+		}
+		return nil, err
+	}
+	a.Metrics.PackBytes(telemetry.WhatWorkspace, rep.Uploaded)
+	a.logger().Info("workspace imported", "run", req.RunID, "from", req.From, "ref", req.Ref, "files", st.Files, "bytes", st.Bytes)
+	return st, nil
+}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -36,8 +37,48 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 			}
 		}
 		r.startVisibility(ctx)
+		if err := r.importWorkspace(ctx); err != nil {
+			return nil, r.fail(ctx, err)
+		}
 	}
 	return r.run(ctx)
+}
+
+// importWorkspace starts a new run's workspace from the source its graph
+// names, when the run was started without one (`tether run` imports it
+// itself; a run started with the temporal CLI does not).
+func (r *runImpl) importWorkspace(ctx workflow.Context) error {
+	src := r.g.Workspace
+	if r.in.Checkpoint != nil || r.in.Workspace != nil || src == nil || src.From == "" {
+		return nil
+	}
+	if workflow.GetVersion(ctx, changeWorkspaceImport, workflow.DefaultVersion, versionWorkspaceImport) != versionWorkspaceImport {
+		return nil
+	}
+	from, ref, err := src.Render(r.cp.Inputs)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", r.g.Name, err), ErrTypeGraph, err)
+	}
+	if from == "" {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             "import the workspace from " + oneLine(from, 80),
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: importTimeout,
+		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeWorkspace, activities.ErrTypeBadRequest},
+		},
+	})
+	var st runstore.WorkspaceState
+	req := &activities.ImportRequest{RunID: r.cp.RunID, From: from, Ref: ref, Started: workflow.Now(ctx)}
+	if err := workflow.ExecuteActivity(actx, acts.ImportWorkspace, req).Get(ctx, &st); err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %v", r.g.Name, from, err), ErrTypeWorkspace, err)
+	}
+	r.cp.Workspace = &st
+	return nil
 }
 
 // runImpl is one execution of GraphRun.
@@ -61,7 +102,7 @@ type runImpl struct {
 	// (changeOneTripVisit); only they name their activities and keep
 	// search attributes.
 	viaVisit bool
-	vis     visibility
+	vis      visibility
 }
 
 // question is a pending question and, once answered, its answer.

@@ -33,6 +33,8 @@ const (
 	ErrTypeMaxVisits = "MaxVisitsExceeded"
 	// ErrTypeGraph is a graph the run cannot interpret.
 	ErrTypeGraph = "InvalidGraph"
+	// ErrTypeWorkspace is a workspace the run cannot start from.
+	ErrTypeWorkspace = "WorkspaceFailed"
 )
 
 // RunWorkflowID returns the workflow ID of a run: the run ID itself, so that
@@ -59,4 +61,9 @@ const (
 	// visit on a worker's own queue (agent_legacy.go).
 	changeOneTripVisit  = "one-trip-visit"
 	versionOneTripVisit = 1
+	// changeWorkspaceImport: a new run whose graph names its workspace's
+	// source, started without one, imports it in an ImportWorkspace
+	// activity first (workspace-import.json).
+	changeWorkspaceImport  = "workspace-import"
+	versionWorkspaceImport = 1
 )

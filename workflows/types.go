@@ -51,6 +51,8 @@ const (
 	maxVisitRestarts = 3
 	// defaultToolTimeout bounds a tool visit whose node sets no timeout.
 	defaultToolTimeout = 10 * time.Minute
+	// importTimeout bounds the import of a run's workspace source.
+	importTimeout = 30 * time.Minute
 	// checkpointTimeout bounds one attempt to save a checkpoint: longer
 	// than the blob store's own retry of an outage (two minutes).
 	checkpointTimeout = 150 * time.Second

@@ -63,6 +63,14 @@ run completed and 1 when it failed.`,
 			if wsRef != "" && wsFrom == "" {
 				return usageErr("--ref needs --workspace: the repository the ref is in")
 			}
+			if wsFrom == "" && g.Workspace != nil {
+				// The graph names its workspace, from its inputs.
+				from, ref, err := g.Workspace.Render(g.WithDefaults(in))
+				if err != nil {
+					return usageErr("%s: %v", args[0], err)
+				}
+				wsFrom, wsRef = from, ref
+			}
 			var ws *runstore.WorkspaceState
 			if wsFrom != "" {
 				if ws, err = a.importWorkspace(ctx, id, workspace.Source{From: wsFrom, Ref: wsRef}); err != nil {

@@ -190,3 +190,74 @@ func rewindRun(t *testing.T, mode string) {
 	_, err = h.result(h.c.GetWorkflow(context.Background(), id, ""))
 	require.NoError(t, err)
 }
+
+// importGraph starts its workspace from a repository at a ref, both run
+// inputs; a tool prints what it finds.
+const importGraph = `
+name: ws-import
+start: look
+inputs:
+  - {name: repo, required: true}
+  - {name: ref, default: v1}
+workspace:
+  from: "{{.input.repo}}"
+  ref: "{{.input.ref}}"
+nodes:
+  - {id: look, kind: tool, run: [sh, -c, 'cat VERSION; ls -a']}
+  - {id: done, kind: end}
+edges:
+  - {from: look, to: done, with: {seen: output.stdout}}
+`
+
+// gitRepo makes a repository whose tag v1 has VERSION=1 and whose working
+// tree has moved on.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.Unavailable(t, "git is not installed")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "VERSION"), []byte("1\n"), 0o644))
+	git("add", "VERSION")
+	git("commit", "-qm", "v1")
+	git("tag", "v1")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "VERSION"), []byte("2 (uncommitted)\n"), 0o644))
+	return dir
+}
+
+// TestWorkspaceFromARepository: a graph names its workspace as a
+// repository and a ref, from its inputs. Started with the plain Temporal
+// client, the workflow imports it on a worker; started with `tether run`,
+// the CLI imports it. Either way the run sees the ref's files, never .git.
+func TestWorkspaceFromARepository(t *testing.T) {
+	repo := gitRepo(t)
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	g, err := graph.Parse([]byte(importGraph), "import.yaml")
+	require.NoError(t, err)
+	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+
+	res, err := h.result(h.start("ws-import", g, map[string]any{"repo": repo}))
+	require.NoError(t, err)
+	seen := fmt.Sprint(res.Output["seen"])
+	assert.Contains(t, seen, "1\n")
+	assert.NotContains(t, seen, "uncommitted")
+	assert.NotContains(t, seen, ".git")
+	h.recordHistory("workspace-import", "ws-import")
+
+	graphFile := filepath.Join(t.TempDir(), "import.yaml")
+	require.NoError(t, os.WriteFile(graphFile, []byte(importGraph), 0o644))
+	out := h.tether(t, dir, "run", graphFile, "--id", "ws-import-cli", "--input", "repo="+repo, "--follow")
+	assert.Contains(t, out, "workspace from "+repo+"@v1: 1 files")
+	st := h.state("ws-import-cli")
+	assert.Equal(t, "1", strings.TrimSpace(strings.Split(fmt.Sprint(st.Outputs["look"]["stdout"]), "\n")[0]))
+}

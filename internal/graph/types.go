@@ -39,6 +39,33 @@ type WorkspaceSource struct {
 	Ref  string `json:"ref,omitempty" yaml:"ref,omitempty"`
 }
 
+// Render fills the source's templates with a run's inputs (defaults
+// applied). An empty From means the run starts with an empty workspace.
+func (s WorkspaceSource) Render(inputs map[string]any) (from, ref string, err error) {
+	data := PromptData{Input: inputs}
+	if from, err = RenderPrompt(s.From, data); err != nil {
+		return "", "", fmt.Errorf("workspace.from: %w", err)
+	}
+	if ref, err = RenderPrompt(s.Ref, data); err != nil {
+		return "", "", fmt.Errorf("workspace.ref: %w", err)
+	}
+	return strings.TrimSpace(from), strings.TrimSpace(ref), nil
+}
+
+// WithDefaults returns inputs overlaid on the graph's declared defaults.
+func (g *Graph) WithDefaults(inputs map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, in := range g.Inputs {
+		if in.Default != nil {
+			out[in.Name] = in.Default
+		}
+	}
+	for k, v := range inputs {
+		out[k] = v
+	}
+	return out
+}
+
 // Input declares one run input and its default.
 type Input struct {
 	Name        string `json:"name" yaml:"name"`
