@@ -261,3 +261,38 @@ func TestWorkspaceFromARepository(t *testing.T) {
 	st := h.state("ws-import-cli")
 	assert.Equal(t, "1", strings.TrimSpace(strings.Split(fmt.Sprint(st.Outputs["look"]["stdout"]), "\n")[0]))
 }
+
+// TestFanOutBranchesSeeTheWorkspace: branches of a fan-out each run on a
+// copy of the workspace as it was at the fan-out, on whatever worker; what
+// a branch changes is not kept.
+func TestFanOutBranchesSeeTheWorkspace(t *testing.T) {
+	h := newHarness(t, "")
+	h.freshWorkerPerVisit()
+	g, err := graph.Parse([]byte(`
+name: ws-fanout
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: scripted, fanout: all, prompt: go, script: ["WRITE: shared.txt = hello\nwrote"]}
+  - {id: left, kind: tool, run: [sh, -c, 'cat shared.txt; echo left > left.txt']}
+  - {id: right, kind: tool, run: [sh, -c, 'cat shared.txt']}
+  - {id: gather, kind: join}
+  - {id: after, kind: tool, run: [sh, -c, 'ls']}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: left}
+  - {from: writer, to: right}
+  - {from: left, to: gather}
+  - {from: right, to: gather}
+  - {from: gather, to: after}
+  - {from: after, to: done, with: {files: output.stdout}}
+`), "fanout.yaml")
+	require.NoError(t, err)
+	res, err := h.result(h.start("ws-fanout", g, nil))
+	require.NoError(t, err)
+	st := h.state("ws-fanout")
+	assert.Contains(t, fmt.Sprint(st.Outputs["left"]["stdout"]), "hello")
+	assert.Contains(t, fmt.Sprint(st.Outputs["right"]["stdout"]), "hello")
+	files := fmt.Sprint(res.Output["files"])
+	assert.Contains(t, files, "shared.txt")
+	assert.NotContains(t, files, "left.txt", "a branch's changes are not kept")
+}
