@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
-	"net"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"

@@ -114,23 +114,6 @@ func (a *app) resumeCmd() *cobra.Command {
 	return cmd
 }
 
-// sessionRefs lists every blob ref a checkpoint names.
-func sessionRefs(cp *runstore.Checkpoint) []string {
-	var refs []string
-	for _, k := range slices.Sorted(maps.Keys(cp.NodeSessions)) {
-		if r := cp.NodeSessions[k].StateRef; r != "" {
-			refs = append(refs, r)
-		}
-	}
-	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
-		refs = append(refs, cp.Pause.BackendSessionStateRef)
-	}
-	for _, k := range slices.Sorted(maps.Keys(cp.RetainedSessions)) {
-		refs = append(refs, cp.RetainedSessions[k]...)
-	}
-	return append(refs, cp.Workspace.Keys()...)
-}
-
 func (a *app) rewindCmd() *cobra.Command {
 	var (
 		to     string
@@ -162,53 +145,18 @@ node fresh (it never resumes a conversation it cannot restore).`,
 			if err != nil {
 				return failedErr(err)
 			}
-			target, err := runs.Get(ctx, id, seq)
+			rep, err := runs.Rewind(ctx, id, seq)
 			if err != nil {
-				return failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+				return failedErr(fmt.Errorf("rewind run %s to checkpoint %d: %w", id, seq, err))
 			}
-			infos, err := runs.List(ctx, id)
-			if err != nil {
-				return failedErr(err)
+			for _, e := range rep.Errors {
+				fmt.Fprintf(a.errOut, "warning: %v (tether delete removes it with the run)\n", e)
 			}
-			kept := map[string]bool{}
-			var dropped []string
-			var last int64
-			for _, info := range infos {
-				last = max(last, info.Seq)
-				cp, err := runs.Get(ctx, id, info.Seq)
-				if err != nil {
-					return failedErr(err)
-				}
-				for _, r := range sessionRefs(cp) {
-					if info.Seq <= seq {
-						kept[r] = true
-					} else if !slices.Contains(dropped, r) {
-						dropped = append(dropped, r)
-					}
-				}
-			}
-			dropped = slices.DeleteFunc(dropped, func(r string) bool { return kept[r] })
-
-			// 1. The checkpoint without the dropped refs, first.
-			cp := *target
-			cp.Seq = last + 1
-			cp.Status = runstore.StatusRunning
-			cp.Error = ""
-			cp.Lineage = &runstore.Lineage{Run: id, Seq: seq, Kind: "rewind"}
-			if err := runs.Save(ctx, id, &cp); err != nil {
-				return failedErr(fmt.Errorf("write rewind checkpoint: %w", err))
-			}
-			// 2. Then the blobs.
-			for _, r := range dropped {
-				if err := a.blobs.Delete(ctx, r); err != nil {
-					fmt.Fprintf(a.errOut, "warning: could not delete session blob %s: %v (tether delete removes it with the run)\n", r, err)
-				}
-			}
-			// 3. Then run on.
-			if err := a.start(ctx, id, &cp); err != nil {
+			cp, dropped := rep.Checkpoint, rep.Dropped
+			if err := a.start(ctx, id, cp); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out, "run %s rewound to checkpoint %d (new checkpoint %d, %d session blob(s) dropped)\n", id, seq, cp.Seq, len(dropped))
+			fmt.Fprintf(a.out, "run %s rewound to checkpoint %d (new checkpoint %d, %d blob(s) dropped)\n", id, seq, cp.Seq, len(dropped))
 			if follow {
 				return a.follow(ctx, id)
 			}
@@ -254,7 +202,7 @@ persist nodes start their own conversations.`,
 			} else if src, err = runs.Latest(ctx, id); err != nil {
 				return failedErr(fmt.Errorf("run %s: %w", id, err))
 			}
-			cp := Fork(src)
+			cp := runstore.Fork(src)
 			if newID == "" {
 				newID = newRunID(cp.Graph.Name)
 			} else if err := runstore.ValidateRunID(newID); err != nil {
@@ -262,7 +210,7 @@ persist nodes start their own conversations.`,
 			}
 			cp.RunID = newID
 			// The fork starts from the same files, in a copy of its own.
-			if cp.Workspace, err = copyWorkspace(ctx, a.blobs, id, newID, src.Workspace); err != nil {
+			if cp.Workspace, err = runs.CopyWorkspace(ctx, id, newID, src.Workspace); err != nil {
 				return failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
 			}
 			if err := a.start(ctx, newID, cp); err != nil {
@@ -279,24 +227,6 @@ persist nodes start their own conversations.`,
 	cmd.Flags().StringVar(&newID, "id", "", "ID of the new run")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
 	return cmd
-}
-
-// Fork copies a checkpoint for a new run: outputs and visits stay, both
-// kinds of session ref go (ADR-089: fork omits both refs).
-func Fork(src *runstore.Checkpoint) *runstore.Checkpoint {
-	cp := *src
-	cp.NodeSessions = nil
-	cp.RetainedSessions = nil
-	if src.Pause != nil {
-		p := *src.Pause
-		p.BackendSessionStateRef = ""
-		cp.Pause = &p
-	}
-	cp.Seq = 0
-	cp.Status = runstore.StatusRunning
-	cp.Error = ""
-	cp.Lineage = &runstore.Lineage{Run: src.RunID, Seq: src.Seq, Kind: "fork"}
-	return &cp
 }
 
 func (a *app) deleteCmd() *cobra.Command {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -157,35 +156,6 @@ func (a *app) importWorkspace(ctx context.Context, id string, src workspace.Sour
 	}
 	fmt.Fprintf(a.out, "workspace from %s: %d files, %d bytes (%s)\n", src, st.Files, st.Bytes, short(st.Commit))
 	return st, nil
-}
-
-// copyWorkspace copies the packs of a workspace into run id's part of the
-// store, so a fork never depends on the run it was forked from.
-func copyWorkspace(ctx context.Context, blobs blob.Store, from, to string, st *runstore.WorkspaceState) (*runstore.WorkspaceState, error) {
-	if st == nil {
-		return nil, nil
-	}
-	out := *st
-	out.Packs = nil
-	for _, p := range st.Packs {
-		digest, err := runstore.WorkspacePackDigest(from, p.Key)
-		if err != nil {
-			return nil, err
-		}
-		key := runstore.WorkspacePackKey(to, digest)
-		rc, err := blobs.Get(ctx, p.Key)
-		if err != nil {
-			return nil, fmt.Errorf("read workspace pack %s: %w", p.Key, err)
-		}
-		err = blobs.Put(ctx, key, rc, p.Size, blob.CreateOnly())
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("copy workspace pack to %s: %w", key, err)
-		}
-		p.Key = key
-		out.Packs = append(out.Packs, p)
-	}
-	return &out, nil
 }
 
 func short(commit string) string {

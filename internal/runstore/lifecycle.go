@@ -1,0 +1,140 @@
+package runstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/tether-run/tether/internal/blob"
+)
+
+// Refs lists every blob a checkpoint names: its persist slots, the slots
+// kept for rewinds, the pause blob, and the workspace's packs.
+func (cp *Checkpoint) Refs() []string {
+	var refs []string
+	for _, k := range slices.Sorted(maps.Keys(cp.NodeSessions)) {
+		if r := cp.NodeSessions[k].StateRef; r != "" {
+			refs = append(refs, r)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cp.RetainedSessions)) {
+		refs = append(refs, cp.RetainedSessions[k]...)
+	}
+	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
+		refs = append(refs, cp.Pause.BackendSessionStateRef)
+	}
+	return append(refs, cp.Workspace.Keys()...)
+}
+
+// Fork copies a checkpoint for a new run: outputs, visits and the
+// workspace's state stay; every session ref goes (ADR-089: fork omits both
+// refs, and the slots kept for rewinds with them). The caller copies the
+// workspace's packs into the new run (CopyWorkspace) and starts it.
+func Fork(src *Checkpoint) *Checkpoint {
+	cp := *src
+	cp.NodeSessions = nil
+	cp.RetainedSessions = nil
+	if src.Pause != nil {
+		p := *src.Pause
+		p.BackendSessionStateRef = ""
+		p.BackendSessionDigest = ""
+		cp.Pause = &p
+	}
+	cp.Seq = 0
+	cp.Status = StatusRunning
+	cp.Error = ""
+	cp.Lineage = &Lineage{Run: src.RunID, Seq: src.Seq, Kind: "fork"}
+	return &cp
+}
+
+// RewindReport says what Rewind did.
+type RewindReport struct {
+	// Checkpoint is the new checkpoint, a copy of the target, to run on.
+	Checkpoint *Checkpoint
+	// Dropped are the blobs only later checkpoints named, deleted after the
+	// new checkpoint was written.
+	Dropped []string
+	// Errors are the deletes that failed; the blobs stay for DeleteRun.
+	Errors []error
+}
+
+// Rewind makes checkpoint seq of run the run's latest again: it writes a
+// copy of it under the next free sequence number first, then deletes the
+// blobs that only later checkpoints named (ADR-089: checkpoint without the
+// dropped refs first, then delete). A failed delete leaves the blob for
+// DeleteRun; it does not fail the rewind.
+func (s *Store) Rewind(ctx context.Context, run string, seq int64) (*RewindReport, error) {
+	target, err := s.Get(ctx, run, seq)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := s.List(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	kept := map[string]bool{}
+	var dropped []string
+	var last int64
+	for _, info := range infos {
+		last = max(last, info.Seq)
+		cp, err := s.Get(ctx, run, info.Seq)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range cp.Refs() {
+			if info.Seq <= seq {
+				kept[r] = true
+			} else if !slices.Contains(dropped, r) {
+				dropped = append(dropped, r)
+			}
+		}
+	}
+	dropped = slices.DeleteFunc(dropped, func(r string) bool { return kept[r] })
+	cp := *target
+	cp.Seq = last + 1
+	cp.Status = StatusRunning
+	cp.Error = ""
+	cp.Lineage = &Lineage{Run: run, Seq: seq, Kind: "rewind"}
+	if err := s.Save(ctx, run, &cp); err != nil {
+		return nil, fmt.Errorf("runstore: write the rewind checkpoint of run %q: %w", run, err)
+	}
+	rep := &RewindReport{Checkpoint: &cp, Dropped: dropped}
+	for _, r := range dropped {
+		if err := s.b.Delete(ctx, r); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("delete %s: %w", r, err))
+		}
+	}
+	return rep, nil
+}
+
+// CopyWorkspace copies the packs of a workspace of run from into run to's
+// part of the store and returns the state naming the copies, so a fork
+// never depends on the run it was forked from.
+func (s *Store) CopyWorkspace(ctx context.Context, from, to string, st *WorkspaceState) (*WorkspaceState, error) {
+	if st == nil {
+		return nil, nil
+	}
+	out := *st
+	out.Packs = nil
+	for _, p := range st.Packs {
+		digest, err := WorkspacePackDigest(from, p.Key)
+		if err != nil {
+			return nil, err
+		}
+		key := WorkspacePackKey(to, digest)
+		rc, err := s.b.Get(ctx, p.Key)
+		if err != nil {
+			return nil, fmt.Errorf("runstore: read workspace pack %s: %w", p.Key, err)
+		}
+		err = s.b.Put(ctx, key, rc, p.Size, blob.CreateOnly())
+		rc.Close()
+		if err != nil && !errors.Is(err, blob.ErrExists) {
+			return nil, fmt.Errorf("runstore: copy workspace pack to %s: %w", key, err)
+		}
+		p.Key = key
+		out.Packs = append(out.Packs, p)
+	}
+	return &out, nil
+}
