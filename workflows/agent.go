@@ -70,17 +70,6 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	}
 }
 
-// toolVisit runs a tool node's command in the run's workspace, in one
-// activity on any worker.
-func (r *runImpl) toolVisit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, sc *scope) (visitResult, error) {
-	res, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, sc)
-	if err != nil {
-		return visitResult{}, err
-	}
-	r.takeWorkspace(res, sc)
-	return visitResult{output: res.Output}, nil
-}
-
 // awaitRestoredPause waits for the answer of an ask_user that a run
 // restored from a checkpoint was paused on, instead of executing again.
 func (r *runImpl) awaitRestoredPause(ctx workflow.Context, node *graph.Node, sc *scope) (*backend.Answer, error) {

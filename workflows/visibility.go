@@ -145,4 +145,3 @@ func oneLine(s string, max int) string {
 	}
 	return s
 }
-

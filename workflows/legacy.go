@@ -232,3 +232,46 @@ func (r *runImpl) legacyExecute(ctx workflow.Context, queue string, req *activit
 	}
 	return &res, nil
 }
+
+// legacyVisitTool runs the node's argv in runs recorded before
+// changeOneTripVisit. Since versionToolAffinity it runs on the worker that
+// ran the run's last agent visit, whose working directory holds what that
+// agent wrote (a tool oracle checks the writer's files), and only if that
+// worker is gone on any worker.
+func (r *runImpl) legacyVisitTool(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, inBranch bool) (visitResult, error) {
+	timeout := time.Duration(node.Timeout)
+	if timeout <= 0 {
+		timeout = defaultToolTimeout
+	}
+	opts := workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: timeout + time.Minute,
+		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeBadRequest},
+		},
+	}
+	req := &activities.ToolRequest{RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Input: cur.Input}
+	var out map[string]any
+	affinity := workflow.GetVersion(ctx, changeToolAffinity, workflow.DefaultVersion, versionToolAffinity)
+	if affinity == versionToolAffinity && r.lastQueue != "" && !inBranch {
+		own := opts
+		own.TaskQueue = r.lastQueue
+		own.ScheduleToStartTimeout = r.opts.WorkerLostAfter
+		own.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, own), acts.RunTool, req).Get(ctx, &out)
+		if err == nil {
+			return visitResult{output: out}, nil
+		}
+		if !workerLost(err) {
+			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %v", node.ID, err), ErrTypeNodeFailed, err)
+		}
+		workflow.GetLogger(ctx).Warn("the worker of the last agent visit is gone; running the tool on any worker, without that agent's files", "node", node.ID)
+		r.lastQueue = ""
+	}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.RunTool, req).Get(ctx, &out); err != nil {
+		return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %v", node.ID, err), ErrTypeNodeFailed, err)
+	}
+	return visitResult{output: out}, nil
+}

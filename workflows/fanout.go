@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// fanout runs each cursor as a concurrent branch until it reaches a join
+// node, then returns the join's cursor, whose input maps each branch's last
+// node to its output.
+func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor) (runstore.Cursor, error) {
+	type branch struct {
+		join string
+		last string
+		out  map[string]any
+		err  error
+	}
+	results := make([]*branch, len(starts))
+	wg := workflow.NewWaitGroup(ctx)
+	for i, start := range starts {
+		b := &branch{}
+		results[i] = b
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			b.join, b.last, b.out, b.err = r.branch(ctx, start)
+		})
+	}
+	wg.Wait(ctx)
+	join := ""
+	joined := map[string]any{}
+	for _, b := range results {
+		if b.err != nil {
+			return runstore.Cursor{}, b.err
+		}
+		if join != "" && b.join != join {
+			return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branches meet at different joins (%q and %q); every branch of one fan-out must reach the same join", join, b.join), ErrTypeGraph, nil)
+		}
+		join = b.join
+		joined[b.last] = b.out
+	}
+	input := map[string]any{"branches": joined}
+	return runstore.Cursor{Node: join, Input: input, From: starts[0].From}, nil
+}
+
+// branch walks one fan-out branch to its join.
+func (r *runImpl) branch(ctx workflow.Context, cur runstore.Cursor) (join, last string, out map[string]any, err error) {
+	nestedJoin := ""
+	for {
+		node, ok := r.g.Node(cur.Node)
+		if !ok {
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), ErrTypeGraph, nil)
+		}
+		if node.Kind == graph.KindJoin && node.ID != nestedJoin {
+			return node.ID, last, out, nil
+		}
+		nestedJoin = ""
+		if node.Kind == graph.KindEnd {
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branch reached end node %q before a join", node.ID), ErrTypeGraph, nil)
+		}
+		if node.Session == graph.SessionPersist {
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has session: persist inside a fan-out branch; a persist conversation cannot run in parallel branches (move it out of the fan-out)", node.ID), ErrTypeGraph, nil)
+		}
+		v, err := r.visit(ctx, node, cur, true)
+		if err != nil {
+			return "", "", nil, err
+		}
+		r.deleteBlobs(ctx, v.deleteAfterCommit)
+		next, err := r.selectNext(node, cur, v.output)
+		if err != nil {
+			return "", "", nil, err
+		}
+		if len(next) > 1 {
+			j, err := r.fanout(ctx, next)
+			if err != nil {
+				return "", "", nil, err
+			}
+			// The nested fan-out's join is visited inside this branch.
+			cur, nestedJoin = j, j.Node
+			continue
+		}
+		last, out, cur = node.ID, v.output, next[0]
+	}
+}

@@ -1,0 +1,118 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/activities"
+)
+
+// acts is only used for method expressions: the workflow names activities
+// by method, never calls them.
+var acts *activities.Activities
+
+// save writes the next checkpoint to the run store. It runs as a local
+// activity: the store is shared by every worker, and a local activity keeps
+// a regular activity's round trip off every visit's critical path.
+func (r *runImpl) save(ctx workflow.Context) error {
+	cp := *r.cp
+	cp.Seq = r.cp.Seq + 1
+	summary := ""
+	if r.viaVisit {
+		summary = fmt.Sprintf("checkpoint %d · %s", cp.Seq, cp.Status)
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary: summary,
+		// The store itself waits out an outage of up to two minutes
+		// (blob.WithRetry) before a save fails; the fail-stop comes after.
+		StartToCloseTimeout: checkpointTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeBadRequest},
+		},
+	})
+	err := workflow.ExecuteLocalActivity(lctx, activities.SaveCheckpointName, &activities.CheckpointRequest{Checkpoint: &cp}).Get(ctx, nil)
+	// The number is used up even when the save failed: the write may have
+	// landed before the error, and a checkpoint is never overwritten.
+	r.cp.Seq = cp.Seq
+	return err
+}
+
+// deleteBlobs removes blobs that no durable checkpoint names any more. It
+// is best effort: a blob left behind is garbage for `tether delete`, never
+// a wrong conversation.
+func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
+	var live []string
+	for _, k := range keys {
+		if k != "" {
+			live = append(live, k)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	if err := workflow.ExecuteLocalActivity(lctx, activities.DeleteBlobsName, &activities.DeleteBlobsRequest{Keys: live}).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("could not delete superseded session blobs; `tether delete` removes them with the run", "count", len(live), "error", err.Error())
+	}
+}
+
+// mintID returns a ULID that is the same on every replay: its time is the
+// workflow's clock and its entropy a hash of this execution's id and a
+// counter, so a retried Put of the same visit writes the same key.
+func (r *runImpl) mintID(ctx workflow.Context) string {
+	r.refSeq++
+	info := workflow.GetInfo(ctx)
+	h := sha256.New()
+	h.Write([]byte(info.WorkflowExecution.RunID))
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(r.refSeq))
+	h.Write(n[:])
+	sum := h.Sum(nil)
+	var id ulid.ULID
+	if err := id.SetTime(ulid.Timestamp(workflow.Now(ctx))); err != nil {
+		panic(fmt.Sprintf("workflow clock out of ULID range: %v", err))
+	}
+	copy(id[6:], sum[:10])
+	if mintHook != nil {
+		mintHook(id.String())
+	}
+	return id.String()
+}
+
+// mintHook, set only by tests, sees every minted id.
+var mintHook func(id string)
+
+// oneTripVisits reports whether this run visits agents and tools in one
+// Visit activity with a durable workspace (changeOneTripVisit).
+func (r *runImpl) oneTripVisits(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, changeOneTripVisit, workflow.DefaultVersion, versionOneTripVisit) == versionOneTripVisit
+}
+
+// continueAsNewDue reports whether history is large enough to start over.
+func (r *runImpl) continueAsNewDue(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= r.opts.ContinueAsNewEvents
+}
+
+// continueAsNew drains the handlers and starts a new execution carrying the
+// checkpoint.
+func (r *runImpl) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	cp := *r.cp
+	next := &GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options}
+	workflow.GetLogger(ctx).Info("continuing as new", "history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength(), "checkpoint", r.cp.Seq)
+	return workflow.NewContinueAsNewError(ctx, GraphRun, next)
+}

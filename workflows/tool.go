@@ -1,0 +1,20 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/resolve"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// toolVisit runs a tool node's command in the run's workspace, in one
+// activity on any worker.
+func (r *runImpl) toolVisit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, sc *scope) (visitResult, error) {
+	res, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, sc)
+	if err != nil {
+		return visitResult{}, err
+	}
+	r.takeWorkspace(res, sc)
+	return visitResult{output: res.Output}, nil
+}
