@@ -25,6 +25,8 @@ const (
 // Info is what Tether knows about a backend without running it.
 type Info struct {
 	Name string
+	// Implemented reports whether this build has an executor for it.
+	Implemented bool
 	// Persist reports whether the backend can resume a conversation on
 	// another machine: it has a packer and a resume flag.
 	Persist bool
@@ -49,14 +51,28 @@ var allSettings = []string{SettingPermissions, SettingTools, SettingDisallowedTo
 var catalogue = []Info{
 	// The scripted agent has no tools to limit; it takes every setting into
 	// its fingerprint, so that a dry run behaves like the real backend.
-	{Name: Scripted, Persist: true, Honours: allSettings},
-	{Name: ClaudeCode, Persist: true, Honours: allSettings},
+	{Name: Scripted, Implemented: true, Persist: true, Honours: allSettings},
+	{Name: ClaudeCode, Implemented: true, Persist: true, Honours: allSettings},
 	// Codex has no tool allowlist or denylist: its tools come from its
 	// features and sandbox, not from names.
-	{Name: Codex, Persist: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
-	{Name: Pi, Persist: true, Honours: allSettings},
+	{Name: Codex, Implemented: true, Persist: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
+	{Name: Pi, Implemented: true, Persist: true, Honours: allSettings},
+	// Known to ADR-089 as backends without the persist capability; this
+	// build has no executor for them, so a graph naming them is refused
+	// (G046) instead of failing at run time.
 	{Name: Kimi, Persist: false},
 	{Name: Grok, Persist: false},
+}
+
+// Implemented lists the backends this build can run, in catalogue order.
+func Implemented() []string {
+	var out []string
+	for _, b := range catalogue {
+		if b.Implemented {
+			out = append(out, b.Name)
+		}
+	}
+	return out
 }
 
 // Honours reports whether backend name can apply the agent setting.

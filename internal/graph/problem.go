@@ -62,7 +62,10 @@ const (
 	CodeNegativeTimeout   = "G029"
 	CodeBadFanout         = "G030"
 	CodePersistInBranch   = "G031"
-	CodePersistNoCapable  = "G032"
+	// G032 is retired: it warned of session: persist on a backend without
+	// the persist capability, and every backend this build runs has it
+	// (kimi and grok are refused by G046; resolution still strips and runs
+	// fresh on any backend without it).
 	CodeJoinWithoutFanout = "G033"
 	CodeBranchNoJoin      = "G034"
 	CodeEndHasEdges       = "G035"
@@ -76,6 +79,7 @@ const (
 	CodeBadEnvName        = "G043"
 	CodeUnsupported       = "G044"
 	CodeBadWorkspace      = "G045"
+	CodeNotImplemented    = "G046"
 )
 
 // CodeInfo describes one problem code.
@@ -113,7 +117,6 @@ var codeTable = []CodeInfo{
 	{CodeNegativeTimeout, SeverityError, "timeout is negative"},
 	{CodeBadFanout, SeverityError, "fanout has a value other than all"},
 	{CodePersistInBranch, SeverityError, "a session: persist node sits inside a fan-out branch"},
-	{CodePersistNoCapable, SeverityWarning, "session: persist on a backend without the persist capability"},
 	{CodeJoinWithoutFanout, SeverityError, "a join node can be reached without an open fan-out"},
 	{CodeBranchNoJoin, SeverityError, "a fan-out branch reaches an end node without meeting at a join"},
 	{CodeEndHasEdges, SeverityError, "an end node has outgoing edges"},
@@ -127,6 +130,7 @@ var codeTable = []CodeInfo{
 	{CodeBadEnvName, SeverityError, "an env entry that is not an environment variable name"},
 	{CodeUnsupported, SeverityError, "an agent setting the node's backend (or a fallback) cannot honour"},
 	{CodeBadWorkspace, SeverityError, "workspace has no from"},
+	{CodeNotImplemented, SeverityError, "a backend this build cannot run (kimi, grok)"},
 }
 
 // Codes lists every problem code, in code order.

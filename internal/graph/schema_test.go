@@ -115,7 +115,7 @@ func TestSchemaEnumsMatchGo(t *testing.T) {
 	}
 	assert.Equal(t, kinds, schemaEnum(t, schema, "kind"))
 	assert.Equal(t, SessionModes(), schemaEnum(t, schema, "session"))
-	assert.Equal(t, backend.Known(), schemaEnum(t, schema, "backend"))
+	assert.Equal(t, backend.Implemented(), schemaEnum(t, schema, "backend"))
 	node := schema["$defs"].(map[string]any)["node"].(map[string]any)
 	fanout := node["properties"].(map[string]any)["fanout"].(map[string]any)
 	assert.Equal(t, []any{FanoutAll}, fanout["enum"])

@@ -160,20 +160,22 @@ func (v *validator) checkNodes() {
 func (v *validator) checkAgent(i int, name string) {
 	n := &v.g.Nodes[i]
 	path := nodePath(i)
-	known := backend.Known()
+	known := backend.Implemented()
 	switch {
 	case n.Backend == "":
 		v.add(CodeMissingBackend, v.nodePos(i), n.ID, "agent node %s has no backend; set backend to one of %s", name, strings.Join(known, ", "))
 	default:
-		if _, ok := backend.Lookup(n.Backend); !ok {
+		if info, ok := backend.Lookup(n.Backend); !ok {
 			v.add(CodeUnknownBackend, v.at(path+".backend", path), n.ID, "agent node %s has unknown backend %q; %suse one of %s", name, n.Backend, didYouMean(n.Backend, known), strings.Join(known, ", "))
-		} else if n.Session == SessionPersist && !backend.HasPersist(n.Backend) {
-			v.add(CodePersistNoCapable, v.at(path+".session", path), n.ID, "agent node %s asks for session: persist, but backend %s cannot persist a session; every visit will start a fresh conversation. Use a backend with the persist capability (%s) or session: fresh", name, n.Backend, strings.Join(persistBackends(), ", "))
+		} else if !info.Implemented {
+			v.add(CodeNotImplemented, v.at(path+".backend", path), n.ID, "agent node %s has backend %s, which this build of Tether cannot run (it is known, but has no executor); use one of %s", name, n.Backend, strings.Join(backend.Implemented(), ", "))
 		}
 	}
 	for j, fb := range n.Fallback {
-		if _, ok := backend.Lookup(fb); !ok {
+		if info, ok := backend.Lookup(fb); !ok {
 			v.add(CodeUnknownFallback, v.at(path+".fallback", path), n.ID, "agent node %s has unknown fallback backend %q (entry %d); %suse names from %s", name, fb, j+1, didYouMean(fb, known), strings.Join(known, ", "))
+		} else if !info.Implemented {
+			v.add(CodeNotImplemented, v.at(path+".fallback", path), n.ID, "agent node %s has fallback backend %s (entry %d), which this build of Tether cannot run; use names from %s", name, fb, j+1, strings.Join(backend.Implemented(), ", "))
 		}
 	}
 	v.checkTemplate(n.Prompt, "the prompt of node "+name, v.at(path+".prompt", path), n.ID)
@@ -284,15 +286,6 @@ func (v *validator) checkTemplate(src, what string, pos Pos, node string) {
 	}
 }
 
-func persistBackends() []string {
-	var out []string
-	for _, b := range backend.Known() {
-		if backend.HasPersist(b) {
-			out = append(out, b)
-		}
-	}
-	return out
-}
 
 // checkIgnoredFields warns about fields that the node's kind never reads.
 func (v *validator) checkIgnoredFields(i int, name string) {

@@ -43,7 +43,7 @@ func TestValidateBrokenReportsEveryProblemWithPosition(t *testing.T) {
 		"26:5 G023 coder",
 		"30:14 G024 critic",
 		"31:15 G025 critic",
-		"35:14 G032 kimi_writer",
+		"34:14 G046 kimi_writer",
 		"39:13 G030 spread",
 		"43:14 G029 fan",
 		"48:14 G031 branch_a",
@@ -59,7 +59,7 @@ func TestValidateBrokenReportsEveryProblemWithPosition(t *testing.T) {
 		"109:5 G035 stop",
 	}, brief(ps))
 	assert.True(t, ps.HasErrors())
-	assert.Len(t, ps.Warnings(), 3)
+	assert.Len(t, ps.Warnings(), 2)
 	for _, p := range ps {
 		assert.Equal(t, "testdata/broken.yaml", p.File)
 		assert.Equal(t, severityOf(p.Code), p.Severity, p.Code)
@@ -67,7 +67,7 @@ func TestValidateBrokenReportsEveryProblemWithPosition(t *testing.T) {
 	}
 	lines := strings.Split(ps.String(), "\n")
 	assert.Equal(t, "testdata/broken.yaml:7:11: G039 error: input \"topic\" is declared twice (first as input #1); remove or rename one", lines[0])
-	assert.Contains(t, ps.String(), "testdata/broken.yaml:35:14: G032 warning: agent node kimi_writer asks for session: persist")
+	assert.Contains(t, ps.String(), "testdata/broken.yaml:34:14: G046 error: agent node kimi_writer has backend kimi, which this build of Tether cannot run")
 	assert.Contains(t, ps.String(), `unknown kind "agnet"; did you mean "agent"?`)
 	require.Error(t, ps.Err())
 	var ve *ValidationError
