@@ -27,6 +27,8 @@ type Info struct {
 	Name string
 	// Implemented reports whether this build has an executor for it.
 	Implemented bool
+	// NoCost marks a backend whose CLI reports tokens but no price.
+	NoCost bool
 	// Persist reports whether the backend can resume a conversation on
 	// another machine: it has a packer and a resume flag.
 	Persist bool
@@ -55,13 +57,19 @@ var catalogue = []Info{
 	{Name: ClaudeCode, Implemented: true, Persist: true, Honours: allSettings},
 	// Codex has no tool allowlist or denylist: its tools come from its
 	// features and sandbox, not from names.
-	{Name: Codex, Implemented: true, Persist: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
+	{Name: Codex, Implemented: true, Persist: true, NoCost: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
 	{Name: Pi, Implemented: true, Persist: true, Honours: allSettings},
 	// Known to ADR-089 as backends without the persist capability; this
 	// build has no executor for them, so a graph naming them is refused
 	// (G046) instead of failing at run time.
 	{Name: Kimi, Persist: false},
 	{Name: Grok, Persist: false},
+}
+
+// ReportsCost reports whether a backend's visits come with a price.
+func ReportsCost(name string) bool {
+	b, ok := Lookup(name)
+	return ok && b.Implemented && !b.NoCost
 }
 
 // Implemented lists the backends this build can run, in catalogue order.

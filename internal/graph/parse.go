@@ -259,7 +259,7 @@ func misplaced(t reflect.Type, key string) string {
 	others := []struct {
 		t    reflect.Type
 		name string
-	}{{reflect.TypeFor[Node](), "nodes"}, {reflect.TypeFor[Edge](), "edges"}, {reflect.TypeFor[Graph](), "the top level"}, {reflect.TypeFor[Input](), "inputs"}, {reflect.TypeFor[WorkspaceSource](), "workspace"}}
+	}{{reflect.TypeFor[Node](), "nodes"}, {reflect.TypeFor[Edge](), "edges"}, {reflect.TypeFor[Graph](), "the top level"}, {reflect.TypeFor[Input](), "inputs"}, {reflect.TypeFor[WorkspaceSource](), "workspace"}, {reflect.TypeFor[Budget](), "budget"}}
 	for _, o := range others {
 		if o.t == t {
 			continue
@@ -424,8 +424,10 @@ func valueHint(field string) string {
 		return " (write one of " + strings.Join(sessionNames, ", ") + ")"
 	case "timeout":
 		return " (write a Go duration such as 90s or 5m)"
-	case "max_visits":
+	case "max_visits", "max_tokens":
 		return " (write a whole number)"
+	case "max_cost_usd":
+		return " (write a number of dollars such as 2.50)"
 	case "run", "script", "fallback", "tools", "disallowed_tools", "env":
 		return " (write a list of strings)"
 	}

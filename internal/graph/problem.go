@@ -80,6 +80,8 @@ const (
 	CodeUnsupported       = "G044"
 	CodeBadWorkspace      = "G045"
 	CodeNotImplemented    = "G046"
+	CodeBadBudget         = "G047"
+	CodeCostNotReported   = "G048"
 )
 
 // CodeInfo describes one problem code.
@@ -131,6 +133,8 @@ var codeTable = []CodeInfo{
 	{CodeUnsupported, SeverityError, "an agent setting the node's backend (or a fallback) cannot honour"},
 	{CodeBadWorkspace, SeverityError, "workspace has no from"},
 	{CodeNotImplemented, SeverityError, "a backend this build cannot run (kimi, grok)"},
+	{CodeBadBudget, SeverityError, "a budget with a negative bound, or with none"},
+	{CodeCostNotReported, SeverityWarning, "a cost budget over a backend that reports no cost"},
 }
 
 // Codes lists every problem code, in code order.

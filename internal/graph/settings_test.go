@@ -160,3 +160,40 @@ func TestSettingsGraphMatchesSchema(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, sch.Validate(yamlInstance(t, out)))
 }
+
+func TestBudgetProblems(t *testing.T) {
+	g, err := Parse([]byte(`
+name: b
+start: a
+budget: {max_cost_usd: 5}
+nodes:
+  - {id: a, kind: agent, backend: codex, prompt: x, budget: {max_cost_usd: 1}}
+  - {id: b, kind: agent, backend: scripted, prompt: x, budget: {max_tokens: -3}}
+  - {id: c, kind: agent, backend: scripted, prompt: x, budget: {}}
+  - {id: t, kind: tool, run: ["true"], budget: {max_tokens: 9}}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+  - {from: c, to: t}
+  - {from: t, to: done}
+`), "b.yaml")
+	require.NoError(t, err)
+	var got []string
+	for _, p := range Validate(g) {
+		got = append(got, p.Pos.String()+" "+p.Code+" "+p.Node)
+	}
+	assert.Equal(t, []string{
+		"4:24 G048 ",
+		"6:76 G048 a",
+		"7:64 G047 b",
+		"8:64 G047 c",
+		"9:48 G036 t",
+	}, got)
+	// A run budget round-trips.
+	g2, err := Parse([]byte("name: ok\nstart: a\nbudget: {max_cost_usd: 2.5, max_tokens: 100000}\nnodes:\n  - {id: a, kind: agent, backend: scripted, budget: {max_tokens: 10}}\n  - {id: e, kind: end}\nedges:\n  - {from: a, to: e}\n"), "ok.yaml")
+	require.NoError(t, err)
+	assert.False(t, Validate(g2).HasErrors(), Validate(g2).String())
+	assert.Equal(t, &Budget{MaxCostUSD: 2.5, MaxTokens: 100000}, g2.Budget)
+	assert.Equal(t, &Budget{MaxTokens: 10}, g2.Nodes[0].Budget)
+}

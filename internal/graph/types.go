@@ -22,6 +22,8 @@ type Graph struct {
 	Inputs []Input `json:"inputs,omitempty" yaml:"inputs,omitempty"`
 	// Workspace, when set, is what the run's workspace starts from.
 	Workspace *WorkspaceSource `json:"workspace,omitempty" yaml:"workspace,omitempty"`
+	// Budget, when set, bounds what the whole run may spend.
+	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 	Nodes     []Node           `json:"nodes" yaml:"nodes"`
 	Edges     []Edge           `json:"edges,omitempty" yaml:"edges,omitempty"`
 
@@ -64,6 +66,14 @@ func (g *Graph) WithDefaults(inputs map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// Budget bounds spending, as the agent CLIs report it: tokens of every
+// kind (input, output, cache), and cost in US dollars where the CLI prices
+// its calls. A zero field sets no bound.
+type Budget struct {
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty" yaml:"max_cost_usd,omitempty"`
+	MaxTokens  int64   `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
 }
 
 // Input declares one run input and its default.
@@ -127,6 +137,9 @@ type Node struct {
 	// bounds one visit.
 	Env     []string `json:"env,omitempty" yaml:"env,omitempty"`
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+
+	// Budget, on an agent node, bounds what its visits together may spend.
+	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 
 	// Pos is where the node was declared; it is not part of the graph's
 	// identity and never encoded.

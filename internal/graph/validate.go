@@ -23,6 +23,7 @@ func Validate(g *Graph) Problems {
 	v := &validator{g: g, src: g.Source, index: map[string]int{}}
 	v.checkInputs()
 	v.checkWorkspace()
+	v.checkBudgets()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
@@ -262,6 +263,38 @@ func validEnvName(s string) bool {
 	return true
 }
 
+// checkBudgets checks the run's budget and each agent node's.
+func (v *validator) checkBudgets() {
+	v.checkBudget(v.g.Budget, "budget", "the run's budget", "")
+	var uncosted []string
+	for i := range v.g.Nodes {
+		n := &v.g.Nodes[i]
+		path := nodePath(i) + ".budget"
+		v.checkBudget(n.Budget, path, "the budget of node "+n.ID, n.ID)
+		for _, b := range append([]string{n.Backend}, n.Fallback...) {
+			if n.Kind == KindAgent && !backend.ReportsCost(b) && !slices.Contains(uncosted, b) && b != "" {
+				uncosted = append(uncosted, b)
+			}
+		}
+		if n.Budget != nil && n.Budget.MaxCostUSD > 0 && n.Kind == KindAgent && !backend.ReportsCost(n.Backend) {
+			v.add(CodeCostNotReported, v.at(path+".max_cost_usd", path), n.ID, "node %s has a cost budget, but backend %s reports no cost, so only max_tokens bounds it; add max_tokens", n.ID, n.Backend)
+		}
+	}
+	if b := v.g.Budget; b != nil && b.MaxCostUSD > 0 && len(uncosted) > 0 {
+		v.add(CodeCostNotReported, v.at("budget.max_cost_usd", "budget"), "", "the run has a cost budget, but backend(s) %s report no cost, so their visits count only against max_tokens; add max_tokens", strings.Join(uncosted, ", "))
+	}
+}
+
+func (v *validator) checkBudget(b *Budget, path, what, node string) {
+	switch {
+	case b == nil:
+	case b.MaxCostUSD < 0 || b.MaxTokens < 0:
+		v.add(CodeBadBudget, v.at(path, path), node, "%s has a negative bound; use positive numbers, or leave the field out for no bound", what)
+	case b.MaxCostUSD == 0 && b.MaxTokens == 0:
+		v.add(CodeBadBudget, v.at(path, path), node, "%s sets neither max_cost_usd nor max_tokens; set one, or remove the budget", what)
+	}
+}
+
 // checkWorkspace checks the graph's workspace source, when it has one.
 func (v *validator) checkWorkspace() {
 	w := v.g.Workspace
@@ -314,6 +347,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"run", len(n.Run) > 0, []Kind{KindTool}},
 		{"env", len(n.Env) > 0, []Kind{KindAgent, KindTool}},
 		{"timeout", n.Timeout != 0, []Kind{KindAgent, KindTool}},
+		{"budget", n.Budget != nil, []Kind{KindAgent}},
 		{"fanout", n.Fanout != "", []Kind{KindAgent, KindHuman, KindTool, KindJoin}},
 	}
 	path := nodePath(i)

@@ -345,7 +345,7 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		seen[p.Code] = true
 	}
 	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
-		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace} {
+		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
