@@ -1,10 +1,10 @@
 package activities
 
 import (
-	"io"
-	"log/slog"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"

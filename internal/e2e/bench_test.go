@@ -3,9 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"fmt"
 	"testing"
 	"time"
 

@@ -24,8 +24,8 @@ type Graph struct {
 	Workspace *WorkspaceSource `json:"workspace,omitempty" yaml:"workspace,omitempty"`
 	// Budget, when set, bounds what the whole run may spend.
 	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
-	Nodes     []Node           `json:"nodes" yaml:"nodes"`
-	Edges     []Edge           `json:"edges,omitempty" yaml:"edges,omitempty"`
+	Nodes  []Node  `json:"nodes" yaml:"nodes"`
+	Edges  []Edge  `json:"edges,omitempty" yaml:"edges,omitempty"`
 
 	// Source says where each part of the graph was written; Parse sets it
 	// so that problems can point at a line and column. Like Pos, it is

@@ -319,7 +319,6 @@ func (v *validator) checkTemplate(src, what string, pos Pos, node string) {
 	}
 }
 
-
 // checkIgnoredFields warns about fields that the node's kind never reads.
 func (v *validator) checkIgnoredFields(i int, name string) {
 	n := &v.g.Nodes[i]

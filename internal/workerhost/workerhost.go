@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
