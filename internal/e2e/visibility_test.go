@@ -48,8 +48,9 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond, "the waiting run is found by its search attributes")
 	assert.Equal(t, []string{id}, found)
 
-	d, err := h.c.DescribeWorkflowExecution(context.Background(), id, "")
+	dw, err := h.c.DescribeWorkflow(context.Background(), id, "")
 	require.NoError(t, err)
+	d := dw.RawResponse
 	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	str := func(name string) string {
 		var v any
@@ -103,10 +104,11 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 	_, err = h.result(h.c.GetWorkflow(context.Background(), id, ""))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		d, err := h.c.DescribeWorkflowExecution(context.Background(), id, "")
+		dw, err := h.c.DescribeWorkflow(context.Background(), id, "")
 		if err != nil {
 			return false
 		}
+		d := dw.RawResponse
 		var v string
 		_ = converter.GetDefaultDataConverter().FromPayload(d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["TetherStatus"], &v)
 		return v == "completed"

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -177,5 +176,3 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-func hashString(s string) [32]byte { return sha256.Sum256([]byte(s)) }

@@ -86,13 +86,6 @@ func (s *objectStore) register(p *localPack) {
 	}
 }
 
-func (s *objectStore) hasPack(digest string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.packs[digest]
-	return ok
-}
-
 func (s *objectStore) pack(digest string) (*localPack, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -357,21 +350,5 @@ func (p *packWriter) Write(b []byte) (int, error) {
 type nopHash struct{ hash.Hash }
 
 func (nopHash) Write(b []byte) (int, error) { return len(b), nil }
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
