@@ -131,7 +131,7 @@ func (h *harness) startHost(role workerhost.Role, ic interceptor.WorkerIntercept
 	n := h.n
 	h.mu.Unlock()
 	root := filepath.Join(h.tmp, fmt.Sprintf("worker-%d", n))
-	bs, err := workerhost.NewBackends(h.backends(h.t))
+	bs, err := workerhost.NewBackends(h.backendConfig(root))
 	if err != nil {
 		return nil, "", err
 	}

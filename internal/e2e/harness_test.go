@@ -66,6 +66,16 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	return h
 }
 
+// s3Store starts a real S3 server (versitygw) for the test, hands its
+// credentials to the AWS chain, and returns the blob store URL of bucket.
+func s3Store(t *testing.T, bucket string) string {
+	t.Helper()
+	s3 := testenv.VersityGW(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	return s3.URL(bucket)
+}
+
 // startWorker starts a worker with an empty state root of its own, as a
 // freshly scheduled pod would have; it returns that root.
 func (h *harness) startWorker() string {
@@ -74,8 +84,7 @@ func (h *harness) startWorker() string {
 	h.n++
 	h.mu.Unlock()
 	root := filepath.Join(h.t.TempDir(), fmt.Sprintf("worker-%d", h.n))
-	cfg := h.backends(h.t)
-	bs, err := workerhost.NewBackends(cfg)
+	bs, err := workerhost.NewBackends(h.backendConfig(root))
 	require.NoError(h.t, err)
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
@@ -86,6 +95,15 @@ func (h *harness) startWorker() string {
 	h.worker = w
 	h.t.Cleanup(w.Stop)
 	return root
+}
+
+// backendConfig is the backends of the worker rooted at root: the
+// harness's configuration, with a HOME of the worker's own for the agent
+// CLIs, as a freshly scheduled pod would have.
+func (h *harness) backendConfig(root string) workerhost.BackendConfig {
+	cfg := h.backends(h.t)
+	cfg.Home = filepath.Join(root, "home")
+	return cfg
 }
 
 func (h *harness) workerStore() blob.Store {
@@ -124,13 +142,23 @@ func (h *harness) state(id string) *workflows.State {
 	return &st
 }
 
-// waitQuestion polls the state query until a question is pending.
+// waitQuestion polls the state query until a question is pending; a run
+// that ends instead fails the test at once, with the run's error.
 func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 	h.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if st := h.state(id); len(st.Questions) > 0 {
+		st := h.state(id)
+		if len(st.Questions) > 0 {
 			return st.Questions[0]
+		}
+		switch st.Status {
+		case runstore.StatusCompleted, runstore.StatusFailed, runstore.StatusFailedResumable:
+			var path []string
+			for _, s := range st.Path {
+				path = append(path, s.Node)
+			}
+			h.t.Fatalf("run %s ended %s without a question (path %s): %s", id, st.Status, strings.Join(path, ">"), st.Error)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/workflows"
 )
@@ -84,10 +83,7 @@ func TestPersistAcrossWorkers(t *testing.T) {
 // TestPersistAcrossWorkersOnS3 runs the same loop with the blob store on a
 // real S3 server (versitygw).
 func TestPersistAcrossWorkersOnS3(t *testing.T) {
-	s3 := testenv.VersityGW(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	h := newHarness(t, s3.URL("e2e"))
+	h := newHarness(t, s3Store(t, "e2e"))
 	persistLoop(t, h, backend.Scripted)
 }
 

@@ -52,10 +52,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 			dir := t.TempDir()
 			url := "file://" + dir
 			if store == "s3" {
-				s3 := testenv.VersityGW(t)
-				t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
-				t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-				url = s3.URL("ws")
+				url = s3Store(t, "ws")
 			}
 			h := newHarness(t, url)
 			fresh := h.freshWorkerPerVisit()

@@ -1,6 +1,7 @@
 package workerhost
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,10 @@ type BackendConfig struct {
 	// besides the minimal base (cliexec.BaseEnv) and the node's own env
 	// (TETHER_PASS_ENV, comma-separated).
 	PassEnv []string
+	// Home is the HOME of every agent CLI, where they keep caches and logs
+	// outside their state roots; empty: the worker's own. Several workers
+	// in one process (tests) each give their CLIs a home of their own.
+	Home string
 }
 
 // BackendConfigFromEnv reads TETHER_CLI_BIN, ANTHROPIC_BASE_URL,
@@ -78,18 +83,25 @@ func NewBackends(cfg BackendConfig) (activities.Backends, error) {
 	if cfg.CLIBin != "" {
 		binDir = filepath.Clean(cfg.CLIBin)
 	}
+	var env []string
+	if cfg.Home != "" {
+		if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+			return nil, fmt.Errorf("workerhost: the agent CLIs' home: %w", err)
+		}
+		env = []string{"HOME=" + cfg.Home}
+	}
 	bs := activities.Backends{
 		claude.New(claude.Options{
 			BinDir: binDir, BaseURL: cfg.AnthropicBaseURL, Model: cfg.Model["claude_code"], APIKey: cfg.APIKey["claude_code"],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PermissionMode: cfg.ClaudePermissionMode, PassEnv: cfg.PassEnv,
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PermissionMode: cfg.ClaudePermissionMode, PassEnv: cfg.PassEnv, Env: env,
 		}),
 		codex.New(codex.Options{
 			BinDir: binDir, BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["codex"], APIKey: cfg.APIKey["codex"],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir, Sandbox: cfg.CodexSandbox, PassEnv: cfg.PassEnv,
+			AskUser: cfg.AskUser, TempDir: cfg.TempDir, Sandbox: cfg.CodexSandbox, PassEnv: cfg.PassEnv, Env: env,
 		}),
 		pi.New(pi.Options{
 			BinDir: binDir, BaseURL: cfg.OpenAIBaseURL, Model: cfg.Model["pi"], APIKey: cfg.APIKey["pi"],
-			AskUser: true, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv,
+			AskUser: true, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv, Env: env,
 		}),
 	}
 	return withBuiltins(bs, cfg)

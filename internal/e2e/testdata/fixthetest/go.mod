@@ -1,0 +1,3 @@
+module example.com/fixthetest
+
+go 1.22
