@@ -31,6 +31,7 @@ func (a *app) runCmd() *cobra.Command {
 		follow bool
 		wsFrom string
 		wsRef  string
+		hbTO   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -85,7 +86,8 @@ run completed and 1 when it failed.`,
 				Memo:                     map[string]any{"graph": g.Name},
 				StaticSummary:            runSummary(g.Name, in),
 				StaticDetails:            runDetails(args[0], in, wsFrom, wsRef),
-			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws})
+			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws,
+				Options: workflows.Options{HeartbeatTimeout: hbTO}})
 			if err != nil {
 				var started *serviceerror.WorkflowExecutionAlreadyStarted
 				if errors.As(err, &started) {
@@ -105,6 +107,7 @@ run completed and 1 when it failed.`,
 	cmd.Flags().StringVar(&id, "id", "", "run ID (default: <graph name>-<ulid>)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
 	cmd.Flags().StringVar(&wsFrom, "workspace", "", "start the run's workspace from this directory, or git repository path or URL (default: empty)")
+	cmd.Flags().DurationVar(&hbTO, "heartbeat-timeout", 0, "how soon a visit whose worker stopped answering starts again on another worker (default 30s)")
 	cmd.Flags().StringVar(&wsRef, "ref", "", "with --workspace: the branch, tag or commit of the repository (default: the directory as it is)")
 	return cmd
 }

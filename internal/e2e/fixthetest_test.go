@@ -87,7 +87,7 @@ func fixTheTest(t *testing.T, b, store string) {
 
 	repo := filepath.Join(testenv.Root(), "internal", "e2e", "testdata", "fixthetest")
 	id := "fix-" + strings.ReplaceAll(b, "_", "-") + "-" + store
-	code, out = tetherCode(t, "run", file, "--id", id, "--workspace", repo,
+	code, out = tetherCode(t, "run", file, "--id", id, "--workspace", repo, "--heartbeat-timeout", "5s",
 		"--input", "task="+fixTask, "--input", "review="+fixReview)
 	require.Equal(t, 0, code, out)
 

@@ -28,6 +28,11 @@ import (
 	"github.com/tether-run/tether/workflows"
 )
 
+// testRunOptions notice a visit lost with its worker in 5 s rather than
+// 30: tests replace workers often, and a task handed to a worker as it
+// stops is lost until its heartbeat times out.
+var testRunOptions = workflows.Options{HeartbeatTimeout: 5 * time.Second}
+
 // harness is one dev server, one blob store, and the workers a test starts.
 type harness struct {
 	t      testing.TB
@@ -126,7 +131,7 @@ func (h *harness) start(id string, g *graph.Graph, inputs map[string]any) client
 	h.t.Helper()
 	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.TaskQueue,
-	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: inputs})
+	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: inputs, Options: testRunOptions})
 	require.NoError(h.t, err)
 	return run
 }
