@@ -9,9 +9,9 @@ import (
 )
 
 // defaultBackends offers every known backend; the CLI ones are configured
-// from the environment (see workerhost.BackendConfigFromEnv).
-func defaultBackends(_ config.Config, logger *slog.Logger) (activities.Backends, error) {
-	bs, err := workerhost.NewBackends(workerhost.BackendConfigFromEnv())
+// from the environment (config.Agents).
+func defaultBackends(cfg config.Config, logger *slog.Logger) (activities.Backends, error) {
+	bs, err := workerhost.NewBackends(workerhost.BackendConfigOf(cfg.Agents))
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -26,7 +25,6 @@ import (
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/internal/workspace"
 )
 
 func main() {
@@ -42,9 +40,12 @@ func main() {
 }
 
 func run() error {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
-	cfg := config.FromEnv()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -84,18 +85,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	limits, err := workspace.LimitsFromEnv()
-	if err != nil {
-		return err
-	}
 	h, err := workerhost.Start(c, workerhost.Options{
-		ID:                  os.Getenv("TETHER_WORKER_ID"),
-		MaxConcurrentVisits: envInt("TETHER_MAX_CONCURRENT_VISITS"),
+		ID:                  cfg.WorkerID,
+		MaxConcurrentVisits: cfg.MaxConcurrentVisits,
 		Blobs:               blobs,
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
-		WorkspaceLimits:     limits,
+		WorkspaceLimits:     cfg.WorkspaceLimits,
 		Logger:              logger,
 		Interceptors:        tel.WorkerInterceptors(),
 		Metrics:             tel.Metrics(),
@@ -118,21 +115,4 @@ func flush(tel *telemetry.Telemetry, logger *slog.Logger) {
 	if err := tel.Shutdown(ctx); err != nil {
 		logger.Warn("telemetry: not everything was sent before exit", "err", err)
 	}
-}
-
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("TETHER_LOG_LEVEL"))); err != nil {
-		return slog.LevelInfo
-	}
-	return l
-}
-
-// envInt reads a positive integer setting; anything else means the default.
-func envInt(name string) int {
-	n, err := strconv.Atoi(os.Getenv(name))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }

@@ -109,13 +109,18 @@ func (a *app) close() {
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	a := &app{cfg: config.FromEnv(), out: stdout, errOut: stderr}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		fmt.Fprintln(stderr, "tether:", err)
+		return ExitUsage
+	}
+	a := &app{cfg: cfg, out: stdout, errOut: stderr}
 	defer a.close()
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	err = root.Execute()
 	if err == nil {
 		return ExitOK
 	}

@@ -52,7 +52,7 @@ latest checkpoint). log and diff run git (it must be installed).`,
 				if len(args) != 3 {
 					return usageErr("export needs a directory: tether workspace %s export DIR", id)
 				}
-				if err := workspace.Export(ctx, a.blobs, id, st, args[2], !noHistory, workspace.Limits{}); err != nil {
+				if err := workspace.Export(ctx, a.blobs, id, st, args[2], !noHistory, a.cfg.WorkspaceLimits); err != nil {
 					return failedErr(fmt.Errorf("export the workspace of run %s: %w", id, err))
 				}
 				fmt.Fprintf(a.out, "run %s workspace exported to %s: %d files at %s\n", id, args[2], st.Files, short(st.Commit))
@@ -125,7 +125,7 @@ func (a *app) git(ctx context.Context, id string, st *runstore.WorkspaceState, a
 	}
 	defer os.RemoveAll(tmp)
 	gitDir := filepath.Join(tmp, "repo.git")
-	if err := workspace.History(ctx, a.blobs, id, st, gitDir, workspace.Limits{}); err != nil {
+	if err := workspace.History(ctx, a.blobs, id, st, gitDir, a.cfg.WorkspaceLimits); err != nil {
 		return failedErr(fmt.Errorf("read the workspace history of run %s: %w", id, err))
 	}
 	c := exec.CommandContext(ctx, bin, append([]string{"--no-pager", "--git-dir", gitDir}, args...)...)
@@ -143,11 +143,7 @@ func (a *app) importWorkspace(ctx context.Context, id string, src workspace.Sour
 	if _, err := a.store(ctx); err != nil {
 		return nil, failedErr(err)
 	}
-	limits, err := workspace.LimitsFromEnv()
-	if err != nil {
-		return nil, usageErr("%v", err)
-	}
-	st, rep, err := workspace.Import(ctx, a.blobs, id, src, limits, time.Now())
+	st, rep, err := workspace.Import(ctx, a.blobs, id, src, a.cfg.WorkspaceLimits, time.Now())
 	if err != nil {
 		return nil, failedErr(fmt.Errorf("import the workspace from %s: %w", src, err))
 	}

@@ -1,11 +1,19 @@
-// Package config reads the settings the worker and the `tether` CLI share
-// from the environment, with defaults that make a fresh checkout work
-// against the local dev server.
+// Package config reads the settings of the worker and the `tether` CLI
+// from the environment, in one place, with defaults that make a fresh
+// checkout work against the local dev server. Other packages take their
+// settings as values; none reads the environment itself, except the
+// OpenTelemetry SDK (OTEL_*) and the AWS SDK (its credential chain).
 package config
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tether-run/tether/internal/workspace"
 )
 
 // Config is where Tether finds Temporal and its stores.
@@ -32,18 +40,56 @@ type Config struct {
 	// tracing. The OpenTelemetry exporter reads it, and every other
 	// OTEL_* setting, from the environment itself.
 	OTLPEndpoint string
+
+	// Worker names the worker and its own task queue (TETHER_WORKER_ID;
+	// empty: hostname-pid).
+	WorkerID string
+	// MaxConcurrentVisits bounds the visits one worker runs at once
+	// (TETHER_MAX_CONCURRENT_VISITS; 0: the default).
+	MaxConcurrentVisits int
+	// LogLevel is the worker's log level (TETHER_LOG_LEVEL: debug, info,
+	// warn, error).
+	LogLevel slog.Level
+	// WorkspaceLimits bound one run's workspace (TETHER_WORKSPACE_*).
+	WorkspaceLimits workspace.Limits
+	// Agents configures the agent CLIs.
+	Agents Agents
 }
 
-// FromEnv reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TETHER_HOME,
-// TETHER_BLOB_URL, TETHER_STATE_DIR, TETHER_WORK_DIR, TETHER_UI,
-// TETHER_METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT (or its traces-only
-// form OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
-func FromEnv() Config {
+// Agents is how a worker runs the agent CLIs.
+type Agents struct {
+	// CLIBin is the directory holding claude, codex and pi
+	// (TETHER_CLI_BIN; empty: PATH).
+	CLIBin string
+	// AnthropicBaseURL (ANTHROPIC_BASE_URL) and OpenAIBaseURL
+	// (OPENAI_BASE_URL) are the model endpoints; empty: the CLIs' own.
+	AnthropicBaseURL string
+	OpenAIBaseURL    string
+	// Models are the default model of each CLI backend, by backend name
+	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI).
+	Models map[string]string
+	// ClaudePermissionMode (TETHER_CLAUDE_PERMISSION_MODE) and
+	// CodexSandbox (TETHER_CODEX_SANDBOX) are the defaults for nodes
+	// without permissions.
+	ClaudePermissionMode string
+	CodexSandbox         string
+	// PassEnv names worker variables every agent CLI and tool gets
+	// (TETHER_PASS_ENV, comma-separated).
+	PassEnv []string
+}
+
+// FromEnv reads the settings from the environment: TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
+// TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR,
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and
+// the worker's settings documented on Config. A malformed value is an
+// error that names its variable.
+func FromEnv() (Config, error) {
 	home := env("TETHER_HOME", ".tether")
 	if abs, err := filepath.Abs(home); err == nil {
 		home = abs
 	}
-	return Config{
+	c := Config{
 		TemporalAddress: env("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		Namespace:       env("TEMPORAL_NAMESPACE", "default"),
 		Home:            home,
@@ -53,7 +99,103 @@ func FromEnv() Config {
 		UIAddress:       env("TETHER_UI", "http://127.0.0.1:8233"),
 		MetricsAddr:     os.Getenv("TETHER_METRICS_ADDR"),
 		OTLPEndpoint:    env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
+		WorkerID:        os.Getenv("TETHER_WORKER_ID"),
+		Agents: Agents{
+			CLIBin:               os.Getenv("TETHER_CLI_BIN"),
+			AnthropicBaseURL:     os.Getenv("ANTHROPIC_BASE_URL"),
+			OpenAIBaseURL:        os.Getenv("OPENAI_BASE_URL"),
+			Models:               map[string]string{},
+			ClaudePermissionMode: os.Getenv("TETHER_CLAUDE_PERMISSION_MODE"),
+			CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
+			PassEnv:              names(os.Getenv("TETHER_PASS_ENV")),
+		},
 	}
+	for _, b := range []string{"claude_code", "codex", "pi"} {
+		if m := os.Getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
+			c.Agents.Models[b] = m
+		}
+	}
+	if v := os.Getenv("TETHER_MAX_CONCURRENT_VISITS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("TETHER_MAX_CONCURRENT_VISITS=%q: want a positive whole number", v)
+		}
+		c.MaxConcurrentVisits = n
+	}
+	if v := os.Getenv("TETHER_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return c, fmt.Errorf("TETHER_LOG_LEVEL=%q: want debug, info, warn or error", v)
+		}
+	}
+	lim, err := workspaceLimits()
+	if err != nil {
+		return c, err
+	}
+	c.WorkspaceLimits = lim
+	return c, nil
+}
+
+// workspaceLimits reads the TETHER_WORKSPACE_* variables over the
+// defaults.
+func workspaceLimits() (workspace.Limits, error) {
+	l := workspace.DefaultLimits()
+	ints := []struct {
+		name string
+		dst  *int
+	}{{"TETHER_WORKSPACE_MAX_FILES", &l.MaxFiles}, {"TETHER_WORKSPACE_MAX_DEPTH", &l.MaxDepth}}
+	for _, v := range ints {
+		if s := os.Getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return l, fmt.Errorf("%s=%q: want a positive whole number", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
+	sizes := []struct {
+		name string
+		dst  *int64
+	}{{"TETHER_WORKSPACE_MAX_BYTES", &l.MaxTotalBytes}, {"TETHER_WORKSPACE_MAX_FILE_BYTES", &l.MaxFileBytes}}
+	for _, v := range sizes {
+		if s := os.Getenv(v.name); s != "" {
+			n, err := parseSize(s)
+			if err != nil {
+				return l, fmt.Errorf("%s=%q: %v", v.name, s, err)
+			}
+			*v.dst = n
+		}
+	}
+	return l, nil
+}
+
+// parseSize reads a byte count with an optional K, M or G suffix (powers
+// of 1024): "512M", "4G", "1048576".
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive byte count such as 512M or 4G")
+	}
+	return n * mult, nil
+}
+
+// names splits a comma-separated list of variable names.
+func names(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func env(name, def string) string {

@@ -1,26 +1,72 @@
 package config
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/workspace"
 )
+
+func fromEnv(t *testing.T) Config {
+	t.Helper()
+	c, err := FromEnv()
+	require.NoError(t, err)
+	return c
+}
 
 func TestTelemetrySettings(t *testing.T) {
 	t.Setenv("TETHER_METRICS_ADDR", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	cfg := FromEnv()
+	cfg := fromEnv(t)
 	assert.Empty(t, cfg.MetricsAddr, "metrics are off unless asked for")
 	assert.Empty(t, cfg.OTLPEndpoint, "tracing is off unless asked for")
 
 	t.Setenv("TETHER_METRICS_ADDR", ":9464")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
-	cfg = FromEnv()
+	cfg = fromEnv(t)
 	assert.Equal(t, ":9464", cfg.MetricsAddr)
 	assert.Equal(t, "http://collector:4318", cfg.OTLPEndpoint)
 
 	// The traces-only endpoint is the one spans go to.
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/v1/traces")
-	assert.Equal(t, "http://traces:4318/v1/traces", FromEnv().OTLPEndpoint)
+	assert.Equal(t, "http://traces:4318/v1/traces", fromEnv(t).OTLPEndpoint)
+}
+
+func TestWorkerSettings(t *testing.T) {
+	t.Setenv("TETHER_WORKER_ID", "pod-7")
+	t.Setenv("TETHER_MAX_CONCURRENT_VISITS", "4")
+	t.Setenv("TETHER_LOG_LEVEL", "debug")
+	t.Setenv("TETHER_WORKSPACE_MAX_FILES", "500")
+	t.Setenv("TETHER_WORKSPACE_MAX_BYTES", "2G")
+	t.Setenv("TETHER_PASS_ENV", "GOCACHE, GOPATH,,")
+	t.Setenv("TETHER_MODEL_CLAUDE_CODE", "claude-x")
+	c := fromEnv(t)
+	assert.Equal(t, "pod-7", c.WorkerID)
+	assert.Equal(t, 4, c.MaxConcurrentVisits)
+	assert.Equal(t, slog.LevelDebug, c.LogLevel)
+	want := workspace.DefaultLimits()
+	want.MaxFiles, want.MaxTotalBytes = 500, 2<<30
+	assert.Equal(t, want, c.WorkspaceLimits)
+	assert.Equal(t, []string{"GOCACHE", "GOPATH"}, c.Agents.PassEnv)
+	assert.Equal(t, map[string]string{"claude_code": "claude-x"}, c.Agents.Models)
+}
+
+func TestMalformedSettingsNameTheirVariable(t *testing.T) {
+	for name, value := range map[string]string{
+		"TETHER_MAX_CONCURRENT_VISITS":    "many",
+		"TETHER_LOG_LEVEL":                "loud",
+		"TETHER_WORKSPACE_MAX_FILES":      "-1",
+		"TETHER_WORKSPACE_MAX_FILE_BYTES": "lots",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			_, err := FromEnv()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), name)
+		})
+	}
 }

@@ -2,16 +2,16 @@ package workerhost
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend/claude"
-	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/codex"
 	"github.com/tether-run/tether/internal/backend/pi"
+	"github.com/tether-run/tether/internal/config"
 )
 
 // BackendConfig says how a worker runs each backend.
@@ -50,24 +50,18 @@ type BackendConfig struct {
 	Home string
 }
 
-// BackendConfigFromEnv reads TETHER_CLI_BIN, ANTHROPIC_BASE_URL,
-// OPENAI_BASE_URL, TETHER_MODEL_<BACKEND>, TETHER_CLAUDE_PERMISSION_MODE,
-// TETHER_CODEX_SANDBOX and TETHER_PASS_ENV, and serves ask_user from this
-// very binary (see askuser.Subcommand).
-func BackendConfigFromEnv() BackendConfig {
+// BackendConfigOf is the backend configuration of a worker configured by
+// a (config.FromEnv), serving ask_user from this very binary (see
+// askuser.Subcommand).
+func BackendConfigOf(a config.Agents) BackendConfig {
 	cfg := BackendConfig{
-		CLIBin:               os.Getenv("TETHER_CLI_BIN"),
-		AnthropicBaseURL:     os.Getenv("ANTHROPIC_BASE_URL"),
-		OpenAIBaseURL:        os.Getenv("OPENAI_BASE_URL"),
-		Model:                map[string]string{},
-		ClaudePermissionMode: os.Getenv("TETHER_CLAUDE_PERMISSION_MODE"),
-		CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
-		PassEnv:              cliexec.WorkerPassEnv(),
-	}
-	for _, b := range []string{"claude_code", "codex", "pi"} {
-		if m := os.Getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
-			cfg.Model[b] = m
-		}
+		CLIBin:               a.CLIBin,
+		AnthropicBaseURL:     a.AnthropicBaseURL,
+		OpenAIBaseURL:        a.OpenAIBaseURL,
+		Model:                maps.Clone(a.Models),
+		ClaudePermissionMode: a.ClaudePermissionMode,
+		CodexSandbox:         a.CodexSandbox,
+		PassEnv:              a.PassEnv,
 	}
 	if self, err := os.Executable(); err == nil {
 		cfg.AskUser = []string{self, askuser.Subcommand}
