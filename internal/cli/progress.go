@@ -28,13 +28,13 @@ func (a *app) runningVisits(ctx context.Context, id string) ([]backend.Progress,
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		return nil, err
 	}
 	dc := converter.GetDefaultDataConverter()
 	var out []backend.Progress
-	for _, pa := range d.GetPendingActivities() {
+	for _, pa := range d.RawResponse.GetPendingActivities() {
 		if !slices.Contains(visitActivities, pa.GetActivityType().GetName()) {
 			continue
 		}

@@ -117,9 +117,9 @@ func visitHeartbeat(t *testing.T, h *harness, id string) (backend.Progress, bool
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d, err := h.c.DescribeWorkflowExecution(ctx, id, "")
+	d, err := h.c.DescribeWorkflow(ctx, id, "")
 	require.NoError(t, err)
-	for _, pa := range d.GetPendingActivities() {
+	for _, pa := range d.RawResponse.GetPendingActivities() {
 		payloads := pa.GetHeartbeatDetails().GetPayloads()
 		if pa.GetActivityType().GetName() != "Visit" || len(payloads) == 0 {
 			continue

@@ -156,12 +156,6 @@ func (c conversation) usage(rep reply) Usage {
 	return u
 }
 
-// promptTokens is the input token count the token-counting endpoint
-// reports for a request body.
-func promptTokens(body []byte) int {
-	return 10 + len(body)/400
-}
-
 type sseWriter struct {
 	w http.ResponseWriter
 	f http.Flusher
