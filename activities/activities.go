@@ -56,7 +56,8 @@ type Activities struct {
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
 
-	live liveSessions
+	live     liveSessions
+	progress progressBoard
 }
 
 // liveSessions remembers, per live session on this worker, the digest of
@@ -313,6 +314,12 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	}
 	breq := r.request()
 	breq.Prompt = prompt
+	// The heartbeats carry the visit's latest progress (bounded), so that
+	// `tether status` shows what a long visit is doing.
+	if key := progressKey(ctx); key != "" {
+		a.progress.begin(key, backend.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
+		breq.Progress = func(p backend.Progress) { a.progress.update(key, p) }
+	}
 	res, err := r.b.Execute(runCtx, breq)
 	stop()
 	if err != nil && stopping() {
@@ -339,6 +346,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	out[backend.SessionIDKey] = res.SessionID
 	out[backend.BackendKey] = r.b.Name()
 	out[backend.SessionFingerprintKey] = res.Fingerprint
+	if !res.Usage.IsZero() {
+		out[backend.UsageKey] = res.Usage
+	}
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
 	}
@@ -452,7 +462,11 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 && every > ht/3 {
 		every = ht / 3
 	}
-	activity.RecordHeartbeat(ctx)
+	// Every heartbeat of the attempt carries its visit's latest progress,
+	// once the visit has begun (see runAgent).
+	key := progressKey(ctx)
+	a.progress.hold(key)
+	activity.RecordHeartbeat(ctx, a.progress.details(key)...)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -464,9 +478,12 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, a.progress.details(key)...)
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		a.progress.release(key)
+	}
 }

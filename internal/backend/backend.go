@@ -201,6 +201,11 @@ type Request struct {
 	// Settings are the node's agent settings, over the executor's
 	// worker-wide defaults.
 	Settings Settings
+	// Progress, when set, is called with what the visit has done so far
+	// each time the executor learns more (a tool call, reply text, token
+	// counts), from the goroutine that reads the CLI's output. It must
+	// return quickly.
+	Progress func(Progress)
 }
 
 // Answer is a human's reply to a question an agent asked mid-visit.
@@ -230,6 +235,9 @@ type Result struct {
 	// NeedsInteraction is set when the agent asked the user and the visit
 	// must pause; the session files are still live on disk.
 	NeedsInteraction *Interaction
+	// Usage is what this visit alone cost (never the conversation's
+	// earlier visits), also when it asked the user.
+	Usage Usage
 }
 
 // Interaction is an in-node ask_user: the visit pauses until answered.

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/render"
 	"github.com/tether-run/tether/internal/runstore"
@@ -98,6 +99,14 @@ checkpoint in the run store answers instead.`,
 				return enc.Encode(st)
 			}
 			a.printState(st, source)
+			if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				running, err := a.runningVisits(pctx, id)
+				cancel()
+				if err == nil {
+					a.printRunning(running)
+				}
+			}
 			return nil
 		},
 	}
@@ -221,7 +230,20 @@ func (a *app) printState(st *workflows.State, source string) {
 			fmt.Fprintf(w, "  %-16s visit %-3d %-7s %-8s %s\n", s.Node, s.Visit, s.Status, (time.Duration(s.DurationMS) * time.Millisecond).String(), s.Detail)
 		}
 	}
+	for _, l := range nodeUsages(st) {
+		fmt.Fprintf(w, "usage:      %s\n", l)
+	}
 	fmt.Fprintf(w, "web ui:     %s\n", a.cfg.RunURL(st.RunID))
+}
+
+// printRunning prints the progress of the visits in flight.
+func (a *app) printRunning(running []backend.Progress) {
+	for _, p := range running {
+		fmt.Fprintf(a.out, "running:    %s\n", progressLine(p))
+		if p.Activity != "" && p.Text != "" {
+			fmt.Fprintf(a.out, "            %q\n", oneLine(p.Text))
+		}
+	}
 }
 
 func (a *app) answerCmd() *cobra.Command {

@@ -227,6 +227,9 @@ func (a *app) follow(ctx context.Context, id string) error {
 
 	printed := 0
 	asked := map[string]bool{}
+	// shown is the progress last printed per running visit.
+	shown := map[string]string{}
+	var last *workflows.State
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	poll := func() {
@@ -236,10 +239,15 @@ func (a *app) follow(ctx context.Context, id string) error {
 		if err != nil {
 			return
 		}
+		last = st
 		if fresh := st.Steps - printed; fresh > 0 {
 			first := max(len(st.Path)-fresh, 0)
 			for _, s := range st.Path[first:] {
-				a.printStep(s.Node, s.Visit, s.Status, s.DurationMS, s.Detail)
+				detail := s.Detail
+				if u, ok := stepUsage(st, s.Node, s.Visit, s.Status); ok {
+					detail = strings.TrimSpace(usageText(u) + "  " + detail)
+				}
+				a.printStep(s.Node, s.Visit, s.Status, s.DurationMS, detail)
 			}
 			printed = st.Steps
 		}
@@ -249,11 +257,27 @@ func (a *app) follow(ctx context.Context, id string) error {
 				fmt.Fprintf(a.out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, id, q.ID)
 			}
 		}
+		running, err := a.runningVisits(qctx, id)
+		if err != nil {
+			return
+		}
+		for _, p := range running {
+			visit, key := fmt.Sprintf("%s/%d", p.Node, p.Visit), progressKey(p)
+			if shown[visit] != key {
+				shown[visit] = key
+				fmt.Fprintf(a.out, "… %s\n", progressLine(p))
+			}
+		}
 	}
 	for {
 		select {
 		case err := <-done:
 			poll()
+			if last != nil {
+				for _, l := range nodeUsages(last) {
+					fmt.Fprintf(a.out, "usage: %s\n", l)
+				}
+			}
 			return a.finish(id, &result, err)
 		case <-tick.C:
 			poll()

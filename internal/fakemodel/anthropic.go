@@ -2,6 +2,7 @@ package fakemodel
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 )
 
@@ -65,14 +66,14 @@ func (req anthropicRequest) conversation() conversation {
 
 func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, rec Request) {
 	var req anthropicRequest
-	rep, id, ok := s.turn(w, r, rec, &req, anthropicErrors)
+	rep, u, id, ok := s.turn(w, r, rec, &req, anthropicErrors)
 	if !ok {
 		return
 	}
 	msgID := fakeID("msg_", id)
 	toolID := fakeID("toolu_", id)
-	usage := map[string]any{"input_tokens": promptTokens(rec.Body), "output_tokens": replyTokens,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	usage := map[string]any{"input_tokens": u.Input, "output_tokens": u.Output,
+		"cache_creation_input_tokens": u.CacheWrite, "cache_read_input_tokens": u.CacheRead}
 
 	var content []map[string]any
 	stop := "end_turn"
@@ -89,9 +90,13 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, rec Request) 
 		return
 	}
 	sse := newSSE(w)
+	// As the real API streams it: message_start counts the first output
+	// token, message_delta the cumulative output with the input again.
+	started := maps.Clone(usage)
+	started["output_tokens"] = 1
 	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": msgID, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": usage}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": started}})
 	if rep.tool != "" {
 		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "tool_use", "id": toolID, "name": rep.tool, "input": map[string]any{}}})
@@ -105,6 +110,6 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, rec Request) 
 	}
 	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": replyTokens}})
+		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": usage})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }

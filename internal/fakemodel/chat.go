@@ -46,7 +46,7 @@ func (req chatRequest) conversation() conversation {
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, rec Request) {
 	var req chatRequest
-	rep, id, ok := s.turn(w, r, rec, &req, openAIErrors)
+	rep, u, id, ok := s.turn(w, r, rec, &req, openAIErrors)
 	if !ok {
 		return
 	}
@@ -59,8 +59,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, rec Request) {
 			"index": 0, "id": fakeID("call_", id), "type": "function",
 			"function": map[string]any{"name": rep.tool, "arguments": rep.args}}}}
 	}
-	in := promptTokens(rec.Body)
-	usage := map[string]any{"prompt_tokens": in, "completion_tokens": replyTokens, "total_tokens": in + replyTokens}
+	usage := map[string]any{"prompt_tokens": u.openAIInput(), "completion_tokens": u.Output, "total_tokens": u.openAIInput() + u.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
 	if !req.Stream {
 		writeJSON(w, map[string]any{"id": chatID, "object": "chat.completion", "created": 0, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})

@@ -154,3 +154,66 @@ func TestSideCalls(t *testing.T) {
 	assert.Empty(t, s.Turns(), "side calls are not conversation turns")
 	assert.Len(t, s.Requests(), 2)
 }
+
+// Every API reports the same deterministic usage, each in its own format:
+// a conversation's first request writes the system tokens to the cache,
+// later ones read them; the OpenAI APIs count cached tokens as input too.
+func TestUsageOnEveryWire(t *testing.T) {
+	s := Start(t)
+	first := Usage{Input: 20, Output: 5 + len("turn 1: a")/4, CacheWrite: SystemTokens}
+	second := Usage{Input: 40, Output: 5 + len("turn 2: a | b")/4, CacheRead: SystemTokens}
+	num := func(m map[string]any, path ...string) int {
+		var v any = m
+		for _, k := range path {
+			v = v.(map[string]any)[k]
+		}
+		return int(v.(float64))
+	}
+
+	// Messages API: plain JSON, then a stream whose message_delta has the
+	// cumulative output.
+	_, body := post(t, s.URL()+"/v1/messages", `{"model":"m","messages":[{"role":"user","content":"a"}]}`)
+	var msg map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &msg))
+	assert.Equal(t, first.Input, num(msg, "usage", "input_tokens"))
+	assert.Equal(t, first.Output, num(msg, "usage", "output_tokens"))
+	assert.Equal(t, first.CacheWrite, num(msg, "usage", "cache_creation_input_tokens"))
+	assert.Equal(t, 0, num(msg, "usage", "cache_read_input_tokens"))
+	_, body = post(t, s.URL()+"/v1/messages", `{"model":"m","stream":true,"messages":[
+		{"role":"user","content":"a"},{"role":"assistant","content":"turn 1: a"},{"role":"user","content":"b"}]}`)
+	evs := sseData(t, body)
+	assert.Equal(t, 1, num(evs[0], "message", "usage", "output_tokens"))
+	delta := evs[len(evs)-2]
+	require.Equal(t, "message_delta", delta["type"])
+	assert.Equal(t, second.Output, num(delta, "usage", "output_tokens"))
+	assert.Equal(t, second.CacheRead, num(delta, "usage", "cache_read_input_tokens"))
+	assert.Equal(t, second.Input, num(delta, "usage", "input_tokens"))
+
+	// Responses API.
+	_, body = post(t, s.URL()+"/v1/responses", `{"model":"m","input":[
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]},
+		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"turn 1: a"}]},
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"b"}]}]}`)
+	var resp map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &resp))
+	assert.Equal(t, second.Input+SystemTokens, num(resp, "usage", "input_tokens"))
+	assert.Equal(t, SystemTokens, num(resp, "usage", "input_tokens_details", "cached_tokens"))
+	assert.Equal(t, second.Output, num(resp, "usage", "output_tokens"))
+
+	// Chat Completions, streamed: the last chunk carries the usage.
+	_, body = post(t, s.URL()+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"a"}]}`)
+	evs = sseData(t, body)
+	last := evs[len(evs)-1]
+	assert.Equal(t, first.Input+SystemTokens, num(last, "usage", "prompt_tokens"))
+	assert.Equal(t, 0, num(last, "usage", "prompt_tokens_details", "cached_tokens"))
+	assert.Equal(t, first.Output, num(last, "usage", "completion_tokens"))
+
+	turns := s.Turns()
+	require.Len(t, turns, 4)
+	assert.Equal(t, []Usage{first, second, second, first}, []Usage{turns[0].Usage, turns[1].Usage, turns[2].Usage, turns[3].Usage})
+	assert.Equal(t, first.Sum(second).Sum(second).Sum(first), s.Usage())
+
+	// An HTTP error counts nothing.
+	post(t, s.URL()+"/v1/messages", `{"model":"m","messages":[{"role":"user","content":"HTTP_ERROR: 500"}]}`)
+	assert.Equal(t, Usage{}, s.Turns()[4].Usage)
+}

@@ -87,7 +87,7 @@ func (req responsesRequest) conversation() conversation {
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) {
 	var req responsesRequest
-	rep, id, ok := s.turn(w, r, rec, &req, openAIErrors)
+	rep, u, id, ok := s.turn(w, r, rec, &req, openAIErrors)
 	if !ok {
 		return
 	}
@@ -111,9 +111,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, rec Request) 
 		item = map[string]any{"type": "message", "id": fakeID("msg_", id), "role": "assistant",
 			"status": "completed", "content": []any{map[string]any{"type": "output_text", "text": rep.text, "annotations": []any{}}}}
 	}
-	in := promptTokens(rec.Body)
-	usage := map[string]any{"input_tokens": in, "output_tokens": replyTokens, "total_tokens": in + replyTokens,
-		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	usage := map[string]any{"input_tokens": u.openAIInput(), "output_tokens": u.Output, "total_tokens": u.openAIInput() + u.Output,
+		"input_tokens_details": map[string]any{"cached_tokens": u.CacheRead}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	response := map[string]any{"id": respID, "object": "response", "model": req.Model, "status": "completed",
 		"output": []any{item}, "usage": usage}
 	if !req.Stream {

@@ -53,6 +53,9 @@ type Request struct {
 	ToolResult string
 	// Reply is the text answered, or "tool:<name> <arguments>" for a tool call.
 	Reply string
+	// Usage is the token usage reported with the answer (zero for an
+	// HTTP error).
+	Usage Usage
 }
 
 // Server is a running fake model.
@@ -101,6 +104,15 @@ func (s *Server) Turns() []Request {
 		}
 	}
 	return out
+}
+
+// Usage sums the usage reported for every conversation request so far.
+func (s *Server) Usage() Usage {
+	var sum Usage
+	for _, r := range s.Turns() {
+		sum = sum.Sum(r.Usage)
+	}
+	return sum
 }
 
 // Reset forgets the requests received so far.

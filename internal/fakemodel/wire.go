@@ -67,27 +67,31 @@ var (
 // its API's format, using id for the ids in it; otherwise the answer is
 // already written or the client went away.
 func (s *Server) turn(w http.ResponseWriter, r *http.Request, rec Request,
-	req interface{ conversation() conversation }, errs wireErrors) (rep reply, id int, ok bool) {
+	req interface{ conversation() conversation }, errs wireErrors) (rep reply, u Usage, id int, ok bool) {
 	if err := json.Unmarshal(rec.Body, req); err != nil {
 		s.record(rec)
 		http.Error(w, errs.badJSON, http.StatusBadRequest)
-		return reply{}, 0, false
+		return reply{}, Usage{}, 0, false
 	}
 	c := req.conversation()
 	rep = c.reply()
 	rec.Turn, rec.Prompts, rec.Tools = true, c.prompts, c.tools
 	rec.AfterToolResult, rec.ToolResult, rec.Reply = c.afterToolResult, c.toolResult, rep.String()
+	if rep.status == 0 {
+		u = c.usage(rep)
+		rec.Usage = u
+	}
 	s.record(rec)
 	if !sleep(r, rep.delay) {
-		return reply{}, 0, false
+		return reply{}, Usage{}, 0, false
 	}
 	if rep.status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.status)
 		fmt.Fprintf(w, errs.onCue, rep.status)
-		return reply{}, 0, false
+		return reply{}, Usage{}, 0, false
 	}
-	return rep, s.nextID(), true
+	return rep, u, s.nextID(), true
 }
 
 // sleep waits d unless the client goes away first; it reports whether to go on.
@@ -109,12 +113,47 @@ func fakeID(prefix string, n int) string {
 	return fmt.Sprintf("%sfake%06d", prefix, n)
 }
 
-// replyTokens is the output token count reported for every reply.
-const replyTokens = 5
+// Usage is what the server reports a conversation request cost, in the
+// Messages API's split: Input excludes the tokens read from and written to
+// the prompt cache. Each API puts it on the wire in its own format; the
+// OpenAI ones have no cache writes, so there CacheWrite counts as input.
+//
+// The counts are a function of the conversation's shape and the reply,
+// never of the bytes a CLI sent (which change with its version, paths and
+// dates), so a test can assert exact numbers:
+//
+//	Input      = 20 per prompt + 30 per tool call since the latest prompt
+//	Output     = 5 + len(reply)/4, reply as Request.Reply spells it
+//	CacheWrite = SystemTokens on a conversation's first request, else 0
+//	CacheRead  = SystemTokens on every later request, else 0
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite int
+}
 
-// promptTokens is the input token count reported for a request body.
-func promptTokens(body []byte) int {
-	return 10 + len(body)/400
+// SystemTokens stands for what a CLI sends on every request (system
+// prompt, tools): cached by the first request of a conversation, read from
+// the cache by the others.
+const SystemTokens = 1000
+
+// Sum adds u and v.
+func (u Usage) Sum(v Usage) Usage {
+	return Usage{Input: u.Input + v.Input, Output: u.Output + v.Output,
+		CacheRead: u.CacheRead + v.CacheRead, CacheWrite: u.CacheWrite + v.CacheWrite}
+}
+
+// openAIInput is the input token count of the OpenAI APIs: every input
+// token, the cached ones included.
+func (u Usage) openAIInput() int { return u.Input + u.CacheRead + u.CacheWrite }
+
+// usage is what answering the conversation with rep costs.
+func (c conversation) usage(rep reply) Usage {
+	u := Usage{Input: 20*len(c.prompts) + 30*c.callsSincePrompt, Output: 5 + len(rep.String())/4}
+	if len(c.prompts) <= 1 && c.callsSincePrompt == 0 {
+		u.CacheWrite = SystemTokens
+	} else {
+		u.CacheRead = SystemTokens
+	}
+	return u
 }
 
 type sseWriter struct {

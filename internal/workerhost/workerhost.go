@@ -72,6 +72,11 @@ const (
 	RoleActivities
 )
 
+// heartbeatThrottle bounds how long the SDK holds a visit's heartbeat back
+// (by default 80% of the heartbeat timeout, 24 s): the heartbeat carries
+// the visit's progress, which `tether status` shows.
+const heartbeatThrottle = 5 * time.Second
+
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
 // a small machine can run.
 const DefaultMaxConcurrentVisits = 16
@@ -120,6 +125,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	h := &Host{ID: o.ID, Queue: queue}
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
 		WorkerStopTimeout:                  10 * time.Second,
+		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
 		Identity:                           o.ID,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
 		DisableEagerActivities:             o.DisableEagerActivities || o.Role != RoleAll,
@@ -133,6 +139,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
 		WorkerStopTimeout:                  10 * time.Second,
+		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
 		Identity:                           o.ID,
 		DisableWorkflowWorker:              true,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,

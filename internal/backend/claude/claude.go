@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,7 +163,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if err != nil {
 		return res, err
 	}
-	var st stream
+	st := stream{track: cliexec.NewTracker(backend.ClaudeCode, req)}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
 	out, runErr := cliexec.Run(ctx, spec)
@@ -179,6 +181,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	res.SessionID = st.sessionID
 	res.Fingerprint = e.Fingerprint(req)
 	res.Text = st.result
+	res.Usage = st.usage()
 	ask, err := visit.Interaction(st.askUserID)
 	if err != nil {
 		return res, fmt.Errorf("claude_code: %w", err)
@@ -314,6 +317,15 @@ type stream struct {
 	isError   bool
 	errors    []string
 	askUserID string
+
+	track *cliexec.Tracker
+	// messages holds the usage of each API response by message id: the CLI
+	// repeats a response's usage on every content block it prints.
+	messages map[string]backend.Usage
+	// counted is the sum of the results' per-process model usage, and
+	// reported says a result carried one.
+	counted  backend.Usage
+	reported bool
 }
 
 type event struct {
@@ -324,12 +336,40 @@ type event struct {
 	IsError   bool     `json:"is_error"`
 	Errors    []string `json:"errors"`
 	Message   struct {
+		ID      string `json:"id"`
 		Content []struct {
-			Type string `json:"type"`
-			ID   string `json:"id"`
-			Name string `json:"name"`
+			Type  string         `json:"type"`
+			ID    string         `json:"id"`
+			Name  string         `json:"name"`
+			Text  string         `json:"text"`
+			Input map[string]any `json:"input"`
 		} `json:"content"`
+		Usage *messageUsage `json:"usage"`
 	} `json:"message"`
+	// ModelUsageSinceLastResult is what this process counted since its
+	// previous result, per model: unlike modelUsage and total_cost_usd it
+	// never includes a resumed conversation's earlier turns.
+	ModelUsageSinceLastResult map[string]modelUsage `json:"model_usage_since_last_result"`
+}
+
+// messageUsage is the Messages API's usage of one response.
+type messageUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// modelUsage is one model's entry in a result's model usage.
+type modelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUSD"`
+	// CostBasis is "list" or "managed" for a priced model, "unknown" when
+	// costUSD is a guess at the default model's rate.
+	CostBasis string `json:"costBasis"`
 }
 
 func (s *stream) line(b []byte) {
@@ -343,15 +383,77 @@ func (s *stream) line(b []byte) {
 	switch ev.Type {
 	case "assistant":
 		for _, c := range ev.Message.Content {
-			if c.Type == "tool_use" && c.Name == AskUserTool {
-				s.askUserID = c.ID
+			switch c.Type {
+			case "tool_use":
+				if c.Name == AskUserTool {
+					s.askUserID = c.ID
+				}
+				s.track.ToolCall(c.Name, cliexec.MainArg(c.Input))
+			case "text":
+				s.track.Say(c.Text)
 			}
+		}
+		if u := ev.Message.Usage; u != nil && ev.Message.ID != "" {
+			if s.messages == nil {
+				s.messages = map[string]backend.Usage{}
+			}
+			s.messages[ev.Message.ID] = backend.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+			s.track.SetUsage(s.streamed())
 		}
 	case "result":
 		s.result = ev.Result
 		s.isError = ev.IsError
 		s.errors = append(s.errors, ev.Errors...)
+		if ev.ModelUsageSinceLastResult != nil {
+			s.counted = s.counted.Add(resultUsage(ev.ModelUsageSinceLastResult))
+			s.reported = true
+			s.track.SetUsage(s.counted)
+		}
 	}
+}
+
+// streamed sums the usage of the responses printed so far (the main loop
+// and any subagents), each counted once.
+func (s *stream) streamed() backend.Usage {
+	var sum backend.Usage
+	for _, u := range s.messages {
+		sum = sum.Add(u)
+	}
+	return sum
+}
+
+// usage is the visit's usage: what its results counted, or, when the CLI
+// ended without one (stopped after ask_user), what its responses reported,
+// without a cost.
+func (s *stream) usage() backend.Usage {
+	if s.reported {
+		return s.counted
+	}
+	return s.streamed()
+}
+
+// resultUsage sums a result's per-model usage. Its cost is known when every
+// model was priced from a real price table; a model Claude Code does not
+// know is priced at a guess, which is not reported.
+func resultUsage(models map[string]modelUsage) backend.Usage {
+	sum := backend.Usage{CostKnown: true}
+	// In a fixed order, so that the float sum is the same every time.
+	for _, name := range slices.Sorted(maps.Keys(models)) {
+		m := models[name]
+		sum.InputTokens += m.InputTokens
+		sum.OutputTokens += m.OutputTokens
+		sum.CacheReadTokens += m.CacheReadInputTokens
+		sum.CacheWriteTokens += m.CacheCreationInputTokens
+		sum.CostUSD += m.CostUSD
+		if m.CostBasis != "list" && m.CostBasis != "managed" {
+			sum.CostKnown = false
+		}
+	}
+	if !sum.CostKnown {
+		sum.CostUSD = 0
+	}
+	return sum
 }
 
 func newPacker(env backend.Env) backend.SessionPacker {

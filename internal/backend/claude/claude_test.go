@@ -40,6 +40,7 @@ var suite = clitest.Suite{
 	AskUserTool:    claude.AskUserTool,
 	PendingPrefix:  "toolu_",
 	ReadOnlyDenial: "Permission to use",
+	Wire:           fakemodel.Anthropic,
 }
 
 func TestClaudeCode(t *testing.T) { clitest.Run(t, suite) }
@@ -96,4 +97,25 @@ func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
 				"the packer finds the session the CLI wrote for %q", env.Workdir)
 		})
 	}
+}
+
+// A model Claude Code has a list price for is priced, and the visit's cost
+// is known: the price of its own calls only, also on a resumed
+// conversation, whose running total the CLI carries on.
+func TestCostFromListPrice(t *testing.T) {
+	bin := clitest.Isolate(t)
+	fake := fakemodel.Start(t)
+	ex := claude.New(claude.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-sonnet-4-5",
+		Timeout: time.Minute, TempDir: t.TempDir()})
+	env := clitest.NewEnv(t)
+	first, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: env})
+	require.NoError(t, err)
+	// $3 per million input tokens, $15 output, $3.75 cache writes, $0.30 cache reads.
+	assert.Equal(t, backend.Usage{InputTokens: 20, OutputTokens: 8, CacheWriteTokens: 1000, CostKnown: true, CostUSD: first.Usage.CostUSD}, first.Usage)
+	assert.InDelta(t, (20*3+8*15+1000*3.75)/1e6, first.Usage.CostUSD, 1e-12)
+
+	second, err := ex.Execute(context.Background(), backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+	require.NoError(t, err)
+	assert.True(t, second.Usage.CostKnown)
+	assert.InDelta(t, (40*3+10*15+1000*0.30)/1e6, second.Usage.CostUSD, 1e-12)
 }

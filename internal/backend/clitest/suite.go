@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,6 +59,20 @@ type Suite struct {
 	// then (their names are in HiddenWhenReadOnly).
 	ReadOnlyDenial     string
 	HiddenWhenReadOnly []string
+	// Wire is the API the CLI speaks to the fake model, which decides how
+	// the model's usage reaches the CLI (see Expect).
+	Wire fakemodel.API
+}
+
+// Expect is the usage a CLI speaking wire reports for what the fake model
+// counted: the Messages API reports cache writes, the OpenAI APIs count
+// them as plain input. No suite's model has a price, so no cost is known.
+func Expect(wire fakemodel.API, u fakemodel.Usage) backend.Usage {
+	if wire == fakemodel.Anthropic {
+		return backend.Usage{InputTokens: int64(u.Input), OutputTokens: int64(u.Output),
+			CacheReadTokens: int64(u.CacheRead), CacheWriteTokens: int64(u.CacheWrite)}
+	}
+	return backend.Usage{InputTokens: int64(u.Input + u.CacheWrite), OutputTokens: int64(u.Output), CacheReadTokens: int64(u.CacheRead)}
 }
 
 func (s Suite) harness(t *testing.T) *Harness {
@@ -212,6 +227,8 @@ func Run(t *testing.T, s Suite) {
 		assert.Contains(t, ee.StderrTail, "400")
 		t.Logf("error: %v", err)
 	})
+	t.Run("UsageIsTheVisitsOwn", func(t *testing.T) { visitUsage(t, s) })
+	t.Run("ProgressWhileRunning", func(t *testing.T) { progress(t, s) })
 	t.Run("RoundTripAcrossRoots", func(t *testing.T) { roundTrip(t, s) })
 	t.Run("EditWritesAndEditsFiles", func(t *testing.T) { editFiles(t, s) })
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
@@ -366,4 +383,80 @@ func persistedCue(t *testing.T, s Suite) {
 
 	execute(t, b, backend.Request{Prompt: "second visit", Env: envC, Settings: edit})
 	assert.Equal(t, "v1\n", readFile(t, envC, "notes.txt"), "a fresh conversation is at turn 1")
+}
+
+// visitUsage: each visit reports exactly what the fake model counted for
+// its own requests, never the conversation's earlier visits, whether it
+// starts, resumes or forks the conversation.
+func visitUsage(t *testing.T, s Suite) {
+	h := s.harness(t)
+	env := NewEnv(t)
+	b := s.New(h)
+	visit := func(req backend.Request) backend.Result {
+		t.Helper()
+		h.Fake.Reset()
+		res := execute(t, b, req)
+		assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
+		return res
+	}
+	first := visit(backend.Request{Prompt: "alpha", Env: env})
+	// One request, which writes the conversation's system tokens to the cache.
+	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 20, Output: 8, CacheWrite: 1000}), first.Usage)
+	assert.False(t, first.Usage.CostKnown, "the fake model has no price")
+	assert.Zero(t, first.Usage.CostUSD)
+
+	second := visit(backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 40, Output: 10, CacheRead: 1000}), second.Usage)
+
+	forked := visit(backend.Request{Prompt: "gamma", SessionID: first.SessionID, Fork: true, Env: env})
+	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 60, Output: 12, CacheRead: 1000}), forked.Usage,
+		"a fork of the two-turn conversation counts only its own turn")
+
+	// A visit of several requests (tool calls) sums them.
+	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
+	h.Fake.Reset()
+	res := execute(t, b, backend.Request{Prompt: fileTask, Env: env, Settings: backend.Settings{Permissions: backend.PermissionEdit}})
+	turns := h.Fake.Turns()
+	require.Greater(t, len(turns), 2, "the file task takes a request per tool call")
+	assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
+}
+
+// progress: while the CLI runs, the executor reports what it does (its tool
+// calls, with the file they touch), the reply text and the tokens so far,
+// each report bounded.
+func progress(t *testing.T, s Suite) {
+	h := s.harness(t)
+	env := NewEnv(t)
+	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
+	var (
+		mu   sync.Mutex
+		seen []backend.Progress
+	)
+	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env, NodeID: "writer", Visit: 3,
+		Settings: backend.Settings{Permissions: backend.PermissionEdit},
+		Progress: func(p backend.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, p)
+		}})
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen)
+	var activities []string
+	for _, p := range seen {
+		assert.Equal(t, "writer", p.Node)
+		assert.Equal(t, 3, p.Visit)
+		assert.LessOrEqual(t, len(p.Activity), backend.MaxProgressActivity)
+		assert.LessOrEqual(t, len(p.Text), backend.MaxProgressText)
+		if len(activities) == 0 || activities[len(activities)-1] != p.Activity {
+			activities = append(activities, p.Activity)
+		}
+	}
+	t.Logf("activities: %q", activities)
+	assert.Contains(t, activities, "Write new.txt")
+	assert.Contains(t, activities, "Edit old.txt")
+	last := seen[len(seen)-1]
+	assert.GreaterOrEqual(t, last.ToolCalls, 2)
+	assert.Equal(t, backend.Tail(res.Text, backend.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
+	assert.Equal(t, res.Usage.Tokens(), last.Usage.Tokens(), "the tokens so far end at the visit's")
 }

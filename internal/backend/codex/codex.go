@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,7 +166,14 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, err
 	}
 	defer visit.Close()
-	var st stream
+	st := stream{track: cliexec.NewTracker(backend.Codex, req), ctx: ctx, env: req.Env}
+	if req.SessionID != "" {
+		// The CLI reports the thread's running total, which a resumed or
+		// forked thread carries on from this one's last count.
+		base := rollout{path: rolloutPath(ctx, req.Env, req.SessionID)}
+		base.read()
+		st.base = base.usage()
+	}
 	spec := e.cli.Spec(ctx, req, visit)
 	args, err := e.args(req, visit)
 	if err != nil {
@@ -183,6 +191,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	res.SessionID = st.threadID
 	res.Fingerprint = e.Fingerprint(req)
 	res.Text = st.text
+	res.Usage = st.usage()
 	pending := ""
 	if st.askUser && res.SessionID != "" {
 		pending = pendingCallID(ctx, req.Env, res.SessionID)
@@ -288,6 +297,15 @@ type stream struct {
 	failure   string
 	completed bool
 	askUser   bool
+
+	track *cliexec.Tracker
+	ctx   context.Context
+	env   backend.Env
+	// base is the thread's total before the visit; total the latest one,
+	// from turn.completed or else from the rollout the CLI writes.
+	base    backend.Usage
+	total   *tokenUsage
+	rollout rollout
 }
 
 type event struct {
@@ -298,11 +316,36 @@ type event struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Item struct {
-		Type   string `json:"type"`
-		Text   string `json:"text"`
-		Server string `json:"server"`
-		Tool   string `json:"tool"`
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Server  string `json:"server"`
+		Tool    string `json:"tool"`
+		Command string `json:"command"`
+		Query   string `json:"query"`
+		Changes []struct {
+			Path string `json:"path"`
+			Kind string `json:"kind"`
+		} `json:"changes"`
 	} `json:"item"`
+	Usage *tokenUsage `json:"usage"`
+}
+
+// tokenUsage is Codex's token count: input_tokens counts every input token,
+// the cached ones and those written to the cache included.
+type tokenUsage struct {
+	InputTokens           int64 `json:"input_tokens"`
+	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+}
+
+func (u tokenUsage) usage() backend.Usage {
+	return backend.Usage{
+		InputTokens:      max(u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens, 0),
+		OutputTokens:     u.OutputTokens,
+		CacheReadTokens:  u.CachedInputTokens,
+		CacheWriteTokens: u.CacheWriteInputTokens,
+	}
 }
 
 func (s *stream) line(b []byte) {
@@ -313,10 +356,13 @@ func (s *stream) line(b []byte) {
 	switch ev.Type {
 	case "thread.started":
 		s.threadID = ev.ThreadID
+	case "item.started":
+		s.started(ev)
 	case "item.completed":
 		switch ev.Item.Type {
 		case "agent_message":
 			s.text = ev.Item.Text
+			s.track.Say(ev.Item.Text)
 		case "mcp_tool_call":
 			if ev.Item.Server == askuser.ServerName && ev.Item.Tool == askuser.ToolName {
 				s.askUser = true
@@ -324,6 +370,10 @@ func (s *stream) line(b []byte) {
 		}
 	case "turn.completed":
 		s.completed = true
+		if ev.Usage != nil {
+			s.total = ev.Usage
+			s.track.SetUsage(s.total.usage().Sub(s.base))
+		}
 	case "turn.failed":
 		if ev.Error != nil {
 			s.failure = ev.Error.Message
@@ -331,15 +381,147 @@ func (s *stream) line(b []byte) {
 	case "error":
 		s.failure = ev.Message
 	}
+	s.follow()
+}
+
+// started records the tool call an item stands for.
+func (s *stream) started(ev event) {
+	it := ev.Item
+	switch it.Type {
+	case "command_execution":
+		s.track.ToolCall("Bash", shellCommand(it.Command))
+	case "file_change":
+		for _, c := range it.Changes {
+			verb := "Edit"
+			switch c.Kind {
+			case "add":
+				verb = "Write"
+			case "delete":
+				verb = "Delete"
+			}
+			s.track.ToolCall(verb, c.Path)
+		}
+	case "mcp_tool_call":
+		s.track.ToolCall(it.Server+"."+it.Tool, "")
+	case "web_search":
+		s.track.ToolCall("WebSearch", it.Query)
+	}
+}
+
+// follow reads the token counts the CLI wrote to the thread's rollout since
+// the last line, so that the visit's tokens show while it runs.
+func (s *stream) follow() {
+	if s.threadID == "" || s.total != nil {
+		return
+	}
+	if s.rollout.path == "" {
+		if s.rollout.path = rolloutPath(s.ctx, s.env, s.threadID); s.rollout.path == "" {
+			return
+		}
+	}
+	if s.rollout.read() {
+		s.track.SetUsage(s.rollout.usage().Sub(s.base))
+	}
+}
+
+// usage is the visit's usage: the thread's total when the visit ended (from
+// turn.completed, or from the rollout when the CLI was stopped before it)
+// less its total before the visit. Codex reports no cost.
+func (s *stream) usage() backend.Usage {
+	if s.total != nil {
+		return s.total.usage().Sub(s.base)
+	}
+	s.follow()
+	return s.rollout.usage().Sub(s.base)
+}
+
+// shellCommand is the command inside Codex's shell wrapper
+// (`/bin/bash -lc 'go test ./...'`).
+func shellCommand(cmd string) string {
+	for _, sh := range []string{"/bin/bash -lc ", "bash -lc ", "/bin/sh -c ", "sh -c ", "/bin/zsh -lc ", "zsh -lc "} {
+		if rest, ok := strings.CutPrefix(cmd, sh); ok {
+			if len(rest) >= 2 && (rest[0] == '\'' || rest[0] == '"') && rest[len(rest)-1] == rest[0] {
+				rest = rest[1 : len(rest)-1]
+			}
+			return rest
+		}
+	}
+	return cmd
+}
+
+// rollout follows the token counts in a thread's rollout file: `codex exec
+// --json` prints usage only when the turn completes.
+type rollout struct {
+	path  string
+	off   int64
+	total *tokenUsage
+}
+
+// read takes in the whole lines appended since the last read and reports
+// whether they held a new token count.
+func (r *rollout) read() bool {
+	if r.path == "" {
+		return false
+	}
+	f, err := os.Open(r.path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(r.off, io.SeekStart); err != nil {
+		return false
+	}
+	data, err := io.ReadAll(f)
+	end := bytes.LastIndexByte(data, '\n')
+	if err != nil || end < 0 {
+		return false
+	}
+	r.off += int64(end + 1)
+	changed := false
+	for _, line := range bytes.Split(data[:end], []byte{'\n'}) {
+		if !bytes.Contains(line, []byte(`"token_count"`)) {
+			continue
+		}
+		var rec struct {
+			Payload struct {
+				Type string `json:"type"`
+				Info *struct {
+					Total tokenUsage `json:"total_token_usage"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Payload.Type == "token_count" && rec.Payload.Info != nil {
+			t := rec.Payload.Info.Total
+			r.total, changed = &t, true
+		}
+	}
+	return changed
+}
+
+// usage is the latest total read (zero before any).
+func (r *rollout) usage() backend.Usage {
+	if r.total == nil {
+		return backend.Usage{}
+	}
+	return r.total.usage()
+}
+
+// rolloutPath is the rollout file of a thread in env, or "" when there is
+// none; the packer's path code finds it, as it does for HasSession.
+func rolloutPath(ctx context.Context, env backend.Env, threadID string) string {
+	path, err := packer.NewCodex(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
+	if err != nil {
+		return ""
+	}
+	return path
 }
 
 // pendingCallID finds the call_id of the session's last ask_user call in its
 // rollout: Codex passes no tool-use id to MCP servers and its --json items
 // carry their own ids, so the rollout is the one place that has it.
 func pendingCallID(ctx context.Context, env backend.Env, sessionID string) string {
-	// The packer's path code finds the rollout, as it does for HasSession.
-	path, err := packer.NewCodex(env, packer.DefaultLimits()).SessionFile(ctx, sessionID)
-	if err != nil {
+	path := rolloutPath(ctx, env, sessionID)
+	if path == "" {
 		return ""
 	}
 	f, err := os.Open(path)

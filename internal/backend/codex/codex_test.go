@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 var suite = clitest.Suite{
@@ -35,6 +36,7 @@ var suite = clitest.Suite{
 	AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
 	PendingPrefix:  "call_",
 	ReadOnlyDenial: "blocked by read-only sandbox",
+	Wire:           fakemodel.Responses,
 }
 
 func TestCodex(t *testing.T) { clitest.Run(t, suite) }

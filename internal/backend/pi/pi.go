@@ -56,6 +56,9 @@ type Options struct {
 	API string
 	// Compat is the provider's compat block in models.json, if any.
 	Compat map[string]any
+	// Cost is the price of the model at BaseURL, so that pi reports what a
+	// visit cost; nil leaves its cost unknown.
+	Cost *Cost
 	// Provider is the built-in provider used when BaseURL is empty.
 	Provider string
 	// APIKey is the key itself; when empty it is read from the worker's
@@ -84,6 +87,12 @@ type Options struct {
 	// (see cliexec.Environ).
 	PassEnv []string
 	TempDir string
+}
+
+// Cost is a model's price in USD per million tokens, as pi's models.json
+// takes it.
+type Cost struct {
+	Input, Output, CacheRead, CacheWrite float64
 }
 
 // Executor runs pi visits.
@@ -231,7 +240,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, fmt.Errorf("pi: %w", err)
 	}
 
-	var st stream
+	st := stream{track: cliexec.NewTracker(backend.Pi, req)}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(req, agentDir), st.line
 	out, runErr := cliexec.Run(ctx, spec)
@@ -250,6 +259,14 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	res.SessionID = st.sessionID
 	res.Fingerprint = e.Fingerprint(req)
 	res.Text = st.text
+	res.Usage = st.usage
+	// pi prices every call from the model's rates: its own table for a
+	// built-in provider, the executor's Cost for one it defines. A model
+	// defined without rates costs 0, which is not a price.
+	res.Usage.CostKnown = e.opts.BaseURL == "" || e.opts.Cost != nil
+	if !res.Usage.CostKnown {
+		res.Usage.CostUSD = 0
+	}
 	res.Structured = cliexec.Structured(res.Text)
 	if e.opts.AskUser {
 		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
@@ -291,6 +308,10 @@ func (e *Executor) writeModels(visit *cliexec.Visit) error {
 	}
 	if e.opts.Compat != nil {
 		prov["compat"] = e.opts.Compat
+	}
+	if c := e.opts.Cost; c != nil {
+		model := prov["models"].([]any)[0].(map[string]any)
+		model["cost"] = map[string]float64{"input": c.Input, "output": c.Output, "cacheRead": c.CacheRead, "cacheWrite": c.CacheWrite}
 	}
 	b, err := json.MarshalIndent(map[string]any{"providers": map[string]any{ProviderID: prov}}, "", "  ")
 	if err != nil {
@@ -385,6 +406,12 @@ type stream struct {
 	text         string
 	stopReason   string
 	errorMessage string
+
+	track *cliexec.Tracker
+	// live is the tail of the text block being streamed.
+	live string
+	// usage sums the usage of the visit's assistant messages.
+	usage backend.Usage
 }
 
 type event struct {
@@ -396,9 +423,30 @@ type event struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
-		StopReason   string `json:"stopReason"`
-		ErrorMessage string `json:"errorMessage"`
+		StopReason   string        `json:"stopReason"`
+		ErrorMessage string        `json:"errorMessage"`
+		Usage        *messageUsage `json:"usage"`
 	} `json:"message"`
+	// AssistantMessageEvent is the streamed change of a message_update.
+	AssistantMessageEvent struct {
+		Type  string `json:"type"`
+		Delta string `json:"delta"`
+	} `json:"assistantMessageEvent"`
+	// ToolName and Args describe a tool_execution_start.
+	ToolName string         `json:"toolName"`
+	Args     map[string]any `json:"args"`
+}
+
+// messageUsage is pi's usage of one assistant message: input excludes the
+// cache reads and writes, and cost is priced from the model's rates.
+type messageUsage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+	Cost       struct {
+		Total float64 `json:"total"`
+	} `json:"cost"`
 }
 
 func (s *stream) line(b []byte) {
@@ -411,6 +459,16 @@ func (s *stream) line(b []byte) {
 		if s.sessionID == "" {
 			s.sessionID = ev.ID
 		}
+	case "message_update":
+		switch ev.AssistantMessageEvent.Type {
+		case "text_start":
+			s.live = ""
+		case "text_delta":
+			s.live = backend.Tail(s.live+ev.AssistantMessageEvent.Delta, backend.MaxProgressText)
+			s.track.Say(s.live)
+		}
+	case "tool_execution_start":
+		s.track.ToolCall(toolTitle(ev.ToolName), cliexec.MainArg(ev.Args))
 	case "message_end":
 		if ev.Message.Role != "assistant" {
 			return
@@ -422,8 +480,26 @@ func (s *stream) line(b []byte) {
 			}
 		}
 		s.text = strings.Join(parts, "")
+		s.track.Say(s.text)
 		s.stopReason, s.errorMessage = ev.Message.StopReason, ev.Message.ErrorMessage
+		if u := ev.Message.Usage; u != nil {
+			s.usage.InputTokens += u.Input
+			s.usage.OutputTokens += u.Output
+			s.usage.CacheReadTokens += u.CacheRead
+			s.usage.CacheWriteTokens += u.CacheWrite
+			s.usage.CostUSD += u.Cost.Total
+			s.track.SetUsage(s.usage)
+		}
 	}
+}
+
+// toolTitle capitalises pi's tool names ("edit" → "Edit"), as the other
+// CLIs spell theirs.
+func toolTitle(name string) string {
+	if name == "" {
+		return name
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
 }
 
 func newPacker(env backend.Env) backend.SessionPacker {

@@ -1,15 +1,18 @@
 package pi_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/pi"
+	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 var suite = clitest.Suite{
@@ -32,6 +35,7 @@ var suite = clitest.Suite{
 	},
 	MissingID:          "01a22c71-0000-7000-8000-000000000000",
 	HiddenWhenReadOnly: []string{"write", "edit", "bash"},
+	Wire:               fakemodel.Chat,
 }
 
 func TestPi(t *testing.T) { clitest.Run(t, suite) }
@@ -42,4 +46,24 @@ func TestFingerprint(t *testing.T) {
 	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
 	assert.NotEqual(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1"}).Fingerprint(backend.Request{}))
 	assert.NotEqual(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true, Tools: []string{}}).Fingerprint(backend.Request{}))
+}
+
+// With the model's price given, pi prices every call and the visit's cost
+// is known: the sum over its calls at those rates.
+func TestCostFromConfiguredPrice(t *testing.T) {
+	bin := clitest.Isolate(t)
+	fake := fakemodel.Start(t)
+	ex := pi.New(pi.Options{BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: "k", Model: "fake-pi-1",
+		Cost: &pi.Cost{Input: 2, Output: 8, CacheRead: 0.5}, Timeout: time.Minute, TempDir: t.TempDir()})
+	env := clitest.NewEnv(t)
+	first, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: env})
+	require.NoError(t, err)
+	assert.True(t, first.Usage.CostKnown)
+	assert.InDelta(t, (1020*2+8*8)/1e6, first.Usage.CostUSD, 1e-12)
+
+	second, err := ex.Execute(context.Background(), backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), second.Usage.CacheReadTokens)
+	assert.True(t, second.Usage.CostKnown)
+	assert.InDelta(t, (40*2+10*8+1000*0.5)/1e6, second.Usage.CostUSD, 1e-12, "only the second visit's calls")
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/oklog/ulid/v2"
 
@@ -114,7 +115,19 @@ func (b *Backend) Execute(ctx context.Context, req backend.Request) (backend.Res
 		return res, err
 	}
 	res.Text, res.Structured, res.NeedsInteraction = out.Text, out.Structured, out.NeedsInteraction
+	res.Usage = Usage(t.prompt, out.Text)
+	if req.Progress != nil {
+		req.Progress(backend.Progress{Node: req.NodeID, Visit: req.Visit, Backend: backend.Scripted,
+			Text: backend.Tail(strings.TrimSpace(out.Text), backend.MaxProgressText), Usage: res.Usage}.Bound())
+	}
 	return res, nil
+}
+
+// Usage is what the scripted agent reports a turn cost: a token per word
+// of the prompt in, a token per word of the reply out, and a known cost of
+// nothing, so that dry runs exercise usage accounting and budgets.
+func Usage(prompt, reply string) backend.Usage {
+	return backend.Usage{InputTokens: int64(len(strings.Fields(prompt))), OutputTokens: int64(len(strings.Fields(reply))), CostKnown: true}
 }
 
 // open returns the session the visit runs in and its earlier turns.

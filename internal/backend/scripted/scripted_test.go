@@ -332,3 +332,22 @@ func TestNoSessionErrorWording(t *testing.T) {
 	assert.True(t, errors.Is(err, backend.ErrNoSession))
 	assert.True(t, strings.HasPrefix(err.Error(), "backend: no such session sc-gone under "), err.Error())
 }
+
+// The scripted agent counts a token per word, prompt in and reply out, at a
+// known cost of nothing, also on the turn that asks, and reports it as the
+// visit's progress too.
+func TestUsageCountsWords(t *testing.T) {
+	b := New(Options{})
+	e := env(t)
+	var got []backend.Progress
+	res := run(t, b, backend.Request{Prompt: "write the tests", NodeID: "writer", Visit: 2, Env: e,
+		Progress: func(p backend.Progress) { got = append(got, p) }})
+	assert.Equal(t, "turn 1: write the tests", res.Text)
+	assert.Equal(t, backend.Usage{InputTokens: 3, OutputTokens: 5, CostKnown: true}, res.Usage)
+	require.Len(t, got, 1)
+	assert.Equal(t, backend.Progress{Node: "writer", Visit: 2, Backend: backend.Scripted, Text: res.Text, Usage: res.Usage}, got[0])
+
+	asked := run(t, b, backend.Request{Prompt: "go", Script: []string{"ASK: which file?"}, Env: e})
+	require.NotNil(t, asked.NeedsInteraction)
+	assert.Equal(t, backend.Usage{InputTokens: 1, OutputTokens: 3, CostKnown: true}, asked.Usage)
+}

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/workflows"
+)
+
+// visitActivities are the activity types that run an agent visit and
+// heartbeat its progress: Visit, and ExecuteNode in runs recorded before
+// one-trip visits.
+var visitActivities = []string{"Visit", "ExecuteNode"}
+
+// runningVisits is the progress of the run's visits in flight, as their
+// activities last heartbeated it, ordered by node and visit. A visit that
+// has reported nothing yet is left out.
+func (a *app) runningVisits(ctx context.Context, id string) ([]backend.Progress, error) {
+	c, err := a.temporal()
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.DescribeWorkflow(ctx, id, "")
+	if err != nil {
+		return nil, err
+	}
+	dc := converter.GetDefaultDataConverter()
+	var out []backend.Progress
+	for _, pa := range d.RawResponse.GetPendingActivities() {
+		if !slices.Contains(visitActivities, pa.GetActivityType().GetName()) {
+			continue
+		}
+		payloads := pa.GetHeartbeatDetails().GetPayloads()
+		if len(payloads) == 0 {
+			continue
+		}
+		var p backend.Progress
+		// Other heartbeats (a store retry's note) are not progress.
+		if dc.FromPayload(payloads[0], &p) != nil || p.Node == "" {
+			continue
+		}
+		out = append(out, p.Bound())
+	}
+	slices.SortFunc(out, func(x, y backend.Progress) int {
+		if c := strings.Compare(x.Node, y.Node); c != 0 {
+			return c
+		}
+		return x.Visit - y.Visit
+	})
+	return out, nil
+}
+
+// progressLine is how a running visit shows:
+// `writer visit 3 · Edit main.go · 12.4k tokens · 38 s`.
+func progressLine(p backend.Progress) string {
+	parts := []string{progressKey(p)}
+	if p.Elapsed > 0 {
+		parts = append(parts, duration(p.Elapsed))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// progressKey is the progress line without the elapsed time: what must
+// change for `--follow` to print the visit's progress again.
+func progressKey(p backend.Progress) string {
+	parts := []string{fmt.Sprintf("%s visit %d", p.Node, p.Visit)}
+	switch {
+	case p.Activity != "":
+		parts = append(parts, p.Activity)
+	case p.Text != "":
+		parts = append(parts, fmt.Sprintf("%q", backend.Tail(oneLine(p.Text), 60)))
+	default:
+		parts = append(parts, "thinking")
+	}
+	if n := p.Usage.Tokens(); n > 0 {
+		parts = append(parts, tokens(n))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// tokens is a token count as a person reads it: 950 tokens, 12.4k tokens,
+// 1.2M tokens.
+func tokens(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d tokens", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk tokens", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1fM tokens", float64(n)/1e6)
+	}
+}
+
+// duration is an elapsed time to the second: 38 s, 4 min 5 s, 1 h 2 min.
+func duration(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%d s", s)
+	case s < 3600:
+		return fmt.Sprintf("%d min %d s", s/60, s%60)
+	default:
+		return fmt.Sprintf("%d h %d min", s/3600, s%3600/60)
+	}
+}
+
+// usageText is a visit's usage in brief: 12.4k tokens, $0.0123; the cost
+// shows only when the CLI priced the visit.
+func usageText(u backend.Usage) string {
+	s := tokens(u.Tokens())
+	if u.CostKnown {
+		s += fmt.Sprintf(", $%.4f", u.CostUSD)
+	}
+	return s
+}
+
+// usageDetail is a visit's usage in full.
+func usageDetail(u backend.Usage) string {
+	cost := "cost unknown"
+	if u.CostKnown {
+		cost = fmt.Sprintf("$%.4f", u.CostUSD)
+	}
+	return fmt.Sprintf("%s (in %d, out %d, cache read %d, cache write %d), %s",
+		tokens(u.Tokens()), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, cost)
+}
+
+// outputUsage is the usage an agent visit's output carries, if any.
+func outputUsage(out map[string]any) (backend.Usage, bool) {
+	raw, ok := out[backend.UsageKey]
+	if !ok {
+		return backend.Usage{}, false
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return backend.Usage{}, false
+	}
+	var u backend.Usage
+	if json.Unmarshal(b, &u) != nil || u.IsZero() {
+		return backend.Usage{}, false
+	}
+	return u, true
+}
+
+// stepUsage is the usage of a step that a state shows: the node's output is
+// that visit's only while the step is the node's latest visit and it
+// succeeded.
+func stepUsage(st *workflows.State, node string, visit int, status string) (backend.Usage, bool) {
+	if st == nil || status != "ok" || st.Visits[node] != visit {
+		return backend.Usage{}, false
+	}
+	return outputUsage(st.Outputs[node])
+}
+
+// nodeUsages describes what each agent node's latest visit cost, as its
+// output reports it: "writer visit 3: 12.4k tokens (in …), $0.0123".
+func nodeUsages(st *workflows.State) []string {
+	var out []string
+	for _, node := range slices.Sorted(maps.Keys(st.Outputs)) {
+		if u, ok := outputUsage(st.Outputs[node]); ok {
+			out = append(out, fmt.Sprintf("%s visit %d: %s", node, st.Visits[node], usageDetail(u)))
+		}
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/workflows"
+)
+
+func TestProgressLine(t *testing.T) {
+	p := backend.Progress{Node: "writer", Visit: 3, Activity: "Edit main.go",
+		Usage: backend.Usage{InputTokens: 12000, OutputTokens: 400}, Elapsed: 38400 * time.Millisecond}
+	assert.Equal(t, "writer visit 3 · Edit main.go · 12.4k tokens · 38 s", progressLine(p))
+	assert.Equal(t, "writer visit 3 · Edit main.go · 12.4k tokens", progressKey(p), "the key leaves the clock out")
+	p.Activity, p.Text = "", "first line\nand the   second"
+	assert.Equal(t, `writer visit 3 · "first line and the second" · 12.4k tokens · 38 s`, progressLine(p))
+	assert.Equal(t, "judge visit 1 · thinking", progressLine(backend.Progress{Node: "judge", Visit: 1}))
+}
+
+func TestHumanUnits(t *testing.T) {
+	assert.Equal(t, "950 tokens", tokens(950))
+	assert.Equal(t, "1.0k tokens", tokens(1000))
+	assert.Equal(t, "2.5M tokens", tokens(2_500_000))
+	assert.Equal(t, "0 s", duration(0))
+	assert.Equal(t, "4 min 5 s", duration(245*time.Second))
+	assert.Equal(t, "1 h 2 min", duration(3725*time.Second))
+	assert.Equal(t, "1.2k tokens, $0.0123", usageText(backend.Usage{InputTokens: 1200, CostUSD: 0.0123, CostKnown: true}))
+	assert.Equal(t, "1.2k tokens", usageText(backend.Usage{InputTokens: 1200}))
+}
+
+// A step shows its usage only from the output that is really its own.
+func TestStepUsage(t *testing.T) {
+	st := &workflows.State{
+		Visits: map[string]int{"writer": 2},
+		Outputs: map[string]map[string]any{"writer": {"text": "x", backend.UsageKey: map[string]any{
+			"input_tokens": 10.0, "output_tokens": 5.0, "cost_usd": 0.5, "cost_known": true}}},
+	}
+	u, ok := stepUsage(st, "writer", 2, "ok")
+	assert.True(t, ok)
+	assert.Equal(t, backend.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5, CostKnown: true}, u)
+	_, ok = stepUsage(st, "writer", 1, "ok")
+	assert.False(t, ok, "an earlier visit's step")
+	_, ok = stepUsage(st, "writer", 2, "failed")
+	assert.False(t, ok, "a failed visit left the output as it was")
+	assert.Equal(t, []string{"writer visit 2: 15 tokens (in 10, out 5, cache read 0, cache write 0), $0.5000"}, nodeUsages(st))
+}
