@@ -351,6 +351,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	}
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
+		Usage: res.Usage,
 	}
 
 	key := r.packTo

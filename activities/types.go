@@ -70,6 +70,8 @@ type ExecuteResult struct {
 	PackError  string `json:"pack_error,omitempty"`
 	// PackedTo is the key the session went to (PackTo or PauseTo).
 	PackedTo string `json:"packed_to,omitempty"`
+	// Usage is what this visit cost, as the CLI reported it.
+	Usage backend.Usage `json:"usage,omitzero"`
 }
 
 // RestoreRequest asks a worker to make a session live in its root: unpack a

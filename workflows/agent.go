@@ -59,6 +59,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		if err != nil {
 			return visitResult{}, err
 		}
+		r.addUsage(node.ID, res.Usage)
 		r.takeWorkspace(res, sc)
 		if len(res.Questions) > 0 {
 			if answer, err = r.pauseOnQuestion(ctx, node, cur, visitNo, res, sc); err != nil {

@@ -100,7 +100,8 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 		turn = "ANSWER:" + req.Answer.Text
 	}
 	disk[id] = append(disk[id], turn)
-	res := backend.Result{SessionID: id, Fingerprint: f.Fingerprint(req)}
+	// Every visit costs 100 tokens and a cent.
+	res := backend.Result{SessionID: id, Fingerprint: f.Fingerprint(req), Usage: backend.Usage{InputTokens: 90, OutputTokens: 10, CostUSD: 0.01, CostKnown: true}}
 	if strings.Contains(req.Prompt, "FAIL") {
 		return backend.Result{}, fmt.Errorf("%w: asked to fail", backend.ErrScript)
 	}

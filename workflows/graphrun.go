@@ -349,6 +349,10 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if ws := cp.Workspace; ws != nil {
 		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits}
 	}
+	if len(cp.Usage) > 0 {
+		s.Usage = maps.Clone(cp.Usage)
+		s.TotalUsage = runUsage(cp)
+	}
 	for _, id := range sortedKeys(cp.Outputs) {
 		s.Outputs[id] = cp.Outputs[id]
 	}

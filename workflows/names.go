@@ -35,6 +35,10 @@ const (
 	ErrTypeGraph = "InvalidGraph"
 	// ErrTypeWorkspace is a workspace the run cannot start from.
 	ErrTypeWorkspace = "WorkspaceFailed"
+	// ErrTypeBudget is a run stopped because it spent a budget; like
+	// ErrTypeResumable, its details carry the checkpoint to resume from,
+	// once the budget is raised (`tether resume --max-tokens/--max-cost-usd`).
+	ErrTypeBudget = "BudgetExceeded"
 )
 
 // RunWorkflowID returns the workflow ID of a run: the run ID itself, so that
@@ -66,4 +70,8 @@ const (
 	// activity first (workspace-import.json).
 	changeWorkspaceImport  = "workspace-import"
 	versionWorkspaceImport = 1
+	// changeBudgets: a run whose spending crosses a budget of the graph
+	// stops resumably (budget-stop.json).
+	changeBudgets  = "budgets"
+	versionBudgets = 1
 )

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -508,4 +509,38 @@ func (s *GraphRunSuite) TestChangedSettingsStartAFreshConversation() {
 	}
 	s.Require().NotNil(snap)
 	s.Contains(snap[activities.SessionNoteKey], "settings changed")
+}
+
+// A run stops resumably once its spending crosses a budget, after the
+// checkpoint of the visit that crossed it; resumed with a raised budget,
+// it goes on from the next node, and the sums carry on.
+func (s *GraphRunSuite) TestBudgetStopThenResume() {
+	g := s.parse(strings.Replace(persistLoop, "start: writer\n", "start: writer\nbudget: {max_tokens: 250}\n", 1))
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: g})
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
+	s.Equal(ErrTypeBudget, appErr.Type())
+	s.Contains(appErr.Error(), "the run's budget is spent: 300 tokens used, max_tokens is 250")
+	var cp runstore.Checkpoint
+	s.Require().NoError(appErr.Details(&cp))
+	s.Equal(runstore.StatusFailedResumable, cp.Status)
+	s.Equal(int64(200), cp.Usage["writer"].Tokens(), "two writer visits")
+	s.Equal(int64(100), cp.Usage["judge"].Tokens())
+	s.InDelta(0.03, runUsage(&cp).CostUSD, 1e-9)
+	s.Require().Len(cp.Cursor, 1)
+	s.Equal("judge", cp.Cursor[0].Node, "the stop came after the writer's second visit was committed")
+	stored := s.latest()
+	s.Equal(runstore.StatusFailedResumable, stored.Status, "the run store records the stop")
+
+	// Resume with a raised budget.
+	cp.Graph.Budget = &graph.Budget{MaxTokens: 10_000}
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
+	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	s.Require().NoError(env.GetWorkflowError())
+	var res GraphRunResult
+	s.Require().NoError(env.GetWorkflowResult(&res))
+	s.Equal(int64(600), res.Usage.Tokens(), "three writer and three judge visits in all")
+	s.Equal(3, len(s.writerCalls()))
 }

@@ -72,12 +72,18 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			return nil, r.failResumable(ctx, cur, err)
 		}
 		r.deleteBlobs(ctx, v.deleteAfterCommit)
+		if err := r.stopIfOverBudget(ctx); err != nil {
+			return nil, err
+		}
 		if len(next) > 1 || node.Fanout == graph.FanoutAll {
 			join, err := r.fanout(ctx, next)
 			if err != nil {
 				return nil, r.fail(ctx, err)
 			}
 			r.cp.Cursor = []runstore.Cursor{join}
+			if err := r.stopIfOverBudget(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
@@ -329,6 +335,7 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 		Output:  queryValue(cur.Input),
 		Path:    r.cp.Path,
 		Visits:  r.cp.PathTotal,
+		Usage:   runUsage(r.cp),
 	}, nil
 }
 
@@ -337,7 +344,7 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 // error to fail the workflow with.
 func (r *runImpl) fail(ctx workflow.Context, err error) error {
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Type() == ErrTypeResumable {
+	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeResumable || appErr.Type() == ErrTypeBudget) {
 		return err
 	}
 	if temporal.IsCanceledError(err) {

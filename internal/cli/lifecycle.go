@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
@@ -65,13 +66,17 @@ func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Che
 	}
 	werr := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
 	var appErr *temporal.ApplicationError
-	if errors.As(werr, &appErr) && appErr.Type() == workflows.ErrTypeResumable && appErr.HasDetails() {
+	if errors.As(werr, &appErr) && (appErr.Type() == workflows.ErrTypeResumable || appErr.Type() == workflows.ErrTypeBudget) && appErr.HasDetails() {
 		var cp runstore.Checkpoint
 		if err := appErr.Details(&cp); err == nil {
 			if latest != nil && latest.Seq > cp.Seq {
 				cp.Seq = latest.Seq
 			}
-			return &cp, "the fail-stop's own checkpoint", nil
+			from := "the fail-stop's own checkpoint"
+			if appErr.Type() == workflows.ErrTypeBudget {
+				from = "the checkpoint of its budget stop"
+			}
+			return &cp, from, nil
 		}
 	}
 	if latest == nil {
@@ -84,7 +89,12 @@ func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Che
 }
 
 func (a *app) resumeCmd() *cobra.Command {
-	var follow bool
+	var (
+		follow    bool
+		maxTokens int64
+		maxCost   float64
+		onNode    string
+	)
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a failed run from its checkpoint in a new execution",
@@ -99,6 +109,9 @@ func (a *app) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := raiseBudget(cp, onNode, maxTokens, maxCost); err != nil {
+				return err
+			}
 			cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}
 			if err := a.start(ctx, id, cp); err != nil {
 				return err
@@ -111,7 +124,45 @@ func (a *app) resumeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
+	cmd.Flags().Int64Var(&maxTokens, "max-tokens", 0, "set the run's max_tokens budget (with --node, that node's) before resuming")
+	cmd.Flags().Float64Var(&maxCost, "max-cost-usd", 0, "set the run's max_cost_usd budget (with --node, that node's) before resuming")
+	cmd.Flags().StringVar(&onNode, "node", "", "with --max-tokens or --max-cost-usd: the node whose budget to set")
 	return cmd
+}
+
+// raiseBudget sets the budget a resumed run continues under: the run's,
+// or with node that node's. A budget stop tells which one was spent.
+func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float64) error {
+	if tokens < 0 || cost < 0 {
+		return usageErr("--max-tokens and --max-cost-usd take positive numbers")
+	}
+	if tokens == 0 && cost == 0 {
+		if node != "" {
+			return usageErr("--node needs --max-tokens or --max-cost-usd")
+		}
+		return nil
+	}
+	b := &cp.Graph.Budget
+	if node != "" {
+		n, ok := cp.Graph.Node(node)
+		if !ok {
+			return usageErr("--node %s: the run's graph has no such node", node)
+		}
+		b = &n.Budget
+	}
+	if *b == nil {
+		*b = &graph.Budget{}
+	} else {
+		c := **b
+		*b = &c
+	}
+	if tokens > 0 {
+		(*b).MaxTokens = tokens
+	}
+	if cost > 0 {
+		(*b).MaxCostUSD = cost
+	}
+	return nil
 }
 
 func (a *app) rewindCmd() *cobra.Command {

@@ -161,10 +161,19 @@ func stepUsage(st *workflows.State, node string, visit int, status string) (back
 	return outputUsage(st.Outputs[node])
 }
 
-// nodeUsages describes what each agent node's latest visit cost, as its
-// output reports it: "writer visit 3: 12.4k tokens (in …), $0.0123".
+// nodeUsages describes what the run cost: in all, then each agent node's
+// visits together ("writer (3 visits): 12.4k tokens (in …), $0.0123").
+// A run recorded before usage was summed shows each node's latest visit,
+// as its output reports it.
 func nodeUsages(st *workflows.State) []string {
 	var out []string
+	if len(st.Usage) > 0 {
+		out = append(out, "run: "+usageDetail(st.TotalUsage))
+		for _, node := range slices.Sorted(maps.Keys(st.Usage)) {
+			out = append(out, fmt.Sprintf("%s (%d visits): %s", node, st.Visits[node], usageDetail(st.Usage[node])))
+		}
+		return out
+	}
 	for _, node := range slices.Sorted(maps.Keys(st.Outputs)) {
 		if u, ok := outputUsage(st.Outputs[node]); ok {
 			out = append(out, fmt.Sprintf("%s visit %d: %s", node, st.Visits[node], usageDetail(u)))

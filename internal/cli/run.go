@@ -302,7 +302,9 @@ func (a *app) printStep(node string, visit int, status string, ms int64, detail 
 func (a *app) finish(id string, result *workflows.GraphRunResult, err error) error {
 	if err != nil {
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeResumable {
+		if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeBudget {
+			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Error())
+		} else if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeResumable {
 			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, appErr.Error(), id)
 		} else {
 			fmt.Fprintf(a.out, "run %s failed: %v\n", id, err)
@@ -314,6 +316,9 @@ func (a *app) finish(id string, result *workflows.GraphRunResult, err error) err
 		path = append(path, s.Node)
 	}
 	fmt.Fprintf(a.out, "run %s completed at %s after %d visits\n", id, result.EndNode, result.Visits)
+	if !result.Usage.IsZero() {
+		fmt.Fprintf(a.out, "  usage: %s\n", usageDetail(result.Usage))
+	}
 	fmt.Fprintf(a.out, "  path: %s\n", strings.Join(path, " → "))
 	fmt.Fprintf(a.out, "  web ui: %s\n", a.cfg.RunURL(id))
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 )
 
@@ -71,6 +72,9 @@ type Checkpoint struct {
 	// Lineage names the run and sequence this run was forked or rewound
 	// from.
 	Lineage *Lineage `json:"lineage,omitempty"`
+	// Usage sums what each agent node's visits cost, as the CLIs reported
+	// it; budgets are checked against it.
+	Usage map[string]backend.Usage `json:"usage,omitempty"`
 	// Workspace is the run's working directory as of this checkpoint: the
 	// snapshot commit and the packs that hold it. Nil for a run that has
 	// never had a workspace (every run before workspaces existed).

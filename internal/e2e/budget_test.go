@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/cli"
+)
+
+const budgetLoop = `
+name: budget-loop
+start: writer
+budget: {max_tokens: 40}
+nodes:
+  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "draft number {{.visit}} please", script: ["turn {{.Turn}}: a draft of some words"]}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: done, when: 'visits >= 5'}
+  - {from: writer, to: writer}
+`
+
+// TestBudgetStopAndResume: a run spends its token budget and stops
+// resumably, with the reason and the usage in tether status; resumed with
+// a raised budget, it finishes, and the usage goes on adding up.
+func TestBudgetStopAndResume(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	file := filepath.Join(t.TempDir(), "budget.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(budgetLoop), 0o644))
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+
+	code, out := tetherCode(t, "run", file, "--id", "budget", "--follow")
+	require.Equal(t, cli.ExitFailed, code, out)
+	assert.Contains(t, out, "the run's budget is spent")
+	assert.Contains(t, out, "tether resume budget --max-tokens N")
+	h.recordHistory("budget-stop", "budget")
+
+	status := h.tether(t, dir, "status", "budget")
+	assert.Contains(t, status, "status:     failed_resumable")
+	assert.Contains(t, status, "usage:      run: ")
+	assert.Contains(t, status, "usage:      writer (")
+
+	out = h.tether(t, dir, "resume", "budget", "--max-tokens", "100000", "--follow")
+	assert.Contains(t, out, "resumed from the checkpoint of its budget stop")
+	assert.Contains(t, out, "completed at done after")
+	st := h.state("budget")
+	assert.Equal(t, 5, st.Visits["writer"])
+	assert.Greater(t, st.TotalUsage.Tokens(), int64(40))
+}
