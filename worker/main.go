@@ -61,7 +61,7 @@ func run() error {
 	// Runs last, after the workers stopped: their last spans are sent.
 	defer flush(tel, logger)
 
-	blobs, err := blob.Open(ctx, cfg.BlobURL, blob.WithRetryPolicy(blob.RetryPolicy{OnRetry: activities.HeartbeatOnRetry}))
+	blobs, err := blob.Open(ctx, cfg.BlobURL, cfg.StoreOptions(0, activities.HeartbeatOnRetry)...)
 	if err != nil {
 		return fmt.Errorf("open blob store (TETHER_BLOB_URL): %w", err)
 	}

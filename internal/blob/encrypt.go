@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"strings"
 )
 
-// KeyEnv names the environment variable holding the master key.
+// KeyEnv names the environment variable that holds the master key (read
+// by internal/config, which passes it to Open as WithEncryptionKey).
 const KeyEnv = "TETHER_BLOB_KEY"
 
 // ErrDecrypt reports an encrypted blob that cannot be opened: a different
@@ -61,19 +61,6 @@ func ParseKey(s string) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("blob: the encryption key must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -hex 32`); got %d characters", len(s))
-}
-
-// KeyFromEnv reads the master key from TETHER_BLOB_KEY.
-func KeyFromEnv() ([]byte, error) {
-	v, ok := os.LookupEnv(KeyEnv)
-	if !ok || v == "" {
-		return nil, fmt.Errorf("blob: encryption is on but %s is not set; set it to 32 random bytes (e.g. `openssl rand -hex 32`)", KeyEnv)
-	}
-	k, err := ParseKey(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", KeyEnv, err)
-	}
-	return k, nil
 }
 
 type encStore struct {

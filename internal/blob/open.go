@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,7 +37,7 @@ func WithEncryptionKey(key []byte) OpenOption {
 
 // WithRetryPolicy sets how the store Open returns retries transient
 // failures (OnRetry is where a caller heartbeats). Its MaxElapsed yields to
-// the URL's retry= and to TETHER_STORE_RETRY.
+// the URL's retry=.
 func WithRetryPolicy(p RetryPolicy) OpenOption {
 	return func(o *openOptions) { o.retry = p }
 }
@@ -135,10 +134,8 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error)
 	}
 	key := o.key
 	if key == nil && encrypt {
-		if key, err = KeyFromEnv(); err != nil {
-			s.Close()
-			return nil, err
-		}
+		s.Close()
+		return nil, fmt.Errorf("blob: store URL %q has encrypt=true but no key was given; set %s to 32 random bytes (e.g. `openssl rand -hex 32`)", rawURL, KeyEnv)
 	}
 	if key != nil {
 		es, err := Encrypted(s, key)
@@ -153,13 +150,10 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error)
 }
 
 // retryFor returns the retry policy of a store: the URL's retry= wins over
-// TETHER_STORE_RETRY, which wins over p.MaxElapsed; a zero duration turns
-// retrying off.
+// p.MaxElapsed (which config sets from TETHER_STORE_RETRY); a zero
+// duration turns retrying off.
 func retryFor(param string, p RetryPolicy) (RetryPolicy, error) {
 	v, from := param, "the store URL's retry="
-	if v == "" {
-		v, from = os.Getenv(RetryEnv), RetryEnv+"="
-	}
 	if v == "" {
 		return p, nil
 	}

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Open retries by default for two minutes; retry= in the URL, then
-// TETHER_STORE_RETRY, change it, and 0 turns it off.
+// Open retries by default for two minutes; retry= in the URL, then the
+// policy's MaxElapsed (config's TETHER_STORE_RETRY), change it, and 0
+// turns it off.
 func TestOpenRetryConfig(t *testing.T) {
 	ctx := context.Background()
 	hook := func(context.Context, string, string, int, error) {}
@@ -21,18 +22,14 @@ func TestOpenRetryConfig(t *testing.T) {
 		{url: "mem://", want: DefaultRetryMaxElapsed},
 		{url: "mem://?retry=30s", want: 30 * time.Second},
 		{url: "mem://?retry=0", want: 0},
-		{url: "mem://", env: "5s", want: 5 * time.Second},
-		{url: "mem://", env: "0", want: 0},
-		{url: "mem://?retry=1m", env: "0", want: time.Minute},
+		{url: "mem://", opts: []OpenOption{WithRetryPolicy(RetryPolicy{MaxElapsed: 5 * time.Second, OnRetry: hook})}, want: 5 * time.Second},
+		{url: "mem://", opts: []OpenOption{WithRetryPolicy(RetryPolicy{MaxElapsed: -1})}, want: 0},
+		{url: "mem://?retry=1m", opts: []OpenOption{WithRetryPolicy(RetryPolicy{MaxElapsed: -1, OnRetry: hook})}, want: time.Minute},
 		{url: "mem://", opts: []OpenOption{WithRetryPolicy(RetryPolicy{MaxElapsed: time.Second, OnRetry: hook})}, want: time.Second},
-		{url: "mem://", env: "3s", opts: []OpenOption{WithRetryPolicy(RetryPolicy{MaxElapsed: time.Second, OnRetry: hook})}, want: 3 * time.Second},
-		{url: "mem://?encrypt=true", env: "", want: DefaultRetryMaxElapsed},
+		{url: "mem://?encrypt=true", opts: []OpenOption{WithEncryptionKey([]byte(strings.Repeat("k", 32))), WithRetryPolicy(RetryPolicy{OnRetry: hook})}, want: DefaultRetryMaxElapsed},
 		{url: "mem://?retry=soon", wantErr: `retry="soon" is not a duration`},
-		{url: "mem://", env: "-1s", wantErr: `TETHER_STORE_RETRY="-1s" is not a duration`},
 	} {
 		t.Run(c.url+" "+c.env, func(t *testing.T) {
-			t.Setenv(RetryEnv, c.env)
-			t.Setenv(KeyEnv, strings.Repeat("ab", 32))
 			s, err := Open(ctx, c.url, c.opts...)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {

@@ -10,8 +10,8 @@ import (
 
 // RetryEnv names the environment variable that sets how long a store
 // opened with Open keeps retrying one operation through an outage: a Go
-// duration ("2m", "30s"); "0" turns retrying off. The URL parameter retry=
-// wins over it.
+// duration ("2m", "30s"); "0" turns retrying off. internal/config reads it
+// into RetryPolicy.MaxElapsed; the URL parameter retry= wins over it.
 const RetryEnv = "TETHER_STORE_RETRY"
 
 // Retry defaults: an operation keeps trying for two minutes, waiting

@@ -86,7 +86,7 @@ func (a *app) store(ctx context.Context) (*runstore.Store, error) {
 	}
 	// A person waits on the CLI: a store that is down is reported after a
 	// short retry, not after the workers' two minutes.
-	b, err := blob.Open(ctx, a.cfg.BlobURL, blob.WithRetryPolicy(blob.RetryPolicy{MaxElapsed: cliStoreRetry}))
+	b, err := blob.Open(ctx, a.cfg.BlobURL, a.cfg.StoreOptions(cliStoreRetry, nil)...)
 	if err != nil {
 		return nil, fmt.Errorf("open run store %s (TETHER_BLOB_URL): %w", a.cfg.BlobURL, err)
 	}

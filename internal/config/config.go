@@ -6,13 +6,16 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -54,6 +57,28 @@ type Config struct {
 	WorkspaceLimits workspace.Limits
 	// Agents configures the agent CLIs.
 	Agents Agents
+	// StoreRetry is how long one store operation waits out an outage
+	// (TETHER_STORE_RETRY): 0 is the store's default, negative turns
+	// retrying off.
+	StoreRetry time.Duration
+	// BlobKey is the store's encryption master key (TETHER_BLOB_KEY);
+	// nil when none is set. It is never logged.
+	BlobKey []byte
+}
+
+// StoreOptions are the blob.Open options of this configuration: the
+// encryption key, if any, and a retry policy with StoreRetry (or
+// defaultRetry when StoreRetry is 0) and hook onRetry.
+func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx context.Context, op, key string, attempt int, err error)) []blob.OpenOption {
+	p := blob.RetryPolicy{MaxElapsed: defaultRetry, OnRetry: onRetry}
+	if c.StoreRetry != 0 {
+		p.MaxElapsed = c.StoreRetry
+	}
+	opts := []blob.OpenOption{blob.WithRetryPolicy(p)}
+	if c.BlobKey != nil {
+		opts = append(opts, blob.WithEncryptionKey(c.BlobKey))
+	}
+	return opts
 }
 
 // Agents is how a worker runs the agent CLIs.
@@ -132,6 +157,23 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	c.WorkspaceLimits = lim
+	if v := os.Getenv(blob.RetryEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("%s=%q: want a duration such as 2m or 30s (0 turns retrying off)", blob.RetryEnv, v)
+		}
+		c.StoreRetry = d
+		if d == 0 {
+			c.StoreRetry = -1
+		}
+	}
+	if v := os.Getenv(blob.KeyEnv); v != "" {
+		key, err := blob.ParseKey(v)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", blob.KeyEnv, err)
+		}
+		c.BlobKey = key
+	}
 	return c, nil
 }
 

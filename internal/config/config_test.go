@@ -2,7 +2,9 @@ package config
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,4 +71,21 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 			assert.Contains(t, err.Error(), name)
 		})
 	}
+}
+
+func TestStoreSettings(t *testing.T) {
+	t.Setenv("TETHER_STORE_RETRY", "0")
+	t.Setenv("TETHER_BLOB_KEY", strings.Repeat("ab", 32))
+	c := fromEnv(t)
+	assert.Negative(t, c.StoreRetry, "0 turns retrying off")
+	assert.Len(t, c.BlobKey, 32)
+	assert.Len(t, c.StoreOptions(time.Minute, nil), 2, "a retry policy and the key")
+	t.Setenv("TETHER_BLOB_KEY", "short")
+	_, err := FromEnv()
+	require.ErrorContains(t, err, "TETHER_BLOB_KEY")
+	assert.NotContains(t, err.Error(), "short", "a key never reaches an error message")
+	t.Setenv("TETHER_BLOB_KEY", "")
+	t.Setenv("TETHER_STORE_RETRY", "soon")
+	_, err = FromEnv()
+	require.ErrorContains(t, err, "TETHER_STORE_RETRY")
 }
