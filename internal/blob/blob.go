@@ -64,9 +64,6 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]Info, error)
 	// Delete removes key; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
-	// DeletePrefix removes every blob whose key starts with prefix (which
-	// must not be empty) and returns how many it removed.
-	DeletePrefix(ctx context.Context, prefix string) (int, error)
 	// Close releases the store's resources.
 	Close() error
 }

@@ -29,8 +29,7 @@
 // fresh" never does so because the store was sick. Test with errors.Is.
 //
 // Delete of a missing key succeeds, because deletes are retried too; it
-// still fails on any other fault. DeletePrefix removes every key that starts
-// with a non-empty prefix and reports how many it removed. List returns the
+// still fails on any other fault. List returns the
 // keys starting with prefix (a plain string prefix, as in S3), sorted.
 //
 // GetBytesMax reads a whole blob only if it is at most a given size, and

@@ -329,8 +329,5 @@ func (e *encStore) List(ctx context.Context, prefix string) ([]Info, error) {
 
 func (e *encStore) Delete(ctx context.Context, key string) error { return e.inner.Delete(ctx, key) }
 
-func (e *encStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
-	return e.inner.DeletePrefix(ctx, prefix)
-}
 
 func (e *encStore) Close() error { return e.inner.Close() }

@@ -453,31 +453,5 @@ func (s *fsStore) rmdirEmpty(dir string) bool {
 	return unix.Unlinkat(int(p.Fd()), path.Base(dir), unix.AT_REMOVEDIR) == nil
 }
 
-func (s *fsStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
-	if prefix == "" {
-		return 0, fmt.Errorf("%w: DeletePrefix needs a non-empty prefix", ErrInvalidKey)
-	}
-	if err := validatePrefix(prefix); err != nil {
-		return 0, err
-	}
-	infos, err := s.list(ctx, prefix)
-	if err != nil {
-		return 0, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
-	}
-	n := 0
-	for _, in := range infos {
-		if err := ctx.Err(); err != nil {
-			return n, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
-		}
-		removed, err := s.remove(in.Key)
-		if err != nil {
-			return n, fmt.Errorf("blob: delete prefix %q: %q: %w", prefix, in.Key, err)
-		}
-		if removed {
-			n++
-		}
-	}
-	return n, nil
-}
 
 func (s *fsStore) Close() error { return s.root.Close() }

@@ -145,8 +145,6 @@ func checkMode000(t *testing.T, root string) {
 			fault("Put", blob.PutBytes(ctx, s, "locked/blob", []byte("data")))
 			fault("Put of a new key", blob.PutBytes(ctx, s, "locked/new", []byte("data")))
 			fault("Delete", s.Delete(ctx, "locked/blob"))
-			_, err = s.DeletePrefix(ctx, "locked/")
-			fault("DeletePrefix", err)
 		})
 	}
 }

@@ -32,7 +32,7 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// validatePrefix checks a List or DeletePrefix prefix: every complete
+// validatePrefix checks a List prefix: every complete
 // segment must be a valid key segment; the trailing partial segment may be
 // empty.
 func validatePrefix(prefix string) error {

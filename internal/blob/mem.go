@@ -164,26 +164,5 @@ func (m *memStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-func (m *memStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
-	if prefix == "" {
-		return 0, fmt.Errorf("%w: DeletePrefix needs a non-empty prefix", ErrInvalidKey)
-	}
-	if err := validatePrefix(prefix); err != nil {
-		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for k := range m.blobs {
-		if strings.HasPrefix(k, prefix) {
-			delete(m.blobs, k)
-			n++
-		}
-	}
-	return n, nil
-}
 
 func (m *memStore) Close() error { return nil }

@@ -38,7 +38,7 @@ type RetryPolicy struct {
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
 	// OnRetry, if set, is called before each wait with the operation
-	// ("put", "get", "stat", "list", "delete", "delete-prefix"), the key or
+	// ("put", "get", "stat", "list", "delete"), the key or
 	// prefix, the attempt that failed (from 1) and its error. It is where a
 	// caller records progress, e.g. a Temporal activity heartbeat, so that
 	// a long wait is not taken for a hung worker.
@@ -167,17 +167,6 @@ func (r *retryStore) Delete(ctx context.Context, key string) error {
 	return r.do(ctx, "delete", key, func() error { return r.inner.Delete(ctx, key) }, nil)
 }
 
-// DeletePrefix counts what every attempt removed: a failed attempt may
-// have removed some keys before it failed.
-func (r *retryStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
-	total := 0
-	err := r.do(ctx, "delete-prefix", prefix, func() error {
-		n, err := r.inner.DeletePrefix(ctx, prefix)
-		total += n
-		return err
-	}, nil)
-	return total, err
-}
 
 func (r *retryStore) Close() error { return r.inner.Close() }
 

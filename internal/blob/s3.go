@@ -466,47 +466,6 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *s3Store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
-	if prefix == "" {
-		return 0, fmt.Errorf("%w: DeletePrefix needs a non-empty prefix", ErrInvalidKey)
-	}
-	infos, err := s.List(ctx, prefix)
-	if err != nil {
-		return 0, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
-	}
-	n := 0
-	for len(infos) > 0 {
-		batch := infos[:min(len(infos), 1000)]
-		infos = infos[len(batch):]
-		ids := make([]types.ObjectIdentifier, len(batch))
-		for i, in := range batch {
-			ids[i] = types.ObjectIdentifier{Key: s.obj(in.Key)}
-		}
-		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
-			Bucket: aws.String(s.bucket),
-			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
-		})
-		if err != nil {
-			return n, fmt.Errorf("blob: delete prefix %q: %w", prefix, err)
-		}
-		failed := 0
-		var first error
-		for _, e := range out.Errors {
-			if aws.ToString(e.Code) == "NoSuchKey" {
-				continue
-			}
-			failed++
-			if first == nil {
-				first = fmt.Errorf("blob: delete prefix %q: %q: %s: %s", prefix, strings.TrimPrefix(aws.ToString(e.Key), s.prefix), aws.ToString(e.Code), aws.ToString(e.Message))
-			}
-		}
-		n += len(batch) - failed
-		if first != nil {
-			return n, first
-		}
-	}
-	return n, nil
-}
 
 // Close is a no-op: the SDK's HTTP client closes idle connections itself.
 func (s *s3Store) Close() error { return nil }

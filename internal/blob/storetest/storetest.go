@@ -437,8 +437,6 @@ func testFaults(t *testing.T, h Harness) {
 			check("Delete", s.Delete(ctx, key))
 			_, err = s.List(ctx, dir)
 			check("List", err)
-			_, err = s.DeletePrefix(ctx, dir)
-			check("DeletePrefix", err)
 		})
 	}
 }
@@ -469,30 +467,21 @@ func testListDelete(t *testing.T, h Harness) {
 	}
 	mustNotFound(t, s, "ld/z")
 
-	n, err := s.DeletePrefix(ctx, "ld/a/")
-	if err != nil || n != 2 {
-		t.Fatalf("DeletePrefix(ld/a/) = %d, %v; want 2", n, err)
+	for _, k := range []string{"ld/a/1", "ld/a/2"} {
+		if err := s.Delete(ctx, k); err != nil {
+			t.Fatalf("Delete(%q): %v", k, err)
+		}
 	}
 	mustList(t, s, "ld/", "ld/a-b", "ld/ab/1", "ld/b/c/d")
-	if n, err := s.DeletePrefix(ctx, "ld/a/"); err != nil || n != 0 {
-		t.Fatalf("second DeletePrefix(ld/a/) = %d, %v; want 0", n, err)
-	}
 
 	// Once nothing nests under a name, the name can be a key again.
-	if n, err := s.DeletePrefix(ctx, "ld/b/"); err != nil || n != 1 {
-		t.Fatalf("DeletePrefix(ld/b/) = %d, %v; want 1", n, err)
+	if err := s.Delete(ctx, "ld/b/c/d"); err != nil {
+		t.Fatalf("Delete(ld/b/c/d): %v", err)
 	}
 	if err := blob.PutBytes(ctx, s, "ld/b", []byte("now a key")); err != nil {
 		t.Fatalf("Put(ld/b) after its nested keys were deleted: %v", err)
 	}
-
-	if _, err := s.DeletePrefix(ctx, ""); !errors.Is(err, blob.ErrInvalidKey) {
-		t.Fatalf("DeletePrefix(\"\") = %v, want ErrInvalidKey", err)
-	}
-	if n, err := s.DeletePrefix(ctx, "ld/"); err != nil || n != 3 {
-		t.Fatalf("DeletePrefix(ld/) = %d, %v; want 3", n, err)
-	}
-	mustList(t, s, "")
+	mustList(t, s, "ld/", "ld/a-b", "ld/ab/1", "ld/b")
 }
 
 func testKeys(t *testing.T, h Harness) {
@@ -524,9 +513,6 @@ func testKeys(t *testing.T, h Harness) {
 	for _, p := range []string{"/a", "a//", "../", ".x/", "a/../b/", "a b"} {
 		if _, err := s.List(ctx, p); !errors.Is(err, blob.ErrInvalidKey) {
 			t.Errorf("List(%q) = %v, want ErrInvalidKey", p, err)
-		}
-		if _, err := s.DeletePrefix(ctx, p); !errors.Is(err, blob.ErrInvalidKey) {
-			t.Errorf("DeletePrefix(%q) = %v, want ErrInvalidKey", p, err)
 		}
 	}
 	odd := "K-z_0.9/x=y+z@w,v/" + strings.Repeat("s", blob.MaxSegmentLen)
