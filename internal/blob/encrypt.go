@@ -329,5 +329,4 @@ func (e *encStore) List(ctx context.Context, prefix string) ([]Info, error) {
 
 func (e *encStore) Delete(ctx context.Context, key string) error { return e.inner.Delete(ctx, key) }
 
-
 func (e *encStore) Close() error { return e.inner.Close() }

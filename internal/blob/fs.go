@@ -453,5 +453,4 @@ func (s *fsStore) rmdirEmpty(dir string) bool {
 	return unix.Unlinkat(int(p.Fd()), path.Base(dir), unix.AT_REMOVEDIR) == nil
 }
 
-
 func (s *fsStore) Close() error { return s.root.Close() }

@@ -164,5 +164,4 @@ func (m *memStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-
 func (m *memStore) Close() error { return nil }

@@ -167,7 +167,6 @@ func (r *retryStore) Delete(ctx context.Context, key string) error {
 	return r.do(ctx, "delete", key, func() error { return r.inner.Delete(ctx, key) }, nil)
 }
 
-
 func (r *retryStore) Close() error { return r.inner.Close() }
 
 // replay lets a Put body be read again from the start: by seeking back, or

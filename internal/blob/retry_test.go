@@ -87,7 +87,6 @@ func (f *flaky) Delete(ctx context.Context, key string) error {
 	return f.Store.Delete(ctx, key)
 }
 
-
 // fast retries quickly and records what OnRetry is told.
 type retries struct {
 	mu  sync.Mutex

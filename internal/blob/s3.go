@@ -466,6 +466,5 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-
 // Close is a no-op: the SDK's HTTP client closes idle connections itself.
 func (s *s3Store) Close() error { return nil }
