@@ -184,7 +184,7 @@ func workspaceLimits() (workspace.Limits, error) {
 	ints := []struct {
 		name string
 		dst  *int
-	}{{"TETHER_WORKSPACE_MAX_FILES", &l.MaxFiles}, {"TETHER_WORKSPACE_MAX_DEPTH", &l.MaxDepth}}
+	}{{"TETHER_WORKSPACE_MAX_FILES", &l.MaxFiles}, {"TETHER_WORKSPACE_MAX_DEPTH", &l.MaxDepth}, {"TETHER_WORKSPACE_MAX_PATH_BYTES", &l.MaxPathBytes}}
 	for _, v := range ints {
 		if s := os.Getenv(v.name); s != "" {
 			n, err := strconv.Atoi(s)

@@ -44,6 +44,7 @@ func TestWorkerSettings(t *testing.T) {
 	t.Setenv("TETHER_LOG_LEVEL", "debug")
 	t.Setenv("TETHER_WORKSPACE_MAX_FILES", "500")
 	t.Setenv("TETHER_WORKSPACE_MAX_BYTES", "2G")
+	t.Setenv("TETHER_WORKSPACE_MAX_PATH_BYTES", "1024")
 	t.Setenv("TETHER_PASS_ENV", "GOCACHE, GOPATH,,")
 	t.Setenv("TETHER_MODEL_CLAUDE_CODE", "claude-x")
 	c := fromEnv(t)
@@ -51,7 +52,7 @@ func TestWorkerSettings(t *testing.T) {
 	assert.Equal(t, 4, c.MaxConcurrentVisits)
 	assert.Equal(t, slog.LevelDebug, c.LogLevel)
 	want := workspace.DefaultLimits()
-	want.MaxFiles, want.MaxTotalBytes = 500, 2<<30
+	want.MaxFiles, want.MaxTotalBytes, want.MaxPathBytes = 500, 2<<30, 1024
 	assert.Equal(t, want, c.WorkspaceLimits)
 	assert.Equal(t, []string{"GOCACHE", "GOPATH"}, c.Agents.PassEnv)
 	assert.Equal(t, map[string]string{"claude_code": "claude-x"}, c.Agents.Models)
