@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
 )
 
 // benchRepo writes files files of about 10 KiB each (100 MB for 10,000)
@@ -35,20 +36,28 @@ func benchRepo(b *testing.B, dir string, files int) {
 	}
 }
 
-// BenchmarkSnapshotOneFileChange: a 10,000-file, 100 MB workspace that was
-// snapshotted, then one file edited; the snapshot that records the edit.
-// Reports the bytes uploaded per snapshot.
-func BenchmarkSnapshotOneFileChange(b *testing.B) {
+// benchImported opens a workspace on a fresh file store, fills it with
+// the 10,000-file, 100 MB benchRepo and snapshots that as the import.
+// The workspace is closed when the benchmark ends.
+func benchImported(b *testing.B) (*Workspace, *runstore.WorkspaceState, blob.Store) {
 	dir := b.TempDir()
 	blobs, err := blob.Open(context.Background(), "file://"+filepath.Join(dir, "store"))
 	require.NoError(b, err)
 	m := NewManager(filepath.Join(dir, "state"), blobs, Limits{}, nil)
 	w, err := m.Open(context.Background(), "bench", filepath.Join(dir, "work"))
 	require.NoError(b, err)
-	defer w.Close()
+	b.Cleanup(func() { w.Close() })
 	benchRepo(b, w.Dir(), 10_000)
 	st, _, err := w.Snapshot(context.Background(), nil, info("import"))
 	require.NoError(b, err)
+	return w, st, blobs
+}
+
+// BenchmarkSnapshotOneFileChange: a 10,000-file, 100 MB workspace that was
+// snapshotted, then one file edited; the snapshot that records the edit.
+// Reports the bytes uploaded per snapshot.
+func BenchmarkSnapshotOneFileChange(b *testing.B) {
+	w, st, _ := benchImported(b)
 	importMB := float64(st.Packs[0].Size) / (1 << 20)
 	// Let the import's files age past the racy window, as they would
 	// between two visits.
@@ -76,18 +85,9 @@ func BenchmarkSnapshotOneFileChange(b *testing.B) {
 // BenchmarkSnapshotNoChange: the same workspace, nothing edited: the cost
 // every visit pays to find out.
 func BenchmarkSnapshotNoChange(b *testing.B) {
-	dir := b.TempDir()
-	blobs, err := blob.Open(context.Background(), "file://"+filepath.Join(dir, "store"))
-	require.NoError(b, err)
-	m := NewManager(filepath.Join(dir, "state"), blobs, Limits{}, nil)
-	w, err := m.Open(context.Background(), "bench", filepath.Join(dir, "work"))
-	require.NoError(b, err)
-	defer w.Close()
-	benchRepo(b, w.Dir(), 10_000)
-	st, _, err := w.Snapshot(context.Background(), nil, info("import"))
-	require.NoError(b, err)
+	w, st, _ := benchImported(b)
 	time.Sleep(time.Duration(2 * racyWindow))
-	_, _, err = w.Snapshot(context.Background(), st, info("refresh"))
+	_, _, err := w.Snapshot(context.Background(), st, info("refresh"))
 	require.NoError(b, err)
 	b.ResetTimer()
 	for range b.N {
@@ -102,16 +102,8 @@ func BenchmarkSnapshotNoChange(b *testing.B) {
 // BenchmarkRestoreNewWorker: the 100 MB workspace restored on a worker
 // that holds nothing of it (download, check, write every file).
 func BenchmarkRestoreNewWorker(b *testing.B) {
+	_, st, blobs := benchImported(b)
 	dir := b.TempDir()
-	blobs, err := blob.Open(context.Background(), "file://"+filepath.Join(dir, "store"))
-	require.NoError(b, err)
-	m := NewManager(filepath.Join(dir, "state"), blobs, Limits{}, nil)
-	w, err := m.Open(context.Background(), "bench", filepath.Join(dir, "work"))
-	require.NoError(b, err)
-	benchRepo(b, w.Dir(), 10_000)
-	st, _, err := w.Snapshot(context.Background(), nil, info("import"))
-	require.NoError(b, err)
-	w.Close()
 	b.ResetTimer()
 	for i := range b.N {
 		m := NewManager(filepath.Join(dir, fmt.Sprintf("state-%d", i)), blobs, Limits{}, nil)
