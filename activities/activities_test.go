@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/scripted"
@@ -62,10 +63,10 @@ func TestExecutePacksAndStamps(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Packed, res.PackError)
 	assert.NotEmpty(t, res.PackDigest)
-	assert.Equal(t, res.SessionID, res.Output[backend.SessionIDKey])
-	assert.Equal(t, backend.Scripted, res.Output[backend.BackendKey])
-	assert.Equal(t, res.Fingerprint, res.Output[backend.SessionFingerprintKey])
-	assert.NotContains(t, res.Output, backend.SessionStateBlobKey)
+	assert.Equal(t, res.SessionID, res.Output[agent.SessionIDKey])
+	assert.Equal(t, backend.Scripted, res.Output[agent.BackendKey])
+	assert.Equal(t, res.Fingerprint, res.Output[agent.SessionFingerprintKey])
+	assert.NotContains(t, res.Output, agent.SessionStateBlobKey)
 	assert.Equal(t, "tether/test", res.Queue)
 	_, err = a.Blobs.Stat(context.Background(), key)
 	require.NoError(t, err)
@@ -258,13 +259,13 @@ func TestFallbackRunsWhenTheCLIIsMissing(t *testing.T) {
 	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.ClaudeCode, Fallback: []string{backend.Scripted}, Session: graph.SessionPersist, Prompt: "hello"}
 	res, err := a.Visit(context.Background(), &VisitRequest{
 		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
-		Input:   map[string]any{backend.SessionIDKey: "claude-session", backend.SessionFingerprintKey: "fp"},
+		Input:   map[string]any{agent.SessionIDKey: "claude-session", agent.SessionFingerprintKey: "fp"},
 		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: "claude-session", StateRef: "runs/r1/sessions/writer/01J00000000000000000000000", Stripped: map[string]any{}},
 		Started: time.Unix(1_800_000_000, 0),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, backend.Scripted, res.Backend)
-	assert.Equal(t, backend.Scripted, res.Output[backend.BackendKey])
+	assert.Equal(t, backend.Scripted, res.Output[agent.BackendKey])
 	assert.NotEqual(t, "claude-session", res.SessionID)
 	assert.Contains(t, res.SessionNote, "fallback")
 	assert.Contains(t, res.Output[SessionNoteKey], "fallback")

@@ -13,8 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 const benchSessionBytes = 100 << 20
@@ -70,7 +69,7 @@ func writeJSONL(tb testing.TB, path string, n int, rng *rand.Rand) {
 
 // benchSession writes a ~100 MB Claude Code session: an 80 MB transcript
 // and ten 2 MB subagent transcripts. It returns the env and the byte count.
-func benchSession(b *testing.B) (backend.Env, int64) {
+func benchSession(b *testing.B) (agent.Env, int64) {
 	b.Helper()
 	env := claudeEnv(b, "bench")
 	proj := filepath.Join(env.StateRoot, "projects", slugOf(b, env))

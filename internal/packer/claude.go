@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -21,14 +22,14 @@ import (
 // Archives name the project parts "project/<id>.jsonl" and "project/<id>/",
 // without a slug, so unpacking places them under the slug of the target
 // env's working directory.
-func NewClaude(env backend.Env, limits Limits, opts ...Option) *Packer {
+func NewClaude(env agent.Env, limits Limits, opts ...Option) *Packer {
 	return newPacker(backend.ClaudeCode, env, limits, claudeLayout{fixedLayout{places: claudePlaces}}, opts)
 }
 
 type claudeLayout struct{ fixedLayout }
 
 // workdir records the directory the slug was computed from.
-func (claudeLayout) workdir(env backend.Env) string {
+func (claudeLayout) workdir(env agent.Env) string {
 	if dir, err := ClaudeWorkdir(env.Workdir); err == nil {
 		return dir
 	}
@@ -63,7 +64,7 @@ func (claudeLayout) checkID(id string) error {
 	return nil
 }
 
-func claudePlaces(env backend.Env, id string) ([]Place, error) {
+func claudePlaces(env agent.Env, id string) ([]Place, error) {
 	dir, err := ClaudeWorkdir(env.Workdir)
 	if err != nil {
 		return nil, err

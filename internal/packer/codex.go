@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -20,7 +21,7 @@ import (
 // found by its id in any date directory, and restored under the same
 // relative path. The rollout records the working directory inside; Codex
 // resumes from the rollout alone.
-func NewCodex(env backend.Env, limits Limits, opts ...Option) *Packer {
+func NewCodex(env agent.Env, limits Limits, opts ...Option) *Packer {
 	return newPacker(backend.Codex, env, limits, codexLayout{}, opts)
 }
 
@@ -48,7 +49,7 @@ func isRolloutPath(rel, id string) bool {
 // live searches every date directory for the session's rollout. A date
 // directory that is a link or not a directory is skipped, as it cannot hold
 // a rollout Tether would pack.
-func (codexLayout) live(root *os.Root, _ backend.Env, id string) ([]Place, error) {
+func (codexLayout) live(root *os.Root, _ agent.Env, id string) ([]Place, error) {
 	var out []Place
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
@@ -81,7 +82,7 @@ func (codexLayout) live(root *os.Root, _ backend.Env, id string) ([]Place, error
 	return out, walk("sessions", 0)
 }
 
-func (codexLayout) resolver(_ backend.Env, id string) (func(string) (Place, bool), error) {
+func (codexLayout) resolver(_ agent.Env, id string) (func(string) (Place, bool), error) {
 	return func(name string) (Place, bool) {
 		if !isRolloutPath(name, id) {
 			return Place{}, false
@@ -90,7 +91,7 @@ func (codexLayout) resolver(_ backend.Env, id string) (func(string) (Place, bool
 	}, nil
 }
 
-func (codexLayout) workdir(env backend.Env) string { return env.Workdir }
+func (codexLayout) workdir(env agent.Env) string { return env.Workdir }
 
 // readDir lists dir in root, sorted by name; entries come from the
 // directory itself, so links are reported as links, never followed.

@@ -7,8 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // A refusal during commit leaves the live root as it was: when the last
@@ -25,11 +24,11 @@ func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
 	withoutTasks, err := NewClaude(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 
-	clashes := map[string]func(t *testing.T, env backend.Env, at string){
-		"file": func(t *testing.T, env backend.Env, at string) {
+	clashes := map[string]func(t *testing.T, env agent.Env, at string){
+		"file": func(t *testing.T, env agent.Env, at string) {
 			require.NoError(t, os.WriteFile(at, []byte("not a folder"), 0o600))
 		},
-		"symlink": func(t *testing.T, env backend.Env, at string) {
+		"symlink": func(t *testing.T, env agent.Env, at string) {
 			outside := filepath.Join(filepath.Dir(env.StateRoot), "outside")
 			require.NoError(t, os.MkdirAll(outside, 0o700))
 			require.NoError(t, os.WriteFile(filepath.Join(outside, "precious"), []byte("precious"), 0o600))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -74,7 +75,7 @@ func TestDenyListCodexAndPi(t *testing.T) {
 		t.Run(deny, func(t *testing.T) {
 			base := t.TempDir()
 			rollout := "sessions/2026/11/30/rollout-2026-11-30T01-02-03-" + testID + ".jsonl"
-			codex := backend.Env{StateRoot: path.Join(base, "codex")}
+			codex := agent.Env{StateRoot: path.Join(base, "codex")}
 			writeFile(t, codex.StateRoot, rollout, "{}\n")
 			writeFile(t, codex.StateRoot, deny, "secret")
 			writeFile(t, codex.StateRoot, "sessions/2026/11/30/"+deny, "secret")
@@ -83,7 +84,7 @@ func TestDenyListCodexAndPi(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, []string{rollout}, entryNames(t, blob))
 
-			pi := backend.Env{StateRoot: path.Join(base, "pi")}
+			pi := agent.Env{StateRoot: path.Join(base, "pi")}
 			name := "2026-11-30T01-02-03-004Z_" + testID + ".jsonl"
 			writeFile(t, pi.StateRoot, name, "{}\n")
 			writeFile(t, pi.StateRoot, deny, "secret")
@@ -93,12 +94,12 @@ func TestDenyListCodexAndPi(t *testing.T) {
 			assert.Equal(t, []string{name}, entryNames(t, blob))
 
 			for _, entry := range []string{deny, "sessions/2026/11/30/" + deny} {
-				target := backend.Env{StateRoot: path.Join(t.TempDir(), "codex")}
+				target := agent.Env{StateRoot: path.Join(t.TempDir(), "codex")}
 				err := NewCodex(target, Limits{}).UnpackSession(ctx, testID, craft(t, backend.Codex, testID, file(rollout, "{}"), file(entry, "secret")))
 				assert.ErrorIs(t, err, ErrNotWhitelisted, entry)
 				assert.Empty(t, files(t, target.StateRoot))
 
-				target = backend.Env{StateRoot: path.Join(t.TempDir(), "pi")}
+				target = agent.Env{StateRoot: path.Join(t.TempDir(), "pi")}
 				err = NewPi(target, Limits{}).UnpackSession(ctx, testID, craft(t, backend.Pi, testID, file(name, "{}"), file(entry, "secret")))
 				assert.ErrorIs(t, err, ErrNotWhitelisted, entry)
 				assert.Empty(t, files(t, target.StateRoot))

@@ -1,7 +1,7 @@
 // Package packer moves one agent CLI session between machines as a single
 // archive, and nothing else.
 //
-// A packer is bound to one live backend.Env (the CLI's state root and the
+// A packer is bound to one live agent.Env (the CLI's state root and the
 // working directory it runs in). PackSession archives exactly the files that
 // make up one session id under that root; UnpackSession restores an archive
 // into the root, placing the files where the CLI will look for them from the

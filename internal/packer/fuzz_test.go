@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -40,7 +41,7 @@ func FuzzUnpack(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, wrapped bool) {
 		base := fuzzDir(t)
-		env := backend.Env{StateRoot: filepath.Join(base, "state"), Workdir: filepath.Join(base, "wd")}
+		env := agent.Env{StateRoot: filepath.Join(base, "state"), Workdir: filepath.Join(base, "wd")}
 		blob := data
 		if wrapped {
 			blob = wrap(t, Header{Backend: cc, SessionID: testID}, data)

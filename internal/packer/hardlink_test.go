@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -55,7 +56,7 @@ func TestPackRefusesHardLinks(t *testing.T) {
 			func(string) string { return "tasks/" + testID + "/1.json" }, false)
 	})
 	t.Run("codex rollout linked to auth.json", func(t *testing.T) {
-		env := backend.Env{StateRoot: filepath.Join(t.TempDir(), "codex")}
+		env := agent.Env{StateRoot: filepath.Join(t.TempDir(), "codex")}
 		rollout := "sessions/2026/11/30/rollout-2026-11-30T01-02-03-" + testID + ".jsonl"
 		link(t, env.StateRoot, "auth.json", rollout)
 		_, err := NewCodex(env, Limits{}).PackSession(ctx, testID)
@@ -63,7 +64,7 @@ func TestPackRefusesHardLinks(t *testing.T) {
 		assert.False(t, NewCodex(env, Limits{}).HasSession(ctx, testID))
 	})
 	t.Run("pi session linked to models.json", func(t *testing.T) {
-		env := backend.Env{StateRoot: filepath.Join(t.TempDir(), "pi")}
+		env := agent.Env{StateRoot: filepath.Join(t.TempDir(), "pi")}
 		link(t, env.StateRoot, "models.json", "2026-11-30T01-02-03-004Z_"+testID+".jsonl")
 		_, err := NewPi(env, Limits{}).PackSession(ctx, testID)
 		require.ErrorIs(t, err, ErrHardLink)

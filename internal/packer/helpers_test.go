@@ -14,8 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 const (
@@ -165,14 +164,14 @@ func craft(t testing.TB, backendName, id string, entries ...tarEntry) []byte {
 
 // claudeEnv returns a Claude env whose state root and working directory
 // live under a fresh temp dir.
-func claudeEnv(t testing.TB, name string) backend.Env {
+func claudeEnv(t testing.TB, name string) agent.Env {
 	base := t.TempDir()
 	wd := filepath.Join(base, "work", name)
 	require.NoError(t, os.MkdirAll(wd, 0o755))
-	return backend.Env{StateRoot: filepath.Join(base, "state"), Workdir: wd}
+	return agent.Env{StateRoot: filepath.Join(base, "state"), Workdir: wd}
 }
 
-func slugOf(t testing.TB, env backend.Env) string {
+func slugOf(t testing.TB, env agent.Env) string {
 	dir, err := ClaudeWorkdir(env.Workdir)
 	require.NoError(t, err)
 	return ClaudeProjectSlug(dir)

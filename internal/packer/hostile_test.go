@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -27,7 +28,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		limits Limits
 		blob   func(t testing.TB) []byte
 		// plant prepares the live root before the unpack and checks it after.
-		plant func(t testing.TB, env backend.Env) func()
+		plant func(t testing.TB, env agent.Env) func()
 		want  error
 	}{
 		{name: "dot-dot", want: ErrUnsafePath, blob: func(t testing.TB) []byte {
@@ -143,7 +144,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			return craft(t, cc, testID, file("tasks/"+testID+"/a", "a"))
 		}},
 		{name: "existing file not followed", want: ErrExists, blob: good,
-			plant: func(t testing.TB, env backend.Env) func() {
+			plant: func(t testing.TB, env agent.Env) func() {
 				// A symlink where the transcript will go points at a file
 				// outside the root; it must be neither followed nor
 				// replaced.
@@ -162,7 +163,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 				}
 			}},
 		{name: "symlinked project dir not followed", want: ErrExists, blob: good,
-			plant: func(t testing.TB, env backend.Env) func() {
+			plant: func(t testing.TB, env agent.Env) func() {
 				outside := filepath.Join(filepath.Dir(env.StateRoot), "outside")
 				require.NoError(t, os.MkdirAll(outside, 0o755))
 				require.NoError(t, os.MkdirAll(filepath.Join(env.StateRoot, "projects"), 0o755))
@@ -236,7 +237,7 @@ func TestUnpackRefusesForeignNamesCodexAndPi(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.backend+" "+c.name, func(t *testing.T) {
-			env := backend.Env{StateRoot: filepath.Join(t.TempDir(), "state")}
+			env := agent.Env{StateRoot: filepath.Join(t.TempDir(), "state")}
 			p, primary := NewCodex(env, Limits{}), rollout
 			if c.backend == backend.Pi {
 				p, primary = NewPi(env, Limits{}), piName

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Place is one part of a session: a file, or a directory tree whose regular
@@ -34,13 +34,13 @@ type layout interface {
 	// live lists where the session's parts may be in root, for pack,
 	// HasSession and the removal of stale parts on unpack. The caller
 	// checks which exist.
-	live(root *os.Root, env backend.Env, id string) ([]Place, error)
+	live(root *os.Root, env agent.Env, id string) ([]Place, error)
 	// resolver returns a function mapping an archive entry name to the part
 	// of the session it belongs to, placed for env, or false when the name
 	// is not whitelisted.
-	resolver(env backend.Env, id string) (func(name string) (Place, bool), error)
+	resolver(env agent.Env, id string) (func(name string) (Place, bool), error)
 	// workdir returns the working directory recorded in headers.
-	workdir(env backend.Env) string
+	workdir(env agent.Env) string
 }
 
 // idChecker is implemented by a layout whose CLI reserves some names where
@@ -51,10 +51,10 @@ type idChecker interface {
 
 // fixedLayout is a layout whose places are a function of env and id alone.
 type fixedLayout struct {
-	places func(env backend.Env, sessionID string) ([]Place, error)
+	places func(env agent.Env, sessionID string) ([]Place, error)
 }
 
-func (l fixedLayout) live(_ *os.Root, env backend.Env, id string) ([]Place, error) {
+func (l fixedLayout) live(_ *os.Root, env agent.Env, id string) ([]Place, error) {
 	ps, err := l.places(env, id)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func (l fixedLayout) live(_ *os.Root, env backend.Env, id string) ([]Place, erro
 	return ps, nil
 }
 
-func (l fixedLayout) resolver(env backend.Env, id string) (func(string) (Place, bool), error) {
+func (l fixedLayout) resolver(env agent.Env, id string) (func(string) (Place, bool), error) {
 	ps, err := l.live(nil, env, id)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (l fixedLayout) resolver(env backend.Env, id string) (func(string) (Place, 
 	}, nil
 }
 
-func (fixedLayout) workdir(env backend.Env) string { return env.Workdir }
+func (fixedLayout) workdir(env agent.Env) string { return env.Workdir }
 
 // checkPlaces rejects a layout that would itself be unsafe.
 func checkPlaces(ps []Place) error {

@@ -11,14 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Packer packs, unpacks and finds one backend's sessions in one live env.
-// It implements backend.SessionPacker.
+// It implements agent.SessionPacker.
 type Packer struct {
 	backend   string
-	env       backend.Env
+	env       agent.Env
 	limits    Limits
 	layout    layout
 	redact    RedactMode
@@ -40,19 +40,19 @@ func WithLogger(l *slog.Logger) Option {
 	return func(p *Packer) { p.log = l }
 }
 
-var _ backend.SessionPacker = (*Packer)(nil)
+var _ agent.SessionPacker = (*Packer)(nil)
 
 // NewFiles returns a packer for a backend whose session parts are a function
 // of the env and the session id alone: places lists them (at least one
 // Primary file; Dir parts take every regular file beneath them). It is the
 // building block for backends without a bespoke layout, such as the scripted
 // agent's session log.
-func NewFiles(backendName string, env backend.Env, limits Limits, places func(env backend.Env, sessionID string) ([]Place, error), opts ...Option) *Packer {
+func NewFiles(backendName string, env agent.Env, limits Limits, places func(env agent.Env, sessionID string) ([]Place, error), opts ...Option) *Packer {
 	return newPacker(backendName, env, limits, fixedLayout{places: places}, opts)
 }
 
 // newPacker reads the redact mode from TETHER_REDACT, then applies opts.
-func newPacker(name string, env backend.Env, limits Limits, l layout, opts []Option) *Packer {
+func newPacker(name string, env agent.Env, limits Limits, l layout, opts []Option) *Packer {
 	p := &Packer{backend: name, env: env, limits: limits.withDefaults(), layout: l}
 	p.redact, p.redactErr = ParseRedactMode(os.Getenv(RedactEnv))
 	for _, o := range opts {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -19,7 +20,7 @@ import (
 // and '.' replaced by '-' (2026-11-30T12-27-00-123Z) and id is the session's
 // uuid (pi 0.73.1, SessionManager.newSession). It is restored under the same
 // name.
-func NewPi(env backend.Env, limits Limits, opts ...Option) *Packer {
+func NewPi(env agent.Env, limits Limits, opts ...Option) *Packer {
 	return newPacker(backend.Pi, env, limits, piLayout{}, opts)
 }
 
@@ -33,7 +34,7 @@ func isPiSession(name, id string) bool {
 	return loc != nil && name[loc[1]:] == id+".jsonl"
 }
 
-func (piLayout) live(root *os.Root, _ backend.Env, id string) ([]Place, error) {
+func (piLayout) live(root *os.Root, _ agent.Env, id string) ([]Place, error) {
 	ents, err := readDir(root, ".")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -50,7 +51,7 @@ func (piLayout) live(root *os.Root, _ backend.Env, id string) ([]Place, error) {
 	return out, nil
 }
 
-func (piLayout) resolver(_ backend.Env, id string) (func(string) (Place, bool), error) {
+func (piLayout) resolver(_ agent.Env, id string) (func(string) (Place, bool), error) {
 	return func(name string) (Place, bool) {
 		if !isPiSession(name, id) {
 			return Place{}, false
@@ -59,4 +60,4 @@ func (piLayout) resolver(_ backend.Env, id string) (func(string) (Place, bool), 
 	}, nil
 }
 
-func (piLayout) workdir(env backend.Env) string { return env.Workdir }
+func (piLayout) workdir(env agent.Env) string { return env.Workdir }

@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
 var ctx = context.Background()
 
 // seedClaude writes a session and unrelated state into env's root.
-func seedClaude(t *testing.T, env backend.Env, id string) string {
+func seedClaude(t *testing.T, env agent.Env, id string) string {
 	slug := slugOf(t, env)
 	r := env.StateRoot
 	writeFile(t, r, "projects/"+slug+"/"+id+".jsonl", `{"type":"user","cwd":"`+env.Workdir+`"}`+"\n")
@@ -92,7 +93,7 @@ func TestClaudeRoundTripMovesSlug(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
 	// The same packer bound to another working directory does not see it.
-	assert.False(t, NewClaude(backend.Env{StateRoot: b.StateRoot, Workdir: a.Workdir}, Limits{}).HasSession(ctx, testID))
+	assert.False(t, NewClaude(agent.Env{StateRoot: b.StateRoot, Workdir: a.Workdir}, Limits{}).HasSession(ctx, testID))
 
 	// Repacking from B gives the same files under the logical names.
 	blobB, err := pb.PackSession(ctx, testID)
@@ -144,7 +145,7 @@ func TestClaudeUnpackIsIdempotentAndReplacesStaleCopies(t *testing.T) {
 
 func TestCodexRoundTrip(t *testing.T) {
 	base := t.TempDir()
-	a := backend.Env{StateRoot: filepath.Join(base, "a"), Workdir: filepath.Join(base, "x")}
+	a := agent.Env{StateRoot: filepath.Join(base, "a"), Workdir: filepath.Join(base, "x")}
 	rollout := "sessions/2026/11/29/rollout-2026-11-29T23-59-58-" + testID + ".jsonl"
 	writeFile(t, a.StateRoot, rollout, `{"type":"session_meta","payload":{"cwd":"/x"}}`+"\n")
 	writeFile(t, a.StateRoot, "sessions/2026/11/29/rollout-2026-11-29T23-00-00-"+otherID+".jsonl", "other\n")
@@ -163,7 +164,7 @@ func TestCodexRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{rollout}, entryNames(t, blob))
 
-	b := backend.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
+	b := agent.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
 	pb := NewCodex(b, Limits{})
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
 	assert.Equal(t, []string{rollout}, files(t, b.StateRoot))
@@ -180,7 +181,7 @@ func TestCodexRoundTrip(t *testing.T) {
 
 func TestPiRoundTrip(t *testing.T) {
 	base := t.TempDir()
-	a := backend.Env{StateRoot: filepath.Join(base, "a"), Workdir: filepath.Join(base, "x")}
+	a := agent.Env{StateRoot: filepath.Join(base, "a"), Workdir: filepath.Join(base, "x")}
 	name := "2026-11-30T12-27-00-123Z_" + testID + ".jsonl"
 	writeFile(t, a.StateRoot, name, `{"type":"session","id":"`+testID+`","cwd":"/x"}`+"\n")
 	writeFile(t, a.StateRoot, "2026-11-30T12-28-00-000Z_"+otherID+".jsonl", "other\n")
@@ -195,7 +196,7 @@ func TestPiRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{name}, entryNames(t, blob))
 
-	b := backend.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
+	b := agent.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
 	pb := NewPi(b, Limits{})
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
 	assert.Equal(t, []string{name}, files(t, b.StateRoot))
@@ -204,26 +205,26 @@ func TestPiRoundTrip(t *testing.T) {
 }
 
 func TestFilesLayout(t *testing.T) {
-	places := func(_ backend.Env, id string) ([]Place, error) {
+	places := func(_ agent.Env, id string) ([]Place, error) {
 		return []Place{
 			{Name: "log/" + id + ".jsonl", Path: "sessions/" + id + ".jsonl", Primary: true},
 			{Name: "blobs/" + id, Path: "blobs/" + id, Dir: true},
 		}, nil
 	}
 	base := t.TempDir()
-	a := backend.Env{StateRoot: filepath.Join(base, "a")}
+	a := agent.Env{StateRoot: filepath.Join(base, "a")}
 	writeFile(t, a.StateRoot, "sessions/"+testID+".jsonl", "turn 1\n")
 	writeFile(t, a.StateRoot, "blobs/"+testID+"/1", "blob\n")
 	blob, err := NewFiles(backend.Scripted, a, Limits{}, places).PackSession(ctx, testID)
 	require.NoError(t, err)
-	b := backend.Env{StateRoot: filepath.Join(base, "b")}
+	b := agent.Env{StateRoot: filepath.Join(base, "b")}
 	pb := NewFiles(backend.Scripted, b, Limits{}, places)
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
 	assert.Equal(t, []string{"blobs/" + testID + "/1", "sessions/" + testID + ".jsonl"}, files(t, b.StateRoot))
 	assert.True(t, pb.HasSession(ctx, testID))
 
 	// A layout that would itself be unsafe is refused.
-	bad := NewFiles(backend.Scripted, a, Limits{}, func(backend.Env, string) ([]Place, error) {
+	bad := NewFiles(backend.Scripted, a, Limits{}, func(agent.Env, string) ([]Place, error) {
 		return []Place{{Name: "x", Path: "../x", Primary: true}}, nil
 	})
 	_, err = bad.PackSession(ctx, testID)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -223,7 +224,7 @@ func TestClaudeRefusesReservedIDs(t *testing.T) {
 	}
 	assert.Equal(t, "the user's memory\n", readFile(t, env.StateRoot, "projects/"+slug+"/memory/MEMORY.md"))
 	// Codex and pi name their files from the id; the names are not theirs.
-	_, err := NewPi(backend.Env{StateRoot: t.TempDir()}, Limits{}).PackSession(ctx, "memory")
+	_, err := NewPi(agent.Env{StateRoot: t.TempDir()}, Limits{}).PackSession(ctx, "memory")
 	assert.ErrorIs(t, err, ErrNoSession)
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -22,7 +23,7 @@ func TestCatalogueAndWorkerBackendsAgree(t *testing.T) {
 		info, ok := backend.Lookup(b.Name())
 		require.True(t, ok, "%s is not in the catalogue", b.Name())
 		assert.True(t, info.Implemented, "%s runs but the catalogue says it is not implemented", b.Name())
-		env := backend.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
+		env := agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
 		assert.Equal(t, info.Persist, b.Packer(env) != nil, "%s: persist capability and packer disagree", b.Name())
 	}
 	assert.ElementsMatch(t, backend.Implemented(), names)

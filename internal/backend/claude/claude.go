@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
@@ -78,7 +79,7 @@ type Executor struct {
 	cli  cliexec.CLI
 }
 
-var _ backend.Backend = (*Executor)(nil)
+var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
@@ -96,11 +97,11 @@ func New(opts Options) *Executor {
 func (e *Executor) Name() string { return backend.ClaudeCode }
 
 // Packer returns the claude_code session packer bound to env.
-func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker { return NewPacker(env) }
 
 // NewPacker builds the packer for a live env (packer.NewClaude with the
 // default limits); a worker may replace it to change the limits.
-var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+var NewPacker = func(env agent.Env) agent.SessionPacker { return newPacker(env) }
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
 const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
@@ -110,9 +111,9 @@ const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
 // denies every tool use that needs approval (Write, Edit, most Bash) and
 // tells the model so, while reads go on.
 var PermissionModes = map[string]string{
-	backend.PermissionReadOnly: "dontAsk",
-	backend.PermissionEdit:     "acceptEdits",
-	backend.PermissionFull:     "bypassPermissions",
+	agent.PermissionReadOnly: "dontAsk",
+	agent.PermissionEdit:     "acceptEdits",
+	agent.PermissionFull:     "bypassPermissions",
 }
 
 // visitSettings is what one visit runs with: the node's settings over the
@@ -122,7 +123,7 @@ type visitSettings struct {
 	tools, disallowedTools                                  []string
 }
 
-func (e *Executor) settings(req backend.Request) visitSettings {
+func (e *Executor) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	return visitSettings{
 		model:              e.cli.ModelFor(req.Model),
@@ -136,7 +137,7 @@ func (e *Executor) settings(req backend.Request) visitSettings {
 
 // Fingerprint hashes what defines the conversation a visit of req runs
 // (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req backend.Request) string {
+func (e *Executor) Fingerprint(req agent.Request) string {
 	v := e.settings(req)
 	return cliexec.Fingerprint(cliexec.Conversation{
 		Backend:            backend.ClaudeCode,
@@ -152,8 +153,8 @@ func (e *Executor) Fingerprint(req backend.Request) string {
 }
 
 // Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
-	var res backend.Result
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
 	visit, err := e.cli.Begin(req)
 	if err != nil {
 		return res, err
@@ -170,9 +171,9 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if runErr != nil {
 		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
 			return res, fmt.Errorf("%w: claude_code session %s is not in %s (for working directory %s): %s",
-				backend.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
+				agent.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
 		}
-		var ee *backend.ExitError
+		var ee *agent.ExitError
 		if errors.As(runErr, &ee) {
 			ee.StderrTail = tailWithResult(ee.StderrTail, st)
 		}
@@ -191,7 +192,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, nil
 	}
 	if st.isError {
-		return res, &backend.ExitError{Backend: backend.ClaudeCode, Code: out.ExitCode,
+		return res, &agent.ExitError{Backend: backend.ClaudeCode, Code: out.ExitCode,
 			StderrTail: tailWithResult(out.StderrTail, st)}
 	}
 	if res.SessionID == "" {
@@ -201,7 +202,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
+func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
 	v := e.settings(req)
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
 	if visit.Model != "" {
@@ -256,7 +257,7 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, er
 
 // env is the CLI's environment: the base and the names the worker and the
 // node pass (cliexec.Environ), plus the visit's root and endpoint.
-func (e *Executor) env(req backend.Request) []string {
+func (e *Executor) env(req agent.Request) []string {
 	env := req.Env
 	key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)
 	set := []string{
@@ -321,10 +322,10 @@ type stream struct {
 	track *cliexec.Tracker
 	// messages holds the usage of each API response by message id: the CLI
 	// repeats a response's usage on every content block it prints.
-	messages map[string]backend.Usage
+	messages map[string]agent.Usage
 	// counted is the sum of the results' per-process model usage, and
 	// reported says a result carried one.
-	counted  backend.Usage
+	counted  agent.Usage
 	reported bool
 }
 
@@ -395,9 +396,9 @@ func (s *stream) line(b []byte) {
 		}
 		if u := ev.Message.Usage; u != nil && ev.Message.ID != "" {
 			if s.messages == nil {
-				s.messages = map[string]backend.Usage{}
+				s.messages = map[string]agent.Usage{}
 			}
-			s.messages[ev.Message.ID] = backend.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			s.messages[ev.Message.ID] = agent.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 			s.track.SetUsage(s.streamed())
 		}
@@ -415,8 +416,8 @@ func (s *stream) line(b []byte) {
 
 // streamed sums the usage of the responses printed so far (the main loop
 // and any subagents), each counted once.
-func (s *stream) streamed() backend.Usage {
-	var sum backend.Usage
+func (s *stream) streamed() agent.Usage {
+	var sum agent.Usage
 	for _, u := range s.messages {
 		sum = sum.Add(u)
 	}
@@ -426,7 +427,7 @@ func (s *stream) streamed() backend.Usage {
 // usage is the visit's usage: what its results counted, or, when the CLI
 // ended without one (stopped after ask_user), what its responses reported,
 // without a cost.
-func (s *stream) usage() backend.Usage {
+func (s *stream) usage() agent.Usage {
 	if s.reported {
 		return s.counted
 	}
@@ -436,8 +437,8 @@ func (s *stream) usage() backend.Usage {
 // resultUsage sums a result's per-model usage. Its cost is known when every
 // model was priced from a real price table; a model Claude Code does not
 // know is priced at a guess, which is not reported.
-func resultUsage(models map[string]modelUsage) backend.Usage {
-	sum := backend.Usage{CostKnown: true}
+func resultUsage(models map[string]modelUsage) agent.Usage {
+	sum := agent.Usage{CostKnown: true}
 	// In a fixed order, so that the float sum is the same every time.
 	for _, name := range slices.Sorted(maps.Keys(models)) {
 		m := models[name]
@@ -456,7 +457,7 @@ func resultUsage(models map[string]modelUsage) backend.Usage {
 	return sum
 }
 
-func newPacker(env backend.Env) backend.SessionPacker {
+func newPacker(env agent.Env) agent.SessionPacker {
 	return packer.NewClaude(env, packer.DefaultLimits())
 }
 

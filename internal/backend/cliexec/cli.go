@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 )
 
 // CLI is what every CLI executor does alike: it starts a visit the same way
@@ -44,7 +44,7 @@ type CLI struct {
 }
 
 // Available reports whether the CLI can run on this worker: its program is
-// installed where the executor looks (backend.ErrNotInstalled if not). A
+// installed where the executor looks (agent.ErrNotInstalled if not). A
 // node's fallback takes over from a backend that is not available.
 func (c CLI) Available() error {
 	_, err := Resolve(c.Backend, c.BinDir, c.Bin)
@@ -70,7 +70,7 @@ func (c CLI) MCPTools() []string {
 
 // Check fails a request that does not say where the CLI keeps its state and
 // where it works.
-func (c CLI) Check(req backend.Request) error {
+func (c CLI) Check(req agent.Request) error {
 	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
 		return fmt.Errorf("%s: request needs Env.StateRoot and Env.Workdir", c.Backend)
 	}
@@ -80,7 +80,7 @@ func (c CLI) Check(req backend.Request) error {
 // Begin starts a visit for req: it checks the request, works out the prompt
 // and the model, creates the state root and makes the visit's scratch
 // directory. The caller closes the visit.
-func (c CLI) Begin(req backend.Request) (*Visit, error) {
+func (c CLI) Begin(req agent.Request) (*Visit, error) {
 	if err := c.Check(req); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (c CLI) Begin(req backend.Request) (*Visit, error) {
 // Spec is the run of the CLI for visit v of req: the program, working
 // directory, prompt, limits and heartbeat. The executor adds the arguments,
 // the environment and the reader of the output.
-func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
+func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 	s := Spec{
 		Backend: c.Backend,
 		Bin:     c.Bin,
@@ -126,7 +126,7 @@ func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
 
 // Environ is the environment of the CLI for req: BaseEnv, the executor's
 // PassEnv and the node's env names, then set (see the package function).
-func (c CLI) Environ(req backend.Request, set ...string) []string {
+func (c CLI) Environ(req agent.Request, set ...string) []string {
 	return Environ(append(append([]string(nil), c.PassEnv...), req.Settings.Env...), set...)
 }
 
@@ -160,7 +160,7 @@ func APIKey(key, envVar string) string {
 // front of the stderr tail of err when err is an exit error, since some
 // CLIs say why they failed only there. It returns err.
 func ReportFailure(err error, failure string) error {
-	var ee *backend.ExitError
+	var ee *agent.ExitError
 	if failure != "" && errors.As(err, &ee) {
 		ee.StderrTail = failure + "\n" + ee.StderrTail
 	}

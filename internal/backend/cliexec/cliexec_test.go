@@ -10,8 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 func TestFingerprintIsCanonical(t *testing.T) {
@@ -33,11 +32,11 @@ func TestStructured(t *testing.T) {
 }
 
 func TestAnswerPrompt(t *testing.T) {
-	p, err := Prompt(backend.Request{Prompt: "ignored", SessionID: "s",
-		Answer: &backend.Answer{QuestionID: "q1", Text: "blue", PendingToolUseID: "toolu_1"}})
+	p, err := Prompt(agent.Request{Prompt: "ignored", SessionID: "s",
+		Answer: &agent.Answer{QuestionID: "q1", Text: "blue", PendingToolUseID: "toolu_1"}})
 	require.NoError(t, err)
 	assert.Equal(t, "The user answered your ask_user question (tool use toolu_1) q1:\nblue", p)
-	_, err = Prompt(backend.Request{Answer: &backend.Answer{Text: "x"}})
+	_, err = Prompt(agent.Request{Answer: &agent.Answer{Text: "x"}})
 	assert.Error(t, err, "an answer without a session")
 }
 
@@ -58,7 +57,7 @@ func TestRunStreamsLinesAndStdin(t *testing.T) {
 
 func TestRunExitError(t *testing.T) {
 	_, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "echo boom >&2; exit 3")})
-	var ee *backend.ExitError
+	var ee *agent.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 3, ee.Code)
 	assert.Equal(t, "boom", ee.StderrTail)
@@ -71,7 +70,7 @@ func TestRunTimeoutKillsGroup(t *testing.T) {
 	bin := script(t, "sh -c 'trap \"\" TERM; exec sleep 300' "+marker+" &\nsleep 300\n")
 	start := time.Now()
 	_, err := Run(context.Background(), Spec{Backend: "t", Bin: bin, Timeout: 500 * time.Millisecond})
-	require.ErrorIs(t, err, backend.ErrTimeout)
+	require.ErrorIs(t, err, agent.ErrTimeout)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	ps, _ := os.ReadDir("/proc")
@@ -94,9 +93,9 @@ func TestRunStop(t *testing.T) {
 
 func TestResolveMissing(t *testing.T) {
 	_, err := Resolve("t", t.TempDir(), "nope")
-	assert.ErrorIs(t, err, backend.ErrNotInstalled)
+	assert.ErrorIs(t, err, agent.ErrNotInstalled)
 	_, err = Resolve("t", "", "tether-no-such-program")
-	assert.ErrorIs(t, err, backend.ErrNotInstalled)
+	assert.ErrorIs(t, err, agent.ErrNotInstalled)
 }
 
 func TestEnvironIsBasePassAndSet(t *testing.T) {

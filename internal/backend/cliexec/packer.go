@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // ErrNoPacker is returned by UnavailablePacker.
@@ -15,7 +15,7 @@ var ErrNoPacker = errors.New("session packer not available in this build")
 // it packs and unpacks nothing and reports every session absent.
 type UnavailablePacker struct{ Backend string }
 
-var _ backend.SessionPacker = UnavailablePacker{}
+var _ agent.SessionPacker = UnavailablePacker{}
 
 // PackSession fails with ErrNoPacker.
 func (p UnavailablePacker) PackSession(context.Context, string) ([]byte, error) {

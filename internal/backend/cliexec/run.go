@@ -5,9 +5,9 @@
 // visit's timeout and cancellation by killing the whole process group (the
 // CLI, its MCP servers and any tool processes it started).
 //
-// Failures come back typed: backend.ErrNotInstalled for a missing binary,
-// backend.ErrTimeout when the deadline passed, the context's error when the
-// visit was cancelled, and *backend.ExitError for a non-zero exit.
+// Failures come back typed: agent.ErrNotInstalled for a missing binary,
+// agent.ErrTimeout when the deadline passed, the context's error when the
+// visit was cancelled, and *agent.ExitError for a non-zero exit.
 package cliexec
 
 import (
@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Defaults for Spec fields left zero.
@@ -82,7 +82,7 @@ type Outcome struct {
 
 // Resolve returns the path of bin: bin itself when it holds a slash, else
 // BinDir/bin when dir is set, else the PATH entry. A missing or
-// non-executable program is backend.ErrNotInstalled.
+// non-executable program is agent.ErrNotInstalled.
 func Resolve(backendName, dir, bin string) (string, error) {
 	var p string
 	switch {
@@ -93,7 +93,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 	default:
 		lp, err := exec.LookPath(bin)
 		if err != nil {
-			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", backend.ErrNotInstalled, backendName, bin)
+			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", agent.ErrNotInstalled, backendName, bin)
 		}
 		return lp, nil
 	}
@@ -102,7 +102,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 		if err == nil {
 			err = fs.ErrPermission
 		}
-		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", backend.ErrNotInstalled, backendName, p, err)
+		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", agent.ErrNotInstalled, backendName, p, err)
 	}
 	return p, nil
 }
@@ -155,7 +155,7 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	pw.Close()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return out, fmt.Errorf("%w: %s: %v", backend.ErrNotInstalled, s.Backend, err)
+			return out, fmt.Errorf("%w: %s: %v", agent.ErrNotInstalled, s.Backend, err)
 		}
 		return out, fmt.Errorf("%s: start %s: %w", s.Backend, path, err)
 	}
@@ -252,7 +252,7 @@ loop:
 	switch {
 	case killed != nil && ctx.Err() == nil || errors.Is(killed, context.DeadlineExceeded):
 		return out, fmt.Errorf("%w: %s ran for %s (limit %s); its process group was killed",
-			backend.ErrTimeout, s.Backend, out.Duration.Round(time.Millisecond), s.Timeout)
+			agent.ErrTimeout, s.Backend, out.Duration.Round(time.Millisecond), s.Timeout)
 	case killed != nil:
 		return out, fmt.Errorf("%s: visit cancelled, process group killed: %w", s.Backend, killed)
 	case out.Stopped:
@@ -260,7 +260,7 @@ loop:
 	case waitErr != nil:
 		var ee *exec.ExitError
 		if errors.As(waitErr, &ee) {
-			return out, &backend.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
+			return out, &agent.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
 		}
 		return out, fmt.Errorf("%s: %w", s.Backend, waitErr)
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
@@ -81,7 +82,7 @@ type Executor struct {
 	cli  cliexec.CLI
 }
 
-var _ backend.Backend = (*Executor)(nil)
+var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
@@ -102,11 +103,11 @@ func New(opts Options) *Executor {
 func (e *Executor) Name() string { return backend.Codex }
 
 // Packer returns the codex session packer bound to env.
-func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker { return NewPacker(env) }
 
 // NewPacker builds the packer for a live env (packer.NewCodex with the
 // default limits); a worker may replace it to change the limits.
-var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+var NewPacker = func(env agent.Env) agent.SessionPacker { return newPacker(env) }
 
 // Bypass is the permission a node's full level maps to: no sandbox and
 // no approvals (--dangerously-bypass-approvals-and-sandbox).
@@ -117,9 +118,9 @@ const Bypass = "bypass"
 // writes inside the working directory, and full runs without a sandbox.
 // Measured as root in this project's container: both sandboxes work there.
 var Sandboxes = map[string]string{
-	backend.PermissionReadOnly: "read-only",
-	backend.PermissionEdit:     "workspace-write",
-	backend.PermissionFull:     Bypass,
+	agent.PermissionReadOnly: "read-only",
+	agent.PermissionEdit:     "workspace-write",
+	agent.PermissionFull:     Bypass,
 }
 
 // visitSettings is what one visit runs with: the node's settings over the
@@ -130,7 +131,7 @@ type visitSettings struct {
 	sandbox string
 }
 
-func (e *Executor) settings(req backend.Request) visitSettings {
+func (e *Executor) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	def := e.opts.Sandbox
 	if e.opts.Bypass {
@@ -147,7 +148,7 @@ func (e *Executor) settings(req backend.Request) visitSettings {
 // Fingerprint hashes what defines the conversation a visit of req runs:
 // backend, model, base and developer instructions, the sandbox as the
 // permission, and the MCP tools.
-func (e *Executor) Fingerprint(req backend.Request) string {
+func (e *Executor) Fingerprint(req agent.Request) string {
 	v := e.settings(req)
 	perm := "sandbox:" + v.sandbox
 	if v.sandbox == Bypass {
@@ -159,8 +160,8 @@ func (e *Executor) Fingerprint(req backend.Request) string {
 }
 
 // Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
-	var res backend.Result
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
 	visit, err := e.cli.Begin(req)
 	if err != nil {
 		return res, err
@@ -184,7 +185,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if runErr != nil {
 		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
 			return res, fmt.Errorf("%w: codex session %s has no rollout under %s: %s",
-				backend.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
+				agent.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
 		}
 		return res, cliexec.ReportFailure(runErr, st.failure)
 	}
@@ -205,7 +206,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, nil
 	}
 	if st.failure != "" && !st.completed {
-		return res, &backend.ExitError{Backend: backend.Codex, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
+		return res, &agent.ExitError{Backend: backend.Codex, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
 	}
 	if res.SessionID == "" {
 		return res, fmt.Errorf("codex: the CLI reported no thread id (stderr: %s)", out.StderrTail)
@@ -214,7 +215,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
+func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
 	v := e.settings(req)
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
@@ -265,7 +266,7 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, er
 	return append(a, "-"), nil
 }
 
-func (e *Executor) env(req backend.Request) []string {
+func (e *Executor) env(req agent.Request) []string {
 	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)}
 	set = append(set, e.opts.Env...)
 	return e.cli.Environ(req, set...)
@@ -300,10 +301,10 @@ type stream struct {
 
 	track *cliexec.Tracker
 	ctx   context.Context
-	env   backend.Env
+	env   agent.Env
 	// base is the thread's total before the visit; total the latest one,
 	// from turn.completed or else from the rollout the CLI writes.
-	base    backend.Usage
+	base    agent.Usage
 	total   *tokenUsage
 	rollout rollout
 }
@@ -339,8 +340,8 @@ type tokenUsage struct {
 	OutputTokens          int64 `json:"output_tokens"`
 }
 
-func (u tokenUsage) usage() backend.Usage {
-	return backend.Usage{
+func (u tokenUsage) usage() agent.Usage {
+	return agent.Usage{
 		InputTokens:      max(u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens, 0),
 		OutputTokens:     u.OutputTokens,
 		CacheReadTokens:  u.CachedInputTokens,
@@ -427,7 +428,7 @@ func (s *stream) follow() {
 // usage is the visit's usage: the thread's total when the visit ended (from
 // turn.completed, or from the rollout when the CLI was stopped before it)
 // less its total before the visit. Codex reports no cost.
-func (s *stream) usage() backend.Usage {
+func (s *stream) usage() agent.Usage {
 	if s.total != nil {
 		return s.total.usage().Sub(s.base)
 	}
@@ -499,16 +500,16 @@ func (r *rollout) read() bool {
 }
 
 // usage is the latest total read (zero before any).
-func (r *rollout) usage() backend.Usage {
+func (r *rollout) usage() agent.Usage {
 	if r.total == nil {
-		return backend.Usage{}
+		return agent.Usage{}
 	}
 	return r.total.usage()
 }
 
 // rolloutPath is the rollout file of a thread in env, or "" when there is
 // none; the packer's path code finds it, as it does for HasSession.
-func rolloutPath(ctx context.Context, env backend.Env, threadID string) string {
+func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
 	path, err := packer.NewCodex(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
 	if err != nil {
 		return ""
@@ -519,7 +520,7 @@ func rolloutPath(ctx context.Context, env backend.Env, threadID string) string {
 // pendingCallID finds the call_id of the session's last ask_user call in its
 // rollout: Codex passes no tool-use id to MCP servers and its --json items
 // carry their own ids, so the rollout is the one place that has it.
-func pendingCallID(ctx context.Context, env backend.Env, sessionID string) string {
+func pendingCallID(ctx context.Context, env agent.Env, sessionID string) string {
 	path := rolloutPath(ctx, env, sessionID)
 	if path == "" {
 		return ""
@@ -558,7 +559,7 @@ func pendingCallID(ctx context.Context, env backend.Env, sessionID string) strin
 // (the model calls ask_user inside namespace mcp__tether).
 const AskUserNamespace = "mcp__" + askuser.ServerName
 
-func newPacker(env backend.Env) backend.SessionPacker {
+func newPacker(env agent.Env) agent.SessionPacker {
 	return packer.NewCodex(env, packer.DefaultLimits())
 }
 

@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/codex"
 	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 var suite = clitest.Suite{
-	New: func(h *clitest.Harness) backend.Backend {
+	New: func(h *clitest.Harness) agent.Backend {
 		return codex.New(codex.Options{
 			BinDir:         h.BinDir,
 			BaseURL:        h.Fake.URL() + "/v1",
@@ -28,7 +28,7 @@ var suite = clitest.Suite{
 			TempDir:        h.Scratch,
 		})
 	},
-	HasSessionFiles: func(env backend.Env, id string) bool {
+	HasSessionFiles: func(env agent.Env, id string) bool {
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
 		return len(m) == 1
 	},
@@ -43,8 +43,8 @@ func TestCodex(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
 	a := codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write"})
-	assert.Equal(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(backend.Request{}))
+	assert.Equal(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(agent.Request{}))
 }

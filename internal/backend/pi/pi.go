@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
@@ -101,7 +102,7 @@ type Executor struct {
 	cli  cliexec.CLI
 }
 
-var _ backend.Backend = (*Executor)(nil)
+var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
@@ -123,11 +124,11 @@ func New(opts Options) *Executor {
 func (e *Executor) Name() string { return backend.Pi }
 
 // Packer returns the pi session packer bound to env.
-func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker { return NewPacker(env) }
 
 // NewPacker builds the packer for a live env (packer.NewPi with the default
 // limits); a worker may replace it to change the limits.
-var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+var NewPacker = func(env agent.Env) agent.SessionPacker { return newPacker(env) }
 
 func (e *Executor) provider() string {
 	if e.opts.BaseURL != "" {
@@ -136,7 +137,7 @@ func (e *Executor) provider() string {
 	return e.opts.Provider
 }
 
-func (e *Executor) appendSystemPrompt(req backend.Request) string {
+func (e *Executor) appendSystemPrompt(req agent.Request) string {
 	parts := []string{}
 	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
 		parts = append(parts, a)
@@ -154,16 +155,16 @@ var DefaultTools = []string{"read", "bash", "edit", "write"}
 // pi has no permission modes, so what the agent may do is which of its
 // built-in tools it has.
 var PermissionTools = map[string][]string{
-	backend.PermissionReadOnly: {"read", "grep", "find", "ls"},
-	backend.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
-	backend.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
+	agent.PermissionReadOnly: {"read", "grep", "find", "ls"},
+	agent.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
+	agent.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
 }
 
 // visitTools is the allowlist a visit of req runs with (nil: pi's
 // default): the node's tools, else the executor's; cut down to the node's
 // permission level when it has one, and without the node's
 // disallowed_tools.
-func (e *Executor) visitTools(req backend.Request) []string {
+func (e *Executor) visitTools(req agent.Request) []string {
 	s := req.Settings
 	tools := cliexec.PickList(s.Tools, e.opts.Tools)
 	if allowed, ok := PermissionTools[s.Permissions]; ok {
@@ -193,14 +194,14 @@ func keep(in []string, pass func(string) bool) []string {
 	return out
 }
 
-func (e *Executor) systemPrompt(req backend.Request) string {
+func (e *Executor) systemPrompt(req agent.Request) string {
 	return cliexec.Pick(req.Settings.SystemPrompt, e.opts.SystemPrompt)
 }
 
 // Fingerprint hashes what defines the conversation a visit of req runs:
 // backend, provider/model, system prompt, the appended system prompt
 // (ask_user convention included) and the tools.
-func (e *Executor) Fingerprint(req backend.Request) string {
+func (e *Executor) Fingerprint(req agent.Request) string {
 	tools := e.visitTools(req)
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
@@ -215,8 +216,8 @@ func (e *Executor) Fingerprint(req backend.Request) string {
 }
 
 // Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
-	var res backend.Result
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
 	if err := e.cli.Check(req); err != nil {
 		return res, err
 	}
@@ -250,7 +251,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if st.stopReason == "error" || st.stopReason == "aborted" {
 		// pi exits 0 when the model call failed; the failure is in its
 		// output.
-		return res, &backend.ExitError{Backend: backend.Pi, Code: out.ExitCode,
+		return res, &agent.ExitError{Backend: backend.Pi, Code: out.ExitCode,
 			StderrTail: strings.TrimSpace("model call failed (" + st.stopReason + "): " + st.errorMessage + "\n" + out.StderrTail)}
 	}
 	if st.sessionID == "" {
@@ -270,7 +271,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	res.Structured = cliexec.Structured(res.Text)
 	if e.opts.AskUser {
 		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
-			res.NeedsInteraction = &backend.Interaction{Questions: qs}
+			res.NeedsInteraction = &agent.Interaction{Questions: qs}
 			res.Structured = nil
 		}
 	}
@@ -281,13 +282,13 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 // new one. pi given a --session file that does not exist starts a new
 // session silently, so absence is decided here, by the packer's path code
 // (the same that answers HasSession).
-func (e *Executor) sessionFile(ctx context.Context, req backend.Request) (string, error) {
+func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
 	session, err := packer.NewPi(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
 	if errors.Is(err, packer.ErrNoSession) {
-		return "", fmt.Errorf("%w: %v", backend.ErrNoSession, err)
+		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
@@ -323,7 +324,7 @@ func (e *Executor) writeModels(visit *cliexec.Visit) error {
 	return nil
 }
 
-func (e *Executor) args(req backend.Request, model, session string) []string {
+func (e *Executor) args(req agent.Request, model, session string) []string {
 	a := []string{"-p", "--mode", "json", "--session-dir", req.Env.StateRoot}
 	switch {
 	case session != "" && req.Fork:
@@ -355,7 +356,7 @@ func (e *Executor) args(req backend.Request, model, session string) []string {
 	return a
 }
 
-func (e *Executor) env(req backend.Request, agentDir string) []string {
+func (e *Executor) env(req agent.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if e.opts.BaseURL != "" {
 		set = append(set, APIKeyVar+"="+cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv))
@@ -368,7 +369,7 @@ func (e *Executor) env(req backend.Request, agentDir string) []string {
 }
 
 // askedQuestions applies the ask_user convention to a final reply.
-func askedQuestions(text string, structured map[string]any) []backend.Question {
+func askedQuestions(text string, structured map[string]any) []agent.Question {
 	var qs []string
 	if structured != nil {
 		switch v := structured[AskUserKey].(type) {
@@ -391,10 +392,10 @@ func askedQuestions(text string, structured map[string]any) []backend.Question {
 			qs = append(qs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)))
 		}
 	}
-	var out []backend.Question
+	var out []agent.Question
 	for _, q := range qs {
 		if q = strings.TrimSpace(q); q != "" {
-			out = append(out, backend.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
+			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
 		}
 	}
 	return out
@@ -411,7 +412,7 @@ type stream struct {
 	// live is the tail of the text block being streamed.
 	live string
 	// usage sums the usage of the visit's assistant messages.
-	usage backend.Usage
+	usage agent.Usage
 }
 
 type event struct {
@@ -464,7 +465,7 @@ func (s *stream) line(b []byte) {
 		case "text_start":
 			s.live = ""
 		case "text_delta":
-			s.live = backend.Tail(s.live+ev.AssistantMessageEvent.Delta, backend.MaxProgressText)
+			s.live = agent.Tail(s.live+ev.AssistantMessageEvent.Delta, agent.MaxProgressText)
 			s.track.Say(s.live)
 		}
 	case "tool_execution_start":
@@ -502,7 +503,7 @@ func toolTitle(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
-func newPacker(env backend.Env) backend.SessionPacker {
+func newPacker(env agent.Env) agent.SessionPacker {
 	return packer.NewPi(env, packer.DefaultLimits())
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -16,7 +17,7 @@ import (
 // prompts; not env or timeout). Each field is length-prefixed so no two
 // different definitions hash alike. The result is the first 16 bytes of the
 // SHA-256, in hex; the prompt, visit and answers are not part of it.
-func Fingerprint(model string, script []string, s backend.Settings) string {
+func Fingerprint(model string, script []string, s agent.Settings) string {
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte

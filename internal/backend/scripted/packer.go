@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
@@ -34,7 +35,7 @@ const maxHeaderLine = 64 << 10
 // places is the session's one part for the shared packer: its log where the
 // state root holds it, in any bucket, or where an unpack puts a log the
 // root does not hold yet.
-func places(env backend.Env, id string) ([]packer.Place, error) {
+func places(env agent.Env, id string) ([]packer.Place, error) {
 	rel, err := jsonl.Locate(SessionsDir(env.StateRoot), id)
 	switch {
 	case errors.Is(err, sessionlog.ErrNotFound):
