@@ -45,6 +45,10 @@ type Activities struct {
 	StateDir string
 	// WorkDir holds the runs' working directories.
 	WorkDir string
+	// PassEnv names worker environment variables every tool node gets
+	// besides the minimal base (cliexec.BaseEnv) and its node's env: the
+	// worker's TETHER_PASS_ENV, as the agent CLIs get it.
+	PassEnv []string
 	// Workspaces keeps the runs' working directories durable; nil runs
 	// every visit in a plain directory that nothing restores or snapshots.
 	Workspaces *workspace.Manager
@@ -197,11 +201,6 @@ func (a *Activities) DeleteBlobs(ctx context.Context, req *DeleteBlobsRequest) e
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// DeleteRun removes a run's checkpoints and every blob under its prefix.
-func (a *Activities) DeleteRun(ctx context.Context, runID string) (runstore.DeleteReport, error) {
-	return a.Runs.DeleteRun(ctx, runID)
 }
 
 // RestoreSession makes a session live in this worker's root: it unpacks the

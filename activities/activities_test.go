@@ -19,6 +19,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -254,7 +255,7 @@ func TestLiveSessionSkipsItsOwnRestoreOnlyWhileUntouched(t *testing.T) {
 // over to another CLI.
 func TestFallbackRunsWhenTheCLIIsMissing(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	a.Backends = append(a.Backends, claude.New(claude.Options{BinDir: t.TempDir()}))
+	a.Backends = append(a.Backends, claude.New(claude.Options{Options: cliexec.Options{BinDir: t.TempDir()}}))
 	var _ Availability = claude.New(claude.Options{})
 	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.ClaudeCode, Fallback: []string{backend.Scripted}, Session: graph.SessionPersist, Prompt: "hello"}
 	res, err := a.Visit(context.Background(), &VisitRequest{

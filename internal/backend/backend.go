@@ -1,18 +1,29 @@
-// Package backend defines what an agent backend is to Tether: an executor
-// that runs one visit of an agent node, and (for backends with the persist
-// capability) a session packer that moves exactly that backend's session
-// files between machines. It also holds the catalogue of known backend names
-// and their capabilities, which graph validation and session resolution read.
+// Package backend is Tether's registry of agent backends. It holds the
+// catalogue of known backend names and their capabilities, which graph
+// validation and session resolution read, and it is the one place that
+// builds the backends a worker runs (New), so the capability table and the
+// worker's backend list cannot disagree.
+//
+// What a backend is (an executor, a session packer) is the contract in
+// internal/agent. Everything about one backend (how to drive its CLI,
+// where its session files live) is in its own subpackage: claude, codex,
+// pi, scripted; cliexec is what the CLI executors share.
 package backend
 
-import "github.com/tether-run/tether/internal/agent"
+import (
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/pi"
+	"github.com/tether-run/tether/internal/backend/scripted"
+)
 
 // Names of the known backends.
 const (
-	Scripted   = "scripted"
-	ClaudeCode = "claude_code"
-	Codex      = "codex"
-	Pi         = "pi"
+	Scripted   = scripted.Name
+	ClaudeCode = claude.Name
+	Codex      = codex.Name
+	Pi         = pi.Name
 	Kimi       = "kimi"
 	Grok       = "grok"
 )

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -61,6 +63,7 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		"TETHER_LOG_LEVEL":                "loud",
 		"TETHER_WORKSPACE_MAX_FILES":      "-1",
 		"TETHER_WORKSPACE_MAX_FILE_BYTES": "lots",
+		"TETHER_REDACT":                   "maybe",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)
@@ -69,4 +72,26 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 			assert.Contains(t, err.Error(), name)
 		})
 	}
+}
+
+// The agents' keys and redact mode are read here, once, and passed down:
+// the executors and packers never read the environment themselves.
+func TestAgentSettings(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-worker")
+	t.Setenv("OPENAI_API_KEY", "sk-openai-worker")
+	t.Setenv("TETHER_REDACT", "")
+	c := fromEnv(t)
+	assert.Equal(t, map[string]string{"claude_code": "sk-ant-worker", "codex": "sk-openai-worker", "pi": "sk-openai-worker"}, c.Agents.APIKeys)
+	assert.Equal(t, packer.RedactDetect, c.Agents.Redact)
+	assert.NotContains(t, fmt.Sprintf("%v %+v", c, c), "sk-", "a printed configuration shows no key")
+
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("TETHER_REDACT", "refuse")
+	c = fromEnv(t)
+	assert.NotContains(t, c.Agents.APIKeys, "claude_code", "an unset key is no key")
+	assert.Equal(t, packer.RedactRefuse, c.Agents.Redact)
+
+	t.Setenv("TETHER_REDACT", "maybe")
+	_, err := FromEnv()
+	assert.ErrorIs(t, err, packer.ErrRedactMode)
 }

@@ -207,6 +207,7 @@ func goCaches(t *testing.T) []string {
 	require.Len(t, dirs, 2, "go env: %s", out)
 	return []string{"GOCACHE=" + dirs[0], "GOMODCACHE=" + dirs[1], "GOPROXY=off", "GOTOOLCHAIN=local"}
 }
+
 // filesUnder lists the files under dir, relative to it, except those in
 // the subdirectory skip.
 func filesUnder(t *testing.T, dir, skip string) []string {

@@ -71,7 +71,7 @@ func writeJSONL(tb testing.TB, path string, n int, rng *rand.Rand) {
 // and ten 2 MB subagent transcripts. It returns the env and the byte count.
 func benchSession(b *testing.B) (agent.Env, int64) {
 	b.Helper()
-	env := claudeEnv(b, "bench")
+	env := testEnv(b, "bench")
 	proj := filepath.Join(env.StateRoot, "projects", slugOf(b, env))
 	rng := rand.New(rand.NewChaCha8([32]byte{1}))
 	writeJSONL(b, filepath.Join(proj, testID+".jsonl"), benchSessionBytes*8/10, rng)
@@ -101,7 +101,7 @@ func BenchmarkPack(b *testing.B) {
 		b.Run("packer/"+lv.String(), func(b *testing.B) {
 			defer func(old zstd.EncoderLevel) { encoderLevel = old }(encoderLevel)
 			encoderLevel = lv
-			p := NewClaude(env, Limits{})
+			p := newTestPacker(env, Limits{})
 			b.SetBytes(size)
 			var blob []byte
 			for b.Loop() {
@@ -115,7 +115,7 @@ func BenchmarkPack(b *testing.B) {
 	b.Run("packer/fastest/no-secret-scan", func(b *testing.B) {
 		defer func() { scanFiles = true }()
 		scanFiles = false
-		p := NewClaude(env, Limits{})
+		p := newTestPacker(env, Limits{})
 		b.SetBytes(size)
 		for b.Loop() {
 			_, err := p.PackSession(ctx, testID)
@@ -140,13 +140,13 @@ func BenchmarkPack(b *testing.B) {
 // the baseline does not.
 func BenchmarkUnpack(b *testing.B) {
 	env, size := benchSession(b)
-	blob, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+	blob, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 	require.NoError(b, err)
 	b.Run("packer", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
-			dst := claudeEnv(b, "restore")
-			require.NoError(b, NewClaude(dst, Limits{}).UnpackSession(ctx, testID, blob))
+			dst := testEnv(b, "restore")
+			require.NoError(b, newTestPacker(dst, Limits{}).UnpackSession(ctx, testID, blob))
 		}
 	})
 	b.Run("zstd-d|tar", func(b *testing.B) {

@@ -16,12 +16,12 @@ import (
 // in. The live root holds an older copy of the same session, so a swapped
 // part would show.
 func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
-	src := claudeEnv(t, "x")
-	seedClaude(t, src, testID)
-	withTasks, err := NewClaude(src, Limits{}).PackSession(ctx, testID)
+	src := testEnv(t, "x")
+	seedSession(t, src, testID)
+	withTasks, err := newTestPacker(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(filepath.Join(src.StateRoot, "tasks", testID)))
-	withoutTasks, err := NewClaude(src, Limits{}).PackSession(ctx, testID)
+	withoutTasks, err := newTestPacker(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 
 	clashes := map[string]func(t *testing.T, env agent.Env, at string){
@@ -42,7 +42,7 @@ func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
 	for aname, blob := range archives {
 		for cname, plant := range clashes {
 			t.Run(aname+"/"+cname, func(t *testing.T) {
-				dst := claudeEnv(t, "y")
+				dst := testEnv(t, "y")
 				slug := slugOf(t, dst)
 				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
 				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old subagent\n")
@@ -51,7 +51,7 @@ func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
 				plant(t, dst, filepath.Join(dst.StateRoot, "tasks", testID))
 				before := snapshot(t, filepath.Dir(dst.StateRoot))
 
-				err := NewClaude(dst, Limits{}).UnpackSession(ctx, testID, blob)
+				err := newTestPacker(dst, Limits{}).UnpackSession(ctx, testID, blob)
 				require.ErrorIs(t, err, ErrExists)
 				assert.Equal(t, before, snapshot(t, filepath.Dir(dst.StateRoot)), "the refused unpack changed the live root")
 			})

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 )
 
 // FuzzUnpack feeds Unpack arbitrary blobs. When wrapped is true the input is
@@ -18,7 +17,7 @@ import (
 // must not panic, must not create anything outside its state root, and
 // when it fails must leave no file in the root.
 func FuzzUnpack(f *testing.F) {
-	cc := backend.ClaudeCode
+	cc := testBackend
 	seeds := [][]tarEntry{
 		{file("project/"+testID+".jsonl", "{}\n")},
 		{file("project/"+testID+".jsonl", "{}\n"), dir("project/" + testID), file("project/"+testID+"/sub/a.jsonl", "a"), dir("tasks/" + testID), file("tasks/"+testID+"/1.json", "{}")},
@@ -46,9 +45,9 @@ func FuzzUnpack(f *testing.F) {
 		if wrapped {
 			blob = wrap(t, Header{Backend: cc, SessionID: testID}, data)
 		}
-		err := NewClaude(env, Limits{MaxTotalBytes: 1 << 20, MaxFiles: 64, MaxFileBytes: 1 << 20}).UnpackSession(ctx, testID, blob)
+		err := newTestPacker(env, Limits{MaxTotalBytes: 1 << 20, MaxFiles: 64, MaxFileBytes: 1 << 20}).UnpackSession(ctx, testID, blob)
 
-		slug := ClaudeProjectSlug(env.Workdir)
+		slug := testSlug(env.Workdir)
 		allowed := []string{
 			"projects/" + slug + "/" + testID + ".jsonl",
 			"projects/" + slug + "/" + testID + "/",

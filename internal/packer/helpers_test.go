@@ -162,17 +162,53 @@ func craft(t testing.TB, backendName, id string, entries ...tarEntry) []byte {
 	return wrap(t, Header{Backend: backendName, SessionID: id}, rawTar(t, entries))
 }
 
-// claudeEnv returns a Claude env whose state root and working directory
-// live under a fresh temp dir.
-func claudeEnv(t testing.TB, name string) agent.Env {
+// testBackend is the backend name in the headers of testLayout's archives.
+// The fuzz corpus in testdata/fuzz was recorded with Claude Code's layout,
+// whose archives name their parts exactly as testLayout does.
+const testBackend = "claude_code"
+
+// testPlaces is the packer's own test layout, shaped like Claude Code's
+// (the richest of the CLIs'): a main file and a folder under a folder named
+// for the working directory, and a folder of the session's elsewhere.
+//
+//	projects/<slug>/<id>.jsonl   main file
+//	projects/<slug>/<id>/        folder
+//	tasks/<id>/                  folder
+//
+// Archives name them project/<id>.jsonl, project/<id>/ and tasks/<id>/,
+// without the slug, so an unpack places them under the target's slug.
+// Claude Code's real layout, and its tests, are in internal/backend/claude.
+func testPlaces(env agent.Env, id string) ([]Place, error) {
+	proj := "projects/" + testSlug(env.Workdir) + "/"
+	return []Place{
+		{Name: "project/" + id + ".jsonl", Path: proj + id + ".jsonl", Primary: true},
+		{Name: "project/" + id, Path: proj + id, Dir: true},
+		{Name: "tasks/" + id, Path: "tasks/" + id, Dir: true},
+	}, nil
+}
+
+// testSlug is dir with every byte that is not an ASCII letter or digit
+// replaced by '-'.
+func testSlug(dir string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '-'
+	}, dir)
+}
+
+func newTestPacker(env agent.Env, limits Limits, opts ...Option) *Packer {
+	return New(testBackend, env, limits, Files(testPlaces), opts...)
+}
+
+// testEnv returns an env whose state root and working directory live
+// under a fresh temp dir.
+func testEnv(t testing.TB, name string) agent.Env {
 	base := t.TempDir()
 	wd := filepath.Join(base, "work", name)
 	require.NoError(t, os.MkdirAll(wd, 0o755))
 	return agent.Env{StateRoot: filepath.Join(base, "state"), Workdir: wd}
 }
 
-func slugOf(t testing.TB, env agent.Env) string {
-	dir, err := ClaudeWorkdir(env.Workdir)
-	require.NoError(t, err)
-	return ClaudeProjectSlug(dir)
-}
+func slugOf(_ testing.TB, env agent.Env) string { return testSlug(env.Workdir) }

@@ -14,30 +14,23 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
 
+// Name is the backend's name in graphs and the catalogue.
+const Name = "claude_code"
+
 // Options configure the executor. The zero value runs `claude` from PATH
-// against the real API with the key in ANTHROPIC_API_KEY.
+// against the CLI's default endpoint with no key of its own.
 type Options struct {
-	// BinDir holds the `claude` program; empty means PATH.
-	BinDir string
-	// BaseURL is the Messages API endpoint (ANTHROPIC_BASE_URL); empty
-	// means the CLI's default.
-	BaseURL string
-	// APIKey is the key itself; when empty the key is read from the worker's
-	// environment variable APIKeyEnv (default ANTHROPIC_API_KEY). It reaches
-	// the CLI only as ANTHROPIC_API_KEY in its environment.
-	APIKey    string
-	APIKeyEnv string
-	// Model is the default model (--model); Request.Model overrides it.
-	Model string
+	// Options are what every CLI executor takes. BaseURL is the Messages
+	// API endpoint (ANTHROPIC_BASE_URL), empty for the CLI's default;
+	// APIKey reaches the CLI as ANTHROPIC_API_KEY.
+	cliexec.Options
 	// SystemPrompt replaces Claude Code's system prompt; AppendSystemPrompt
 	// is added to it.
 	SystemPrompt       string
@@ -51,26 +44,6 @@ type Options struct {
 	// IS_SANDBOX=1, which the CLI requires there. A node's permissions
 	// override it (see PermissionModes).
 	PermissionMode string
-	// AskUser is the argv that starts the ask_user MCP server, without
-	// --record (for the worker: its own executable and askuser.Subcommand).
-	// Nil leaves the tool out.
-	AskUser []string
-	// AskUserGrace is how long the CLI may go on after the agent asked
-	// before the executor ends it (default cliexec.DefaultAskUserGrace).
-	AskUserGrace time.Duration
-	// Timeout bounds one visit; zero means only the context bounds it.
-	Timeout time.Duration
-	// PassEnv names worker environment variables every visit's CLI gets
-	// (see cliexec.Environ).
-	PassEnv []string
-	// Heartbeat is called with the visit's context every HeartbeatEvery
-	// while the CLI runs (for activity.RecordHeartbeat).
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	// Env is added to the CLI's environment (after the executor's own).
-	Env []string
-	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
-	TempDir string
 }
 
 // Executor runs Claude Code visits.
@@ -83,25 +56,16 @@ var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
-	}
-	return &Executor{opts: opts, cli: cliexec.CLI{
-		Backend: backend.ClaudeCode, Bin: "claude", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
-		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
-	}}
+	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "claude"}}
 }
 
-// Name is backend.ClaudeCode.
-func (e *Executor) Name() string { return backend.ClaudeCode }
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
 
 // Packer returns the claude_code session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker { return NewPacker(env) }
-
-// NewPacker builds the packer for a live env (packer.NewClaude with the
-// default limits); a worker may replace it to change the limits.
-var NewPacker = func(env agent.Env) agent.SessionPacker { return newPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
 const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
@@ -140,7 +104,7 @@ func (e *Executor) settings(req agent.Request) visitSettings {
 func (e *Executor) Fingerprint(req agent.Request) string {
 	v := e.settings(req)
 	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            backend.ClaudeCode,
+		Backend:            Name,
 		Model:              v.model,
 		SystemPrompt:       v.systemPrompt,
 		AppendSystemPrompt: v.appendSystemPrompt,
@@ -164,7 +128,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if err != nil {
 		return res, err
 	}
-	st := stream{track: cliexec.NewTracker(backend.ClaudeCode, req)}
+	st := stream{track: cliexec.NewTracker(Name, req)}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
 	out, runErr := cliexec.Run(ctx, spec)
@@ -192,7 +156,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, nil
 	}
 	if st.isError {
-		return res, &agent.ExitError{Backend: backend.ClaudeCode, Code: out.ExitCode,
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
 			StderrTail: tailWithResult(out.StderrTail, st)}
 	}
 	if res.SessionID == "" {
@@ -259,13 +223,12 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 // node pass (cliexec.Environ), plus the visit's root and endpoint.
 func (e *Executor) env(req agent.Request) []string {
 	env := req.Env
-	key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if key != "" {
-		set = append(set, "ANTHROPIC_API_KEY="+key)
+	if e.opts.APIKey != "" {
+		set = append(set, "ANTHROPIC_API_KEY="+e.opts.APIKey)
 	}
 	if e.opts.BaseURL != "" {
 		set = append(set, "ANTHROPIC_BASE_URL="+e.opts.BaseURL)
@@ -273,7 +236,6 @@ func (e *Executor) env(req agent.Request) []string {
 	if e.settings(req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")
 	}
-	set = append(set, e.opts.Env...)
 	return e.cli.Environ(req, set...)
 }
 
@@ -455,10 +417,6 @@ func resultUsage(models map[string]modelUsage) agent.Usage {
 		sum.CostUSD = 0
 	}
 	return sum
-}
-
-func newPacker(env agent.Env) agent.SessionPacker {
-	return packer.NewClaude(env, packer.DefaultLimits())
 }
 
 // Available reports whether the CLI is installed on this worker.

@@ -61,7 +61,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("TETHER_TEST_WORKER", "w")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://worker-wide")
-	e := New(Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}})
+	e := New(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
 	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "TETHER_TEST_WORKER=w")
@@ -74,14 +74,14 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 }
 
 func TestTimeoutSetting(t *testing.T) {
-	e := New(Options{Timeout: time.Hour})
+	e := New(Options{Options: cliexec.Options{Timeout: time.Hour}})
 	v := &cliexec.Visit{}
 	assert.Equal(t, time.Hour, e.cli.Spec(context.Background(), agent.Request{}, v).Timeout)
 	assert.Equal(t, time.Minute, e.cli.Spec(context.Background(), agent.Request{Settings: agent.Settings{Timeout: time.Minute}}, v).Timeout)
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
-	e := New(Options{Model: "m1"})
+	e := New(Options{Options: cliexec.Options{Model: "m1"}})
 	clitest.DistinctFingerprints(t, e, map[string]agent.Settings{
 		"permissions": {Permissions: agent.PermissionEdit},
 		"tools":       {Tools: []string{"Read"}},
@@ -89,7 +89,7 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 		"system":      {SystemPrompt: "x"},
 		"append":      {AppendSystemPrompt: "x"},
 	})
-	assert.Equal(t, New(Options{Model: "m1", PermissionMode: "acceptEdits"}).Fingerprint(agent.Request{}),
+	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, PermissionMode: "acceptEdits"}).Fingerprint(agent.Request{}),
 		e.Fingerprint(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionEdit}}),
 		"a node's edit is the worker's acceptEdits")
 }

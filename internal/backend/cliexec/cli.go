@@ -5,42 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/packer"
 )
 
-// CLI is what every CLI executor does alike: it starts a visit the same way
-// and runs its program under the same limits. An executor fills one from its
-// own Options, whose field names stay its own, and keeps to itself only
-// what is particular to its CLI (flags, environment, output).
+// CLI is what every CLI executor does alike: it starts a visit the same way,
+// runs its program under the same limits and environment rules, and packs
+// with the same options. An executor builds one from the Options its own
+// Options embed, and keeps to itself only what is particular to its CLI
+// (flags, environment, output).
 type CLI struct {
+	Options
 	// Backend is the backend's name; it starts every error the helpers
 	// return.
 	Backend string
 	// Bin is the program, looked up in BinDir (empty: PATH).
-	Bin    string
-	BinDir string
-	// Model is the default model, for requests that name none.
-	Model string
-	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
-	TempDir string
-	// Timeout bounds one visit unless the request's settings give their
-	// own; zero means only the context bounds it.
-	Timeout time.Duration
-	// PassEnv names worker variables every visit's CLI gets, besides
-	// BaseEnv and the node's own env.
-	PassEnv []string
-	// Heartbeat is called with the visit's context every HeartbeatEvery
-	// while the CLI runs.
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	// AskUserMCP says the CLI is given the ask_user tool over MCP; the CLI is
-	// then ended AskUserGrace after the agent asked (default
-	// DefaultAskUserGrace).
-	AskUserMCP   bool
-	AskUserGrace time.Duration
+	Bin string
 }
 
 // Available reports whether the CLI can run on this worker: its program is
@@ -62,7 +44,7 @@ func (c CLI) ModelFor(requested string) string {
 // MCPTools are the MCP tools the CLI is given, as Conversation.MCPTools
 // names them.
 func (c CLI) MCPTools() []string {
-	if !c.AskUserMCP {
+	if c.AskUser == nil {
 		return nil
 	}
 	return []string{askuser.ServerName + "/" + askuser.ToolName}
@@ -118,16 +100,27 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 		s.Heartbeat = func(d any) { c.Heartbeat(ctx, d) }
 		s.HeartbeatEvery = c.HeartbeatEvery
 	}
-	if c.AskUserMCP {
+	if c.AskUser != nil {
 		s.Stop = v.AskUserStop(c.AskUserGrace)
 	}
 	return s
 }
 
 // Environ is the environment of the CLI for req: BaseEnv, the executor's
-// PassEnv and the node's env names, then set (see the package function).
+// PassEnv and the node's env names, then set, HOME when Home is set, and
+// Env (see the package function).
 func (c CLI) Environ(req agent.Request, set ...string) []string {
+	set = append([]string(nil), set...)
+	if c.Home != "" {
+		set = append(set, "HOME="+c.Home)
+	}
+	set = append(set, c.Env...)
 	return Environ(append(append([]string(nil), c.PassEnv...), req.Settings.Env...), set...)
+}
+
+// PackerOptions are the options of the backend's session packers.
+func (c CLI) PackerOptions() []packer.Option {
+	return []packer.Option{packer.WithRedact(c.Redact)}
 }
 
 // Pick is the node's value when set, else the executor's default.
@@ -145,15 +138,6 @@ func PickList(node, def []string) []string {
 		return node
 	}
 	return def
-}
-
-// APIKey is key when set, else the value of the worker's environment
-// variable envVar, so that a key need not be written into configuration.
-func APIKey(key, envVar string) string {
-	if key != "" {
-		return key
-	}
-	return os.Getenv(envVar)
 }
 
 // ReportFailure puts what the CLI reported as its failure (on stdout) in

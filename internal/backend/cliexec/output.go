@@ -72,25 +72,6 @@ var BaseEnv = []string{
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
 }
 
-// PassEnvVar is the worker's variable that names, comma-separated, further
-// variables of its environment to pass to every agent CLI and tool.
-const PassEnvVar = "TETHER_PASS_ENV"
-
-// WorkerPassEnv reads PassEnvVar from the worker's environment.
-func WorkerPassEnv() []string { return SplitNames(os.Getenv(PassEnvVar)) }
-
-// SplitNames splits a comma-separated list of variable names, dropping
-// blanks.
-func SplitNames(list string) []string {
-	var out []string
-	for _, n := range strings.Split(list, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // Environ is the environment of a CLI or tool process: the worker's
 // variables named by BaseEnv and by pass, then set (NAME=value entries),
 // which always win: the process never sees the worker's value of a variable

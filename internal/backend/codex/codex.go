@@ -16,14 +16,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "codex"
 
 // ProviderID is the model_providers entry the executor defines, and
 // APIKeyVar the variable in the CLI's environment that holds its key.
@@ -36,18 +37,10 @@ const (
 
 // Options configure the executor.
 type Options struct {
-	// BinDir holds the `codex` program; empty means PATH.
-	BinDir string
-	// BaseURL is the Responses API base, including /v1 (default
-	// DefaultBaseURL).
-	BaseURL string
-	// APIKey is the key itself; when empty it is read from the worker's
-	// environment variable APIKeyEnv (default OPENAI_API_KEY). It reaches the
+	// Options are what every CLI executor takes. BaseURL is the Responses
+	// API base, including /v1 (default DefaultBaseURL); APIKey reaches the
 	// CLI only as APIKeyVar in its environment.
-	APIKey    string
-	APIKeyEnv string
-	// Model is the default model (-m); Request.Model overrides it.
-	Model string
+	cliexec.Options
 	// BaseInstructions replace Codex's own instructions (its system
 	// prompt, through the model_instructions_file setting);
 	// DeveloperInstructions are added as developer instructions. A node's
@@ -60,20 +53,6 @@ type Options struct {
 	// permissions override both (see Sandboxes).
 	Sandbox string
 	Bypass  bool
-	// PassEnv names worker environment variables every visit's CLI gets
-	// (see cliexec.Environ).
-	PassEnv []string
-	// AskUser is the argv that starts the ask_user MCP server, without
-	// --record. Nil leaves the tool out.
-	AskUser      []string
-	AskUserGrace time.Duration
-	// Timeout bounds one visit; zero means only the context bounds it.
-	Timeout        time.Duration
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	// Env is added to the CLI's environment.
-	Env     []string
-	TempDir string
 }
 
 // Executor runs Codex visits.
@@ -86,28 +65,19 @@ var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = "OPENAI_API_KEY"
-	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	return &Executor{opts: opts, cli: cliexec.CLI{
-		Backend: backend.Codex, Bin: "codex", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
-		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
-	}}
+	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "codex"}}
 }
 
-// Name is backend.Codex.
-func (e *Executor) Name() string { return backend.Codex }
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
 
 // Packer returns the codex session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker { return NewPacker(env) }
-
-// NewPacker builds the packer for a live env (packer.NewCodex with the
-// default limits); a worker may replace it to change the limits.
-var NewPacker = func(env agent.Env) agent.SessionPacker { return newPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
 
 // Bypass is the permission a node's full level maps to: no sandbox and
 // no approvals (--dangerously-bypass-approvals-and-sandbox).
@@ -154,7 +124,7 @@ func (e *Executor) Fingerprint(req agent.Request) string {
 	if v.sandbox == Bypass {
 		perm = Bypass
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{Backend: backend.Codex, Model: v.model,
+	return cliexec.Fingerprint(cliexec.Conversation{Backend: Name, Model: v.model,
 		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
 		Permission: perm, MCPTools: e.cli.MCPTools()})
 }
@@ -167,7 +137,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, err
 	}
 	defer visit.Close()
-	st := stream{track: cliexec.NewTracker(backend.Codex, req), ctx: ctx, env: req.Env}
+	st := stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
 	if req.SessionID != "" {
 		// The CLI reports the thread's running total, which a resumed or
 		// forked thread carries on from this one's last count.
@@ -206,7 +176,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, nil
 	}
 	if st.failure != "" && !st.completed {
-		return res, &agent.ExitError{Backend: backend.Codex, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
 	}
 	if res.SessionID == "" {
 		return res, fmt.Errorf("codex: the CLI reported no thread id (stderr: %s)", out.StderrTail)
@@ -267,8 +237,7 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 }
 
 func (e *Executor) env(req agent.Request) []string {
-	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)}
-	set = append(set, e.opts.Env...)
+	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + e.opts.APIKey}
 	return e.cli.Environ(req, set...)
 }
 
@@ -510,7 +479,7 @@ func (r *rollout) usage() agent.Usage {
 // rolloutPath is the rollout file of a thread in env, or "" when there is
 // none; the packer's path code finds it, as it does for HasSession.
 func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
-	path, err := packer.NewCodex(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
+	path, err := newPacker(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
 	if err != nil {
 		return ""
 	}
@@ -558,10 +527,6 @@ func pendingCallID(ctx context.Context, env agent.Env, sessionID string) string 
 // AskUserNamespace is the tool namespace Codex puts the ask_user MCP tool in
 // (the model calls ask_user inside namespace mcp__tether).
 const AskUserNamespace = "mcp__" + askuser.ServerName
-
-func newPacker(env agent.Env) agent.SessionPacker {
-	return packer.NewCodex(env, packer.DefaultLimits())
-}
 
 // Available reports whether the CLI is installed on this worker.
 func (e *Executor) Available() error { return e.cli.Available() }

@@ -66,7 +66,7 @@ func TestPromptsMapToInstructions(t *testing.T) {
 func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "worker-key")
 	t.Setenv("TETHER_TEST_NODE", "n")
-	e := New(Options{APIKey: "k"})
+	e := New(Options{Options: cliexec.Options{APIKey: "k"}})
 	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "CODEX_HOME=/r")
@@ -77,7 +77,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
-	e := New(Options{Model: "m1"})
+	e := New(Options{Options: cliexec.Options{Model: "m1"}})
 	seen := clitest.DistinctFingerprints(t, e, map[string]agent.Settings{
 		"read-only": {Permissions: agent.PermissionReadOnly},
 		"edit":      {Permissions: agent.PermissionEdit},
@@ -85,5 +85,5 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 		"system":    {SystemPrompt: "x"},
 		"append":    {AppendSystemPrompt: "x"},
 	})
-	assert.Equal(t, New(Options{Model: "m1", Bypass: true}).Fingerprint(agent.Request{}), seen["full"])
+	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}), seen["full"])
 }

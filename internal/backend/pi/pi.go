@@ -19,15 +19,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
 
 const (
+	// Name is the backend's name in graphs and the catalogue.
+	Name = "pi"
 	// ProviderID is the provider the executor defines in models.json.
 	ProviderID = "tether"
 	// APIKeyVar is the variable in the CLI's environment that models.json
@@ -39,20 +39,22 @@ const (
 	AskUserKey = "ask_user"
 )
 
-// AskUserInstructions is appended to the system prompt when AskUser is on.
+// AskUserInstructions is appended to the system prompt when
+// AskUserConvention is on.
 const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
 	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
 	"The visit pauses; the user's answer arrives as the next user message."
 
 // Options configure the executor.
 type Options struct {
-	// BinDir holds the `pi` program; empty means PATH.
-	BinDir string
-	// BaseURL, when set, defines provider ProviderID at that URL (including
-	// /v1 for OpenAI-compatible servers) speaking API. When empty, Provider
-	// names one of pi's built-in providers, which reads its usual key
-	// variable from the worker's environment.
-	BaseURL string
+	// Options are what every CLI executor takes. BaseURL, when set,
+	// defines provider ProviderID at that URL (including /v1 for
+	// OpenAI-compatible servers) speaking API, and APIKey reaches pi as
+	// APIKeyVar; when empty, Provider names one of pi's built-in
+	// providers, and APIKey reaches pi as APIKeyEnv. pi has no MCP client,
+	// so AskUser and AskUserGrace are not used: AskUserConvention is its
+	// ask_user.
+	cliexec.Options
 	// API is the provider's wire API (default "openai-completions").
 	API string
 	// Compat is the provider's compat block in models.json, if any.
@@ -62,32 +64,18 @@ type Options struct {
 	Cost *Cost
 	// Provider is the built-in provider used when BaseURL is empty.
 	Provider string
-	// APIKey is the key itself; when empty it is read from the worker's
-	// environment variable APIKeyEnv (default OPENAI_API_KEY). With a
-	// built-in Provider, APIKeyEnv is the variable passed on to pi, so it
-	// must be the one that provider reads.
-	APIKey    string
-	APIKeyEnv string
-	// Model is the default model; Request.Model overrides it.
-	Model              string
+	// APIKeyEnv is the variable a built-in Provider reads its key from
+	// (default OPENAI_API_KEY): pi gets APIKey under that name.
+	APIKeyEnv          string
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// Tools is the tool allowlist (--tools); nil keeps pi's default set and
 	// an empty non-nil slice disables all tools. A node's tools,
 	// permissions and disallowed_tools override it (see visitTools).
 	Tools []string
-	// AskUser turns the ask_user convention on (it adds AskUserInstructions
-	// to the system prompt).
-	AskUser bool
-	// Timeout bounds one visit; zero means only the context bounds it.
-	Timeout        time.Duration
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	Env            []string
-	// PassEnv names worker environment variables every visit's CLI gets
-	// (see cliexec.Environ).
-	PassEnv []string
-	TempDir string
+	// AskUserConvention turns the ask_user convention on (it adds
+	// AskUserInstructions to the system prompt).
+	AskUserConvention bool
 }
 
 // Cost is a model's price in USD per million tokens, as pi's models.json
@@ -114,21 +102,18 @@ func New(opts Options) *Executor {
 	}
 	// pi has no MCP client: its ask_user is a convention in the reply, so
 	// no visit is ended early for it.
-	return &Executor{opts: opts, cli: cliexec.CLI{
-		Backend: backend.Pi, Bin: "pi", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
-	}}
+	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "pi"}
+	cli.AskUser = nil
+	return &Executor{opts: opts, cli: cli}
 }
 
-// Name is backend.Pi.
-func (e *Executor) Name() string { return backend.Pi }
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
 
 // Packer returns the pi session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker { return NewPacker(env) }
-
-// NewPacker builds the packer for a live env (packer.NewPi with the default
-// limits); a worker may replace it to change the limits.
-var NewPacker = func(env agent.Env) agent.SessionPacker { return newPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
 
 func (e *Executor) provider() string {
 	if e.opts.BaseURL != "" {
@@ -142,7 +127,7 @@ func (e *Executor) appendSystemPrompt(req agent.Request) string {
 	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
 		parts = append(parts, a)
 	}
-	if e.opts.AskUser {
+	if e.opts.AskUserConvention {
 		parts = append(parts, AskUserInstructions)
 	}
 	return strings.Join(parts, "\n\n")
@@ -207,7 +192,7 @@ func (e *Executor) Fingerprint(req agent.Request) string {
 		tools = []string{"<none>"}
 	}
 	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            backend.Pi,
+		Backend:            Name,
 		Model:              e.provider() + "/" + e.cli.ModelFor(req.Model),
 		SystemPrompt:       e.systemPrompt(req),
 		AppendSystemPrompt: e.appendSystemPrompt(req),
@@ -241,7 +226,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, fmt.Errorf("pi: %w", err)
 	}
 
-	st := stream{track: cliexec.NewTracker(backend.Pi, req)}
+	st := stream{track: cliexec.NewTracker(Name, req)}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(req, agentDir), st.line
 	out, runErr := cliexec.Run(ctx, spec)
@@ -251,7 +236,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if st.stopReason == "error" || st.stopReason == "aborted" {
 		// pi exits 0 when the model call failed; the failure is in its
 		// output.
-		return res, &agent.ExitError{Backend: backend.Pi, Code: out.ExitCode,
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
 			StderrTail: strings.TrimSpace("model call failed (" + st.stopReason + "): " + st.errorMessage + "\n" + out.StderrTail)}
 	}
 	if st.sessionID == "" {
@@ -269,7 +254,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		res.Usage.CostUSD = 0
 	}
 	res.Structured = cliexec.Structured(res.Text)
-	if e.opts.AskUser {
+	if e.opts.AskUserConvention {
 		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
 			res.NeedsInteraction = &agent.Interaction{Questions: qs}
 			res.Structured = nil
@@ -286,7 +271,7 @@ func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, 
 	if req.SessionID == "" {
 		return "", nil
 	}
-	session, err := packer.NewPi(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
+	session, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
 	if errors.Is(err, packer.ErrNoSession) {
 		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
 	}
@@ -359,12 +344,11 @@ func (e *Executor) args(req agent.Request, model, session string) []string {
 func (e *Executor) env(req agent.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if e.opts.BaseURL != "" {
-		set = append(set, APIKeyVar+"="+cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv))
-	} else if key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv); key != "" {
+		set = append(set, APIKeyVar+"="+e.opts.APIKey)
+	} else if key := e.opts.APIKey; key != "" {
 		// A built-in provider reads its own variable.
 		set = append(set, e.opts.APIKeyEnv+"="+key)
 	}
-	set = append(set, e.opts.Env...)
 	return e.cli.Environ(req, set...)
 }
 
@@ -501,10 +485,6 @@ func toolTitle(name string) string {
 		return name
 	}
 	return strings.ToUpper(name[:1]) + name[1:]
-}
-
-func newPacker(env agent.Env) agent.SessionPacker {
-	return packer.NewPi(env, packer.DefaultLimits())
 }
 
 // Available reports whether the CLI is installed on this worker.

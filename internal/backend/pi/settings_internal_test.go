@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
@@ -63,7 +64,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_SECRET", "s3cret")
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("OPENAI_API_KEY", "provider-key")
-	env := New(Options{BaseURL: "http://fake/v1", APIKey: "k"}).env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}, "/agent")
+	env := New(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}}).env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}, "/agent")
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, APIKeyVar+"=k")
 	for _, kv := range env {
@@ -75,7 +76,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
-	clitest.DistinctFingerprints(t, New(Options{BaseURL: "http://a/v1", Model: "m1"}), map[string]agent.Settings{
+	clitest.DistinctFingerprints(t, New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}), map[string]agent.Settings{
 		"read-only":  {Permissions: agent.PermissionReadOnly},
 		"edit":       {Permissions: agent.PermissionEdit},
 		"tools":      {Tools: []string{"read"}},

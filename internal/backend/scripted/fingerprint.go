@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 )
 
 // Fingerprint hashes what defines a scripted conversation: the backend
@@ -34,7 +33,7 @@ func Fingerprint(model string, script []string, s agent.Settings) string {
 		}
 	}
 	field("tether/scripted/fingerprint/v1")
-	field(backend.Scripted)
+	field(Name)
 	field(model)
 	list(script)
 	if s.Permissions == "" && s.Tools == nil && s.DisallowedTools == nil && s.SystemPrompt == "" && s.AppendSystemPrompt == "" {

@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
@@ -61,7 +60,7 @@ func (b *Backend) settle(root, id string) error {
 		return nil
 	}
 	h, err := readHeader(filepath.Join(sessions, rel))
-	if err != nil || h.ID != id || h.Backend != backend.Scripted {
+	if err != nil || h.ID != id || h.Backend != Name {
 		return nil
 	}
 	want := jsonl.RelPath(h.Cwd, id)

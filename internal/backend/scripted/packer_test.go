@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
@@ -60,7 +59,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	assert.Equal(t, blob, again, "packing is deterministic")
 	h, err := packer.ReadHeader(blob)
 	require.NoError(t, err)
-	assert.Equal(t, backend.Scripted, h.Backend)
+	assert.Equal(t, Name, h.Backend)
 	assert.Equal(t, id, h.SessionID)
 	src := readLog(t, logPath(e, e.Workdir, id))
 
@@ -112,12 +111,12 @@ func TestUnpackRefusesForeignAndCorruptArchives(t *testing.T) {
 	other := run(t, b, agent.Request{Prompt: "other", Env: e}).SessionID
 	otherBlob, err := b.Packer(e).PackSession(ctx, other)
 	require.NoError(t, err)
-	claude, err := packer.NewFiles(backend.ClaudeCode, e, packer.DefaultLimits(), places).PackSession(ctx, id)
+	claude, err := packer.New("claude_code", e, packer.DefaultLimits(), packer.Files(places)).PackSession(ctx, id)
 	require.NoError(t, err)
 	// An archive that says it holds id but carries another session's log.
-	smuggled, err := packer.NewFiles(backend.Scripted, e, packer.DefaultLimits(), func(env agent.Env, _ string) ([]packer.Place, error) {
+	smuggled, err := packer.New(Name, e, packer.DefaultLimits(), packer.Files(func(env agent.Env, _ string) ([]packer.Place, error) {
 		return places(env, other)
-	}).PackSession(ctx, id)
+	})).PackSession(ctx, id)
 	require.NoError(t, err)
 
 	cases := []struct {

@@ -25,7 +25,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
@@ -43,12 +42,18 @@ const sessionsDir = "sessions"
 // SessionsDir is where the sessions of a state root live.
 func SessionsDir(stateRoot string) string { return filepath.Join(stateRoot, sessionsDir) }
 
+// Name is the backend's name in graphs and the catalogue.
+const Name = "scripted"
+
 // Options configure a Backend.
 type Options struct {
 	// Logger receives warnings; nil means slog.Default().
 	Logger *slog.Logger
 	// NewID mints session ids; nil means IDPrefix + a new ULID.
 	NewID func() string
+	// Redact is what packing a session does with a secret-looking token
+	// (default packer.RedactDetect).
+	Redact packer.RedactMode
 }
 
 // Backend is the scripted agent. It holds no state between visits: every
@@ -57,13 +62,14 @@ type Options struct {
 type Backend struct {
 	logger *slog.Logger
 	newID  func() string
+	redact packer.RedactMode
 }
 
 var _ agent.Backend = (*Backend)(nil)
 
 // New returns the scripted backend.
 func New(opts Options) *Backend {
-	b := &Backend{logger: opts.Logger, newID: opts.NewID}
+	b := &Backend{logger: opts.Logger, newID: opts.NewID, redact: opts.Redact}
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
@@ -74,12 +80,12 @@ func New(opts Options) *Backend {
 }
 
 // Name implements agent.Executor.
-func (b *Backend) Name() string { return backend.Scripted }
+func (b *Backend) Name() string { return Name }
 
 // Packer implements agent.Backend with the shared packer, moving the
 // session's one log file.
 func (b *Backend) Packer(env agent.Env) agent.SessionPacker {
-	return packer.NewFiles(backend.Scripted, env, packer.DefaultLimits(), places)
+	return packer.New(Name, env, packer.DefaultLimits(), packer.Files(places), packer.WithRedact(b.redact))
 }
 
 // Fingerprint implements agent.Backend: see the package function.
@@ -118,7 +124,7 @@ func (b *Backend) Execute(ctx context.Context, req agent.Request) (agent.Result,
 	res.Text, res.Structured, res.NeedsInteraction = out.Text, out.Structured, out.NeedsInteraction
 	res.Usage = Usage(t.prompt, out.Text)
 	if req.Progress != nil {
-		req.Progress(agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: backend.Scripted,
+		req.Progress(agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: Name,
 			Text: agent.Tail(strings.TrimSpace(out.Text), agent.MaxProgressText), Usage: res.Usage}.Bound())
 	}
 	return res, nil
@@ -135,7 +141,7 @@ func Usage(prompt, reply string) agent.Usage {
 func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req agent.Request) (string, []Turn, error) {
 	if req.SessionID == "" {
 		id := b.newID()
-		h := sessionlog.Header{ID: id, Cwd: req.Env.Workdir, Backend: backend.Scripted}
+		h := sessionlog.Header{ID: id, Cwd: req.Env.Workdir, Backend: Name}
 		if err := log.Create(ctx, h); err != nil {
 			return "", nil, fmt.Errorf("scripted: new session: %w", err)
 		}
@@ -152,7 +158,7 @@ func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req age
 	h := sessionlog.Header{
 		ID:         id,
 		Cwd:        req.Env.Workdir,
-		Backend:    backend.Scripted,
+		Backend:    Name,
 		ForkedFrom: &sessionlog.Lineage{SessionID: src.Header.ID, Seq: src.LastSeq()},
 	}
 	if err := log.Create(ctx, h); err != nil {
@@ -182,7 +188,7 @@ func (b *Backend) resume(ctx context.Context, log *sessionlog.Coordinator, id, r
 	if err != nil {
 		return nil, fmt.Errorf("scripted: resume %s: %w", id, err)
 	}
-	if src.Header.Backend != backend.Scripted {
+	if src.Header.Backend != Name {
 		return nil, fmt.Errorf("%w %s: the log under %s belongs to backend %q", agent.ErrNoSession, id, root, src.Header.Backend)
 	}
 	return src, nil

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
@@ -80,7 +79,7 @@ func TestFreshVisitCreatesASession(t *testing.T) {
 	require.NoError(t, err, "the session lives at the documented path")
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	log := loadLog(t, e.StateRoot, res.SessionID)
-	assert.Equal(t, backend.Scripted, log.Header.Backend)
+	assert.Equal(t, Name, log.Header.Backend)
 	assert.Equal(t, e.Workdir, log.Header.Cwd)
 	var kinds []sessionlog.Kind
 	for _, ev := range log.Events {
@@ -346,7 +345,7 @@ func TestUsageCountsWords(t *testing.T) {
 	assert.Equal(t, "turn 1: write the tests", res.Text)
 	assert.Equal(t, agent.Usage{InputTokens: 3, OutputTokens: 5, CostKnown: true}, res.Usage)
 	require.Len(t, got, 1)
-	assert.Equal(t, agent.Progress{Node: "writer", Visit: 2, Backend: backend.Scripted, Text: res.Text, Usage: res.Usage}, got[0])
+	assert.Equal(t, agent.Progress{Node: "writer", Visit: 2, Backend: Name, Text: res.Text, Usage: res.Usage}, got[0])
 
 	asked := run(t, b, agent.Request{Prompt: "go", Script: []string{"ASK: which file?"}, Env: e})
 	require.NotNil(t, asked.NeedsInteraction)
