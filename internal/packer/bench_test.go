@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 const benchSessionBytes = 100 << 20
@@ -79,7 +80,7 @@ func benchSession(b *testing.B) (agent.Env, int64) {
 		writeJSONL(b, filepath.Join(proj, testID, "subagents", fmt.Sprintf("agent-%d.jsonl", i)), benchSessionBytes/50, rng)
 	}
 	var total int64
-	for _, f := range files(b, env.StateRoot) {
+	for _, f := range files.List(b, env.StateRoot) {
 		fi, err := os.Stat(filepath.Join(env.StateRoot, f))
 		require.NoError(b, err)
 		total += fi.Size()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // A refusal during commit leaves the live root as it was: when the last
@@ -44,9 +45,9 @@ func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
 			t.Run(aname+"/"+cname, func(t *testing.T) {
 				dst := testEnv(t, "y")
 				slug := slugOf(t, dst)
-				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
-				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old subagent\n")
-				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-a1.jsonl", "old a1\n")
+				files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
+				files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old subagent\n")
+				files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-a1.jsonl", "old a1\n")
 				require.NoError(t, os.MkdirAll(filepath.Join(dst.StateRoot, "tasks"), 0o700))
 				plant(t, dst, filepath.Join(dst.StateRoot, "tasks", testID))
 				before := snapshot(t, filepath.Dir(dst.StateRoot))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // deepName is a whitelisted entry name under the session's task folder,
@@ -56,11 +57,11 @@ func TestUnpackRefusesDeepAndLongPaths(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := testEnv(t, "y")
-			before := tree(t, filepath.Dir(env.StateRoot))
+			before := files.Tree(t, filepath.Dir(env.StateRoot))
 			err := newTestPacker(env, c.limits).UnpackSession(ctx, testID, c.blob(t))
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrTooLarge, "got %v", err)
-			assert.Equal(t, before, stripRoot(tree(t, filepath.Dir(env.StateRoot)), before), "the unpack left something behind")
+			assert.Equal(t, before, stripRoot(files.Tree(t, filepath.Dir(env.StateRoot)), before), "the unpack left something behind")
 		})
 	}
 
@@ -68,14 +69,14 @@ func TestUnpackRefusesDeepAndLongPaths(t *testing.T) {
 	env := testEnv(t, "y")
 	blob := craft(t, cc, testID, primary, file("tasks/"+testID+"/a/b/c/d/e/f", "x"))
 	require.NoError(t, newTestPacker(env, Limits{MaxFiles: 8, MaxDepth: 8}).UnpackSession(ctx, testID, blob))
-	assert.Equal(t, "x", readFile(t, env.StateRoot, "tasks/"+testID+"/a/b/c/d/e/f"))
+	assert.Equal(t, "x", files.Read(t, env.StateRoot, "tasks/"+testID+"/a/b/c/d/e/f"))
 }
 
 // Pack refuses a session that unpack would refuse.
 func TestPackRefusesDeepPaths(t *testing.T) {
 	env := testEnv(t, "x")
 	seedSession(t, env, testID)
-	writeFile(t, env.StateRoot, deepName(DefaultMaxDepth), "x")
+	files.Write(t, env.StateRoot, deepName(DefaultMaxDepth), "x")
 	_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 	assert.ErrorIs(t, err, ErrTooLarge, "got %v", err)
 	assert.ErrorIs(t, err, ErrTooDeep, "got %v", err)
@@ -114,16 +115,16 @@ func TestUnpackHonoursContextEverywhere(t *testing.T) {
 	src := testEnv(t, "x")
 	seedSession(t, src, testID)
 	for i := range 4 {
-		writeFile(t, src.StateRoot, fmt.Sprintf("tasks/%s/d%d/e/%d.json", testID, i, i), "{}")
+		files.Write(t, src.StateRoot, fmt.Sprintf("tasks/%s/d%d/e/%d.json", testID, i, i), "{}")
 	}
 	blob, err := newTestPacker(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 
 	dst := testEnv(t, "y")
 	slug := slugOf(t, dst)
-	writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
-	writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old\n")
-	writeFile(t, dst.StateRoot, "tasks/"+testID+"/old.json", "old\n")
+	files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
+	files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old\n")
+	files.Write(t, dst.StateRoot, "tasks/"+testID+"/old.json", "old\n")
 	before := snapshot(t, dst.StateRoot)
 
 	full := newCountdown(1 << 40)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // denyFiles is one file per deny-list entry.
@@ -44,7 +45,7 @@ func TestDenyList(t *testing.T) {
 			env := testEnv(t, "x")
 			slug := seedSession(t, env, testID)
 			for _, dir := range []string{"", "projects/" + slug + "/", "projects/" + slug + "/" + testID + "/", "projects/" + slug + "/" + testID + "/subagents/", "tasks/" + testID + "/"} {
-				writeFile(t, env.StateRoot, dir+deny, "secret")
+				files.Write(t, env.StateRoot, dir+deny, "secret")
 			}
 			blob, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 			require.NoError(t, err)
@@ -60,7 +61,7 @@ func TestDenyList(t *testing.T) {
 				if strings.HasPrefix(name, "project/"+testID+"/") || strings.HasPrefix(name, "tasks/") {
 					assert.ErrorIs(t, err, ErrDenied, name)
 				}
-				assert.Empty(t, files(t, target.StateRoot))
+				assert.Empty(t, files.List(t, target.StateRoot))
 			}
 		})
 	}

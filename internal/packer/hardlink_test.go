@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // A session file that is a hard link to a credential file would carry the
@@ -17,7 +18,7 @@ func TestPackRefusesHardLinks(t *testing.T) {
 	const secret = "sk-ant-oat01-the-oauth-token"
 	link := func(t *testing.T, root, target, at string) {
 		t.Helper()
-		writeFile(t, root, target, secret)
+		files.Write(t, root, target, secret)
 		p := filepath.Join(root, filepath.FromSlash(at))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		if err := os.Remove(p); !os.IsNotExist(err) {
@@ -28,7 +29,7 @@ func TestPackRefusesHardLinks(t *testing.T) {
 	claude := func(t *testing.T, target, at func(slug string) string, mainFile bool) {
 		env := testEnv(t, "x")
 		slug := seedSession(t, env, testID)
-		writeFile(t, env.StateRoot, at(slug), "placeholder")
+		files.Write(t, env.StateRoot, at(slug), "placeholder")
 		link(t, env.StateRoot, target(slug), at(slug))
 		p := newTestPacker(env, Limits{})
 		blob, err := p.PackSession(ctx, testID)
@@ -70,7 +71,7 @@ func TestDenyPatterns(t *testing.T) {
 			env := testEnv(t, "x")
 			slug := seedSession(t, env, testID)
 			for _, dir := range []string{"projects/" + slug + "/" + testID + "/", "projects/" + slug + "/" + testID + "/subagents/", "tasks/" + testID + "/"} {
-				writeFile(t, env.StateRoot, dir+name, "secret-value")
+				files.Write(t, env.StateRoot, dir+name, "secret-value")
 			}
 			blob, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 			require.NoError(t, err)
@@ -82,7 +83,7 @@ func TestDenyPatterns(t *testing.T) {
 			target := testEnv(t, "y")
 			err = newTestPacker(target, Limits{}).UnpackSession(ctx, testID, craft(t, testBackend, testID, file("project/"+testID+".jsonl", "{}"), file("tasks/"+testID+"/"+name, "secret-value")))
 			assert.ErrorIs(t, err, ErrDenied)
-			assert.Empty(t, files(t, target.StateRoot))
+			assert.Empty(t, files.List(t, target.StateRoot))
 		})
 	}
 	for _, ok := range []string{"agent-a1.jsonl", "environment.md", "keys.txt", "notes.pem.md", "my-settings.jsonl", "1.json"} {

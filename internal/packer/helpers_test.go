@@ -4,10 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -21,59 +19,6 @@ const (
 	testID  = "0b6f2c1e-4d4b-4a59-9a3e-1f2e3d4c5b6a"
 	otherID = "7c1d0e9f-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
 )
-
-func writeFile(t testing.TB, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-}
-
-func readFile(t testing.TB, root, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	require.NoError(t, err)
-	return string(b)
-}
-
-// tree returns every path under root (slash-separated, relative), with
-// directories suffixed "/".
-func tree(t testing.TB, root string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			rel += "/"
-		}
-		out = append(out, rel)
-		return nil
-	})
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	sort.Strings(out)
-	return out
-}
-
-// files returns the regular files under root.
-func files(t testing.TB, root string) []string {
-	var out []string
-	for _, p := range tree(t, root) {
-		if !strings.HasSuffix(p, "/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // decompressed returns an archive's tar stream.
 func decompressed(t testing.TB, blob []byte) []byte {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // TestUnpackRefusesHostileArchives has one case per refusal. Every refused
@@ -182,7 +183,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			if c.plant != nil {
 				check = c.plant(t, env)
 			}
-			before := tree(t, filepath.Dir(env.StateRoot))
+			before := files.Tree(t, filepath.Dir(env.StateRoot))
 			id := testID
 			if c.name == "session id that is a path" {
 				id = "../" + testID
@@ -193,7 +194,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			if check != nil {
 				check()
 			}
-			assert.Equal(t, before, stripRoot(tree(t, filepath.Dir(env.StateRoot)), before), "the unpack left something behind")
+			assert.Equal(t, before, stripRoot(files.Tree(t, filepath.Dir(env.StateRoot)), before), "the unpack left something behind")
 			assert.False(t, newTestPacker(env, Limits{}).HasSession(ctx, testID))
 		})
 	}

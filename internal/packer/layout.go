@@ -90,6 +90,44 @@ func (f Files) Resolver(env agent.Env, id string) (func(string) (Place, bool), e
 // Workdir is the env's working directory.
 func (Files) Workdir(env agent.Env) string { return env.Workdir }
 
+// OneFile is the Layout of a session that is a single file, kept under
+// the same path below the state root on every machine: Match says whether
+// rel (slash-separated, relative to the root) is session id's file, and
+// Find lists the paths in a live root that may be; Match has the last word
+// on both.
+type OneFile struct {
+	Match func(rel, id string) bool
+	Find  func(root *os.Root, id string) ([]string, error)
+}
+
+// Live lists the paths Find found that Match accepts.
+func (l OneFile) Live(root *os.Root, _ agent.Env, id string) ([]Place, error) {
+	rels, err := l.Find(root, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []Place
+	for _, rel := range rels {
+		if l.Match(rel, id) {
+			out = append(out, Place{Name: rel, Path: rel, Primary: true})
+		}
+	}
+	return out, nil
+}
+
+// Resolver accepts exactly the names Match accepts.
+func (l OneFile) Resolver(_ agent.Env, id string) (func(string) (Place, bool), error) {
+	return func(name string) (Place, bool) {
+		if !l.Match(name, id) {
+			return Place{}, false
+		}
+		return Place{Name: name, Path: name, Primary: true}, true
+	}, nil
+}
+
+// Workdir is the env's: the session file records its own.
+func (OneFile) Workdir(env agent.Env) string { return env.Workdir }
+
 // ReadDir lists dir in root, sorted by name; entries come from the
 // directory itself, so links are reported as links, never followed. It is
 // for layouts that search a directory for a session's file.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 var ctx = context.Background()
@@ -18,19 +19,19 @@ var ctx = context.Background()
 func seedSession(t *testing.T, env agent.Env, id string) string {
 	slug := slugOf(t, env)
 	r := env.StateRoot
-	writeFile(t, r, "projects/"+slug+"/"+id+".jsonl", `{"type":"user","cwd":"`+env.Workdir+`"}`+"\n")
-	writeFile(t, r, "projects/"+slug+"/"+id+"/subagents/agent-a1.jsonl", "sub\n")
-	writeFile(t, r, "projects/"+slug+"/"+id+"/tool-results/r1.txt", "result\n")
+	files.Write(t, r, "projects/"+slug+"/"+id+".jsonl", `{"type":"user","cwd":"`+env.Workdir+`"}`+"\n")
+	files.Write(t, r, "projects/"+slug+"/"+id+"/subagents/agent-a1.jsonl", "sub\n")
+	files.Write(t, r, "projects/"+slug+"/"+id+"/tool-results/r1.txt", "result\n")
 	require.NoError(t, os.MkdirAll(filepath.Join(r, "projects", slug, id, "empty"), 0o755))
-	writeFile(t, r, "tasks/"+id+"/1.json", `{"task":1}`)
+	files.Write(t, r, "tasks/"+id+"/1.json", `{"task":1}`)
 	// Not part of the session.
-	writeFile(t, r, "projects/"+slug+"/"+otherID+".jsonl", "other\n")
-	writeFile(t, r, "projects/"+slug+"/memory/MEMORY.md", "memory\n")
-	writeFile(t, r, "tasks/"+otherID+"/1.json", "other task\n")
-	writeFile(t, r, ".credentials.json", "secret")
-	writeFile(t, r, ".claude.json", "{}")
-	writeFile(t, r, "settings.json", "{}")
-	writeFile(t, r, "backups/.claude.json.backup.1", "{}")
+	files.Write(t, r, "projects/"+slug+"/"+otherID+".jsonl", "other\n")
+	files.Write(t, r, "projects/"+slug+"/memory/MEMORY.md", "memory\n")
+	files.Write(t, r, "tasks/"+otherID+"/1.json", "other task\n")
+	files.Write(t, r, ".credentials.json", "secret")
+	files.Write(t, r, ".claude.json", "{}")
+	files.Write(t, r, "settings.json", "{}")
+	files.Write(t, r, "backups/.claude.json.backup.1", "{}")
 	return slug
 }
 
@@ -82,9 +83,9 @@ func TestRoundTripMovesSlug(t *testing.T) {
 		"tasks/",
 		"tasks/" + testID + "/",
 		"tasks/" + testID + "/1.json",
-	}, tree(t, b.StateRoot))
+	}, files.Tree(t, b.StateRoot))
 	for _, rel := range []string{testID + ".jsonl", testID + "/subagents/agent-a1.jsonl"} {
-		assert.Equal(t, readFile(t, a.StateRoot, "projects/"+slugA+"/"+rel), readFile(t, b.StateRoot, "projects/"+slugB+"/"+rel))
+		assert.Equal(t, files.Read(t, a.StateRoot, "projects/"+slugA+"/"+rel), files.Read(t, b.StateRoot, "projects/"+slugB+"/"+rel))
 	}
 	fi, err := os.Stat(filepath.Join(b.StateRoot, "projects", slugB, testID+".jsonl"))
 	require.NoError(t, err)
@@ -108,24 +109,24 @@ func TestUnpackIsIdempotentAndReplacesStaleCopies(t *testing.T) {
 	b := testEnv(t, "y")
 	pb := newTestPacker(b, Limits{})
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	want := tree(t, b.StateRoot)
+	want := files.Tree(t, b.StateRoot)
 	slug := slugOf(t, b)
 
 	// A retried activity unpacks the same blob again.
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, want, tree(t, b.StateRoot))
+	assert.Equal(t, want, files.Tree(t, b.StateRoot))
 
 	// The live copy moved on (a later visit), then a rewind restores the
 	// older blob: the archive wins, extra parts go away, others stay.
 	transcript := "projects/" + slug + "/" + testID + ".jsonl"
-	old := readFile(t, b.StateRoot, transcript)
-	writeFile(t, b.StateRoot, transcript, old+`{"later":true}`+"\n")
-	writeFile(t, b.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-later.jsonl", "later\n")
-	writeFile(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl", "unrelated\n")
+	old := files.Read(t, b.StateRoot, transcript)
+	files.Write(t, b.StateRoot, transcript, old+`{"later":true}`+"\n")
+	files.Write(t, b.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-later.jsonl", "later\n")
+	files.Write(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl", "unrelated\n")
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, old, readFile(t, b.StateRoot, transcript))
+	assert.Equal(t, old, files.Read(t, b.StateRoot, transcript))
 	assert.NoFileExists(t, filepath.Join(b.StateRoot, "projects", slug, testID, "subagents", "agent-later.jsonl"))
-	assert.Equal(t, "unrelated\n", readFile(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl"))
+	assert.Equal(t, "unrelated\n", files.Read(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl"))
 
 	// A session part the archive lacks is removed.
 	require.NoError(t, os.RemoveAll(filepath.Join(a.StateRoot, "tasks", testID)))
@@ -136,7 +137,7 @@ func TestUnpackIsIdempotentAndReplacesStaleCopies(t *testing.T) {
 	assert.True(t, pb.HasSession(ctx, testID))
 
 	// No staging directory is left behind.
-	for _, p := range tree(t, b.StateRoot) {
+	for _, p := range files.Tree(t, b.StateRoot) {
 		assert.NotContains(t, p, stagingPrefix)
 	}
 }
@@ -150,14 +151,14 @@ func TestFilesLayout(t *testing.T) {
 	}
 	base := t.TempDir()
 	a := agent.Env{StateRoot: filepath.Join(base, "a")}
-	writeFile(t, a.StateRoot, "sessions/"+testID+".jsonl", "turn 1\n")
-	writeFile(t, a.StateRoot, "blobs/"+testID+"/1", "blob\n")
+	files.Write(t, a.StateRoot, "sessions/"+testID+".jsonl", "turn 1\n")
+	files.Write(t, a.StateRoot, "blobs/"+testID+"/1", "blob\n")
 	blob, err := New("scripted", a, Limits{}, Files(places)).PackSession(ctx, testID)
 	require.NoError(t, err)
 	b := agent.Env{StateRoot: filepath.Join(base, "b")}
 	pb := New("scripted", b, Limits{}, Files(places))
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, []string{"blobs/" + testID + "/1", "sessions/" + testID + ".jsonl"}, files(t, b.StateRoot))
+	assert.Equal(t, []string{"blobs/" + testID + "/1", "sessions/" + testID + ".jsonl"}, files.List(t, b.StateRoot))
 	assert.True(t, pb.HasSession(ctx, testID))
 
 	// A layout that would itself be unsafe is refused.
@@ -188,7 +189,7 @@ func TestPackRefusals(t *testing.T) {
 	t.Run("symlinked transcript", func(t *testing.T) {
 		env := testEnv(t, "x")
 		slug := slugOf(t, env)
-		writeFile(t, env.StateRoot, "elsewhere.jsonl", "x")
+		files.Write(t, env.StateRoot, "elsewhere.jsonl", "x")
 		require.NoError(t, os.MkdirAll(filepath.Join(env.StateRoot, "projects", slug), 0o755))
 		require.NoError(t, os.Symlink("../../elsewhere.jsonl", filepath.Join(env.StateRoot, "projects", slug, testID+".jsonl")))
 		_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // Fake keys of the real shapes, built at run time so this file holds no
@@ -135,9 +136,9 @@ func capture() (*slog.Logger, *bytes.Buffer) {
 func TestPackSecretsDetectAndRefuse(t *testing.T) {
 	env := testEnv(t, "x")
 	slug := seedSession(t, env, testID)
-	writeFile(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl",
+	files.Write(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl",
 		"{\"type\":\"user\"}\n{\"type\":\"tool_result\",\"content\":\"export ANTHROPIC_API_KEY="+anthropicKey+"\"}\n")
-	writeFile(t, env.StateRoot, "tasks/"+testID+"/1.json", "{}\n{}\n{}\n{\"env\":\"GITHUB_TOKEN="+ghpToken+"\"}\n")
+	files.Write(t, env.StateRoot, "tasks/"+testID+"/1.json", "{}\n{}\n{}\n{\"env\":\"GITHUB_TOKEN="+ghpToken+"\"}\n")
 	values := []string{anthropicKey, ghpToken, anthropicKey[:20], ghpToken[:12]}
 
 	t.Run("detect is the default", func(t *testing.T) {
@@ -196,7 +197,7 @@ func TestParseRedactMode(t *testing.T) {
 func TestPackSecretsDetectLogIsBounded(t *testing.T) {
 	env := testEnv(t, "x")
 	slug := seedSession(t, env, testID)
-	writeFile(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl", strings.Repeat(awsID+"\n", 1000))
+	files.Write(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl", strings.Repeat(awsID+"\n", 1000))
 	log, buf := capture()
 	_, err := newTestPacker(env, Limits{}, WithRedact(RedactDetect), WithLogger(log)).PackSession(ctx, testID)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 func testPacker(env agent.Env) *packer.Packer { return newPacker(env, packer.Limits{}) }
@@ -27,17 +28,17 @@ func slugOf(t testing.TB, env agent.Env) string {
 // results, tasks) and returns its files.
 func seed(t testing.TB, env agent.Env, id string) []string {
 	proj := "projects/" + slugOf(t, env) + "/"
-	files := []string{
+	session := []string{
 		proj + id + ".jsonl",
 		proj + id + "/subagents/agent-a1.jsonl",
 		proj + id + "/tool-results/r1.txt",
 		"tasks/" + id + "/1.json",
 	}
-	for _, f := range files {
-		packertest.WriteFile(t, env.StateRoot, f, `{"session":"`+id+`","cwd":"`+env.Workdir+`"}`+"\n")
+	for _, f := range session {
+		files.Write(t, env.StateRoot, f, `{"session":"`+id+`","cwd":"`+env.Workdir+`"}`+"\n")
 	}
-	packertest.WriteFile(t, env.StateRoot, proj+"memory/MEMORY.md", "memory\n")
-	return files
+	files.Write(t, env.StateRoot, proj+"memory/MEMORY.md", "memory\n")
+	return session
 }
 
 func TestLayout(t *testing.T) {
@@ -67,7 +68,7 @@ func TestUnpackMovesTheSessionToTheTargetsProject(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(base, "real-y"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(base, "real-y"), filepath.Join(base, "y")))
 	b := agent.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
-	files := seed(t, a, packertest.ID)
+	session := seed(t, a, packertest.ID)
 	blob, err := testPacker(a).PackSession(ctx, packertest.ID)
 	require.NoError(t, err)
 	h, err := packer.ReadHeader(blob)
@@ -81,7 +82,7 @@ func TestUnpackMovesTheSessionToTheTargetsProject(t *testing.T) {
 	require.NotEqual(t, slugA, slugB)
 	assert.Contains(t, slugB, "real-y", "the slug is of the resolved working directory")
 	var want []string
-	for _, f := range files {
+	for _, f := range session {
 		rel, _ := filepath.Rel("projects/"+slugA, f)
 		if !filepath.IsLocal(rel) {
 			want = append(want, f)
@@ -89,7 +90,7 @@ func TestUnpackMovesTheSessionToTheTargetsProject(t *testing.T) {
 		}
 		want = append(want, "projects/"+slugB+"/"+filepath.ToSlash(rel))
 	}
-	assert.ElementsMatch(t, want, packertest.Files(t, b.StateRoot))
+	assert.ElementsMatch(t, want, files.List(t, b.StateRoot))
 	// The same root seen from another working directory has no session.
 	assert.False(t, testPacker(agent.Env{StateRoot: b.StateRoot, Workdir: a.Workdir}).HasSession(ctx, packertest.ID))
 }
@@ -102,7 +103,7 @@ func TestRefusesReservedIDs(t *testing.T) {
 	env := agent.Env{StateRoot: filepath.Join(t.TempDir(), "state"), Workdir: t.TempDir()}
 	seed(t, env, packertest.ID)
 	slug := slugOf(t, env)
-	packertest.WriteFile(t, env.StateRoot, "projects/"+slug+"/memory.jsonl", "{}\n")
+	files.Write(t, env.StateRoot, "projects/"+slug+"/memory.jsonl", "{}\n")
 	p := testPacker(env)
 	for _, id := range []string{"memory", "Memory", "memory.", "tiny_memory", "bagel", "cloud-snapshots", "connector-downloads", "bridge-pointer.json", "x.jsonl", "1764000000000.cast", "x.ccr-tip.json", "x.precompact.json", "x.dir-sync.json"} {
 		_, err := p.PackSession(ctx, id)
@@ -113,5 +114,5 @@ func TestRefusesReservedIDs(t *testing.T) {
 		blob := packertest.Craft(t, Name, id, packertest.File{Name: "project/" + id + ".jsonl", Body: "{}"}, packertest.File{Name: "project/" + id + "/MEMORY.md", Body: "evil"})
 		assert.ErrorIs(t, testPacker(dst).UnpackSession(ctx, id, blob), packer.ErrReservedID, id)
 	}
-	assert.Equal(t, "memory\n", packertest.ReadFile(t, env.StateRoot, "projects/"+slug+"/memory/MEMORY.md"))
+	assert.Equal(t, "memory\n", files.Read(t, env.StateRoot, "projects/"+slug+"/memory/MEMORY.md"))
 }

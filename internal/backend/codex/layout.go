@@ -21,11 +21,8 @@ import (
 // relative path. The rollout records the working directory inside; Codex
 // resumes from the rollout alone.
 func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, layout{}, opts...)
+	return packer.New(Name, env, limits, packer.OneFile{Match: isRolloutPath, Find: findRollouts}, opts...)
 }
-
-// layout finds a session's file by its id.
-type layout struct{}
 
 var (
 	yearDir      = regexp.MustCompile(`^[0-9]{4}$`)
@@ -46,11 +43,11 @@ func isRolloutPath(rel, id string) bool {
 		monthDayDir.MatchString(c[2]) && monthDayDir.MatchString(c[3]) && isRollout(c[4], id)
 }
 
-// Live searches every date directory for the session's rollout. A date
-// directory that is a link or not a directory is skipped, as it cannot hold
-// a rollout Tether would pack.
-func (layout) Live(root *os.Root, _ agent.Env, id string) ([]packer.Place, error) {
-	var out []packer.Place
+// findRollouts lists the files of every date directory. A date directory
+// that is a link or not a directory is skipped, as it cannot hold a
+// rollout Tether would pack.
+func findRollouts(root *os.Root, _ string) ([]string, error) {
+	var out []string
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
 		ents, err := packer.ReadDir(root, dir)
@@ -62,16 +59,13 @@ func (layout) Live(root *os.Root, _ agent.Env, id string) ([]packer.Place, error
 		}
 		for _, e := range ents {
 			rel := path.Join(dir, e.Name())
-			if depth < 3 {
-				if e.IsDir() && (depth == 0 && yearDir.MatchString(e.Name()) || depth > 0 && monthDayDir.MatchString(e.Name())) {
-					if err := walk(rel, depth+1); err != nil {
-						return err
-					}
+			switch {
+			case depth == 3:
+				out = append(out, rel)
+			case e.IsDir() && (depth == 0 && yearDir.MatchString(e.Name()) || depth > 0 && monthDayDir.MatchString(e.Name())):
+				if err := walk(rel, depth+1); err != nil {
+					return err
 				}
-				continue
-			}
-			if isRolloutPath(rel, id) {
-				out = append(out, packer.Place{Name: rel, Path: rel, Primary: true})
 			}
 		}
 		return nil
@@ -81,16 +75,3 @@ func (layout) Live(root *os.Root, _ agent.Env, id string) ([]packer.Place, error
 	}
 	return out, walk("sessions", 0)
 }
-
-// Resolver accepts exactly the session's rollout path.
-func (layout) Resolver(_ agent.Env, id string) (func(string) (packer.Place, bool), error) {
-	return func(name string) (packer.Place, bool) {
-		if !isRolloutPath(name, id) {
-			return packer.Place{}, false
-		}
-		return packer.Place{Name: name, Path: name, Primary: true}, true
-	}, nil
-}
-
-// Workdir is the env's: the rollout records its own.
-func (layout) Workdir(env agent.Env) string { return env.Workdir }

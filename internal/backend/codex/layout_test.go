@@ -11,14 +11,15 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 const testRollout = "sessions/2026/11/29/rollout-2026-11-29T23-59-58-" + packertest.ID + ".jsonl"
 
 func seed(t testing.TB, env agent.Env, id string) []string {
 	rollout := "sessions/2026/11/29/rollout-2026-11-29T23-59-58-" + id + ".jsonl"
-	packertest.WriteFile(t, env.StateRoot, rollout, `{"type":"session_meta","payload":{"cwd":"/x"}}`+"\n")
-	packertest.WriteFile(t, env.StateRoot, "sessions/2026/11/30/notes.txt", "noise\n")
+	files.Write(t, env.StateRoot, rollout, `{"type":"session_meta","payload":{"cwd":"/x"}}`+"\n")
+	files.Write(t, env.StateRoot, "sessions/2026/11/30/notes.txt", "noise\n")
 	return []string{rollout}
 }
 
@@ -57,7 +58,7 @@ func TestRolloutUnderAnyDate(t *testing.T) {
 
 	b := agent.Env{StateRoot: filepath.Join(t.TempDir(), "b")}
 	stray := "sessions/2026/12/01/rollout-2026-12-01T00-00-00-" + packertest.ID + ".jsonl"
-	packertest.WriteFile(t, b.StateRoot, stray, "stray\n")
+	files.Write(t, b.StateRoot, stray, "stray\n")
 	require.NoError(t, testPacker(b).UnpackSession(ctx, packertest.ID, blob))
-	assert.Equal(t, []string{testRollout}, packertest.Files(t, b.StateRoot))
+	assert.Equal(t, []string{testRollout}, files.List(t, b.StateRoot))
 }

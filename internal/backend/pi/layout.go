@@ -21,11 +21,8 @@ import (
 // uuid (pi 0.73.1, SessionManager.newSession). It is restored under the same
 // name.
 func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, layout{}, opts...)
+	return packer.New(Name, env, limits, packer.OneFile{Match: isSessionFile, Find: findFiles}, opts...)
 }
-
-// layout finds a session's file by its id in the flat session directory.
-type layout struct{}
 
 var sessionStamp = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{3}Z_`)
 
@@ -35,33 +32,15 @@ func isSessionFile(name, id string) bool {
 	return loc != nil && name[loc[1]:] == id+".jsonl"
 }
 
-// Live lists the session's file, when it is there.
-func (layout) Live(root *os.Root, _ agent.Env, id string) ([]packer.Place, error) {
+// findFiles lists the flat session directory.
+func findFiles(root *os.Root, _ string) ([]string, error) {
 	ents, err := packer.ReadDir(root, ".")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []packer.Place
+	var out []string
 	for _, e := range ents {
-		if isSessionFile(e.Name(), id) {
-			out = append(out, packer.Place{Name: e.Name(), Path: e.Name(), Primary: true})
-		}
+		out = append(out, e.Name())
 	}
-	return out, nil
+	return out, err
 }
-
-// Resolver accepts exactly the session's file name.
-func (layout) Resolver(_ agent.Env, id string) (func(string) (packer.Place, bool), error) {
-	return func(name string) (packer.Place, bool) {
-		if !isSessionFile(name, id) {
-			return packer.Place{}, false
-		}
-		return packer.Place{Name: name, Path: name, Primary: true}, true
-	}, nil
-}
-
-// Workdir is the env's: pi records its own in the session.
-func (layout) Workdir(env agent.Env) string { return env.Workdir }

@@ -6,6 +6,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 func TestLayout(t *testing.T) {
@@ -15,8 +16,8 @@ func TestLayout(t *testing.T) {
 		New:     func(env agent.Env) *packer.Packer { return newPacker(env, packer.Limits{}) },
 		Seed: func(t testing.TB, env agent.Env, id string) []string {
 			name := "2026-11-30T12-27-00-123Z_" + id + ".jsonl"
-			packertest.WriteFile(t, env.StateRoot, name, `{"type":"session","id":"`+id+`","cwd":"/x"}`+"\n")
-			packertest.WriteFile(t, env.StateRoot, id+".jsonl", "not pi's name for it\n")
+			files.Write(t, env.StateRoot, name, `{"type":"session","id":"`+id+`","cwd":"/x"}`+"\n")
+			files.Write(t, env.StateRoot, id+".jsonl", "not pi's name for it\n")
 			return []string{name}
 		},
 		Private: []string{"auth.json", "models.json", "settings.json"},

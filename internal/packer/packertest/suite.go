@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // Session ids the suite uses.
@@ -62,7 +63,7 @@ func Run(t *testing.T, l Layout) {
 		seeded := l.Seed(t, a, ID)
 		l.Seed(t, a, OtherID)
 		for _, f := range l.Private {
-			WriteFile(t, a.StateRoot, f, "private")
+			files.Write(t, a.StateRoot, f, "private")
 		}
 		pa, pb := l.New(a), l.New(b)
 		require.True(t, pa.HasSession(ctx, ID))
@@ -74,12 +75,12 @@ func Run(t *testing.T, l Layout) {
 		require.NoError(t, pb.UnpackSession(ctx, ID, blob))
 		assert.True(t, pb.HasSession(ctx, ID))
 		assert.False(t, pb.HasSession(ctx, OtherID))
-		assert.Len(t, Files(t, b.StateRoot), len(seeded), "the session's files and nothing else: %v", Files(t, b.StateRoot))
-		assert.Equal(t, ReadFile(t, a.StateRoot, mainFile(t, pa, a)), ReadFile(t, b.StateRoot, mainFile(t, pb, b)))
+		assert.Len(t, files.List(t, b.StateRoot), len(seeded), "the session's files and nothing else: %v", files.List(t, b.StateRoot))
+		assert.Equal(t, files.Read(t, a.StateRoot, mainFile(t, pa, a)), files.Read(t, b.StateRoot, mainFile(t, pb, b)))
 
 		// A retried restore unpacks the same blob again.
 		require.NoError(t, pb.UnpackSession(ctx, ID, blob))
-		assert.Len(t, Files(t, b.StateRoot), len(seeded))
+		assert.Len(t, files.List(t, b.StateRoot), len(seeded))
 	})
 	t.Run("ForeignNames", func(t *testing.T) {
 		src := env(t, "x")
@@ -91,7 +92,7 @@ func Run(t *testing.T, l Layout) {
 				blob := Craft(t, l.Backend, ID, File{main, "{}\n"}, File{name, "x"})
 				err := l.New(dst).UnpackSession(ctx, ID, blob)
 				assert.ErrorIs(t, err, want)
-				assert.Empty(t, Files(t, dst.StateRoot))
+				assert.Empty(t, files.List(t, dst.StateRoot))
 			})
 		}
 	})
@@ -103,7 +104,7 @@ func Run(t *testing.T, l Layout) {
 				l.Seed(t, e, ID)
 				p := l.New(e)
 				main := filepath.Join(e.StateRoot, filepath.FromSlash(mainFile(t, p, e)))
-				WriteFile(t, e.StateRoot, private, secret)
+				files.Write(t, e.StateRoot, private, secret)
 				require.NoError(t, os.Remove(main))
 				require.NoError(t, os.Link(filepath.Join(e.StateRoot, filepath.FromSlash(private)), main))
 				_, err := p.PackSession(ctx, ID)
