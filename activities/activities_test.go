@@ -174,6 +174,22 @@ func TestRunTool(t *testing.T) {
 	assert.Equal(t, ErrTypeBadRequest, appType(err))
 }
 
+// A tool's output keeps the last 4096 bytes of stdout and stderr as they
+// were written, and a relative program is the run's own.
+func TestRunToolTailsAndRelativeProgram(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	env, err := a.liveEnv("tool", "r1", graph.Node{ID: "t"})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(env.Workdir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "check.sh"), []byte("#!/bin/sh\nhead -c 10000 /dev/zero | tr '\\0' x; echo END; printf 'no newline' >&2\n"), 0o755))
+	tool := graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"./check.sh"}}
+	out, err := a.RunTool(context.Background(), &ToolRequest{RunID: "r1", NodeID: "t", Node: tool})
+	require.NoError(t, err)
+	assert.Equal(t, 0, out["exit_code"])
+	assert.Equal(t, strings.Repeat("x", 4092)+"END\n", out["stdout"])
+	assert.Equal(t, "no newline", out["stderr"])
+}
+
 func TestEnvRefusesEscapingWorkdir(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	_, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "../../etc"})

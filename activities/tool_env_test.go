@@ -19,6 +19,9 @@ func TestRunToolEnvironment(t *testing.T) {
 	t.Setenv("TETHER_TEST_SECRET", "s3cret")
 	t.Setenv("TETHER_TEST_NODE", "from-node")
 	t.Setenv("TETHER_TEST_WORKER", "from-worker")
+	// The pass list is the worker's configuration, handed to Activities:
+	// the variable itself is read once, by internal/config, not here.
+	t.Setenv("TETHER_PASS_ENV", "TETHER_TEST_SECRET")
 	a := newActs(t, blob.NewMem())
 	a.PassEnv = []string{"TETHER_TEST_WORKER"}
 	tool := graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"env"}, Env: []string{"TETHER_TEST_NODE"}}

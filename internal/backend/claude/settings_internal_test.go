@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("TETHER_TEST_WORKER", "w")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://worker-wide")
+	t.Setenv("ANTHROPIC_API_KEY", "worker-key")
 	e := New(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
 	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
@@ -68,8 +70,14 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
 	assert.Contains(t, env, "ANTHROPIC_BASE_URL=http://fake")
 	assert.NotContains(t, env, "ANTHROPIC_BASE_URL=http://worker-wide", "a node cannot pass the worker's value of a variable the executor sets")
+	assert.Contains(t, env, "ANTHROPIC_API_KEY=k")
 	for _, kv := range env {
 		assert.NotContains(t, kv, "s3cret", "a variable nobody named stays with the worker")
+	}
+	// The key is the executor's (the worker's configuration read it once):
+	// without one, the CLI gets none, whatever the worker's environment.
+	for _, kv := range New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
+		assert.False(t, strings.HasPrefix(kv, "ANTHROPIC_API_KEY="), kv)
 	}
 }
 

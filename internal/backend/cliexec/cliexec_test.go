@@ -116,3 +116,27 @@ func TestEnvironIsBasePassAndSet(t *testing.T) {
 		assert.False(t, strings.HasPrefix(kv, "TETHER_TEST_ABSENT"), "an unset name passes nothing")
 	}
 }
+
+// A program whose output is kept as bytes gets a writer instead of lines:
+// nothing is split, trimmed or dropped.
+func TestRunStdoutWriter(t *testing.T) {
+	out := NewTailBuffer(8)
+	_, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "printf 'one\\n\\ntwo three'"), Stdout: out,
+		OnLine: func([]byte) { t.Error("lines go nowhere when Stdout is set") }})
+	require.NoError(t, err)
+	assert.Equal(t, "wo three", string(out.Bytes()), "the buffer keeps the last 8 bytes")
+}
+
+// A relative program path is taken from the process's working directory,
+// not the worker's.
+func TestRunRelativeProgramFromDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "check.sh"), []byte("#!/bin/sh\necho ran in \"$PWD\" >&2\nexit 3\n"), 0o755))
+	_, err := Run(context.Background(), Spec{Backend: "t", Bin: "./check.sh", Dir: dir})
+	var ee *agent.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 3, ee.Code)
+	assert.Equal(t, "ran in "+dir, ee.StderrTail)
+	_, err = Run(context.Background(), Spec{Backend: "t", Bin: "./missing.sh", Dir: dir})
+	assert.ErrorIs(t, err, agent.ErrNotInstalled)
+}

@@ -74,6 +74,9 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	for _, kv := range env {
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), "the worker's key variable is not passed on by name")
 	}
+	// Without a key of its own the executor passes none: it never reads
+	// the worker's environment for one.
+	assert.Contains(t, New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {

@@ -71,8 +71,13 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 		assert.NotContains(t, kv, "s3cret")
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="))
 	}
-	builtin := New(Options{Provider: "openai"}).env(agent.Request{}, "/agent")
-	assert.Contains(t, builtin, "OPENAI_API_KEY=provider-key", "a built-in provider gets its own key variable")
+	builtin := New(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"}).env(agent.Request{}, "/agent")
+	assert.Contains(t, builtin, "OPENAI_API_KEY=k", "a built-in provider gets the key under its own variable")
+	// The key is the executor's (the worker's configuration read it once):
+	// the executor never reads the worker's environment for one.
+	for _, kv := range New(Options{Provider: "openai"}).env(agent.Request{}, "/agent") {
+		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), kv)
+	}
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
