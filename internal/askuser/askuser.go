@@ -174,11 +174,6 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-// Serve runs the server over in/out until the client disconnects.
-func Serve(ctx context.Context, recordPath string, in io.ReadCloser, out io.WriteCloser) error {
-	return NewServer(recordPath).Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
-}
-
 // Main runs the subcommand: args are what follows Subcommand on the command
 // line ("--record FILE"). It serves over stdin/stdout and returns an exit code.
 func Main(args []string) int {

@@ -34,8 +34,9 @@ func WithRedact(m RedactMode) Option {
 	return func(p *Packer) { p.redact = m }
 }
 
-// WithLogger sends the packer's warnings to l instead of slog.Default().
-func WithLogger(l *slog.Logger) Option {
+// withLogger sends the packer's warnings to l instead of slog.Default()
+// (for tests: a worker's packers warn through its default logger).
+func withLogger(l *slog.Logger) Option {
 	return func(p *Packer) { p.log = l }
 }
 

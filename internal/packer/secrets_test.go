@@ -143,7 +143,7 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 
 	t.Run("detect is the default", func(t *testing.T) {
 		log, buf := capture()
-		blob, err := newTestPacker(env, Limits{}, WithLogger(log)).PackSession(ctx, testID)
+		blob, err := newTestPacker(env, Limits{}, withLogger(log)).PackSession(ctx, testID)
 		require.NoError(t, err)
 		require.NotEmpty(t, blob)
 		out := buf.String()
@@ -155,7 +155,7 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 	})
 	t.Run("refuse", func(t *testing.T) {
 		log, buf := capture()
-		blob, err := newTestPacker(env, Limits{}, WithRedact(RedactRefuse), WithLogger(log)).PackSession(ctx, testID)
+		blob, err := newTestPacker(env, Limits{}, WithRedact(RedactRefuse), withLogger(log)).PackSession(ctx, testID)
 		require.ErrorIs(t, err, ErrSecret)
 		assert.Nil(t, blob)
 		assert.Contains(t, err.Error(), "project/"+testID+".jsonl line 2")
@@ -169,14 +169,14 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 		// The worker's configuration reads TETHER_REDACT and passes the
 		// mode down (WithRedact); a packer without the option detects.
 		t.Setenv(RedactEnv, "refuse")
-		_, err := newTestPacker(env, Limits{}, WithLogger(slog.New(slog.DiscardHandler))).PackSession(ctx, testID)
+		_, err := newTestPacker(env, Limits{}, withLogger(slog.New(slog.DiscardHandler))).PackSession(ctx, testID)
 		require.NoError(t, err)
 	})
 	t.Run("clean session", func(t *testing.T) {
 		clean := testEnv(t, "y")
 		seedSession(t, clean, testID)
 		log, buf := capture()
-		_, err := newTestPacker(clean, Limits{}, WithRedact(RedactRefuse), WithLogger(log)).PackSession(ctx, testID)
+		_, err := newTestPacker(clean, Limits{}, WithRedact(RedactRefuse), withLogger(log)).PackSession(ctx, testID)
 		require.NoError(t, err)
 		assert.Empty(t, buf.String())
 	})
@@ -199,7 +199,7 @@ func TestPackSecretsDetectLogIsBounded(t *testing.T) {
 	slug := seedSession(t, env, testID)
 	files.Write(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl", strings.Repeat(awsID+"\n", 1000))
 	log, buf := capture()
-	_, err := newTestPacker(env, Limits{}, WithRedact(RedactDetect), WithLogger(log)).PackSession(ctx, testID)
+	_, err := newTestPacker(env, Limits{}, WithRedact(RedactDetect), withLogger(log)).PackSession(ctx, testID)
 	require.NoError(t, err)
 	lines := strings.Count(buf.String(), "\n")
 	assert.LessOrEqual(t, lines, maxSecretWarnings+1)

@@ -199,10 +199,6 @@ func Resolve(r Request) Plan {
 	}
 }
 
-// Strip returns a copy of in without the session keys; Resolve's callers
-// use it when a plan fails.
-func Strip(in map[string]any) map[string]any { return strip(in) }
-
 func strip(in map[string]any) map[string]any {
 	out := maps.Clone(in)
 	if out == nil {

@@ -222,6 +222,6 @@ func TestResolve(t *testing.T) {
 
 func TestStripRemovesTransientKeys(t *testing.T) {
 	in := map[string]any{idK: "a", fpK: "b", agent.SessionStateKey: "c", agent.SessionStateBlobKey: []byte("d"), "x": 1}
-	assert.Equal(t, map[string]any{"x": 1}, Strip(in))
+	assert.Equal(t, map[string]any{"x": 1}, strip(in))
 	assert.Len(t, in, 5)
 }

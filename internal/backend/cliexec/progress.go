@@ -54,13 +54,6 @@ func (t *Tracker) SetUsage(u agent.Usage) {
 	t.update(func(p *agent.Progress) { p.Usage = u })
 }
 
-// Usage is the usage recorded so far.
-func (t *Tracker) Usage() agent.Usage {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.p.Usage
-}
-
 // Progress is the latest progress.
 func (t *Tracker) Progress() agent.Progress {
 	t.mu.Lock()
