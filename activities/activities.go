@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -45,6 +45,10 @@ type Activities struct {
 	StateDir string
 	// WorkDir holds the runs' working directories.
 	WorkDir string
+	// PassEnv names worker environment variables every tool node gets
+	// besides the minimal base (cliexec.BaseEnv) and its node's env: the
+	// worker's TETHER_PASS_ENV, as the agent CLIs get it.
+	PassEnv []string
 	// Workspaces keeps the runs' working directories durable; nil runs
 	// every visit in a plain directory that nothing restores or snapshots.
 	Workspaces *workspace.Manager
@@ -79,7 +83,7 @@ type sessionFiler interface {
 
 // signature is what a live session looks like on disk: its main file's
 // size, modification time and inode; "" when it is not there.
-func signature(ctx context.Context, p backend.SessionPacker, sessionID string) string {
+func signature(ctx context.Context, p agent.SessionPacker, sessionID string) string {
 	sf, ok := p.(sessionFiler)
 	if !ok {
 		if p.HasSession(ctx, sessionID) {
@@ -102,7 +106,7 @@ func signature(ctx context.Context, p backend.SessionPacker, sessionID string) s
 	return fmt.Sprintf("%d/%d/%d", fi.Size(), fi.ModTime().UnixNano(), ino)
 }
 
-func liveKey(backendName string, env backend.Env, sessionID string) string {
+func liveKey(backendName string, env agent.Env, sessionID string) string {
 	return backendName + "\x00" + env.StateRoot + "\x00" + env.Workdir + "\x00" + sessionID
 }
 
@@ -126,10 +130,10 @@ func (l *liveSessions) set(key string, s liveSession) {
 }
 
 // Backends is the set of backends a worker can run, looked up by name.
-type Backends []backend.Backend
+type Backends []agent.Backend
 
 // Get returns the backend called name.
-func (bs Backends) Get(name string) (backend.Backend, bool) {
+func (bs Backends) Get(name string) (agent.Backend, bool) {
 	for _, b := range bs {
 		if b.Name() == name {
 			return b, true
@@ -154,7 +158,7 @@ func (a *Activities) logger() *slog.Logger {
 // liveEnv returns the live root and working directory of one backend for one
 // run's node on this worker. HasSession, unpack, execute and pack all use
 // this one function, so they agree on where a session lives.
-func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (backend.Env, error) {
+func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (agent.Env, error) {
 	root := filepath.Join(a.StateDir, backendName)
 	work := filepath.Join(a.WorkDir, runID)
 	if node.Workdir != "" {
@@ -162,17 +166,17 @@ func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (backen
 			work = filepath.Clean(node.Workdir)
 		} else {
 			if !filepath.IsLocal(node.Workdir) {
-				return backend.Env{}, fmt.Errorf("node %q: workdir %q leaves the run's directory; use a relative path inside it or an absolute path", node.ID, node.Workdir)
+				return agent.Env{}, fmt.Errorf("node %q: workdir %q leaves the run's directory; use a relative path inside it or an absolute path", node.ID, node.Workdir)
 			}
 			work = filepath.Join(work, node.Workdir)
 		}
 	}
 	for _, d := range []string{root, work} {
 		if err := mkdirAll(d); err != nil {
-			return backend.Env{}, err
+			return agent.Env{}, err
 		}
 	}
-	return backend.Env{StateRoot: root, Workdir: work}, nil
+	return agent.Env{StateRoot: root, Workdir: work}, nil
 }
 
 func mkdirAll(d string) error { return os.MkdirAll(d, 0o700) }
@@ -197,11 +201,6 @@ func (a *Activities) DeleteBlobs(ctx context.Context, req *DeleteBlobsRequest) e
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// DeleteRun removes a run's checkpoints and every blob under its prefix.
-func (a *Activities) DeleteRun(ctx context.Context, runID string) (runstore.DeleteReport, error) {
-	return a.Runs.DeleteRun(ctx, runID)
 }
 
 // RestoreSession makes a session live in this worker's root: it unpacks the
@@ -268,12 +267,12 @@ type agentRun struct {
 	runID, nodeID string
 	visit         int
 	node          graph.Node
-	b             backend.Backend
-	env           backend.Env
+	b             agent.Backend
+	env           agent.Env
 	input, prev   map[string]any
 	sessionID     string
 	fork          bool
-	answer        *backend.Answer
+	answer        *agent.Answer
 	packTo        string
 	pauseTo       string
 	// lostAnswer is a human's answer to a question asked in a conversation
@@ -284,8 +283,8 @@ type agentRun struct {
 }
 
 // request is the backend request of the run, without its prompt.
-func (r agentRun) request() backend.Request {
-	return backend.Request{
+func (r agentRun) request() agent.Request {
+	return agent.Request{
 		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Input: r.input,
 		SessionID: r.sessionID, Fork: r.fork,
 		Model: r.node.Model, Script: r.node.Script, Answer: r.answer, Env: r.env,
@@ -317,8 +316,8 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	// The heartbeats carry the visit's latest progress (bounded), so that
 	// `tether status` shows what a long visit is doing.
 	if key := progressKey(ctx); key != "" {
-		a.progress.begin(key, backend.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
-		breq.Progress = func(p backend.Progress) { a.progress.update(key, p) }
+		a.progress.begin(key, agent.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
+		breq.Progress = func(p agent.Progress) { a.progress.update(key, p) }
 	}
 	res, err := r.b.Execute(runCtx, breq)
 	stop()
@@ -326,7 +325,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of node %q: %v", a.Queue, r.nodeID, err), ErrTypeWorkerStopping, err)
 	}
 	if err != nil {
-		if t := backend.ErrorType(err); t != "" {
+		if t := agent.ErrorType(err); t != "" {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), t, err)
 		}
 		return nil, err
@@ -343,11 +342,11 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	for k, v := range res.Structured {
 		out[k] = v
 	}
-	out[backend.SessionIDKey] = res.SessionID
-	out[backend.BackendKey] = r.b.Name()
-	out[backend.SessionFingerprintKey] = res.Fingerprint
+	out[agent.SessionIDKey] = res.SessionID
+	out[agent.BackendKey] = r.b.Name()
+	out[agent.SessionFingerprintKey] = res.Fingerprint
 	if !res.Usage.IsZero() {
-		out[backend.UsageKey] = res.Usage
+		out[agent.UsageKey] = res.Usage
 	}
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
@@ -376,7 +375,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 // pickBackend returns the backend to run: the planned one if it can run
 // here, else the node's first fallback that can. A session id never moves
 // to another backend.
-func (a *Activities) pickBackend(planned string, node graph.Node, sessionID string) (backend.Backend, string, error) {
+func (a *Activities) pickBackend(planned string, node graph.Node, sessionID string) (agent.Backend, string, error) {
 	candidates := append([]string{planned, node.Backend}, node.Fallback...)
 	var reasons []string
 	for _, name := range candidates {
@@ -396,11 +395,11 @@ func (a *Activities) pickBackend(planned string, node graph.Node, sessionID stri
 		}
 		return b, sessionID, nil
 	}
-	err := fmt.Errorf("%w: node %q can run on none of its backends (%v); install the CLI on the worker or add a fallback", backend.ErrNotInstalled, node.ID, reasons)
-	return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), backend.ErrorType(err), err)
+	err := fmt.Errorf("%w: node %q can run on none of its backends (%v); install the CLI on the worker or add a fallback", agent.ErrNotInstalled, node.ID, reasons)
+	return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), agent.ErrorType(err), err)
 }
 
-func (a *Activities) pack(ctx context.Context, b backend.Backend, env backend.Env, sessionID, key string) (ok bool, digest, reason string) {
+func (a *Activities) pack(ctx context.Context, b agent.Backend, env agent.Env, sessionID, key string) (ok bool, digest, reason string) {
 	packer := b.Packer(env)
 	if packer == nil {
 		return false, "", fmt.Sprintf("backend %s has no session packer", b.Name())

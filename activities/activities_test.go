@@ -16,8 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -62,10 +64,10 @@ func TestExecutePacksAndStamps(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Packed, res.PackError)
 	assert.NotEmpty(t, res.PackDigest)
-	assert.Equal(t, res.SessionID, res.Output[backend.SessionIDKey])
-	assert.Equal(t, backend.Scripted, res.Output[backend.BackendKey])
-	assert.Equal(t, res.Fingerprint, res.Output[backend.SessionFingerprintKey])
-	assert.NotContains(t, res.Output, backend.SessionStateBlobKey)
+	assert.Equal(t, res.SessionID, res.Output[agent.SessionIDKey])
+	assert.Equal(t, backend.Scripted, res.Output[agent.BackendKey])
+	assert.Equal(t, res.Fingerprint, res.Output[agent.SessionFingerprintKey])
+	assert.NotContains(t, res.Output, agent.SessionStateBlobKey)
 	assert.Equal(t, "tether/test", res.Queue)
 	_, err = a.Blobs.Stat(context.Background(), key)
 	require.NoError(t, err)
@@ -172,6 +174,22 @@ func TestRunTool(t *testing.T) {
 	assert.Equal(t, ErrTypeBadRequest, appType(err))
 }
 
+// A tool's output keeps the last 4096 bytes of stdout and stderr as they
+// were written, and a relative program is the run's own.
+func TestRunToolTailsAndRelativeProgram(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	env, err := a.liveEnv("tool", "r1", graph.Node{ID: "t"})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(env.Workdir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "check.sh"), []byte("#!/bin/sh\nhead -c 10000 /dev/zero | tr '\\0' x; echo END; printf 'no newline' >&2\n"), 0o755))
+	tool := graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"./check.sh"}}
+	out, err := a.RunTool(context.Background(), &ToolRequest{RunID: "r1", NodeID: "t", Node: tool})
+	require.NoError(t, err)
+	assert.Equal(t, 0, out["exit_code"])
+	assert.Equal(t, strings.Repeat("x", 4092)+"END\n", out["stdout"])
+	assert.Equal(t, "no newline", out["stderr"])
+}
+
 func TestEnvRefusesEscapingWorkdir(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	_, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "../../etc"})
@@ -253,18 +271,18 @@ func TestLiveSessionSkipsItsOwnRestoreOnlyWhileUntouched(t *testing.T) {
 // over to another CLI.
 func TestFallbackRunsWhenTheCLIIsMissing(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	a.Backends = append(a.Backends, claude.New(claude.Options{BinDir: t.TempDir()}))
+	a.Backends = append(a.Backends, claude.New(claude.Options{Options: cliexec.Options{BinDir: t.TempDir()}}))
 	var _ Availability = claude.New(claude.Options{})
 	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.ClaudeCode, Fallback: []string{backend.Scripted}, Session: graph.SessionPersist, Prompt: "hello"}
 	res, err := a.Visit(context.Background(), &VisitRequest{
 		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
-		Input:   map[string]any{backend.SessionIDKey: "claude-session", backend.SessionFingerprintKey: "fp"},
+		Input:   map[string]any{agent.SessionIDKey: "claude-session", agent.SessionFingerprintKey: "fp"},
 		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: "claude-session", StateRef: "runs/r1/sessions/writer/01J00000000000000000000000", Stripped: map[string]any{}},
 		Started: time.Unix(1_800_000_000, 0),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, backend.Scripted, res.Backend)
-	assert.Equal(t, backend.Scripted, res.Output[backend.BackendKey])
+	assert.Equal(t, backend.Scripted, res.Output[agent.BackendKey])
 	assert.NotEqual(t, "claude-session", res.SessionID)
 	assert.Contains(t, res.SessionNote, "fallback")
 	assert.Contains(t, res.Output[SessionNoteKey], "fallback")

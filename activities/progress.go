@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"go.temporal.io/sdk/activity"
-
-	"github.com/tether-run/tether/internal/backend"
 )
 
 // progressBoard holds the latest progress of each running visit on this
@@ -23,7 +22,7 @@ type progressBoard struct {
 type progressEntry struct {
 	// holders counts the heartbeat loops of the attempt still running.
 	holders int
-	p       *backend.Progress
+	p       *agent.Progress
 	started time.Time
 }
 
@@ -63,7 +62,7 @@ func (b *progressBoard) release(key string) {
 
 // begin starts the visit's progress: from now on the attempt's heartbeats
 // carry it, with the time since now as its elapsed time.
-func (b *progressBoard) begin(key string, p backend.Progress) {
+func (b *progressBoard) begin(key string, p agent.Progress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e := b.m[key]; e != nil {
@@ -72,7 +71,7 @@ func (b *progressBoard) begin(key string, p backend.Progress) {
 }
 
 // update replaces the visit's progress, keeping what names the visit.
-func (b *progressBoard) update(key string, p backend.Progress) {
+func (b *progressBoard) update(key string, p agent.Progress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.m[key]

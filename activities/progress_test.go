@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
@@ -27,27 +28,27 @@ func TestExecuteOutputCarriesUsage(t *testing.T) {
 	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 1: hello 1", res.Output["text"])
-	assert.Equal(t, scripted.Usage("hello 1", "turn 1: hello 1"), res.Output[backend.UsageKey])
+	assert.Equal(t, scripted.Usage("hello 1", "turn 1: hello 1"), res.Output[agent.UsageKey])
 }
 
 // stuckBackend reports progress, then runs until released (or 20 s).
 type stuckBackend struct {
-	progress backend.Progress
+	progress agent.Progress
 	release  chan struct{}
 }
 
-func (b *stuckBackend) Name() string                             { return "stuck" }
-func (b *stuckBackend) Fingerprint(backend.Request) string       { return "fp" }
-func (b *stuckBackend) Packer(backend.Env) backend.SessionPacker { return nil }
-func (b *stuckBackend) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+func (b *stuckBackend) Name() string                         { return "stuck" }
+func (b *stuckBackend) Fingerprint(agent.Request) string     { return "fp" }
+func (b *stuckBackend) Packer(agent.Env) agent.SessionPacker { return nil }
+func (b *stuckBackend) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
 	req.Progress(b.progress)
 	select {
 	case <-b.release:
 	case <-time.After(20 * time.Second): // the test fails on what it saw
 	case <-ctx.Done():
-		return backend.Result{}, ctx.Err()
+		return agent.Result{}, ctx.Err()
 	}
-	return backend.Result{SessionID: "s1", Text: "done", Usage: b.progress.Usage}, nil
+	return agent.Result{SessionID: "s1", Text: "done", Usage: b.progress.Usage}, nil
 }
 
 // progressWorkflow runs one ExecuteNode with a heartbeat timeout short
@@ -65,23 +66,23 @@ func progressWorkflow(ctx workflow.Context, req *ExecuteRequest) (*ExecuteResult
 // While the agent runs, the visit's heartbeats carry its latest progress,
 // bounded and naming the visit.
 func TestHeartbeatsCarryProgress(t *testing.T) {
-	stuck := &stuckBackend{release: make(chan struct{}), progress: backend.Progress{
+	stuck := &stuckBackend{release: make(chan struct{}), progress: agent.Progress{
 		Activity: "Edit main.go", ToolCalls: 2, Text: strings.Repeat("long reply ", 100),
-		Usage: backend.Usage{InputTokens: 12000, OutputTokens: 400},
+		Usage: agent.Usage{InputTokens: 12000, OutputTokens: 400},
 	}}
 	a := newActs(t, blob.NewMem())
 	a.Backends = Backends{stuck}
 
 	var (
 		mu   sync.Mutex
-		seen []backend.Progress
+		seen []agent.Progress
 		once sync.Once
 	)
 	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
 	env.RegisterActivity(a)
 	env.RegisterWorkflow(progressWorkflow)
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
-		var p backend.Progress
+		var p agent.Progress
 		if !details.HasValues() || details.Get(&p) != nil || p.Activity == "" {
 			return
 		}
@@ -106,8 +107,8 @@ func TestHeartbeatsCarryProgress(t *testing.T) {
 	assert.Equal(t, "Edit main.go", p.Activity)
 	assert.Equal(t, 2, p.ToolCalls)
 	assert.Equal(t, int64(12400), p.Usage.Tokens())
-	assert.LessOrEqual(t, len(p.Text), backend.MaxProgressText, "the reply's tail only")
-	assert.NotEmpty(t, res.Output[backend.UsageKey])
+	assert.LessOrEqual(t, len(p.Text), agent.MaxProgressText, "the reply's tail only")
+	assert.NotEmpty(t, res.Output[agent.UsageKey])
 }
 
 func TestProgressBoardForgetsEndedAttempts(t *testing.T) {
@@ -115,12 +116,12 @@ func TestProgressBoardForgetsEndedAttempts(t *testing.T) {
 	b.hold("k")
 	assert.Empty(t, b.details("k"), "no details before the visit begins")
 	b.hold("k")
-	b.begin("k", backend.Progress{Node: "n", Visit: 1, Backend: "x"})
-	b.update("k", backend.Progress{Node: "other", Activity: "Bash ls"})
+	b.begin("k", agent.Progress{Node: "n", Visit: 1, Backend: "x"})
+	b.update("k", agent.Progress{Node: "other", Activity: "Bash ls"})
 	d := b.details("k")
 	require.Len(t, d, 1)
-	assert.Equal(t, "n", d[0].(backend.Progress).Node, "the visit's name is the board's, not the executor's")
-	assert.Equal(t, "Bash ls", d[0].(backend.Progress).Activity)
+	assert.Equal(t, "n", d[0].(agent.Progress).Node, "the visit's name is the board's, not the executor's")
+	assert.Equal(t, "Bash ls", d[0].(agent.Progress).Activity)
 	b.release("k")
 	assert.Len(t, b.details("k"), 1, "an outer heartbeat loop still runs")
 	b.release("k")

@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os/exec"
-	"syscall"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/graph"
 )
@@ -51,63 +51,53 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	// The tool sees the same minimal environment as an agent CLI, plus the
-	// names its node and the worker's TETHER_PASS_ENV pass: never the
-	// worker's secrets by default.
-	cmd.Env = cliexec.Environ(append(cliexec.WorkerPassEnv(), node.Env...))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr tail
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-
+	// The tool runs like an agent CLI: in a process group of its own that
+	// dies with the worker and is killed whole on timeout, with the same
+	// minimal environment plus the names its node and the worker's pass
+	// list (TETHER_PASS_ENV) pass: never the worker's secrets by default.
+	stdout, stderr := cliexec.NewTailBuffer(tailBytes), cliexec.NewTailBuffer(tailBytes)
 	stop := a.heartbeat(ctx)
 	started := time.Now()
-	err := cmd.Run()
+	_, err := cliexec.Run(ctx, cliexec.Spec{
+		Backend: fmt.Sprintf("tool node %q", node.ID),
+		Bin:     argv[0],
+		Args:    argv[1:],
+		Dir:     dir,
+		Env:     cliexec.Environ(append(slices.Clone(a.PassEnv), node.Env...)),
+		Timeout: timeout,
+		Stdout:  stdout,
+		Stderr:  stderr,
+	})
 	stop()
 
 	out := map[string]any{
 		"exit_code":   0,
-		"stdout":      stdout.String(),
-		"stderr":      stderr.String(),
+		"stdout":      text(stdout),
+		"stderr":      text(stderr),
 		"timed_out":   false,
 		"duration_ms": time.Since(started).Milliseconds(),
 	}
-	var exitErr *exec.ExitError
+	var exit *agent.ExitError
 	switch {
 	case err == nil:
-	case cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
-		out["exit_code"] = -1
-		out["timed_out"] = true
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.As(err, &exitErr):
-		out["exit_code"] = exitErr.ExitCode()
-	case errors.Is(err, exec.ErrNotFound):
+	case errors.Is(err, agent.ErrTimeout):
+		out["exit_code"] = -1
+		out["timed_out"] = true
+	case errors.As(err, &exit):
+		out["exit_code"] = exit.Code
+	case errors.Is(err, agent.ErrNotInstalled):
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %q is not installed on this worker", node.ID, argv[0]), ErrTypeBadRequest, err)
 	default:
-		return nil, fmt.Errorf("tool node %q: %w", node.ID, err)
+		return nil, err
 	}
 	return out, nil
 }
 
-// tail keeps the last tailBytes written to it.
-type tail struct{ buf []byte }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - tailBytes; over > 0 {
-		t.buf = append([]byte(nil), t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return string(bytes.ToValidUTF8(t.buf, []byte("?"))) }
+// text is a tail as an output keeps it: its bytes, a broken UTF-8 sequence
+// at its start shown as "?".
+func text(t *cliexec.TailBuffer) string { return string(bytes.ToValidUTF8(t.Bytes(), []byte("?"))) }
 
 func digestOf(b []byte) string {
 	sum := sha256.Sum256(b)

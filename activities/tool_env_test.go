@@ -13,13 +13,17 @@ import (
 )
 
 // A tool sees the minimal base environment plus the names its node and
-// TETHER_PASS_ENV pass, never the rest of the worker's environment.
+// the worker's pass list (TETHER_PASS_ENV) pass, never the rest of the
+// worker's environment.
 func TestRunToolEnvironment(t *testing.T) {
 	t.Setenv("TETHER_TEST_SECRET", "s3cret")
 	t.Setenv("TETHER_TEST_NODE", "from-node")
 	t.Setenv("TETHER_TEST_WORKER", "from-worker")
-	t.Setenv("TETHER_PASS_ENV", "TETHER_TEST_WORKER")
+	// The pass list is the worker's configuration, handed to Activities:
+	// the variable itself is read once, by internal/config, not here.
+	t.Setenv("TETHER_PASS_ENV", "TETHER_TEST_SECRET")
 	a := newActs(t, blob.NewMem())
+	a.PassEnv = []string{"TETHER_TEST_WORKER"}
 	tool := graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"env"}, Env: []string{"TETHER_TEST_NODE"}}
 	out, err := a.RunTool(context.Background(), &ToolRequest{RunID: "r1", NodeID: "t", Node: tool})
 	require.NoError(t, err)

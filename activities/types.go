@@ -1,7 +1,7 @@
 package activities
 
 import (
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -42,8 +42,8 @@ type ExecuteRequest struct {
 	PrevOutput map[string]any `json:"prev_output,omitempty"`
 	// SessionID resumes that conversation; set only after a successful
 	// unpack or has-session on this worker.
-	SessionID string          `json:"session_id,omitempty"`
-	Answer    *backend.Answer `json:"answer,omitempty"`
+	SessionID string        `json:"session_id,omitempty"`
+	Answer    *agent.Answer `json:"answer,omitempty"`
 	// PackTo is the blob key a successful persist visit packs its session
 	// into; empty for non-persist nodes.
 	PackTo string `json:"pack_to,omitempty"`
@@ -61,8 +61,8 @@ type ExecuteResult struct {
 	// Queue is the worker queue the visit ran on.
 	Queue string `json:"queue"`
 	// Questions is set when the agent asked the user mid-visit.
-	Questions        []backend.Question `json:"questions,omitempty"`
-	PendingToolUseID string             `json:"pending_tool_use_id,omitempty"`
+	Questions        []agent.Question `json:"questions,omitempty"`
+	PendingToolUseID string           `json:"pending_tool_use_id,omitempty"`
 	// Packed reports that the session went to PackTo (or PauseTo when
 	// Questions is set); PackError says why not.
 	Packed     bool   `json:"packed,omitempty"`
@@ -71,7 +71,7 @@ type ExecuteResult struct {
 	// PackedTo is the key the session went to (PackTo or PauseTo).
 	PackedTo string `json:"packed_to,omitempty"`
 	// Usage is what this visit cost, as the CLI reported it.
-	Usage backend.Usage `json:"usage,omitzero"`
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // RestoreRequest asks a worker to make a session live in its root: unpack a

@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	sessionpack "github.com/tether-run/tether/internal/packer"
@@ -40,8 +40,8 @@ type VisitRequest struct {
 	Input      map[string]any `json:"input,omitempty"`
 	PrevOutput map[string]any `json:"prev_output,omitempty"`
 	// Session is the plan's restore step; nil runs fresh.
-	Session *SessionPlan    `json:"session,omitempty"`
-	Answer  *backend.Answer `json:"answer,omitempty"`
+	Session *SessionPlan  `json:"session,omitempty"`
+	Answer  *agent.Answer `json:"answer,omitempty"`
 	// PackTo and PauseTo are the blob keys the session is packed into
 	// after a finished persist visit, and after an ask_user.
 	PackTo  string `json:"pack_to,omitempty"`
@@ -310,7 +310,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 // made under. It is "" when they are the same, or when the plan continues
 // another node's conversation (inherit, fork), whose settings may differ
 // by design.
-func (a *Activities) settingsChanged(b backend.Backend, env backend.Env, req *VisitRequest) string {
+func (a *Activities) settingsChanged(b agent.Backend, env agent.Env, req *VisitRequest) string {
 	sp := req.Session
 	if sp.Fingerprint == "" || (sp.Kind != resolve.UnpackOwnSlot.String() && sp.Kind != resolve.UnpackPause.String()) {
 		return ""
@@ -327,7 +327,7 @@ func (a *Activities) settingsChanged(b backend.Backend, env backend.Env, req *Vi
 // foreign blob, one whose digest differs from the recorded one, or a
 // session the live root does not hold): the visit then runs fresh. A store
 // fault is an error, never taken for absence.
-func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env backend.Env, req *VisitRequest) (string, error) {
+func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env agent.Env, req *VisitRequest) (string, error) {
 	sp := req.Session
 	packer := b.Packer(env)
 	if packer == nil {
@@ -369,11 +369,11 @@ func (a *Activities) restoreSession(ctx context.Context, b backend.Backend, env 
 
 // agentEnv is a backend's live root on this worker and the directory the
 // visit runs in.
-func (a *Activities) agentEnv(backendName, cwd string) (backend.Env, error) {
-	env := backend.Env{StateRoot: filepath.Join(a.StateDir, backendName), Workdir: cwd}
+func (a *Activities) agentEnv(backendName, cwd string) (agent.Env, error) {
+	env := agent.Env{StateRoot: filepath.Join(a.StateDir, backendName), Workdir: cwd}
 	for _, d := range []string{env.StateRoot, env.Workdir} {
 		if err := mkdirAll(d); err != nil {
-			return backend.Env{}, err
+			return agent.Env{}, err
 		}
 	}
 	return env, nil

@@ -2,16 +2,21 @@ package main
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/config"
-	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/backend"
 )
 
-// defaultBackends offers every known backend; the CLI ones are configured
-// from the environment (config.Agents).
-func defaultBackends(cfg config.Config, logger *slog.Logger) (activities.Backends, error) {
-	bs, err := workerhost.NewBackends(workerhost.BackendConfigOf(cfg.Agents))
+// defaultBackends offers every known backend, configured from the
+// environment (config.FromEnv), with ask_user served by this very binary
+// (see askuser.Subcommand in main).
+func defaultBackends(cfg backend.Config, logger *slog.Logger) (activities.Backends, error) {
+	if self, err := os.Executable(); err == nil {
+		cfg.AskUser = []string{self, askuser.Subcommand}
+	}
+	bs, err := backend.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	backends, err := defaultBackends(cfg, logger)
+	backends, err := defaultBackends(cfg.Agents, logger)
 	if err != nil {
 		return err
 	}
@@ -92,6 +92,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		PassEnv:             cfg.Agents.PassEnv,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		Logger:              logger,
 		Interceptors:        tel.WorkerInterceptors(),

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
@@ -73,7 +73,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 
 // awaitRestoredPause waits for the answer of an ask_user that a run
 // restored from a checkpoint was paused on, instead of executing again.
-func (r *runImpl) awaitRestoredPause(ctx workflow.Context, node *graph.Node, sc *scope) (*backend.Answer, error) {
+func (r *runImpl) awaitRestoredPause(ctx workflow.Context, node *graph.Node, sc *scope) (*agent.Answer, error) {
 	if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID && p.Backend != "" {
 		return r.awaitAgentAnswer(ctx, node, p)
 	}
@@ -84,7 +84,7 @@ func (r *runImpl) awaitRestoredPause(ctx workflow.Context, node *graph.Node, sc 
 func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool, sc *scope) resolve.Plan {
 	var deliveries []resolve.Delivery
 	if cur.From != "" {
-		id, _ := cur.Input[backend.SessionIDKey].(string)
+		id, _ := cur.Input[agent.SessionIDKey].(string)
 		deliveries = append(deliveries, resolve.Delivery{From: cur.From, SessionID: id})
 	}
 	return resolve.Resolve(resolve.Request{
@@ -96,7 +96,7 @@ func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool,
 // oneTrip runs the Visit activity: restore, execute, snapshot and pack on
 // one worker. A visit whose worker vanished (or that failed in a way that
 // may pass) starts again with new blob keys, up to maxVisitRestarts times.
-func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *backend.Answer, sc *scope) (*activities.VisitResult, error) {
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, sc *scope) (*activities.VisitResult, error) {
 	log := workflow.GetLogger(ctx)
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
@@ -186,7 +186,7 @@ func (r *runImpl) takeWorkspace(res *activities.VisitResult, sc *scope) {
 // packed session becomes the pause ref; the pause checkpoint is written; a
 // previous pause blob is deleted only after that checkpoint succeeded
 // (never on its error: it may have landed). Then it waits for the answer.
-func (r *runImpl) pauseOnQuestion(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, res *activities.VisitResult, sc *scope) (*backend.Answer, error) {
+func (r *runImpl) pauseOnQuestion(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, res *activities.VisitResult, sc *scope) (*agent.Answer, error) {
 	log := workflow.GetLogger(ctx)
 	old := r.pauseOf(sc)
 	p := &runstore.PauseInfo{
@@ -283,7 +283,7 @@ func (r *runImpl) retain(node, ref string) []string {
 
 // awaitAgentAnswer waits for every question of an agent's pause and folds
 // the answers into one reply for the resumed conversation.
-func (r *runImpl) awaitAgentAnswer(ctx workflow.Context, node *graph.Node, p *runstore.PauseInfo) (*backend.Answer, error) {
+func (r *runImpl) awaitAgentAnswer(ctx workflow.Context, node *graph.Node, p *runstore.PauseInfo) (*agent.Answer, error) {
 	answers, err := r.ask(ctx, node.ID, p.Questions)
 	if err != nil {
 		return nil, err
@@ -300,7 +300,7 @@ func (r *runImpl) awaitAgentAnswer(ctx workflow.Context, node *graph.Node, p *ru
 		p.Questions[i].Answered = true
 		p.Questions[i].Answer = answers[i]
 	}
-	return &backend.Answer{QuestionID: p.Questions[0].AgentID, Text: text, PendingToolUseID: p.PendingToolUseID}, nil
+	return &agent.Answer{QuestionID: p.Questions[0].AgentID, Text: text, PendingToolUseID: p.PendingToolUseID}, nil
 }
 
 // effectiveBackend is the backend this visit plans for: the node's own, or
@@ -309,7 +309,7 @@ func (r *runImpl) effectiveBackend(node *graph.Node) string {
 	if len(node.Fallback) == 0 {
 		return node.Backend
 	}
-	if last, _ := r.cp.Outputs[node.ID][backend.BackendKey].(string); last != "" && slices.Contains(node.Fallback, last) {
+	if last, _ := r.cp.Outputs[node.ID][agent.BackendKey].(string); last != "" && slices.Contains(node.Fallback, last) {
 		return last
 	}
 	return node.Backend

@@ -6,26 +6,26 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 )
 
 // addUsage adds what one visit of node cost to the run's sums.
-func (r *runImpl) addUsage(node string, u backend.Usage) {
+func (r *runImpl) addUsage(node string, u agent.Usage) {
 	if u.IsZero() {
 		return
 	}
 	if r.cp.Usage == nil {
-		r.cp.Usage = map[string]backend.Usage{}
+		r.cp.Usage = map[string]agent.Usage{}
 	}
 	r.cp.Usage[node] = r.cp.Usage[node].Add(u)
 }
 
 // runUsage is what the whole run has cost so far.
-func runUsage(cp *runstore.Checkpoint) backend.Usage {
-	var total backend.Usage
+func runUsage(cp *runstore.Checkpoint) agent.Usage {
+	var total agent.Usage
 	for _, k := range sortedKeys(cp.Usage) {
 		total = total.Add(cp.Usage[k])
 	}
@@ -45,7 +45,7 @@ func (r *runImpl) overBudget() string {
 	return ""
 }
 
-func crossed(what string, b *graph.Budget, u backend.Usage) string {
+func crossed(what string, b *graph.Budget, u agent.Usage) string {
 	switch {
 	case b == nil:
 	case b.MaxTokens > 0 && u.Tokens() > b.MaxTokens:

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -25,14 +26,14 @@ type fakeAgent struct {
 	mu    sync.Mutex
 	disks map[string]map[string][]string // root → session → user turns
 	next  int
-	calls []backend.Request
+	calls []agent.Request
 	// packErr, when set, makes PackSession fail.
 	packErr error
 	// persist is false for a backend without the capability.
 	persist bool
 	// onExecute, when set, runs inside every Execute, under the lock: it
 	// may touch disks directly but must not call wipe.
-	onExecute func(req backend.Request)
+	onExecute func(req agent.Request)
 	// wipeAfter names a node after whose visit every live root is wiped,
 	// as if that pod were recycled.
 	wipeAfter string
@@ -52,7 +53,7 @@ func (f *fakeAgent) Name() string { return f.name }
 // Fingerprint depends on the model (the node's, else the worker's
 // default) and the node's settings, like a real backend's, so a test can
 // tell one node's conversation from another's.
-func (f *fakeAgent) Fingerprint(req backend.Request) string {
+func (f *fakeAgent) Fingerprint(req agent.Request) string {
 	fp := "fp-" + f.name
 	model := req.Model
 	if model == "" {
@@ -67,7 +68,7 @@ func (f *fakeAgent) Fingerprint(req backend.Request) string {
 	return fp
 }
 
-func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+func (f *fakeAgent) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.wipeAfter != "" && req.NodeID == f.wipeAfter {
@@ -82,7 +83,7 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 	id := req.SessionID
 	if id != "" {
 		if _, ok := disk[id]; !ok {
-			return backend.Result{}, fmt.Errorf("%w: %s", backend.ErrNoSession, id)
+			return agent.Result{}, fmt.Errorf("%w: %s", agent.ErrNoSession, id)
 		}
 		if req.Fork {
 			f.next++
@@ -101,9 +102,9 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 	}
 	disk[id] = append(disk[id], turn)
 	// Every visit costs 100 tokens and a cent.
-	res := backend.Result{SessionID: id, Fingerprint: f.Fingerprint(req), Usage: backend.Usage{InputTokens: 90, OutputTokens: 10, CostUSD: 0.01, CostKnown: true}}
+	res := agent.Result{SessionID: id, Fingerprint: f.Fingerprint(req), Usage: agent.Usage{InputTokens: 90, OutputTokens: 10, CostUSD: 0.01, CostKnown: true}}
 	if strings.Contains(req.Prompt, "FAIL") {
-		return backend.Result{}, fmt.Errorf("%w: asked to fail", backend.ErrScript)
+		return agent.Result{}, fmt.Errorf("%w: asked to fail", agent.ErrScript)
 	}
 	if f.onExecute != nil {
 		f.onExecute(req)
@@ -117,8 +118,8 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 		}
 	}
 	if answered < strings.Count(req.Prompt, "ASK:") {
-		res.NeedsInteraction = &backend.Interaction{
-			Questions:        []backend.Question{{ID: "q1", Text: fmt.Sprintf("question %d", answered+1)}},
+		res.NeedsInteraction = &agent.Interaction{
+			Questions:        []agent.Question{{ID: "q1", Text: fmt.Sprintf("question %d", answered+1)}},
 			PendingToolUseID: fmt.Sprintf("tool-%d", answered+1),
 		}
 		res.Text = "asking"
@@ -128,14 +129,14 @@ func (f *fakeAgent) Execute(ctx context.Context, req backend.Request) (backend.R
 	if i := strings.Index(req.Prompt, "JSON:"); i >= 0 {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(strings.TrimSpace(req.Prompt[i+5:])), &m); err != nil {
-			return backend.Result{}, err
+			return agent.Result{}, err
 		}
 		res.Structured = m
 	}
 	return res, nil
 }
 
-func (f *fakeAgent) Packer(env backend.Env) backend.SessionPacker {
+func (f *fakeAgent) Packer(env agent.Env) agent.SessionPacker {
 	if !f.persist {
 		return nil
 	}
@@ -151,10 +152,10 @@ func (f *fakeAgent) wipe() {
 
 func (f *fakeAgent) wipeLocked() { f.disks = map[string]map[string][]string{} }
 
-func (f *fakeAgent) requests() []backend.Request {
+func (f *fakeAgent) requests() []agent.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]backend.Request(nil), f.calls...)
+	return append([]agent.Request(nil), f.calls...)
 }
 
 type fakePacker struct {
@@ -176,7 +177,7 @@ func (p *fakePacker) PackSession(_ context.Context, id string) ([]byte, error) {
 	}
 	turns, ok := p.f.disks[p.root][id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", backend.ErrNoSession, id)
+		return nil, fmt.Errorf("%w: %s", agent.ErrNoSession, id)
 	}
 	if p.f.wipeAfterPack {
 		defer p.f.wipeLocked()

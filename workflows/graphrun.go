@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -378,7 +378,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 func queryValue(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for _, k := range sortedKeys(m) {
-		if k == backend.SessionStateBlobKey || k == backend.SessionStateKey {
+		if k == agent.SessionStateBlobKey || k == agent.SessionStateKey {
 			continue
 		}
 		v := m[k]

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -206,9 +207,9 @@ func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 	// same session, now three turns long, restored from its slot.
 	out := cp.Outputs["writer"]
 	s.Contains(out["text"], "turn 3 of scripted-s1")
-	s.Equal("scripted-s1", out[backend.SessionIDKey])
-	s.Equal("scripted", out[backend.BackendKey])
-	s.Equal("fp-scripted", out[backend.SessionFingerprintKey])
+	s.Equal("scripted-s1", out[agent.SessionIDKey])
+	s.Equal("scripted", out[agent.BackendKey])
+	s.Equal("fp-scripted", out[agent.SessionFingerprintKey])
 	// The mapped feedback reached the prompt; the default input carried
 	// the declared input's default.
 	calls := s.agents[backend.Scripted].requests()
@@ -220,8 +221,8 @@ func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 	s.NotEmpty(cp.LoopSnapshots)
 	for _, o := range append([]map[string]any{out}, snapshotOutputs(cp)...) {
 		s.NotContains(o, "_session_state_ref")
-		s.NotContains(o, backend.SessionStateBlobKey)
-		s.NotContains(o, backend.SessionStateKey)
+		s.NotContains(o, agent.SessionStateBlobKey)
+		s.NotContains(o, agent.SessionStateKey)
 	}
 	// The earlier slots' blobs are retained for rewinds; no other blob of
 	// the writer remains.

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
@@ -29,7 +29,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 	eff := r.effectiveBackend(node)
 	var deliveries []resolve.Delivery
 	if cur.From != "" {
-		id, _ := cur.Input[backend.SessionIDKey].(string)
+		id, _ := cur.Input[agent.SessionIDKey].(string)
 		deliveries = append(deliveries, resolve.Delivery{From: cur.From, SessionID: id})
 	}
 
@@ -50,7 +50,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 		}
 	}
 
-	var answer *backend.Answer
+	var answer *agent.Answer
 	answering := false
 	asked := 0
 	// A run restored from a checkpoint taken while this node waited on an

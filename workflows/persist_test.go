@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -37,8 +38,8 @@ edges:
 
 func (s *GraphRunSuite) writer() *fakeAgent { return s.agents[backend.ClaudeCode] }
 
-func (s *GraphRunSuite) writerCalls() []backend.Request {
-	var out []backend.Request
+func (s *GraphRunSuite) writerCalls() []agent.Request {
+	var out []agent.Request
 	for _, r := range s.writer().requests() {
 		if r.NodeID == "writer" {
 			out = append(out, r)
@@ -50,7 +51,7 @@ func (s *GraphRunSuite) writerCalls() []backend.Request {
 // wipeOnJudge empties the writer's live roots whenever the judge runs, i.e.
 // between two writer visits, as if each visit landed on a new pod.
 func (s *GraphRunSuite) wipeOnJudge(also func()) {
-	s.agents[backend.Scripted].onExecute = func(backend.Request) {
+	s.agents[backend.Scripted].onExecute = func(agent.Request) {
 		s.writer().wipe()
 		if also != nil {
 			also()
@@ -102,8 +103,8 @@ func (s *GraphRunSuite) TestMissingSlotBlobRunsFresh() {
 	s.Require().NoError(err)
 	for i, c := range s.writerCalls() {
 		s.Empty(c.SessionID, "visit %d", i+1)
-		s.NotContains(c.Input, backend.SessionIDKey)
-		s.NotContains(c.Input, backend.SessionFingerprintKey)
+		s.NotContains(c.Input, agent.SessionIDKey)
+		s.NotContains(c.Input, agent.SessionFingerprintKey)
 	}
 }
 
@@ -197,7 +198,7 @@ func (s *GraphRunSuite) TestMissingPauseBlobRunsFresh() {
 	calls := s.writerCalls()
 	s.Require().Len(calls, 2)
 	s.Empty(calls[1].SessionID)
-	s.NotContains(calls[1].Input, backend.SessionIDKey)
+	s.NotContains(calls[1].Input, agent.SessionIDKey)
 }
 
 const twoAsks = `
@@ -315,7 +316,7 @@ func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 // Pack/Put fail: the slot is invalidated (never the old one restored) and
 // the next visit runs fresh.
 func (s *GraphRunSuite) TestPackFailureInvalidatesSlot() {
-	s.agents[backend.Scripted].onExecute = func(r backend.Request) {
+	s.agents[backend.Scripted].onExecute = func(r agent.Request) {
 		if r.Visit == 1 {
 			s.writer().packErr = context.DeadlineExceeded
 		} else {
@@ -348,7 +349,7 @@ func (s *GraphRunSuite) TestInheritUsesHasSessionWithSourceFingerprint() {
 	calls := s.writer().requests()
 	s.Require().Len(calls, 2)
 	s.Equal("claude_code-s1", calls[1].SessionID)
-	s.Equal("fp-claude_code/m-a", calls[1].Input[backend.SessionFingerprintKey], "fingerprint from the source's output, not the edge nor the node's own")
+	s.Equal("fp-claude_code/m-a", calls[1].Input[agent.SessionFingerprintKey], "fingerprint from the source's output, not the edge nor the node's own")
 }
 
 // HasSession false + no slot ⇒ no SessionID even though an id came in.
@@ -359,8 +360,8 @@ func (s *GraphRunSuite) TestInheritWithWipedRootRunsFresh() {
 	calls := s.writer().requests()
 	s.Require().Len(calls, 2)
 	s.Empty(calls[1].SessionID)
-	s.NotContains(calls[1].Input, backend.SessionIDKey)
-	s.NotContains(calls[1].Input, backend.SessionFingerprintKey)
+	s.NotContains(calls[1].Input, agent.SessionIDKey)
+	s.NotContains(calls[1].Input, agent.SessionFingerprintKey)
 }
 
 // A literal _session_id in with is never provenance, even when that
@@ -486,7 +487,7 @@ func (s *GraphRunSuite) TestInheritFromAPersistSourceUnpacksItsSlot() {
 	calls := s.writer().requests()
 	s.Require().Len(calls, 2)
 	s.Equal("claude_code-s1", calls[1].SessionID, "the wiped session came back from a's slot")
-	s.Equal("fp-claude_code/m-a", calls[1].Input[backend.SessionFingerprintKey], "the slot's fingerprint")
+	s.Equal("fp-claude_code/m-a", calls[1].Input[agent.SessionFingerprintKey], "the slot's fingerprint")
 	s.Contains(s.latest().Outputs["b"]["text"], "turn 2 of claude_code-s1: first | second")
 }
 
@@ -494,7 +495,7 @@ func (s *GraphRunSuite) TestInheritFromAPersistSourceUnpacksItsSlot() {
 // the worker's default model) does not continue that conversation: it
 // starts a fresh one and says why in its output.
 func (s *GraphRunSuite) TestChangedSettingsStartAFreshConversation() {
-	s.agents[backend.Scripted].onExecute = func(backend.Request) { s.writer().defaultModel = "model-2" }
+	s.agents[backend.Scripted].onExecute = func(agent.Request) { s.writer().defaultModel = "model-2" }
 	_, err := s.run(persistLoop, nil)
 	s.Require().NoError(err)
 	calls := s.writerCalls()

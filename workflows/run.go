@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -223,8 +223,8 @@ func sanitizeOutput(out map[string]any) map[string]any {
 	if o == nil {
 		o = map[string]any{}
 	}
-	delete(o, backend.SessionStateBlobKey)
-	delete(o, backend.SessionStateKey)
+	delete(o, agent.SessionStateBlobKey)
+	delete(o, agent.SessionStateKey)
 	delete(o, "_session_state_ref")
 	return o
 }

@@ -3,7 +3,7 @@ package workflows
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -99,7 +99,7 @@ type GraphRunResult struct {
 	Path    []runstore.Step `json:"path"`
 	Visits  int             `json:"visits"`
 	// Usage is what the whole run cost, as the agent CLIs reported it.
-	Usage backend.Usage `json:"usage,omitzero"`
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Answer is a human's reply to a pending question, sent as the `answer`
@@ -121,10 +121,10 @@ type State struct {
 	Sessions  map[string]SessionView    `json:"sessions,omitempty"`
 	Workspace *WorkspaceView            `json:"workspace,omitempty"`
 	// Usage is what each agent node's visits cost, and TotalUsage the run.
-	Usage      map[string]backend.Usage `json:"usage,omitempty"`
-	TotalUsage backend.Usage            `json:"total_usage,omitzero"`
-	Questions []PendingQuestion         `json:"questions,omitempty"`
-	Path      []runstore.Step           `json:"path,omitempty"`
+	Usage      map[string]agent.Usage `json:"usage,omitempty"`
+	TotalUsage agent.Usage            `json:"total_usage,omitzero"`
+	Questions  []PendingQuestion      `json:"questions,omitempty"`
+	Path       []runstore.Step        `json:"path,omitempty"`
 	// Steps counts every visit so far; Path holds only the recent ones.
 	Steps int    `json:"steps"`
 	Error string `json:"error,omitempty"`

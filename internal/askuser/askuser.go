@@ -24,8 +24,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 const (
@@ -46,7 +45,7 @@ const ToolResultText = "Your questions were sent to the user. The user's answer 
 
 // Record is what the server wrote for one visit.
 type Record struct {
-	Questions []backend.Question `json:"questions"`
+	Questions []agent.Question `json:"questions"`
 	// ToolUseIDs holds the tool-use id of each call when the client passed it
 	// in the request's _meta; executors prefer the id from the CLI's output.
 	ToolUseIDs []string `json:"tool_use_ids,omitempty"`
@@ -140,7 +139,7 @@ func appendRecord(path string, qs []string, id string) error {
 		rec = &Record{}
 	}
 	for _, q := range qs {
-		rec.Questions = append(rec.Questions, backend.Question{ID: fmt.Sprintf("q%d", len(rec.Questions)+1), Text: q})
+		rec.Questions = append(rec.Questions, agent.Question{ID: fmt.Sprintf("q%d", len(rec.Questions)+1), Text: q})
 	}
 	if id != "" {
 		rec.ToolUseIDs = append(rec.ToolUseIDs, id)
@@ -173,11 +172,6 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("askuser: write record: %w", err)
 	}
 	return nil
-}
-
-// Serve runs the server over in/out until the client disconnects.
-func Serve(ctx context.Context, recordPath string, in io.ReadCloser, out io.WriteCloser) error {
-	return NewServer(recordPath).Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
 }
 
 // Main runs the subcommand: args are what follows Subcommand on the command

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 )
 
 func connect(t *testing.T, record string) *mcp.ClientSession {
@@ -63,7 +63,7 @@ func TestAskUserRecordsQuestions(t *testing.T) {
 	rec, err = askuser.ReadRecord(record)
 	require.NoError(t, err)
 	require.NotNil(t, rec)
-	assert.Equal(t, []backend.Question{{ID: "q1", Text: "which colour?"}, {ID: "q2", Text: "and size?"}}, rec.Questions)
+	assert.Equal(t, []agent.Question{{ID: "q1", Text: "which colour?"}, {ID: "q2", Text: "and size?"}}, rec.Questions)
 	assert.Equal(t, []string{"toolu_1"}, rec.ToolUseIDs)
 }
 

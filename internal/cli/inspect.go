@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/render"
 	"github.com/tether-run/tether/internal/runstore"
@@ -237,7 +237,7 @@ func (a *app) printState(st *workflows.State, source string) {
 }
 
 // printRunning prints the progress of the visits in flight.
-func (a *app) printRunning(running []backend.Progress) {
+func (a *app) printRunning(running []agent.Progress) {
 	for _, p := range running {
 		fmt.Fprintf(a.out, "running:    %s\n", progressLine(p))
 		if p.Activity != "" && p.Text != "" {

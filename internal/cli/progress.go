@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -23,7 +23,7 @@ var visitActivities = []string{"Visit", "ExecuteNode"}
 // runningVisits is the progress of the run's visits in flight, as their
 // activities last heartbeated it, ordered by node and visit. A visit that
 // has reported nothing yet is left out.
-func (a *app) runningVisits(ctx context.Context, id string) ([]backend.Progress, error) {
+func (a *app) runningVisits(ctx context.Context, id string) ([]agent.Progress, error) {
 	c, err := a.temporal()
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func (a *app) runningVisits(ctx context.Context, id string) ([]backend.Progress,
 		return nil, err
 	}
 	dc := converter.GetDefaultDataConverter()
-	var out []backend.Progress
+	var out []agent.Progress
 	for _, pa := range d.RawResponse.GetPendingActivities() {
 		if !slices.Contains(visitActivities, pa.GetActivityType().GetName()) {
 			continue
@@ -42,14 +42,14 @@ func (a *app) runningVisits(ctx context.Context, id string) ([]backend.Progress,
 		if len(payloads) == 0 {
 			continue
 		}
-		var p backend.Progress
+		var p agent.Progress
 		// Other heartbeats (a store retry's note) are not progress.
 		if dc.FromPayload(payloads[0], &p) != nil || p.Node == "" {
 			continue
 		}
 		out = append(out, p.Bound())
 	}
-	slices.SortFunc(out, func(x, y backend.Progress) int {
+	slices.SortFunc(out, func(x, y agent.Progress) int {
 		if c := strings.Compare(x.Node, y.Node); c != 0 {
 			return c
 		}
@@ -60,7 +60,7 @@ func (a *app) runningVisits(ctx context.Context, id string) ([]backend.Progress,
 
 // progressLine is how a running visit shows:
 // `writer visit 3 · Edit main.go · 12.4k tokens · 38 s`.
-func progressLine(p backend.Progress) string {
+func progressLine(p agent.Progress) string {
 	parts := []string{progressKey(p)}
 	if p.Elapsed > 0 {
 		parts = append(parts, duration(p.Elapsed))
@@ -70,13 +70,13 @@ func progressLine(p backend.Progress) string {
 
 // progressKey is the progress line without the elapsed time: what must
 // change for `--follow` to print the visit's progress again.
-func progressKey(p backend.Progress) string {
+func progressKey(p agent.Progress) string {
 	parts := []string{fmt.Sprintf("%s visit %d", p.Node, p.Visit)}
 	switch {
 	case p.Activity != "":
 		parts = append(parts, p.Activity)
 	case p.Text != "":
-		parts = append(parts, fmt.Sprintf("%q", backend.Tail(oneLine(p.Text), 60)))
+		parts = append(parts, fmt.Sprintf("%q", agent.Tail(oneLine(p.Text), 60)))
 	default:
 		parts = append(parts, "thinking")
 	}
@@ -116,7 +116,7 @@ func duration(d time.Duration) string {
 
 // usageText is a visit's usage in brief: 12.4k tokens, $0.0123; the cost
 // shows only when the CLI priced the visit.
-func usageText(u backend.Usage) string {
+func usageText(u agent.Usage) string {
 	s := tokens(u.Tokens())
 	if u.CostKnown {
 		s += fmt.Sprintf(", $%.4f", u.CostUSD)
@@ -125,7 +125,7 @@ func usageText(u backend.Usage) string {
 }
 
 // usageDetail is a visit's usage in full.
-func usageDetail(u backend.Usage) string {
+func usageDetail(u agent.Usage) string {
 	cost := "cost unknown"
 	if u.CostKnown {
 		cost = fmt.Sprintf("$%.4f", u.CostUSD)
@@ -135,18 +135,18 @@ func usageDetail(u backend.Usage) string {
 }
 
 // outputUsage is the usage an agent visit's output carries, if any.
-func outputUsage(out map[string]any) (backend.Usage, bool) {
-	raw, ok := out[backend.UsageKey]
+func outputUsage(out map[string]any) (agent.Usage, bool) {
+	raw, ok := out[agent.UsageKey]
 	if !ok {
-		return backend.Usage{}, false
+		return agent.Usage{}, false
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
-		return backend.Usage{}, false
+		return agent.Usage{}, false
 	}
-	var u backend.Usage
+	var u agent.Usage
 	if json.Unmarshal(b, &u) != nil || u.IsZero() {
-		return backend.Usage{}, false
+		return agent.Usage{}, false
 	}
 	return u, true
 }
@@ -154,9 +154,9 @@ func outputUsage(out map[string]any) (backend.Usage, bool) {
 // stepUsage is the usage of a step that a state shows: the node's output is
 // that visit's only while the step is the node's latest visit and it
 // succeeded.
-func stepUsage(st *workflows.State, node string, visit int, status string) (backend.Usage, bool) {
+func stepUsage(st *workflows.State, node string, visit int, status string) (agent.Usage, bool) {
 	if st == nil || status != "ok" || st.Visits[node] != visit {
-		return backend.Usage{}, false
+		return agent.Usage{}, false
 	}
 	return outputUsage(st.Outputs[node])
 }

@@ -6,18 +6,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/workflows"
 )
 
 func TestProgressLine(t *testing.T) {
-	p := backend.Progress{Node: "writer", Visit: 3, Activity: "Edit main.go",
-		Usage: backend.Usage{InputTokens: 12000, OutputTokens: 400}, Elapsed: 38400 * time.Millisecond}
+	p := agent.Progress{Node: "writer", Visit: 3, Activity: "Edit main.go",
+		Usage: agent.Usage{InputTokens: 12000, OutputTokens: 400}, Elapsed: 38400 * time.Millisecond}
 	assert.Equal(t, "writer visit 3 · Edit main.go · 12.4k tokens · 38 s", progressLine(p))
 	assert.Equal(t, "writer visit 3 · Edit main.go · 12.4k tokens", progressKey(p), "the key leaves the clock out")
 	p.Activity, p.Text = "", "first line\nand the   second"
 	assert.Equal(t, `writer visit 3 · "first line and the second" · 12.4k tokens · 38 s`, progressLine(p))
-	assert.Equal(t, "judge visit 1 · thinking", progressLine(backend.Progress{Node: "judge", Visit: 1}))
+	assert.Equal(t, "judge visit 1 · thinking", progressLine(agent.Progress{Node: "judge", Visit: 1}))
 }
 
 func TestHumanUnits(t *testing.T) {
@@ -27,20 +27,20 @@ func TestHumanUnits(t *testing.T) {
 	assert.Equal(t, "0 s", duration(0))
 	assert.Equal(t, "4 min 5 s", duration(245*time.Second))
 	assert.Equal(t, "1 h 2 min", duration(3725*time.Second))
-	assert.Equal(t, "1.2k tokens, $0.0123", usageText(backend.Usage{InputTokens: 1200, CostUSD: 0.0123, CostKnown: true}))
-	assert.Equal(t, "1.2k tokens", usageText(backend.Usage{InputTokens: 1200}))
+	assert.Equal(t, "1.2k tokens, $0.0123", usageText(agent.Usage{InputTokens: 1200, CostUSD: 0.0123, CostKnown: true}))
+	assert.Equal(t, "1.2k tokens", usageText(agent.Usage{InputTokens: 1200}))
 }
 
 // A step shows its usage only from the output that is really its own.
 func TestStepUsage(t *testing.T) {
 	st := &workflows.State{
 		Visits: map[string]int{"writer": 2},
-		Outputs: map[string]map[string]any{"writer": {"text": "x", backend.UsageKey: map[string]any{
+		Outputs: map[string]map[string]any{"writer": {"text": "x", agent.UsageKey: map[string]any{
 			"input_tokens": 10.0, "output_tokens": 5.0, "cost_usd": 0.5, "cost_known": true}}},
 	}
 	u, ok := stepUsage(st, "writer", 2, "ok")
 	assert.True(t, ok)
-	assert.Equal(t, backend.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5, CostKnown: true}, u)
+	assert.Equal(t, agent.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5, CostKnown: true}, u)
 	_, ok = stepUsage(st, "writer", 1, "ok")
 	assert.False(t, ok, "an earlier visit's step")
 	_, ok = stepUsage(st, "writer", 2, "failed")

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -55,16 +57,31 @@ type Config struct {
 	LogLevel slog.Level
 	// WorkspaceLimits bound one run's workspace (TETHER_WORKSPACE_*).
 	WorkspaceLimits workspace.Limits
-	// Agents configures the agent CLIs.
-	Agents Agents
 	// StoreRetry is how long one store operation waits out an outage
 	// (TETHER_STORE_RETRY): 0 is the store's default, negative turns
 	// retrying off.
 	StoreRetry time.Duration
 	// BlobKey is the store's encryption master key (TETHER_BLOB_KEY);
-	// nil when none is set. It is never logged.
-	BlobKey []byte
+	// nil when none is set. Printed or logged, it shows as [redacted].
+	BlobKey Secret
+	// Agents configures the agent backends (the variables are named on
+	// backend.Config): endpoints, keys, models, permissions, the worker
+	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
+	// what packing a session does with a secret (TETHER_REDACT). Its
+	// String and LogValue never show a key.
+	Agents backend.Config
 }
+
+// Secret is key material that prints and logs as [redacted].
+type Secret []byte
+
+func (Secret) String() string { return "[redacted]" }
+
+// GoString keeps %#v from printing the bytes.
+func (Secret) GoString() string { return "[redacted]" }
+
+// LogValue keeps slog from printing the bytes.
+func (Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 
 // StoreOptions are the blob.Open options of this configuration: the
 // encryption key, if any, and a retry policy with StoreRetry (or
@@ -81,34 +98,13 @@ func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx contex
 	return opts
 }
 
-// Agents is how a worker runs the agent CLIs.
-type Agents struct {
-	// CLIBin is the directory holding claude, codex and pi
-	// (TETHER_CLI_BIN; empty: PATH).
-	CLIBin string
-	// AnthropicBaseURL (ANTHROPIC_BASE_URL) and OpenAIBaseURL
-	// (OPENAI_BASE_URL) are the model endpoints; empty: the CLIs' own.
-	AnthropicBaseURL string
-	OpenAIBaseURL    string
-	// Models are the default model of each CLI backend, by backend name
-	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI).
-	Models map[string]string
-	// ClaudePermissionMode (TETHER_CLAUDE_PERMISSION_MODE) and
-	// CodexSandbox (TETHER_CODEX_SANDBOX) are the defaults for nodes
-	// without permissions.
-	ClaudePermissionMode string
-	CodexSandbox         string
-	// PassEnv names worker variables every agent CLI and tool gets
-	// (TETHER_PASS_ENV, comma-separated).
-	PassEnv []string
-}
-
 // FromEnv reads the settings from the environment: TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
 // TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR,
-// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and
-// the worker's settings documented on Config. A malformed value is an
-// error that names its variable.
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), the
+// worker's settings documented on Config, and the agents' (endpoints,
+// ANTHROPIC_API_KEY and OPENAI_API_KEY, TETHER_REDACT, ...). A malformed
+// value is an error that names its variable.
 func FromEnv() (Config, error) {
 	home := env("TETHER_HOME", ".tether")
 	if abs, err := filepath.Abs(home); err == nil {
@@ -125,21 +121,30 @@ func FromEnv() (Config, error) {
 		MetricsAddr:     os.Getenv("TETHER_METRICS_ADDR"),
 		OTLPEndpoint:    env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 		WorkerID:        os.Getenv("TETHER_WORKER_ID"),
-		Agents: Agents{
+		Agents: backend.Config{
 			CLIBin:               os.Getenv("TETHER_CLI_BIN"),
 			AnthropicBaseURL:     os.Getenv("ANTHROPIC_BASE_URL"),
 			OpenAIBaseURL:        os.Getenv("OPENAI_BASE_URL"),
 			Models:               map[string]string{},
+			APIKeys:              map[string]string{},
 			ClaudePermissionMode: os.Getenv("TETHER_CLAUDE_PERMISSION_MODE"),
 			CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
 			PassEnv:              names(os.Getenv("TETHER_PASS_ENV")),
 		},
 	}
-	for _, b := range []string{"claude_code", "codex", "pi"} {
+	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi} {
 		if m := os.Getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
 			c.Agents.Models[b] = m
 		}
+		if k := os.Getenv(apiKeyVars[b]); k != "" {
+			c.Agents.APIKeys[b] = k
+		}
 	}
+	redact, err := packer.ParseRedactMode(os.Getenv(packer.RedactEnv))
+	if err != nil {
+		return c, err
+	}
+	c.Agents.Redact = redact
 	if v := os.Getenv("TETHER_MAX_CONCURRENT_VISITS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -175,6 +180,13 @@ func FromEnv() (Config, error) {
 		c.BlobKey = key
 	}
 	return c, nil
+}
+
+// apiKeyVars names the worker's variable that holds each CLI backend's key.
+var apiKeyVars = map[string]string{
+	backend.ClaudeCode: "ANTHROPIC_API_KEY",
+	backend.Codex:      "OPENAI_API_KEY",
+	backend.Pi:         "OPENAI_API_KEY",
 }
 
 // workspaceLimits reads the TETHER_WORKSPACE_* variables over the

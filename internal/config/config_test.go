@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -64,6 +67,7 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		"TETHER_LOG_LEVEL":                "loud",
 		"TETHER_WORKSPACE_MAX_FILES":      "-1",
 		"TETHER_WORKSPACE_MAX_FILE_BYTES": "lots",
+		"TETHER_REDACT":                   "maybe",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)
@@ -81,6 +85,12 @@ func TestStoreSettings(t *testing.T) {
 	assert.Negative(t, c.StoreRetry, "0 turns retrying off")
 	assert.Len(t, c.BlobKey, 32)
 	assert.Len(t, c.StoreOptions(time.Minute, nil), 2, "a retry policy and the key")
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", c, "key", c.BlobKey)
+	for _, printed := range []string{fmt.Sprintf("%v %+v %#v %s %x", c, c, c, c.BlobKey, c.BlobKey), logged.String()} {
+		assert.NotContains(t, printed, "171", "the key's bytes (0xab = 171) are never printed")
+		assert.NotContains(t, printed, "abab", "nor its hex")
+	}
 	t.Setenv("TETHER_BLOB_KEY", "short")
 	_, err := FromEnv()
 	require.ErrorContains(t, err, "TETHER_BLOB_KEY")
@@ -89,4 +99,26 @@ func TestStoreSettings(t *testing.T) {
 	t.Setenv("TETHER_STORE_RETRY", "soon")
 	_, err = FromEnv()
 	require.ErrorContains(t, err, "TETHER_STORE_RETRY")
+}
+
+// The agents' keys and redact mode are read here, once, and passed down:
+// the executors and packers never read the environment themselves.
+func TestAgentSettings(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-worker")
+	t.Setenv("OPENAI_API_KEY", "sk-openai-worker")
+	t.Setenv("TETHER_REDACT", "")
+	c := fromEnv(t)
+	assert.Equal(t, map[string]string{"claude_code": "sk-ant-worker", "codex": "sk-openai-worker", "pi": "sk-openai-worker"}, c.Agents.APIKeys)
+	assert.Equal(t, packer.RedactDetect, c.Agents.Redact)
+	assert.NotContains(t, fmt.Sprintf("%v %+v", c, c), "sk-", "a printed configuration shows no key")
+
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("TETHER_REDACT", "refuse")
+	c = fromEnv(t)
+	assert.NotContains(t, c.Agents.APIKeys, "claude_code", "an unset key is no key")
+	assert.Equal(t, packer.RedactRefuse, c.Agents.Redact)
+
+	t.Setenv("TETHER_REDACT", "maybe")
+	_, err := FromEnv()
+	assert.ErrorIs(t, err, packer.ErrRedactMode)
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/workerhost"
 )
 
@@ -131,7 +132,7 @@ func (h *harness) startHost(role workerhost.Role, ic interceptor.WorkerIntercept
 	n := h.n
 	h.mu.Unlock()
 	root := filepath.Join(h.tmp, fmt.Sprintf("worker-%d", n))
-	bs, err := workerhost.NewBackends(h.backendConfig(root))
+	bs, err := backend.New(h.backendConfig(root))
 	if err != nil {
 		return nil, "", err
 	}

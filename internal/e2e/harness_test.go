@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
@@ -47,7 +48,7 @@ type harness struct {
 	// noEager spreads activities over all workers.
 	noEager bool
 	// backends builds the backends of each new worker.
-	backends func(t testing.TB) workerhost.BackendConfig
+	backends func(t testing.TB) backend.Config
 	// tmp holds the workers' roots.
 	tmp string
 	mu  sync.Mutex
@@ -67,7 +68,7 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	t.Cleanup(func() { _ = b.Close() })
 	h.blobs = b
 	h.runs = runstore.New(b)
-	h.backends = func(testing.TB) workerhost.BackendConfig { return workerhost.BackendConfig{} }
+	h.backends = func(testing.TB) backend.Config { return backend.Config{} }
 	return h
 }
 
@@ -89,7 +90,7 @@ func (h *harness) startWorker() string {
 	h.n++
 	h.mu.Unlock()
 	root := filepath.Join(h.t.TempDir(), fmt.Sprintf("worker-%d", h.n))
-	bs, err := workerhost.NewBackends(h.backendConfig(root))
+	bs, err := backend.New(h.backendConfig(root))
 	require.NoError(h.t, err)
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
@@ -105,7 +106,7 @@ func (h *harness) startWorker() string {
 // backendConfig is the backends of the worker rooted at root: the
 // harness's configuration, with a HOME of the worker's own for the agent
 // CLIs, as a freshly scheduled pod would have.
-func (h *harness) backendConfig(root string) workerhost.BackendConfig {
+func (h *harness) backendConfig(root string) backend.Config {
 	cfg := h.backends(h.t)
 	cfg.Home = filepath.Join(root, "home")
 	return cfg

@@ -14,7 +14,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -25,13 +24,13 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 	bin := clitest.Isolate(t)
 	fake := fakemodel.Start(t)
 	ask := clitest.AskUserCommand(t)
-	h.backends = func(testing.TB) workerhost.BackendConfig {
-		return workerhost.BackendConfig{
+	h.backends = func(testing.TB) backend.Config {
+		return backend.Config{
 			CLIBin:           bin,
 			AnthropicBaseURL: fake.URL(),
 			OpenAIBaseURL:    fake.URL() + "/v1",
-			Model:            map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1"},
-			APIKey:           map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k"},
+			Models:           map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1"},
+			APIKeys:          map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k"},
 			AskUser:          ask,
 			TempDir:          t.TempDir(),
 		}

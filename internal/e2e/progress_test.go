@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/cli"
@@ -60,7 +61,7 @@ edges:
 	go func() { done <- cli.Main([]string{"run", file, "--id", id, "--follow"}, &follow, &follow) }()
 
 	// The heartbeat reaches the server while the model sleeps.
-	var seen backend.Progress
+	var seen agent.Progress
 	deadline := time.After(2 * time.Minute)
 	for seen.Activity != "Write notes.txt" {
 		select {
@@ -94,26 +95,26 @@ edges:
 	require.Equal(t, cli.ExitOK, code, followed)
 	assert.Regexp(t, `(?m)^… writer visit 1 · Write notes\.txt · [0-9.]+k? tokens · \d+ s$`, followed)
 	assert.Regexp(t, `(?m)^✓ writer +visit 1 +ok .* [0-9.]+k? tokens`, followed, "the step line says what the visit used")
-	assert.Contains(t, followed, "usage: writer visit 1: ")
+	assert.Contains(t, followed, "usage: writer (1 visits): ")
 
 	// The visit's usage is the sum of the model's requests.
 	st := h.state(id)
-	raw, err := json.Marshal(st.Outputs["writer"][backend.UsageKey])
+	raw, err := json.Marshal(st.Outputs["writer"][agent.UsageKey])
 	require.NoError(t, err)
-	var u backend.Usage
+	var u agent.Usage
 	require.NoError(t, json.Unmarshal(raw, &u))
 	assert.Equal(t, clitest.Expect(fakemodel.Anthropic, fake.Usage()), u)
 	assert.Greater(t, len(fake.Turns()), 2, "Read, Write, then the final reply")
 
 	code, out = tetherCode(t, "status", id)
 	require.Equal(t, cli.ExitOK, code, out)
-	assert.Contains(t, out, "usage:      writer visit 1: ")
+	assert.Contains(t, out, "usage:      writer (1 visits): ")
 	assert.NotContains(t, out, "running:", "nothing runs once the run is done")
 }
 
 // visitHeartbeat is the progress in the heartbeat details of the run's
 // pending Visit activity, if it has any.
-func visitHeartbeat(t *testing.T, h *harness, id string) (backend.Progress, bool) {
+func visitHeartbeat(t *testing.T, h *harness, id string) (agent.Progress, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -124,12 +125,12 @@ func visitHeartbeat(t *testing.T, h *harness, id string) (backend.Progress, bool
 		if pa.GetActivityType().GetName() != "Visit" || len(payloads) == 0 {
 			continue
 		}
-		var p backend.Progress
+		var p agent.Progress
 		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payloads[0], &p))
 		assert.Less(t, len(payloads[0].GetData()), 2048, "heartbeat details stay small")
 		return p, true
 	}
-	return backend.Progress{}, false
+	return agent.Progress{}, false
 }
 
 // lockedBuffer is an output a command writes while the test reads it.

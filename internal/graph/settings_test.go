@@ -7,8 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 const settingsGraph = `name: fix
@@ -47,8 +46,8 @@ func TestSettingsParseValidateAndRoundTrip(t *testing.T) {
 	require.NotNil(t, g.Workspace)
 	assert.Equal(t, WorkspaceSource{From: "{{.input.repo}}", Ref: "main"}, *g.Workspace)
 	fixer, _ := g.Node("fixer")
-	assert.Equal(t, backend.Settings{
-		Permissions:        backend.PermissionEdit,
+	assert.Equal(t, agent.Settings{
+		Permissions:        agent.PermissionEdit,
 		Tools:              []string{"Read", "Edit", "Write", "Bash"},
 		DisallowedTools:    []string{"WebFetch"},
 		SystemPrompt:       "You fix Go tests.",

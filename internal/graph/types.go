@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Graph is one workflow graph: nodes joined by edges, entered at Start.
@@ -146,9 +146,9 @@ type Node struct {
 	Pos Pos `json:"-" yaml:"-"`
 }
 
-// AgentSettings are the node's agent settings, for backend.Request.
-func (n Node) AgentSettings() backend.Settings {
-	return backend.Settings{
+// AgentSettings are the node's agent settings, for agent.Request.
+func (n Node) AgentSettings() agent.Settings {
+	return agent.Settings{
 		Permissions:        n.Permissions,
 		Tools:              n.Tools,
 		DisallowedTools:    n.DisallowedTools,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 const benchSessionBytes = 100 << 20
@@ -70,9 +70,9 @@ func writeJSONL(tb testing.TB, path string, n int, rng *rand.Rand) {
 
 // benchSession writes a ~100 MB Claude Code session: an 80 MB transcript
 // and ten 2 MB subagent transcripts. It returns the env and the byte count.
-func benchSession(b *testing.B) (backend.Env, int64) {
+func benchSession(b *testing.B) (agent.Env, int64) {
 	b.Helper()
-	env := claudeEnv(b, "bench")
+	env := testEnv(b, "bench")
 	proj := filepath.Join(env.StateRoot, "projects", slugOf(b, env))
 	rng := rand.New(rand.NewChaCha8([32]byte{1}))
 	writeJSONL(b, filepath.Join(proj, testID+".jsonl"), benchSessionBytes*8/10, rng)
@@ -80,7 +80,7 @@ func benchSession(b *testing.B) (backend.Env, int64) {
 		writeJSONL(b, filepath.Join(proj, testID, "subagents", fmt.Sprintf("agent-%d.jsonl", i)), benchSessionBytes/50, rng)
 	}
 	var total int64
-	for _, f := range files(b, env.StateRoot) {
+	for _, f := range files.List(b, env.StateRoot) {
 		fi, err := os.Stat(filepath.Join(env.StateRoot, f))
 		require.NoError(b, err)
 		total += fi.Size()
@@ -102,7 +102,7 @@ func BenchmarkPack(b *testing.B) {
 		b.Run("packer/"+lv.String(), func(b *testing.B) {
 			defer func(old zstd.EncoderLevel) { encoderLevel = old }(encoderLevel)
 			encoderLevel = lv
-			p := NewClaude(env, Limits{})
+			p := newTestPacker(env, Limits{})
 			b.SetBytes(size)
 			var blob []byte
 			for b.Loop() {
@@ -116,7 +116,7 @@ func BenchmarkPack(b *testing.B) {
 	b.Run("packer/fastest/no-secret-scan", func(b *testing.B) {
 		defer func() { scanFiles = true }()
 		scanFiles = false
-		p := NewClaude(env, Limits{})
+		p := newTestPacker(env, Limits{})
 		b.SetBytes(size)
 		for b.Loop() {
 			_, err := p.PackSession(ctx, testID)
@@ -141,13 +141,13 @@ func BenchmarkPack(b *testing.B) {
 // the baseline does not.
 func BenchmarkUnpack(b *testing.B) {
 	env, size := benchSession(b)
-	blob, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+	blob, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 	require.NoError(b, err)
 	b.Run("packer", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
-			dst := claudeEnv(b, "restore")
-			require.NoError(b, NewClaude(dst, Limits{}).UnpackSession(ctx, testID, blob))
+			dst := testEnv(b, "restore")
+			require.NoError(b, newTestPacker(dst, Limits{}).UnpackSession(ctx, testID, blob))
 		}
 	})
 	b.Run("zstd-d|tar", func(b *testing.B) {

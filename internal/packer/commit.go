@@ -33,7 +33,7 @@ type committer struct {
 // the same session the archive does not hold: first the secondary parts,
 // then the main file, so HasSession turns true only once the rest is there.
 func (c *committer) commit(ctx context.Context, p *Packer, id string, parts map[string]Place) (err error) {
-	cands, err := p.layout.live(c.root, p.env, id)
+	cands, err := p.layout.Live(c.root, p.env, id)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // A refusal during commit leaves the live root as it was: when the last
@@ -17,19 +17,19 @@ import (
 // in. The live root holds an older copy of the same session, so a swapped
 // part would show.
 func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
-	src := claudeEnv(t, "x")
-	seedClaude(t, src, testID)
-	withTasks, err := NewClaude(src, Limits{}).PackSession(ctx, testID)
+	src := testEnv(t, "x")
+	seedSession(t, src, testID)
+	withTasks, err := newTestPacker(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(filepath.Join(src.StateRoot, "tasks", testID)))
-	withoutTasks, err := NewClaude(src, Limits{}).PackSession(ctx, testID)
+	withoutTasks, err := newTestPacker(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 
-	clashes := map[string]func(t *testing.T, env backend.Env, at string){
-		"file": func(t *testing.T, env backend.Env, at string) {
+	clashes := map[string]func(t *testing.T, env agent.Env, at string){
+		"file": func(t *testing.T, env agent.Env, at string) {
 			require.NoError(t, os.WriteFile(at, []byte("not a folder"), 0o600))
 		},
-		"symlink": func(t *testing.T, env backend.Env, at string) {
+		"symlink": func(t *testing.T, env agent.Env, at string) {
 			outside := filepath.Join(filepath.Dir(env.StateRoot), "outside")
 			require.NoError(t, os.MkdirAll(outside, 0o700))
 			require.NoError(t, os.WriteFile(filepath.Join(outside, "precious"), []byte("precious"), 0o600))
@@ -43,16 +43,16 @@ func TestCommitClashOnLastPartChangesNothing(t *testing.T) {
 	for aname, blob := range archives {
 		for cname, plant := range clashes {
 			t.Run(aname+"/"+cname, func(t *testing.T) {
-				dst := claudeEnv(t, "y")
+				dst := testEnv(t, "y")
 				slug := slugOf(t, dst)
-				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
-				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old subagent\n")
-				writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-a1.jsonl", "old a1\n")
+				files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
+				files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old subagent\n")
+				files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-a1.jsonl", "old a1\n")
 				require.NoError(t, os.MkdirAll(filepath.Join(dst.StateRoot, "tasks"), 0o700))
 				plant(t, dst, filepath.Join(dst.StateRoot, "tasks", testID))
 				before := snapshot(t, filepath.Dir(dst.StateRoot))
 
-				err := NewClaude(dst, Limits{}).UnpackSession(ctx, testID, blob)
+				err := newTestPacker(dst, Limits{}).UnpackSession(ctx, testID, blob)
 				require.ErrorIs(t, err, ErrExists)
 				assert.Equal(t, before, snapshot(t, filepath.Dir(dst.StateRoot)), "the refused unpack changed the live root")
 			})

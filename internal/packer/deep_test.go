@@ -11,8 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // deepName is a whitelisted entry name under the session's task folder,
@@ -24,7 +23,7 @@ func deepName(depth int) string {
 // deepArchive is the archive of the deep-path attack: one whitelisted file
 // entry at the bottom of depth implicit folders, and the transcript.
 func deepArchive(t testing.TB, depth int) []byte {
-	return craft(t, backend.ClaudeCode, testID, file("project/"+testID+".jsonl", "{}\n"), file(deepName(depth), "x"))
+	return craft(t, testBackend, testID, file("project/"+testID+".jsonl", "{}\n"), file(deepName(depth), "x"))
 }
 
 // A path too deep or too long is refused before anything is created, and
@@ -32,7 +31,7 @@ func deepArchive(t testing.TB, depth int) []byte {
 // cannot make unpack create thousands of folders.
 func TestUnpackRefusesDeepAndLongPaths(t *testing.T) {
 	primary := file("project/"+testID+".jsonl", "{}\n")
-	cc := backend.ClaudeCode
+	cc := testBackend
 	cases := []struct {
 		name   string
 		limits Limits
@@ -57,32 +56,32 @@ func TestUnpackRefusesDeepAndLongPaths(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := claudeEnv(t, "y")
-			before := tree(t, filepath.Dir(env.StateRoot))
-			err := NewClaude(env, c.limits).UnpackSession(ctx, testID, c.blob(t))
+			env := testEnv(t, "y")
+			before := files.Tree(t, filepath.Dir(env.StateRoot))
+			err := newTestPacker(env, c.limits).UnpackSession(ctx, testID, c.blob(t))
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrTooLarge, "got %v", err)
-			assert.Equal(t, before, stripRoot(tree(t, filepath.Dir(env.StateRoot)), before), "the unpack left something behind")
+			assert.Equal(t, before, stripRoot(files.Tree(t, filepath.Dir(env.StateRoot)), before), "the unpack left something behind")
 		})
 	}
 
 	// Within the limits the same shapes unpack, implicit folders included.
-	env := claudeEnv(t, "y")
+	env := testEnv(t, "y")
 	blob := craft(t, cc, testID, primary, file("tasks/"+testID+"/a/b/c/d/e/f", "x"))
-	require.NoError(t, NewClaude(env, Limits{MaxFiles: 8, MaxDepth: 8}).UnpackSession(ctx, testID, blob))
-	assert.Equal(t, "x", readFile(t, env.StateRoot, "tasks/"+testID+"/a/b/c/d/e/f"))
+	require.NoError(t, newTestPacker(env, Limits{MaxFiles: 8, MaxDepth: 8}).UnpackSession(ctx, testID, blob))
+	assert.Equal(t, "x", files.Read(t, env.StateRoot, "tasks/"+testID+"/a/b/c/d/e/f"))
 }
 
 // Pack refuses a session that unpack would refuse.
 func TestPackRefusesDeepPaths(t *testing.T) {
-	env := claudeEnv(t, "x")
-	seedClaude(t, env, testID)
-	writeFile(t, env.StateRoot, deepName(DefaultMaxDepth), "x")
-	_, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+	env := testEnv(t, "x")
+	seedSession(t, env, testID)
+	files.Write(t, env.StateRoot, deepName(DefaultMaxDepth), "x")
+	_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 	assert.ErrorIs(t, err, ErrTooLarge, "got %v", err)
 	assert.ErrorIs(t, err, ErrTooDeep, "got %v", err)
 
-	_, err = NewClaude(env, Limits{MaxDepth: 1000}).PackSession(ctx, testID)
+	_, err = newTestPacker(env, Limits{MaxDepth: 1000}).PackSession(ctx, testID)
 	assert.NoError(t, err)
 }
 
@@ -113,29 +112,29 @@ func (c *countdownCtx) Err() error {
 // context.Canceled and leaves the live root exactly as it was, here over
 // an older copy of the same session.
 func TestUnpackHonoursContextEverywhere(t *testing.T) {
-	src := claudeEnv(t, "x")
-	seedClaude(t, src, testID)
+	src := testEnv(t, "x")
+	seedSession(t, src, testID)
 	for i := range 4 {
-		writeFile(t, src.StateRoot, fmt.Sprintf("tasks/%s/d%d/e/%d.json", testID, i, i), "{}")
+		files.Write(t, src.StateRoot, fmt.Sprintf("tasks/%s/d%d/e/%d.json", testID, i, i), "{}")
 	}
-	blob, err := NewClaude(src, Limits{}).PackSession(ctx, testID)
+	blob, err := newTestPacker(src, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 
-	dst := claudeEnv(t, "y")
+	dst := testEnv(t, "y")
 	slug := slugOf(t, dst)
-	writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
-	writeFile(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old\n")
-	writeFile(t, dst.StateRoot, "tasks/"+testID+"/old.json", "old\n")
+	files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+".jsonl", "old transcript\n")
+	files.Write(t, dst.StateRoot, "projects/"+slug+"/"+testID+"/subagents/old.jsonl", "old\n")
+	files.Write(t, dst.StateRoot, "tasks/"+testID+"/old.json", "old\n")
 	before := snapshot(t, dst.StateRoot)
 
 	full := newCountdown(1 << 40)
-	require.NoError(t, NewClaude(claudeEnv(t, "z"), Limits{}).UnpackSession(full, testID, blob))
+	require.NoError(t, newTestPacker(testEnv(t, "z"), Limits{}).UnpackSession(full, testID, blob))
 	checks := full.calls.Load()
 	require.Greater(t, checks, int64(30), "the context is consulted per entry and per folder")
 	t.Logf("an unpack of this archive consults the context %d times", checks)
 
 	for n := int64(0); n < checks; n++ {
-		err := NewClaude(dst, Limits{}).UnpackSession(newCountdown(n), testID, blob)
+		err := newTestPacker(dst, Limits{}).UnpackSession(newCountdown(n), testID, blob)
 		if err == nil {
 			// Past the last check that can still stop it.
 			continue
@@ -180,8 +179,8 @@ func BenchmarkUnpackDeepPath(b *testing.B) {
 		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
 			blob := deepArchive(b, depth)
 			for b.Loop() {
-				env := claudeEnv(b, "y")
-				err := NewClaude(env, Limits{}).UnpackSession(ctx, testID, blob)
+				env := testEnv(b, "y")
+				err := newTestPacker(env, Limits{}).UnpackSession(ctx, testID, blob)
 				require.ErrorIs(b, err, ErrTooLarge)
 			}
 			b.ReportMetric(float64(len(blob)), "archive-bytes")

@@ -1,14 +1,12 @@
 package packer
 
 import (
-	"path"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // denyFiles is one file per deny-list entry.
@@ -41,15 +39,15 @@ func containsDenied(names []string, deny string) bool {
 // Deny-listed files present in the source root, and inside session
 // directories a whitelist glob covers, never reach an archive; an archive
 // crafted to hold one is refused.
-func TestDenyListClaude(t *testing.T) {
+func TestDenyList(t *testing.T) {
 	for _, deny := range denyFiles {
 		t.Run(deny, func(t *testing.T) {
-			env := claudeEnv(t, "x")
-			slug := seedClaude(t, env, testID)
+			env := testEnv(t, "x")
+			slug := seedSession(t, env, testID)
 			for _, dir := range []string{"", "projects/" + slug + "/", "projects/" + slug + "/" + testID + "/", "projects/" + slug + "/" + testID + "/subagents/", "tasks/" + testID + "/"} {
-				writeFile(t, env.StateRoot, dir+deny, "secret")
+				files.Write(t, env.StateRoot, dir+deny, "secret")
 			}
-			blob, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+			blob, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 			require.NoError(t, err)
 			names := entryNames(t, blob)
 			assert.Contains(t, names, "project/"+testID+"/subagents/agent-a1.jsonl")
@@ -57,51 +55,13 @@ func TestDenyListClaude(t *testing.T) {
 			assert.NotContains(t, string(blob), "secret")
 
 			for _, name := range []string{deny, "project/" + testID + "/" + deny, "tasks/" + testID + "/" + deny, "project/" + deny} {
-				target := claudeEnv(t, "y")
-				err := NewClaude(target, Limits{}).UnpackSession(ctx, testID, craft(t, backend.ClaudeCode, testID, file("project/"+testID+".jsonl", "{}"), file(name, "secret")))
+				target := testEnv(t, "y")
+				err := newTestPacker(target, Limits{}).UnpackSession(ctx, testID, craft(t, testBackend, testID, file("project/"+testID+".jsonl", "{}"), file(name, "secret")))
 				assert.ErrorIs(t, err, ErrNotWhitelisted, name)
 				if strings.HasPrefix(name, "project/"+testID+"/") || strings.HasPrefix(name, "tasks/") {
 					assert.ErrorIs(t, err, ErrDenied, name)
 				}
-				assert.Empty(t, files(t, target.StateRoot))
-			}
-		})
-	}
-}
-
-func TestDenyListCodexAndPi(t *testing.T) {
-	for _, deny := range denyFiles {
-		t.Run(deny, func(t *testing.T) {
-			base := t.TempDir()
-			rollout := "sessions/2026/11/30/rollout-2026-11-30T01-02-03-" + testID + ".jsonl"
-			codex := backend.Env{StateRoot: path.Join(base, "codex")}
-			writeFile(t, codex.StateRoot, rollout, "{}\n")
-			writeFile(t, codex.StateRoot, deny, "secret")
-			writeFile(t, codex.StateRoot, "sessions/2026/11/30/"+deny, "secret")
-			pc := NewCodex(codex, Limits{})
-			blob, err := pc.PackSession(ctx, testID)
-			require.NoError(t, err)
-			assert.Equal(t, []string{rollout}, entryNames(t, blob))
-
-			pi := backend.Env{StateRoot: path.Join(base, "pi")}
-			name := "2026-11-30T01-02-03-004Z_" + testID + ".jsonl"
-			writeFile(t, pi.StateRoot, name, "{}\n")
-			writeFile(t, pi.StateRoot, deny, "secret")
-			pp := NewPi(pi, Limits{})
-			blob, err = pp.PackSession(ctx, testID)
-			require.NoError(t, err)
-			assert.Equal(t, []string{name}, entryNames(t, blob))
-
-			for _, entry := range []string{deny, "sessions/2026/11/30/" + deny} {
-				target := backend.Env{StateRoot: path.Join(t.TempDir(), "codex")}
-				err := NewCodex(target, Limits{}).UnpackSession(ctx, testID, craft(t, backend.Codex, testID, file(rollout, "{}"), file(entry, "secret")))
-				assert.ErrorIs(t, err, ErrNotWhitelisted, entry)
-				assert.Empty(t, files(t, target.StateRoot))
-
-				target = backend.Env{StateRoot: path.Join(t.TempDir(), "pi")}
-				err = NewPi(target, Limits{}).UnpackSession(ctx, testID, craft(t, backend.Pi, testID, file(name, "{}"), file(entry, "secret")))
-				assert.ErrorIs(t, err, ErrNotWhitelisted, entry)
-				assert.Empty(t, files(t, target.StateRoot))
+				assert.Empty(t, files.List(t, target.StateRoot))
 			}
 		})
 	}

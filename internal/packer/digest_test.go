@@ -5,12 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/tether-run/tether/internal/backend"
 )
 
 func TestVerifyDigest(t *testing.T) {
-	blob := craft(t, backend.ClaudeCode, testID, file("project/"+testID+".jsonl", "{}"))
+	blob := craft(t, testBackend, testID, file("project/"+testID+".jsonl", "{}"))
 	d := Digest(blob)
 	assert.NoError(t, VerifyDigest(blob, d))
 	assert.NoError(t, VerifyDigest(blob, d[:7]+strings.ToUpper(d[7:])), "hex case does not matter")

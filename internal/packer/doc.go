@@ -1,13 +1,20 @@
 // Package packer moves one agent CLI session between machines as a single
 // archive, and nothing else.
 //
-// A packer is bound to one live backend.Env (the CLI's state root and the
+// A packer is bound to one live agent.Env (the CLI's state root and the
 // working directory it runs in). PackSession archives exactly the files that
 // make up one session id under that root; UnpackSession restores an archive
 // into the root, placing the files where the CLI will look for them from the
 // env's working directory; HasSession answers whether the next run of the CLI
 // in that env will find the session. All three compute paths through the same
-// layout code, so they cannot disagree.
+// Layout, so they cannot disagree.
+//
+// The packer is the engine; where a backend's session lives is the
+// backend's own knowledge. Each backend package implements a Layout (Claude
+// Code's in internal/backend/claude, Codex's and pi's beside their
+// executors, the scripted agent's as a Files function) and builds its
+// packer with New. Whatever a layout says, the packer checks every path,
+// link and entry itself.
 //
 // The package promises, for every archive it is handed:
 //
@@ -26,9 +33,9 @@
 //     ...), tested with errors.Is.
 //
 // Packing refuses hard-linked files (ErrHardLink) and scans every file for
-// tokens shaped like API keys: with TETHER_REDACT=detect (the default) it
-// logs where and what kind, never the value; with refuse it fails with
-// ErrSecret.
+// tokens shaped like API keys: with RedactDetect (the default) it logs where
+// and what kind, never the value; with RedactRefuse (WithRedact; the
+// worker's TETHER_REDACT=refuse) it fails with ErrSecret.
 //
 // The archive format and the per-backend layouts are described in
 // docs/packers.md.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // FuzzUnpack feeds Unpack arbitrary blobs. When wrapped is true the input is
@@ -17,7 +17,7 @@ import (
 // must not panic, must not create anything outside its state root, and
 // when it fails must leave no file in the root.
 func FuzzUnpack(f *testing.F) {
-	cc := backend.ClaudeCode
+	cc := testBackend
 	seeds := [][]tarEntry{
 		{file("project/"+testID+".jsonl", "{}\n")},
 		{file("project/"+testID+".jsonl", "{}\n"), dir("project/" + testID), file("project/"+testID+"/sub/a.jsonl", "a"), dir("tasks/" + testID), file("tasks/"+testID+"/1.json", "{}")},
@@ -40,14 +40,14 @@ func FuzzUnpack(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, wrapped bool) {
 		base := fuzzDir(t)
-		env := backend.Env{StateRoot: filepath.Join(base, "state"), Workdir: filepath.Join(base, "wd")}
+		env := agent.Env{StateRoot: filepath.Join(base, "state"), Workdir: filepath.Join(base, "wd")}
 		blob := data
 		if wrapped {
 			blob = wrap(t, Header{Backend: cc, SessionID: testID}, data)
 		}
-		err := NewClaude(env, Limits{MaxTotalBytes: 1 << 20, MaxFiles: 64, MaxFileBytes: 1 << 20}).UnpackSession(ctx, testID, blob)
+		err := newTestPacker(env, Limits{MaxTotalBytes: 1 << 20, MaxFiles: 64, MaxFileBytes: 1 << 20}).UnpackSession(ctx, testID, blob)
 
-		slug := ClaudeProjectSlug(env.Workdir)
+		slug := testSlug(env.Workdir)
 		allowed := []string{
 			"projects/" + slug + "/" + testID + ".jsonl",
 			"projects/" + slug + "/" + testID + "/",

@@ -7,8 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // A session file that is a hard link to a credential file would carry the
@@ -19,7 +18,7 @@ func TestPackRefusesHardLinks(t *testing.T) {
 	const secret = "sk-ant-oat01-the-oauth-token"
 	link := func(t *testing.T, root, target, at string) {
 		t.Helper()
-		writeFile(t, root, target, secret)
+		files.Write(t, root, target, secret)
 		p := filepath.Join(root, filepath.FromSlash(at))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		if err := os.Remove(p); !os.IsNotExist(err) {
@@ -28,11 +27,11 @@ func TestPackRefusesHardLinks(t *testing.T) {
 		require.NoError(t, os.Link(filepath.Join(root, filepath.FromSlash(target)), p))
 	}
 	claude := func(t *testing.T, target, at func(slug string) string, mainFile bool) {
-		env := claudeEnv(t, "x")
-		slug := seedClaude(t, env, testID)
-		writeFile(t, env.StateRoot, at(slug), "placeholder")
+		env := testEnv(t, "x")
+		slug := seedSession(t, env, testID)
+		files.Write(t, env.StateRoot, at(slug), "placeholder")
 		link(t, env.StateRoot, target(slug), at(slug))
-		p := NewClaude(env, Limits{})
+		p := newTestPacker(env, Limits{})
 		blob, err := p.PackSession(ctx, testID)
 		require.ErrorIs(t, err, ErrHardLink)
 		require.ErrorIs(t, err, ErrLinkEntry)
@@ -54,20 +53,6 @@ func TestPackRefusesHardLinks(t *testing.T) {
 		claude(t, func(slug string) string { return "projects/" + slug + "/" + otherID + ".jsonl" },
 			func(string) string { return "tasks/" + testID + "/1.json" }, false)
 	})
-	t.Run("codex rollout linked to auth.json", func(t *testing.T) {
-		env := backend.Env{StateRoot: filepath.Join(t.TempDir(), "codex")}
-		rollout := "sessions/2026/11/30/rollout-2026-11-30T01-02-03-" + testID + ".jsonl"
-		link(t, env.StateRoot, "auth.json", rollout)
-		_, err := NewCodex(env, Limits{}).PackSession(ctx, testID)
-		require.ErrorIs(t, err, ErrHardLink)
-		assert.False(t, NewCodex(env, Limits{}).HasSession(ctx, testID))
-	})
-	t.Run("pi session linked to models.json", func(t *testing.T) {
-		env := backend.Env{StateRoot: filepath.Join(t.TempDir(), "pi")}
-		link(t, env.StateRoot, "models.json", "2026-11-30T01-02-03-004Z_"+testID+".jsonl")
-		_, err := NewPi(env, Limits{}).PackSession(ctx, testID)
-		require.ErrorIs(t, err, ErrHardLink)
-	})
 }
 
 // Inside session folders, credential-shaped names are denied by pattern,
@@ -83,22 +68,22 @@ func TestDenyPatterns(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			env := claudeEnv(t, "x")
-			slug := seedClaude(t, env, testID)
+			env := testEnv(t, "x")
+			slug := seedSession(t, env, testID)
 			for _, dir := range []string{"projects/" + slug + "/" + testID + "/", "projects/" + slug + "/" + testID + "/subagents/", "tasks/" + testID + "/"} {
-				writeFile(t, env.StateRoot, dir+name, "secret-value")
+				files.Write(t, env.StateRoot, dir+name, "secret-value")
 			}
-			blob, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+			blob, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 			require.NoError(t, err)
 			assert.NotContains(t, string(decompressed(t, blob)), "secret-value")
 			for _, n := range entryNames(t, blob) {
 				assert.NotEqual(t, name, filepath.Base(n))
 			}
 
-			target := claudeEnv(t, "y")
-			err = NewClaude(target, Limits{}).UnpackSession(ctx, testID, craft(t, backend.ClaudeCode, testID, file("project/"+testID+".jsonl", "{}"), file("tasks/"+testID+"/"+name, "secret-value")))
+			target := testEnv(t, "y")
+			err = newTestPacker(target, Limits{}).UnpackSession(ctx, testID, craft(t, testBackend, testID, file("project/"+testID+".jsonl", "{}"), file("tasks/"+testID+"/"+name, "secret-value")))
 			assert.ErrorIs(t, err, ErrDenied)
-			assert.Empty(t, files(t, target.StateRoot))
+			assert.Empty(t, files.List(t, target.StateRoot))
 		})
 	}
 	for _, ok := range []string{"agent-a1.jsonl", "environment.md", "keys.txt", "notes.pem.md", "my-settings.jsonl", "1.json"} {

@@ -4,77 +4,21 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 const (
 	testID  = "0b6f2c1e-4d4b-4a59-9a3e-1f2e3d4c5b6a"
 	otherID = "7c1d0e9f-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
 )
-
-func writeFile(t testing.TB, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-}
-
-func readFile(t testing.TB, root, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	require.NoError(t, err)
-	return string(b)
-}
-
-// tree returns every path under root (slash-separated, relative), with
-// directories suffixed "/".
-func tree(t testing.TB, root string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			rel += "/"
-		}
-		out = append(out, rel)
-		return nil
-	})
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	sort.Strings(out)
-	return out
-}
-
-// files returns the regular files under root.
-func files(t testing.TB, root string) []string {
-	var out []string
-	for _, p := range tree(t, root) {
-		if !strings.HasSuffix(p, "/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // decompressed returns an archive's tar stream.
 func decompressed(t testing.TB, blob []byte) []byte {
@@ -163,17 +107,53 @@ func craft(t testing.TB, backendName, id string, entries ...tarEntry) []byte {
 	return wrap(t, Header{Backend: backendName, SessionID: id}, rawTar(t, entries))
 }
 
-// claudeEnv returns a Claude env whose state root and working directory
-// live under a fresh temp dir.
-func claudeEnv(t testing.TB, name string) backend.Env {
+// testBackend is the backend name in the headers of testLayout's archives.
+// The fuzz corpus in testdata/fuzz was recorded with Claude Code's layout,
+// whose archives name their parts exactly as testLayout does.
+const testBackend = "claude_code"
+
+// testPlaces is the packer's own test layout, shaped like Claude Code's
+// (the richest of the CLIs'): a main file and a folder under a folder named
+// for the working directory, and a folder of the session's elsewhere.
+//
+//	projects/<slug>/<id>.jsonl   main file
+//	projects/<slug>/<id>/        folder
+//	tasks/<id>/                  folder
+//
+// Archives name them project/<id>.jsonl, project/<id>/ and tasks/<id>/,
+// without the slug, so an unpack places them under the target's slug.
+// Claude Code's real layout, and its tests, are in internal/backend/claude.
+func testPlaces(env agent.Env, id string) ([]Place, error) {
+	proj := "projects/" + testSlug(env.Workdir) + "/"
+	return []Place{
+		{Name: "project/" + id + ".jsonl", Path: proj + id + ".jsonl", Primary: true},
+		{Name: "project/" + id, Path: proj + id, Dir: true},
+		{Name: "tasks/" + id, Path: "tasks/" + id, Dir: true},
+	}, nil
+}
+
+// testSlug is dir with every byte that is not an ASCII letter or digit
+// replaced by '-'.
+func testSlug(dir string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '-'
+	}, dir)
+}
+
+func newTestPacker(env agent.Env, limits Limits, opts ...Option) *Packer {
+	return New(testBackend, env, limits, Files(testPlaces), opts...)
+}
+
+// testEnv returns an env whose state root and working directory live
+// under a fresh temp dir.
+func testEnv(t testing.TB, name string) agent.Env {
 	base := t.TempDir()
 	wd := filepath.Join(base, "work", name)
 	require.NoError(t, os.MkdirAll(wd, 0o755))
-	return backend.Env{StateRoot: filepath.Join(base, "state"), Workdir: wd}
+	return agent.Env{StateRoot: filepath.Join(base, "state"), Workdir: wd}
 }
 
-func slugOf(t testing.TB, env backend.Env) string {
-	dir, err := ClaudeWorkdir(env.Workdir)
-	require.NoError(t, err)
-	return ClaudeProjectSlug(dir)
-}
+func slugOf(_ testing.TB, env agent.Env) string { return testSlug(env.Workdir) }

@@ -2,12 +2,14 @@ package packer
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Place is one part of a session: a file, or a directory tree whose regular
@@ -27,35 +29,39 @@ type Place struct {
 	Primary bool
 }
 
-// layout is one backend's knowledge of where a session lives. Both methods
-// derive from one path computation per backend, so pack, unpack and
-// HasSession agree.
-type layout interface {
-	// live lists where the session's parts may be in root, for pack,
-	// HasSession and the removal of stale parts on unpack. The caller
+// Layout is one backend's knowledge of where a session lives. Each backend
+// implements it in its own package; the packer derives pack, unpack and
+// HasSession from it alike, so they cannot disagree about paths. A layout
+// only names places: the packer checks every entry, link and path itself,
+// whatever the layout says.
+type Layout interface {
+	// Live lists where the session's parts may be in root, for pack,
+	// HasSession and the removal of stale parts on unpack. The packer
 	// checks which exist.
-	live(root *os.Root, env backend.Env, id string) ([]Place, error)
-	// resolver returns a function mapping an archive entry name to the part
+	Live(root *os.Root, env agent.Env, id string) ([]Place, error)
+	// Resolver returns a function mapping an archive entry name to the part
 	// of the session it belongs to, placed for env, or false when the name
 	// is not whitelisted.
-	resolver(env backend.Env, id string) (func(name string) (Place, bool), error)
-	// workdir returns the working directory recorded in headers.
-	workdir(env backend.Env) string
+	Resolver(env agent.Env, id string) (func(name string) (Place, bool), error)
+	// Workdir returns the working directory recorded in headers.
+	Workdir(env agent.Env) string
 }
 
-// idChecker is implemented by a layout whose CLI reserves some names where
-// session ids go.
-type idChecker interface {
-	checkID(id string) error
+// IDChecker is implemented by a Layout whose CLI reserves some names where
+// session ids go: CheckID refuses them, wrapping ErrReservedID.
+type IDChecker interface {
+	CheckID(id string) error
 }
 
-// fixedLayout is a layout whose places are a function of env and id alone.
-type fixedLayout struct {
-	places func(env backend.Env, sessionID string) ([]Place, error)
-}
+// Files is a Layout whose places are a function of the env and the session
+// id alone: at least one Primary file; Dir parts take every regular file
+// beneath them. A layout that would itself be unsafe (a place that is not
+// a clean relative path, no primary file) is refused.
+type Files func(env agent.Env, sessionID string) ([]Place, error)
 
-func (l fixedLayout) live(_ *os.Root, env backend.Env, id string) ([]Place, error) {
-	ps, err := l.places(env, id)
+// Live lists the places, checked.
+func (f Files) Live(_ *os.Root, env agent.Env, id string) ([]Place, error) {
+	ps, err := f(env, id)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +71,9 @@ func (l fixedLayout) live(_ *os.Root, env backend.Env, id string) ([]Place, erro
 	return ps, nil
 }
 
-func (l fixedLayout) resolver(env backend.Env, id string) (func(string) (Place, bool), error) {
-	ps, err := l.live(nil, env, id)
+// Resolver maps an entry name to the place that is or holds it.
+func (f Files) Resolver(env agent.Env, id string) (func(string) (Place, bool), error) {
+	ps, err := f.Live(nil, env, id)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +87,60 @@ func (l fixedLayout) resolver(env backend.Env, id string) (func(string) (Place, 
 	}, nil
 }
 
-func (fixedLayout) workdir(env backend.Env) string { return env.Workdir }
+// Workdir is the env's working directory.
+func (Files) Workdir(env agent.Env) string { return env.Workdir }
+
+// OneFile is the Layout of a session that is a single file, kept under
+// the same path below the state root on every machine: Match says whether
+// rel (slash-separated, relative to the root) is session id's file, and
+// Find lists the paths in a live root that may be; Match has the last word
+// on both.
+type OneFile struct {
+	Match func(rel, id string) bool
+	Find  func(root *os.Root, id string) ([]string, error)
+}
+
+// Live lists the paths Find found that Match accepts.
+func (l OneFile) Live(root *os.Root, _ agent.Env, id string) ([]Place, error) {
+	rels, err := l.Find(root, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []Place
+	for _, rel := range rels {
+		if l.Match(rel, id) {
+			out = append(out, Place{Name: rel, Path: rel, Primary: true})
+		}
+	}
+	return out, nil
+}
+
+// Resolver accepts exactly the names Match accepts.
+func (l OneFile) Resolver(_ agent.Env, id string) (func(string) (Place, bool), error) {
+	return func(name string) (Place, bool) {
+		if !l.Match(name, id) {
+			return Place{}, false
+		}
+		return Place{Name: name, Path: name, Primary: true}, true
+	}, nil
+}
+
+// Workdir is the env's: the session file records its own.
+func (OneFile) Workdir(env agent.Env) string { return env.Workdir }
+
+// ReadDir lists dir in root, sorted by name; entries come from the
+// directory itself, so links are reported as links, never followed. It is
+// for layouts that search a directory for a session's file.
+func ReadDir(root *os.Root, dir string) ([]fs.DirEntry, error) {
+	f, err := root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return ents, err
+}
 
 // checkPlaces rejects a layout that would itself be unsafe.
 func checkPlaces(ps []Place) error {

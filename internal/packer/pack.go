@@ -53,15 +53,12 @@ type entry struct {
 // Files on the deny list inside a session directory are left out.
 //
 // Every file is scanned for tokens shaped like API keys. With RedactDetect
-// (the default; TETHER_REDACT) each finding is logged as a warning naming
+// (the default; see WithRedact) each finding is logged as a warning naming
 // the file, the line and the kind of key, never the value; with
 // RedactRefuse the pack fails with ErrSecret.
 func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, error) {
 	if err := p.check(sessionID); err != nil {
 		return nil, err
-	}
-	if p.redactErr != nil {
-		return nil, p.redactErr
 	}
 	root, err := os.OpenRoot(p.env.StateRoot)
 	if err != nil {
@@ -82,7 +79,7 @@ func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, err
 	h := Header{
 		Backend:       p.backend,
 		SessionID:     sessionID,
-		SourceWorkdir: p.layout.workdir(p.env),
+		SourceWorkdir: p.layout.Workdir(p.env),
 		CreatedBy:     createdBy(),
 	}
 	sw := &secretWarnings{p: p, session: sessionID}

@@ -11,50 +11,42 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Packer packs, unpacks and finds one backend's sessions in one live env.
-// It implements backend.SessionPacker.
+// It implements agent.SessionPacker.
 type Packer struct {
-	backend   string
-	env       backend.Env
-	limits    Limits
-	layout    layout
-	redact    RedactMode
-	redactErr error // an unreadable TETHER_REDACT, reported by PackSession
-	log       *slog.Logger
+	backend string
+	env     agent.Env
+	limits  Limits
+	layout  Layout
+	redact  RedactMode
+	log     *slog.Logger
 }
 
 // Option changes how a packer works.
 type Option func(*Packer)
 
 // WithRedact sets what packing does with a secret-looking token in a
-// session file, instead of TETHER_REDACT.
+// session file (default RedactDetect).
 func WithRedact(m RedactMode) Option {
-	return func(p *Packer) { p.redact, p.redactErr = m, nil }
+	return func(p *Packer) { p.redact = m }
 }
 
-// WithLogger sends the packer's warnings to l instead of slog.Default().
-func WithLogger(l *slog.Logger) Option {
+// withLogger sends the packer's warnings to l instead of slog.Default()
+// (for tests: a worker's packers warn through its default logger).
+func withLogger(l *slog.Logger) Option {
 	return func(p *Packer) { p.log = l }
 }
 
-var _ backend.SessionPacker = (*Packer)(nil)
+var _ agent.SessionPacker = (*Packer)(nil)
 
-// NewFiles returns a packer for a backend whose session parts are a function
-// of the env and the session id alone: places lists them (at least one
-// Primary file; Dir parts take every regular file beneath them). It is the
-// building block for backends without a bespoke layout, such as the scripted
-// agent's session log.
-func NewFiles(backendName string, env backend.Env, limits Limits, places func(env backend.Env, sessionID string) ([]Place, error), opts ...Option) *Packer {
-	return newPacker(backendName, env, limits, fixedLayout{places: places}, opts)
-}
-
-// newPacker reads the redact mode from TETHER_REDACT, then applies opts.
-func newPacker(name string, env backend.Env, limits Limits, l layout, opts []Option) *Packer {
-	p := &Packer{backend: name, env: env, limits: limits.withDefaults(), layout: l}
-	p.redact, p.redactErr = ParseRedactMode(os.Getenv(RedactEnv))
+// New returns the packer of backendName's sessions in env, laid out as l
+// says. backendName is written into every archive's header and checked
+// against it on unpack.
+func New(backendName string, env agent.Env, limits Limits, l Layout, opts ...Option) *Packer {
+	p := &Packer{backend: backendName, env: env, limits: limits.withDefaults(), layout: l}
 	for _, o := range opts {
 		o(p)
 	}
@@ -118,8 +110,8 @@ func (p *Packer) check(id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if c, ok := p.layout.(idChecker); ok {
-		return c.checkID(id)
+	if c, ok := p.layout.(IDChecker); ok {
+		return c.CheckID(id)
 	}
 	return nil
 }
@@ -134,7 +126,7 @@ func (p *Packer) noSession(id string, cause error) error {
 // findLive returns the session's parts that exist in root, checked: no part
 // and no directory on the way to it may be a link or a special file.
 func (p *Packer) findLive(root *os.Root, id string) ([]Place, error) {
-	cands, err := p.layout.live(root, p.env, id)
+	cands, err := p.layout.Live(root, p.env, id)
 	if err != nil {
 		return nil, err
 	}

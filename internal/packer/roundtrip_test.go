@@ -9,35 +9,36 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 var ctx = context.Background()
 
-// seedClaude writes a session and unrelated state into env's root.
-func seedClaude(t *testing.T, env backend.Env, id string) string {
+// seedSession writes a session and unrelated state into env's root.
+func seedSession(t *testing.T, env agent.Env, id string) string {
 	slug := slugOf(t, env)
 	r := env.StateRoot
-	writeFile(t, r, "projects/"+slug+"/"+id+".jsonl", `{"type":"user","cwd":"`+env.Workdir+`"}`+"\n")
-	writeFile(t, r, "projects/"+slug+"/"+id+"/subagents/agent-a1.jsonl", "sub\n")
-	writeFile(t, r, "projects/"+slug+"/"+id+"/tool-results/r1.txt", "result\n")
+	files.Write(t, r, "projects/"+slug+"/"+id+".jsonl", `{"type":"user","cwd":"`+env.Workdir+`"}`+"\n")
+	files.Write(t, r, "projects/"+slug+"/"+id+"/subagents/agent-a1.jsonl", "sub\n")
+	files.Write(t, r, "projects/"+slug+"/"+id+"/tool-results/r1.txt", "result\n")
 	require.NoError(t, os.MkdirAll(filepath.Join(r, "projects", slug, id, "empty"), 0o755))
-	writeFile(t, r, "tasks/"+id+"/1.json", `{"task":1}`)
+	files.Write(t, r, "tasks/"+id+"/1.json", `{"task":1}`)
 	// Not part of the session.
-	writeFile(t, r, "projects/"+slug+"/"+otherID+".jsonl", "other\n")
-	writeFile(t, r, "projects/"+slug+"/memory/MEMORY.md", "memory\n")
-	writeFile(t, r, "tasks/"+otherID+"/1.json", "other task\n")
-	writeFile(t, r, ".credentials.json", "secret")
-	writeFile(t, r, ".claude.json", "{}")
-	writeFile(t, r, "settings.json", "{}")
-	writeFile(t, r, "backups/.claude.json.backup.1", "{}")
+	files.Write(t, r, "projects/"+slug+"/"+otherID+".jsonl", "other\n")
+	files.Write(t, r, "projects/"+slug+"/memory/MEMORY.md", "memory\n")
+	files.Write(t, r, "tasks/"+otherID+"/1.json", "other task\n")
+	files.Write(t, r, ".credentials.json", "secret")
+	files.Write(t, r, ".claude.json", "{}")
+	files.Write(t, r, "settings.json", "{}")
+	files.Write(t, r, "backups/.claude.json.backup.1", "{}")
 	return slug
 }
 
-func TestClaudeRoundTripMovesSlug(t *testing.T) {
-	a := claudeEnv(t, "x")
-	slugA := seedClaude(t, a, testID)
-	pa := NewClaude(a, Limits{})
+func TestRoundTripMovesSlug(t *testing.T) {
+	a := testEnv(t, "x")
+	slugA := seedSession(t, a, testID)
+	pa := newTestPacker(a, Limits{})
 	require.True(t, pa.HasSession(ctx, testID))
 
 	blob, err := pa.PackSession(ctx, testID)
@@ -55,15 +56,14 @@ func TestClaudeRoundTripMovesSlug(t *testing.T) {
 	}, entryNames(t, blob))
 	h, err := ReadHeader(blob)
 	require.NoError(t, err)
-	wd, _ := ClaudeWorkdir(a.Workdir)
-	assert.Equal(t, Header{Backend: backend.ClaudeCode, SessionID: testID, SourceWorkdir: wd, CreatedBy: createdBy()}, h)
+	assert.Equal(t, Header{Backend: testBackend, SessionID: testID, SourceWorkdir: a.Workdir, CreatedBy: createdBy()}, h)
 
 	again, err := pa.PackSession(ctx, testID)
 	require.NoError(t, err)
 	assert.Equal(t, Digest(blob), Digest(again), "packing is deterministic")
 
-	b := claudeEnv(t, "y")
-	pb := NewClaude(b, Limits{})
+	b := testEnv(t, "y")
+	pb := newTestPacker(b, Limits{})
 	assert.False(t, pb.HasSession(ctx, testID))
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
 	assert.True(t, pb.HasSession(ctx, testID))
@@ -83,16 +83,16 @@ func TestClaudeRoundTripMovesSlug(t *testing.T) {
 		"tasks/",
 		"tasks/" + testID + "/",
 		"tasks/" + testID + "/1.json",
-	}, tree(t, b.StateRoot))
+	}, files.Tree(t, b.StateRoot))
 	for _, rel := range []string{testID + ".jsonl", testID + "/subagents/agent-a1.jsonl"} {
-		assert.Equal(t, readFile(t, a.StateRoot, "projects/"+slugA+"/"+rel), readFile(t, b.StateRoot, "projects/"+slugB+"/"+rel))
+		assert.Equal(t, files.Read(t, a.StateRoot, "projects/"+slugA+"/"+rel), files.Read(t, b.StateRoot, "projects/"+slugB+"/"+rel))
 	}
 	fi, err := os.Stat(filepath.Join(b.StateRoot, "projects", slugB, testID+".jsonl"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
 	// The same packer bound to another working directory does not see it.
-	assert.False(t, NewClaude(backend.Env{StateRoot: b.StateRoot, Workdir: a.Workdir}, Limits{}).HasSession(ctx, testID))
+	assert.False(t, newTestPacker(agent.Env{StateRoot: b.StateRoot, Workdir: a.Workdir}, Limits{}).HasSession(ctx, testID))
 
 	// Repacking from B gives the same files under the logical names.
 	blobB, err := pb.PackSession(ctx, testID)
@@ -100,186 +100,121 @@ func TestClaudeRoundTripMovesSlug(t *testing.T) {
 	assert.Equal(t, entryNames(t, blob), entryNames(t, blobB))
 }
 
-func TestClaudeUnpackIsIdempotentAndReplacesStaleCopies(t *testing.T) {
-	a := claudeEnv(t, "x")
-	seedClaude(t, a, testID)
-	blob, err := NewClaude(a, Limits{}).PackSession(ctx, testID)
+func TestUnpackIsIdempotentAndReplacesStaleCopies(t *testing.T) {
+	a := testEnv(t, "x")
+	seedSession(t, a, testID)
+	blob, err := newTestPacker(a, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 
-	b := claudeEnv(t, "y")
-	pb := NewClaude(b, Limits{})
+	b := testEnv(t, "y")
+	pb := newTestPacker(b, Limits{})
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	want := tree(t, b.StateRoot)
+	want := files.Tree(t, b.StateRoot)
 	slug := slugOf(t, b)
 
 	// A retried activity unpacks the same blob again.
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, want, tree(t, b.StateRoot))
+	assert.Equal(t, want, files.Tree(t, b.StateRoot))
 
 	// The live copy moved on (a later visit), then a rewind restores the
 	// older blob: the archive wins, extra parts go away, others stay.
 	transcript := "projects/" + slug + "/" + testID + ".jsonl"
-	old := readFile(t, b.StateRoot, transcript)
-	writeFile(t, b.StateRoot, transcript, old+`{"later":true}`+"\n")
-	writeFile(t, b.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-later.jsonl", "later\n")
-	writeFile(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl", "unrelated\n")
+	old := files.Read(t, b.StateRoot, transcript)
+	files.Write(t, b.StateRoot, transcript, old+`{"later":true}`+"\n")
+	files.Write(t, b.StateRoot, "projects/"+slug+"/"+testID+"/subagents/agent-later.jsonl", "later\n")
+	files.Write(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl", "unrelated\n")
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, old, readFile(t, b.StateRoot, transcript))
+	assert.Equal(t, old, files.Read(t, b.StateRoot, transcript))
 	assert.NoFileExists(t, filepath.Join(b.StateRoot, "projects", slug, testID, "subagents", "agent-later.jsonl"))
-	assert.Equal(t, "unrelated\n", readFile(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl"))
+	assert.Equal(t, "unrelated\n", files.Read(t, b.StateRoot, "projects/"+slug+"/"+otherID+".jsonl"))
 
 	// A session part the archive lacks is removed.
 	require.NoError(t, os.RemoveAll(filepath.Join(a.StateRoot, "tasks", testID)))
-	noTasks, err := NewClaude(a, Limits{}).PackSession(ctx, testID)
+	noTasks, err := newTestPacker(a, Limits{}).PackSession(ctx, testID)
 	require.NoError(t, err)
 	require.NoError(t, pb.UnpackSession(ctx, testID, noTasks))
 	assert.NoDirExists(t, filepath.Join(b.StateRoot, "tasks", testID))
 	assert.True(t, pb.HasSession(ctx, testID))
 
 	// No staging directory is left behind.
-	for _, p := range tree(t, b.StateRoot) {
+	for _, p := range files.Tree(t, b.StateRoot) {
 		assert.NotContains(t, p, stagingPrefix)
 	}
 }
 
-func TestCodexRoundTrip(t *testing.T) {
-	base := t.TempDir()
-	a := backend.Env{StateRoot: filepath.Join(base, "a"), Workdir: filepath.Join(base, "x")}
-	rollout := "sessions/2026/11/29/rollout-2026-11-29T23-59-58-" + testID + ".jsonl"
-	writeFile(t, a.StateRoot, rollout, `{"type":"session_meta","payload":{"cwd":"/x"}}`+"\n")
-	writeFile(t, a.StateRoot, "sessions/2026/11/29/rollout-2026-11-29T23-00-00-"+otherID+".jsonl", "other\n")
-	writeFile(t, a.StateRoot, "sessions/2026/11/30/notes.txt", "noise\n")
-	writeFile(t, a.StateRoot, "auth.json", "secret")
-	writeFile(t, a.StateRoot, "config.toml", "secret")
-	writeFile(t, a.StateRoot, "installation_id", "id")
-	writeFile(t, a.StateRoot, "state_5.sqlite", "db")
-	pa := NewCodex(a, Limits{})
-	require.True(t, pa.HasSession(ctx, testID))
-	f, err := pa.SessionFile(ctx, testID)
-	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(a.StateRoot, filepath.FromSlash(rollout)), f)
-
-	blob, err := pa.PackSession(ctx, testID)
-	require.NoError(t, err)
-	assert.Equal(t, []string{rollout}, entryNames(t, blob))
-
-	b := backend.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
-	pb := NewCodex(b, Limits{})
-	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, []string{rollout}, files(t, b.StateRoot))
-	assert.Equal(t, readFile(t, a.StateRoot, rollout), readFile(t, b.StateRoot, rollout))
-	assert.True(t, pb.HasSession(ctx, testID))
-	assert.False(t, pb.HasSession(ctx, otherID))
-
-	// A copy of the same session under another date is replaced.
-	stray := "sessions/2026/12/01/rollout-2026-12-01T00-00-00-" + testID + ".jsonl"
-	writeFile(t, b.StateRoot, stray, "stray\n")
-	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, []string{rollout}, files(t, b.StateRoot))
-}
-
-func TestPiRoundTrip(t *testing.T) {
-	base := t.TempDir()
-	a := backend.Env{StateRoot: filepath.Join(base, "a"), Workdir: filepath.Join(base, "x")}
-	name := "2026-11-30T12-27-00-123Z_" + testID + ".jsonl"
-	writeFile(t, a.StateRoot, name, `{"type":"session","id":"`+testID+`","cwd":"/x"}`+"\n")
-	writeFile(t, a.StateRoot, "2026-11-30T12-28-00-000Z_"+otherID+".jsonl", "other\n")
-	writeFile(t, a.StateRoot, "auth.json", "secret")
-	writeFile(t, a.StateRoot, "models.json", "secret")
-	writeFile(t, a.StateRoot, "settings.json", "{}")
-	writeFile(t, a.StateRoot, testID+".jsonl", "not pi's name for it\n")
-	pa := NewPi(a, Limits{})
-	require.True(t, pa.HasSession(ctx, testID))
-
-	blob, err := pa.PackSession(ctx, testID)
-	require.NoError(t, err)
-	assert.Equal(t, []string{name}, entryNames(t, blob))
-
-	b := backend.Env{StateRoot: filepath.Join(base, "b"), Workdir: filepath.Join(base, "y")}
-	pb := NewPi(b, Limits{})
-	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, []string{name}, files(t, b.StateRoot))
-	assert.Equal(t, readFile(t, a.StateRoot, name), readFile(t, b.StateRoot, name))
-	assert.True(t, pb.HasSession(ctx, testID))
-}
-
 func TestFilesLayout(t *testing.T) {
-	places := func(_ backend.Env, id string) ([]Place, error) {
+	places := func(_ agent.Env, id string) ([]Place, error) {
 		return []Place{
 			{Name: "log/" + id + ".jsonl", Path: "sessions/" + id + ".jsonl", Primary: true},
 			{Name: "blobs/" + id, Path: "blobs/" + id, Dir: true},
 		}, nil
 	}
 	base := t.TempDir()
-	a := backend.Env{StateRoot: filepath.Join(base, "a")}
-	writeFile(t, a.StateRoot, "sessions/"+testID+".jsonl", "turn 1\n")
-	writeFile(t, a.StateRoot, "blobs/"+testID+"/1", "blob\n")
-	blob, err := NewFiles(backend.Scripted, a, Limits{}, places).PackSession(ctx, testID)
+	a := agent.Env{StateRoot: filepath.Join(base, "a")}
+	files.Write(t, a.StateRoot, "sessions/"+testID+".jsonl", "turn 1\n")
+	files.Write(t, a.StateRoot, "blobs/"+testID+"/1", "blob\n")
+	blob, err := New("scripted", a, Limits{}, Files(places)).PackSession(ctx, testID)
 	require.NoError(t, err)
-	b := backend.Env{StateRoot: filepath.Join(base, "b")}
-	pb := NewFiles(backend.Scripted, b, Limits{}, places)
+	b := agent.Env{StateRoot: filepath.Join(base, "b")}
+	pb := New("scripted", b, Limits{}, Files(places))
 	require.NoError(t, pb.UnpackSession(ctx, testID, blob))
-	assert.Equal(t, []string{"blobs/" + testID + "/1", "sessions/" + testID + ".jsonl"}, files(t, b.StateRoot))
+	assert.Equal(t, []string{"blobs/" + testID + "/1", "sessions/" + testID + ".jsonl"}, files.List(t, b.StateRoot))
 	assert.True(t, pb.HasSession(ctx, testID))
 
 	// A layout that would itself be unsafe is refused.
-	bad := NewFiles(backend.Scripted, a, Limits{}, func(backend.Env, string) ([]Place, error) {
+	bad := New("scripted", a, Limits{}, Files(func(agent.Env, string) ([]Place, error) {
 		return []Place{{Name: "x", Path: "../x", Primary: true}}, nil
-	})
+	}))
 	_, err = bad.PackSession(ctx, testID)
 	assert.ErrorIs(t, err, ErrUnsafePath)
 }
 
 func TestPackRefusals(t *testing.T) {
 	t.Run("no session", func(t *testing.T) {
-		env := claudeEnv(t, "x")
-		_, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+		env := testEnv(t, "x")
+		_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 		assert.ErrorIs(t, err, ErrNoSession)
-		seedClaude(t, env, otherID)
-		_, err = NewClaude(env, Limits{}).PackSession(ctx, testID)
-		assert.ErrorIs(t, err, ErrNoSession)
-		_, err = NewCodex(env, Limits{}).PackSession(ctx, testID)
-		assert.ErrorIs(t, err, ErrNoSession)
-		_, err = NewPi(env, Limits{}).PackSession(ctx, testID)
+		seedSession(t, env, otherID)
+		_, err = newTestPacker(env, Limits{}).PackSession(ctx, testID)
 		assert.ErrorIs(t, err, ErrNoSession)
 	})
 	t.Run("bad id", func(t *testing.T) {
-		env := claudeEnv(t, "x")
+		env := testEnv(t, "x")
 		for _, id := range []string{"", "..", "../x", "a/b", ".hidden", "x\x00"} {
-			_, err := NewClaude(env, Limits{}).PackSession(ctx, id)
+			_, err := newTestPacker(env, Limits{}).PackSession(ctx, id)
 			assert.ErrorIs(t, err, ErrUnsafePath, "id %q", id)
-			assert.False(t, NewClaude(env, Limits{}).HasSession(ctx, id))
+			assert.False(t, newTestPacker(env, Limits{}).HasSession(ctx, id))
 		}
 	})
 	t.Run("symlinked transcript", func(t *testing.T) {
-		env := claudeEnv(t, "x")
+		env := testEnv(t, "x")
 		slug := slugOf(t, env)
-		writeFile(t, env.StateRoot, "elsewhere.jsonl", "x")
+		files.Write(t, env.StateRoot, "elsewhere.jsonl", "x")
 		require.NoError(t, os.MkdirAll(filepath.Join(env.StateRoot, "projects", slug), 0o755))
 		require.NoError(t, os.Symlink("../../elsewhere.jsonl", filepath.Join(env.StateRoot, "projects", slug, testID+".jsonl")))
-		_, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+		_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 		assert.ErrorIs(t, err, ErrLinkEntry)
-		assert.False(t, NewClaude(env, Limits{}).HasSession(ctx, testID))
+		assert.False(t, newTestPacker(env, Limits{}).HasSession(ctx, testID))
 	})
 	t.Run("symlink in a session dir", func(t *testing.T) {
-		env := claudeEnv(t, "x")
-		slug := seedClaude(t, env, testID)
+		env := testEnv(t, "x")
+		slug := seedSession(t, env, testID)
 		require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(env.StateRoot, "projects", slug, testID, "passwd")))
-		_, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+		_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 		assert.ErrorIs(t, err, ErrLinkEntry)
 	})
 	t.Run("fifo in a session dir", func(t *testing.T) {
-		env := claudeEnv(t, "x")
-		seedClaude(t, env, testID)
+		env := testEnv(t, "x")
+		seedSession(t, env, testID)
 		mkfifo(t, filepath.Join(env.StateRoot, "tasks", testID, "pipe"))
-		_, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
+		_, err := newTestPacker(env, Limits{}).PackSession(ctx, testID)
 		assert.ErrorIs(t, err, ErrSpecialEntry)
 	})
 	t.Run("over limits", func(t *testing.T) {
-		env := claudeEnv(t, "x")
-		seedClaude(t, env, testID)
+		env := testEnv(t, "x")
+		seedSession(t, env, testID)
 		for _, l := range []Limits{{MaxFiles: 3}, {MaxFileBytes: 5}, {MaxTotalBytes: 20}} {
-			_, err := NewClaude(env, l).PackSession(ctx, testID)
+			_, err := newTestPacker(env, l).PackSession(ctx, testID)
 			assert.ErrorIs(t, err, ErrTooLarge, "%+v", l)
 		}
 	})

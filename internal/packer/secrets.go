@@ -8,8 +8,10 @@ import (
 	"strings"
 )
 
-// RedactEnv names the environment variable that sets the default
-// RedactMode of new packers: "detect" (or empty) or "refuse".
+// RedactEnv names the worker's environment variable that sets the
+// RedactMode of its packers: "detect" (or empty) or "refuse". The worker's
+// configuration (internal/config) reads it; the packer takes the mode as an
+// option (WithRedact) and names the variable in its messages.
 const RedactEnv = "TETHER_REDACT"
 
 // RedactMode says what packing does when a session file holds something
@@ -33,7 +35,8 @@ func (m RedactMode) String() string {
 	return "detect"
 }
 
-// ParseRedactMode reads a TETHER_REDACT value; empty means detect.
+// ParseRedactMode reads a TETHER_REDACT value; empty means detect. Any
+// other value is ErrRedactMode.
 func ParseRedactMode(s string) (RedactMode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "detect":

@@ -12,8 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // Fake keys of the real shapes, built at run time so this file holds no
@@ -131,21 +130,20 @@ func capture() (*slog.Logger, *bytes.Buffer) {
 	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &buf
 }
 
-// TETHER_REDACT=detect (the default) packs, and warns with the file, the
-// line and the kind of key, never the value; refuse fails the pack with
+// RedactDetect (the default) packs, and warns with the file, the line and
+// the kind of key, never the value; RedactRefuse fails the pack with
 // ErrSecret, naming file and line, again without the value.
 func TestPackSecretsDetectAndRefuse(t *testing.T) {
-	env := claudeEnv(t, "x")
-	slug := seedClaude(t, env, testID)
-	writeFile(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl",
+	env := testEnv(t, "x")
+	slug := seedSession(t, env, testID)
+	files.Write(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl",
 		"{\"type\":\"user\"}\n{\"type\":\"tool_result\",\"content\":\"export ANTHROPIC_API_KEY="+anthropicKey+"\"}\n")
-	writeFile(t, env.StateRoot, "tasks/"+testID+"/1.json", "{}\n{}\n{}\n{\"env\":\"GITHUB_TOKEN="+ghpToken+"\"}\n")
+	files.Write(t, env.StateRoot, "tasks/"+testID+"/1.json", "{}\n{}\n{}\n{\"env\":\"GITHUB_TOKEN="+ghpToken+"\"}\n")
 	values := []string{anthropicKey, ghpToken, anthropicKey[:20], ghpToken[:12]}
 
 	t.Run("detect is the default", func(t *testing.T) {
-		t.Setenv(RedactEnv, "")
 		log, buf := capture()
-		blob, err := NewClaude(env, Limits{}, WithLogger(log)).PackSession(ctx, testID)
+		blob, err := newTestPacker(env, Limits{}, withLogger(log)).PackSession(ctx, testID)
 		require.NoError(t, err)
 		require.NotEmpty(t, blob)
 		out := buf.String()
@@ -156,9 +154,8 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 		}
 	})
 	t.Run("refuse", func(t *testing.T) {
-		t.Setenv(RedactEnv, "refuse")
 		log, buf := capture()
-		blob, err := NewClaude(env, Limits{}, WithLogger(log)).PackSession(ctx, testID)
+		blob, err := newTestPacker(env, Limits{}, WithRedact(RedactRefuse), withLogger(log)).PackSession(ctx, testID)
 		require.ErrorIs(t, err, ErrSecret)
 		assert.Nil(t, blob)
 		assert.Contains(t, err.Error(), "project/"+testID+".jsonl line 2")
@@ -168,63 +165,46 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 			assert.NotContains(t, buf.String(), v)
 		}
 	})
-	t.Run("option wins over the environment", func(t *testing.T) {
+	t.Run("the packer does not read the environment", func(t *testing.T) {
+		// The worker's configuration reads TETHER_REDACT and passes the
+		// mode down (WithRedact); a packer without the option detects.
 		t.Setenv(RedactEnv, "refuse")
-		_, err := NewClaude(env, Limits{}, WithRedact(RedactDetect), WithLogger(slog.New(slog.DiscardHandler))).PackSession(ctx, testID)
+		_, err := newTestPacker(env, Limits{}, withLogger(slog.New(slog.DiscardHandler))).PackSession(ctx, testID)
 		require.NoError(t, err)
 	})
-	t.Run("unknown mode", func(t *testing.T) {
-		t.Setenv(RedactEnv, "maybe")
-		_, err := NewClaude(env, Limits{}).PackSession(ctx, testID)
-		require.ErrorIs(t, err, ErrRedactMode)
-		assert.Contains(t, err.Error(), "detect or refuse")
-	})
 	t.Run("clean session", func(t *testing.T) {
-		clean := claudeEnv(t, "y")
-		seedClaude(t, clean, testID)
-		t.Setenv(RedactEnv, "refuse")
+		clean := testEnv(t, "y")
+		seedSession(t, clean, testID)
 		log, buf := capture()
-		_, err := NewClaude(clean, Limits{}, WithLogger(log)).PackSession(ctx, testID)
+		_, err := newTestPacker(clean, Limits{}, WithRedact(RedactRefuse), withLogger(log)).PackSession(ctx, testID)
 		require.NoError(t, err)
 		assert.Empty(t, buf.String())
 	})
 }
 
+func TestParseRedactMode(t *testing.T) {
+	for in, want := range map[string]RedactMode{"": RedactDetect, "detect": RedactDetect, " Refuse ": RedactRefuse} {
+		got, err := ParseRedactMode(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	_, err := ParseRedactMode("maybe")
+	require.ErrorIs(t, err, ErrRedactMode)
+	assert.Contains(t, err.Error(), "TETHER_REDACT=\"maybe\"; use detect or refuse")
+}
+
 // Many copies of a key make a bounded number of log lines.
 func TestPackSecretsDetectLogIsBounded(t *testing.T) {
-	env := claudeEnv(t, "x")
-	slug := seedClaude(t, env, testID)
-	writeFile(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl", strings.Repeat(awsID+"\n", 1000))
+	env := testEnv(t, "x")
+	slug := seedSession(t, env, testID)
+	files.Write(t, env.StateRoot, "projects/"+slug+"/"+testID+".jsonl", strings.Repeat(awsID+"\n", 1000))
 	log, buf := capture()
-	_, err := NewClaude(env, Limits{}, WithRedact(RedactDetect), WithLogger(log)).PackSession(ctx, testID)
+	_, err := newTestPacker(env, Limits{}, WithRedact(RedactDetect), withLogger(log)).PackSession(ctx, testID)
 	require.NoError(t, err)
 	lines := strings.Count(buf.String(), "\n")
 	assert.LessOrEqual(t, lines, maxSecretWarnings+1)
 	assert.Contains(t, buf.String(), "more=990")
 	assert.NotContains(t, buf.String(), awsID)
-}
-
-// A session id that is one of Claude Code's own names in the project
-// folder would pack (and, unpacked, replace) that folder: memory/ holds the
-// user's memory. Such ids are refused by the Claude layout.
-func TestClaudeRefusesReservedIDs(t *testing.T) {
-	env := claudeEnv(t, "x")
-	slug := seedClaude(t, env, testID)
-	writeFile(t, env.StateRoot, "projects/"+slug+"/memory.jsonl", "{}\n")
-	writeFile(t, env.StateRoot, "projects/"+slug+"/memory/MEMORY.md", "the user's memory\n")
-	p := NewClaude(env, Limits{})
-	for _, id := range []string{"memory", "Memory", "memory.", "tiny_memory", "bagel", "cloud-snapshots", "connector-downloads", "bridge-pointer.json", "x.jsonl", "1764000000000.cast", "x.ccr-tip.json", "x.precompact.json", "x.dir-sync.json"} {
-		_, err := p.PackSession(ctx, id)
-		assert.ErrorIs(t, err, ErrReservedID, id)
-		assert.ErrorIs(t, err, ErrUnsafePath, id)
-		assert.False(t, p.HasSession(ctx, id), id)
-		err = NewClaude(claudeEnv(t, "y"), Limits{}).UnpackSession(ctx, id, craft(t, backend.ClaudeCode, id, file("project/"+id+".jsonl", "{}"), file("project/"+id+"/MEMORY.md", "evil")))
-		assert.ErrorIs(t, err, ErrReservedID, id)
-	}
-	assert.Equal(t, "the user's memory\n", readFile(t, env.StateRoot, "projects/"+slug+"/memory/MEMORY.md"))
-	// Codex and pi name their files from the id; the names are not theirs.
-	_, err := NewPi(backend.Env{StateRoot: t.TempDir()}, Limits{}).PackSession(ctx, "memory")
-	assert.ErrorIs(t, err, ErrNoSession)
 }
 
 // BenchmarkScanSecrets measures the scan alone over transcript-like JSONL

@@ -119,7 +119,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 	stream := &capReader{ctx: ctx, r: dec, left: p.limits.maxStreamBytes()}
 	tr := tar.NewReader(stream)
 
-	resolve, err := p.layout.resolver(p.env, id)
+	resolve, err := p.layout.Resolver(p.env, id)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ package resolve
 import (
 	"maps"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -153,7 +154,7 @@ func Resolve(r Request) Plan {
 	}
 
 	// 3. Visit-1 inbound provenance, from the sources' output stamps.
-	id, _ := r.Input[backend.SessionIDKey].(string)
+	id, _ := r.Input[agent.SessionIDKey].(string)
 	if id == "" {
 		return fresh("no inbound session id")
 	}
@@ -163,10 +164,10 @@ func Resolve(r Request) Plan {
 			continue
 		}
 		out := r.Outputs[d.From]
-		if s, _ := out[backend.SessionIDKey].(string); s != id {
+		if s, _ := out[agent.SessionIDKey].(string); s != id {
 			continue
 		}
-		if b, _ := out[backend.BackendKey].(string); b != r.Backend {
+		if b, _ := out[agent.BackendKey].(string); b != r.Backend {
 			continue
 		}
 		eligible = append(eligible, d.From)
@@ -188,7 +189,7 @@ func Resolve(r Request) Plan {
 			Reason:   "inbound session from " + src + ": its completed-visit slot",
 		}
 	}
-	fp, _ := r.Outputs[src][backend.SessionFingerprintKey].(string)
+	fp, _ := r.Outputs[src][agent.SessionFingerprintKey].(string)
 	return Plan{
 		Kind: HasSession, Backend: r.Backend,
 		SessionID: id, Fingerprint: fp, Source: src, Fork: r.Node.Session == graph.SessionFork,
@@ -198,19 +199,15 @@ func Resolve(r Request) Plan {
 	}
 }
 
-// Strip returns a copy of in without the session keys; Resolve's callers
-// use it when a plan fails.
-func Strip(in map[string]any) map[string]any { return strip(in) }
-
 func strip(in map[string]any) map[string]any {
 	out := maps.Clone(in)
 	if out == nil {
 		out = map[string]any{}
 	}
-	delete(out, backend.SessionIDKey)
-	delete(out, backend.SessionFingerprintKey)
-	delete(out, backend.SessionStateKey)
-	delete(out, backend.SessionStateBlobKey)
+	delete(out, agent.SessionIDKey)
+	delete(out, agent.SessionFingerprintKey)
+	delete(out, agent.SessionStateKey)
+	delete(out, agent.SessionStateBlobKey)
 	return out
 }
 
@@ -219,9 +216,9 @@ func with(in map[string]any, id, fp string) map[string]any {
 	if out == nil {
 		out = map[string]any{}
 	}
-	out[backend.SessionIDKey] = id
+	out[agent.SessionIDKey] = id
 	if fp != "" {
-		out[backend.SessionFingerprintKey] = fp
+		out[agent.SessionFingerprintKey] = fp
 	}
 	return out
 }

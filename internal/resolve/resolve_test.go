@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -12,9 +13,9 @@ import (
 
 const (
 	cc   = backend.ClaudeCode
-	idK  = backend.SessionIDKey
-	fpK  = backend.SessionFingerprintKey
-	bkK  = backend.BackendKey
+	idK  = agent.SessionIDKey
+	fpK  = agent.SessionFingerprintKey
+	bkK  = agent.BackendKey
 	real = "sess-real"
 )
 
@@ -220,7 +221,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestStripRemovesTransientKeys(t *testing.T) {
-	in := map[string]any{idK: "a", fpK: "b", backend.SessionStateKey: "c", backend.SessionStateBlobKey: []byte("d"), "x": 1}
-	assert.Equal(t, map[string]any{"x": 1}, Strip(in))
+	in := map[string]any{idK: "a", fpK: "b", agent.SessionStateKey: "c", agent.SessionStateBlobKey: []byte("d"), "x": 1}
+	assert.Equal(t, map[string]any{"x": 1}, strip(in))
 	assert.Len(t, in, 5)
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 )
 
@@ -74,7 +74,7 @@ type Checkpoint struct {
 	Lineage *Lineage `json:"lineage,omitempty"`
 	// Usage sums what each agent node's visits cost, as the CLIs reported
 	// it; budgets are checked against it.
-	Usage map[string]backend.Usage `json:"usage,omitempty"`
+	Usage map[string]agent.Usage `json:"usage,omitempty"`
 	// Workspace is the run's working directory as of this checkpoint: the
 	// snapshot commit and the packs that hold it. Nil for a run that has
 	// never had a workspace (every run before workspaces existed).

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -45,7 +46,7 @@ func TestGraphRunIsTraced(t *testing.T) {
 	blobs, err := blob.Open(t.Context(), "file://"+t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = blobs.Close() })
-	bs, err := workerhost.NewBackends(workerhost.BackendConfig{})
+	bs, err := backend.New(backend.Config{})
 	require.NoError(t, err)
 	root := t.TempDir()
 	h, err := workerhost.Start(c, workerhost.Options{

@@ -36,7 +36,11 @@ type Options struct {
 	Backends activities.Backends
 	StateDir string
 	WorkDir  string
-	Logger   *slog.Logger
+	// PassEnv names worker environment variables every tool node gets
+	// besides the minimal base and its node's env (TETHER_PASS_ENV; the
+	// agent CLIs get it through their backends' configuration).
+	PassEnv []string
+	Logger  *slog.Logger
 	// MaxConcurrentVisits bounds the activities (agent visits, tools,
 	// restores) this worker runs at once on each of its queues; zero means
 	// DefaultMaxConcurrentVisits. A visit bound to a busy worker's own
@@ -117,6 +121,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Backends:   o.Backends,
 		StateDir:   o.StateDir,
 		WorkDir:    o.WorkDir,
+		PassEnv:    o.PassEnv,
 		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger),
 		Metrics:    o.Metrics,
 		Queue:      queue,

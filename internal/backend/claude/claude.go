@@ -14,29 +14,23 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
 
+// Name is the backend's name in graphs and the catalogue.
+const Name = "claude_code"
+
 // Options configure the executor. The zero value runs `claude` from PATH
-// against the real API with the key in ANTHROPIC_API_KEY.
+// against the CLI's default endpoint with no key of its own.
 type Options struct {
-	// BinDir holds the `claude` program; empty means PATH.
-	BinDir string
-	// BaseURL is the Messages API endpoint (ANTHROPIC_BASE_URL); empty
-	// means the CLI's default.
-	BaseURL string
-	// APIKey is the key itself; when empty the key is read from the worker's
-	// environment variable APIKeyEnv (default ANTHROPIC_API_KEY). It reaches
-	// the CLI only as ANTHROPIC_API_KEY in its environment.
-	APIKey    string
-	APIKeyEnv string
-	// Model is the default model (--model); Request.Model overrides it.
-	Model string
+	// Options are what every CLI executor takes. BaseURL is the Messages
+	// API endpoint (ANTHROPIC_BASE_URL), empty for the CLI's default;
+	// APIKey reaches the CLI as ANTHROPIC_API_KEY.
+	cliexec.Options
 	// SystemPrompt replaces Claude Code's system prompt; AppendSystemPrompt
 	// is added to it.
 	SystemPrompt       string
@@ -50,26 +44,6 @@ type Options struct {
 	// IS_SANDBOX=1, which the CLI requires there. A node's permissions
 	// override it (see PermissionModes).
 	PermissionMode string
-	// AskUser is the argv that starts the ask_user MCP server, without
-	// --record (for the worker: its own executable and askuser.Subcommand).
-	// Nil leaves the tool out.
-	AskUser []string
-	// AskUserGrace is how long the CLI may go on after the agent asked
-	// before the executor ends it (default cliexec.DefaultAskUserGrace).
-	AskUserGrace time.Duration
-	// Timeout bounds one visit; zero means only the context bounds it.
-	Timeout time.Duration
-	// PassEnv names worker environment variables every visit's CLI gets
-	// (see cliexec.Environ).
-	PassEnv []string
-	// Heartbeat is called with the visit's context every HeartbeatEvery
-	// while the CLI runs (for activity.RecordHeartbeat).
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	// Env is added to the CLI's environment (after the executor's own).
-	Env []string
-	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
-	TempDir string
 }
 
 // Executor runs Claude Code visits.
@@ -78,29 +52,20 @@ type Executor struct {
 	cli  cliexec.CLI
 }
 
-var _ backend.Backend = (*Executor)(nil)
+var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = "ANTHROPIC_API_KEY"
-	}
-	return &Executor{opts: opts, cli: cliexec.CLI{
-		Backend: backend.ClaudeCode, Bin: "claude", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
-		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
-	}}
+	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "claude"}}
 }
 
-// Name is backend.ClaudeCode.
-func (e *Executor) Name() string { return backend.ClaudeCode }
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
 
 // Packer returns the claude_code session packer bound to env.
-func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
-
-// NewPacker builds the packer for a live env (packer.NewClaude with the
-// default limits); a worker may replace it to change the limits.
-var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
 const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
@@ -110,9 +75,9 @@ const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
 // denies every tool use that needs approval (Write, Edit, most Bash) and
 // tells the model so, while reads go on.
 var PermissionModes = map[string]string{
-	backend.PermissionReadOnly: "dontAsk",
-	backend.PermissionEdit:     "acceptEdits",
-	backend.PermissionFull:     "bypassPermissions",
+	agent.PermissionReadOnly: "dontAsk",
+	agent.PermissionEdit:     "acceptEdits",
+	agent.PermissionFull:     "bypassPermissions",
 }
 
 // visitSettings is what one visit runs with: the node's settings over the
@@ -122,7 +87,7 @@ type visitSettings struct {
 	tools, disallowedTools                                  []string
 }
 
-func (e *Executor) settings(req backend.Request) visitSettings {
+func (e *Executor) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	return visitSettings{
 		model:              e.cli.ModelFor(req.Model),
@@ -136,10 +101,10 @@ func (e *Executor) settings(req backend.Request) visitSettings {
 
 // Fingerprint hashes what defines the conversation a visit of req runs
 // (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req backend.Request) string {
+func (e *Executor) Fingerprint(req agent.Request) string {
 	v := e.settings(req)
 	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            backend.ClaudeCode,
+		Backend:            Name,
 		Model:              v.model,
 		SystemPrompt:       v.systemPrompt,
 		AppendSystemPrompt: v.appendSystemPrompt,
@@ -152,8 +117,8 @@ func (e *Executor) Fingerprint(req backend.Request) string {
 }
 
 // Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
-	var res backend.Result
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
 	visit, err := e.cli.Begin(req)
 	if err != nil {
 		return res, err
@@ -163,16 +128,16 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if err != nil {
 		return res, err
 	}
-	st := stream{track: cliexec.NewTracker(backend.ClaudeCode, req)}
+	st := stream{track: cliexec.NewTracker(Name, req)}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
 			return res, fmt.Errorf("%w: claude_code session %s is not in %s (for working directory %s): %s",
-				backend.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
+				agent.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
 		}
-		var ee *backend.ExitError
+		var ee *agent.ExitError
 		if errors.As(runErr, &ee) {
 			ee.StderrTail = tailWithResult(ee.StderrTail, st)
 		}
@@ -191,7 +156,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, nil
 	}
 	if st.isError {
-		return res, &backend.ExitError{Backend: backend.ClaudeCode, Code: out.ExitCode,
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
 			StderrTail: tailWithResult(out.StderrTail, st)}
 	}
 	if res.SessionID == "" {
@@ -201,7 +166,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
+func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
 	v := e.settings(req)
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
 	if visit.Model != "" {
@@ -256,15 +221,14 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, er
 
 // env is the CLI's environment: the base and the names the worker and the
 // node pass (cliexec.Environ), plus the visit's root and endpoint.
-func (e *Executor) env(req backend.Request) []string {
+func (e *Executor) env(req agent.Request) []string {
 	env := req.Env
-	key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if key != "" {
-		set = append(set, "ANTHROPIC_API_KEY="+key)
+	if e.opts.APIKey != "" {
+		set = append(set, "ANTHROPIC_API_KEY="+e.opts.APIKey)
 	}
 	if e.opts.BaseURL != "" {
 		set = append(set, "ANTHROPIC_BASE_URL="+e.opts.BaseURL)
@@ -272,7 +236,6 @@ func (e *Executor) env(req backend.Request) []string {
 	if e.settings(req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")
 	}
-	set = append(set, e.opts.Env...)
 	return e.cli.Environ(req, set...)
 }
 
@@ -321,10 +284,10 @@ type stream struct {
 	track *cliexec.Tracker
 	// messages holds the usage of each API response by message id: the CLI
 	// repeats a response's usage on every content block it prints.
-	messages map[string]backend.Usage
+	messages map[string]agent.Usage
 	// counted is the sum of the results' per-process model usage, and
 	// reported says a result carried one.
-	counted  backend.Usage
+	counted  agent.Usage
 	reported bool
 }
 
@@ -395,9 +358,9 @@ func (s *stream) line(b []byte) {
 		}
 		if u := ev.Message.Usage; u != nil && ev.Message.ID != "" {
 			if s.messages == nil {
-				s.messages = map[string]backend.Usage{}
+				s.messages = map[string]agent.Usage{}
 			}
-			s.messages[ev.Message.ID] = backend.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			s.messages[ev.Message.ID] = agent.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 			s.track.SetUsage(s.streamed())
 		}
@@ -415,8 +378,8 @@ func (s *stream) line(b []byte) {
 
 // streamed sums the usage of the responses printed so far (the main loop
 // and any subagents), each counted once.
-func (s *stream) streamed() backend.Usage {
-	var sum backend.Usage
+func (s *stream) streamed() agent.Usage {
+	var sum agent.Usage
 	for _, u := range s.messages {
 		sum = sum.Add(u)
 	}
@@ -426,7 +389,7 @@ func (s *stream) streamed() backend.Usage {
 // usage is the visit's usage: what its results counted, or, when the CLI
 // ended without one (stopped after ask_user), what its responses reported,
 // without a cost.
-func (s *stream) usage() backend.Usage {
+func (s *stream) usage() agent.Usage {
 	if s.reported {
 		return s.counted
 	}
@@ -436,8 +399,8 @@ func (s *stream) usage() backend.Usage {
 // resultUsage sums a result's per-model usage. Its cost is known when every
 // model was priced from a real price table; a model Claude Code does not
 // know is priced at a guess, which is not reported.
-func resultUsage(models map[string]modelUsage) backend.Usage {
-	sum := backend.Usage{CostKnown: true}
+func resultUsage(models map[string]modelUsage) agent.Usage {
+	sum := agent.Usage{CostKnown: true}
 	// In a fixed order, so that the float sum is the same every time.
 	for _, name := range slices.Sorted(maps.Keys(models)) {
 		m := models[name]
@@ -454,10 +417,6 @@ func resultUsage(models map[string]modelUsage) backend.Usage {
 		sum.CostUSD = 0
 	}
 	return sum
-}
-
-func newPacker(env backend.Env) backend.SessionPacker {
-	return packer.NewClaude(env, packer.DefaultLimits())
 }
 
 // Available reports whether the CLI is installed on this worker.

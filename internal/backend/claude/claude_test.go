@@ -11,28 +11,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 var suite = clitest.Suite{
-	New: func(h *clitest.Harness) backend.Backend {
-		return claude.New(claude.Options{
-			BinDir:         h.BinDir,
-			BaseURL:        h.Fake.URL(),
-			APIKey:         "sk-ant-fake",
-			Model:          "claude-fake-1",
-			AskUser:        h.AskUser,
-			Timeout:        h.Timeout,
-			Heartbeat:      h.Heartbeat,
-			HeartbeatEvery: h.HeartbeatEvery,
-			AskUserGrace:   h.AskUserGrace,
-			TempDir:        h.Scratch,
-		})
+	New: func(h *clitest.Harness) agent.Backend {
+		return claude.New(claude.Options{Options: h.Options(h.Fake.URL(), "claude-fake-1")})
 	},
-	HasSessionFiles: func(env backend.Env, id string) bool {
+	HasSessionFiles: func(env agent.Env, id string) bool {
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "projects", "*", id+".jsonl"))
 		return len(m) == 1
 	},
@@ -46,15 +36,13 @@ var suite = clitest.Suite{
 func TestClaudeCode(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
-	a := claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"}})
-	b := claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Bash", "Read"}, BaseURL: "http://elsewhere", Timeout: time.Hour})
-	assert.Equal(t, a.Fingerprint(backend.Request{}), b.Fingerprint(backend.Request{}), "tool order, endpoint and timeout do not matter")
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read"}}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
-		PermissionMode: "bypassPermissions"}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), claude.New(claude.Options{Model: "m1", AllowedTools: []string{"Read", "Bash"},
-		AskUser: []string{"x"}}).Fingerprint(backend.Request{}))
+	a := claude.New(claude.Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}})
+	b := claude.New(claude.Options{Options: cliexec.Options{Model: "m1", BaseURL: "http://elsewhere", Timeout: time.Hour}, AllowedTools: []string{"Bash", "Read"}})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), b.Fingerprint(agent.Request{}), "tool order, endpoint and timeout do not matter")
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), claude.New(claude.Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read"}}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), claude.New(claude.Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}, PermissionMode: "bypassPermissions"}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), claude.New(claude.Options{Options: cliexec.Options{Model: "m1", AskUser: []string{"x"}}, AllowedTools: []string{"Read", "Bash"}}).Fingerprint(agent.Request{}))
 }
 
 // TestBypassPermissions runs with bypassPermissions; as root this works only
@@ -62,9 +50,8 @@ func TestFingerprint(t *testing.T) {
 func TestBypassPermissions(t *testing.T) {
 	bin := clitest.Isolate(t)
 	fake := fakemodel.Start(t)
-	ex := claude.New(claude.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1",
-		PermissionMode: "bypassPermissions", Timeout: time.Minute, TempDir: t.TempDir()})
-	res, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: clitest.NewEnv(t)})
+	ex := claude.New(claude.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1", Timeout: time.Minute, TempDir: t.TempDir()}, PermissionMode: "bypassPermissions"})
+	res, err := ex.Execute(context.Background(), agent.Request{Prompt: "alpha", Env: clitest.NewEnv(t)})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 1: alpha", res.Text)
 }
@@ -75,8 +62,7 @@ func TestBypassPermissions(t *testing.T) {
 func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
 	bin := clitest.Isolate(t)
 	fake := fakemodel.Start(t)
-	ex := claude.New(claude.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1",
-		Timeout: time.Minute, TempDir: t.TempDir()})
+	ex := claude.New(claude.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1", Timeout: time.Minute, TempDir: t.TempDir()}})
 	long := strings.Repeat("d_abcdefghij.k/", 16)
 	for name, sub := range map[string]string{
 		"long":    long,
@@ -87,7 +73,7 @@ func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
 			env := clitest.NewEnv(t)
 			env.Workdir = filepath.Join(env.Workdir, sub)
 			require.NoError(t, os.MkdirAll(env.Workdir, 0o755))
-			res, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: env})
+			res, err := ex.Execute(context.Background(), agent.Request{Prompt: "alpha", Env: env})
 			require.NoError(t, err)
 			ents, _ := os.ReadDir(filepath.Join(env.StateRoot, "projects"))
 			for _, e := range ents {
@@ -105,16 +91,15 @@ func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
 func TestCostFromListPrice(t *testing.T) {
 	bin := clitest.Isolate(t)
 	fake := fakemodel.Start(t)
-	ex := claude.New(claude.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-sonnet-4-5",
-		Timeout: time.Minute, TempDir: t.TempDir()})
+	ex := claude.New(claude.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-sonnet-4-5", Timeout: time.Minute, TempDir: t.TempDir()}})
 	env := clitest.NewEnv(t)
-	first, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: env})
+	first, err := ex.Execute(context.Background(), agent.Request{Prompt: "alpha", Env: env})
 	require.NoError(t, err)
 	// $3 per million input tokens, $15 output, $3.75 cache writes, $0.30 cache reads.
-	assert.Equal(t, backend.Usage{InputTokens: 20, OutputTokens: 8, CacheWriteTokens: 1000, CostKnown: true, CostUSD: first.Usage.CostUSD}, first.Usage)
+	assert.Equal(t, agent.Usage{InputTokens: 20, OutputTokens: 8, CacheWriteTokens: 1000, CostKnown: true, CostUSD: first.Usage.CostUSD}, first.Usage)
 	assert.InDelta(t, (20*3+8*15+1000*3.75)/1e6, first.Usage.CostUSD, 1e-12)
 
-	second, err := ex.Execute(context.Background(), backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+	second, err := ex.Execute(context.Background(), agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
 	require.NoError(t, err)
 	assert.True(t, second.Usage.CostKnown)
 	assert.InDelta(t, (40*3+10*15+1000*0.30)/1e6, second.Usage.CostUSD, 1e-12)

@@ -4,23 +4,24 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, e *Executor, s backend.Settings) []string {
+func argv(t *testing.T, e *Executor, s agent.Settings) []string {
 	t.Helper()
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
 	defer v.Close()
-	a, err := e.args(backend.Request{Settings: s, Env: backend.Env{StateRoot: "/r", Workdir: "/w"}}, v)
+	a, err := e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
 	require.NoError(t, err)
 	return a
 }
@@ -28,27 +29,27 @@ func argv(t *testing.T, e *Executor, s backend.Settings) []string {
 func TestPermissionsMapToPermissionMode(t *testing.T) {
 	e := New(Options{PermissionMode: "plan"})
 	for level, mode := range map[string]string{
-		"": "plan", backend.PermissionReadOnly: "dontAsk", backend.PermissionEdit: "acceptEdits", backend.PermissionFull: "bypassPermissions",
+		"": "plan", agent.PermissionReadOnly: "dontAsk", agent.PermissionEdit: "acceptEdits", agent.PermissionFull: "bypassPermissions",
 	} {
-		got, _ := clitest.Flag(argv(t, e, backend.Settings{Permissions: level}), "--permission-mode")
+		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "--permission-mode")
 		assert.Equal(t, mode, got, "permissions %q", level)
 	}
-	_, set := clitest.Flag(argv(t, New(Options{}), backend.Settings{}), "--permission-mode")
+	_, set := clitest.Flag(argv(t, New(Options{}), agent.Settings{}), "--permission-mode")
 	assert.False(t, set, "no setting anywhere keeps the CLI's default")
-	full := New(Options{}).env(backend.Request{Settings: backend.Settings{Permissions: backend.PermissionFull}, Env: backend.Env{StateRoot: "/r"}})
+	full := New(Options{}).env(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Equal(t, os.Geteuid() == 0, slices.Contains(full, "IS_SANDBOX=1"), "bypassPermissions as root needs IS_SANDBOX=1")
 }
 
 func TestToolsAndPromptsOverrideDefaults(t *testing.T) {
 	e := New(Options{Tools: []string{"Read"}, DisallowedTools: []string{"WebFetch"}, SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
-	a := argv(t, e, backend.Settings{})
+	a := argv(t, e, agent.Settings{})
 	tools, _ := clitest.Flag(a, "--tools")
 	denied, _ := clitest.Flag(a, "--disallowedTools")
 	sys, _ := clitest.Flag(a, "--system-prompt")
 	add, _ := clitest.Flag(a, "--append-system-prompt")
 	assert.Equal(t, []string{"Read", "WebFetch", "worker sys", "worker add"}, []string{tools, denied, sys, add})
 
-	a = argv(t, e, backend.Settings{Tools: []string{"Read", "Edit"}, DisallowedTools: []string{"Bash"}, SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
+	a = argv(t, e, agent.Settings{Tools: []string{"Read", "Edit"}, DisallowedTools: []string{"Bash"}, SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
 	tools, _ = clitest.Flag(a, "--tools")
 	denied, _ = clitest.Flag(a, "--disallowedTools")
 	sys, _ = clitest.Flag(a, "--system-prompt")
@@ -61,35 +62,42 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("TETHER_TEST_WORKER", "w")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://worker-wide")
-	e := New(Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}})
-	env := e.env(backend.Request{Settings: backend.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: backend.Env{StateRoot: "/r"}})
+	t.Setenv("ANTHROPIC_API_KEY", "worker-key")
+	e := New(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
+	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "TETHER_TEST_WORKER=w")
 	assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
 	assert.Contains(t, env, "ANTHROPIC_BASE_URL=http://fake")
 	assert.NotContains(t, env, "ANTHROPIC_BASE_URL=http://worker-wide", "a node cannot pass the worker's value of a variable the executor sets")
+	assert.Contains(t, env, "ANTHROPIC_API_KEY=k")
 	for _, kv := range env {
 		assert.NotContains(t, kv, "s3cret", "a variable nobody named stays with the worker")
+	}
+	// The key is the executor's (the worker's configuration read it once):
+	// without one, the CLI gets none, whatever the worker's environment.
+	for _, kv := range New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
+		assert.False(t, strings.HasPrefix(kv, "ANTHROPIC_API_KEY="), kv)
 	}
 }
 
 func TestTimeoutSetting(t *testing.T) {
-	e := New(Options{Timeout: time.Hour})
+	e := New(Options{Options: cliexec.Options{Timeout: time.Hour}})
 	v := &cliexec.Visit{}
-	assert.Equal(t, time.Hour, e.cli.Spec(context.Background(), backend.Request{}, v).Timeout)
-	assert.Equal(t, time.Minute, e.cli.Spec(context.Background(), backend.Request{Settings: backend.Settings{Timeout: time.Minute}}, v).Timeout)
+	assert.Equal(t, time.Hour, e.cli.Spec(context.Background(), agent.Request{}, v).Timeout)
+	assert.Equal(t, time.Minute, e.cli.Spec(context.Background(), agent.Request{Settings: agent.Settings{Timeout: time.Minute}}, v).Timeout)
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
-	e := New(Options{Model: "m1"})
-	clitest.DistinctFingerprints(t, e, map[string]backend.Settings{
-		"permissions": {Permissions: backend.PermissionEdit},
+	e := New(Options{Options: cliexec.Options{Model: "m1"}})
+	clitest.DistinctFingerprints(t, e, map[string]agent.Settings{
+		"permissions": {Permissions: agent.PermissionEdit},
 		"tools":       {Tools: []string{"Read"}},
 		"disallowed":  {DisallowedTools: []string{"Read"}},
 		"system":      {SystemPrompt: "x"},
 		"append":      {AppendSystemPrompt: "x"},
 	})
-	assert.Equal(t, New(Options{Model: "m1", PermissionMode: "acceptEdits"}).Fingerprint(backend.Request{}),
-		e.Fingerprint(backend.Request{Settings: backend.Settings{Permissions: backend.PermissionEdit}}),
+	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, PermissionMode: "acceptEdits"}).Fingerprint(agent.Request{}),
+		e.Fingerprint(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionEdit}}),
 		"a node's edit is the worker's acceptEdits")
 }

@@ -5,46 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/packer"
 )
 
-// CLI is what every CLI executor does alike: it starts a visit the same way
-// and runs its program under the same limits. An executor fills one from its
-// own Options, whose field names stay its own, and keeps to itself only
-// what is particular to its CLI (flags, environment, output).
+// CLI is what every CLI executor does alike: it starts a visit the same way,
+// runs its program under the same limits and environment rules, and packs
+// with the same options. An executor builds one from the Options its own
+// Options embed, and keeps to itself only what is particular to its CLI
+// (flags, environment, output).
 type CLI struct {
+	Options
 	// Backend is the backend's name; it starts every error the helpers
 	// return.
 	Backend string
 	// Bin is the program, looked up in BinDir (empty: PATH).
-	Bin    string
-	BinDir string
-	// Model is the default model, for requests that name none.
-	Model string
-	// TempDir is where per-visit scratch directories go ("" = os.TempDir()).
-	TempDir string
-	// Timeout bounds one visit unless the request's settings give their
-	// own; zero means only the context bounds it.
-	Timeout time.Duration
-	// PassEnv names worker variables every visit's CLI gets, besides
-	// BaseEnv and the node's own env.
-	PassEnv []string
-	// Heartbeat is called with the visit's context every HeartbeatEvery
-	// while the CLI runs.
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	// AskUserMCP says the CLI is given the ask_user tool over MCP; the CLI is
-	// then ended AskUserGrace after the agent asked (default
-	// DefaultAskUserGrace).
-	AskUserMCP   bool
-	AskUserGrace time.Duration
+	Bin string
 }
 
 // Available reports whether the CLI can run on this worker: its program is
-// installed where the executor looks (backend.ErrNotInstalled if not). A
+// installed where the executor looks (agent.ErrNotInstalled if not). A
 // node's fallback takes over from a backend that is not available.
 func (c CLI) Available() error {
 	_, err := Resolve(c.Backend, c.BinDir, c.Bin)
@@ -62,7 +44,7 @@ func (c CLI) ModelFor(requested string) string {
 // MCPTools are the MCP tools the CLI is given, as Conversation.MCPTools
 // names them.
 func (c CLI) MCPTools() []string {
-	if !c.AskUserMCP {
+	if c.AskUser == nil {
 		return nil
 	}
 	return []string{askuser.ServerName + "/" + askuser.ToolName}
@@ -70,7 +52,7 @@ func (c CLI) MCPTools() []string {
 
 // Check fails a request that does not say where the CLI keeps its state and
 // where it works.
-func (c CLI) Check(req backend.Request) error {
+func (c CLI) Check(req agent.Request) error {
 	if req.Env.StateRoot == "" || req.Env.Workdir == "" {
 		return fmt.Errorf("%s: request needs Env.StateRoot and Env.Workdir", c.Backend)
 	}
@@ -80,7 +62,7 @@ func (c CLI) Check(req backend.Request) error {
 // Begin starts a visit for req: it checks the request, works out the prompt
 // and the model, creates the state root and makes the visit's scratch
 // directory. The caller closes the visit.
-func (c CLI) Begin(req backend.Request) (*Visit, error) {
+func (c CLI) Begin(req agent.Request) (*Visit, error) {
 	if err := c.Check(req); err != nil {
 		return nil, err
 	}
@@ -102,7 +84,7 @@ func (c CLI) Begin(req backend.Request) (*Visit, error) {
 // Spec is the run of the CLI for visit v of req: the program, working
 // directory, prompt, limits and heartbeat. The executor adds the arguments,
 // the environment and the reader of the output.
-func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
+func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 	s := Spec{
 		Backend: c.Backend,
 		Bin:     c.Bin,
@@ -118,16 +100,27 @@ func (c CLI) Spec(ctx context.Context, req backend.Request, v *Visit) Spec {
 		s.Heartbeat = func(d any) { c.Heartbeat(ctx, d) }
 		s.HeartbeatEvery = c.HeartbeatEvery
 	}
-	if c.AskUserMCP {
+	if c.AskUser != nil {
 		s.Stop = v.AskUserStop(c.AskUserGrace)
 	}
 	return s
 }
 
 // Environ is the environment of the CLI for req: BaseEnv, the executor's
-// PassEnv and the node's env names, then set (see the package function).
-func (c CLI) Environ(req backend.Request, set ...string) []string {
+// PassEnv and the node's env names, then set, HOME when Home is set, and
+// Env (see the package function).
+func (c CLI) Environ(req agent.Request, set ...string) []string {
+	set = append([]string(nil), set...)
+	if c.Home != "" {
+		set = append(set, "HOME="+c.Home)
+	}
+	set = append(set, c.Env...)
 	return Environ(append(append([]string(nil), c.PassEnv...), req.Settings.Env...), set...)
+}
+
+// PackerOptions are the options of the backend's session packers.
+func (c CLI) PackerOptions() []packer.Option {
+	return []packer.Option{packer.WithRedact(c.Redact)}
 }
 
 // Pick is the node's value when set, else the executor's default.
@@ -147,20 +140,11 @@ func PickList(node, def []string) []string {
 	return def
 }
 
-// APIKey is key when set, else the value of the worker's environment
-// variable envVar, so that a key need not be written into configuration.
-func APIKey(key, envVar string) string {
-	if key != "" {
-		return key
-	}
-	return os.Getenv(envVar)
-}
-
 // ReportFailure puts what the CLI reported as its failure (on stdout) in
 // front of the stderr tail of err when err is an exit error, since some
 // CLIs say why they failed only there. It returns err.
 func ReportFailure(err error, failure string) error {
-	var ee *backend.ExitError
+	var ee *agent.ExitError
 	if failure != "" && errors.As(err, &ee) {
 		ee.StderrTail = failure + "\n" + ee.StderrTail
 	}

@@ -10,8 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 func TestFingerprintIsCanonical(t *testing.T) {
@@ -33,11 +32,11 @@ func TestStructured(t *testing.T) {
 }
 
 func TestAnswerPrompt(t *testing.T) {
-	p, err := Prompt(backend.Request{Prompt: "ignored", SessionID: "s",
-		Answer: &backend.Answer{QuestionID: "q1", Text: "blue", PendingToolUseID: "toolu_1"}})
+	p, err := Prompt(agent.Request{Prompt: "ignored", SessionID: "s",
+		Answer: &agent.Answer{QuestionID: "q1", Text: "blue", PendingToolUseID: "toolu_1"}})
 	require.NoError(t, err)
 	assert.Equal(t, "The user answered your ask_user question (tool use toolu_1) q1:\nblue", p)
-	_, err = Prompt(backend.Request{Answer: &backend.Answer{Text: "x"}})
+	_, err = Prompt(agent.Request{Answer: &agent.Answer{Text: "x"}})
 	assert.Error(t, err, "an answer without a session")
 }
 
@@ -58,7 +57,7 @@ func TestRunStreamsLinesAndStdin(t *testing.T) {
 
 func TestRunExitError(t *testing.T) {
 	_, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "echo boom >&2; exit 3")})
-	var ee *backend.ExitError
+	var ee *agent.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 3, ee.Code)
 	assert.Equal(t, "boom", ee.StderrTail)
@@ -71,7 +70,7 @@ func TestRunTimeoutKillsGroup(t *testing.T) {
 	bin := script(t, "sh -c 'trap \"\" TERM; exec sleep 300' "+marker+" &\nsleep 300\n")
 	start := time.Now()
 	_, err := Run(context.Background(), Spec{Backend: "t", Bin: bin, Timeout: 500 * time.Millisecond})
-	require.ErrorIs(t, err, backend.ErrTimeout)
+	require.ErrorIs(t, err, agent.ErrTimeout)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	ps, _ := os.ReadDir("/proc")
@@ -94,9 +93,9 @@ func TestRunStop(t *testing.T) {
 
 func TestResolveMissing(t *testing.T) {
 	_, err := Resolve("t", t.TempDir(), "nope")
-	assert.ErrorIs(t, err, backend.ErrNotInstalled)
+	assert.ErrorIs(t, err, agent.ErrNotInstalled)
 	_, err = Resolve("t", "", "tether-no-such-program")
-	assert.ErrorIs(t, err, backend.ErrNotInstalled)
+	assert.ErrorIs(t, err, agent.ErrNotInstalled)
 }
 
 func TestEnvironIsBasePassAndSet(t *testing.T) {
@@ -116,5 +115,28 @@ func TestEnvironIsBasePassAndSet(t *testing.T) {
 	for _, kv := range env {
 		assert.False(t, strings.HasPrefix(kv, "TETHER_TEST_ABSENT"), "an unset name passes nothing")
 	}
-	assert.Equal(t, []string{"A", "B_2"}, SplitNames(" A, ,B_2,"))
+}
+
+// A program whose output is kept as bytes gets a writer instead of lines:
+// nothing is split, trimmed or dropped.
+func TestRunStdoutWriter(t *testing.T) {
+	out := NewTailBuffer(8)
+	_, err := Run(context.Background(), Spec{Backend: "t", Bin: script(t, "printf 'one\\n\\ntwo three'"), Stdout: out,
+		OnLine: func([]byte) { t.Error("lines go nowhere when Stdout is set") }})
+	require.NoError(t, err)
+	assert.Equal(t, "wo three", string(out.Bytes()), "the buffer keeps the last 8 bytes")
+}
+
+// A relative program path is taken from the process's working directory,
+// not the worker's.
+func TestRunRelativeProgramFromDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "check.sh"), []byte("#!/bin/sh\necho ran in \"$PWD\" >&2\nexit 3\n"), 0o755))
+	_, err := Run(context.Background(), Spec{Backend: "t", Bin: "./check.sh", Dir: dir})
+	var ee *agent.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 3, ee.Code)
+	assert.Equal(t, "ran in "+dir, ee.StderrTail)
+	_, err = Run(context.Background(), Spec{Backend: "t", Bin: "./missing.sh", Dir: dir})
+	assert.ErrorIs(t, err, agent.ErrNotInstalled)
 }

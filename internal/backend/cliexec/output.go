@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Structured parses an agent's final text as structured output: the whole
@@ -35,7 +35,7 @@ func Structured(text string) map[string]any {
 // pending ask_user tool call was already closed by its own result (which
 // told the model the answer comes next), so the answer is simply the next
 // user message.
-func AnswerPrompt(a *backend.Answer) string {
+func AnswerPrompt(a *agent.Answer) string {
 	var b strings.Builder
 	b.WriteString("The user answered your ask_user question")
 	if a.PendingToolUseID != "" {
@@ -51,7 +51,7 @@ func AnswerPrompt(a *backend.Answer) string {
 
 // Prompt is the text a visit sends: the answer when the visit resumes a
 // question, else the request's prompt.
-func Prompt(req backend.Request) (string, error) {
+func Prompt(req agent.Request) (string, error) {
 	if req.Answer == nil {
 		return req.Prompt, nil
 	}
@@ -70,25 +70,6 @@ var BaseEnv = []string{
 	"PATH", "HOME", "USER", "LANG", "LC_*", "TZ", "TMPDIR", "TERM", "SHELL",
 	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-}
-
-// PassEnvVar is the worker's variable that names, comma-separated, further
-// variables of its environment to pass to every agent CLI and tool.
-const PassEnvVar = "TETHER_PASS_ENV"
-
-// WorkerPassEnv reads PassEnvVar from the worker's environment.
-func WorkerPassEnv() []string { return SplitNames(os.Getenv(PassEnvVar)) }
-
-// SplitNames splits a comma-separated list of variable names, dropping
-// blanks.
-func SplitNames(list string) []string {
-	var out []string
-	for _, n := range strings.Split(list, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Environ is the environment of a CLI or tool process: the worker's

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Tracker gathers one visit's progress as an executor's reader of the CLI's
@@ -14,28 +14,28 @@ import (
 // Its methods are safe for concurrent use; a Tracker for a request without
 // a Progress func only keeps the value.
 type Tracker struct {
-	report  func(backend.Progress)
+	report  func(agent.Progress)
 	workdir string
 	start   time.Time
 
 	mu sync.Mutex
-	p  backend.Progress
+	p  agent.Progress
 }
 
 // NewTracker starts tracking a visit of req by backendName.
-func NewTracker(backendName string, req backend.Request) *Tracker {
+func NewTracker(backendName string, req agent.Request) *Tracker {
 	return &Tracker{
 		report:  req.Progress,
 		workdir: req.Env.Workdir,
 		start:   time.Now(),
-		p:       backend.Progress{Node: req.NodeID, Visit: req.Visit, Backend: backendName},
+		p:       agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: backendName},
 	}
 }
 
 // ToolCall records a tool call: name is the CLI's tool name, arg its main
 // argument (a path, a command, a pattern), which may be empty.
 func (t *Tracker) ToolCall(name, arg string) {
-	t.update(func(p *backend.Progress) {
+	t.update(func(p *agent.Progress) {
 		p.Activity = Activity(name, t.relative(arg))
 		p.ToolCalls++
 	})
@@ -46,23 +46,16 @@ func (t *Tracker) Say(text string) {
 	if strings.TrimSpace(text) == "" {
 		return
 	}
-	t.update(func(p *backend.Progress) { p.Text = backend.Tail(strings.TrimSpace(text), backend.MaxProgressText) })
+	t.update(func(p *agent.Progress) { p.Text = agent.Tail(strings.TrimSpace(text), agent.MaxProgressText) })
 }
 
 // SetUsage records the usage so far.
-func (t *Tracker) SetUsage(u backend.Usage) {
-	t.update(func(p *backend.Progress) { p.Usage = u })
-}
-
-// Usage is the usage recorded so far.
-func (t *Tracker) Usage() backend.Usage {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.p.Usage
+func (t *Tracker) SetUsage(u agent.Usage) {
+	t.update(func(p *agent.Progress) { p.Usage = u })
 }
 
 // Progress is the latest progress.
-func (t *Tracker) Progress() backend.Progress {
+func (t *Tracker) Progress() agent.Progress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.p
@@ -70,7 +63,7 @@ func (t *Tracker) Progress() backend.Progress {
 	return p
 }
 
-func (t *Tracker) update(change func(*backend.Progress)) {
+func (t *Tracker) update(change func(*agent.Progress)) {
 	t.mu.Lock()
 	before := t.p
 	change(&t.p)
@@ -93,16 +86,16 @@ func (t *Tracker) relative(arg string) string {
 }
 
 // Activity is how a progress line names a tool call: the tool, then the
-// first line of its main argument, cut to backend.MaxProgressActivity.
+// first line of its main argument, cut to agent.MaxProgressActivity.
 func Activity(tool, arg string) string {
 	arg, _, cut := strings.Cut(strings.TrimSpace(arg), "\n")
 	if cut {
 		arg += " …"
 	}
 	if arg == "" {
-		return backend.Head(tool, backend.MaxProgressActivity)
+		return agent.Head(tool, agent.MaxProgressActivity)
 	}
-	return backend.Head(tool+" "+arg, backend.MaxProgressActivity)
+	return agent.Head(tool+" "+arg, agent.MaxProgressActivity)
 }
 
 // MainArg picks a tool call's main argument from its input: the first of

@@ -1,13 +1,16 @@
-// Package cliexec runs one agent CLI process for a backend executor: it
-// resolves the binary, puts the CLI in its own process group, feeds the
-// prompt on stdin, hands each stdout line to the caller as it arrives,
-// keeps the tail of stderr, heartbeats while the CLI runs, and enforces the
-// visit's timeout and cancellation by killing the whole process group (the
-// CLI, its MCP servers and any tool processes it started).
+// Package cliexec is what the CLI executors share: their common Options,
+// the start of a visit (CLI), the child environment (Environ), and the one
+// process runner of the worker (Run), which also runs tool nodes. Run
+// resolves the binary, puts the process in its own group that dies with
+// the worker, feeds the prompt on stdin, hands each stdout line to the
+// caller as it arrives (or the raw bytes to a writer), keeps the tail of
+// stderr, heartbeats while the process runs, and enforces the timeout and
+// cancellation by killing the whole process group (the CLI, its MCP
+// servers and any tool processes it started).
 //
-// Failures come back typed: backend.ErrNotInstalled for a missing binary,
-// backend.ErrTimeout when the deadline passed, the context's error when the
-// visit was cancelled, and *backend.ExitError for a non-zero exit.
+// Failures come back typed: agent.ErrNotInstalled for a missing binary,
+// agent.ErrTimeout when the deadline passed, the context's error when the
+// visit was cancelled, and *agent.ExitError for a non-zero exit.
 package cliexec
 
 import (
@@ -15,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -25,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Defaults for Spec fields left zero.
@@ -39,9 +43,11 @@ const (
 
 // Spec is one CLI run.
 type Spec struct {
+	// Backend names what runs (a backend, a tool node); it starts every
+	// error Run returns.
 	Backend string
-	// Bin is the program: a path, or a name looked up in BinDir (when set)
-	// or in PATH.
+	// Bin is the program: a path (a relative one is taken from Dir), or a
+	// name looked up in BinDir (when set) or in PATH.
 	Bin    string
 	BinDir string
 	Args   []string
@@ -57,6 +63,13 @@ type Spec struct {
 	HeartbeatEvery time.Duration
 	// OnLine receives each stdout line (without the newline), in order.
 	OnLine func(line []byte)
+	// Stdout, when set, receives stdout as it comes, in place of OnLine:
+	// for a program whose output is kept as bytes rather than read as
+	// lines (a tool node's tail).
+	Stdout io.Writer
+	// Stderr, when set, receives stderr too; Outcome.StderrTail keeps its
+	// tail either way.
+	Stderr io.Writer
 	// Stop is polled while the CLI runs; once it returns true the CLI's group
 	// gets SIGTERM, then SIGKILL after StopGrace. A run ended this way is not
 	// an error whatever its exit status.
@@ -82,7 +95,7 @@ type Outcome struct {
 
 // Resolve returns the path of bin: bin itself when it holds a slash, else
 // BinDir/bin when dir is set, else the PATH entry. A missing or
-// non-executable program is backend.ErrNotInstalled.
+// non-executable program is agent.ErrNotInstalled.
 func Resolve(backendName, dir, bin string) (string, error) {
 	var p string
 	switch {
@@ -93,7 +106,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 	default:
 		lp, err := exec.LookPath(bin)
 		if err != nil {
-			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", backend.ErrNotInstalled, backendName, bin)
+			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", agent.ErrNotInstalled, backendName, bin)
 		}
 		return lp, nil
 	}
@@ -102,7 +115,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 		if err == nil {
 			err = fs.ErrPermission
 		}
-		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", backend.ErrNotInstalled, backendName, p, err)
+		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", agent.ErrNotInstalled, backendName, p, err)
 	}
 	return p, nil
 }
@@ -111,7 +124,17 @@ func Resolve(backendName, dir, bin string) (string, error) {
 // run that Stop ended).
 func Run(ctx context.Context, s Spec) (Outcome, error) {
 	var out Outcome
-	path, err := Resolve(s.Backend, s.BinDir, s.Bin)
+	bin := s.Bin
+	if strings.ContainsRune(bin, filepath.Separator) && !filepath.IsAbs(bin) && s.Dir != "" {
+		// The program is where the process will run, not where the
+		// worker does.
+		abs, err := filepath.Abs(filepath.Join(s.Dir, bin))
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", s.Backend, err)
+		}
+		bin = abs
+	}
+	path, err := Resolve(s.Backend, s.BinDir, bin)
 	if err != nil {
 		return out, err
 	}
@@ -140,8 +163,11 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	defer runtime.UnlockOSThread()
 	// Stderr is copied by os/exec; WaitDelay bounds that copy when a process
 	// that escaped the group still holds the pipe.
-	tail := &tailBuffer{max: stderrTailBytes}
+	tail := NewTailBuffer(stderrTailBytes)
 	cmd.Stderr = tail
+	if s.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(tail, s.Stderr)
+	}
 	cmd.WaitDelay = grace
 	// Stdout is a plain pipe read here, so that Wait does not depend on it.
 	pr, pw, err := os.Pipe()
@@ -155,7 +181,7 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	pw.Close()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return out, fmt.Errorf("%w: %s: %v", backend.ErrNotInstalled, s.Backend, err)
+			return out, fmt.Errorf("%w: %s: %v", agent.ErrNotInstalled, s.Backend, err)
 		}
 		return out, fmt.Errorf("%s: start %s: %w", s.Backend, path, err)
 	}
@@ -169,6 +195,10 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
+		if s.Stdout != nil {
+			_, _ = io.Copy(s.Stdout, pr)
+			return
+		}
 		r := bufio.NewReaderSize(pr, 64*1024)
 		for {
 			line, err := r.ReadBytes('\n')
@@ -244,7 +274,7 @@ loop:
 		<-readDone
 	}
 	out.Duration = time.Since(start)
-	out.StderrTail = tail.String()
+	out.StderrTail = strings.TrimSpace(strings.ToValidUTF8(string(tail.Bytes()), ""))
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -252,7 +282,7 @@ loop:
 	switch {
 	case killed != nil && ctx.Err() == nil || errors.Is(killed, context.DeadlineExceeded):
 		return out, fmt.Errorf("%w: %s ran for %s (limit %s); its process group was killed",
-			backend.ErrTimeout, s.Backend, out.Duration.Round(time.Millisecond), s.Timeout)
+			agent.ErrTimeout, s.Backend, out.Duration.Round(time.Millisecond), s.Timeout)
 	case killed != nil:
 		return out, fmt.Errorf("%s: visit cancelled, process group killed: %w", s.Backend, killed)
 	case out.Stopped:
@@ -260,7 +290,7 @@ loop:
 	case waitErr != nil:
 		var ee *exec.ExitError
 		if errors.As(waitErr, &ee) {
-			return out, &backend.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
+			return out, &agent.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
 		}
 		return out, fmt.Errorf("%s: %w", s.Backend, waitErr)
 	}
@@ -274,14 +304,19 @@ func trimEOL(b []byte) []byte {
 	return b
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// TailBuffer keeps the last bytes written to it, up to its size. It is safe
+// for concurrent use.
+type TailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer returns a buffer that keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+// Write keeps the tail of what was written so far, p included.
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -291,8 +326,9 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+// Bytes is a copy of the tail, which may start inside a UTF-8 sequence.
+func (t *TailBuffer) Bytes() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimSpace(strings.ToValidUTF8(string(t.buf), ""))
+	return append([]byte(nil), t.buf...)
 }

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 )
 
 // DefaultAskUserGrace is how long a CLI may keep going after the agent
@@ -74,7 +74,7 @@ func (v *Visit) AskUserStop(grace time.Duration) func() bool {
 // Interaction reads what the agent asked during the visit, or nil. pending
 // is the tool-use id the executor saw in the CLI's output; when empty, the
 // id the MCP client passed (if any) is used.
-func (v *Visit) Interaction(pending string) (*backend.Interaction, error) {
+func (v *Visit) Interaction(pending string) (*agent.Interaction, error) {
 	rec, err := askuser.ReadRecord(v.Record)
 	if err != nil || rec == nil {
 		return nil, err
@@ -82,5 +82,5 @@ func (v *Visit) Interaction(pending string) (*backend.Interaction, error) {
 	if pending == "" && len(rec.ToolUseIDs) > 0 {
 		pending = rec.ToolUseIDs[len(rec.ToolUseIDs)-1]
 	}
-	return &backend.Interaction{Questions: rec.Questions, PendingToolUseID: pending}, nil
+	return &agent.Interaction{Questions: rec.Questions, PendingToolUseID: pending}, nil
 }

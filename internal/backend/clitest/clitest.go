@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -37,10 +37,10 @@ func Isolate(t *testing.T) string {
 }
 
 // NewEnv returns an empty state root and an empty working directory.
-func NewEnv(t *testing.T) backend.Env {
+func NewEnv(t *testing.T) agent.Env {
 	t.Helper()
 	base := t.TempDir()
-	env := backend.Env{StateRoot: filepath.Join(base, "root"), Workdir: filepath.Join(base, "work")}
+	env := agent.Env{StateRoot: filepath.Join(base, "root"), Workdir: filepath.Join(base, "work")}
 	for _, d := range []string{env.StateRoot, env.Workdir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -152,15 +152,15 @@ func Flag(argv []string, name string) (string, bool) {
 // DistinctFingerprints checks that each of settings gives b's visits a
 // fingerprint of its own, different from no settings and from every other
 // entry, while env names and a timeout change nothing.
-func DistinctFingerprints(t *testing.T, b backend.Backend, settings map[string]backend.Settings) map[string]string {
+func DistinctFingerprints(t *testing.T, b agent.Backend, settings map[string]agent.Settings) map[string]string {
 	t.Helper()
-	base := b.Fingerprint(backend.Request{})
-	if got := b.Fingerprint(backend.Request{Settings: backend.Settings{Env: []string{"X"}, Timeout: time.Minute}}); got != base {
+	base := b.Fingerprint(agent.Request{})
+	if got := b.Fingerprint(agent.Request{Settings: agent.Settings{Env: []string{"X"}, Timeout: time.Minute}}); got != base {
 		t.Errorf("env names and a timeout changed the fingerprint")
 	}
 	seen := map[string]string{"none": base}
 	for name, s := range settings {
-		fp := b.Fingerprint(backend.Request{Settings: s})
+		fp := b.Fingerprint(agent.Request{Settings: s})
 		for other, ofp := range seen {
 			if ofp == fp {
 				t.Errorf("settings %s and %s give the same fingerprint", name, other)

@@ -15,10 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/fakemodel"
-	"github.com/tether-run/tether/internal/testenv"
 )
 
 // Harness is what a suite's New gets to build an executor: the fake model,
@@ -41,10 +40,10 @@ type Harness struct {
 // Suite describes one real-CLI backend to the shared tests.
 type Suite struct {
 	// New builds the executor under test from h.
-	New func(h *Harness) backend.Backend
+	New func(h *Harness) agent.Backend
 	// HasSessionFiles reports whether the CLI wrote session id under env, by
 	// the backend's documented layout.
-	HasSessionFiles func(env backend.Env, id string) bool
+	HasSessionFiles func(env agent.Env, id string) bool
 	// MissingID is a well-formed session id that does not exist.
 	MissingID string
 	// AskUserTool is the tool name the fake model sees for ask_user; empty
@@ -67,12 +66,31 @@ type Suite struct {
 // Expect is the usage a CLI speaking wire reports for what the fake model
 // counted: the Messages API reports cache writes, the OpenAI APIs count
 // them as plain input. No suite's model has a price, so no cost is known.
-func Expect(wire fakemodel.API, u fakemodel.Usage) backend.Usage {
+func Expect(wire fakemodel.API, u fakemodel.Usage) agent.Usage {
 	if wire == fakemodel.Anthropic {
-		return backend.Usage{InputTokens: int64(u.Input), OutputTokens: int64(u.Output),
+		return agent.Usage{InputTokens: int64(u.Input), OutputTokens: int64(u.Output),
 			CacheReadTokens: int64(u.CacheRead), CacheWriteTokens: int64(u.CacheWrite)}
 	}
-	return backend.Usage{InputTokens: int64(u.Input + u.CacheWrite), OutputTokens: int64(u.Output), CacheReadTokens: int64(u.CacheRead)}
+	return agent.Usage{InputTokens: int64(u.Input + u.CacheWrite), OutputTokens: int64(u.Output), CacheReadTokens: int64(u.CacheRead)}
+}
+
+// Options are the executor options a suite's New passes for h: the CLIs'
+// bin dir, the fake model at baseURL with a fake key, model, the ask_user
+// server and the suite's limits and heartbeat. A backend without an MCP
+// client ignores AskUser.
+func (h *Harness) Options(baseURL, model string) cliexec.Options {
+	return cliexec.Options{
+		BinDir:         h.BinDir,
+		BaseURL:        baseURL,
+		APIKey:         "sk-fake",
+		Model:          model,
+		AskUser:        h.AskUser,
+		AskUserGrace:   h.AskUserGrace,
+		Timeout:        h.Timeout,
+		Heartbeat:      h.Heartbeat,
+		HeartbeatEvery: h.HeartbeatEvery,
+		TempDir:        h.Scratch,
+	}
 }
 
 func (s Suite) harness(t *testing.T) *Harness {
@@ -81,7 +99,7 @@ func (s Suite) harness(t *testing.T) *Harness {
 		Scratch: t.TempDir(), Timeout: 2 * time.Minute}
 }
 
-func execute(t *testing.T, b backend.Backend, req backend.Request) backend.Result {
+func execute(t *testing.T, b agent.Backend, req agent.Request) agent.Result {
 	t.Helper()
 	res, err := b.Execute(context.Background(), req)
 	require.NoError(t, err)
@@ -103,7 +121,7 @@ func Run(t *testing.T, s Suite) {
 		env := NewEnv(t)
 		b := s.New(h)
 		start := time.Now()
-		res := execute(t, b, backend.Request{Prompt: "alpha", Env: env})
+		res := execute(t, b, agent.Request{Prompt: "alpha", Env: env})
 		t.Logf("fresh visit: %s", time.Since(start).Round(time.Millisecond))
 		assert.NotEmpty(t, res.SessionID)
 		assert.Equal(t, "turn 1: alpha", res.Text)
@@ -116,9 +134,9 @@ func Run(t *testing.T, s Suite) {
 		h := s.harness(t)
 		env := NewEnv(t)
 		b := s.New(h)
-		first := execute(t, b, backend.Request{Prompt: "alpha", Env: env})
+		first := execute(t, b, agent.Request{Prompt: "alpha", Env: env})
 		start := time.Now()
-		second := execute(t, b, backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+		second := execute(t, b, agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
 		t.Logf("resumed visit: %s", time.Since(start).Round(time.Millisecond))
 		assert.Equal(t, first.SessionID, second.SessionID)
 		assert.Equal(t, "turn 2: alpha | beta", second.Text)
@@ -128,29 +146,29 @@ func Run(t *testing.T, s Suite) {
 	t.Run("ResumeMissingIsNoSession", func(t *testing.T) {
 		h := s.harness(t)
 		env := NewEnv(t)
-		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "x", SessionID: s.MissingID, Env: env})
-		require.ErrorIs(t, err, backend.ErrNoSession)
-		assert.Equal(t, "NoSession", backend.ErrorType(err))
+		_, err := s.New(h).Execute(context.Background(), agent.Request{Prompt: "x", SessionID: s.MissingID, Env: env})
+		require.ErrorIs(t, err, agent.ErrNoSession)
+		assert.Equal(t, "NoSession", agent.ErrorType(err))
 		t.Logf("error: %v", err)
 	})
 	t.Run("ForkLeavesOriginal", func(t *testing.T) {
 		h := s.harness(t)
 		env := NewEnv(t)
 		b := s.New(h)
-		first := execute(t, b, backend.Request{Prompt: "alpha", Env: env})
-		forked := execute(t, b, backend.Request{Prompt: "fork-beta", SessionID: first.SessionID, Fork: true, Env: env})
+		first := execute(t, b, agent.Request{Prompt: "alpha", Env: env})
+		forked := execute(t, b, agent.Request{Prompt: "fork-beta", SessionID: first.SessionID, Fork: true, Env: env})
 		assert.NotEqual(t, first.SessionID, forked.SessionID)
 		assert.Equal(t, "turn 2: alpha | fork-beta", forked.Text)
-		again := execute(t, b, backend.Request{Prompt: "gamma", SessionID: first.SessionID, Env: env})
+		again := execute(t, b, agent.Request{Prompt: "gamma", SessionID: first.SessionID, Env: env})
 		assert.Equal(t, "turn 2: alpha | gamma", again.Text, "the original did not see the fork's turn")
 	})
 	t.Run("AskUserThenAnswer", func(t *testing.T) {
 		h := s.harness(t)
 		env := NewEnv(t)
 		b := s.New(h)
-		asked := execute(t, b, backend.Request{Prompt: "paint it\nASK_USER: which colour?", Env: env})
+		asked := execute(t, b, agent.Request{Prompt: "paint it\nASK_USER: which colour?", Env: env})
 		require.NotNil(t, asked.NeedsInteraction, "no interaction; final text %q", asked.Text)
-		assert.Equal(t, []backend.Question{{ID: "q1", Text: "which colour?"}}, asked.NeedsInteraction.Questions)
+		assert.Equal(t, []agent.Question{{ID: "q1", Text: "which colour?"}}, asked.NeedsInteraction.Questions)
 		require.NotEmpty(t, asked.SessionID)
 		assert.True(t, s.HasSessionFiles(env, asked.SessionID), "session files are on disk while paused")
 		if s.PendingPrefix != "" {
@@ -164,7 +182,7 @@ func Run(t *testing.T, s Suite) {
 			}
 			assert.True(t, called, "the fake model called %s", s.AskUserTool)
 		}
-		answered := execute(t, b, backend.Request{SessionID: asked.SessionID, Env: env, Answer: &backend.Answer{
+		answered := execute(t, b, agent.Request{SessionID: asked.SessionID, Env: env, Answer: &agent.Answer{
 			QuestionID: "q1", Text: "blue", PendingToolUseID: asked.NeedsInteraction.PendingToolUseID}})
 		assert.Nil(t, answered.NeedsInteraction)
 		assert.Equal(t, asked.SessionID, answered.SessionID)
@@ -180,20 +198,20 @@ func Run(t *testing.T, s Suite) {
 		env := NewEnv(t)
 		b := s.New(h)
 		start := time.Now()
-		asked := execute(t, b, backend.Request{Prompt: "ASK_USER: which colour?\nSLEEP_AFTER_TOOL: 120s", Env: env})
+		asked := execute(t, b, agent.Request{Prompt: "ASK_USER: which colour?\nSLEEP_AFTER_TOOL: 120s", Env: env})
 		t.Logf("the executor ended the turn after %s", time.Since(start).Round(time.Millisecond))
 		assert.Less(t, time.Since(start), 60*time.Second)
 		require.NotNil(t, asked.NeedsInteraction)
 		require.NotEmpty(t, asked.SessionID)
 		assert.Empty(t, Processes(h.Scratch), "nothing of the visit's process group survives")
-		answered := execute(t, b, backend.Request{SessionID: asked.SessionID, Env: env, Answer: &backend.Answer{
+		answered := execute(t, b, agent.Request{SessionID: asked.SessionID, Env: env, Answer: &agent.Answer{
 			QuestionID: "q1", Text: "blue", PendingToolUseID: asked.NeedsInteraction.PendingToolUseID}})
 		assert.True(t, strings.HasPrefix(answered.Text, "turn 2: "), answered.Text)
 		assert.True(t, strings.HasSuffix(answered.Text, "\nblue"), answered.Text)
 	})
 	t.Run("StructuredOutput", func(t *testing.T) {
 		h := s.harness(t)
-		res := execute(t, s.New(h), backend.Request{Prompt: `REPLY: {"verdict":"pass","score":3}`, Env: NewEnv(t)})
+		res := execute(t, s.New(h), agent.Request{Prompt: `REPLY: {"verdict":"pass","score":3}`, Env: NewEnv(t)})
 		assert.Equal(t, map[string]any{"verdict": "pass", "score": float64(3)}, res.Structured)
 	})
 	t.Run("TimeoutKillsProcessGroup", func(t *testing.T) {
@@ -202,9 +220,9 @@ func Run(t *testing.T, s Suite) {
 		h.Timeout, h.HeartbeatEvery = 4*time.Second, 500*time.Millisecond
 		h.Heartbeat = func(context.Context, any) { beats.Add(1) }
 		start := time.Now()
-		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "SLEEP: 60s", Env: NewEnv(t)})
-		require.ErrorIs(t, err, backend.ErrTimeout)
-		assert.Equal(t, "Timeout", backend.ErrorType(err))
+		_, err := s.New(h).Execute(context.Background(), agent.Request{Prompt: "SLEEP: 60s", Env: NewEnv(t)})
+		require.ErrorIs(t, err, agent.ErrTimeout)
+		assert.Equal(t, "Timeout", agent.ErrorType(err))
 		assert.Less(t, time.Since(start), 20*time.Second)
 		assert.GreaterOrEqual(t, beats.Load(), int32(3), "heartbeats while the CLI ran")
 		assert.Empty(t, Processes(h.Scratch), "nothing of the visit's process group survives")
@@ -214,16 +232,16 @@ func Run(t *testing.T, s Suite) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		time.AfterFunc(3*time.Second, cancel)
-		_, err := s.New(h).Execute(ctx, backend.Request{Prompt: "SLEEP: 60s", Env: NewEnv(t)})
+		_, err := s.New(h).Execute(ctx, agent.Request{Prompt: "SLEEP: 60s", Env: NewEnv(t)})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Empty(t, Processes(h.Scratch), "nothing of the visit's process group survives")
 	})
 	t.Run("ModelErrorIsExitError", func(t *testing.T) {
 		h := s.harness(t)
-		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "HTTP_ERROR: 400", Env: NewEnv(t)})
-		var ee *backend.ExitError
+		_, err := s.New(h).Execute(context.Background(), agent.Request{Prompt: "HTTP_ERROR: 400", Env: NewEnv(t)})
+		var ee *agent.ExitError
 		require.ErrorAs(t, err, &ee)
-		assert.Equal(t, "ExitError", backend.ErrorType(err))
+		assert.Equal(t, "ExitError", agent.ErrorType(err))
 		assert.Contains(t, ee.StderrTail, "400")
 		t.Logf("error: %v", err)
 	})
@@ -236,9 +254,9 @@ func Run(t *testing.T, s Suite) {
 	t.Run("NotInstalled", func(t *testing.T) {
 		h := s.harness(t)
 		h.BinDir = t.TempDir()
-		_, err := s.New(h).Execute(context.Background(), backend.Request{Prompt: "x", Env: NewEnv(t)})
-		require.ErrorIs(t, err, backend.ErrNotInstalled)
-		assert.Equal(t, "NotInstalled", backend.ErrorType(err))
+		_, err := s.New(h).Execute(context.Background(), agent.Request{Prompt: "x", Env: NewEnv(t)})
+		require.ErrorIs(t, err, agent.ErrNotInstalled)
+		assert.Equal(t, "NotInstalled", agent.ErrorType(err))
 	})
 }
 
@@ -251,13 +269,10 @@ func roundTrip(t *testing.T, s Suite) {
 	b := s.New(h)
 	envA, envB := NewEnv(t), NewEnv(t)
 
-	first := execute(t, b, backend.Request{Prompt: "alpha", Env: envA})
+	first := execute(t, b, agent.Request{Prompt: "alpha", Env: envA})
 	packA := b.Packer(envA)
 	require.NotNil(t, packA, "a persist backend has a packer")
 	blob, err := packA.PackSession(ctx, first.SessionID)
-	if errors.Is(err, cliexec.ErrNoPacker) {
-		testenv.Unavailable(t, "%v", err)
-	}
 	require.NoError(t, err)
 	assert.True(t, packA.HasSession(ctx, first.SessionID))
 
@@ -266,15 +281,15 @@ func roundTrip(t *testing.T, s Suite) {
 	require.NoError(t, packB.UnpackSession(ctx, first.SessionID, blob))
 	assert.True(t, packB.HasSession(ctx, first.SessionID))
 
-	second := execute(t, b, backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: envB})
+	second := execute(t, b, agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: envB})
 	assert.Equal(t, first.SessionID, second.SessionID)
 	assert.Equal(t, "turn 2: alpha | beta", second.Text, "the resumed conversation remembers root A's turn")
 	assert.Equal(t, []string{"alpha", "beta"}, lastPrompts(t, h.Fake))
 
-	other := execute(t, b, backend.Request{Prompt: "elsewhere", Env: envA})
+	other := execute(t, b, agent.Request{Prompt: "elsewhere", Env: envA})
 	assert.False(t, packB.HasSession(ctx, other.SessionID))
-	_, err = b.Execute(ctx, backend.Request{Prompt: "x", SessionID: other.SessionID, Env: envB})
-	require.ErrorIs(t, err, backend.ErrNoSession, "a session whose files are not in root B")
+	_, err = b.Execute(ctx, agent.Request{Prompt: "x", SessionID: other.SessionID, Env: envB})
+	require.ErrorIs(t, err, agent.ErrNoSession, "a session whose files are not in root B")
 }
 
 // fileTask writes new.txt and edits old.txt, which fileTaskUnder creates.
@@ -284,7 +299,7 @@ const fileTask = "fix it\n" +
 
 const oldText = "package x\n\nreturn 1\n"
 
-func readFile(t *testing.T, env backend.Env, name string) string {
+func readFile(t *testing.T, env agent.Env, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(env.Workdir, name))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -308,12 +323,12 @@ func toolResults(f *fakemodel.Server) []string {
 // fileTaskUnder runs fileTask in a fresh working directory holding old.txt,
 // with the given permission level; the visit must complete with the
 // model's normal final text.
-func fileTaskUnder(t *testing.T, s Suite, permissions string) (*Harness, backend.Env) {
+func fileTaskUnder(t *testing.T, s Suite, permissions string) (*Harness, agent.Env) {
 	h := s.harness(t)
 	env := NewEnv(t)
 	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
-	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env,
-		Settings: backend.Settings{Permissions: permissions}})
+	res := execute(t, s.New(h), agent.Request{Prompt: fileTask, Env: env,
+		Settings: agent.Settings{Permissions: permissions}})
 	assert.Equal(t, "turn 1: "+fileTask, res.Text, "the model's final text after the last tool result")
 	return h, env
 }
@@ -321,7 +336,7 @@ func fileTaskUnder(t *testing.T, s Suite, permissions string) (*Harness, backend
 // editFiles: with permissions: edit, the CLI's own tools write a new file
 // and edit an existing one in the working directory.
 func editFiles(t *testing.T, s Suite) {
-	h, env := fileTaskUnder(t, s, backend.PermissionEdit)
+	h, env := fileTaskUnder(t, s, agent.PermissionEdit)
 	assert.Equal(t, "hello\nworld\n", readFile(t, env, "new.txt"))
 	assert.Equal(t, "package x\n\nreturn 2\n", readFile(t, env, "old.txt"))
 	results := toolResults(h.Fake)
@@ -334,7 +349,7 @@ func editFiles(t *testing.T, s Suite) {
 // readOnly: with permissions: read-only, the same task leaves the files as
 // they were and the visit still completes.
 func readOnly(t *testing.T, s Suite) {
-	h, env := fileTaskUnder(t, s, backend.PermissionReadOnly)
+	h, env := fileTaskUnder(t, s, agent.PermissionReadOnly)
 	assert.Equal(t, "<absent>", readFile(t, env, "new.txt"))
 	assert.Equal(t, oldText, readFile(t, env, "old.txt"))
 	results := toolResults(h.Fake)
@@ -362,13 +377,13 @@ func persistedCue(t *testing.T, s Suite) {
 	ctx := context.Background()
 	h := s.harness(t)
 	b := s.New(h)
-	edit := backend.Settings{Permissions: backend.PermissionEdit}
+	edit := agent.Settings{Permissions: agent.PermissionEdit}
 	const first = "first visit\nEDIT_FILE@2: notes.txt\nOLD:\nv1\nNEW:\nv2\nEND_EDIT"
 	envA, envB, envC := NewEnv(t), NewEnv(t), NewEnv(t)
-	for _, env := range []backend.Env{envA, envB, envC} {
+	for _, env := range []agent.Env{envA, envB, envC} {
 		require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "notes.txt"), []byte("v1\n"), 0o644))
 	}
-	one := execute(t, b, backend.Request{Prompt: first, Env: envA, Settings: edit})
+	one := execute(t, b, agent.Request{Prompt: first, Env: envA, Settings: edit})
 	assert.Equal(t, "v1\n", readFile(t, envA, "notes.txt"), "turn 1 does not run a turn-2 cue")
 	blob, err := b.Packer(envA).PackSession(ctx, one.SessionID)
 	require.NoError(t, err)
@@ -377,11 +392,11 @@ func persistedCue(t *testing.T, s Suite) {
 	require.NoError(t, os.RemoveAll(envA.Workdir))
 	require.NoError(t, os.RemoveAll(envA.StateRoot))
 
-	two := execute(t, b, backend.Request{Prompt: "second visit", SessionID: one.SessionID, Env: envB, Settings: edit})
+	two := execute(t, b, agent.Request{Prompt: "second visit", SessionID: one.SessionID, Env: envB, Settings: edit})
 	assert.Equal(t, "turn 2: "+first+" | second visit", two.Text)
 	assert.Equal(t, "v2\n", readFile(t, envB, "notes.txt"), "the resumed turn 2 ran the cue")
 
-	execute(t, b, backend.Request{Prompt: "second visit", Env: envC, Settings: edit})
+	execute(t, b, agent.Request{Prompt: "second visit", Env: envC, Settings: edit})
 	assert.Equal(t, "v1\n", readFile(t, envC, "notes.txt"), "a fresh conversation is at turn 1")
 }
 
@@ -392,30 +407,30 @@ func visitUsage(t *testing.T, s Suite) {
 	h := s.harness(t)
 	env := NewEnv(t)
 	b := s.New(h)
-	visit := func(req backend.Request) backend.Result {
+	visit := func(req agent.Request) agent.Result {
 		t.Helper()
 		h.Fake.Reset()
 		res := execute(t, b, req)
 		assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
 		return res
 	}
-	first := visit(backend.Request{Prompt: "alpha", Env: env})
+	first := visit(agent.Request{Prompt: "alpha", Env: env})
 	// One request, which writes the conversation's system tokens to the cache.
 	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 20, Output: 8, CacheWrite: 1000}), first.Usage)
 	assert.False(t, first.Usage.CostKnown, "the fake model has no price")
 	assert.Zero(t, first.Usage.CostUSD)
 
-	second := visit(backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+	second := visit(agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
 	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 40, Output: 10, CacheRead: 1000}), second.Usage)
 
-	forked := visit(backend.Request{Prompt: "gamma", SessionID: first.SessionID, Fork: true, Env: env})
+	forked := visit(agent.Request{Prompt: "gamma", SessionID: first.SessionID, Fork: true, Env: env})
 	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 60, Output: 12, CacheRead: 1000}), forked.Usage,
 		"a fork of the two-turn conversation counts only its own turn")
 
 	// A visit of several requests (tool calls) sums them.
 	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
 	h.Fake.Reset()
-	res := execute(t, b, backend.Request{Prompt: fileTask, Env: env, Settings: backend.Settings{Permissions: backend.PermissionEdit}})
+	res := execute(t, b, agent.Request{Prompt: fileTask, Env: env, Settings: agent.Settings{Permissions: agent.PermissionEdit}})
 	turns := h.Fake.Turns()
 	require.Greater(t, len(turns), 2, "the file task takes a request per tool call")
 	assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
@@ -430,11 +445,11 @@ func progress(t *testing.T, s Suite) {
 	require.NoError(t, os.WriteFile(filepath.Join(env.Workdir, "old.txt"), []byte(oldText), 0o644))
 	var (
 		mu   sync.Mutex
-		seen []backend.Progress
+		seen []agent.Progress
 	)
-	res := execute(t, s.New(h), backend.Request{Prompt: fileTask, Env: env, NodeID: "writer", Visit: 3,
-		Settings: backend.Settings{Permissions: backend.PermissionEdit},
-		Progress: func(p backend.Progress) {
+	res := execute(t, s.New(h), agent.Request{Prompt: fileTask, Env: env, NodeID: "writer", Visit: 3,
+		Settings: agent.Settings{Permissions: agent.PermissionEdit},
+		Progress: func(p agent.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, p)
@@ -446,8 +461,8 @@ func progress(t *testing.T, s Suite) {
 	for _, p := range seen {
 		assert.Equal(t, "writer", p.Node)
 		assert.Equal(t, 3, p.Visit)
-		assert.LessOrEqual(t, len(p.Activity), backend.MaxProgressActivity)
-		assert.LessOrEqual(t, len(p.Text), backend.MaxProgressText)
+		assert.LessOrEqual(t, len(p.Activity), agent.MaxProgressActivity)
+		assert.LessOrEqual(t, len(p.Text), agent.MaxProgressText)
 		if len(activities) == 0 || activities[len(activities)-1] != p.Activity {
 			activities = append(activities, p.Activity)
 		}
@@ -457,6 +472,6 @@ func progress(t *testing.T, s Suite) {
 	assert.Contains(t, activities, "Edit old.txt")
 	last := seen[len(seen)-1]
 	assert.GreaterOrEqual(t, last.ToolCalls, 2)
-	assert.Equal(t, backend.Tail(res.Text, backend.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
+	assert.Equal(t, agent.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
 	assert.Equal(t, res.Usage.Tokens(), last.Usage.Tokens(), "the tokens so far end at the visit's")
 }

@@ -16,13 +16,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "codex"
 
 // ProviderID is the model_providers entry the executor defines, and
 // APIKeyVar the variable in the CLI's environment that holds its key.
@@ -35,18 +37,10 @@ const (
 
 // Options configure the executor.
 type Options struct {
-	// BinDir holds the `codex` program; empty means PATH.
-	BinDir string
-	// BaseURL is the Responses API base, including /v1 (default
-	// DefaultBaseURL).
-	BaseURL string
-	// APIKey is the key itself; when empty it is read from the worker's
-	// environment variable APIKeyEnv (default OPENAI_API_KEY). It reaches the
+	// Options are what every CLI executor takes. BaseURL is the Responses
+	// API base, including /v1 (default DefaultBaseURL); APIKey reaches the
 	// CLI only as APIKeyVar in its environment.
-	APIKey    string
-	APIKeyEnv string
-	// Model is the default model (-m); Request.Model overrides it.
-	Model string
+	cliexec.Options
 	// BaseInstructions replace Codex's own instructions (its system
 	// prompt, through the model_instructions_file setting);
 	// DeveloperInstructions are added as developer instructions. A node's
@@ -59,20 +53,6 @@ type Options struct {
 	// permissions override both (see Sandboxes).
 	Sandbox string
 	Bypass  bool
-	// PassEnv names worker environment variables every visit's CLI gets
-	// (see cliexec.Environ).
-	PassEnv []string
-	// AskUser is the argv that starts the ask_user MCP server, without
-	// --record. Nil leaves the tool out.
-	AskUser      []string
-	AskUserGrace time.Duration
-	// Timeout bounds one visit; zero means only the context bounds it.
-	Timeout        time.Duration
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	// Env is added to the CLI's environment.
-	Env     []string
-	TempDir string
 }
 
 // Executor runs Codex visits.
@@ -81,32 +61,23 @@ type Executor struct {
 	cli  cliexec.CLI
 }
 
-var _ backend.Backend = (*Executor)(nil)
+var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
-	if opts.APIKeyEnv == "" {
-		opts.APIKeyEnv = "OPENAI_API_KEY"
-	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	return &Executor{opts: opts, cli: cliexec.CLI{
-		Backend: backend.Codex, Bin: "codex", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
-		AskUserMCP: opts.AskUser != nil, AskUserGrace: opts.AskUserGrace,
-	}}
+	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "codex"}}
 }
 
-// Name is backend.Codex.
-func (e *Executor) Name() string { return backend.Codex }
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
 
 // Packer returns the codex session packer bound to env.
-func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
-
-// NewPacker builds the packer for a live env (packer.NewCodex with the
-// default limits); a worker may replace it to change the limits.
-var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
 
 // Bypass is the permission a node's full level maps to: no sandbox and
 // no approvals (--dangerously-bypass-approvals-and-sandbox).
@@ -117,9 +88,9 @@ const Bypass = "bypass"
 // writes inside the working directory, and full runs without a sandbox.
 // Measured as root in this project's container: both sandboxes work there.
 var Sandboxes = map[string]string{
-	backend.PermissionReadOnly: "read-only",
-	backend.PermissionEdit:     "workspace-write",
-	backend.PermissionFull:     Bypass,
+	agent.PermissionReadOnly: "read-only",
+	agent.PermissionEdit:     "workspace-write",
+	agent.PermissionFull:     Bypass,
 }
 
 // visitSettings is what one visit runs with: the node's settings over the
@@ -130,7 +101,7 @@ type visitSettings struct {
 	sandbox string
 }
 
-func (e *Executor) settings(req backend.Request) visitSettings {
+func (e *Executor) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	def := e.opts.Sandbox
 	if e.opts.Bypass {
@@ -147,26 +118,26 @@ func (e *Executor) settings(req backend.Request) visitSettings {
 // Fingerprint hashes what defines the conversation a visit of req runs:
 // backend, model, base and developer instructions, the sandbox as the
 // permission, and the MCP tools.
-func (e *Executor) Fingerprint(req backend.Request) string {
+func (e *Executor) Fingerprint(req agent.Request) string {
 	v := e.settings(req)
 	perm := "sandbox:" + v.sandbox
 	if v.sandbox == Bypass {
 		perm = Bypass
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{Backend: backend.Codex, Model: v.model,
+	return cliexec.Fingerprint(cliexec.Conversation{Backend: Name, Model: v.model,
 		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
 		Permission: perm, MCPTools: e.cli.MCPTools()})
 }
 
 // Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
-	var res backend.Result
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
 	visit, err := e.cli.Begin(req)
 	if err != nil {
 		return res, err
 	}
 	defer visit.Close()
-	st := stream{track: cliexec.NewTracker(backend.Codex, req), ctx: ctx, env: req.Env}
+	st := stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
 	if req.SessionID != "" {
 		// The CLI reports the thread's running total, which a resumed or
 		// forked thread carries on from this one's last count.
@@ -184,7 +155,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if runErr != nil {
 		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
 			return res, fmt.Errorf("%w: codex session %s has no rollout under %s: %s",
-				backend.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
+				agent.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
 		}
 		return res, cliexec.ReportFailure(runErr, st.failure)
 	}
@@ -205,7 +176,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, nil
 	}
 	if st.failure != "" && !st.completed {
-		return res, &backend.ExitError{Backend: backend.Codex, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
 	}
 	if res.SessionID == "" {
 		return res, fmt.Errorf("codex: the CLI reported no thread id (stderr: %s)", out.StderrTail)
@@ -214,7 +185,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	return res, nil
 }
 
-func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, error) {
+func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
 	v := e.settings(req)
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
@@ -265,9 +236,8 @@ func (e *Executor) args(req backend.Request, visit *cliexec.Visit) ([]string, er
 	return append(a, "-"), nil
 }
 
-func (e *Executor) env(req backend.Request) []string {
-	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv)}
-	set = append(set, e.opts.Env...)
+func (e *Executor) env(req agent.Request) []string {
+	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + e.opts.APIKey}
 	return e.cli.Environ(req, set...)
 }
 
@@ -300,10 +270,10 @@ type stream struct {
 
 	track *cliexec.Tracker
 	ctx   context.Context
-	env   backend.Env
+	env   agent.Env
 	// base is the thread's total before the visit; total the latest one,
 	// from turn.completed or else from the rollout the CLI writes.
-	base    backend.Usage
+	base    agent.Usage
 	total   *tokenUsage
 	rollout rollout
 }
@@ -339,8 +309,8 @@ type tokenUsage struct {
 	OutputTokens          int64 `json:"output_tokens"`
 }
 
-func (u tokenUsage) usage() backend.Usage {
-	return backend.Usage{
+func (u tokenUsage) usage() agent.Usage {
+	return agent.Usage{
 		InputTokens:      max(u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens, 0),
 		OutputTokens:     u.OutputTokens,
 		CacheReadTokens:  u.CachedInputTokens,
@@ -427,7 +397,7 @@ func (s *stream) follow() {
 // usage is the visit's usage: the thread's total when the visit ended (from
 // turn.completed, or from the rollout when the CLI was stopped before it)
 // less its total before the visit. Codex reports no cost.
-func (s *stream) usage() backend.Usage {
+func (s *stream) usage() agent.Usage {
 	if s.total != nil {
 		return s.total.usage().Sub(s.base)
 	}
@@ -499,17 +469,17 @@ func (r *rollout) read() bool {
 }
 
 // usage is the latest total read (zero before any).
-func (r *rollout) usage() backend.Usage {
+func (r *rollout) usage() agent.Usage {
 	if r.total == nil {
-		return backend.Usage{}
+		return agent.Usage{}
 	}
 	return r.total.usage()
 }
 
 // rolloutPath is the rollout file of a thread in env, or "" when there is
 // none; the packer's path code finds it, as it does for HasSession.
-func rolloutPath(ctx context.Context, env backend.Env, threadID string) string {
-	path, err := packer.NewCodex(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
+func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
+	path, err := newPacker(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
 	if err != nil {
 		return ""
 	}
@@ -519,7 +489,7 @@ func rolloutPath(ctx context.Context, env backend.Env, threadID string) string {
 // pendingCallID finds the call_id of the session's last ask_user call in its
 // rollout: Codex passes no tool-use id to MCP servers and its --json items
 // carry their own ids, so the rollout is the one place that has it.
-func pendingCallID(ctx context.Context, env backend.Env, sessionID string) string {
+func pendingCallID(ctx context.Context, env agent.Env, sessionID string) string {
 	path := rolloutPath(ctx, env, sessionID)
 	if path == "" {
 		return ""
@@ -557,10 +527,6 @@ func pendingCallID(ctx context.Context, env backend.Env, sessionID string) strin
 // AskUserNamespace is the tool namespace Codex puts the ask_user MCP tool in
 // (the model calls ask_user inside namespace mcp__tether).
 const AskUserNamespace = "mcp__" + askuser.ServerName
-
-func newPacker(env backend.Env) backend.SessionPacker {
-	return packer.NewCodex(env, packer.DefaultLimits())
-}
 
 // Available reports whether the CLI is installed on this worker.
 func (e *Executor) Available() error { return e.cli.Available() }

@@ -7,28 +7,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/codex"
 	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 var suite = clitest.Suite{
-	New: func(h *clitest.Harness) backend.Backend {
-		return codex.New(codex.Options{
-			BinDir:         h.BinDir,
-			BaseURL:        h.Fake.URL() + "/v1",
-			APIKey:         "sk-fake",
-			Model:          "fake-codex-1",
-			AskUser:        h.AskUser,
-			Timeout:        h.Timeout,
-			Heartbeat:      h.Heartbeat,
-			HeartbeatEvery: h.HeartbeatEvery,
-			AskUserGrace:   h.AskUserGrace,
-			TempDir:        h.Scratch,
-		})
+	New: func(h *clitest.Harness) agent.Backend {
+		return codex.New(codex.Options{Options: h.Options(h.Fake.URL()+"/v1", "fake-codex-1")})
 	},
-	HasSessionFiles: func(env backend.Env, id string) bool {
+	HasSessionFiles: func(env agent.Env, id string) bool {
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
 		return len(m) == 1
 	},
@@ -42,9 +32,9 @@ var suite = clitest.Suite{
 func TestCodex(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
-	a := codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write"})
-	assert.Equal(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", BaseURL: "http://x", Timeout: time.Hour}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), codex.New(codex.Options{Model: "m1", Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(backend.Request{}))
+	a := codex.New(codex.Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write"})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Options: cliexec.Options{Model: "m1", BaseURL: "http://x", Timeout: time.Hour}, Sandbox: "workspace-write"}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(agent.Request{}))
 }

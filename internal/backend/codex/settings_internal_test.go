@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, e *Executor, s backend.Settings) []string {
+func argv(t *testing.T, e *Executor, s agent.Settings) []string {
 	t.Helper()
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
-	a, err := e.args(backend.Request{Settings: s, Env: backend.Env{StateRoot: "/r", Workdir: "/w"}}, v)
+	a, err := e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
 	require.NoError(t, err)
 	return a
 }
@@ -36,14 +36,14 @@ func configs(argv []string) []string {
 
 func TestPermissionsMapToSandbox(t *testing.T) {
 	e := New(Options{Sandbox: "read-only"})
-	for level, want := range map[string]string{"": "read-only", backend.PermissionReadOnly: "read-only", backend.PermissionEdit: "workspace-write"} {
-		got, _ := clitest.Flag(argv(t, e, backend.Settings{Permissions: level}), "-s")
+	for level, want := range map[string]string{"": "read-only", agent.PermissionReadOnly: "read-only", agent.PermissionEdit: "workspace-write"} {
+		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "-s")
 		assert.Equal(t, want, got, "permissions %q", level)
 	}
-	full := argv(t, e, backend.Settings{Permissions: backend.PermissionFull})
+	full := argv(t, e, agent.Settings{Permissions: agent.PermissionFull})
 	assert.Contains(t, full, "--dangerously-bypass-approvals-and-sandbox")
 	assert.NotContains(t, full, "-s")
-	ro := argv(t, New(Options{Bypass: true}), backend.Settings{Permissions: backend.PermissionReadOnly})
+	ro := argv(t, New(Options{Bypass: true}), agent.Settings{Permissions: agent.PermissionReadOnly})
 	assert.NotContains(t, ro, "--dangerously-bypass-approvals-and-sandbox", "a node's read-only wins over the worker's bypass")
 	got, _ := clitest.Flag(ro, "-s")
 	assert.Equal(t, "read-only", got)
@@ -51,8 +51,8 @@ func TestPermissionsMapToSandbox(t *testing.T) {
 
 func TestPromptsMapToInstructions(t *testing.T) {
 	e := New(Options{DeveloperInstructions: "worker dev"})
-	assert.Contains(t, configs(argv(t, e, backend.Settings{})), `developer_instructions="worker dev"`)
-	a := argv(t, e, backend.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
+	assert.Contains(t, configs(argv(t, e, agent.Settings{})), `developer_instructions="worker dev"`)
+	a := argv(t, e, agent.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
 	cs := configs(a)
 	assert.Contains(t, cs, `developer_instructions="node dev"`)
 	i := slices.IndexFunc(cs, func(c string) bool { return strings.HasPrefix(c, "model_instructions_file=") })
@@ -66,24 +66,27 @@ func TestPromptsMapToInstructions(t *testing.T) {
 func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "worker-key")
 	t.Setenv("TETHER_TEST_NODE", "n")
-	e := New(Options{APIKey: "k"})
-	env := e.env(backend.Request{Settings: backend.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: backend.Env{StateRoot: "/r"}})
+	e := New(Options{Options: cliexec.Options{APIKey: "k"}})
+	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "CODEX_HOME=/r")
 	assert.Contains(t, env, APIKeyVar+"=k")
 	for _, kv := range env {
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), "the worker's key variable is not passed on by name")
 	}
+	// Without a key of its own the executor passes none: it never reads
+	// the worker's environment for one.
+	assert.Contains(t, New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
-	e := New(Options{Model: "m1"})
-	seen := clitest.DistinctFingerprints(t, e, map[string]backend.Settings{
-		"read-only": {Permissions: backend.PermissionReadOnly},
-		"edit":      {Permissions: backend.PermissionEdit},
-		"full":      {Permissions: backend.PermissionFull},
+	e := New(Options{Options: cliexec.Options{Model: "m1"}})
+	seen := clitest.DistinctFingerprints(t, e, map[string]agent.Settings{
+		"read-only": {Permissions: agent.PermissionReadOnly},
+		"edit":      {Permissions: agent.PermissionEdit},
+		"full":      {Permissions: agent.PermissionFull},
 		"system":    {SystemPrompt: "x"},
 		"append":    {AppendSystemPrompt: "x"},
 	})
-	assert.Equal(t, New(Options{Model: "m1", Bypass: true}).Fingerprint(backend.Request{}), seen["full"])
+	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}), seen["full"])
 }

@@ -19,14 +19,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
 
 const (
+	// Name is the backend's name in graphs and the catalogue.
+	Name = "pi"
 	// ProviderID is the provider the executor defines in models.json.
 	ProviderID = "tether"
 	// APIKeyVar is the variable in the CLI's environment that models.json
@@ -38,20 +39,22 @@ const (
 	AskUserKey = "ask_user"
 )
 
-// AskUserInstructions is appended to the system prompt when AskUser is on.
+// AskUserInstructions is appended to the system prompt when
+// AskUserConvention is on.
 const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
 	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
 	"The visit pauses; the user's answer arrives as the next user message."
 
 // Options configure the executor.
 type Options struct {
-	// BinDir holds the `pi` program; empty means PATH.
-	BinDir string
-	// BaseURL, when set, defines provider ProviderID at that URL (including
-	// /v1 for OpenAI-compatible servers) speaking API. When empty, Provider
-	// names one of pi's built-in providers, which reads its usual key
-	// variable from the worker's environment.
-	BaseURL string
+	// Options are what every CLI executor takes. BaseURL, when set,
+	// defines provider ProviderID at that URL (including /v1 for
+	// OpenAI-compatible servers) speaking API, and APIKey reaches pi as
+	// APIKeyVar; when empty, Provider names one of pi's built-in
+	// providers, and APIKey reaches pi as APIKeyEnv. pi has no MCP client,
+	// so AskUser and AskUserGrace are not used: AskUserConvention is its
+	// ask_user.
+	cliexec.Options
 	// API is the provider's wire API (default "openai-completions").
 	API string
 	// Compat is the provider's compat block in models.json, if any.
@@ -61,32 +64,18 @@ type Options struct {
 	Cost *Cost
 	// Provider is the built-in provider used when BaseURL is empty.
 	Provider string
-	// APIKey is the key itself; when empty it is read from the worker's
-	// environment variable APIKeyEnv (default OPENAI_API_KEY). With a
-	// built-in Provider, APIKeyEnv is the variable passed on to pi, so it
-	// must be the one that provider reads.
-	APIKey    string
-	APIKeyEnv string
-	// Model is the default model; Request.Model overrides it.
-	Model              string
+	// APIKeyEnv is the variable a built-in Provider reads its key from
+	// (default OPENAI_API_KEY): pi gets APIKey under that name.
+	APIKeyEnv          string
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// Tools is the tool allowlist (--tools); nil keeps pi's default set and
 	// an empty non-nil slice disables all tools. A node's tools,
 	// permissions and disallowed_tools override it (see visitTools).
 	Tools []string
-	// AskUser turns the ask_user convention on (it adds AskUserInstructions
-	// to the system prompt).
-	AskUser bool
-	// Timeout bounds one visit; zero means only the context bounds it.
-	Timeout        time.Duration
-	Heartbeat      func(ctx context.Context, details any)
-	HeartbeatEvery time.Duration
-	Env            []string
-	// PassEnv names worker environment variables every visit's CLI gets
-	// (see cliexec.Environ).
-	PassEnv []string
-	TempDir string
+	// AskUserConvention turns the ask_user convention on (it adds
+	// AskUserInstructions to the system prompt).
+	AskUserConvention bool
 }
 
 // Cost is a model's price in USD per million tokens, as pi's models.json
@@ -101,7 +90,7 @@ type Executor struct {
 	cli  cliexec.CLI
 }
 
-var _ backend.Backend = (*Executor)(nil)
+var _ agent.Backend = (*Executor)(nil)
 
 // New returns an executor.
 func New(opts Options) *Executor {
@@ -113,21 +102,18 @@ func New(opts Options) *Executor {
 	}
 	// pi has no MCP client: its ask_user is a convention in the reply, so
 	// no visit is ended early for it.
-	return &Executor{opts: opts, cli: cliexec.CLI{
-		Backend: backend.Pi, Bin: "pi", BinDir: opts.BinDir, Model: opts.Model, TempDir: opts.TempDir,
-		Timeout: opts.Timeout, PassEnv: opts.PassEnv, Heartbeat: opts.Heartbeat, HeartbeatEvery: opts.HeartbeatEvery,
-	}}
+	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "pi"}
+	cli.AskUser = nil
+	return &Executor{opts: opts, cli: cli}
 }
 
-// Name is backend.Pi.
-func (e *Executor) Name() string { return backend.Pi }
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
 
 // Packer returns the pi session packer bound to env.
-func (e *Executor) Packer(env backend.Env) backend.SessionPacker { return NewPacker(env) }
-
-// NewPacker builds the packer for a live env (packer.NewPi with the default
-// limits); a worker may replace it to change the limits.
-var NewPacker = func(env backend.Env) backend.SessionPacker { return newPacker(env) }
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
 
 func (e *Executor) provider() string {
 	if e.opts.BaseURL != "" {
@@ -136,12 +122,12 @@ func (e *Executor) provider() string {
 	return e.opts.Provider
 }
 
-func (e *Executor) appendSystemPrompt(req backend.Request) string {
+func (e *Executor) appendSystemPrompt(req agent.Request) string {
 	parts := []string{}
 	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
 		parts = append(parts, a)
 	}
-	if e.opts.AskUser {
+	if e.opts.AskUserConvention {
 		parts = append(parts, AskUserInstructions)
 	}
 	return strings.Join(parts, "\n\n")
@@ -154,16 +140,16 @@ var DefaultTools = []string{"read", "bash", "edit", "write"}
 // pi has no permission modes, so what the agent may do is which of its
 // built-in tools it has.
 var PermissionTools = map[string][]string{
-	backend.PermissionReadOnly: {"read", "grep", "find", "ls"},
-	backend.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
-	backend.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
+	agent.PermissionReadOnly: {"read", "grep", "find", "ls"},
+	agent.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
+	agent.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
 }
 
 // visitTools is the allowlist a visit of req runs with (nil: pi's
 // default): the node's tools, else the executor's; cut down to the node's
 // permission level when it has one, and without the node's
 // disallowed_tools.
-func (e *Executor) visitTools(req backend.Request) []string {
+func (e *Executor) visitTools(req agent.Request) []string {
 	s := req.Settings
 	tools := cliexec.PickList(s.Tools, e.opts.Tools)
 	if allowed, ok := PermissionTools[s.Permissions]; ok {
@@ -193,20 +179,20 @@ func keep(in []string, pass func(string) bool) []string {
 	return out
 }
 
-func (e *Executor) systemPrompt(req backend.Request) string {
+func (e *Executor) systemPrompt(req agent.Request) string {
 	return cliexec.Pick(req.Settings.SystemPrompt, e.opts.SystemPrompt)
 }
 
 // Fingerprint hashes what defines the conversation a visit of req runs:
 // backend, provider/model, system prompt, the appended system prompt
 // (ask_user convention included) and the tools.
-func (e *Executor) Fingerprint(req backend.Request) string {
+func (e *Executor) Fingerprint(req agent.Request) string {
 	tools := e.visitTools(req)
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
 	}
 	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            backend.Pi,
+		Backend:            Name,
 		Model:              e.provider() + "/" + e.cli.ModelFor(req.Model),
 		SystemPrompt:       e.systemPrompt(req),
 		AppendSystemPrompt: e.appendSystemPrompt(req),
@@ -215,8 +201,8 @@ func (e *Executor) Fingerprint(req backend.Request) string {
 }
 
 // Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
-	var res backend.Result
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
 	if err := e.cli.Check(req); err != nil {
 		return res, err
 	}
@@ -240,7 +226,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		return res, fmt.Errorf("pi: %w", err)
 	}
 
-	st := stream{track: cliexec.NewTracker(backend.Pi, req)}
+	st := stream{track: cliexec.NewTracker(Name, req)}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(req, agentDir), st.line
 	out, runErr := cliexec.Run(ctx, spec)
@@ -250,7 +236,7 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 	if st.stopReason == "error" || st.stopReason == "aborted" {
 		// pi exits 0 when the model call failed; the failure is in its
 		// output.
-		return res, &backend.ExitError{Backend: backend.Pi, Code: out.ExitCode,
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
 			StderrTail: strings.TrimSpace("model call failed (" + st.stopReason + "): " + st.errorMessage + "\n" + out.StderrTail)}
 	}
 	if st.sessionID == "" {
@@ -268,9 +254,9 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 		res.Usage.CostUSD = 0
 	}
 	res.Structured = cliexec.Structured(res.Text)
-	if e.opts.AskUser {
+	if e.opts.AskUserConvention {
 		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
-			res.NeedsInteraction = &backend.Interaction{Questions: qs}
+			res.NeedsInteraction = &agent.Interaction{Questions: qs}
 			res.Structured = nil
 		}
 	}
@@ -281,13 +267,13 @@ func (e *Executor) Execute(ctx context.Context, req backend.Request) (backend.Re
 // new one. pi given a --session file that does not exist starts a new
 // session silently, so absence is decided here, by the packer's path code
 // (the same that answers HasSession).
-func (e *Executor) sessionFile(ctx context.Context, req backend.Request) (string, error) {
+func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
-	session, err := packer.NewPi(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
+	session, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
 	if errors.Is(err, packer.ErrNoSession) {
-		return "", fmt.Errorf("%w: %v", backend.ErrNoSession, err)
+		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
@@ -323,7 +309,7 @@ func (e *Executor) writeModels(visit *cliexec.Visit) error {
 	return nil
 }
 
-func (e *Executor) args(req backend.Request, model, session string) []string {
+func (e *Executor) args(req agent.Request, model, session string) []string {
 	a := []string{"-p", "--mode", "json", "--session-dir", req.Env.StateRoot}
 	switch {
 	case session != "" && req.Fork:
@@ -355,20 +341,19 @@ func (e *Executor) args(req backend.Request, model, session string) []string {
 	return a
 }
 
-func (e *Executor) env(req backend.Request, agentDir string) []string {
+func (e *Executor) env(req agent.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if e.opts.BaseURL != "" {
-		set = append(set, APIKeyVar+"="+cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv))
-	} else if key := cliexec.APIKey(e.opts.APIKey, e.opts.APIKeyEnv); key != "" {
+		set = append(set, APIKeyVar+"="+e.opts.APIKey)
+	} else if key := e.opts.APIKey; key != "" {
 		// A built-in provider reads its own variable.
 		set = append(set, e.opts.APIKeyEnv+"="+key)
 	}
-	set = append(set, e.opts.Env...)
 	return e.cli.Environ(req, set...)
 }
 
 // askedQuestions applies the ask_user convention to a final reply.
-func askedQuestions(text string, structured map[string]any) []backend.Question {
+func askedQuestions(text string, structured map[string]any) []agent.Question {
 	var qs []string
 	if structured != nil {
 		switch v := structured[AskUserKey].(type) {
@@ -391,10 +376,10 @@ func askedQuestions(text string, structured map[string]any) []backend.Question {
 			qs = append(qs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)))
 		}
 	}
-	var out []backend.Question
+	var out []agent.Question
 	for _, q := range qs {
 		if q = strings.TrimSpace(q); q != "" {
-			out = append(out, backend.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
+			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
 		}
 	}
 	return out
@@ -411,7 +396,7 @@ type stream struct {
 	// live is the tail of the text block being streamed.
 	live string
 	// usage sums the usage of the visit's assistant messages.
-	usage backend.Usage
+	usage agent.Usage
 }
 
 type event struct {
@@ -464,7 +449,7 @@ func (s *stream) line(b []byte) {
 		case "text_start":
 			s.live = ""
 		case "text_delta":
-			s.live = backend.Tail(s.live+ev.AssistantMessageEvent.Delta, backend.MaxProgressText)
+			s.live = agent.Tail(s.live+ev.AssistantMessageEvent.Delta, agent.MaxProgressText)
 			s.track.Say(s.live)
 		}
 	case "tool_execution_start":
@@ -500,10 +485,6 @@ func toolTitle(name string) string {
 		return name
 	}
 	return strings.ToUpper(name[:1]) + name[1:]
-}
-
-func newPacker(env backend.Env) backend.SessionPacker {
-	return packer.NewPi(env, packer.DefaultLimits())
 }
 
 // Available reports whether the CLI is installed on this worker.

@@ -9,27 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 var suite = clitest.Suite{
-	New: func(h *clitest.Harness) backend.Backend {
-		return pi.New(pi.Options{
-			BinDir:         h.BinDir,
-			BaseURL:        h.Fake.URL() + "/v1",
-			APIKey:         "sk-fake",
-			Model:          "fake-pi-1",
-			AskUser:        true,
-			Timeout:        h.Timeout,
-			Heartbeat:      h.Heartbeat,
-			HeartbeatEvery: h.HeartbeatEvery,
-			TempDir:        h.Scratch,
-		})
+	New: func(h *clitest.Harness) agent.Backend {
+		return pi.New(pi.Options{Options: h.Options(h.Fake.URL()+"/v1", "fake-pi-1"), AskUserConvention: true})
 	},
-	HasSessionFiles: func(env backend.Env, id string) bool {
+	HasSessionFiles: func(env agent.Env, id string) bool {
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "*_"+id+".jsonl"))
 		return len(m) == 1
 	},
@@ -41,11 +32,11 @@ var suite = clitest.Suite{
 func TestPi(t *testing.T) { clitest.Run(t, suite) }
 
 func TestFingerprint(t *testing.T) {
-	a := pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true})
-	assert.Equal(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://b/v1", Model: "m1", AskUser: true, Timeout: time.Hour}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), a.Fingerprint(backend.Request{Model: "m2"}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1"}).Fingerprint(backend.Request{}))
-	assert.NotEqual(t, a.Fingerprint(backend.Request{}), pi.New(pi.Options{BaseURL: "http://a/v1", Model: "m1", AskUser: true, Tools: []string{}}).Fingerprint(backend.Request{}))
+	a := pi.New(pi.Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}, AskUserConvention: true})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), pi.New(pi.Options{Options: cliexec.Options{BaseURL: "http://b/v1", Model: "m1", Timeout: time.Hour}, AskUserConvention: true}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), pi.New(pi.Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), pi.New(pi.Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}, AskUserConvention: true, Tools: []string{}}).Fingerprint(agent.Request{}))
 }
 
 // With the model's price given, pi prices every call and the visit's cost
@@ -53,15 +44,14 @@ func TestFingerprint(t *testing.T) {
 func TestCostFromConfiguredPrice(t *testing.T) {
 	bin := clitest.Isolate(t)
 	fake := fakemodel.Start(t)
-	ex := pi.New(pi.Options{BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: "k", Model: "fake-pi-1",
-		Cost: &pi.Cost{Input: 2, Output: 8, CacheRead: 0.5}, Timeout: time.Minute, TempDir: t.TempDir()})
+	ex := pi.New(pi.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: "k", Model: "fake-pi-1", Timeout: time.Minute, TempDir: t.TempDir()}, Cost: &pi.Cost{Input: 2, Output: 8, CacheRead: 0.5}})
 	env := clitest.NewEnv(t)
-	first, err := ex.Execute(context.Background(), backend.Request{Prompt: "alpha", Env: env})
+	first, err := ex.Execute(context.Background(), agent.Request{Prompt: "alpha", Env: env})
 	require.NoError(t, err)
 	assert.True(t, first.Usage.CostKnown)
 	assert.InDelta(t, (1020*2+8*8)/1e6, first.Usage.CostUSD, 1e-12)
 
-	second, err := ex.Execute(context.Background(), backend.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
+	second, err := ex.Execute(context.Background(), agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1000), second.Usage.CacheReadTokens)
 	assert.True(t, second.Usage.CostKnown)

@@ -6,56 +6,57 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(e *Executor, s backend.Settings) []string {
-	return e.args(backend.Request{Settings: s, Env: backend.Env{StateRoot: "/r", Workdir: "/w"}}, "m", "")
+func argv(e *Executor, s agent.Settings) []string {
+	return e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, "m", "")
 }
 
 func TestPermissionsMapToTools(t *testing.T) {
 	e := New(Options{})
 	for level, want := range map[string]string{
-		backend.PermissionReadOnly: "read,grep,find,ls",
-		backend.PermissionEdit:     "read,grep,find,ls,edit,write",
-		backend.PermissionFull:     "read,bash,edit,write,grep,find,ls",
+		agent.PermissionReadOnly: "read,grep,find,ls",
+		agent.PermissionEdit:     "read,grep,find,ls,edit,write",
+		agent.PermissionFull:     "read,bash,edit,write,grep,find,ls",
 	} {
-		got, _ := clitest.Flag(argv(e, backend.Settings{Permissions: level}), "--tools")
+		got, _ := clitest.Flag(argv(e, agent.Settings{Permissions: level}), "--tools")
 		assert.Equal(t, want, got, "permissions %q", level)
 	}
-	_, set := clitest.Flag(argv(e, backend.Settings{}), "--tools")
+	_, set := clitest.Flag(argv(e, agent.Settings{}), "--tools")
 	assert.False(t, set, "no setting keeps pi's default tools")
 }
 
 func TestToolsPermissionsAndDenylistCombine(t *testing.T) {
 	e := New(Options{Tools: []string{"read"}})
 	cases := []struct {
-		s    backend.Settings
+		s    agent.Settings
 		want string
 	}{
-		{backend.Settings{}, "read"},
-		{backend.Settings{Tools: []string{"read", "bash"}}, "read,bash"},
-		{backend.Settings{Tools: []string{"read", "bash", "write"}, Permissions: backend.PermissionEdit}, "read,write"},
-		{backend.Settings{DisallowedTools: []string{"read"}}, ""},
+		{agent.Settings{}, "read"},
+		{agent.Settings{Tools: []string{"read", "bash"}}, "read,bash"},
+		{agent.Settings{Tools: []string{"read", "bash", "write"}, Permissions: agent.PermissionEdit}, "read,write"},
+		{agent.Settings{DisallowedTools: []string{"read"}}, ""},
 	}
 	for _, c := range cases {
 		got, _ := clitest.Flag(argv(e, c.s), "--tools")
 		assert.Equal(t, c.want, got, "%+v", c.s)
 	}
-	assert.Contains(t, argv(e, backend.Settings{DisallowedTools: []string{"read"}}), "--no-tools")
-	got, _ := clitest.Flag(argv(New(Options{}), backend.Settings{DisallowedTools: []string{"bash"}}), "--tools")
+	assert.Contains(t, argv(e, agent.Settings{DisallowedTools: []string{"read"}}), "--no-tools")
+	got, _ := clitest.Flag(argv(New(Options{}), agent.Settings{DisallowedTools: []string{"bash"}}), "--tools")
 	assert.Equal(t, "read,edit,write", got, "a denylist alone cuts pi's default set")
 }
 
 func TestPromptFlags(t *testing.T) {
 	e := New(Options{SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
-	a := argv(e, backend.Settings{SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
+	a := argv(e, agent.Settings{SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
 	sys, _ := clitest.Flag(a, "--system-prompt")
 	add, _ := clitest.Flag(a, "--append-system-prompt")
 	assert.Equal(t, "node sys", sys)
 	assert.Equal(t, "node add", add)
-	sys, _ = clitest.Flag(argv(e, backend.Settings{}), "--system-prompt")
+	sys, _ = clitest.Flag(argv(e, agent.Settings{}), "--system-prompt")
 	assert.Equal(t, "worker sys", sys)
 }
 
@@ -63,21 +64,26 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_SECRET", "s3cret")
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("OPENAI_API_KEY", "provider-key")
-	env := New(Options{BaseURL: "http://fake/v1", APIKey: "k"}).env(backend.Request{Settings: backend.Settings{Env: []string{"TETHER_TEST_NODE"}}}, "/agent")
+	env := New(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}}).env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}, "/agent")
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, APIKeyVar+"=k")
 	for _, kv := range env {
 		assert.NotContains(t, kv, "s3cret")
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="))
 	}
-	builtin := New(Options{Provider: "openai"}).env(backend.Request{}, "/agent")
-	assert.Contains(t, builtin, "OPENAI_API_KEY=provider-key", "a built-in provider gets its own key variable")
+	builtin := New(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"}).env(agent.Request{}, "/agent")
+	assert.Contains(t, builtin, "OPENAI_API_KEY=k", "a built-in provider gets the key under its own variable")
+	// The key is the executor's (the worker's configuration read it once):
+	// the executor never reads the worker's environment for one.
+	for _, kv := range New(Options{Provider: "openai"}).env(agent.Request{}, "/agent") {
+		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), kv)
+	}
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
-	clitest.DistinctFingerprints(t, New(Options{BaseURL: "http://a/v1", Model: "m1"}), map[string]backend.Settings{
-		"read-only":  {Permissions: backend.PermissionReadOnly},
-		"edit":       {Permissions: backend.PermissionEdit},
+	clitest.DistinctFingerprints(t, New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}), map[string]agent.Settings{
+		"read-only":  {Permissions: agent.PermissionReadOnly},
+		"edit":       {Permissions: agent.PermissionEdit},
 		"tools":      {Tools: []string{"read"}},
 		"disallowed": {DisallowedTools: []string{"bash"}},
 		"system":     {SystemPrompt: "x"},

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // Fingerprint hashes what defines a scripted conversation: the backend
@@ -16,7 +16,7 @@ import (
 // prompts; not env or timeout). Each field is length-prefixed so no two
 // different definitions hash alike. The result is the first 16 bytes of the
 // SHA-256, in hex; the prompt, visit and answers are not part of it.
-func Fingerprint(model string, script []string, s backend.Settings) string {
+func Fingerprint(model string, script []string, s agent.Settings) string {
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -33,7 +33,7 @@ func Fingerprint(model string, script []string, s backend.Settings) string {
 		}
 	}
 	field("tether/scripted/fingerprint/v1")
-	field(backend.Scripted)
+	field(Name)
 	field(model)
 	list(script)
 	if s.Permissions == "" && s.Tools == nil && s.DisallowedTools == nil && s.SystemPrompt == "" && s.AppendSystemPrompt == "" {

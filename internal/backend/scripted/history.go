@@ -1,7 +1,7 @@
 package scripted
 
 import (
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sessionlog"
 )
 
@@ -55,7 +55,7 @@ func history(events []sessionlog.Event) []Turn {
 }
 
 // askInput is what an ask_user tool call records.
-func askInput(qs []backend.Question) map[string]any {
+func askInput(qs []agent.Question) map[string]any {
 	list := make([]any, len(qs))
 	for i, q := range qs {
 		list[i] = map[string]any{"id": q.ID, "text": q.Text}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
@@ -34,7 +34,7 @@ const maxHeaderLine = 64 << 10
 // places is the session's one part for the shared packer: its log where the
 // state root holds it, in any bucket, or where an unpack puts a log the
 // root does not hold yet.
-func places(env backend.Env, id string) ([]packer.Place, error) {
+func places(env agent.Env, id string) ([]packer.Place, error) {
 	rel, err := jsonl.Locate(SessionsDir(env.StateRoot), id)
 	switch {
 	case errors.Is(err, sessionlog.ErrNotFound):
@@ -60,7 +60,7 @@ func (b *Backend) settle(root, id string) error {
 		return nil
 	}
 	h, err := readHeader(filepath.Join(sessions, rel))
-	if err != nil || h.ID != id || h.Backend != backend.Scripted {
+	if err != nil || h.ID != id || h.Backend != Name {
 		return nil
 	}
 	want := jsonl.RelPath(h.Cwd, id)

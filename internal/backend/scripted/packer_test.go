@@ -8,23 +8,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
 
 // session runs one visit and returns its id, the env and the packed blob.
-func session(t *testing.T) (string, backend.Env, []byte) {
+func session(t *testing.T) (string, agent.Env, []byte) {
 	t.Helper()
 	b := New(Options{})
 	e := env(t)
-	res := run(t, b, backend.Request{Prompt: "p", Env: e})
+	res := run(t, b, agent.Request{Prompt: "p", Env: e})
 	blob, err := b.Packer(e).PackSession(ctx, res.SessionID)
 	require.NoError(t, err)
 	return res.SessionID, e, blob
 }
 
-func logPath(e backend.Env, cwd, id string) string {
+func logPath(e agent.Env, cwd, id string) string {
 	return filepath.Join(SessionsDir(e.StateRoot), jsonl.RelPath(cwd, id))
 }
 
@@ -59,11 +59,11 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	assert.Equal(t, blob, again, "packing is deterministic")
 	h, err := packer.ReadHeader(blob)
 	require.NoError(t, err)
-	assert.Equal(t, backend.Scripted, h.Backend)
+	assert.Equal(t, Name, h.Backend)
 	assert.Equal(t, id, h.SessionID)
 	src := readLog(t, logPath(e, e.Workdir, id))
 
-	dst := backend.Env{StateRoot: filepath.Join(t.TempDir(), "fresh"), Workdir: "/elsewhere"}
+	dst := agent.Env{StateRoot: filepath.Join(t.TempDir(), "fresh"), Workdir: "/elsewhere"}
 	p := b.Packer(dst)
 	assert.False(t, p.HasSession(ctx, id))
 	require.NoError(t, p.UnpackSession(ctx, id, blob))
@@ -72,7 +72,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	require.NoError(t, p.UnpackSession(ctx, id, blob), "unpacking twice is harmless")
 	assert.Equal(t, []string{logPath(dst, dst.Workdir, id)}, regularFiles(t, dst.StateRoot))
 
-	res := run(t, b, backend.Request{Prompt: "q", SessionID: id, Env: dst})
+	res := run(t, b, agent.Request{Prompt: "q", SessionID: id, Env: dst})
 	assert.Equal(t, "turn 2: q", res.Text)
 	assert.Equal(t, []string{logPath(dst, e.Workdir, id)}, regularFiles(t, dst.StateRoot),
 		"the resume filed the log under its header's bucket")
@@ -83,15 +83,15 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	require.NoError(t, p.UnpackSession(ctx, id, blob))
 	assert.Equal(t, []string{logPath(dst, e.Workdir, id)}, regularFiles(t, dst.StateRoot))
 	assert.Equal(t, src, readLog(t, logPath(dst, e.Workdir, id)))
-	res = run(t, b, backend.Request{Prompt: "r", SessionID: id, Env: dst})
+	res = run(t, b, agent.Request{Prompt: "r", SessionID: id, Env: dst})
 	assert.Equal(t, "turn 2: r", res.Text)
 
 	// The moved session moves on again.
 	moved, err := p.PackSession(ctx, id)
 	require.NoError(t, err)
-	third := backend.Env{StateRoot: t.TempDir(), Workdir: "/third"}
+	third := agent.Env{StateRoot: t.TempDir(), Workdir: "/third"}
 	require.NoError(t, b.Packer(third).UnpackSession(ctx, id, moved))
-	res = run(t, b, backend.Request{Prompt: "s", SessionID: id, Env: third})
+	res = run(t, b, agent.Request{Prompt: "s", SessionID: id, Env: third})
 	assert.Equal(t, "turn 3: s", res.Text)
 }
 
@@ -108,15 +108,15 @@ func TestPackMissingIsAnError(t *testing.T) {
 func TestUnpackRefusesForeignAndCorruptArchives(t *testing.T) {
 	id, e, blob := session(t)
 	b := New(Options{})
-	other := run(t, b, backend.Request{Prompt: "other", Env: e}).SessionID
+	other := run(t, b, agent.Request{Prompt: "other", Env: e}).SessionID
 	otherBlob, err := b.Packer(e).PackSession(ctx, other)
 	require.NoError(t, err)
-	claude, err := packer.NewFiles(backend.ClaudeCode, e, packer.DefaultLimits(), places).PackSession(ctx, id)
+	claude, err := packer.New("claude_code", e, packer.DefaultLimits(), packer.Files(places)).PackSession(ctx, id)
 	require.NoError(t, err)
 	// An archive that says it holds id but carries another session's log.
-	smuggled, err := packer.NewFiles(backend.Scripted, e, packer.DefaultLimits(), func(env backend.Env, _ string) ([]packer.Place, error) {
+	smuggled, err := packer.New(Name, e, packer.DefaultLimits(), packer.Files(func(env agent.Env, _ string) ([]packer.Place, error) {
 		return places(env, other)
-	}).PackSession(ctx, id)
+	})).PackSession(ctx, id)
 	require.NoError(t, err)
 
 	cases := []struct {
@@ -133,7 +133,7 @@ func TestUnpackRefusesForeignAndCorruptArchives(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dst := backend.Env{StateRoot: t.TempDir(), Workdir: "/w"}
+			dst := agent.Env{StateRoot: t.TempDir(), Workdir: "/w"}
 			p := b.Packer(dst)
 			require.ErrorIs(t, p.UnpackSession(ctx, id, c.blob), c.want)
 			assert.Empty(t, regularFiles(t, dst.StateRoot), "a refused archive writes nothing")
@@ -147,7 +147,7 @@ func TestUnpackRefusesSymlinkedDirectories(t *testing.T) {
 	outside := t.TempDir()
 	dst := t.TempDir()
 	require.NoError(t, os.Symlink(outside, SessionsDir(dst)))
-	err := New(Options{}).Packer(backend.Env{StateRoot: dst}).UnpackSession(ctx, id, blob)
+	err := New(Options{}).Packer(agent.Env{StateRoot: dst}).UnpackSession(ctx, id, blob)
 	require.ErrorIs(t, err, packer.ErrExists)
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)

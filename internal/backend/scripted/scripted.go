@@ -24,7 +24,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
@@ -42,12 +42,18 @@ const sessionsDir = "sessions"
 // SessionsDir is where the sessions of a state root live.
 func SessionsDir(stateRoot string) string { return filepath.Join(stateRoot, sessionsDir) }
 
+// Name is the backend's name in graphs and the catalogue.
+const Name = "scripted"
+
 // Options configure a Backend.
 type Options struct {
 	// Logger receives warnings; nil means slog.Default().
 	Logger *slog.Logger
 	// NewID mints session ids; nil means IDPrefix + a new ULID.
 	NewID func() string
+	// Redact is what packing a session does with a secret-looking token
+	// (default packer.RedactDetect).
+	Redact packer.RedactMode
 }
 
 // Backend is the scripted agent. It holds no state between visits: every
@@ -56,13 +62,14 @@ type Options struct {
 type Backend struct {
 	logger *slog.Logger
 	newID  func() string
+	redact packer.RedactMode
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var _ agent.Backend = (*Backend)(nil)
 
 // New returns the scripted backend.
 func New(opts Options) *Backend {
-	b := &Backend{logger: opts.Logger, newID: opts.NewID}
+	b := &Backend{logger: opts.Logger, newID: opts.NewID, redact: opts.Redact}
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
@@ -72,40 +79,40 @@ func New(opts Options) *Backend {
 	return b
 }
 
-// Name implements backend.Executor.
-func (b *Backend) Name() string { return backend.Scripted }
+// Name implements agent.Executor.
+func (b *Backend) Name() string { return Name }
 
-// Packer implements backend.Backend with the shared packer, moving the
+// Packer implements agent.Backend with the shared packer, moving the
 // session's one log file.
-func (b *Backend) Packer(env backend.Env) backend.SessionPacker {
-	return packer.NewFiles(backend.Scripted, env, packer.DefaultLimits(), places)
+func (b *Backend) Packer(env agent.Env) agent.SessionPacker {
+	return packer.New(Name, env, packer.DefaultLimits(), packer.Files(places), packer.WithRedact(b.redact))
 }
 
-// Fingerprint implements backend.Backend: see the package function.
-func (b *Backend) Fingerprint(req backend.Request) string {
+// Fingerprint implements agent.Backend: see the package function.
+func (b *Backend) Fingerprint(req agent.Request) string {
 	return Fingerprint(req.Model, req.Script, req.Settings)
 }
 
 // Execute runs one visit: open (or resume, or fork) the session, record the
 // turn's opening durably, render the reply from the script, and record how
 // the turn ended.
-func (b *Backend) Execute(ctx context.Context, req backend.Request) (backend.Result, error) {
+func (b *Backend) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
 	switch {
 	case req.Env.StateRoot == "":
-		return backend.Result{}, errors.New("scripted: no state root: the worker must give every visit one")
+		return agent.Result{}, errors.New("scripted: no state root: the worker must give every visit one")
 	case req.Answer != nil && req.SessionID == "":
-		return backend.Result{}, errors.New("scripted: an answer needs the session that asked (SessionID is empty)")
+		return agent.Result{}, errors.New("scripted: an answer needs the session that asked (SessionID is empty)")
 	case req.Fork && req.SessionID == "":
-		return backend.Result{}, errors.New("scripted: fork needs the SessionID to copy")
+		return agent.Result{}, errors.New("scripted: fork needs the SessionID to copy")
 	}
 	log := jsonl.Open(SessionsDir(req.Env.StateRoot))
 	defer log.Close()
 
 	id, turns, err := b.open(ctx, log, req)
 	if err != nil {
-		return backend.Result{}, err
+		return agent.Result{}, err
 	}
-	res := backend.Result{SessionID: id, Fingerprint: b.Fingerprint(req)}
+	res := agent.Result{SessionID: id, Fingerprint: b.Fingerprint(req)}
 	t := &turn{log: log, id: id, number: len(turns) + 1, history: turns}
 	if err := t.begin(ctx, req); err != nil {
 		return res, err
@@ -117,8 +124,8 @@ func (b *Backend) Execute(ctx context.Context, req backend.Request) (backend.Res
 	res.Text, res.Structured, res.NeedsInteraction = out.Text, out.Structured, out.NeedsInteraction
 	res.Usage = Usage(t.prompt, out.Text)
 	if req.Progress != nil {
-		req.Progress(backend.Progress{Node: req.NodeID, Visit: req.Visit, Backend: backend.Scripted,
-			Text: backend.Tail(strings.TrimSpace(out.Text), backend.MaxProgressText), Usage: res.Usage}.Bound())
+		req.Progress(agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: Name,
+			Text: agent.Tail(strings.TrimSpace(out.Text), agent.MaxProgressText), Usage: res.Usage}.Bound())
 	}
 	return res, nil
 }
@@ -126,15 +133,15 @@ func (b *Backend) Execute(ctx context.Context, req backend.Request) (backend.Res
 // Usage is what the scripted agent reports a turn cost: a token per word
 // of the prompt in, a token per word of the reply out, and a known cost of
 // nothing, so that dry runs exercise usage accounting and budgets.
-func Usage(prompt, reply string) backend.Usage {
-	return backend.Usage{InputTokens: int64(len(strings.Fields(prompt))), OutputTokens: int64(len(strings.Fields(reply))), CostKnown: true}
+func Usage(prompt, reply string) agent.Usage {
+	return agent.Usage{InputTokens: int64(len(strings.Fields(prompt))), OutputTokens: int64(len(strings.Fields(reply))), CostKnown: true}
 }
 
 // open returns the session the visit runs in and its earlier turns.
-func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req backend.Request) (string, []Turn, error) {
+func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req agent.Request) (string, []Turn, error) {
 	if req.SessionID == "" {
 		id := b.newID()
-		h := sessionlog.Header{ID: id, Cwd: req.Env.Workdir, Backend: backend.Scripted}
+		h := sessionlog.Header{ID: id, Cwd: req.Env.Workdir, Backend: Name}
 		if err := log.Create(ctx, h); err != nil {
 			return "", nil, fmt.Errorf("scripted: new session: %w", err)
 		}
@@ -151,7 +158,7 @@ func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req bac
 	h := sessionlog.Header{
 		ID:         id,
 		Cwd:        req.Env.Workdir,
-		Backend:    backend.Scripted,
+		Backend:    Name,
 		ForkedFrom: &sessionlog.Lineage{SessionID: src.Header.ID, Seq: src.LastSeq()},
 	}
 	if err := log.Create(ctx, h); err != nil {
@@ -168,7 +175,7 @@ func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req bac
 	return id, history(src.Events), nil
 }
 
-// resume loads an existing session; a missing one is backend.ErrNoSession,
+// resume loads an existing session; a missing one is agent.ErrNoSession,
 // never a new session under that id.
 func (b *Backend) resume(ctx context.Context, log *sessionlog.Coordinator, id, root string) (*sessionlog.Log, error) {
 	if err := b.settle(root, id); err != nil {
@@ -176,13 +183,13 @@ func (b *Backend) resume(ctx context.Context, log *sessionlog.Coordinator, id, r
 	}
 	src, err := log.Load(ctx, id)
 	if errors.Is(err, sessionlog.ErrNotFound) || errors.Is(err, sessionlog.ErrInvalid) {
-		return nil, fmt.Errorf("%w %s under %s: start a fresh session or restore it first", backend.ErrNoSession, id, root)
+		return nil, fmt.Errorf("%w %s under %s: start a fresh session or restore it first", agent.ErrNoSession, id, root)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("scripted: resume %s: %w", id, err)
 	}
-	if src.Header.Backend != backend.Scripted {
-		return nil, fmt.Errorf("%w %s: the log under %s belongs to backend %q", backend.ErrNoSession, id, root, src.Header.Backend)
+	if src.Header.Backend != Name {
+		return nil, fmt.Errorf("%w %s: the log under %s belongs to backend %q", agent.ErrNoSession, id, root, src.Header.Backend)
 	}
 	return src, nil
 }

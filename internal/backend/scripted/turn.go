@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sessionlog"
 )
 
@@ -18,7 +18,7 @@ const DefaultReply = "turn {{.Turn}}: {{.Prompt}}"
 
 // Cues a rendered reply may carry.
 const (
-	// CueFail at the start of a reply fails the visit with backend.ErrScript.
+	// CueFail at the start of a reply fails the visit with agent.ErrScript.
 	CueFail = "FAIL:"
 	// CueJSON at the start of a reply makes the rest the structured output.
 	CueJSON = "JSON:"
@@ -53,7 +53,7 @@ type turn struct {
 
 // begin durably records the turn's opening before any reply exists, so a
 // crash from here on leaves an open turn that repair closes as interrupted.
-func (t *turn) begin(ctx context.Context, req backend.Request) error {
+func (t *turn) begin(ctx context.Context, req agent.Request) error {
 	opening := []sessionlog.Event{sessionlog.TurnStart()}
 	t.prompt = req.Prompt
 	if req.Answer != nil {
@@ -95,7 +95,7 @@ func (t *turn) entry(script []string) (string, int) {
 }
 
 // reply renders the script entry, acts on its cue and closes the turn.
-func (t *turn) reply(ctx context.Context, req backend.Request) (backend.Result, error) {
+func (t *turn) reply(ctx context.Context, req agent.Request) (agent.Result, error) {
 	src, idx := t.entry(req.Script)
 	text, err := render(src, Data{Turn: t.number, Prompt: t.prompt, Visit: req.Visit, SessionID: t.id, History: t.history})
 	if err != nil {
@@ -115,9 +115,9 @@ func (t *turn) reply(ctx context.Context, req backend.Request) (backend.Result, 
 			return t.fail(ctx, text, fmt.Sprintf("script entry %d: the JSON cue is not a JSON object: %s", idx, raw))
 		}
 		if err := t.end(ctx, sessionlog.ReasonCompleted, "", sessionlog.Message(sessionlog.RoleAssistant, raw)); err != nil {
-			return backend.Result{}, err
+			return agent.Result{}, err
 		}
-		return backend.Result{Text: raw, Structured: obj}, nil
+		return agent.Result{Text: raw, Structured: obj}, nil
 	}
 	if qs := questions(text); len(qs) > 0 {
 		askID := fmt.Sprintf("ask-%d", t.number)
@@ -125,14 +125,14 @@ func (t *turn) reply(ctx context.Context, req backend.Request) (backend.Result, 
 			sessionlog.Message(sessionlog.RoleAssistant, text),
 			sessionlog.ToolCall(askID, askTool, askInput(qs)))
 		if err != nil {
-			return backend.Result{}, err
+			return agent.Result{}, err
 		}
-		return backend.Result{Text: text, NeedsInteraction: &backend.Interaction{Questions: qs, PendingToolUseID: askID}}, nil
+		return agent.Result{Text: text, NeedsInteraction: &agent.Interaction{Questions: qs, PendingToolUseID: askID}}, nil
 	}
 	if err := t.end(ctx, sessionlog.ReasonCompleted, "", sessionlog.Message(sessionlog.RoleAssistant, text)); err != nil {
-		return backend.Result{}, err
+		return agent.Result{}, err
 	}
-	return backend.Result{Text: text}, nil
+	return agent.Result{Text: text}, nil
 }
 
 // end appends the turn's closing events and its turn/end in one batch.
@@ -145,15 +145,15 @@ func (t *turn) end(ctx context.Context, reason, detail string, events ...session
 }
 
 // fail closes the turn as failed and returns the scripted failure.
-func (t *turn) fail(ctx context.Context, text, msg string) (backend.Result, error) {
+func (t *turn) fail(ctx context.Context, text, msg string) (agent.Result, error) {
 	var events []sessionlog.Event
 	if text != "" {
 		events = append(events, sessionlog.Message(sessionlog.RoleAssistant, text))
 	}
 	if err := t.end(ctx, sessionlog.ReasonFailed, msg, events...); err != nil {
-		return backend.Result{}, err
+		return agent.Result{}, err
 	}
-	return backend.Result{}, fmt.Errorf("%w: session %s turn %d: %s", backend.ErrScript, t.id, t.number, msg)
+	return agent.Result{}, fmt.Errorf("%w: session %s turn %d: %s", agent.ErrScript, t.id, t.number, msg)
 }
 
 func render(src string, data Data) (string, error) {
@@ -169,11 +169,11 @@ func render(src string, data Data) (string, error) {
 }
 
 // questions collects the ASK: lines of a reply as q1, q2, ...
-func questions(text string) []backend.Question {
-	var qs []backend.Question
+func questions(text string) []agent.Question {
+	var qs []agent.Question
 	for line := range strings.Lines(text) {
 		if q, ok := strings.CutPrefix(strings.TrimSpace(line), CueAsk); ok && strings.TrimSpace(q) != "" {
-			qs = append(qs, backend.Question{ID: fmt.Sprintf("q%d", len(qs)+1), Text: strings.TrimSpace(q)})
+			qs = append(qs, agent.Question{ID: fmt.Sprintf("q%d", len(qs)+1), Text: strings.TrimSpace(q)})
 		}
 	}
 	return qs

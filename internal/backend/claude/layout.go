@@ -1,4 +1,4 @@
-package packer
+package claude
 
 import (
 	"errors"
@@ -7,10 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/packer"
 )
 
-// NewClaude returns the packer of Claude Code sessions in env: the state
+// newPacker returns the packer of Claude Code sessions in env: the state
 // root is CLAUDE_CONFIG_DIR, the working directory selects the project slug.
 // A session is
 //
@@ -21,15 +22,17 @@ import (
 // Archives name the project parts "project/<id>.jsonl" and "project/<id>/",
 // without a slug, so unpacking places them under the slug of the target
 // env's working directory.
-func NewClaude(env backend.Env, limits Limits, opts ...Option) *Packer {
-	return newPacker(backend.ClaudeCode, env, limits, claudeLayout{fixedLayout{places: claudePlaces}}, opts)
+func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
+	return packer.New(Name, env, limits, layout{packer.Files(places)}, opts...)
 }
 
-type claudeLayout struct{ fixedLayout }
+// layout is Claude Code's: fixed places for an env and id, a working
+// directory as the CLI sees it, and session ids the CLI reserves.
+type layout struct{ packer.Files }
 
-// workdir records the directory the slug was computed from.
-func (claudeLayout) workdir(env backend.Env) string {
-	if dir, err := ClaudeWorkdir(env.Workdir); err == nil {
+// Workdir records the directory the slug was computed from.
+func (layout) Workdir(env agent.Env) string {
+	if dir, err := workdirOf(env.Workdir); err == nil {
 		return dir
 	}
 	return env.Workdir
@@ -42,46 +45,46 @@ func (claudeLayout) workdir(env backend.Env) string {
 // of that session. The CLI compares them in lower case, with trailing dots
 // and spaces removed.
 var (
-	claudeReservedNames = map[string]bool{
+	reservedNames = map[string]bool{
 		"memory": true, "tiny_memory": true, "bagel": true, "cloud-snapshots": true,
 		"connector-downloads": true, "bridge-pointer.json": true, ".session-aliases": true,
 	}
 	// Suffixes that name a session's sibling files or streams.
-	claudeReservedSuffixes = []string{".jsonl", ".cast", ".ccr-tip.json", ".precompact.json", ".dir-sync.json"}
+	reservedSuffixes = []string{".jsonl", ".cast", ".ccr-tip.json", ".precompact.json", ".dir-sync.json"}
 )
 
-// checkID refuses a session id Claude Code reserves in the project folder.
-func (claudeLayout) checkID(id string) error {
+// CheckID refuses a session id Claude Code reserves in the project folder.
+func (layout) CheckID(id string) error {
 	n := strings.TrimRight(strings.ToLower(id), ". ")
-	reserved := claudeReservedNames[n]
-	for _, s := range claudeReservedSuffixes {
+	reserved := reservedNames[n]
+	for _, s := range reservedSuffixes {
 		reserved = reserved || strings.HasSuffix(n, s)
 	}
 	if reserved {
-		return fmt.Errorf("%w: %q names one of Claude Code's own entries in the project folder (memory/, tiny_memory/, *.jsonl, ...), not a session", ErrReservedID, id)
+		return fmt.Errorf("%w: %q names one of Claude Code's own entries in the project folder (memory/, tiny_memory/, *.jsonl, ...), not a session", packer.ErrReservedID, id)
 	}
 	return nil
 }
 
-func claudePlaces(env backend.Env, id string) ([]Place, error) {
-	dir, err := ClaudeWorkdir(env.Workdir)
+func places(env agent.Env, id string) ([]packer.Place, error) {
+	dir, err := workdirOf(env.Workdir)
 	if err != nil {
 		return nil, err
 	}
-	proj := "projects/" + ClaudeProjectSlug(dir) + "/"
-	return []Place{
+	proj := "projects/" + projectSlug(dir) + "/"
+	return []packer.Place{
 		{Name: "project/" + id + ".jsonl", Path: proj + id + ".jsonl", Primary: true},
 		{Name: "project/" + id, Path: proj + id, Dir: true},
 		{Name: "tasks/" + id, Path: "tasks/" + id, Dir: true},
 	}, nil
 }
 
-// ClaudeWorkdir returns working directory dir as Claude Code sees it: the
+// workdirOf returns working directory dir as Claude Code sees it: the
 // process's getcwd, absolute with symlinks resolved. Parts of dir that do
 // not exist yet are kept as written below the deepest existing ancestor.
-func ClaudeWorkdir(dir string) (string, error) {
+func workdirOf(dir string) (string, error) {
 	if dir == "" {
-		return "", fmt.Errorf("packer: Claude Code needs a working directory to find its project")
+		return "", fmt.Errorf("claude_code: Claude Code needs a working directory to find its project")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -1,11 +1,15 @@
-package workerhost
+package backend_test
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 )
 
@@ -14,7 +18,7 @@ import (
 // executor is missing from the catalogue, and a backend has the persist
 // capability exactly when it has a session packer.
 func TestCatalogueAndWorkerBackendsAgree(t *testing.T) {
-	bs, err := NewBackends(BackendConfig{})
+	bs, err := backend.New(backend.Config{})
 	require.NoError(t, err)
 	var names []string
 	for _, b := range bs {
@@ -22,8 +26,23 @@ func TestCatalogueAndWorkerBackendsAgree(t *testing.T) {
 		info, ok := backend.Lookup(b.Name())
 		require.True(t, ok, "%s is not in the catalogue", b.Name())
 		assert.True(t, info.Implemented, "%s runs but the catalogue says it is not implemented", b.Name())
-		env := backend.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
+		env := agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
 		assert.Equal(t, info.Persist, b.Packer(env) != nil, "%s: persist capability and packer disagree", b.Name())
 	}
 	assert.ElementsMatch(t, backend.Implemented(), names)
+}
+
+// A worker's backend configuration holds the model endpoints' keys; a log
+// line or a printed value of it names which backends have one, never the
+// key.
+func TestConfigNeverShowsKeys(t *testing.T) {
+	const key = "sk-ant-api03-tether-test-key-0123456789"
+	cfg := backend.Config{CLIBin: "/opt/bin", APIKeys: map[string]string{backend.ClaudeCode: key, backend.Codex: key}}
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("backends", "config", cfg)
+	for _, s := range []string{buf.String(), fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", struct{ C backend.Config }{cfg})} {
+		assert.NotContains(t, s, key)
+		assert.Contains(t, s, "/opt/bin")
+		assert.Contains(t, s, backend.Codex)
+	}
 }

@@ -1,4 +1,4 @@
-package packer
+package claude
 
 import (
 	"strconv"
@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// claudeSlugMax is where Claude Code cuts a long project slug.
-const claudeSlugMax = 200
+// slugMax is where Claude Code cuts a long project slug.
+const slugMax = 200
 
-// ClaudeProjectSlug returns the name of the directory under
+// projectSlug returns the name of the directory under
 // CLAUDE_CONFIG_DIR/projects where Claude Code keeps the sessions of
 // working directory dir, computed as Claude Code 2.1.332 computes it:
 //
@@ -20,8 +20,8 @@ const claudeSlugMax = 200
 // where hash is Java's String.hashCode over UTF-16 code units
 // (h = h*31 + unit, in 32-bit two's complement). Lengths count UTF-16 code
 // units, so a character outside the BMP becomes two dashes. dir must be the
-// directory as the CLI sees it (see ClaudeWorkdir).
-func ClaudeProjectSlug(dir string) string {
+// directory as the CLI sees it (see workdirOf).
+func projectSlug(dir string) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(dir); {
@@ -39,11 +39,11 @@ func ClaudeProjectSlug(dir string) string {
 			n++
 		}
 	}
-	if n <= claudeSlugMax {
+	if n <= slugMax {
 		return b.String()
 	}
 	// The slug is ASCII, so bytes are code units.
-	return b.String()[:claudeSlugMax] + "-" + strconv.FormatInt(abs64(int64(javaHash(dir))), 36)
+	return b.String()[:slugMax] + "-" + strconv.FormatInt(abs64(int64(javaHash(dir))), 36)
 }
 
 func isAlnum(c byte) bool {

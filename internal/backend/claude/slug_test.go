@@ -1,4 +1,4 @@
-package packer
+package claude
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // Vectors computed by running Claude Code 2.1.332's own functions (copied
 // from its bundled code) under node; the long one was also confirmed by the
 // real CLI creating that project directory.
-func TestClaudeProjectSlug(t *testing.T) {
+func TestProjectSlug(t *testing.T) {
 	cases := []struct{ dir, want string }{
 		{"/home/user/project", "-home-user-project"},
 		{"/tmp/work dir/with.dots_and-dashes", "-tmp-work-dir-with-dots-and-dashes"},
@@ -30,13 +30,13 @@ func TestClaudeProjectSlug(t *testing.T) {
 			"-tmp-slugwd-" + strings.Repeat("d", 120) + "-" + strings.Repeat("e", 67) + "-9wz31t"},
 	}
 	for _, c := range cases {
-		got := ClaudeProjectSlug(c.dir)
+		got := projectSlug(c.dir)
 		assert.Equal(t, c.want, got, "dir %q", c.dir)
 		assert.LessOrEqual(t, len(got), 255, "a slug must fit a file name")
 	}
 }
 
-func TestClaudeWorkdirResolvesLinks(t *testing.T) {
+func TestWorkdirResolvesLinks(t *testing.T) {
 	base := t.TempDir()
 	real := filepath.Join(base, "real")
 	require.NoError(t, os.Mkdir(real, 0o755))
@@ -45,15 +45,15 @@ func TestClaudeWorkdirResolvesLinks(t *testing.T) {
 	realBase, err := filepath.EvalSymlinks(base)
 	require.NoError(t, err)
 
-	got, err := ClaudeWorkdir(link)
+	got, err := workdirOf(link)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(realBase, "real"), got)
 
 	// A directory that does not exist yet keeps its missing tail.
-	got, err = ClaudeWorkdir(filepath.Join(link, "not", "yet"))
+	got, err = workdirOf(filepath.Join(link, "not", "yet"))
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(realBase, "real", "not", "yet"), got)
 
-	_, err = ClaudeWorkdir("")
+	_, err = workdirOf("")
 	assert.Error(t, err)
 }
