@@ -170,7 +170,7 @@ func nodeUsages(st *workflows.State) []string {
 	if len(st.Usage) > 0 {
 		out = append(out, "run: "+usageDetail(st.TotalUsage))
 		for _, node := range slices.Sorted(maps.Keys(st.Usage)) {
-			out = append(out, fmt.Sprintf("%s (%d visits): %s", node, st.Visits[node], usageDetail(st.Usage[node])))
+			out = append(out, fmt.Sprintf("%s (%s): %s", node, plural(st.Visits[node], "visit"), usageDetail(st.Usage[node])))
 		}
 		return out
 	}
@@ -180,4 +180,12 @@ func nodeUsages(st *workflows.State) []string {
 		}
 	}
 	return out
+}
+
+// plural is "1 visit", "2 visits".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

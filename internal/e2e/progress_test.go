@@ -95,7 +95,7 @@ edges:
 	require.Equal(t, cli.ExitOK, code, followed)
 	assert.Regexp(t, `(?m)^… writer visit 1 · Write notes\.txt · [0-9.]+k? tokens · \d+ s$`, followed)
 	assert.Regexp(t, `(?m)^✓ writer +visit 1 +ok .* [0-9.]+k? tokens`, followed, "the step line says what the visit used")
-	assert.Contains(t, followed, "usage: writer (1 visits): ")
+	assert.Contains(t, followed, "usage: writer (1 visit): ")
 
 	// The visit's usage is the sum of the model's requests.
 	st := h.state(id)
@@ -108,7 +108,7 @@ edges:
 
 	code, out = tetherCode(t, "status", id)
 	require.Equal(t, cli.ExitOK, code, out)
-	assert.Contains(t, out, "usage:      writer (1 visits): ")
+	assert.Contains(t, out, "usage:      writer (1 visit): ")
 	assert.NotContains(t, out, "running:", "nothing runs once the run is done")
 }
 
