@@ -323,13 +323,24 @@ func (a *app) graphCmd() *cobra.Command {
 		run    string
 	)
 	cmd := &cobra.Command{
-		Use:   "graph FILE",
-		Short: "Draw a graph as Mermaid or DOT, optionally with the path a run took",
-		Args:  cobra.ExactArgs(1),
+		Use:   "graph [FILE] [--run RUN]",
+		Short: "Draw a graph as Mermaid or DOT, optionally with the path a run took, or print it as a graph file (yaml)",
+		Long: `Draw a graph file, or with --run and no FILE the graph that run executes
+(as its checkpoint holds it, which a later edit of the file does not change).
+--run also highlights the nodes and edges the run took. --format yaml prints
+the graph as a graph file instead, in canonical form: to save the graph of a
+run before forking it with changes, or to see a file as Tether reads it.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := graph.ParseFile(args[0])
-			if err != nil {
-				return &exitError{code: ExitUsage, err: err}
+			if len(args) == 0 && run == "" {
+				return usageErr("name a graph FILE, or a run with --run RUN to use the graph it executes")
+			}
+			var g *graph.Graph
+			if len(args) == 1 {
+				var err error
+				if g, err = graph.ParseFile(args[0]); err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
 			}
 			var taken *render.Taken
 			if run != "" {
@@ -342,16 +353,27 @@ func (a *app) graphCmd() *cobra.Command {
 					return failedErr(fmt.Errorf("run %s: %w", run, err))
 				}
 				taken = &render.Taken{Visits: cp.Visits, Transitions: cp.Transitions}
+				if g == nil {
+					g = &cp.Graph
+				}
+			}
+			if format == "yaml" {
+				b, err := graph.Encode(g)
+				if err != nil {
+					return failedErr(err)
+				}
+				_, err = a.out.Write(b)
+				return err
 			}
 			s, err := render.Draw(g, format, taken)
 			if err != nil {
-				return usageErr("%v", err)
+				return usageErr("%v or yaml", err)
 			}
 			fmt.Fprint(a.out, s)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
-	cmd.Flags().StringVar(&run, "run", "", "highlight the nodes and edges this run took")
+	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid, dot, or yaml (the graph as a graph file)")
+	cmd.Flags().StringVar(&run, "run", "", "highlight the nodes and edges this run took; without FILE, use the graph this run executes")
 	return cmd
 }

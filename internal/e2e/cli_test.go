@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/cli"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -125,4 +126,23 @@ func TestRunLifecycleCommands(t *testing.T) {
 	code, out = tetherCode(t, "graph", filepath.Join(testenv.Root(), "examples", "review-loop.yaml"), "--format", "dot")
 	require.Equal(t, cli.ExitOK, code, out)
 	assert.Contains(t, out, `"writer" -> "judge"`)
+
+	// With no file, the graph a run executes, as its checkpoint holds it:
+	// printed as a graph file, it reads back as the graph the run started
+	// with.
+	code, out = tetherCode(t, "graph", "--run", "forked", "--format", "yaml")
+	require.Equal(t, cli.ExitOK, code, out)
+	printed, err := graph.Parse([]byte(out), "printed.yaml")
+	require.NoError(t, err, out)
+	want, err := graph.Encode(persistGraph(t, backend.Scripted))
+	require.NoError(t, err)
+	again, err := graph.Encode(printed)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(again))
+	code, out = tetherCode(t, "graph", "--run", "forked")
+	require.Equal(t, cli.ExitOK, code, out)
+	assert.Contains(t, out, "flowchart")
+	code, out = tetherCode(t, "graph")
+	assert.Equal(t, cli.ExitUsage, code, out)
+	assert.Contains(t, out, "--run RUN")
 }
