@@ -3,6 +3,7 @@ package workspace
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
 )
 
 // fileInfo is one file of a workspace as found on disk.
@@ -62,7 +64,7 @@ func scanTree(ctx context.Context, root string, o scanOpts) (*scanned, error) {
 		o.trackedDir = func(string) bool { return false }
 	}
 	w := &walker{ctx: ctx, root: root, o: o, out: &scanned{}}
-	if err := w.dir("", 0, nil); err != nil {
+	if err := w.dir(nil, "", 0, nil); err != nil {
 		return nil, err
 	}
 	return w.out, nil
@@ -83,12 +85,19 @@ func (w *walker) note(format string, args ...any) {
 	}
 }
 
-func (w *walker) dir(rel string, depth int, patterns []gitignore.Pattern) error {
-	abs := filepath.Join(w.root, filepath.FromSlash(rel))
-	des, err := os.ReadDir(abs)
+func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignore.Pattern) error {
+	d, err := openDir(parent, w.root, rel)
 	if err != nil {
 		return fmt.Errorf("workspace: read directory %s: %w", orDot(rel), err)
 	}
+	defer d.Close()
+	des, err := d.ReadDir(-1)
+	if err != nil {
+		return fmt.Errorf("workspace: read directory %s: %w", orDot(rel), err)
+	}
+	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	fd := int(d.Fd())
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
 	var domain []string
 	if rel != "" {
 		domain = strings.Split(rel, "/")
@@ -128,14 +137,14 @@ func (w *walker) dir(rel string, depth int, patterns []gitignore.Pattern) error 
 			w.note("%s: a credential file, never snapshotted", p)
 			continue
 		}
-		fi, err := de.Info()
-		if err != nil {
-			if isNotExist(err) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
 				continue // removed while walking
 			}
-			return fmt.Errorf("workspace: %s: %w", p, err)
+			return fmt.Errorf("workspace: %s: %w", p, &fs.PathError{Op: "lstat", Path: filepath.Join(abs, name), Err: err})
 		}
-		m := fi.Mode()
+		m := modeOf(&st)
 		switch {
 		case m.IsDir():
 			if depth+1 > w.o.lim.MaxDepth {
@@ -144,18 +153,18 @@ func (w *walker) dir(rel string, depth int, patterns []gitignore.Pattern) error 
 			if w.dirs++; w.dirs > w.o.lim.MaxFiles {
 				return fmt.Errorf("%w: more than %d directories (TETHER_WORKSPACE_MAX_FILES)", ErrTooLarge, w.o.lim.MaxFiles)
 			}
-			if err := w.dir(p, depth+1, patterns); err != nil {
+			if err := w.dir(d, p, depth+1, patterns); err != nil {
 				return err
 			}
 		case m.IsRegular():
-			if fi.Size() > w.o.lim.MaxFileBytes {
-				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit (TETHER_WORKSPACE_MAX_FILE_BYTES); add it to .gitignore or raise the limit", ErrTooLarge, p, fi.Size(), w.o.lim.MaxFileBytes)
+			if st.Size > w.o.lim.MaxFileBytes {
+				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit (TETHER_WORKSPACE_MAX_FILE_BYTES); add it to .gitignore or raise the limit", ErrTooLarge, p, st.Size, w.o.lim.MaxFileBytes)
 			}
 			mode := filemode.Regular
 			if m&0o111 != 0 {
 				mode = filemode.Executable
 			}
-			if err := w.add(fileInfo{path: p, mode: mode, size: fi.Size()}, fi); err != nil {
+			if err := w.add(fileInfo{path: p, mode: mode, size: st.Size}, &st); err != nil {
 				return err
 			}
 		case m&fs.ModeSymlink != 0:
@@ -167,7 +176,7 @@ func (w *walker) dir(rel string, depth int, patterns []gitignore.Pattern) error 
 				w.note("%s: a symlink to %q, which leaves the workspace; not snapshotted", p, target)
 				continue
 			}
-			if err := w.add(fileInfo{path: p, mode: filemode.Symlink, size: int64(len(target)), link: target}, fi); err != nil {
+			if err := w.add(fileInfo{path: p, mode: filemode.Symlink, size: int64(len(target)), link: target}, &st); err != nil {
 				return err
 			}
 		default:
@@ -177,19 +186,20 @@ func (w *walker) dir(rel string, depth int, patterns []gitignore.Pattern) error 
 	return nil
 }
 
-func (w *walker) add(f fileInfo, fi fs.FileInfo) error {
+func (w *walker) add(f fileInfo, st *unix.Stat_t) error {
 	if len(w.out.files) >= w.o.lim.MaxFiles {
 		return fmt.Errorf("%w: more than %d files (TETHER_WORKSPACE_MAX_FILES); add generated directories to .gitignore or raise the limit", ErrTooLarge, w.o.lim.MaxFiles)
 	}
 	if w.out.bytes += f.size; w.out.bytes > w.o.lim.MaxTotalBytes {
 		return fmt.Errorf("%w: more than %d bytes of files (TETHER_WORKSPACE_MAX_BYTES); add generated directories to .gitignore or raise the limit", ErrTooLarge, w.o.lim.MaxTotalBytes)
 	}
-	setStat(&f, fi)
+	f.mtime, f.ctime, f.ino = st.Mtim.Nano(), st.Ctim.Nano(), uint64(st.Ino)
 	w.out.files = append(w.out.files, f)
 	return nil
 }
 
-// setStat records the stat data the index compares.
+// setStat records the stat data the index compares, as walker.add does
+// from a raw stat.
 func setStat(f *fileInfo, fi fs.FileInfo) {
 	f.mtime = fi.ModTime().UnixNano()
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -321,6 +331,41 @@ func deniedPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// openDir opens the directory rel: the root by path, any other relative
+// to its parent's descriptor and without following a symlink, so a
+// directory swapped for a link while the walk runs cannot lead it out of
+// the workspace.
+func openDir(parent *os.File, root, rel string) (*os.File, error) {
+	if parent == nil {
+		return os.Open(root)
+	}
+	fd, err := unix.Openat(int(parent.Fd()), path.Base(rel), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(root, filepath.FromSlash(rel)), Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
+}
+
+// modeOf is the fs.FileMode of a raw stat, as os.Lstat would report it.
+func modeOf(st *unix.Stat_t) fs.FileMode {
+	m := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	}
+	return m
 }
 
 func kindOf(m fs.FileMode) string {
