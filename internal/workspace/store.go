@@ -5,11 +5,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -350,5 +348,3 @@ func (p *packWriter) Write(b []byte) (int, error) {
 type nopHash struct{ hash.Hash }
 
 func (nopHash) Write(b []byte) (int, error) { return len(b), nil }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
