@@ -20,11 +20,12 @@ import (
 	"github.com/tether-run/tether/internal/workspace"
 )
 
-// BenchmarkVisitPersistWorkspace is one activity-level persist visit of the
-// scripted agent that edits one file of a 1,000-file workspace, with the
-// session and the workspace held by this worker (the common case): no
-// Temporal, a file blob store.
-func BenchmarkVisitPersistWorkspace(b *testing.B) {
+// benchVisits runs b.N visits of node, activity by activity (no Temporal,
+// a file blob store), in a run whose workspace was imported from 1,000
+// small files, and whose first visit (which restores those files onto
+// this worker, once per run) is not timed. Each visit continues the
+// previous one's session and workspace, as the workflow would plan it.
+func benchVisits(b *testing.B, node graph.Node) {
 	dir := b.TempDir()
 	store, err := blob.Open(context.Background(), "file://"+dir+"/store")
 	require.NoError(b, err)
@@ -39,19 +40,40 @@ func BenchmarkVisitPersistWorkspace(b *testing.B) {
 	}
 	ws, _, err := workspace.Import(context.Background(), store, "r1", workspace.Source{From: src}, workspace.Limits{}, time.Now())
 	require.NoError(b, err)
-	node := graph.Node{ID: "w", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist, Prompt: "go",
-		Script: []string{"WRITE: notes.txt = visit {{.Visit}}\nok"}}
 	var slot *SessionPlan
-	b.ResetTimer()
-	for i := range b.N {
-		req := &VisitRequest{RunID: "r1", NodeID: "w", Visit: i + 1, Node: node, Backend: backend.Scripted, Workspace: ws,
-			PackTo: runstore.SessionKey("r1", "w", fmt.Sprintf("01J%023d", i)), PauseTo: runstore.PauseKey("r1", "w", fmt.Sprintf("01K%023d", i)),
-			Session: slot, Started: time.Now()}
+	visit := func(i int) {
+		req := &VisitRequest{RunID: "r1", NodeID: node.ID, Visit: i + 1, Node: node, Backend: node.Backend, Workspace: ws, Session: slot, Started: time.Now()}
+		if node.Kind == graph.KindAgent {
+			req.PackTo = runstore.SessionKey("r1", node.ID, fmt.Sprintf("01J%023d", i))
+			req.PauseTo = runstore.PauseKey("r1", node.ID, fmt.Sprintf("01K%023d", i))
+		}
 		res, err := a.Visit(context.Background(), req)
 		require.NoError(b, err)
 		if res.Workspace != nil {
 			ws = res.Workspace
 		}
-		slot = &SessionPlan{Kind: "unpack_own_slot", SessionID: res.SessionID, StateRef: res.PackedTo, Digest: res.PackDigest}
+		if res.PackedTo != "" {
+			slot = &SessionPlan{Kind: "unpack_own_slot", SessionID: res.SessionID, StateRef: res.PackedTo, Digest: res.PackDigest}
+		}
 	}
+	visit(0)
+	b.ResetTimer()
+	for i := range b.N {
+		visit(i + 1)
+	}
+}
+
+// BenchmarkVisitPersistWorkspace: a persist visit of the scripted agent
+// that edits one file, with the session and the workspace held by this
+// worker (the common case): restore hits, execute, snapshot the change and
+// pack the session side by side.
+func BenchmarkVisitPersistWorkspace(b *testing.B) {
+	benchVisits(b, graph.Node{ID: "w", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist, Prompt: "go",
+		Script: []string{"WRITE: notes.txt = visit {{.Visit}}\nok"}})
+}
+
+// BenchmarkVisitToolWorkspace: a tool visit in the same workspace that
+// changes nothing: start a process, find out nothing changed.
+func BenchmarkVisitToolWorkspace(b *testing.B) {
+	benchVisits(b, graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"true"}})
 }
