@@ -280,9 +280,6 @@ type agentRun struct {
 	lostAnswer string
 	// workspace is what the prompt sees as .workspace.
 	workspace map[string]any
-	// executed, if set, is called when the agent's process has ended and
-	// before its session is packed (see visitAgent).
-	executed func(backendName, sessionID string, asked bool)
 }
 
 // request is the backend request of the run, without its prompt.
@@ -356,9 +353,6 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		Usage: res.Usage,
 	}
 
-	if r.executed != nil {
-		r.executed(r.b.Name(), res.SessionID, res.NeedsInteraction != nil)
-	}
 	key := r.packTo
 	if res.NeedsInteraction != nil {
 		result.Questions = res.NeedsInteraction.Questions

@@ -149,22 +149,7 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		return nil, fmt.Errorf("node %q: create its directory: %w", req.NodeID, err)
 	}
 
-	// The workspace snapshot starts as soon as the node's process is done
-	// with the files: for an agent, before its session is packed, so the
-	// two uploads overlap.
-	var snap *pendingSnapshot
-	snapshot := func(backendName, sessionID string, asked bool) {
-		if ws != nil && !req.Branch && snap == nil {
-			snap = a.startSnapshot(ctx, ws, req, backendName, sessionID, asked)
-		}
-	}
-	// Never leave a snapshot running past the visit (ws.Close, deferred
-	// earlier, runs after this).
-	defer func() {
-		if snap != nil {
-			<-snap.done
-		}
-	}()
+	var asked bool
 	switch req.Node.Kind {
 	case graph.KindTool:
 		out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd)
@@ -172,53 +157,33 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 			return nil, err
 		}
 		res.Output = out
-		snapshot("", "", false)
 	case graph.KindAgent:
-		if err := a.visitAgent(ctx, req, cwd, promptWorkspace(ctx, ws, req), snapshot, res); err != nil {
+		if err := a.visitAgent(ctx, req, cwd, promptWorkspace(ctx, ws, req), res); err != nil {
 			return nil, err
 		}
+		asked = len(res.Questions) > 0
 	}
 
-	if snap != nil {
-		<-snap.done
-		if snap.err != nil {
-			return nil, workspaceError(req, "snapshot", snap.err)
+	if ws != nil && !req.Branch {
+		msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
+		if asked {
+			msg += " (asked the user)"
 		}
-		res.WorkspaceNotes, res.WorkspaceUploaded = snap.rep.Notes, snap.rep.Uploaded
-		a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.rep.Uploaded)
-		if snap.rep.Changed || req.Workspace == nil {
-			res.Workspace = snap.next
+		details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
+		if res.Backend != "" {
+			details = append(details, "backend: "+res.Backend, "session: "+res.SessionID)
+		}
+		next, snap, err := ws.Snapshot(ctx, req.Workspace, workspace.CommitInfo{Message: msg, Details: details, When: req.Started})
+		if err != nil {
+			return nil, workspaceError(req, "snapshot", err)
+		}
+		res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
+		a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.Uploaded)
+		if snap.Changed || req.Workspace == nil {
+			res.Workspace = next
 		}
 	}
 	return res, nil
-}
-
-// pendingSnapshot is a workspace snapshot running in the background;
-// its fields are set when done is closed.
-type pendingSnapshot struct {
-	done chan struct{}
-	next *runstore.WorkspaceState
-	rep  workspace.Snapshotted
-	err  error
-}
-
-// startSnapshot commits the visit's workspace ("node visit N", with the
-// backend and session in the details) in a goroutine.
-func (a *Activities) startSnapshot(ctx context.Context, ws *workspace.Workspace, req *VisitRequest, backendName, sessionID string, asked bool) *pendingSnapshot {
-	msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
-	if asked {
-		msg += " (asked the user)"
-	}
-	details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
-	if backendName != "" {
-		details = append(details, "backend: "+backendName, "session: "+sessionID)
-	}
-	p := &pendingSnapshot{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		p.next, p.rep, p.err = ws.Snapshot(ctx, req.Workspace, workspace.CommitInfo{Message: msg, Details: details, When: req.Started})
-	}()
-	return p
 }
 
 // maxPromptDiff bounds the diff a prompt sees as .workspace.diff.
@@ -277,11 +242,7 @@ func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) 
 
 // visitAgent restores the planned session (or strips it), runs the agent
 // and packs its session.
-//
-// executed is called once the agent's process has ended, before its
-// session is packed, with the backend that ran, the session id and whether
-// the agent asked the user something.
-func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, executed func(backendName, sessionID string, asked bool), res *VisitResult) error {
+func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, res *VisitResult) error {
 	planned := ""
 	if req.Session != nil {
 		planned = req.Session.SessionID
@@ -323,7 +284,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 	run := agentRun{
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
-		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData, executed: executed,
+		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {
