@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,27 +155,14 @@ func (a *Activities) logger() *slog.Logger {
 }
 
 // liveEnv returns the live root and working directory of one backend for one
-// run's node on this worker. HasSession, unpack, execute and pack all use
-// this one function, so they agree on where a session lives.
+// run's node on this worker, for the activities of runs recorded before
+// one-trip visits: the directories a trunk Visit would use.
 func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (agent.Env, error) {
-	root := filepath.Join(a.StateDir, backendName)
-	work := filepath.Join(a.WorkDir, runID)
-	if node.Workdir != "" {
-		if filepath.IsAbs(node.Workdir) {
-			work = filepath.Clean(node.Workdir)
-		} else {
-			if !filepath.IsLocal(node.Workdir) {
-				return agent.Env{}, fmt.Errorf("node %q: workdir %q leaves the run's directory; use a relative path inside it or an absolute path", node.ID, node.Workdir)
-			}
-			work = filepath.Join(work, node.Workdir)
-		}
+	_, cwd, err := a.visitDirs(&VisitRequest{RunID: runID, NodeID: node.ID, Node: node})
+	if err != nil {
+		return agent.Env{}, err
 	}
-	for _, d := range []string{root, work} {
-		if err := mkdirAll(d); err != nil {
-			return agent.Env{}, err
-		}
-	}
-	return agent.Env{StateRoot: root, Workdir: work}, nil
+	return a.agentEnv(backendName, cwd)
 }
 
 func mkdirAll(d string) error { return os.MkdirAll(d, 0o700) }

@@ -243,11 +243,7 @@ func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) 
 // visitAgent restores the planned session (or strips it), runs the agent
 // and packs its session.
 func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, res *VisitResult) error {
-	planned := ""
-	if req.Session != nil {
-		planned = req.Session.SessionID
-	}
-	b, sessionID, err := a.pickBackend(req.Backend, req.Node, planned)
+	b, sessionID, err := a.pickBackend(req.Backend, req.Node, sessionOf(req))
 	if err != nil {
 		return err
 	}
