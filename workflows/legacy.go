@@ -27,35 +27,14 @@ import (
 func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, inBranch bool) (visitResult, error) {
 	log := workflow.GetLogger(ctx)
 	eff := r.effectiveBackend(node)
-	var deliveries []resolve.Delivery
-	if cur.From != "" {
-		id, _ := cur.Input[agent.SessionIDKey].(string)
-		deliveries = append(deliveries, resolve.Delivery{From: cur.From, SessionID: id})
-	}
-
-	// A branch's pause lives only in workflow memory; a trunk pause is the
-	// checkpoint's, so status, rewind and resume see it.
-	var branchPause *runstore.PauseInfo
-	pause := func() *runstore.PauseInfo {
-		if inBranch {
-			return branchPause
-		}
-		return r.cp.Pause
-	}
-	setPause := func(p *runstore.PauseInfo) {
-		if inBranch {
-			branchPause = p
-		} else {
-			r.cp.Pause = p
-		}
-	}
+	sc := &scope{branch: inBranch}
 
 	var answer *agent.Answer
 	answering := false
 	asked := 0
 	// A run restored from a checkpoint taken while this node waited on an
 	// ask_user waits for that answer again instead of re-executing.
-	if p := pause(); p != nil && p.NodeID == node.ID && p.Backend != "" {
+	if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID && p.Backend != "" {
 		asked = len(p.Questions)
 		a, err := r.awaitAgentAnswer(ctx, node, p)
 		if err != nil {
@@ -65,10 +44,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 	}
 
 	for restarts := 0; ; {
-		plan := resolve.Resolve(resolve.Request{
-			Node: *node, Backend: eff, Input: cur.Input, Deliveries: deliveries, Answering: answering,
-			Outputs: r.cp.Outputs, NodeSessions: r.cp.NodeSessions, Pause: pause(),
-		})
+		plan := r.resolve(node, cur, answering, sc)
 		sessionID, queue, input, err := r.legacyRestore(ctx, node, plan)
 		if err != nil {
 			return visitResult{}, err
@@ -109,8 +85,8 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 				// then run in a fresh conversation.
 				log.Warn("could not store the in-flight session for this question; the answer will start a fresh conversation", "node", node.ID, "error", res.PackError)
 			}
-			old := pause()
-			setPause(p)
+			old := r.pauseOf(sc)
+			r.setPause(sc, p)
 			if !inBranch {
 				r.cp.Status = runstore.StatusWaiting
 				if err := r.save(ctx); err != nil {
@@ -133,11 +109,11 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 		if !inBranch {
 			r.lastQueue = res.Queue
 		}
-		if p := pause(); p != nil && p.NodeID == node.ID {
+		if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID {
 			if p.BackendSessionStateRef != "" {
 				v.deleteAfterCommit = append(v.deleteAfterCommit, p.BackendSessionStateRef)
 			}
-			setPause(nil)
+			r.setPause(sc, nil)
 			if !inBranch {
 				r.cp.Status = runstore.StatusRunning
 			}
