@@ -66,7 +66,7 @@ func (f *forged) pack() []byte {
 	for _, o := range f.objects {
 		require.NoError(f.t, pw.add(o.h, o.t, o.content))
 	}
-	_, err = pw.finish()
+	err = pw.finish()
 	require.NoError(f.t, err)
 	return buf.Bytes()
 }
@@ -209,7 +209,7 @@ func TestRestoreRefusesHostilePacks(t *testing.T) {
 			pw, err := newPackWriter(&buf, 1)
 			require.NoError(t, err)
 			require.NoError(t, pw.add(plumbing.ZeroHash, plumbing.BlobObject, []byte(strings.Repeat("x", 1<<20))))
-			_, err = pw.finish()
+			err = pw.finish()
 			require.NoError(t, err)
 			b := buf.Bytes()
 			// Rewrite the entry header to claim 16 bytes (same header

@@ -57,7 +57,6 @@ type Workspace struct {
 	workdir string
 	live    *liveDir
 	store   *objectStore
-	cache   string
 }
 
 // Open takes the working directory workdir of run for one visit, waiting
@@ -82,7 +81,7 @@ func (m *Manager) Open(ctx context.Context, run, workdir string) (*Workspace, er
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	w := &Workspace{m: m, run: run, workdir: abs, live: ld, cache: filepath.Join(m.dir, run)}
+	w := &Workspace{m: m, run: run, workdir: abs, live: ld}
 	if err := w.open(); err != nil {
 		w.Close()
 		return nil, err
@@ -99,7 +98,7 @@ func (w *Workspace) open() error {
 	s := w.m.stores[w.run]
 	if s == nil {
 		var err error
-		if s, err = openStore(filepath.Join(w.cache, "packs"), w.m.lim.scan()); err != nil {
+		if s, err = openStore(filepath.Join(w.m.dir, w.run, "packs"), w.m.lim.scan()); err != nil {
 			return fmt.Errorf("workspace: local store of run %s: %w", w.run, err)
 		}
 		w.m.stores[w.run] = s
@@ -128,19 +127,4 @@ func (w *Workspace) index() *index {
 		w.live.idx = emptyIndex()
 	}
 	return w.live.idx
-}
-
-// Forget drops what the manager caches of a run (its local packs and
-// indexes); the next visit of it on this worker restores from the store.
-func (m *Manager) Forget(run string) error {
-	if err := runstore.ValidateRunID(run); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	if s := m.stores[run]; s != nil {
-		s.close()
-		delete(m.stores, run)
-	}
-	m.mu.Unlock()
-	return os.RemoveAll(filepath.Join(m.dir, run))
 }

@@ -37,12 +37,12 @@ type entry struct {
 	n    int64 // the entry's length: header plus compressed data
 }
 
-// packWriter writes a pack whose object count is known up front.
+// packWriter writes a pack whose object count is known up front (the
+// caller writes exactly that many objects).
 type packWriter struct {
 	w     io.Writer
 	sum   hash.Hash
 	off   int64
-	left  uint32
 	zw    *kzlib.Writer
 	buf   bytes.Buffer
 	index []entry
@@ -52,7 +52,7 @@ func newPackWriter(w io.Writer, count int) (*packWriter, error) {
 	if count < 0 || uint64(count) > uint64(^uint32(0)) {
 		return nil, fmt.Errorf("workspace: pack of %d objects", count)
 	}
-	p := &packWriter{w: w, sum: sha1.New(), left: uint32(count)}
+	p := &packWriter{w: w, sum: sha1.New()}
 	var h [packHeader]byte
 	copy(h[:], packMagic)
 	binary.BigEndian.PutUint32(h[4:], packVersion)
@@ -81,10 +81,6 @@ func (p *packWriter) write(b []byte) error {
 
 // add writes one object.
 func (p *packWriter) add(h plumbing.Hash, t plumbing.ObjectType, content []byte) error {
-	if p.left == 0 {
-		return fmt.Errorf("workspace: pack writer given more objects than it declared")
-	}
-	p.left--
 	p.buf.Reset()
 	p.buf.Write(entryHeader(t, int64(len(content))))
 	p.zw.Reset(&p.buf)
@@ -104,10 +100,6 @@ func (p *packWriter) add(h plumbing.Hash, t plumbing.ObjectType, content []byte)
 
 // addRaw copies an entry read from another pack as it is.
 func (p *packWriter) addRaw(e entry, raw []byte) error {
-	if p.left == 0 {
-		return fmt.Errorf("workspace: pack writer given more objects than it declared")
-	}
-	p.left--
 	e.off = p.off
 	e.n = int64(len(raw))
 	if err := p.write(raw); err != nil {
@@ -117,16 +109,10 @@ func (p *packWriter) addRaw(e entry, raw []byte) error {
 	return nil
 }
 
-// finish writes the trailer and returns the entries written.
-func (p *packWriter) finish() ([]entry, error) {
-	if p.left != 0 {
-		return nil, fmt.Errorf("workspace: pack writer is %d objects short of what it declared", p.left)
-	}
-	sum := p.sum.Sum(nil)
-	if _, err := p.w.Write(sum); err != nil {
-		return nil, err
-	}
-	return p.index, nil
+// finish writes the trailer.
+func (p *packWriter) finish() error {
+	_, err := p.w.Write(p.sum.Sum(nil))
+	return err
 }
 
 func entryHeader(t plumbing.ObjectType, size int64) []byte {
@@ -157,31 +143,30 @@ func (l Limits) scan() scanLimits {
 	}
 }
 
-// scanPack reads a whole pack, checks it, and calls fn for each object. fn
-// gets the content of trees and commits, and of blobs when wantBlobs is
-// true; otherwise nil. A pack with delta objects, an object over the
-// limits, a stream that does not inflate to the declared size, a bad
-// trailer or trailing bytes is ErrCorrupt or ErrTooLarge, found before
-// anything past the bad object is read.
-func scanPack(r io.Reader, lim scanLimits, wantBlobs bool, fn func(e entry, content []byte) error) (err error) {
+// scanPack reads a whole pack, checks it, and returns the entries of its
+// objects (hash, type, size and where each lies). A pack with delta
+// objects, an object over the limits, a stream that does not inflate to
+// the declared size, a bad trailer or trailing bytes is ErrCorrupt or
+// ErrTooLarge, found before anything past the bad object is read.
+func scanPack(r io.Reader, lim scanLimits) (entries []entry, err error) {
 	defer func() {
 		// The zlib reader is standard library code fed hostile bytes; a
 		// panic there must still be a typed refusal, not a crashed worker.
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: pack reader failed: %v", ErrCorrupt, p)
+			entries, err = nil, fmt.Errorf("%w: pack reader failed: %v", ErrCorrupt, p)
 		}
 	}()
 	cr := &countReader{r: bufio.NewReaderSize(r, 64<<10), sum: sha1.New()}
 	var h [packHeader]byte
 	if _, err := io.ReadFull(cr, h[:]); err != nil {
-		return fmt.Errorf("%w: pack header: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: pack header: %v", ErrCorrupt, err)
 	}
 	if string(h[:4]) != packMagic || binary.BigEndian.Uint32(h[4:]) != packVersion {
-		return fmt.Errorf("%w: not a version-2 pack", ErrCorrupt)
+		return nil, fmt.Errorf("%w: not a version-2 pack", ErrCorrupt)
 	}
 	count := binary.BigEndian.Uint32(h[8:])
 	if uint64(count) > uint64(lim.objects) {
-		return fmt.Errorf("%w: pack declares %d objects, more than %d", ErrTooLarge, count, lim.objects)
+		return nil, fmt.Errorf("%w: pack declares %d objects, more than %d", ErrTooLarge, count, lim.objects)
 	}
 	var zr io.ReadCloser
 	var total int64
@@ -190,24 +175,24 @@ func scanPack(r io.Reader, lim scanLimits, wantBlobs bool, fn func(e entry, cont
 		off := cr.n
 		t, size, err := readEntryHeader(cr)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch t {
 		case plumbing.CommitObject, plumbing.TreeObject:
 			if size > maxObjectBytes {
-				return fmt.Errorf("%w: a %s object of %d bytes", ErrTooLarge, t, size)
+				return nil, fmt.Errorf("%w: a %s object of %d bytes", ErrTooLarge, t, size)
 			}
 		case plumbing.BlobObject:
 			if size > lim.blobBytes {
-				return fmt.Errorf("%w: a file of %d bytes, over the %d-byte single-file limit", ErrTooLarge, size, lim.blobBytes)
+				return nil, fmt.Errorf("%w: a file of %d bytes, over the %d-byte single-file limit", ErrTooLarge, size, lim.blobBytes)
 			}
 		case plumbing.OFSDeltaObject, plumbing.REFDeltaObject:
-			return fmt.Errorf("%w: object %d is a delta; workspace packs hold whole objects only", ErrCorrupt, i)
+			return nil, fmt.Errorf("%w: object %d is a delta; workspace packs hold whole objects only", ErrCorrupt, i)
 		default:
-			return fmt.Errorf("%w: object %d has type %d", ErrCorrupt, i, t)
+			return nil, fmt.Errorf("%w: object %d has type %d", ErrCorrupt, i, t)
 		}
 		if total += size; total > lim.total {
-			return fmt.Errorf("%w: pack inflates to more than %d bytes", ErrTooLarge, lim.total)
+			return nil, fmt.Errorf("%w: pack inflates to more than %d bytes", ErrTooLarge, lim.total)
 		}
 		if zr == nil {
 			zr, err = zlib.NewReader(cr)
@@ -215,16 +200,10 @@ func scanPack(r io.Reader, lim scanLimits, wantBlobs bool, fn func(e entry, cont
 			err = zr.(zlib.Resetter).Reset(cr, nil)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: object %d: %v", ErrCorrupt, i, err)
+			return nil, fmt.Errorf("%w: object %d: %v", ErrCorrupt, i, err)
 		}
 		hs := plumbing.NewHasher(t, size)
-		var content []byte
-		var dst io.Writer = hs
-		if t != plumbing.BlobObject || wantBlobs {
-			content = make([]byte, 0, size)
-			dst = io.MultiWriter(hs, &sliceWriter{&content})
-		}
-		n, err := io.CopyBuffer(dst, io.LimitReader(zr, size), buf)
+		n, err := io.CopyBuffer(hs, io.LimitReader(zr, size), buf)
 		if err == nil && n != size {
 			err = io.ErrUnexpectedEOF
 		}
@@ -238,25 +217,22 @@ func scanPack(r io.Reader, lim scanLimits, wantBlobs bool, fn func(e entry, cont
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("%w: object %d: %v", ErrCorrupt, i, err)
+			return nil, fmt.Errorf("%w: object %d: %v", ErrCorrupt, i, err)
 		}
-		e := entry{hash: hs.Sum(), typ: t, size: size, off: off, n: cr.n - off}
-		if err := fn(e, content); err != nil {
-			return err
-		}
+		entries = append(entries, entry{hash: hs.Sum(), typ: t, size: size, off: off, n: cr.n - off})
 	}
 	want := cr.sum.Sum(nil)
 	var got [packTrailer]byte
 	if _, err := io.ReadFull(cr.r, got[:]); err != nil {
-		return fmt.Errorf("%w: pack trailer: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: pack trailer: %v", ErrCorrupt, err)
 	}
 	if !bytes.Equal(want, got[:]) {
-		return fmt.Errorf("%w: pack checksum does not match its content", ErrCorrupt)
+		return nil, fmt.Errorf("%w: pack checksum does not match its content", ErrCorrupt)
 	}
 	if _, err := cr.r.ReadByte(); err != io.EOF {
-		return fmt.Errorf("%w: bytes after the pack trailer", ErrCorrupt)
+		return nil, fmt.Errorf("%w: bytes after the pack trailer", ErrCorrupt)
 	}
-	return nil
+	return entries, nil
 }
 
 func readEntryHeader(r io.ByteReader) (plumbing.ObjectType, int64, error) {
@@ -303,13 +279,6 @@ func (c *countReader) ReadByte() (byte, error) {
 		c.sum.Write([]byte{b})
 	}
 	return b, err
-}
-
-type sliceWriter struct{ b *[]byte }
-
-func (s *sliceWriter) Write(p []byte) (int, error) {
-	*s.b = append(*s.b, p...)
-	return len(p), nil
 }
 
 // readEntry inflates the object whose entry starts at e.off in the pack

@@ -163,11 +163,7 @@ func (s *objectStore) ingest(r io.Reader, want string, lim scanLimits) (*localPa
 		os.Remove(tmp.Name())
 	}()
 	sum := sha256.New()
-	var entries []entry
-	err = scanPack(io.TeeReader(r, io.MultiWriter(tmp, sum)), lim, false, func(e entry, _ []byte) error {
-		entries = append(entries, e)
-		return nil
-	})
+	entries, err := scanPack(io.TeeReader(r, io.MultiWriter(tmp, sum)), lim)
 	if err != nil {
 		return nil, err
 	}
@@ -198,27 +194,15 @@ func (s *objectStore) keep(tmp *os.File, digest string, entries []entry) (*local
 	return p, nil
 }
 
-func (s *objectStore) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.packs {
-		if p.f != nil {
-			_ = p.f.Close()
-			p.f = nil
-		}
-	}
-}
-
 // packBuilder writes a new pack without knowing its object count up front:
 // entries go to a body as they come, in memory up to spillBytes and in a
 // temporary file beyond, and finish writes the pack (header, body,
 // trailer) in one pass, hashing it for its digest.
 type packBuilder struct {
-	dir   string
-	body  *spill
-	pw    *packWriter
-	seen  map[plumbing.Hash]bool
-	count int
+	dir  string
+	body *spill
+	pw   *packWriter
+	seen map[plumbing.Hash]bool
 }
 
 // spillBytes is the body a builder keeps in memory.
@@ -227,7 +211,7 @@ const spillBytes = 32 << 20
 func newPackBuilder(dir string) (*packBuilder, error) {
 	b := &packBuilder{dir: dir, body: &spill{dir: dir}, seen: map[plumbing.Hash]bool{}}
 	// The body's writer declares no count: the header is written by finish.
-	b.pw = &packWriter{w: b.body, sum: nopHash{}, left: ^uint32(0), off: packHeader}
+	b.pw = &packWriter{w: b.body, sum: nopHash{}, off: packHeader}
 	zw, err := newZlib(&b.pw.buf)
 	if err != nil {
 		return nil, err
@@ -237,21 +221,26 @@ func newPackBuilder(dir string) (*packBuilder, error) {
 }
 
 func (b *packBuilder) add(h plumbing.Hash, t plumbing.ObjectType, content []byte) error {
-	if b.seen[h] {
+	if !b.first(h) {
 		return nil
 	}
-	b.seen[h] = true
-	b.count++
 	return b.pw.add(h, t, content)
 }
 
 func (b *packBuilder) addRaw(e entry, raw []byte) error {
-	if b.seen[e.hash] {
+	if !b.first(e.hash) {
 		return nil
 	}
-	b.seen[e.hash] = true
-	b.count++
 	return b.pw.addRaw(e, raw)
+}
+
+// first reports whether h is new to the pack, and records it.
+func (b *packBuilder) first(h plumbing.Hash) bool {
+	if b.seen[h] {
+		return false
+	}
+	b.seen[h] = true
+	return true
 }
 
 // finish writes the pack into a temporary file of dir and returns it with
@@ -268,13 +257,12 @@ func (b *packBuilder) finish() (*os.File, string, []entry, error) {
 	}
 	sum := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(out, sum), 256<<10)
-	pw, err := newPackWriter(bw, b.count)
+	pw, err := newPackWriter(bw, len(b.seen))
 	if err == nil {
 		_, err = io.Copy(pw, body)
 	}
 	if err == nil {
-		pw.left = 0
-		_, err = pw.finish()
+		err = pw.finish()
 	}
 	if err == nil {
 		err = bw.Flush()
