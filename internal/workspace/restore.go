@@ -102,13 +102,9 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 			}
 		}
 		if cur, ok := have[t.path]; ok && cur.mode == t.mode {
-			h, fresh := x.fresh(cur)
-			if !fresh {
-				content, err := readContent(w.workdir, cur)
-				if err != nil {
-					return rep, err
-				}
-				h = plumbing.ComputeHash(plumbing.BlobObject, content)
+			h, _, _, err := w.hashOf(x, cur)
+			if err != nil {
+				return rep, err
 			}
 			if h == t.hash {
 				files = append(files, fromScan(cur, h))

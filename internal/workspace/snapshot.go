@@ -61,14 +61,12 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	rehashed := 0
 	for i, f := range sc.files {
 		seen[f.path] = true
-		h, ok := x.fresh(f)
-		if !ok {
+		h, content, read, err := w.hashOf(x, f)
+		if err != nil {
+			return nil, rep, err
+		}
+		if read {
 			rehashed++
-			content, err := readContent(w.workdir, f)
-			if err != nil {
-				return nil, rep, err
-			}
-			h = plumbing.ComputeHash(plumbing.BlobObject, content)
 			if old, had := x.get(f.path); !had || old.Hash != h || old.Mode != f.mode {
 				markDirty(dirty, f.path)
 				if err := b.add(h, plumbing.BlobObject, content); err != nil {
@@ -88,15 +86,14 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 		return nil, rep, err
 	}
 	next := &index{Commit: cur.Commit, Taken: taken, Files: files, Trees: trees}
-	next.prepare()
 	if (cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0) {
 		// Unchanged. Files hashed again keep their new stat data, so the
 		// next walk trusts them.
-		if rehashed == 0 {
-			w.live.clean = true
-			return cur, rep, nil
+		if rehashed > 0 {
+			next.prepare()
+			w.live.idx = next
 		}
-		w.live.idx, w.live.clean = next, true
+		w.live.clean = true
 		return cur, rep, nil
 	}
 	commit, content, err := encodeCommit(root, cur.Commit, info)
@@ -122,12 +119,26 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	}
 	rep.Changed, rep.Uploaded = true, uploaded
 	next.Commit = commit.String()
+	next.prepare()
 	w.live.idx, w.live.clean = next, true
 	state := &runstore.WorkspaceState{
 		Commit: next.Commit, Base: cur.Base, Packs: packs,
 		Files: len(files), Bytes: sc.bytes, Commits: cur.Commits + 1,
 	}
 	return state, rep, nil
+}
+
+// hashOf is the blob hash of the file f found by a walk: the index's, when
+// the file's stat data says it is unchanged, else computed from its
+// content, which is then returned too, with read set.
+func (w *Workspace) hashOf(x *index, f fileInfo) (h plumbing.Hash, content []byte, read bool, err error) {
+	if h, ok := x.fresh(f); ok {
+		return h, nil, false, nil
+	}
+	if content, err = readContent(w.workdir, f); err != nil {
+		return plumbing.ZeroHash, nil, false, err
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, content), content, true, nil
 }
 
 // readContent reads a file's blob content: a regular file's bytes (which
