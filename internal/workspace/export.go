@@ -23,17 +23,11 @@ func Export(ctx context.Context, blobs blob.Store, run string, st *runstore.Work
 	if des, err := os.ReadDir(dir); err == nil && len(des) > 0 {
 		return fmt.Errorf("workspace: export into %s: the directory is not empty", dir)
 	}
-	cache, err := os.MkdirTemp("", "tether-export-*")
+	w, done, err := tempWorkspace(ctx, blobs, lim, run, dir)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cache)
-	m := NewManager(cache, blobs, lim, nil)
-	w, err := m.Open(ctx, run, dir)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
+	defer done()
 	if _, err := w.Restore(ctx, st); err != nil {
 		return err
 	}
@@ -49,26 +43,34 @@ func History(ctx context.Context, blobs blob.Store, run string, st *runstore.Wor
 	if st == nil || st.Commit == "" {
 		return fmt.Errorf("workspace: run %s has no snapshot yet", run)
 	}
-	cache, err := os.MkdirTemp("", "tether-history-*")
+	w, done, err := tempWorkspace(ctx, blobs, lim, run, "")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cache)
-	m := NewManager(cache, blobs, lim, nil)
-	w, err := m.Open(ctx, run, filepath.Join(cache, "work"))
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for _, p := range st.Packs {
-		if _, _, err := w.fetch(ctx, p); err != nil {
-			return err
-		}
-	}
-	if _, _, err := w.flatten(ctx, st.Commit); err != nil {
+	defer done()
+	if _, _, _, err := w.load(ctx, st); err != nil {
 		return err // a snapshot that would be refused is not handed to git either
 	}
 	return w.writeRepo(ctx, gitDir, st.Commit, true)
+}
+
+// tempWorkspace opens run's workspace at workdir ("": a directory of its
+// own) on a manager whose local store is a temporary directory, for a
+// command that reads a run's snapshots outside any worker. done closes the
+// workspace and removes the directory.
+func tempWorkspace(ctx context.Context, blobs blob.Store, lim Limits, run, workdir string) (w *Workspace, done func(), err error) {
+	cache, err := os.MkdirTemp("", "tether-workspace-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	if workdir == "" {
+		workdir = filepath.Join(cache, "work")
+	}
+	if w, err = NewManager(cache, blobs, lim, nil).Open(ctx, run, workdir); err != nil {
+		os.RemoveAll(cache)
+		return nil, nil, err
+	}
+	return w, func() { w.Close(); os.RemoveAll(cache) }, nil
 }
 
 // writeRepo creates a git repository at gitDir holding the local packs of

@@ -51,14 +51,8 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 		rep.Hit = true
 		return rep, nil
 	}
-	for _, p := range want.Packs {
-		_, n, err := w.fetch(ctx, p)
-		if err != nil {
-			return rep, err
-		}
-		rep.Fetched += n
-	}
-	targets, trees, err := w.flatten(ctx, want.Commit)
+	targets, trees, fetched, err := w.load(ctx, want)
+	rep.Fetched = fetched
 	if err != nil {
 		return rep, err
 	}
@@ -151,6 +145,21 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 // snapshot could hold: object types, names, paths, depth, modes, link
 // targets, credential files, and the limits. It also returns the tree of
 // every directory, for the next snapshot to reuse.
+// load brings st's packs into the local store (fetched counts the bytes
+// downloaded) and flattens its commit into the files it holds, checked as
+// a restore checks them.
+func (w *Workspace) load(ctx context.Context, st *runstore.WorkspaceState) (targets []target, trees map[string]plumbing.Hash, fetched int64, err error) {
+	for _, p := range st.Packs {
+		_, n, err := w.fetch(ctx, p)
+		if err != nil {
+			return nil, nil, fetched, err
+		}
+		fetched += n
+	}
+	targets, trees, err = w.flatten(ctx, st.Commit)
+	return targets, trees, fetched, err
+}
+
 func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[string]plumbing.Hash, error) {
 	trees := map[string]plumbing.Hash{}
 	if commit == "" {
