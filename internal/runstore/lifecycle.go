@@ -74,7 +74,7 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64) (*RewindRepor
 	if err != nil {
 		return nil, err
 	}
-	kept := map[string]bool{}
+	kept, later := map[string]bool{}, map[string]bool{}
 	var dropped []string
 	var last int64
 	for _, info := range infos {
@@ -86,7 +86,8 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64) (*RewindRepor
 		for _, r := range cp.Refs() {
 			if info.Seq <= seq {
 				kept[r] = true
-			} else if !slices.Contains(dropped, r) {
+			} else if !later[r] {
+				later[r] = true
 				dropped = append(dropped, r)
 			}
 		}
