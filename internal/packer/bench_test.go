@@ -164,3 +164,22 @@ func BenchmarkUnpack(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPackManySmallFiles packs a session of 2,000 small subagent
+// transcripts (2 KiB each): the per-file cost of the pack, which one big
+// transcript hides.
+func BenchmarkPackManySmallFiles(b *testing.B) {
+	env := testEnv(b, "bench")
+	proj := filepath.Join(env.StateRoot, "projects", slugOf(b, env))
+	rng := rand.New(rand.NewChaCha8([32]byte{2}))
+	writeJSONL(b, filepath.Join(proj, testID+".jsonl"), 2<<10, rng)
+	for i := range 2000 {
+		writeJSONL(b, filepath.Join(proj, testID, "subagents", fmt.Sprintf("agent-%04d.jsonl", i)), 2<<10, rng)
+	}
+	p := newTestPacker(env, Limits{})
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := p.PackSession(ctx, testID)
+		require.NoError(b, err)
+	}
+}

@@ -236,6 +236,7 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 	}
 	defer zw.Close()
 	tw := tar.NewWriter(zw)
+	var sc *secretScanner // one for every file, reset between them
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -258,7 +259,11 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 			}
 			continue
 		}
-		sc := newSecretScanner(maxSecretWarnings)
+		if sc == nil {
+			sc = newSecretScanner(maxSecretWarnings)
+		} else {
+			sc.reset()
+		}
 		if err := copyFile(io.MultiWriter(tw, sc), root, e); err != nil {
 			return nil, err
 		}

@@ -289,6 +289,12 @@ func newSecretScanner(keep int) *secretScanner {
 	return &secretScanner{buf: make([]byte, 0, scanBack+scanReach+scanChunk), line: 1, keep: keep}
 }
 
+// reset readies the scanner for the next file, keeping its buffer: a
+// session of many small files would otherwise allocate ~256 KiB for each.
+func (s *secretScanner) reset() {
+	s.buf, s.skip, s.line, s.found, s.total = s.buf[:0], 0, 1, nil, 0
+}
+
 func (s *secretScanner) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
