@@ -158,13 +158,7 @@ func summary(out map[string]any) string {
 			break
 		}
 	}
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if len(s) > 100 {
-		s = s[:100] + "…"
-	}
-	return s
+	return oneLine(s, 100)
 }
 
 func ordinal(n int) string {

@@ -11,6 +11,8 @@
 package backend
 
 import (
+	"slices"
+
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/codex"
@@ -95,12 +97,7 @@ func Honours(name, setting string) bool {
 	if !ok {
 		return false
 	}
-	for _, s := range b.Honours {
-		if s == setting {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(b.Honours, setting)
 }
 
 // Permissions lists the permission levels, from least to most.

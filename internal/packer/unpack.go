@@ -9,9 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -203,11 +205,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 	if err := drain(stream); err != nil {
 		return nil, err
 	}
-	primary := false
-	for _, pl := range parts {
-		primary = primary || pl.Primary
-	}
-	if !primary {
+	if !hasPrimary(slices.Collect(maps.Values(parts))) {
 		return nil, fmt.Errorf("%w: the archive holds no session file", ErrCorrupt)
 	}
 	if err := syncTree(ctx, stage); err != nil {

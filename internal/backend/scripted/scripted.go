@@ -125,7 +125,7 @@ func (b *Backend) Execute(ctx context.Context, req agent.Request) (agent.Result,
 	res.Usage = Usage(t.prompt, out.Text)
 	if req.Progress != nil {
 		req.Progress(agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: Name,
-			Text: agent.Tail(strings.TrimSpace(out.Text), agent.MaxProgressText), Usage: res.Usage}.Bound())
+			Text: strings.TrimSpace(out.Text), Usage: res.Usage}.Bound())
 	}
 	return res, nil
 }
