@@ -163,18 +163,10 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 }
 
 func applyInputDefaults(g *graph.Graph, given map[string]any) (map[string]any, error) {
-	out := maps.Clone(given)
-	if out == nil {
-		out = map[string]any{}
-	}
+	out := g.WithDefaults(given)
 	var missing []string
 	for _, in := range g.Inputs {
-		if _, ok := out[in.Name]; ok {
-			continue
-		}
-		if in.Default != nil {
-			out[in.Name] = in.Default
-		} else if in.Required {
+		if _, ok := out[in.Name]; !ok && in.Required {
 			missing = append(missing, in.Name)
 		}
 	}

@@ -9,6 +9,7 @@ package graph
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -54,16 +55,17 @@ func (s WorkspaceSource) Render(inputs map[string]any) (from, ref string, err er
 	return strings.TrimSpace(from), strings.TrimSpace(ref), nil
 }
 
-// WithDefaults returns inputs overlaid on the graph's declared defaults.
+// WithDefaults returns a copy of inputs with the graph's declared default
+// of every input they do not give.
 func (g *Graph) WithDefaults(inputs map[string]any) map[string]any {
-	out := map[string]any{}
+	out := maps.Clone(inputs)
+	if out == nil {
+		out = map[string]any{}
+	}
 	for _, in := range g.Inputs {
-		if in.Default != nil {
+		if _, given := out[in.Name]; !given && in.Default != nil {
 			out[in.Name] = in.Default
 		}
-	}
-	for k, v := range inputs {
-		out[k] = v
 	}
 	return out
 }
