@@ -153,19 +153,29 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error)
 // p.MaxElapsed (which config sets from TETHER_STORE_RETRY); a zero
 // duration turns retrying off.
 func retryFor(param string, p RetryPolicy) (RetryPolicy, error) {
-	v, from := param, "the store URL's retry="
-	if v == "" {
+	if param == "" {
 		return p, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return p, fmt.Errorf("blob: %s%q is not a duration such as 2m or 30s (0 turns retrying off)", from, v)
+	d, ok := ParseRetry(param)
+	if !ok {
+		return p, fmt.Errorf("blob: the store URL's retry=%q is not a duration such as 2m or 30s (0 turns retrying off)", param)
 	}
 	p.MaxElapsed = d
-	if d == 0 {
-		p.MaxElapsed = -1
-	}
 	return p, nil
+}
+
+// ParseRetry reads a retry window (retry= of a store URL, or
+// TETHER_STORE_RETRY) as a RetryPolicy.MaxElapsed: a duration such as 2m,
+// where 0 turns retrying off (-1). A negative or malformed value is not ok.
+func ParseRetry(s string) (time.Duration, bool) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	if d == 0 {
+		return -1, true
+	}
+	return d, true
 }
 
 func noParams(q url.Values) error {

@@ -163,14 +163,11 @@ func FromEnv() (Config, error) {
 	}
 	c.WorkspaceLimits = lim
 	if v := os.Getenv(blob.RetryEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
+		d, ok := blob.ParseRetry(v)
+		if !ok {
 			return c, fmt.Errorf("%s=%q: want a duration such as 2m or 30s (0 turns retrying off)", blob.RetryEnv, v)
 		}
 		c.StoreRetry = d
-		if d == 0 {
-			c.StoreRetry = -1
-		}
 	}
 	if v := os.Getenv(blob.KeyEnv); v != "" {
 		key, err := blob.ParseKey(v)
