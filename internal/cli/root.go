@@ -66,9 +66,12 @@ func (a *app) temporal() (client.Client, error) {
 	opts := client.Options{HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Logger: quietLogger{}}
 	if a.cfg.OTLPEndpoint != "" {
 		// A run's trace starts at the `tether` command that started it.
-		var err error
-		if a.tel, err = telemetry.Setup(context.Background(), telemetry.Options{ServiceName: "tether", Tracing: true}); err != nil {
-			fmt.Fprintln(a.errOut, "tether: tracing off:", err)
+		// Set up once: a dial that failed is tried again with the same one.
+		if a.tel == nil {
+			var err error
+			if a.tel, err = telemetry.Setup(context.Background(), telemetry.Options{ServiceName: "tether", Tracing: true}); err != nil {
+				fmt.Fprintln(a.errOut, "tether: tracing off:", err)
+			}
 		}
 		opts.Interceptors = a.tel.ClientInterceptors()
 	}
