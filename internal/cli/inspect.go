@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
@@ -55,20 +56,26 @@ func (a *app) queryState(ctx context.Context, id string) (*workflows.State, erro
 
 // describe returns the run's Temporal status, or "" when Temporal does not
 // know the run (never started there, or past retention).
-func (a *app) describe(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
+func (a *app) describe(ctx context.Context, id string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	c, err := a.temporal()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, nil
+			return nil, nil
 		}
-		return 0, err
+		return nil, err
 	}
-	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus(), nil
+	return d.RawResponse, nil
+}
+
+// statusOf is a described run's status: UNSPECIFIED for a run Temporal
+// does not know (a nil description).
+func statusOf(d *workflowservice.DescribeWorkflowExecutionResponse) enumspb.WorkflowExecutionStatus {
+	return d.GetWorkflowExecutionInfo().GetStatus()
 }
 
 func (a *app) statusCmd() *cobra.Command {
@@ -83,7 +90,7 @@ checkpoint in the run store answers instead.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			ctx := cmd.Context()
-			st, source, err := a.loadState(ctx, id)
+			st, source, described, err := a.loadState(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -100,12 +107,7 @@ checkpoint in the run store answers instead.`,
 			}
 			a.printState(st, source)
 			if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				running, err := a.runningVisits(pctx, id)
-				cancel()
-				if err == nil {
-					a.printRunning(running)
-				}
+				a.printRunning(pendingProgress(described))
 			}
 			return nil
 		},
@@ -117,16 +119,20 @@ checkpoint in the run store answers instead.`,
 
 // loadState asks the live workflow first and the run store second. When
 // neither can answer, it says which source failed and how; when only
-// Temporal can, it shows what Temporal knows and says what is missing.
-func (a *app) loadState(ctx context.Context, id string) (*workflows.State, string, error) {
+// Temporal can, it shows what Temporal knows and says what is missing. It
+// also returns Temporal's description of the run (nil when Temporal did
+// not describe it), which holds the progress of the visits in flight.
+func (a *app) loadState(ctx context.Context, id string) (*workflows.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
 	var temporalStatus enumspb.WorkflowExecutionStatus
+	var described *workflowservice.DescribeWorkflowExecutionResponse
 	var live string // why the live workflow did not answer
 	if _, err := a.temporal(); err != nil {
 		live = "Temporal is unreachable: " + err.Error()
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		var err error
-		temporalStatus, err = a.describe(dctx, id)
+		described, err = a.describe(dctx, id)
+		temporalStatus = statusOf(described)
 		cancel()
 		switch {
 		case err != nil:
@@ -136,7 +142,7 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 			st, err := a.queryState(qctx, id)
 			cancel()
 			if err == nil {
-				return st, "live query", nil
+				return st, "live query", described, nil
 			}
 			live = "the run is open but no worker answered its state query (" + rootCause(err) + ")"
 		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
@@ -148,15 +154,15 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 	cp, err := a.latestCheckpoint(ctx, id)
 	if err != nil {
 		if errors.Is(err, runstore.ErrNoCheckpoint) {
-			return nil, "", failedErr(fmt.Errorf("run %q not found: %s, and the run store %s has no checkpoint of it", id, live, a.cfg.BlobURL))
+			return nil, "", nil, failedErr(fmt.Errorf("run %q not found: %s, and the run store %s has no checkpoint of it", id, live, a.cfg.BlobURL))
 		}
 		storeErr := fmt.Sprintf("the run store %s failed: %s", a.cfg.BlobURL, rootCause(err))
 		if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
-			return nil, "", failedErr(fmt.Errorf("cannot show run %q: %s; %s. Check that the store is up and TETHER_BLOB_URL names it, then try again", id, live, storeErr))
+			return nil, "", nil, failedErr(fmt.Errorf("cannot show run %q: %s; %s. Check that the store is up and TETHER_BLOB_URL names it, then try again", id, live, storeErr))
 		}
 		// Temporal knows the run: its status at least.
 		st := &workflows.State{RunID: id, Status: temporalStatusName(temporalStatus)}
-		return st, fmt.Sprintf("Temporal only (%s; %s: visits, outputs and questions are in the store)", live, storeErr), nil
+		return st, fmt.Sprintf("Temporal only (%s; %s: visits, outputs and questions are in the store)", live, storeErr), described, nil
 	}
 	st := workflows.StateOf(cp)
 	if temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -168,7 +174,7 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 	if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		source += "; " + live
 	}
-	return st, source, nil
+	return st, source, described, nil
 }
 
 func (a *app) latestCheckpoint(ctx context.Context, id string) (*runstore.Checkpoint, error) {

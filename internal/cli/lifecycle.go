@@ -20,11 +20,11 @@ import (
 
 // requireClosed refuses to act on a run Temporal still runs.
 func (a *app) requireClosed(ctx context.Context, id, what string) error {
-	st, err := a.describe(ctx, id)
+	d, err := a.describe(ctx, id)
 	if err != nil {
 		return failedErr(fmt.Errorf("describe run %s: %w", id, err))
 	}
-	if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if statusOf(d) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return usageErr("run %s is still open; %s needs a closed run (cancel it with `temporal workflow cancel --workflow-id %s` first)", id, what, id)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -21,20 +22,21 @@ import (
 var visitActivities = []string{"Visit", "ExecuteNode"}
 
 // runningVisits is the progress of the run's visits in flight, as their
-// activities last heartbeated it, ordered by node and visit. A visit that
-// has reported nothing yet is left out.
+// activities last heartbeated it, ordered by node and visit.
 func (a *app) runningVisits(ctx context.Context, id string) ([]agent.Progress, error) {
-	c, err := a.temporal()
+	d, err := a.describe(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.DescribeWorkflow(ctx, id, "")
-	if err != nil {
-		return nil, err
-	}
+	return pendingProgress(d), nil
+}
+
+// pendingProgress is the progress in a run's description (nil: none). A
+// visit that has reported nothing yet is left out.
+func pendingProgress(d *workflowservice.DescribeWorkflowExecutionResponse) []agent.Progress {
 	dc := converter.GetDefaultDataConverter()
 	var out []agent.Progress
-	for _, pa := range d.RawResponse.GetPendingActivities() {
+	for _, pa := range d.GetPendingActivities() {
 		if !slices.Contains(visitActivities, pa.GetActivityType().GetName()) {
 			continue
 		}
@@ -55,7 +57,7 @@ func (a *app) runningVisits(ctx context.Context, id string) ([]agent.Progress, e
 		}
 		return x.Visit - y.Visit
 	})
-	return out, nil
+	return out
 }
 
 // progressLine is how a running visit shows:
