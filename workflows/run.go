@@ -337,8 +337,7 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 // own failure is durable in Temporal's history either way) and returns the
 // error to fail the workflow with.
 func (r *runImpl) fail(ctx workflow.Context, err error) error {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeResumable || appErr.Type() == ErrTypeBudget) {
+	if _, stopped := StopError(err); stopped {
 		return err
 	}
 	if temporal.IsCanceledError(err) {
@@ -351,6 +350,16 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 		workflow.GetLogger(ctx).Warn("could not record the failed run in the run store", "error", serr.Error())
 	}
 	return err
+}
+
+// StopError is err as a resumable stop of a run (a fail-stop or a budget
+// stop), whose details carry the checkpoint to resume from.
+func StopError(err error) (*temporal.ApplicationError, bool) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeResumable || appErr.Type() == ErrTypeBudget) {
+		return appErr, true
+	}
+	return nil, false
 }
 
 // failResumable is ADR-089's FailRunResumable: the workflow fails with a

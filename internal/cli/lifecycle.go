@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -65,8 +64,7 @@ func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Che
 		return nil, "", failedErr(lerr)
 	}
 	werr := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
-	var appErr *temporal.ApplicationError
-	if errors.As(werr, &appErr) && (appErr.Type() == workflows.ErrTypeResumable || appErr.Type() == workflows.ErrTypeBudget) && appErr.HasDetails() {
+	if appErr, stopped := workflows.StopError(werr); stopped && appErr.HasDetails() {
 		var cp runstore.Checkpoint
 		if err := appErr.Details(&cp); err == nil {
 			if latest != nil && latest.Seq > cp.Seq {

@@ -16,7 +16,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -301,12 +300,12 @@ func (a *app) printStep(node string, visit int, status string, ms int64, detail 
 
 func (a *app) finish(id string, result *workflows.GraphRunResult, err error) error {
 	if err != nil {
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeBudget {
+		switch appErr, _ := workflows.StopError(err); {
+		case appErr != nil && appErr.Type() == workflows.ErrTypeBudget:
 			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Error())
-		} else if errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeResumable {
+		case appErr != nil:
 			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, appErr.Error(), id)
-		} else {
+		default:
 			fmt.Fprintf(a.out, "run %s failed: %v\n", id, err)
 		}
 		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s failed", id)}
