@@ -169,14 +169,14 @@ func (v *validator) checkAgent(i int, name string) {
 		if info, ok := backend.Lookup(n.Backend); !ok {
 			v.add(CodeUnknownBackend, v.at(path+".backend", path), n.ID, "agent node %s has unknown backend %q; %suse one of %s", name, n.Backend, didYouMean(n.Backend, known), strings.Join(known, ", "))
 		} else if !info.Implemented {
-			v.add(CodeNotImplemented, v.at(path+".backend", path), n.ID, "agent node %s has backend %s, which this build of Tether cannot run (it is known, but has no executor); use one of %s", name, n.Backend, strings.Join(backend.Implemented(), ", "))
+			v.add(CodeNotImplemented, v.at(path+".backend", path), n.ID, "agent node %s has backend %s, which this build of Tether cannot run (it is known, but has no executor); use one of %s", name, n.Backend, strings.Join(known, ", "))
 		}
 	}
 	for j, fb := range n.Fallback {
 		if info, ok := backend.Lookup(fb); !ok {
 			v.add(CodeUnknownFallback, v.at(path+".fallback", path), n.ID, "agent node %s has unknown fallback backend %q (entry %d); %suse names from %s", name, fb, j+1, didYouMean(fb, known), strings.Join(known, ", "))
 		} else if !info.Implemented {
-			v.add(CodeNotImplemented, v.at(path+".fallback", path), n.ID, "agent node %s has fallback backend %s (entry %d), which this build of Tether cannot run; use names from %s", name, fb, j+1, strings.Join(backend.Implemented(), ", "))
+			v.add(CodeNotImplemented, v.at(path+".fallback", path), n.ID, "agent node %s has fallback backend %s (entry %d), which this build of Tether cannot run; use names from %s", name, fb, j+1, strings.Join(known, ", "))
 		}
 	}
 	v.checkTemplate(n.Prompt, "the prompt of node "+name, v.at(path+".prompt", path), n.ID)
