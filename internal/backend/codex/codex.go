@@ -144,6 +144,9 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		base := rollout{path: rolloutPath(ctx, req.Env, req.SessionID)}
 		base.read()
 		st.base = base.usage()
+		// A resumed thread goes on writing the same rollout: following it
+		// starts where this read ended, not at its first line.
+		st.resumed, st.resumedID = base, req.SessionID
 	}
 	spec := e.cli.Spec(ctx, req, visit)
 	args, err := e.args(req, visit)
@@ -165,7 +168,11 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	res.Usage = st.usage()
 	pending := ""
 	if st.askUser && res.SessionID != "" {
-		pending = pendingCallID(ctx, req.Env, res.SessionID)
+		path := st.rollout.path // the thread's, if the visit followed it
+		if path == "" {
+			path = rolloutPath(ctx, req.Env, res.SessionID)
+		}
+		pending = pendingCallID(path)
 	}
 	ask, err := visit.Interaction(pending)
 	if err != nil {
@@ -276,6 +283,10 @@ type stream struct {
 	base    agent.Usage
 	total   *tokenUsage
 	rollout rollout
+	// resumed is the rollout of the thread the visit resumed (resumedID),
+	// as read for base.
+	resumed   rollout
+	resumedID string
 }
 
 type event struct {
@@ -385,7 +396,12 @@ func (s *stream) follow() {
 		return
 	}
 	if s.rollout.path == "" {
-		if s.rollout.path = rolloutPath(s.ctx, s.env, s.threadID); s.rollout.path == "" {
+		if s.threadID == s.resumedID && s.resumed.path != "" {
+			s.rollout = s.resumed
+		} else {
+			s.rollout.path = rolloutPath(s.ctx, s.env, s.threadID)
+		}
+		if s.rollout.path == "" {
 			return
 		}
 	}
@@ -487,10 +503,10 @@ func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
 }
 
 // pendingCallID finds the call_id of the session's last ask_user call in its
-// rollout: Codex passes no tool-use id to MCP servers and its --json items
-// carry their own ids, so the rollout is the one place that has it.
-func pendingCallID(ctx context.Context, env agent.Env, sessionID string) string {
-	path := rolloutPath(ctx, env, sessionID)
+// rollout (the file at path): Codex passes no tool-use id to MCP servers and
+// its --json items carry their own ids, so the rollout is the one place that
+// has it.
+func pendingCallID(path string) string {
 	if path == "" {
 		return ""
 	}
