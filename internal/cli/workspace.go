@@ -61,7 +61,7 @@ latest checkpoint). log and diff run git (it must be installed).`,
 				if len(args) != 2 {
 					return usageErr("%s takes no argument", action)
 				}
-				gitArgs := []string{"log", "--stat", "--date=iso", "main"}
+				gitArgs := []string{"log", "--stat", "--date=iso", "--end-of-options", "main"}
 				if action == "diff" {
 					base := st.Base
 					if from != "" {
@@ -74,7 +74,12 @@ latest checkpoint). log and diff run git (it must be installed).`,
 					if base == "" {
 						base = emptyTree
 					}
-					gitArgs = []string{"diff", base, "main"}
+					// base comes from the store: never let it be taken
+					// for an option, even if a check upstream is lost.
+					if !runstore.ValidObjectID(base) {
+						return failedErr(fmt.Errorf("run %s: workspace base %q is not a git object id; the checkpoint was not written by tether", id, base))
+					}
+					gitArgs = []string{"diff", "--end-of-options", base, "main"}
 				}
 				return a.git(ctx, id, st, gitArgs...)
 			default:

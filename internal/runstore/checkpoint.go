@@ -16,6 +16,11 @@ const FormatVersion = 1
 // FormatVersion.
 var ErrUnknownVersion = errors.New("runstore: unknown checkpoint format version")
 
+// ErrInvalidCheckpoint reports a checkpoint whose content cannot be what
+// Tether wrote: the store holding it is untrusted, so a field that would
+// reach a program's arguments or a path is checked before anything uses it.
+var ErrInvalidCheckpoint = errors.New("runstore: invalid checkpoint")
+
 // Run statuses.
 const (
 	StatusRunning   = "running"
@@ -110,6 +115,44 @@ type WorkspacePack struct {
 	Base string `json:"base,omitempty"`
 	Tip  string `json:"tip"`
 	Size int64  `json:"size"`
+}
+
+// Validate checks that every commit the state names is a git object id
+// (40 or 64 lowercase hex digits). The ids reach git's command line in
+// `tether workspace`, so a forged "--output=…" must never pass as one.
+func (w *WorkspaceState) Validate() error {
+	if w == nil {
+		return nil
+	}
+	check := func(what, id string) error {
+		if id != "" && !ValidObjectID(id) {
+			return fmt.Errorf("%w: workspace %s %q is not a git object id; the checkpoint was not written by tether", ErrInvalidCheckpoint, what, id)
+		}
+		return nil
+	}
+	if err := errors.Join(check("commit", w.Commit), check("base", w.Base)); err != nil {
+		return err
+	}
+	for _, p := range w.Packs {
+		if err := errors.Join(check("pack base", p.Base), check("pack tip", p.Tip)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidObjectID reports whether s is a git object id: 40 (SHA-1) or 64
+// (SHA-256) lowercase hex digits.
+func ValidObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Keys lists the blob keys the state names.
@@ -228,6 +271,9 @@ func Decode(b []byte) (*Checkpoint, error) {
 	var cp Checkpoint
 	if err := json.Unmarshal(b, &cp); err != nil {
 		return nil, fmt.Errorf("runstore: decode checkpoint: %w", err)
+	}
+	if err := cp.Workspace.Validate(); err != nil {
+		return nil, err
 	}
 	return &cp, nil
 }

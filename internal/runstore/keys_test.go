@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/tether-run/tether/internal/blob"
 )
 
@@ -104,4 +106,26 @@ func TestKeysNeverNest(t *testing.T) {
 			t.Fatalf("Put(%q): %v", k, err)
 		}
 	}
+}
+
+// A checkpoint whose workspace names something other than a git object id
+// is refused on read: the ids reach git's command line.
+func TestDecodeRefusesForgedWorkspaceIDs(t *testing.T) {
+	good := strings.Repeat("ab", 20)
+	for _, ws := range []WorkspaceState{
+		{Commit: "--output=.bashrc"},
+		{Commit: good, Base: "-p"},
+		{Commit: good, Packs: []WorkspacePack{{Key: "k", Tip: "HEAD"}}},
+		{Commit: good, Packs: []WorkspacePack{{Key: "k", Tip: good, Base: strings.ToUpper(good)}}},
+		{Commit: good[:39]},
+	} {
+		b, err := Encode(&Checkpoint{RunID: "r", Seq: 1, Workspace: &ws})
+		require.NoError(t, err)
+		_, err = Decode(b)
+		require.ErrorIs(t, err, ErrInvalidCheckpoint, "%+v", ws)
+	}
+	b, err := Encode(&Checkpoint{RunID: "r", Seq: 1, Workspace: &WorkspaceState{Commit: good, Base: strings.Repeat("0", 64)}})
+	require.NoError(t, err)
+	_, err = Decode(b)
+	require.NoError(t, err)
 }

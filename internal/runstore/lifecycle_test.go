@@ -52,10 +52,10 @@ func TestRewindDropsOnlyLaterRefsAfterItsCheckpoint(t *testing.T) {
 	pause2 := key(PauseKey("r", "w", "01J00000000000000000000003"))
 	pack1, pack2 := key(WorkspacePackKey("r", d1)), key(WorkspacePackKey("r", d2))
 	cp1 := &Checkpoint{Seq: 1, NodeSessions: map[string]NodeSessionSlot{"w": {Backend: "pi", SessionID: "s", StateRef: slot1}},
-		Workspace: &WorkspaceState{Commit: "c1", Packs: []WorkspacePack{{Key: pack1}}}}
+		Workspace: &WorkspaceState{Commit: "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1", Packs: []WorkspacePack{{Key: pack1}}}}
 	cp2 := &Checkpoint{Seq: 2, NodeSessions: map[string]NodeSessionSlot{"w": {Backend: "pi", SessionID: "s", StateRef: slot2}},
 		RetainedSessions: map[string][]string{"w": {slot1}}, Pause: &PauseInfo{NodeID: "w", BackendSessionStateRef: pause2},
-		Workspace: &WorkspaceState{Commit: "c2", Packs: []WorkspacePack{{Key: pack1}, {Key: pack2}}}}
+		Workspace: &WorkspaceState{Commit: "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2", Packs: []WorkspacePack{{Key: pack1}, {Key: pack2}}}}
 	require.NoError(t, store.Save(ctx, "r", cp1))
 	require.NoError(t, store.Save(ctx, "r", cp2))
 
