@@ -1,72 +1,100 @@
 #!/usr/bin/env bash
-# tools.sh installs the real programs Tether's tests and `make run` need, each
-# pinned and cached by version so that only the first run pays for a build:
+# tools.sh installs the real programs Tether's tests, `make run` and
+# `make cluster` need, each pinned in .env and cached by version so that only
+# the first run pays for a build:
 #
-#   temporal   the Temporal CLI (dev server + client), built with go install
-#   versitygw  an S3-compatible server for the blob store's S3 backend
-#   clis       the agent CLIs (Claude Code, Codex, pi) from the npm registry
+#   temporal         the Temporal CLI (dev server + client), built with go install
+#   temporal-server  the Temporal server and its SQL schema tool, for the
+#                    production topology (scripts/cluster.sh)
+#   versitygw        an S3-compatible server for the blob store's S3 backend
+#   clis             the agent CLIs (Claude Code, Codex, pi) from the npm registry
 #
 # Go binaries are cached under ${TETHER_CACHE:-$XDG_CACHE_HOME/tether}/tools
-# and copied into bin/; npm CLIs go into .tools/npm (git-ignored).
-# Usage: scripts/tools.sh [temporal|versitygw|clis|all]...
+# and copied into bin/; npm CLIs go into .tools/npm (git-ignored). Two runs
+# at once are safe: each builds in its own temporary directory and the
+# first to finish renames it into place; installs into one directory are
+# serialised by a lock.
+# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|all]...
 set -euo pipefail
 
-TEMPORAL_VERSION=v1.5.1
-VERSITYGW_VERSION=v1.8.0
-CLAUDE_CODE_VERSION=2.1.332
-CODEX_VERSION=0.171.0
-PI_VERSION=0.73.1
-
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../.env
+set -a; . "$root/.env"; set +a
 cache=${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}
-mkdir -p "$root/bin"
+mkdir -p "$root/bin" "$cache/tools"
 
-# go_tool NAME VERSION PACKAGE MINUTES: build PACKAGE@VERSION once into the
-# cache, then copy it into bin/.
+# go_tool NAME VERSION MINUTES PACKAGE...: build the packages at VERSION
+# once into the cache directory NAME-VERSION (whose first binary is NAME),
+# then copy every binary into bin/.
 go_tool() {
-	local name=$1 version=$2 pkg=$3 minutes=$4
+	local name=$1 version=$2 minutes=$3
+	shift 3
 	local dir="$cache/tools/$name-$version"
 	if [ ! -x "$dir/$name" ]; then
 		echo "tools: building $name $version with go install (about $minutes minutes cold on 2 cores; cached in $dir afterwards)" >&2
-		mkdir -p "$dir.tmp"
-		GOBIN="$dir.tmp" GOFLAGS=-buildvcs=false go install "$pkg@$version"
-		rm -rf "$dir" && mv "$dir.tmp" "$dir"
+		local tmp
+		tmp=$(mktemp -d "$cache/tools/.$name-$version.XXXXXX")
+		local pkgs=()
+		for p in "$@"; do pkgs+=("$p@$version"); done
+		if ! GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${pkgs[@]}"; then
+			rm -rf "$tmp"
+			exit 1
+		fi
+		# The binary go install names after its package directory becomes
+		# NAME; the others keep their names.
+		[ -x "$tmp/$name" ] || mv "$tmp/$(basename "$1")" "$tmp/$name"
+		chmod 755 "$tmp"
+		# Another run may have finished first: keep its copy.
+		mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
 	fi
-	if ! cmp -s "$dir/$name" "$root/bin/$name" 2>/dev/null; then
-		cp "$dir/$name" "$root/bin/$name.tmp" && mv "$root/bin/$name.tmp" "$root/bin/$name"
-	fi
+	local f
+	for f in "$dir"/*; do
+		local b
+		b=$(basename "$f")
+		[ "$b" = "$name" ] || b="$name-$b"
+		if ! cmp -s "$f" "$root/bin/$b" 2>/dev/null; then
+			local t
+			t=$(mktemp "$root/bin/.$b.XXXXXX")
+			cp "$f" "$t" && chmod 755 "$t" && mv "$t" "$root/bin/$b"
+		fi
+	done
 	echo "$root/bin/$name"
 }
 
 clis() {
 	local dir="$root/.tools/npm"
 	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION"
-	if [ -f "$dir/.versions" ] && [ "$(cat "$dir/.versions")" = "$want" ]; then
-		echo "$dir/node_modules/.bin"
-		return
-	fi
-	echo "tools: installing agent CLIs from the npm registry into $dir ($want)" >&2
 	mkdir -p "$dir"
-	(cd "$dir" && [ -f package.json ] || echo '{"name":"tether-clis","private":true}' > "$dir/package.json")
-	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-		"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
-		"@openai/codex@$CODEX_VERSION" \
-		"@mariozechner/pi-coding-agent@$PI_VERSION" >&2
-	echo "$want" > "$dir/.versions"
+	(
+		flock 9
+		if [ -f "$dir/.versions" ] && [ "$(cat "$dir/.versions")" = "$want" ]; then
+			exit 0
+		fi
+		echo "tools: installing agent CLIs from the npm registry into $dir ($want)" >&2
+		[ -f "$dir/package.json" ] || echo '{"name":"tether-clis","private":true}' >"$dir/package.json"
+		npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+			"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
+			"@openai/codex@$CODEX_VERSION" \
+			"@mariozechner/pi-coding-agent@$PI_VERSION" >&2
+		echo "$want" >"$dir/.versions"
+	) 9>"$dir/.lock"
 	echo "$dir/node_modules/.bin"
 }
+
+temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
+temporal_server() {
+	go_tool temporal-server "v$TEMPORAL_VERSION" 12 go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
+}
+versitygw() { go_tool versitygw "v$VERSITYGW_VERSION" 5 github.com/versity/versitygw/cmd/versitygw; }
 
 [ $# -gt 0 ] || set -- all
 for t in "$@"; do
 	case $t in
-	temporal) go_tool temporal "$TEMPORAL_VERSION" github.com/temporalio/cli/cmd/temporal 12 ;;
-	versitygw) go_tool versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw 5 ;;
+	temporal) temporal ;;
+	temporal-server) temporal_server ;;
+	versitygw) versitygw ;;
 	clis) clis ;;
-	all)
-		go_tool temporal "$TEMPORAL_VERSION" github.com/temporalio/cli/cmd/temporal 12
-		go_tool versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw 5
-		clis
-		;;
-	*) echo "tools: unknown tool $t (want temporal, versitygw, clis or all)" >&2; exit 2 ;;
+	all) temporal && temporal_server && versitygw && clis ;;
+	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis or all)" >&2; exit 2 ;;
 	esac
 done

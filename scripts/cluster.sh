@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# cluster.sh starts, on this machine and without docker, the topology that
+# docker-compose.yml ships for a team, each part a real server at the
+# versions pinned in .env:
+#
+#   PostgreSQL   a throwaway data directory (initdb/pg_ctl of the local
+#                PostgreSQL), or an existing server named by TETHER_PG_URL
+#   Temporal     the server built from go.temporal.io/server, all services in
+#                one process, deploy/temporal/config/tether.yaml, schemas
+#                applied by deploy/temporal/setup-postgres.sh
+#   S3           versitygw on 127.0.0.1, bucket "tether"
+#   workers      N tether-worker processes, each with its own empty HOME,
+#                state and work roots
+#
+# Usage:
+#   scripts/cluster.sh up [--workers N]     start what is not running (N=3)
+#   scripts/cluster.sh down [--keep]        stop everything; --keep keeps data
+#   scripts/cluster.sh status               what runs, where
+#   scripts/cluster.sh env                  export lines for tether and temporal
+#   scripts/cluster.sh worker start|stop|kill|wipe I
+#                                           worker I: start, SIGTERM, SIGKILL,
+#                                           empty its disks (HOME, state, work)
+#   scripts/cluster.sh start|stop|restart postgres|temporal|s3
+#
+# State lives in TETHER_CLUSTER_DIR (default .tether/cluster). Ports start at
+# TETHER_CLUSTER_PORT (default 7233: Temporal's frontend; history +1,
+# matching +2, worker +6, membership -300.., metrics +767), S3 on
+# TETHER_CLUSTER_S3_PORT (7070), PostgreSQL on TETHER_CLUSTER_PG_PORT (55432).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+set -a; . "$root/.env"; set +a
+dir=${TETHER_CLUSTER_DIR:-$root/.tether/cluster}
+port=${TETHER_CLUSTER_PORT:-7233}
+s3_port=${TETHER_CLUSTER_S3_PORT:-7070}
+pg_port=${TETHER_CLUSTER_PG_PORT:-55432}
+bucket=tether
+
+say() { echo "cluster: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+# --- processes -------------------------------------------------------------
+
+pidfile() { echo "$dir/run/$1.pid"; }
+running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
+# spawn NAME CMD...: start CMD in its own session, logging to NAME.log.
+spawn() {
+	local name=$1
+	shift
+	mkdir -p "$dir/run" "$dir/log"
+	setsid "$@" >>"$dir/log/$name.log" 2>&1 </dev/null &
+	echo $! >"$(pidfile "$name")"
+}
+# halt NAME SIGNAL [SECONDS]: signal NAME's process group, wait for it to go.
+halt() {
+	local name=$1 sig=$2 wait=${3:-30} p
+	p=$(cat "$(pidfile "$name")" 2>/dev/null) || return 0
+	kill "-$sig" -- "-$p" 2>/dev/null || kill "-$sig" "$p" 2>/dev/null || true
+	for _ in $(seq 1 $((wait * 10))); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$p" 2>/dev/null; then
+		say "$name did not stop within ${wait}s of SIG$sig; killing it"
+		kill -KILL -- "-$p" 2>/dev/null || true
+	fi
+	rm -f "$(pidfile "$name")"
+}
+# wait_for WHAT SECONDS CMD...: poll CMD until it succeeds.
+wait_for() {
+	local what=$1 secs=$2
+	shift 2
+	for _ in $(seq 1 $((secs * 5))); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	die "$what did not come up within ${secs}s; see $dir/log/"
+}
+
+# --- secrets and the environment of clients ---------------------------------
+
+secrets() {
+	mkdir -p "$dir"
+	chmod 755 "$dir"
+	if [ ! -f "$dir/secrets.env" ]; then
+		umask 077
+		{
+			echo "TETHER_PG_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
+			echo "AWS_ACCESS_KEY_ID=tether"
+			echo "AWS_SECRET_ACCESS_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
+		} >"$dir/secrets.env"
+		umask 022
+	fi
+	set -a; . "$dir/secrets.env"; set +a
+	if [ -n "${TETHER_PG_URL:-}" ]; then
+		[[ $TETHER_PG_URL =~ ^postgres(ql)?://([^:@/]+)(:([^@/]*))?@([^:/]+)(:([0-9]+))?(/.*)?$ ]] ||
+			die "TETHER_PG_URL=postgres://USER:PASSWORD@HOST:PORT is what it reads (the password is never printed)"
+		TETHER_PG_USER=${BASH_REMATCH[2]} TETHER_PG_PASSWORD=${BASH_REMATCH[4]}
+		TETHER_PG_HOST=${BASH_REMATCH[5]} TETHER_PG_PORT=${BASH_REMATCH[7]:-5432}
+	else
+		TETHER_PG_USER=temporal TETHER_PG_HOST=127.0.0.1 TETHER_PG_PORT=$pg_port
+	fi
+	export TETHER_PG_USER TETHER_PG_PASSWORD TETHER_PG_HOST TETHER_PG_PORT
+}
+
+client_env() {
+	cat <<EOF
+export TEMPORAL_ADDRESS=127.0.0.1:$port
+export TEMPORAL_NAMESPACE=default
+export TETHER_BLOB_URL='s3://$bucket/cluster?endpoint=http://127.0.0.1:$s3_port&region=us-east-1&path_style=true'
+export AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID
+export AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
+export AWS_REGION=us-east-1
+EOF
+}
+
+# --- PostgreSQL ------------------------------------------------------------
+
+as_postgres() {
+	if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+pg_bin() {
+	local b
+	b=$(command -v "$1" 2>/dev/null) || b=$(ls /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1)
+	[ -n "$b" ] || die "$1 not found: install PostgreSQL $POSTGRESQL_VERSION (apt-get install postgresql) or point TETHER_PG_URL at a server"
+	echo "$b"
+}
+pg_ready() { "$(pg_bin pg_isready)" -q -h "$TETHER_PG_HOST" -p "$TETHER_PG_PORT"; }
+
+start_postgres() {
+	if [ -n "${TETHER_PG_URL:-}" ]; then
+		wait_for "PostgreSQL at $TETHER_PG_HOST:$TETHER_PG_PORT (TETHER_PG_URL)" 30 pg_ready
+		return
+	fi
+	pg_ready && return 0
+	local data=$dir/postgres/data
+	if [ ! -f "$data/PG_VERSION" ]; then
+		local v
+		v=$("$(pg_bin initdb)" --version | grep -o '[0-9]\+' | head -1)
+		[ "$v" = "$POSTGRESQL_VERSION" ] || say "warning: local PostgreSQL is $v, .env pins $POSTGRESQL_VERSION"
+		mkdir -p "$dir/postgres"
+		chmod 755 "$dir" "$dir/postgres"
+		local pw=$dir/postgres/pw
+		(umask 077; printf '%s\n' "$TETHER_PG_PASSWORD" >"$pw")
+		[ "$(id -u)" != 0 ] || chown -R postgres "$dir/postgres"
+		as_postgres "$(pg_bin initdb)" -D "$data" -U temporal --pwfile="$pw" --auth=scram-sha-256 \
+			-E UTF8 >"$dir/postgres/initdb.log" 2>&1 || die "initdb failed; see $dir/postgres/initdb.log"
+		rm -f "$pw"
+	fi
+	as_postgres "$(pg_bin pg_ctl)" -D "$data" -l "$dir/postgres/postgres.log" -w -t 60 \
+		-o "-h 127.0.0.1 -p $TETHER_PG_PORT -k $data -c max_connections=200" start >/dev/null ||
+		die "PostgreSQL did not start; see $dir/postgres/postgres.log"
+	say "postgres up on 127.0.0.1:$TETHER_PG_PORT ($data)"
+}
+stop_postgres() {
+	[ -z "${TETHER_PG_URL:-}" ] || return 0
+	local data=$dir/postgres/data
+	[ -f "$data/postmaster.pid" ] || return 0
+	as_postgres "$(pg_bin pg_ctl)" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+}
+
+# --- Temporal --------------------------------------------------------------
+
+temporal_cli() { "$root/bin/temporal" --address "127.0.0.1:$port" "$@"; }
+start_temporal() {
+	if running temporal; then return 0; fi
+	local server
+	server=$(bash "$root/scripts/tools.sh" temporal-server)
+	bash "$root/scripts/tools.sh" temporal >/dev/null
+	local mod
+	mod=$(cd "$root" && go mod download -json "go.temporal.io/server@v$TEMPORAL_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$mod/schema" ] || die "the schemas of go.temporal.io/server v$TEMPORAL_VERSION are not in the module cache (go mod download failed)"
+	SQL_TOOL="$root/bin/temporal-server-sql" SCHEMA_DIR="$mod/schema/postgresql/v12" \
+		sh "$root/deploy/temporal/setup-postgres.sh" >>"$dir/log/schema.log" 2>&1 ||
+		die "schema setup failed; see $dir/log/schema.log"
+	TETHER_TEMPORAL_PORT=$port TETHER_TEMPORAL_DYNAMIC_CONFIG="$root/deploy/temporal/config/dynamicconfig/tether.yaml" \
+		spawn temporal "$server" --root "$root/deploy/temporal" --config config --env tether --allow-no-auth start
+	wait_for "Temporal at 127.0.0.1:$port" 90 temporal_cli operator cluster health
+	if ! temporal_cli operator namespace describe --namespace default >/dev/null 2>&1; then
+		wait_for "namespace default" 60 temporal_cli operator namespace create --namespace default --retention 72h
+	fi
+	say "temporal up on 127.0.0.1:$port (server v$TEMPORAL_VERSION on PostgreSQL)"
+}
+
+# --- S3 --------------------------------------------------------------------
+
+s3_ready() { (exec 3<>"/dev/tcp/127.0.0.1/$s3_port") 2>/dev/null; }
+start_s3() {
+	if running s3; then return 0; fi
+	local gw
+	gw=$(bash "$root/scripts/tools.sh" versitygw)
+	# The POSIX backend keeps a bucket as a directory of its root.
+	mkdir -p "$dir/s3/$bucket"
+	ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
+		spawn s3 "$gw" --port "127.0.0.1:$s3_port" --quiet posix "$dir/s3"
+	wait_for "S3 at 127.0.0.1:$s3_port" 30 s3_ready
+	say "s3 up on 127.0.0.1:$s3_port (bucket $bucket)"
+}
+
+# --- workers ---------------------------------------------------------------
+
+worker_start() {
+	local i=$1 w=$dir/workers/w$1
+	if running "worker-$i"; then return 0; fi
+	mkdir -p "$w/home" "$w/state" "$w/work"
+	[ -x "$root/bin/tether-worker" ] || (cd "$root" && make -s build)
+	(
+		eval "$(client_env)"
+		export HOME="$w/home" TETHER_HOME="$w/home/.tether" TETHER_STATE_DIR="$w/state" TETHER_WORK_DIR="$w/work" \
+			TETHER_WORKER_ID="cluster-w$i"
+		spawn "worker-$i" "$root/bin/tether-worker"
+	)
+	say "worker $i up (cluster-w$i, roots in $w)"
+}
+worker_wipe() {
+	local w=$dir/workers/w$1
+	running "worker-$1" && die "worker $1 is running; stop or kill it first"
+	rm -rf "$w"
+}
+
+# --- commands --------------------------------------------------------------
+
+up() {
+	local workers=3
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--workers) workers=$2; shift 2 ;;
+		--workers=*) workers=${1#*=}; shift ;;
+		*) die "up: unknown flag $1 (want --workers N)" ;;
+		esac
+	done
+	secrets
+	mkdir -p "$dir/log"
+	start_postgres
+	start_s3
+	start_temporal
+	for i in $(seq 1 "$workers"); do worker_start "$i"; done
+	client_env >"$dir/client.env"
+	chmod 600 "$dir/client.env"
+	say "up: $workers workers; for tether and temporal: . <(scripts/cluster.sh env)"
+}
+
+down() {
+	local f
+	for f in "$dir"/run/worker-*.pid; do
+		[ -e "$f" ] || continue
+		f=$(basename "$f" .pid)
+		halt "$f" TERM 40
+	done
+	halt temporal TERM 30
+	halt s3 TERM 10
+	secrets
+	stop_postgres
+	if [ "${1:-}" != "--keep" ]; then
+		rm -rf "$dir"
+		say "down: stopped and removed $dir"
+	else
+		say "down: stopped; data kept in $dir"
+	fi
+}
+
+status() {
+	[ -d "$dir" ] || { echo "cluster: not set up ($dir)"; return 1; }
+	secrets
+	local ok=0 s
+	if pg_ready; then s=up; else s=down ok=1; fi
+	echo "postgres  $s  $TETHER_PG_HOST:$TETHER_PG_PORT"
+	if running temporal && temporal_cli operator cluster health >/dev/null 2>&1; then s=up; else s=down ok=1; fi
+	echo "temporal  $s  127.0.0.1:$port"
+	if running s3 && s3_ready; then s=up; else s=down ok=1; fi
+	echo "s3        $s  http://127.0.0.1:$s3_port/$bucket"
+	local f
+	for f in "$dir"/run/worker-*.pid; do
+		[ -e "$f" ] || continue
+		f=$(basename "$f" .pid)
+		if running "$f"; then s=up; else s=down ok=1; fi
+		echo "$f  $s  pid $(cat "$(pidfile "$f")")"
+	done
+	return $ok
+}
+
+cmd=${1:-}
+[ $# -eq 0 ] || shift
+case $cmd in
+up) up "$@" ;;
+down) down "$@" ;;
+status) status ;;
+env) secrets; client_env ;;
+worker)
+	[ $# -eq 2 ] || die "worker start|stop|kill|wipe I"
+	secrets
+	case $1 in
+	start) worker_start "$2" ;;
+	stop) halt "worker-$2" TERM 60 ;;
+	kill) halt "worker-$2" KILL 10 ;;
+	wipe) worker_wipe "$2" ;;
+	*) die "worker start|stop|kill|wipe I" ;;
+	esac
+	;;
+start | stop | restart)
+	[ $# -eq 1 ] || die "$cmd postgres|temporal|s3"
+	secrets
+	case $cmd:$1 in
+	start:postgres) start_postgres ;;
+	stop:postgres) stop_postgres ;;
+	start:temporal) start_temporal ;;
+	stop:temporal) halt temporal TERM 30 ;;
+	start:s3) start_s3 ;;
+	stop:s3) halt s3 TERM 10 ;;
+	restart:postgres) stop_postgres; start_postgres ;;
+	restart:temporal) halt temporal TERM 30; start_temporal ;;
+	restart:s3) halt s3 TERM 10; start_s3 ;;
+	*) die "$cmd postgres|temporal|s3" ;;
+	esac
+	;;
+*) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
