@@ -56,6 +56,10 @@ type Activities struct {
 	Logger *slog.Logger
 	// HeartbeatEvery is how often a running visit heartbeats.
 	HeartbeatEvery time.Duration
+	// ShutdownGrace is how long a visit runs on once its worker begins to
+	// stop; a visit still running then is ended and handed back
+	// (ErrTypeWorkerStopping), so that another worker starts it at once.
+	ShutdownGrace time.Duration
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
 
@@ -411,8 +415,9 @@ func HeartbeatOnRetry(ctx context.Context, op, key string, attempt int, err erro
 	activity.RecordHeartbeat(ctx, fmt.Sprintf("store %s %s: attempt %d failed (%v); retrying", op, key, attempt, err))
 }
 
-// untilWorkerStops returns a context that is cancelled when the worker
-// begins to shut down, and a func that reports whether that happened.
+// untilWorkerStops returns a context that is cancelled once the worker
+// has been stopping for ShutdownGrace (a visit that ends before then ends
+// as it would have), and a func that reports whether that happened.
 func (a *Activities) untilWorkerStops(ctx context.Context) (context.Context, func() bool) {
 	if !activity.IsActivity(ctx) {
 		return ctx, func() bool { return false }
@@ -422,6 +427,13 @@ func (a *Activities) untilWorkerStops(ctx context.Context) (context.Context, fun
 	go func() {
 		select {
 		case <-activity.GetWorkerStopChannel(ctx):
+		case <-runCtx.Done():
+			return
+		}
+		grace := time.NewTimer(a.ShutdownGrace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
 			stopped.Store(true)
 			cancel()
 		case <-runCtx.Done():

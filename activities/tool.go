@@ -56,9 +56,12 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	// minimal environment plus the names its node and the worker's pass
 	// list (TETHER_PASS_ENV) pass: never the worker's secrets by default.
 	stdout, stderr := cliexec.NewTailBuffer(tailBytes), cliexec.NewTailBuffer(tailBytes)
+	// As an agent's CLI: a stopping worker lets the tool finish within its
+	// grace, then ends it and hands the visit back.
+	runCtx, stopping := a.untilWorkerStops(ctx)
 	stop := a.heartbeat(ctx)
 	started := time.Now()
-	_, err := cliexec.Run(ctx, cliexec.Spec{
+	_, err := cliexec.Run(runCtx, cliexec.Spec{
 		Backend: fmt.Sprintf("tool node %q", node.ID),
 		Bin:     argv[0],
 		Args:    argv[1:],
@@ -69,6 +72,9 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		Stderr:  stderr,
 	})
 	stop()
+	if handedBack := stopping(); err != nil && handedBack {
+		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of tool node %q: %v", a.Queue, node.ID, err), ErrTypeWorkerStopping, err)
+	}
 
 	out := map[string]any{
 		"exit_code":   0,

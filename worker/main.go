@@ -98,12 +98,14 @@ func run() error {
 		Interceptors:        tel.WorkerInterceptors(),
 		Metrics:             tel.Metrics(),
 		Namespace:           cfg.Namespace,
+		ShutdownGrace:       cfg.ShutdownGrace,
 	})
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
-	logger.Info("shutting down")
+	// A second signal stops waiting for the grace period.
+	stop()
 	h.Stop()
 	return nil
 }

@@ -55,6 +55,9 @@ type Config struct {
 	// LogLevel is the worker's log level (TETHER_LOG_LEVEL: debug, info,
 	// warn, error).
 	LogLevel slog.Level
+	// ShutdownGrace is how long a stopping worker lets its visits run on
+	// before it hands them back to the cluster (TETHER_SHUTDOWN_GRACE).
+	ShutdownGrace time.Duration
 	// WorkspaceLimits bound one run's workspace (TETHER_WORKSPACE_*).
 	WorkspaceLimits workspace.Limits
 	// StoreRetry is how long one store operation waits out an outage
@@ -162,6 +165,14 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	c.WorkspaceLimits = lim
+	c.ShutdownGrace = DefaultShutdownGrace
+	if v := os.Getenv("TETHER_SHUTDOWN_GRACE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("TETHER_SHUTDOWN_GRACE=%q: want a duration such as 20s (0 hands visits back at once)", v)
+		}
+		c.ShutdownGrace = d
+	}
 	if v := os.Getenv(blob.RetryEnv); v != "" {
 		d, ok := blob.ParseRetry(v)
 		if !ok {
@@ -178,6 +189,12 @@ func FromEnv() (Config, error) {
 	}
 	return c, nil
 }
+
+// DefaultShutdownGrace leaves a stopping worker's visits 20 s to finish:
+// with the few seconds the hand-back takes, inside the 30 s a container
+// platform (docker compose's stop_grace_period, Kubernetes'
+// terminationGracePeriodSeconds) waits before it kills.
+const DefaultShutdownGrace = 20 * time.Second
 
 // apiKeyVars names the worker's variable that holds each CLI backend's key.
 var apiKeyVars = map[string]string{

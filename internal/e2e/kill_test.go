@@ -66,8 +66,9 @@ func startWorkerProcess(t *testing.T, bin string, env []string) *workerProcess {
 
 // TestWorkerKilledMidVisit stops the worker process while a persist visit
 // is inside the CLI: with SIGKILL, as a node dying takes a pod (the visit's
-// heartbeats stop), and with SIGTERM, as a pod being recycled (the worker
-// ends the CLI and reports WorkerStopping). Either way the workflow restarts
+// heartbeats stop), and with SIGTERM, as a pod being recycled (after its
+// shutdown grace, 1 s here, the worker ends the CLI and reports
+// WorkerStopping). Either way the workflow restarts
 // the visit on the other worker, which restores the conversation from the
 // blob store and completes it.
 func TestWorkerKilledMidVisit(t *testing.T) {
@@ -91,6 +92,7 @@ func killMidVisit(t *testing.T, sig syscall.Signal) {
 		"ANTHROPIC_BASE_URL=" + fake.URL(),
 		"ANTHROPIC_API_KEY=k",
 		"TETHER_MODEL_CLAUDE_CODE=" + killModel,
+		"TETHER_SHUTDOWN_GRACE=1s",
 	}
 	a := startWorkerProcess(t, bin, env)
 

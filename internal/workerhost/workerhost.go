@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -60,6 +61,11 @@ type Options struct {
 	// Namespace is the client's namespace, where the worker registers the
 	// search attributes runs set (default "default").
 	Namespace string
+	// ShutdownGrace is how long Stop lets running visits finish before it
+	// ends them and hands them back, so that another worker starts them
+	// at once (not after a heartbeat timeout). Zero hands them back at
+	// once.
+	ShutdownGrace time.Duration
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -81,6 +87,18 @@ const (
 // the visit's progress, which `tether status` shows.
 const heartbeatThrottle = 5 * time.Second
 
+// handBack is the time a visit ended at the end of the shutdown grace has
+// to report itself handed back before the worker stops for good.
+const handBack = 5 * time.Second
+
+// stickyTimeout is how long a run's next workflow task waits on this
+// worker's sticky queue before any worker may take it. The SDK's 5 s is
+// what a run paid, after a worker was killed, on top of the heartbeat
+// timeout before its lost visit could start again; a worker that lives
+// answers its sticky queue within milliseconds, and a miss costs a replay
+// of the run's history, not correctness.
+const stickyTimeout = time.Second
+
 // DefaultMaxConcurrentVisits keeps one worker from starting more CLIs than
 // a small machine can run.
 const DefaultMaxConcurrentVisits = 16
@@ -91,6 +109,8 @@ type Host struct {
 	Queue  string
 	shared worker.Worker
 	own    worker.Worker
+	logger *slog.Logger
+	grace  time.Duration
 }
 
 // DefaultID is hostname-pid, unique per process on a machine.
@@ -126,10 +146,14 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Metrics:    o.Metrics,
 		Queue:      queue,
 		Logger:     logger,
+
+		ShutdownGrace: o.ShutdownGrace,
 	}
-	h := &Host{ID: o.ID, Queue: queue}
+	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace}
+	stopTimeout := o.ShutdownGrace + handBack
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
-		WorkerStopTimeout:                  10 * time.Second,
+		WorkerStopTimeout:                  stopTimeout,
+		StickyScheduleToStartTimeout:       stickyTimeout,
 		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
 		Identity:                           o.ID,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
@@ -143,7 +167,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
-		WorkerStopTimeout:                  10 * time.Second,
+		WorkerStopTimeout:                  stopTimeout,
 		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
 		Identity:                           o.ID,
 		DisableWorkflowWorker:              true,
@@ -199,9 +223,20 @@ func ensureSearchAttributes(c client.Client, namespace string) error {
 	return nil
 }
 
-// Stop stops polling and waits for running activities up to the stop
-// timeout.
+// Stop stops taking work, lets running visits finish for up to the
+// shutdown grace, then ends those still running and hands them back
+// (WorkerStopping), and returns once they reported so. Both queues stop
+// at once, so the grace is not paid twice.
 func (h *Host) Stop() {
-	h.shared.Stop()
-	h.own.Stop()
+	h.logger.Info("stopping: no new visits; running visits may finish", "grace", h.grace)
+	var wg sync.WaitGroup
+	for _, w := range []worker.Worker{h.shared, h.own} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Stop()
+		}()
+	}
+	wg.Wait()
+	h.logger.Info("stopped")
 }
