@@ -169,4 +169,3 @@ func waitPolling(t *testing.T, c client.Client, queue string) {
 
 // workerID is the TETHER_WORKER_ID startWorkerProcess gave w.
 func workerID(w *workerProcess) string { return filepath.Base(filepath.Dir(w.log.Name())) }
-
