@@ -4,7 +4,7 @@ SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build tools run test lint fuzz bench histories clean
+.PHONY: all build tools run test lint fuzz bench histories cluster cluster-down soak soak-short clean
 
 all: build tools
 
@@ -25,6 +25,21 @@ run: build
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
 	$(GO) test -count=1 -p 2 -timeout 45m ./...
+
+## cluster: the production topology on this machine (PostgreSQL, Temporal server, S3, 3 workers)
+cluster: build
+	bash scripts/cluster.sh up --workers $${WORKERS:-3}
+
+cluster-down:
+	bash scripts/cluster.sh down
+
+## soak: 200 runs under worker kills and Temporal, PostgreSQL and S3 outages, against `make cluster`
+soak: build
+	eval "$$(bash scripts/cluster.sh env)" && $(GO) run ./internal/soak/cmd/soak -workers $${WORKERS:-3} $(SOAK_FLAGS)
+
+## soak-short: CI's soak (20 runs, one worker kill, one S3 stop)
+soak-short: build
+	eval "$$(bash scripts/cluster.sh env)" && $(GO) run ./internal/soak/cmd/soak -short -workers $${WORKERS:-3} $(SOAK_FLAGS)
 
 ## lint: go vet, staticcheck and workflowcheck
 lint:

@@ -179,6 +179,10 @@ start_temporal() {
 	if ! temporal_cli operator namespace describe --namespace default >/dev/null 2>&1; then
 		wait_for "namespace default" 60 temporal_cli operator namespace create --namespace default --retention 72h
 	fi
+	# A new namespace is "not found" by the frontend until its namespace
+	# cache refreshes; workers that start before then cannot register
+	# Tether's search attributes in it.
+	wait_for "namespace default to be served" 60 temporal_cli operator search-attribute list --namespace default
 	say "temporal up on 127.0.0.1:$port (server v$TEMPORAL_VERSION on PostgreSQL)"
 }
 

@@ -1,10 +1,12 @@
 package runstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -86,6 +88,14 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 	}
 	err = blob.PutBytes(ctx, s.b, checkpointKey(run, cp.Seq), b, blob.CreateOnly())
 	if errors.Is(err, blob.ErrExists) {
+		// A workflow task that saved this checkpoint and then died with
+		// its worker is run again, and its clock has moved on: the same
+		// state, its steps timed anew. The first save stands.
+		if have, gerr := s.Get(ctx, run, cp.Seq); gerr == nil {
+			if want, derr := Decode(b); derr == nil && sameButTiming(have, want) {
+				return nil
+			}
+		}
 		return fmt.Errorf("%w: run %q checkpoint %d holds a different checkpoint", ErrSeqTaken, run, cp.Seq)
 	}
 	if err != nil {
@@ -230,4 +240,24 @@ func (s *Store) ListRuns(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(runs)
 	return runs, nil
+}
+
+// sameButTiming reports whether two checkpoints hold the same state,
+// whatever the workflow clock said of their steps (StartedAt, DurationMS):
+// the only fields that differ when a lost workflow task is run again.
+func sameButTiming(a, b *Checkpoint) bool {
+	untimed := func(cp *Checkpoint) []byte {
+		c := *cp
+		c.Path = slices.Clone(cp.Path)
+		for i := range c.Path {
+			c.Path[i].StartedAt, c.Path[i].DurationMS = "", 0
+		}
+		out, err := Encode(&c)
+		if err != nil {
+			return nil
+		}
+		return out
+	}
+	x, y := untimed(a), untimed(b)
+	return x != nil && bytes.Equal(x, y)
 }

@@ -175,7 +175,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Interceptors:                       o.Interceptors,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
-	if err := ensureSearchAttributes(c, o.Namespace); err != nil {
+	if err := ensureSearchAttributesWithin(c, o.Namespace, searchAttributeWait); err != nil {
 		o.Logger.Warn("runs will not set Tether's search attributes; register them with `temporal operator search-attribute create` (see README)", "error", err)
 	} else {
 		workflows.SetSearchAttributesReady(true)
@@ -189,6 +189,26 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
 	return h, nil
+}
+
+// searchAttributeWait is how long a starting worker retries registering
+// the search attributes: a namespace created a moment ago (a cluster coming
+// up beside its workers) is "not found" until the frontend's namespace
+// cache refreshes, about 10 s later.
+const searchAttributeWait = 30 * time.Second
+
+// ensureSearchAttributesWithin retries ensureSearchAttributes for up to
+// wait; runs a worker starts read once whether the attributes exist, so a
+// first failure would leave them without it for good.
+func ensureSearchAttributesWithin(c client.Client, namespace string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := ensureSearchAttributes(c, namespace)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // ensureSearchAttributes registers the search attributes runs set

@@ -1,0 +1,183 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+)
+
+// check says what is wrong with one run after the soak: it did not
+// complete, its conversation or workspace is not exactly what its visits
+// made, or a blob its last checkpoint names is missing.
+func (s *Soak) check(ctx context.Context, r *run) []string {
+	bad := func(format string, args ...any) []string {
+		return []string{fmt.Sprintf("run %s (%s): ", r.id, r.kind) + fmt.Sprintf(format, args...)}
+	}
+	if r.err != nil {
+		return bad("did not complete: %v", r.err)
+	}
+	if r.result.Status != runstore.StatusCompleted {
+		return bad("ended %s", r.result.Status)
+	}
+	cp, err := s.runs.Latest(ctx, r.id)
+	if err != nil {
+		return bad("latest checkpoint: %v", err)
+	}
+	var out []string
+	switch r.kind {
+	case "persist":
+		if got := cp.Visits["writer"]; got != r.rounds {
+			out = append(out, bad("writer visited %d times, want %d", got, r.rounds)...)
+		}
+		// The writer's last reply lists every earlier prompt of its
+		// conversation: a lost turn, a repeated one or another
+		// conversation's shows here.
+		if got, want := fmt.Sprint(cp.Outputs["writer"]["text"]), writerReply(r.rounds); got != want {
+			out = append(out, bad("writer's conversation is %q, want %q", got, want)...)
+		}
+		if got := fmt.Sprint(cp.Outputs["judge"]["n"]); got != strconv.Itoa(r.rounds) {
+			out = append(out, bad("judge's conversation has %s turns, want %d", got, r.rounds)...)
+		}
+	case "tool":
+		out = append(out, s.checkWorkspace(ctx, r, cp)...)
+	case "fanout":
+		if got := cp.Visits["gather"]; got != r.rounds {
+			out = append(out, bad("joined %d times, want %d", got, r.rounds)...)
+		}
+	}
+	for _, key := range namedBlobs(cp) {
+		if _, err := s.blobs.Stat(ctx, key); err != nil {
+			out = append(out, bad("checkpoint %d names blob %s: %v", cp.Seq, key, err)...)
+		}
+	}
+	return out
+}
+
+// namedBlobs are the blobs a checkpoint needs to resume, rewind and fork.
+func namedBlobs(cp *runstore.Checkpoint) []string {
+	var keys []string
+	for _, slot := range cp.NodeSessions {
+		if slot.StateRef != "" {
+			keys = append(keys, slot.StateRef)
+		}
+	}
+	for _, refs := range cp.RetainedSessions {
+		keys = append(keys, refs...)
+	}
+	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
+		keys = append(keys, cp.Pause.BackendSessionStateRef)
+	}
+	return append(keys, cp.Workspace.Keys()...)
+}
+
+// checkWorkspace exports a tool run's workspace and compares it, file by
+// file, with what its visits wrote over the imported files.
+func (s *Soak) checkWorkspace(ctx context.Context, r *run, cp *runstore.Checkpoint) []string {
+	bad := func(format string, args ...any) []string {
+		return []string{fmt.Sprintf("run %s (tool): ", r.id) + fmt.Sprintf(format, args...)}
+	}
+	if cp.Workspace == nil {
+		return bad("no workspace in its last checkpoint")
+	}
+	dir, err := os.MkdirTemp("", "tether-soak-export-*")
+	if err != nil {
+		return bad("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := workspace.Export(ctx, s.blobs, r.id, cp.Workspace, dir, false, s.cfg.WorkspaceLimits); err != nil {
+		return bad("export: %v", err)
+	}
+	want := map[string]string{}
+	for i := range r.files {
+		want[filepath.Join("src", strconv.Itoa(i/100), fmt.Sprintf("file-%d.txt", i))] = sourceContent(i)
+	}
+	var log strings.Builder
+	for v := 1; v <= r.rounds; v++ {
+		fmt.Fprintf(&log, "%d\n", v)
+		want[fmt.Sprintf("f%d.txt", v)] = fmt.Sprintf("v%d\n", v)
+	}
+	want["log.txt"] = log.String()
+	got := map[string]string{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		got[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		return bad("read the export: %v", err)
+	}
+	var out []string
+	for name, content := range want {
+		if g, ok := got[name]; !ok {
+			out = append(out, bad("%s is missing from the workspace", name)...)
+		} else if g != content {
+			out = append(out, bad("%s holds %q, want %q", name, g, content)...)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			out = append(out, bad("%s is in the workspace but no visit wrote it", name)...)
+		}
+	}
+	if len(out) > 5 {
+		out = append(out[:5], bad("and %d more differences", len(out)-5)...)
+	}
+	return out
+}
+
+// deleteAll deletes every soak run with `tether delete` and says what is
+// left of them: objects in the bucket, files in the workers' roots.
+func (s *Soak) deleteAll(ctx context.Context, runs []*run, res *Result) []string {
+	var out []string
+	for _, r := range runs {
+		if b, err := s.tether(ctx, "delete", r.id); err != nil {
+			out = append(out, fmt.Sprintf("tether delete %s: %v: %s", r.id, err, strings.TrimSpace(string(b))))
+		}
+	}
+	after, err := s.blobs.List(ctx, "")
+	if err != nil {
+		return append(out, fmt.Sprintf("list the bucket after deleting: %v", err))
+	}
+	res.StoreObjectsAfter = len(after)
+	for _, info := range after {
+		if strings.Contains(info.Key, s.prefix) {
+			out = append(out, fmt.Sprintf("the bucket still holds %s after tether delete", info.Key))
+		}
+	}
+	for i := 1; i <= s.o.Workers; i++ {
+		root := filepath.Join(s.o.ClusterDir, "workers", fmt.Sprintf("w%d", i))
+		n := 0
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if strings.Contains(d.Name(), s.prefix) {
+				n++
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			out = append(out, fmt.Sprintf("walk worker %d's roots: %v", i, err))
+		}
+		res.Leftovers[strconv.Itoa(i)] = n
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+// Command soak runs Tether's soak and chaos harness against the cluster
+// scripts/cluster.sh started (make soak): throughput beside the cluster's
+// floor at several concurrencies, then many runs at once under worker
+// kills and server, database and S3 outages, then the checks that nothing
+// was lost. It exits 1 if any check fails.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/soak"
+)
+
+func main() {
+	root, _ := os.Getwd()
+	o := soak.Options{Out: os.Stdout}
+	var levels, report string
+	var short bool
+	flag.StringVar(&o.Root, "root", root, "the repository (scripts/cluster.sh, bin/)")
+	flag.StringVar(&o.ClusterDir, "cluster-dir", envOr("TETHER_CLUSTER_DIR", filepath.Join(root, ".tether", "cluster")), "scripts/cluster.sh's state directory")
+	flag.IntVar(&o.Workers, "workers", 3, "workers the cluster runs")
+	flag.StringVar(&levels, "levels", "1,10,100,200", "concurrencies to measure, comma-separated (empty: none)")
+	flag.IntVar(&o.BenchRounds, "bench-rounds", 10, "writer/judge rounds of each throughput run")
+	flag.IntVar(&o.Runs, "runs", 200, "runs at once in the soak (0: no soak)")
+	flag.IntVar(&o.Rounds, "rounds", 13, "rounds of each soak run")
+	flag.IntVar(&o.WorkspaceFiles, "files", 1000, "files in each tool run's workspace")
+	flag.DurationVar(&o.Faults.KillEvery, "kill-every", 20*time.Second, "kill -9 a random worker this often (0: never)")
+	flag.IntVar(&o.Faults.Kills, "kills", 0, "kill at most this many workers (0: no bound)")
+	flag.DurationVar(&o.Faults.RestartTemporal, "restart-temporal", 30*time.Second, "restart the Temporal server this far into the soak (0: never)")
+	flag.DurationVar(&o.Faults.RestartPostgres, "restart-postgres", 70*time.Second, "restart PostgreSQL this far into the soak (0: never)")
+	flag.DurationVar(&o.Faults.StopS3.At, "stop-s3", 110*time.Second, "stop S3 this far into the soak")
+	flag.DurationVar(&o.Faults.StopS3.For, "stop-s3-for", 30*time.Second, "and keep it stopped this long (0: never stop it)")
+	flag.DurationVar(&o.Deadline, "deadline", 40*time.Minute, "the soak fails if it takes longer")
+	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
+	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs, levels 1 and 10, one worker kill, one 15 s S3 stop")
+	flag.Parse()
+	if short {
+		levels, o.Runs, o.Rounds, o.WorkspaceFiles, o.BenchRounds = "1,10", 20, 13, 200, 5
+		o.Faults.KillEvery, o.Faults.Kills, o.Faults.RestartTemporal, o.Faults.RestartPostgres = 8*time.Second, 1, 0, 0
+		o.Faults.StopS3.At, o.Faults.StopS3.For = 12*time.Second, 15*time.Second
+		o.Deadline = 10 * time.Minute
+	}
+	for _, l := range strings.Split(levels, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "soak: -levels %q: want positive whole numbers\n", levels)
+				os.Exit(2)
+			}
+			o.Levels = append(o.Levels, n)
+		}
+	}
+	if err := run(o, report); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o soak.Options, report string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
+	defer cancel()
+	s, err := soak.New(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	levels, err := s.Bench(ctx)
+	if err != nil {
+		return err
+	}
+	var res *soak.Result
+	if o.Runs > 0 {
+		if res, err = s.Load(ctx); err != nil {
+			return err
+		}
+	}
+	var b strings.Builder
+	soak.Report(&b, levels, res, o.Workers)
+	fmt.Print(b.String())
+	if report != "" {
+		if err := os.WriteFile(report, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if res != nil && len(res.Problems) > 0 {
+		return fmt.Errorf("%d checks failed", len(res.Problems))
+	}
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

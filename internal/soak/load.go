@@ -1,0 +1,376 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+	"github.com/tether-run/tether/workflows"
+)
+
+// Result is what the soak did and found.
+type Result struct {
+	Runs     int
+	Visits   int
+	Elapsed  time.Duration
+	Faults   []string
+	RSS      []RSSSample
+	Problems []string
+	// Leftovers counts what the workers' roots still hold of the soak's
+	// runs after every run was deleted, per worker.
+	Leftovers map[string]int
+	// StoreObjects counts the bucket's objects before the soak and after
+	// every soak run was deleted.
+	StoreObjectsBefore, StoreObjectsAfter int
+}
+
+// RSSSample is the workers' resident memory at one moment.
+type RSSSample struct {
+	At    time.Duration
+	PerWk map[string]int64 // bytes
+}
+
+// Load runs the soak: every run at once, with the faults, then the checks.
+func (s *Soak) Load(ctx context.Context) (*Result, error) {
+	res := &Result{Leftovers: map[string]int{}}
+	before, err := s.blobs.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list the bucket: %w", err)
+	}
+	res.StoreObjectsBefore = len(before)
+
+	runs, err := s.startMix(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Runs = len(runs)
+	started := time.Now()
+	s.logf("started %d runs (%s)", len(runs), mixOf(runs))
+
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Add(3)
+	go func() { defer bg.Done(); s.answer(loadCtx, runs) }()
+	var faultMu sync.Mutex
+	go func() {
+		defer bg.Done()
+		s.inject(loadCtx, started, func(f string) {
+			faultMu.Lock()
+			res.Faults = append(res.Faults, f)
+			faultMu.Unlock()
+		})
+	}()
+	go func() { defer bg.Done(); res.RSS = s.sampleRSS(loadCtx, started) }()
+
+	s.wait(ctx, runs)
+	res.Elapsed = time.Since(started)
+	stopLoad()
+	bg.Wait()
+	// A fault may have been left half done (S3 stopped): undo it before
+	// checking anything, even past the deadline.
+	hctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := s.heal(hctx); err != nil {
+		return res, err
+	}
+	s.logf("every run ended after %s", res.Elapsed.Round(time.Second))
+	res.Problems = append(res.Problems, s.missedFaults(res.Faults)...)
+	for _, r := range runs {
+		res.Problems = append(res.Problems, s.check(hctx, r)...)
+		if r.result != nil {
+			res.Visits += r.result.Visits
+		}
+	}
+	res.Problems = append(res.Problems, s.deleteAll(hctx, runs, res)...)
+	return res, nil
+}
+
+// startMix starts the soak's runs: persist loops with a human answer, tool
+// runs in workspaces of many files, and fan-outs.
+func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
+	persist := parse("soak-persist", persistGraph(s.o.Rounds, true))
+	tool := parse("soak-tool", toolGraph(s.o.Rounds))
+	fanout := parse("soak-fanout", fanoutGraph(max(1, s.o.Rounds/4)))
+	nPersist := s.o.Runs * 3 / 5
+	nTool := s.o.Runs * 3 / 10
+	var src string
+	if nTool > 0 {
+		var err error
+		if src, err = s.workspaceSource(); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(src)
+	}
+	runs := make([]*run, s.o.Runs)
+	for i := range runs {
+		r := &run{id: fmt.Sprintf("%s-%d", s.prefix, i), rounds: s.o.Rounds}
+		runs[i] = r
+		var g *graph.Graph
+		var ws *runstore.WorkspaceState
+		switch {
+		case i < nPersist:
+			r.kind, g = "persist", persist
+		case i < nPersist+nTool:
+			r.kind, g, r.files = "tool", tool, s.o.WorkspaceFiles
+			st, _, err := workspace.Import(ctx, s.blobs, r.id, workspace.Source{From: src}, s.cfg.WorkspaceLimits, time.Now())
+			if err != nil {
+				return nil, fmt.Errorf("import the workspace of %s: %w", r.id, err)
+			}
+			ws = st
+		default:
+			r.kind, g, r.rounds = "fanout", fanout, max(1, s.o.Rounds/4)
+		}
+		if err := s.start(ctx, r, g, ws); err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
+// workspaceSource writes the tool runs' starting files: WorkspaceFiles
+// small files in directories of 100.
+func (s *Soak) workspaceSource() (string, error) {
+	dir, err := os.MkdirTemp("", "tether-soak-src-*")
+	if err != nil {
+		return "", err
+	}
+	for i := range s.o.WorkspaceFiles {
+		d := filepath.Join(dir, "src", strconv.Itoa(i/100))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("file-%d.txt", i)), []byte(sourceContent(i)), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func sourceContent(i int) string { return fmt.Sprintf("file %d of the soak's workspace\n", i) }
+
+func mixOf(runs []*run) string {
+	n := map[string]int{}
+	for _, r := range runs {
+		n[r.kind]++
+	}
+	return fmt.Sprintf("%d persist loops with a human answer, %d tool runs in workspaces, %d fan-outs", n["persist"], n["tool"], n["fanout"])
+}
+
+// answer answers each persist run's question with the plain temporal CLI,
+// as a person or a script outside Tether would, once the run waits for it.
+func (s *Soak) answer(ctx context.Context, runs []*run) {
+	byID := map[string]*run{}
+	for _, r := range runs {
+		if r.kind == "persist" {
+			byID[r.id] = r
+		}
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		waiting, err := s.waiting(lctx)
+		cancel()
+		if err != nil {
+			continue // the server is restarting
+		}
+		for _, id := range waiting {
+			r := byID[id]
+			if r == nil || r.asked {
+				continue
+			}
+			cmd := exec.CommandContext(ctx, filepath.Join(s.o.Root, "bin", "temporal"), "workflow", "signal",
+				"--address", s.cfg.TemporalAddress, "--namespace", s.cfg.Namespace,
+				"--workflow-id", id, "--name", workflows.SignalAnswer,
+				"--input", `{"question_id": "ask-1", "text": "go on"}`)
+			if err := cmd.Run(); err == nil {
+				r.asked = true
+			}
+		}
+	}
+}
+
+// waiting lists the soak's runs that wait for a person, by the search
+// attribute every run keeps.
+func (s *Soak) waiting(ctx context.Context) ([]string, error) {
+	var out []string
+	var token []byte
+	for {
+		resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf(`TetherStatus = "waiting" AND WorkflowId STARTS_WITH %q`, s.prefix),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.GetExecutions() {
+			out = append(out, e.GetExecution().GetWorkflowId())
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// inject breaks the cluster on the schedule of the options until ctx ends.
+func (s *Soak) inject(ctx context.Context, started time.Time, did func(string)) {
+	f := s.o.Faults
+	type event struct {
+		at   time.Duration
+		name string
+		do   func() error
+	}
+	var events []event
+	if f.RestartTemporal > 0 {
+		events = append(events, event{f.RestartTemporal, "restart temporal", func() error { return s.cluster(ctx, "restart", "temporal") }})
+	}
+	if f.RestartPostgres > 0 {
+		events = append(events, event{f.RestartPostgres, "restart postgres", func() error { return s.cluster(ctx, "restart", "postgres") }})
+	}
+	if f.StopS3.For > 0 {
+		events = append(events,
+			event{f.StopS3.At, "stop s3", func() error { return s.cluster(ctx, "stop", "s3") }},
+			event{f.StopS3.At + f.StopS3.For, "start s3", func() error { return s.cluster(ctx, "start", "s3") }})
+	}
+	if f.KillEvery > 0 {
+		for at, n := f.KillEvery, 0; at < s.o.Deadline && (f.Kills == 0 || n < f.Kills); at, n = at+f.KillEvery, n+1 {
+			events = append(events, event{at, "kill", func() error {
+				w := strconv.Itoa(1 + s.rng.IntN(s.o.Workers))
+				for _, step := range []string{"kill", "wipe", "start"} {
+					if err := s.cluster(ctx, "worker", step, w); err != nil {
+						return err
+					}
+				}
+				did(fmt.Sprintf("%s kill -9 worker %s, restarted with empty disks", time.Since(started).Round(time.Second), w))
+				return nil
+			}})
+		}
+	}
+	sortEvents := func() {
+		for i := 1; i < len(events); i++ {
+			for j := i; j > 0 && events[j].at < events[j-1].at; j-- {
+				events[j], events[j-1] = events[j-1], events[j]
+			}
+		}
+	}
+	sortEvents()
+	for _, e := range events {
+		wait := time.Until(started.Add(e.at))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		s.logf("fault: %s", e.name)
+		if err := e.do(); err != nil {
+			s.logf("fault %s failed: %v", e.name, err)
+			did("FAILED " + e.name + ": " + err.Error())
+			continue
+		}
+		if e.name != "kill" {
+			did(fmt.Sprintf("%s %s", time.Since(started).Round(time.Second), e.name))
+		}
+	}
+}
+
+// heal starts whatever a fault left stopped.
+func (s *Soak) heal(ctx context.Context) error {
+	for _, part := range []string{"s3", "postgres", "temporal"} {
+		if err := s.cluster(ctx, "start", part); err != nil {
+			return err
+		}
+	}
+	for i := 1; i <= s.o.Workers; i++ {
+		if err := s.cluster(ctx, "worker", "start", strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// missedFaults names the scheduled faults that did not happen while the
+// runs went on: a soak that finished before its faults proved nothing.
+func (s *Soak) missedFaults(done []string) []string {
+	has := func(name string) bool {
+		for _, d := range done {
+			if strings.HasSuffix(d, " "+name) || (name == "kill" && strings.Contains(d, "kill -9")) {
+				return !strings.HasPrefix(d, "FAILED")
+			}
+		}
+		return false
+	}
+	var out []string
+	f := s.o.Faults
+	for _, c := range []struct {
+		want bool
+		name string
+	}{
+		{f.KillEvery > 0, "kill"}, {f.RestartTemporal > 0, "restart temporal"},
+		{f.RestartPostgres > 0, "restart postgres"}, {f.StopS3.For > 0, "start s3"},
+	} {
+		if c.want && !has(c.name) {
+			out = append(out, fmt.Sprintf("fault %q did not happen while the runs went on: make the soak longer (-rounds) or the fault earlier", c.name))
+		}
+	}
+	for _, d := range done {
+		if strings.HasPrefix(d, "FAILED") {
+			out = append(out, "fault "+d)
+		}
+	}
+	return out
+}
+
+// sampleRSS reads the workers' resident memory every 5 s.
+func (s *Soak) sampleRSS(ctx context.Context, started time.Time) []RSSSample {
+	var out []RSSSample
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		sample := RSSSample{At: time.Since(started), PerWk: map[string]int64{}}
+		for i := 1; i <= s.o.Workers; i++ {
+			if rss := s.workerRSS(i); rss > 0 {
+				sample.PerWk[strconv.Itoa(i)] = rss
+			}
+		}
+		out = append(out, sample)
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Soak) workerRSS(i int) int64 {
+	pid, err := os.ReadFile(filepath.Join(s.o.ClusterDir, "run", fmt.Sprintf("worker-%d.pid", i)))
+	if err != nil {
+		return 0
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

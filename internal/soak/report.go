@@ -1,0 +1,66 @@
+package soak
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Report writes the figures as Markdown, as docs/operations.md shows them.
+func Report(w io.Writer, levels []Level, res *Result, workers int) {
+	if len(levels) > 0 {
+		fmt.Fprintf(w, "\n| runs at once | Tether visits/s | p50 | p99 | floor activities/s | p50 | p99 | Tether / floor |\n|---|---|---|---|---|---|---|---|\n")
+		for _, l := range levels {
+			fmt.Fprintf(w, "| %d | %.1f | %s | %s | %.1f | %s | %s | %.2f |\n", l.Runs,
+				l.Tether.PerSec, ms(l.Tether.P50), ms(l.Tether.P99),
+				l.Floor.PerSec, ms(l.Floor.P50), ms(l.Floor.P99), l.Tether.PerSec/l.Floor.PerSec)
+		}
+	}
+	if res == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nSoak: %d runs, %d visits in %s (%.1f visits/s) on %d workers, under these faults:\n\n",
+		res.Runs, res.Visits, res.Elapsed.Round(time.Second), float64(res.Visits)/res.Elapsed.Seconds(), workers)
+	for _, f := range res.Faults {
+		fmt.Fprintf(w, "- %s\n", f)
+	}
+	if len(res.RSS) > 0 {
+		fmt.Fprintf(w, "\nWorker RSS (MiB) over the soak, each worker: ")
+		var parts []string
+		for _, i := range []int{0, len(res.RSS) / 2, len(res.RSS) - 1} {
+			parts = append(parts, fmt.Sprintf("at %s %s", res.RSS[i].At.Round(time.Second), rssOf(res.RSS[i])))
+		}
+		var peak int64
+		for _, s := range res.RSS {
+			for _, v := range s.PerWk {
+				peak = max(peak, v)
+			}
+		}
+		fmt.Fprintf(w, "%s; peak %d.\n", strings.Join(parts, "; "), peak>>20)
+	}
+	fmt.Fprintf(w, "\nBucket objects before the soak: %d; after `tether delete` of every soak run: %d.\n", res.StoreObjectsBefore, res.StoreObjectsAfter)
+	fmt.Fprintf(w, "Files and directories of the soak's runs left in the workers' roots: %v.\n", res.Leftovers)
+	if len(res.Problems) == 0 {
+		fmt.Fprintf(w, "\nChecks: every run completed; every conversation and workspace is exact; every named blob is there; nothing is left after delete.\n")
+		return
+	}
+	fmt.Fprintf(w, "\n%d problems:\n", len(res.Problems))
+	for _, p := range res.Problems {
+		fmt.Fprintf(w, "- %s\n", p)
+	}
+}
+
+func rssOf(s RSSSample) string {
+	keys := make([]string, 0, len(s.PerWk))
+	for k := range s.PerWk {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d", s.PerWk[k]>>20))
+	}
+	return strings.Join(parts, "/")
+}

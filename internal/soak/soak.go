@@ -1,0 +1,206 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+// Options say how hard to push and which faults to inject.
+type Options struct {
+	// Root is the repository: scripts/cluster.sh and bin/ live there.
+	Root string
+	// ClusterDir is scripts/cluster.sh's state directory (its pid files
+	// say which processes are the workers).
+	ClusterDir string
+	// Workers is how many workers the cluster runs.
+	Workers int
+	// Levels are the concurrencies (runs at once) the throughput phase
+	// measures, each against the floor; BenchRounds the writer/judge
+	// rounds of each of its runs.
+	Levels      []int
+	BenchRounds int
+	// Runs is how many runs the soak starts at once: 3/5 persist loops of
+	// Rounds rounds with a human answer, 3/10 tool runs of Rounds edits in
+	// a workspace of WorkspaceFiles files, the rest fan-outs.
+	Runs           int
+	Rounds         int
+	WorkspaceFiles int
+	// Faults during the soak.
+	Faults Faults
+	// Deadline bounds the whole soak.
+	Deadline time.Duration
+	Out      io.Writer
+}
+
+// Faults are what the soak breaks while its runs go on.
+type Faults struct {
+	// KillEvery kills a random worker with SIGKILL this often and starts
+	// it again at once with empty disks, at most Kills times (0: no
+	// bound); KillEvery 0: never.
+	KillEvery time.Duration
+	Kills     int
+	// RestartTemporal and RestartPostgres restart the server once, at the
+	// given time into the soak; 0: never.
+	RestartTemporal time.Duration
+	RestartPostgres time.Duration
+	// StopS3 stops the S3 server at StopS3.At for StopS3.For.
+	StopS3 struct{ At, For time.Duration }
+}
+
+// Soak is one soak against a running cluster.
+type Soak struct {
+	o      Options
+	cfg    config.Config
+	c      client.Client
+	blobs  blob.Store
+	runs   *runstore.Store
+	prefix string
+	rng    *rand.Rand
+	logMu  sync.Mutex
+}
+
+// New connects to the cluster the environment names (as tether does).
+func New(ctx context.Context, o Options) (*Soak, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the cluster up? make cluster)", cfg.TemporalAddress, err)
+	}
+	blobs, err := blob.Open(ctx, cfg.BlobURL, cfg.StoreOptions(2*time.Minute, nil)...)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open the blob store %s: %w", cfg.BlobURL, err)
+	}
+	return &Soak{
+		o: o, cfg: cfg, c: c, blobs: blobs, runs: runstore.New(blobs),
+		prefix: "soak-" + strings.ToLower(ulid.Make().String()[16:]),
+		rng:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+	}, nil
+}
+
+// Close releases the connections.
+func (s *Soak) Close() {
+	s.c.Close()
+	s.blobs.Close()
+}
+
+func (s *Soak) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.o.Out, "%s soak: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// run is one run the soak started, and what it must find at the end.
+type run struct {
+	id     string
+	kind   string // persist, tool, fanout, bench
+	rounds int
+	files  int
+	handle client.WorkflowRun
+	result *workflows.GraphRunResult
+	err    error
+	asked  bool
+}
+
+// start starts a run of g.
+func (s *Soak) start(ctx context.Context, r *run, g *graph.Graph, ws *runstore.WorkspaceState) error {
+	h, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: r.id, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: r.id, Graph: g, Workspace: ws})
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.id, err)
+	}
+	r.handle = h
+	return nil
+}
+
+// wait waits for every run's result, riding out a Temporal outage: only
+// the run's own failure ends its wait.
+func (s *Soak) wait(ctx context.Context, runs []*run) {
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				var res workflows.GraphRunResult
+				err := s.c.GetWorkflow(ctx, r.id, "").Get(ctx, &res)
+				if err == nil {
+					r.result = &res
+					return
+				}
+				var wee *temporal.WorkflowExecutionError
+				if errors.As(err, &wee) || ctx.Err() != nil {
+					r.err = err
+					return
+				}
+				time.Sleep(time.Second) // the server is restarting
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// cluster runs scripts/cluster.sh with args.
+func (s *Soak) cluster(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.o.Root, "scripts", "cluster.sh")}, args...)...)
+	cmd.Env = append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cluster.sh %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// tether runs the tether CLI against the cluster.
+func (s *Soak) tether(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.o.Root, "bin", "tether"), args...)
+	cmd.Env = append(os.Environ(), "TETHER_HOME="+filepath.Join(s.o.ClusterDir, "cli"))
+	return cmd.CombinedOutput()
+}
+
+// percentile is the p-th percentile (0-100) of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+func sortDurations(d []time.Duration) []time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d
+}
+
+// quietLogger keeps the SDK's retries of a restarting server out of the
+// soak's output; the soak reports what matters itself.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
