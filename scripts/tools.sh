@@ -14,7 +14,8 @@
 # at once are safe: each builds in its own temporary directory and the
 # first to finish renames it into place; installs into one directory are
 # serialised by a lock.
-# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|all]...
+# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|all|versions]...
+# ("versions" prints what each tool is built or installed at, one per line.)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,6 +96,10 @@ for t in "$@"; do
 	versitygw) versitygw ;;
 	clis) clis ;;
 	all) temporal && temporal_server && versitygw && clis ;;
-	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis or all)" >&2; exit 2 ;;
+	versions)
+		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION" \
+			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION"
+		;;
+	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, all or versions)" >&2; exit 2 ;;
 	esac
 done

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tether-run/tether/internal/backend"
@@ -109,6 +111,42 @@ func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx contex
 // ANTHROPIC_API_KEY and OPENAI_API_KEY, TETHER_REDACT, ...). A malformed
 // value is an error that names its variable.
 func FromEnv() (Config, error) {
+	readMu.Lock()
+	defer readMu.Unlock()
+	return readEnv()
+}
+
+var (
+	// readMu keeps Variables' recording getenv from FromEnv's readers.
+	readMu sync.Mutex
+	// getenv is how this package reads the environment: os.Getenv, or
+	// Variables' recorder.
+	getenv = os.Getenv
+)
+
+// Variables names every environment variable FromEnv reads, sorted: what a
+// deployment (docker-compose.yml, a pod spec) may set for Tether. The AWS
+// SDK's credential chain and the OpenTelemetry SDK read their own
+// variables besides (AWS_*, OTEL_*).
+func Variables() []string {
+	readMu.Lock()
+	defer readMu.Unlock()
+	seen := map[string]bool{}
+	getenv = func(name string) string {
+		seen[name] = true
+		return ""
+	}
+	defer func() { getenv = os.Getenv }()
+	_, _ = readEnv()
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func readEnv() (Config, error) {
 	home := env("TETHER_HOME", ".tether")
 	if abs, err := filepath.Abs(home); err == nil {
 		home = abs
@@ -121,41 +159,41 @@ func FromEnv() (Config, error) {
 		StateDir:        env("TETHER_STATE_DIR", filepath.Join(home, "state")),
 		WorkDir:         env("TETHER_WORK_DIR", filepath.Join(home, "work")),
 		UIAddress:       env("TETHER_UI", "http://127.0.0.1:8233"),
-		MetricsAddr:     os.Getenv("TETHER_METRICS_ADDR"),
-		OTLPEndpoint:    env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
-		WorkerID:        os.Getenv("TETHER_WORKER_ID"),
+		MetricsAddr:     getenv("TETHER_METRICS_ADDR"),
+		OTLPEndpoint:    env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
+		WorkerID:        getenv("TETHER_WORKER_ID"),
 		Agents: backend.Config{
-			CLIBin:               os.Getenv("TETHER_CLI_BIN"),
-			AnthropicBaseURL:     os.Getenv("ANTHROPIC_BASE_URL"),
-			OpenAIBaseURL:        os.Getenv("OPENAI_BASE_URL"),
+			CLIBin:               getenv("TETHER_CLI_BIN"),
+			AnthropicBaseURL:     getenv("ANTHROPIC_BASE_URL"),
+			OpenAIBaseURL:        getenv("OPENAI_BASE_URL"),
 			Models:               map[string]string{},
 			APIKeys:              map[string]string{},
-			ClaudePermissionMode: os.Getenv("TETHER_CLAUDE_PERMISSION_MODE"),
-			CodexSandbox:         os.Getenv("TETHER_CODEX_SANDBOX"),
-			PassEnv:              names(os.Getenv("TETHER_PASS_ENV")),
+			ClaudePermissionMode: getenv("TETHER_CLAUDE_PERMISSION_MODE"),
+			CodexSandbox:         getenv("TETHER_CODEX_SANDBOX"),
+			PassEnv:              names(getenv("TETHER_PASS_ENV")),
 		},
 	}
 	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi} {
-		if m := os.Getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
+		if m := getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
 			c.Agents.Models[b] = m
 		}
-		if k := os.Getenv(apiKeyVars[b]); k != "" {
+		if k := getenv(apiKeyVars[b]); k != "" {
 			c.Agents.APIKeys[b] = k
 		}
 	}
-	redact, err := packer.ParseRedactMode(os.Getenv(packer.RedactEnv))
+	redact, err := packer.ParseRedactMode(getenv(packer.RedactEnv))
 	if err != nil {
 		return c, err
 	}
 	c.Agents.Redact = redact
-	if v := os.Getenv("TETHER_MAX_CONCURRENT_VISITS"); v != "" {
+	if v := getenv("TETHER_MAX_CONCURRENT_VISITS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return c, fmt.Errorf("TETHER_MAX_CONCURRENT_VISITS=%q: want a positive whole number", v)
 		}
 		c.MaxConcurrentVisits = n
 	}
-	if v := os.Getenv("TETHER_LOG_LEVEL"); v != "" {
+	if v := getenv("TETHER_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return c, fmt.Errorf("TETHER_LOG_LEVEL=%q: want debug, info, warn or error", v)
 		}
@@ -166,21 +204,21 @@ func FromEnv() (Config, error) {
 	}
 	c.WorkspaceLimits = lim
 	c.ShutdownGrace = DefaultShutdownGrace
-	if v := os.Getenv("TETHER_SHUTDOWN_GRACE"); v != "" {
+	if v := getenv("TETHER_SHUTDOWN_GRACE"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return c, fmt.Errorf("TETHER_SHUTDOWN_GRACE=%q: want a duration such as 20s (0 hands visits back at once)", v)
 		}
 		c.ShutdownGrace = d
 	}
-	if v := os.Getenv(blob.RetryEnv); v != "" {
+	if v := getenv(blob.RetryEnv); v != "" {
 		d, ok := blob.ParseRetry(v)
 		if !ok {
 			return c, fmt.Errorf("%s=%q: want a duration such as 2m or 30s (0 turns retrying off)", blob.RetryEnv, v)
 		}
 		c.StoreRetry = d
 	}
-	if v := os.Getenv(blob.KeyEnv); v != "" {
+	if v := getenv(blob.KeyEnv); v != "" {
 		key, err := blob.ParseKey(v)
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", blob.KeyEnv, err)
@@ -212,7 +250,7 @@ func workspaceLimits() (workspace.Limits, error) {
 		dst  *int
 	}{{"TETHER_WORKSPACE_MAX_FILES", &l.MaxFiles}, {"TETHER_WORKSPACE_MAX_DEPTH", &l.MaxDepth}, {"TETHER_WORKSPACE_MAX_PATH_BYTES", &l.MaxPathBytes}}
 	for _, v := range ints {
-		if s := os.Getenv(v.name); s != "" {
+		if s := getenv(v.name); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n <= 0 {
 				return l, fmt.Errorf("%s=%q: want a positive whole number", v.name, s)
@@ -225,7 +263,7 @@ func workspaceLimits() (workspace.Limits, error) {
 		dst  *int64
 	}{{"TETHER_WORKSPACE_MAX_BYTES", &l.MaxTotalBytes}, {"TETHER_WORKSPACE_MAX_FILE_BYTES", &l.MaxFileBytes}}
 	for _, v := range sizes {
-		if s := os.Getenv(v.name); s != "" {
+		if s := getenv(v.name); s != "" {
 			n, err := parseSize(s)
 			if err != nil {
 				return l, fmt.Errorf("%s=%q: %v", v.name, s, err)
@@ -267,7 +305,7 @@ func names(s string) []string {
 }
 
 func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+	if v := getenv(name); v != "" {
 		return v
 	}
 	return def

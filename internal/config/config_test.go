@@ -122,3 +122,17 @@ func TestAgentSettings(t *testing.T) {
 	_, err := FromEnv()
 	assert.ErrorIs(t, err, packer.ErrRedactMode)
 }
+
+// Variables names what FromEnv reads (what a deployment may set), and
+// reading them leaves FromEnv reading the real environment.
+func TestVariablesNamesWhatFromEnvReads(t *testing.T) {
+	vars := Variables()
+	for _, v := range []string{"TEMPORAL_ADDRESS", "TETHER_BLOB_URL", "TETHER_SHUTDOWN_GRACE", "TETHER_BLOB_KEY", "ANTHROPIC_API_KEY", "TETHER_WORKSPACE_MAX_FILES"} {
+		assert.Contains(t, vars, v)
+	}
+	assert.NotContains(t, vars, "HOME")
+	t.Setenv("TETHER_SHUTDOWN_GRACE", "7s")
+	c, err := FromEnv()
+	require.NoError(t, err)
+	assert.Equal(t, 7*time.Second, c.ShutdownGrace)
+}

@@ -1,56 +1,167 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
-	"github.com/goccy/go-yaml"
+	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
-// The compose topology cannot run here (no container engine), so this test
-// keeps it honest another way: it parses, it has the services the README
-// promises, the workers get the settings the worker reads, and the image
-// installs the CLI versions the tests ran against.
-func TestDeployFilesAgreeWithTheCode(t *testing.T) {
+// There is no container engine here, so docker-compose.yml is kept true
+// another way: it loads and interpolates as docker compose would, every
+// image is pinned by .env (the pin file scripts/cluster.sh and
+// scripts/tools.sh read too), the servers it runs are the versions the
+// cluster script builds, the worker gets only settings Tether reads, and
+// the Dockerfile's defaults are .env's.
+func TestComposeFileAgreesWithThePinsAndTheCode(t *testing.T) {
+	root := testenv.Root()
+	for _, p := range composeProblems(t, root, filepath.Join(root, "docker-compose.yml")) {
+		t.Error(p)
+	}
+}
+
+// The check fails when a version in the compose file drifts from the pin
+// file: an image written out by hand, or a pin the cluster does not use.
+func TestComposeCheckCatchesDrift(t *testing.T) {
 	root := testenv.Root()
 	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
 	require.NoError(t, err)
-	var compose struct {
-		Services map[string]struct {
-			Image       string         `yaml:"image"`
-			Build       any            `yaml:"build"`
-			Environment map[string]any `yaml:"environment"`
-		} `yaml:"services"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &compose))
-	for _, s := range []string{"postgresql", "temporal", "temporal-ui", "s3", "worker", "tether"} {
-		assert.Contains(t, compose.Services, s)
-	}
-	w := compose.Services["worker"]
-	assert.NotNil(t, w.Build)
-	for _, k := range []string{"TEMPORAL_ADDRESS", "TETHER_BLOB_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
-		assert.Contains(t, w.Environment, k)
-	}
-	assert.Regexp(t, `^s3://[a-z0-9-]+/[a-z0-9-]+\?endpoint=http://s3:7070&`, w.Environment["TETHER_BLOB_URL"])
-	assert.Equal(t, "versity/versitygw:v1.8.0", compose.Services["s3"].Image)
-
-	tools, err := os.ReadFile(filepath.Join(root, "scripts", "tools.sh"))
-	require.NoError(t, err)
-	docker, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	require.NoError(t, err)
-	for _, pin := range []struct{ variable, pkg string }{
-		{"CLAUDE_CODE_VERSION", "@anthropic-ai/claude-code"},
-		{"CODEX_VERSION", "@openai/codex"},
-		{"PI_VERSION", "@mariozechner/pi-coding-agent"},
+	for _, c := range []struct{ name, from, to, want string }{
+		{"server image", "temporalio/server:${TEMPORAL_VERSION}", "temporalio/server:1.28.0", "temporalio/server:1.28.0"},
+		{"s3 image", "versity/versitygw:v${VERSITYGW_VERSION}", "versity/versitygw:latest", "versity/versitygw:latest"},
+		{"worker setting", "TETHER_SHUTDOWN_GRACE: 20s", "TETHER_SHUTDOWN_GRACE: 20s\n      TETHER_NO_SUCH_SETTING: x", "TETHER_NO_SUCH_SETTING"},
 	} {
-		m := regexp.MustCompile(pin.variable + `=(\S+)`).FindSubmatch(tools)
-		require.NotNil(t, m, pin.variable)
-		assert.Contains(t, string(docker), pin.pkg+"@"+string(m[1]), "Dockerfile and scripts/tools.sh pin the same %s", pin.pkg)
+		t.Run(c.name, func(t *testing.T) {
+			require.Contains(t, string(raw), c.from)
+			dir := t.TempDir()
+			for _, f := range []string{".env", "Dockerfile"} {
+				b, err := os.ReadFile(filepath.Join(root, f))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+			}
+			path := filepath.Join(dir, "docker-compose.yml")
+			require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(raw), c.from, c.to, 1)), 0o644))
+			problems := composeProblems(t, root, path)
+			require.NotEmpty(t, problems)
+			assert.Contains(t, strings.Join(problems, "\n"), c.want)
+		})
 	}
+}
+
+// composeProblems loads the compose file at path with the pin file beside
+// it, as docker compose does, and lists what disagrees with the pins, the
+// cluster script's versions and the code.
+func composeProblems(t *testing.T, root, path string) []string {
+	t.Helper()
+	dir := filepath.Dir(path)
+	pins := readPins(t, filepath.Join(dir, ".env"))
+	opts, err := cli.NewProjectOptions([]string{path},
+		cli.WithWorkingDirectory(dir), cli.WithEnvFiles(filepath.Join(dir, ".env")), cli.WithDotEnv,
+		cli.WithProfiles([]string{"cli"}))
+	require.NoError(t, err)
+	project, err := opts.LoadProject(context.Background())
+	require.NoError(t, err, "docker compose would not load %s", path)
+
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// Every image line names its version through a pin.
+	for _, m := range regexp.MustCompile(`(?m)^\s+image:\s*(\S+)`).FindAllStringSubmatch(string(raw), -1) {
+		if !regexp.MustCompile(`:[^:]*\$\{[A-Z_]+_VERSION\}`).MatchString(m[1]) {
+			bad("image %s is not pinned by a *_VERSION variable of .env", m[1])
+		}
+	}
+	// The servers are the versions the cluster script builds and starts.
+	tools := map[string]string{}
+	out, err := exec.Command("bash", filepath.Join(root, "scripts", "tools.sh"), "versions").Output()
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			tools[f[0]] = f[1]
+		}
+	}
+	want := map[string]string{
+		"temporal":           "temporalio/server:" + strings.TrimPrefix(tools["temporal-server"], "v"),
+		"s3":                 "versity/versitygw:" + tools["versitygw"],
+		"postgresql":         "postgres:" + pins["POSTGRESQL_VERSION"],
+		"temporal-ui":        "temporalio/ui:" + pins["TEMPORAL_UI_VERSION"],
+		"temporal-schema":    "temporalio/admin-tools:" + pins["TEMPORAL_ADMINTOOLS_VERSION"],
+		"temporal-namespace": "temporalio/admin-tools:" + pins["TEMPORAL_ADMINTOOLS_VERSION"],
+	}
+	for name, image := range want {
+		s, ok := project.Services[name]
+		if !ok {
+			bad("service %s is missing", name)
+			continue
+		}
+		if s.Image != image {
+			bad("service %s runs %s, the cluster script starts %s", name, s.Image, image)
+		}
+	}
+	if !strings.HasPrefix(pins["TEMPORAL_ADMINTOOLS_VERSION"], pins["TEMPORAL_VERSION"]) {
+		bad("admin tools %s are not of server %s", pins["TEMPORAL_ADMINTOOLS_VERSION"], pins["TEMPORAL_VERSION"])
+	}
+	// The worker and the CLI get only what Tether (or the AWS SDK's
+	// credential chain) reads, and are built at the pinned versions.
+	known := config.Variables()
+	docker, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
+	require.NoError(t, err)
+	for _, name := range []string{"worker", "tether"} {
+		s, ok := project.Services[name]
+		if !ok {
+			bad("service %s is missing", name)
+			continue
+		}
+		for v := range s.Environment {
+			if !slices.Contains(known, v) && !strings.HasPrefix(v, "AWS_") {
+				bad("service %s sets %s, which Tether does not read (internal/config)", name, v)
+			}
+		}
+		if s.Build == nil {
+			bad("service %s is not built from the Dockerfile", name)
+			continue
+		}
+		for arg, v := range s.Build.Args {
+			if v == nil || *v != pins[arg] {
+				bad("service %s builds with %s=%v, .env pins %s", name, arg, v, pins[arg])
+			}
+			if !regexp.MustCompile(`(?m)^ARG ` + arg + `=` + regexp.QuoteMeta(pins[arg]) + `$`).Match(docker) {
+				bad("the Dockerfile's default for %s is not .env's %s", arg, pins[arg])
+			}
+		}
+	}
+	for _, cliName := range []string{"claude-code", "codex", "pi"} {
+		arg := strings.ToUpper(strings.ReplaceAll(cliName, "-", "_")) + "_VERSION"
+		if tools[cliName] != pins[arg] {
+			bad("scripts/tools.sh installs %s %s, .env pins %s", cliName, tools[cliName], pins[arg])
+		}
+	}
+	return problems
+}
+
+// readPins reads the pin file's NAME=value lines.
+func readPins(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	pins := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			pins[k] = v
+		}
+	}
+	return pins
 }
