@@ -9,7 +9,13 @@ import (
 )
 
 // Report writes the figures as Markdown, as docs/operations.md shows them.
-func Report(w io.Writer, levels []Level, res *Result, workers int) {
+func Report(w io.Writer, levels []Level, lost *LostWorker, res *Result, workers int) {
+	if lost != nil && len(lost.Restarted) > 0 {
+		fmt.Fprintf(w, "\nA worker killed 1 s into a 4 s tool visit (heartbeat timeout %s), %d times: the visit started again on a worker after %s (median; worst %s), the run was done after %s (median; worst %s).\n",
+			lost.Heartbeat, len(lost.Restarted),
+			ms(lost.Restarted[len(lost.Restarted)/2]), ms(lost.Restarted[len(lost.Restarted)-1]),
+			ms(lost.Done[len(lost.Done)/2]), ms(lost.Done[len(lost.Done)-1]))
+	}
 	if len(levels) > 0 {
 		fmt.Fprintf(w, "\n| runs at once | Tether visits/s | p50 | p99 | floor activities/s | p50 | p99 | Tether / floor |\n|---|---|---|---|---|---|---|---|\n")
 		for _, l := range levels {

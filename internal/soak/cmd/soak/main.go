@@ -23,6 +23,7 @@ func main() {
 	o := soak.Options{Out: os.Stdout}
 	var levels, report string
 	var short bool
+	var lostSamples int
 	flag.StringVar(&o.Root, "root", root, "the repository (scripts/cluster.sh, bin/)")
 	flag.StringVar(&o.ClusterDir, "cluster-dir", envOr("TETHER_CLUSTER_DIR", filepath.Join(root, ".tether", "cluster")), "scripts/cluster.sh's state directory")
 	flag.IntVar(&o.Workers, "workers", 3, "workers the cluster runs")
@@ -38,6 +39,7 @@ func main() {
 	flag.DurationVar(&o.Faults.StopS3.At, "stop-s3", 110*time.Second, "stop S3 this far into the soak")
 	flag.DurationVar(&o.Faults.StopS3.For, "stop-s3-for", 30*time.Second, "and keep it stopped this long (0: never stop it)")
 	flag.DurationVar(&o.Deadline, "deadline", 40*time.Minute, "the soak fails if it takes longer")
+	flag.IntVar(&lostSamples, "lost-worker", 3, "times to kill a worker in the middle of a visit and measure what it costs (0: never)")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
 	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs, levels 1 and 10, one worker kill, one 15 s S3 stop")
 	flag.Parse()
@@ -45,7 +47,7 @@ func main() {
 		levels, o.Runs, o.Rounds, o.WorkspaceFiles, o.BenchRounds = "1,10", 20, 13, 200, 5
 		o.Faults.KillEvery, o.Faults.Kills, o.Faults.RestartTemporal, o.Faults.RestartPostgres = 8*time.Second, 1, 0, 0
 		o.Faults.StopS3.At, o.Faults.StopS3.For = 12*time.Second, 15*time.Second
-		o.Deadline = 10 * time.Minute
+		o.Deadline, lostSamples = 10*time.Minute, 1
 	}
 	for _, l := range strings.Split(levels, ",") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -57,13 +59,13 @@ func main() {
 			o.Levels = append(o.Levels, n)
 		}
 	}
-	if err := run(o, report); err != nil {
+	if err := run(o, report, lostSamples); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o soak.Options, report string) error {
+func run(o soak.Options, report string, lostSamples int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
 	defer cancel()
 	s, err := soak.New(ctx, o)
@@ -75,6 +77,12 @@ func run(o soak.Options, report string) error {
 	if err != nil {
 		return err
 	}
+	var lost *soak.LostWorker
+	if lostSamples > 0 {
+		if lost, err = s.LostWorker(ctx, lostSamples); err != nil {
+			return err
+		}
+	}
 	var res *soak.Result
 	if o.Runs > 0 {
 		if res, err = s.Load(ctx); err != nil {
@@ -82,7 +90,7 @@ func run(o soak.Options, report string) error {
 		}
 	}
 	var b strings.Builder
-	soak.Report(&b, levels, res, o.Workers)
+	soak.Report(&b, levels, lost, res, o.Workers)
 	fmt.Print(b.String())
 	if report != "" {
 		if err := os.WriteFile(report, []byte(b.String()), 0o644); err != nil {
