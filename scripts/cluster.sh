@@ -133,28 +133,47 @@ start_postgres() {
 		return
 	fi
 	pg_ready && return 0
-	local data=$dir/postgres/data
+	local data
+	data=$(pg_data)
 	if [ ! -f "$data/PG_VERSION" ]; then
 		local v
 		v=$("$(pg_bin initdb)" --version | grep -o '[0-9]\+' | head -1)
 		[ "$v" = "$POSTGRESQL_VERSION" ] || say "warning: local PostgreSQL is $v, .env pins $POSTGRESQL_VERSION"
-		mkdir -p "$dir/postgres"
-		chmod 755 "$dir" "$dir/postgres"
-		local pw=$dir/postgres/pw
+		local pg=${data%/data}
+		mkdir -p "$pg"
+		chmod 755 "$pg"
+		local pw=$pg/pw
 		(umask 077; printf '%s\n' "$TETHER_PG_PASSWORD" >"$pw")
-		[ "$(id -u)" != 0 ] || chown -R postgres "$dir/postgres"
+		[ "$(id -u)" != 0 ] || chown -R postgres "$pg"
 		as_postgres "$(pg_bin initdb)" -D "$data" -U temporal --pwfile="$pw" --auth=scram-sha-256 \
-			-E UTF8 >"$dir/postgres/initdb.log" 2>&1 || die "initdb failed; see $dir/postgres/initdb.log"
+			-E UTF8 >"$dir/log/initdb.log" 2>&1 || die "initdb failed; see $dir/log/initdb.log"
 		rm -f "$pw"
 	fi
-	as_postgres "$(pg_bin pg_ctl)" -D "$data" -l "$dir/postgres/postgres.log" -w -t 60 \
+	as_postgres "$(pg_bin pg_ctl)" -D "$data" -l "${data%/data}/postgres.log" -w -t 60 \
 		-o "-h 127.0.0.1 -p $TETHER_PG_PORT -k $data -c max_connections=200" start >/dev/null ||
-		die "PostgreSQL did not start; see $dir/postgres/postgres.log"
+		die "PostgreSQL did not start; see ${data%/data}/postgres.log"
 	say "postgres up on 127.0.0.1:$TETHER_PG_PORT ($data)"
+}
+# pg_data is the data directory: under the cluster directory, unless the
+# postgres user (initdb and postgres refuse to run as root) cannot reach it
+# there, as under root's 0700 home; then in a directory of its own in /tmp,
+# recorded so that stop and down find it.
+pg_data() {
+	if [ -f "$dir/postgres.path" ]; then
+		cat "$dir/postgres.path"
+	elif [ "$(id -u)" != 0 ] || runuser -u postgres -- test -x "$dir" 2>/dev/null; then
+		echo "$dir/postgres/data"
+	else
+		local p
+		p=$(mktemp -d /tmp/tether-cluster-pg.XXXXXX)
+		chown postgres "$p"
+		echo "$p/data" | tee "$dir/postgres.path"
+	fi
 }
 stop_postgres() {
 	[ -z "${TETHER_PG_URL:-}" ] || return 0
-	local data=$dir/postgres/data
+	local data
+	data=$(pg_data)
 	[ -f "$data/postmaster.pid" ] || return 0
 	as_postgres "$(pg_bin pg_ctl)" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
 }
@@ -235,6 +254,7 @@ up() {
 	done
 	secrets
 	mkdir -p "$dir/log"
+	chmod 755 "$dir"
 	start_postgres
 	start_s3
 	start_temporal
@@ -256,6 +276,7 @@ down() {
 	secrets
 	stop_postgres
 	if [ "${1:-}" != "--keep" ]; then
+		[ ! -f "$dir/postgres.path" ] || rm -rf "$(dirname "$(cat "$dir/postgres.path")")"
 		rm -rf "$dir"
 		say "down: stopped and removed $dir"
 	else
