@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/testenv"
+)
+
+// Every repository path the documentation names exists: a relative link,
+// or a path in backticks under one of the project's top folders. A doc
+// that sends a reader to a file that moved is a wrong doc.
+func TestDocsNameOnlyPathsThatExist(t *testing.T) {
+	root := testenv.Root()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, filepath.Join(root, "README.md"))
+	link := regexp.MustCompile(`\]\(([^)#:\s]+)(#[^)]*)?\)`)
+	ticked := regexp.MustCompile("`((?:activities|workflows|worker|starter|internal|scripts|deploy|docs|examples|testdata)/[A-Za-z0-9_./-]+)`")
+	symbol := regexp.MustCompile(`^([a-z0-9_/]+)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)?(?:/.*)?$`)
+	checked := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			checked++
+			assert.FileExists(t, filepath.Join(filepath.Dir(doc), m[1]), "%s links to %s", rel, m[1])
+		}
+		for _, m := range ticked.FindAllStringSubmatch(string(b), -1) {
+			p := strings.TrimSuffix(m[1], "/")
+			if strings.ContainsAny(p, "*<>") || strings.HasSuffix(p, "...") {
+				continue // a pattern, not a path
+			}
+			checked++
+			// internal/e2e.TestX/sub and internal/resolve.Resolve name a
+			// symbol of a package: the package has it.
+			if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+				continue
+			}
+			if s := symbol.FindStringSubmatch(p); s != nil {
+				assert.True(t, declares(t, filepath.Join(root, s[1]), s[2]), "%s names %s, which package %s does not declare", rel, m[1], s[1])
+				continue
+			}
+			_, err := os.Stat(filepath.Join(root, p))
+			assert.NoError(t, err, "%s names %s", rel, m[1])
+		}
+	}
+	assert.Greater(t, checked, 20, "the test found the docs' paths")
+}
+
+// declares reports whether a Go file of the package in dir declares name
+// (a func, a method, a type, a var or a const).
+func declares(t *testing.T, dir, name string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	decl := regexp.MustCompile(`(?m)^(func (\([^)]*\) )?|type |var |const |\t)` + regexp.QuoteMeta(name) + `\b`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if decl.Match(b) {
+			return true
+		}
+	}
+	return false
+}
