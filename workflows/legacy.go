@@ -151,7 +151,7 @@ func (r *runImpl) legacyRestore(ctx workflow.Context, node *graph.Node, plan res
 	}
 	req := &activities.RestoreRequest{RunID: r.cp.RunID, Node: *node, Backend: plan.Backend, SessionID: plan.SessionID}
 	if plan.Kind != resolve.HasSession {
-		req.StateRef = plan.StateRef
+		req.StateRef, req.Digest = plan.StateRef, plan.Digest
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,
