@@ -60,11 +60,11 @@ type Activities struct {
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
 
-	live     liveSessions
+	live liveSessions
 	// maxSessionBlob overrides the cap on a session blob read (tests);
 	// zero is the packer's own.
 	maxSessionBlob int64
-	progress progressBoard
+	progress       progressBoard
 }
 
 // liveSessions remembers, per live session on this worker, the digest of
