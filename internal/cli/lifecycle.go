@@ -263,6 +263,11 @@ persist nodes start their own conversations.`,
 			} else if src, err = runs.Latest(ctx, id); err != nil {
 				return failedErr(fmt.Errorf("run %s: %w", id, err))
 			}
+			// A fork runs the source run's graph as Temporal recorded it,
+			// while Temporal holds that run; the bucket's copy otherwise.
+			if _, err := a.trustedGraph(ctx, id, src); err != nil {
+				return err
+			}
 			cp := runstore.Fork(src)
 			if newID == "" {
 				newID = newRunID(cp.Graph.Name)

@@ -187,3 +187,22 @@ func FuzzCheckpointUnseal(f *testing.F) {
 		}
 	})
 }
+
+// Rewind with RewindGraph writes the graph the caller trusts, not the
+// stored checkpoint's.
+func TestRewindGraphReplacesTheStoredGraph(t *testing.T) {
+	ctx := context.Background()
+	s := runstore.New(blob.NewMem())
+	if err := s.Save(ctx, "r1", toolCheckpoint("r1", 1, "echo", "forged")); err != nil {
+		t.Fatal(err)
+	}
+	trusted := toolCheckpoint("r1", 1, "echo", "genuine").Graph
+	rep, err := s.Rewind(ctx, "r1", 1, runstore.RewindGraph(trusted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "r1", rep.Checkpoint.Seq)
+	if err != nil || got.Graph.Nodes[0].Run[1] != "genuine" || rep.Checkpoint.Graph.Nodes[0].Run[1] != "genuine" {
+		t.Fatalf("rewound graph = %+v, %v", got, err)
+	}
+}
