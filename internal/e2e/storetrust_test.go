@@ -45,14 +45,19 @@ edges:
 	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
 	t.Setenv(runstore.KeyEnv, "")
 
+	// forge rewrites the argv in every checkpoint of run id.
 	forge := func(id string) {
 		t.Helper()
-		key := fmt.Sprintf("runs/%s/checkpoints/%020d.json", id, 1)
-		raw, err := blob.GetBytes(ctx, h.blobs, key)
+		infos, err := h.blobs.List(ctx, fmt.Sprintf("runs/%s/checkpoints/", id))
 		require.NoError(t, err)
-		forged := bytes.Replace(raw, []byte("echo genuine"), []byte("echo forged"), 1)
-		require.NotEqual(t, raw, forged, "checkpoint 1 names the tool's argv")
-		require.NoError(t, blob.PutBytes(ctx, h.blobs, key, forged))
+		require.NotEmpty(t, infos)
+		for _, in := range infos {
+			raw, err := blob.GetBytes(ctx, h.blobs, in.Key)
+			require.NoError(t, err)
+			forged := bytes.Replace(raw, []byte("echo genuine"), []byte("echo forged"), 1)
+			require.NotEqual(t, raw, forged, "%s names the tool's argv", in.Key)
+			require.NoError(t, blob.PutBytes(ctx, h.blobs, in.Key, forged))
+		}
 	}
 
 	// No key: the rewound run executes Temporal's copy of the graph.
@@ -68,6 +73,34 @@ edges:
 	rewound, err := h.runs.Get(ctx, "argv-plain", 4)
 	require.NoError(t, err, "the rewind checkpoint")
 	assert.Equal(t, []string{"sh", "-c", "echo genuine"}, rewound.Graph.Nodes[1].Run, "the rewind checkpoint carries Temporal's graph")
+
+	// A run stopped while it waits (terminated, so no fail-stop carries
+	// its checkpoint) resumes from the store's checkpoint with Temporal's
+	// graph.
+	gAsk, err := graph.Parse([]byte(`
+name: argv-ask
+start: ask
+nodes:
+  - {id: ask, kind: human, question: "Go?"}
+  - {id: check, kind: tool, run: [sh, -c, 'echo genuine']}
+  - {id: done, kind: end}
+edges:
+  - {from: ask, to: check}
+  - {from: check, to: done, with: {said: 'output.stdout'}}
+`), "argv-ask.yaml")
+	require.NoError(t, err)
+	h.start("argv-resume", gAsk, nil)
+	h.waitQuestion("argv-resume")
+	require.NoError(t, h.c.TerminateWorkflow(ctx, "argv-resume", "", "the test stops it"))
+	forge("argv-resume")
+	code, out = tetherCode(t, "resume", "argv-resume")
+	require.Equal(t, cli.ExitOK, code, out)
+	assert.Contains(t, out, "graph from the run's workflow input")
+	q := h.waitQuestion("argv-resume")
+	h.answer("argv-resume", q.ID, "go")
+	res, err = h.result(h.c.GetWorkflow(ctx, "argv-resume", ""))
+	require.NoError(t, err)
+	assert.Equal(t, "genuine\n", res.Output["said"], "resume ran the bucket's argv")
 
 	// With a key, the workers sign; a forged checkpoint is refused.
 	key := bytes.Repeat([]byte{7}, runstore.KeySize)
