@@ -34,7 +34,7 @@ func TestDeployFilesAgreeWithTheCode(t *testing.T) {
 	}
 	w := compose.Services["worker"]
 	assert.NotNil(t, w.Build)
-	for _, k := range []string{"TEMPORAL_ADDRESS", "TETHER_BLOB_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+	for _, k := range []string{"TEMPORAL_ADDRESS", "TETHER_BLOB_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "TETHER_CHECKPOINT_KEY"} {
 		assert.Contains(t, w.Environment, k)
 	}
 	assert.Regexp(t, `^s3://[a-z0-9-]+/[a-z0-9-]+\?endpoint=http://s3:7070&`, w.Environment["TETHER_BLOB_URL"])

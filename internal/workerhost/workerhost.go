@@ -110,6 +110,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.ID == "" {
 		o.ID = DefaultID()
 	}
+	if err := runstore.ValidKey(o.CheckpointKey); err != nil {
+		return nil, err
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
