@@ -11,12 +11,16 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// digestsSince is when Tether began recording a digest with every session
-// blob it packs (the slot's and the pause's): the first build to do so was
-// made then. A ref's ULID carries the workflow's clock at the moment the
-// ref was minted, right before the visit that packed it, so a ref minted
-// at or after this time was packed by a build that recorded its digest.
-var digestsSince = time.Date(2026, 12, 1, 3, 33, 5, 0, time.UTC)
+// digestsSince is when every path of Tether records a digest with every
+// session blob it packs, the slot's and the pause's. One-trip visits have
+// since their first build (2026-12-01 03:33 UTC); the two-activity visits
+// of runs recorded before them (workflows/legacy.go) only since the build
+// released on this date. A ref's ULID carries the workflow's clock at the
+// moment the ref was minted, right before the visit that packed it, so a
+// ref minted at or after this time must come with its digest. A slot an
+// older build wrote after it is refused, and its node starts a fresh
+// conversation: a lost conversation, never a swapped one.
+var digestsSince = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 
 // checkSessionBlob says why the blob read from ref for run may not be
 // unpacked ("" when it may): the ref is not a session ref of this run, the

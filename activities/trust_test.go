@@ -110,7 +110,7 @@ func mustGet(t *testing.T, s blob.Store, key string) []byte {
 // so a checkpoint that lost its digest cannot let a swapped archive in.
 func TestVisitRefusesAMissingDigestOnANewSlot(t *testing.T) {
 	store := blob.NewMem()
-	v1, _ := twoSlots(t, store, time.Now())
+	v1, _ := twoSlots(t, store, digestsSince.Add(time.Hour))
 	res := visitOnNewWorker(t, store, v1.SessionID, v1.PackedTo, "")
 	assert.Contains(t, res.SessionNote, "no digest")
 	assert.NotEqual(t, v1.SessionID, res.SessionID)
@@ -195,7 +195,7 @@ func TestRestoreSessionIsCappedAndChecked(t *testing.T) {
 	assert.Less(t, endless.served, int64(2<<20), "the read stops at the cap")
 
 	store := blob.NewMem()
-	v1, v2 := twoSlots(t, store, time.Now())
+	v1, v2 := twoSlots(t, store, digestsSince.Add(time.Minute))
 	b := newActs(t, store)
 	req := &RestoreRequest{RunID: "r1", Node: echoWriter, Backend: backend.Scripted, SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v2.PackDigest}
 	_, err = b.RestoreSession(ctx, req)
