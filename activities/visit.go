@@ -224,8 +224,10 @@ func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) 
 	if err := runstore.ValidateRunID(req.RunID); err != nil {
 		return "", "", err
 	}
-	if err := runstore.ValidateNodeID(req.NodeID); err != nil && req.Branch {
-		return "", "", err
+	if req.Branch {
+		if err := runstore.ValidateNodeID(req.NodeID); err != nil {
+			return "", "", err
+		}
 	}
 	wd := req.Node.Workdir
 	if filepath.IsAbs(wd) {
