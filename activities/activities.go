@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workspace"
@@ -63,8 +64,11 @@ type Activities struct {
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
 
-	live     liveSessions
-	progress progressBoard
+	live liveSessions
+	// maxSessionBlob overrides the cap on a session blob read (tests);
+	// zero is the packer's own.
+	maxSessionBlob int64
+	progress       progressBoard
 }
 
 // liveSessions remembers, per live session on this worker, the digest of
@@ -169,6 +173,15 @@ func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (agent.
 	return a.agentEnv(backendName, cwd)
 }
 
+// sessionBlobMax is the most a session blob read from the store may hold:
+// the largest archive the packer would unpack.
+func (a *Activities) sessionBlobMax() int64 {
+	if a.maxSessionBlob > 0 {
+		return a.maxSessionBlob
+	}
+	return sessionpack.DefaultLimits().MaxBlobBytes()
+}
+
 func mkdirAll(d string) error { return os.MkdirAll(d, 0o700) }
 
 // SaveCheckpoint writes one immutable checkpoint record.
@@ -216,12 +229,17 @@ func (a *Activities) RestoreSession(ctx context.Context, req *RestoreRequest) (*
 	}
 	stop := a.heartbeat(ctx)
 	defer stop()
-	data, err := blob.GetBytes(ctx, a.Blobs, req.StateRef)
-	if errors.Is(err, blob.ErrNotFound) {
+	data, err := blob.GetBytesMax(ctx, a.Blobs, req.StateRef, a.sessionBlobMax())
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q is gone", req.Node.ID), ErrTypeSessionUnavailable, err)
-	}
-	if err != nil {
+	case errors.Is(err, blob.ErrTooLarge):
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q is larger than any session archive may be: %v", req.Node.ID, err), ErrTypeSessionUnavailable, err)
+	case err != nil:
 		return nil, fmt.Errorf("read session blob for node %q: %w", req.Node.ID, err)
+	}
+	if note := checkSessionBlob(req.RunID, req.StateRef, req.Digest, data); note != "" {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q: %s", req.Node.ID, note), ErrTypeSessionUnavailable, nil)
 	}
 	if err := packer.UnpackSession(ctx, req.SessionID, data); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session blob for node %q cannot be unpacked: %v", req.Node.ID, err), ErrTypeSessionUnavailable, err)

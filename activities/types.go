@@ -82,6 +82,10 @@ type RestoreRequest struct {
 	Backend   string     `json:"backend"`
 	SessionID string     `json:"session_id"`
 	StateRef  string     `json:"state_ref,omitempty"`
+	// Digest is the blob's recorded sha256; a blob that differs is
+	// refused, and so is a missing digest on a ref minted after digests
+	// were recorded.
+	Digest string `json:"digest,omitempty"`
 }
 
 // RestoreResult names the worker queue where the session is now live.

@@ -13,7 +13,6 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
-	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -220,6 +219,16 @@ func sessionOf(req *VisitRequest) string {
 // in an absolute directory Tether does not manage) and the directory the
 // node runs in.
 func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) {
+	// The run and node ids become directory names: one that is not an id
+	// (`../../x`) would create directories outside the work root.
+	if err := runstore.ValidateRunID(req.RunID); err != nil {
+		return "", "", err
+	}
+	if req.Branch {
+		if err := runstore.ValidateNodeID(req.NodeID); err != nil {
+			return "", "", err
+		}
+	}
 	wd := req.Node.Workdir
 	if filepath.IsAbs(wd) {
 		return "", filepath.Clean(wd), nil
@@ -341,7 +350,7 @@ func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env ag
 		// nothing to restore.
 		return "", nil
 	}
-	data, err := blob.GetBytesMax(ctx, a.Blobs, sp.StateRef, sessionpack.DefaultLimits().MaxBlobBytes())
+	data, err := blob.GetBytesMax(ctx, a.Blobs, sp.StateRef, a.sessionBlobMax())
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return "the session's blob is gone from the store", nil
@@ -350,10 +359,8 @@ func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env ag
 	case err != nil:
 		return "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
 	}
-	if sp.Digest != "" {
-		if err := sessionpack.VerifyDigest(data, sp.Digest); err != nil {
-			return fmt.Sprintf("the session's blob is not the one the checkpoint recorded: %v", err), nil
-		}
+	if note := checkSessionBlob(req.RunID, sp.StateRef, sp.Digest, data); note != "" {
+		return note, nil
 	}
 	if err := packer.UnpackSession(ctx, sp.SessionID, data); err != nil {
 		return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil

@@ -88,6 +88,7 @@ secrets() {
 			echo "TETHER_PG_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
 			echo "AWS_ACCESS_KEY_ID=tether"
 			echo "AWS_SECRET_ACCESS_KEY=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
+			echo "TETHER_CHECKPOINT_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 		} >"$dir/secrets.env"
 		umask 022
 	fi
@@ -111,6 +112,7 @@ export TETHER_BLOB_URL='s3://$bucket/cluster?endpoint=http://127.0.0.1:$s3_port&
 export AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID
 export AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
 export AWS_REGION=us-east-1
+export TETHER_CHECKPOINT_KEY=$TETHER_CHECKPOINT_KEY
 EOF
 }
 

@@ -66,6 +66,9 @@ func run() error {
 		return fmt.Errorf("open blob store (TETHER_BLOB_URL): %w", err)
 	}
 	defer blobs.Close()
+	if w := cfg.StoreTrustWarning(); w != "" {
+		logger.Warn(w, "store", cfg.BlobURL)
+	}
 
 	c, err := client.Dial(client.Options{
 		HostPort:  cfg.TemporalAddress,
@@ -89,6 +92,7 @@ func run() error {
 		ID:                  cfg.WorkerID,
 		MaxConcurrentVisits: cfg.MaxConcurrentVisits,
 		Blobs:               blobs,
+		CheckpointKey:       cfg.CheckpointKey,
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,

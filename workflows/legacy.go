@@ -79,7 +79,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), AgentID: q.ID, Text: q.Text})
 			}
 			if res.Packed {
-				p.BackendSessionStateRef = req.PauseTo
+				p.BackendSessionStateRef, p.BackendSessionDigest = req.PauseTo, res.PackDigest
 			} else {
 				// A failed Put never blocks the question: the answer will
 				// then run in a fresh conversation.
@@ -123,6 +123,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 			if res.Packed {
 				r.cp.NodeSessions[node.ID] = runstore.NodeSessionSlot{
 					Backend: res.Backend, SessionID: res.SessionID, Fingerprint: res.Fingerprint, StateRef: req.PackTo,
+					Digest: res.PackDigest,
 				}
 				if prev.StateRef != "" && prev.StateRef != req.PackTo {
 					v.deleteAfterCommit = append(v.deleteAfterCommit, prev.StateRef)
@@ -151,7 +152,7 @@ func (r *runImpl) legacyRestore(ctx workflow.Context, node *graph.Node, plan res
 	}
 	req := &activities.RestoreRequest{RunID: r.cp.RunID, Node: *node, Backend: plan.Backend, SessionID: plan.SessionID}
 	if plan.Kind != resolve.HasSession {
-		req.StateRef = plan.StateRef
+		req.StateRef, req.Digest = plan.StateRef, plan.Digest
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,

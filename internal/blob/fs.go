@@ -166,7 +166,7 @@ func (s *fsStore) put(ctx context.Context, key string, r io.Reader, size int64, 
 			continue
 		}
 		if o.createOnly && errors.Is(err, fs.ErrExist) {
-			return s.sameContent(key, n, h.Sum(nil))
+			return s.sameContent(ctx, key, n, h.Sum(nil))
 		}
 		return s.nestingOr(key, err)
 	}
@@ -176,8 +176,8 @@ func (s *fsStore) put(ctx context.Context, key string, r io.Reader, size int64, 
 
 // sameContent resolves a create-only collision: identical bytes are a
 // successful retry, anything else is ErrExists.
-func (s *fsStore) sameContent(key string, n int64, sum []byte) error {
-	f, err := s.root.Open(key)
+func (s *fsStore) sameContent(ctx context.Context, key string, n int64, sum []byte) error {
+	f, err := s.openRead(key)
 	if err != nil {
 		return err
 	}
@@ -189,11 +189,14 @@ func (s *fsStore) sameContent(key string, n int64, sum []byte) error {
 	if fi.IsDir() {
 		return nestedUnder(key)
 	}
+	if err := regular(key, fi); err != nil {
+		return err
+	}
 	if fi.Size() != n {
 		return fmt.Errorf("%w: %q holds different bytes", ErrExists, key)
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
 		return err
 	}
 	if !bytes.Equal(h.Sum(nil), sum) {
@@ -255,8 +258,21 @@ func (s *fsStore) mkdirAll(dir string) error {
 	return err
 }
 
+// openRead opens name for reading without blocking: a fifo or device
+// someone put at a key must not hang the store (an open of a fifo waits
+// for a writer). O_NONBLOCK changes nothing for a regular file or a
+// directory, and every caller refuses anything else before reading.
+func (s *fsStore) openRead(name string) (*os.File, error) {
+	return s.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+}
+
+// openDir opens dir, which must be a directory, without blocking.
+func (s *fsStore) openDir(dir string) (*os.File, error) {
+	return s.root.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+}
+
 func (s *fsStore) syncDir(dir string) error {
-	d, err := s.root.Open(dir)
+	d, err := s.openDir(dir)
 	if err != nil {
 		return err
 	}
@@ -275,7 +291,7 @@ func (s *fsStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("blob: get %q: %w", key, err)
 	}
-	f, err := s.root.Open(key)
+	f, err := s.openRead(key)
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
@@ -288,7 +304,26 @@ func (s *fsStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return f, nil
+	return ctxFile{ctx: ctx, File: f}, nil
+}
+
+// ctxFile is a blob being read: each Read first checks the context, so a
+// reader of a huge blob stops when its caller gives up.
+type ctxFile struct {
+	ctx context.Context
+	*os.File
+}
+
+func (c ctxFile) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.File.Read(p)
+}
+
+// WriteTo hides the file's own, which would read past the context checks.
+func (c ctxFile) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, struct{ io.Reader }{c})
 }
 
 // regular accepts a blob file. A directory at a key is not a blob (only
@@ -445,7 +480,7 @@ func (s *fsStore) prune(dir string) {
 // rmdirEmpty removes dir if it is an empty directory. It never removes a
 // file, which a plain Remove would if a racing Put had just put one there.
 func (s *fsStore) rmdirEmpty(dir string) bool {
-	p, err := s.root.Open(path.Dir(dir))
+	p, err := s.openDir(path.Dir(dir))
 	if err != nil {
 		return false
 	}

@@ -83,7 +83,11 @@ func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Che
 	if latest.Status == runstore.StatusCompleted {
 		return nil, "", usageErr("run %s completed; nothing to resume (fork it to run again)", id)
 	}
-	return latest, fmt.Sprintf("checkpoint %d", latest.Seq), nil
+	graphFrom, err := a.trustedGraph(ctx, id, latest)
+	if err != nil {
+		return nil, "", err
+	}
+	return latest, fmt.Sprintf("checkpoint %d (graph from %s)", latest.Seq, graphFrom), nil
 }
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -194,7 +198,15 @@ node fresh (it never resumes a conversation it cannot restore).`,
 			if err != nil {
 				return failedErr(err)
 			}
-			rep, err := runs.Rewind(ctx, id, seq)
+			var opts []runstore.RewindOption
+			g, ok, err := a.temporalGraph(ctx, id)
+			if err != nil {
+				return failedErr(err)
+			}
+			if ok {
+				opts = append(opts, runstore.RewindGraph(*g))
+			}
+			rep, err := runs.Rewind(ctx, id, seq, opts...)
 			if err != nil {
 				return failedErr(fmt.Errorf("rewind run %s to checkpoint %d: %w", id, seq, err))
 			}
@@ -250,6 +262,11 @@ persist nodes start their own conversations.`,
 				}
 			} else if src, err = runs.Latest(ctx, id); err != nil {
 				return failedErr(fmt.Errorf("run %s: %w", id, err))
+			}
+			// A fork runs the source run's graph as Temporal recorded it,
+			// while Temporal holds that run; the bucket's copy otherwise.
+			if _, err := a.trustedGraph(ctx, id, src); err != nil {
+				return err
 			}
 			cp := runstore.Fork(src)
 			if newID == "" {

@@ -94,7 +94,7 @@ func (a *app) store(ctx context.Context) (*runstore.Store, error) {
 		return nil, fmt.Errorf("open run store %s (TETHER_BLOB_URL): %w", a.cfg.BlobURL, err)
 	}
 	a.blobs = b
-	a.runs = runstore.New(b)
+	a.runs = runstore.New(b, a.cfg.RunStoreOptions()...)
 	return a.runs, nil
 }
 
@@ -152,7 +152,7 @@ TETHER_BLOB_URL (file://.tether/store) and TETHER_UI (http://127.0.0.1:8233).`,
 	root.AddCommand(
 		a.runCmd(), a.statusCmd(), a.answerCmd(), a.validateCmd(), a.graphCmd(),
 		a.resumeCmd(), a.rewindCmd(), a.forkCmd(), a.deleteCmd(), a.checkpointsCmd(),
-		a.workspaceCmd(),
+		a.workspaceCmd(), a.storeCmd(),
 	)
 	return root
 }

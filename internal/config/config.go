@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -69,6 +71,11 @@ type Config struct {
 	// BlobKey is the store's encryption master key (TETHER_BLOB_KEY);
 	// nil when none is set. Printed or logged, it shows as [redacted].
 	BlobKey Secret
+	// CheckpointKey authenticates the run store's checkpoints
+	// (TETHER_CHECKPOINT_KEY, 32 bytes as hex or base64); nil when none is
+	// set, and then the bucket must be trusted. Workers and `tether` need
+	// the same key. Printed or logged, it shows as [redacted].
+	CheckpointKey Secret
 	// Agents configures the agent backends (the variables are named on
 	// backend.Config): endpoints, keys, models, permissions, the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
@@ -225,6 +232,13 @@ func readEnv() (Config, error) {
 		}
 		c.BlobKey = key
 	}
+	if v := getenv(runstore.KeyEnv); v != "" {
+		key, err := blob.ParseKey(v)
+		if err != nil {
+			return c, fmt.Errorf("%s: want 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -hex 32`), got %d characters", runstore.KeyEnv, len(strings.TrimSpace(v)))
+		}
+		c.CheckpointKey = key
+	}
 	return c, nil
 }
 
@@ -233,6 +247,27 @@ func readEnv() (Config, error) {
 // platform (docker compose's stop_grace_period, Kubernetes'
 // terminationGracePeriodSeconds) waits before it kills.
 const DefaultShutdownGrace = 20 * time.Second
+
+// RunStoreOptions are the runstore.New options of this configuration: the
+// checkpoint key, if any.
+func (c Config) RunStoreOptions() []runstore.Option {
+	if c.CheckpointKey == nil {
+		return nil
+	}
+	return []runstore.Option{runstore.WithKey(c.CheckpointKey)}
+}
+
+// StoreTrustWarning is what a worker logs once at start when whoever can
+// write to the bucket controls the runs' checkpoints: the store is S3, no
+// checkpoint key is set and the store is not encrypted (whose envelope
+// authenticates each blob). It is "" otherwise.
+func (c Config) StoreTrustWarning() string {
+	u, err := url.Parse(c.BlobURL)
+	if err != nil || u.Scheme != "s3" || c.CheckpointKey != nil || u.Query().Get("encrypt") == "true" {
+		return ""
+	}
+	return "the run store's checkpoints are not authenticated: whoever can write to the bucket controls every run's graph (the argv of its tool nodes), digests and workspace; set " + runstore.KeyEnv + " on every worker and tether, or use encrypt=true (docs/security.md)"
+}
 
 // apiKeyVars names the worker's variable that holds each CLI backend's key.
 var apiKeyVars = map[string]string{

@@ -136,3 +136,38 @@ func TestVariablesNamesWhatFromEnvReads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 7*time.Second, c.ShutdownGrace)
 }
+
+func TestCheckpointKey(t *testing.T) {
+	t.Setenv("TETHER_BLOB_URL", "s3://bucket/runs?region=us-east-1")
+	t.Setenv("TETHER_CHECKPOINT_KEY", "")
+	cfg := fromEnv(t)
+	assert.Nil(t, cfg.CheckpointKey)
+	assert.Empty(t, cfg.RunStoreOptions())
+	assert.Contains(t, cfg.StoreTrustWarning(), "TETHER_CHECKPOINT_KEY", "an S3 store without a key must be called trusted")
+
+	t.Setenv("TETHER_BLOB_URL", "s3://bucket/runs?region=us-east-1&encrypt=true")
+	assert.Empty(t, fromEnv(t).StoreTrustWarning(), "an encrypted store authenticates every blob")
+	t.Setenv("TETHER_BLOB_URL", "file:///var/lib/tether")
+	assert.Empty(t, fromEnv(t).StoreTrustWarning(), "the warning is for S3 stores")
+
+	hexKey := strings.Repeat("ab", 32)
+	t.Setenv("TETHER_BLOB_URL", "s3://bucket/runs?region=us-east-1")
+	t.Setenv("TETHER_CHECKPOINT_KEY", hexKey)
+	cfg = fromEnv(t)
+	assert.Len(t, []byte(cfg.CheckpointKey), 32)
+	assert.Len(t, cfg.RunStoreOptions(), 1)
+	assert.Empty(t, cfg.StoreTrustWarning())
+	// The key never reaches a log line or a printout.
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "key", cfg.CheckpointKey, "cfg", cfg)
+	out := buf.String() + fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg)
+	assert.NotContains(t, out, hexKey)
+	assert.NotContains(t, out, "171")
+	assert.NotContains(t, strings.ToLower(out), "abababab")
+
+	t.Setenv("TETHER_CHECKPOINT_KEY", "short")
+	_, err := FromEnv()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TETHER_CHECKPOINT_KEY")
+	assert.NotContains(t, err.Error(), "short")
+}

@@ -51,7 +51,9 @@ type harness struct {
 	backends func(t testing.TB) backend.Config
 	// tmp holds the workers' roots.
 	tmp string
-	mu  sync.Mutex
+	// checkpointKey is what new workers sign checkpoints with (nil: none).
+	checkpointKey []byte
+	mu            sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -95,7 +97,7 @@ func (h *harness) startWorker() string {
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
-		Logger: testLogger(), DisableEagerActivities: h.noEager,
+		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey,
 	})
 	require.NoError(h.t, err)
 	h.worker = w

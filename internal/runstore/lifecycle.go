@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
 )
 
 // Refs lists every blob a checkpoint names: its persist slots, the slots
@@ -60,12 +61,30 @@ type RewindReport struct {
 	Errors []error
 }
 
+// RewindOption changes what Rewind writes.
+type RewindOption func(*rewindOptions)
+
+type rewindOptions struct{ graph *graph.Graph }
+
+// RewindGraph makes the rewound run execute g.
+func RewindGraph(g graph.Graph) RewindOption {
+	return func(o *rewindOptions) { o.graph = &g }
+}
+
 // Rewind makes checkpoint seq of run the run's latest again: it writes a
 // copy of it under the next free sequence number first, then deletes the
 // blobs that only later checkpoints named (ADR-089: checkpoint without the
 // dropped refs first, then delete). A failed delete leaves the blob for
 // DeleteRun; it does not fail the rewind.
-func (s *Store) Rewind(ctx context.Context, run string, seq int64) (*RewindReport, error) {
+//
+// With RewindGraph, the new checkpoint runs that graph instead of the one
+// stored in seq: the caller took it from a source it trusts more than the
+// store (the run's own workflow input in Temporal).
+func (s *Store) Rewind(ctx context.Context, run string, seq int64, opts ...RewindOption) (*RewindReport, error) {
+	var o rewindOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	target, err := s.Get(ctx, run, seq)
 	if err != nil {
 		return nil, err
@@ -98,6 +117,9 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64) (*RewindRepor
 	cp.Status = StatusRunning
 	cp.Error = ""
 	cp.Lineage = &Lineage{Run: run, Seq: seq, Kind: "rewind"}
+	if o.graph != nil {
+		cp.Graph = *o.graph
+	}
 	if err := s.Save(ctx, run, &cp); err != nil {
 		return nil, fmt.Errorf("runstore: write the rewind checkpoint of run %q: %w", run, err)
 	}

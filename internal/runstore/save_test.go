@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -14,8 +15,12 @@ import (
 // steps timed anew. That save succeeds and the first stands; any other
 // difference is still ErrSeqTaken.
 func TestSaveAgainWithOnlyNewTimingKeepsTheFirst(t *testing.T) {
+	t.Run("unsigned", func(t *testing.T) { saveAgain(t, New(blob.NewMem())) })
+	t.Run("signed", func(t *testing.T) { saveAgain(t, New(blob.NewMem(), WithKey(bytes.Repeat([]byte{7}, 32)))) })
+}
+
+func saveAgain(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := New(blob.NewMem())
 	first := &Checkpoint{Seq: 1, Status: StatusRunning, Visits: map[string]int{"w": 1},
 		Path: []Step{{Node: "w", Visit: 1, Status: "ok", StartedAt: "2026-12-01T10:00:00Z", DurationMS: 40}}}
 	require.NoError(t, s.Save(ctx, "r", first))

@@ -30,11 +30,45 @@ var (
 // both take one sequence number, and a retried Save of the same checkpoint
 // succeeds.
 type Store struct {
-	b blob.Store
+	b   blob.Store
+	key []byte
 }
 
-// New returns a run store over b.
-func New(b blob.Store) *Store { return &Store{b: b} }
+// MaxCheckpointBytes bounds what Get reads of one checkpoint: far above
+// any checkpoint Temporal could carry (its payloads stop at a few MiB),
+// so an endless or huge object at a checkpoint key cannot exhaust memory.
+const MaxCheckpointBytes = 64 << 20
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithKey authenticates checkpoints with key (KeySize bytes): Save writes
+// each with an HMAC-SHA256 that binds the run and sequence number, and
+// Get refuses a checkpoint whose MAC is missing (ErrUnsignedCheckpoint)
+// or wrong (ErrCheckpointAuth). A nil key leaves the store trusted.
+func WithKey(key []byte) Option {
+	return func(s *Store) {
+		if key != nil {
+			s.key = append([]byte(nil), key...)
+		}
+	}
+}
+
+// New returns a run store over b. A key of the wrong length panics: it is
+// checked where it is read (config), so this is a programming error.
+func New(b blob.Store, opts ...Option) *Store {
+	s := &Store{b: b}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := ValidKey(s.key); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Authenticated reports whether the store signs and verifies checkpoints.
+func (s *Store) Authenticated() bool { return s.key != nil }
 
 // Blobs returns the underlying blob store, where session blobs live.
 func (s *Store) Blobs() blob.Store { return s.b }
@@ -82,9 +116,13 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 	}
 	c := *cp
 	c.RunID = run
-	b, err := Encode(&c)
+	plain, err := Encode(&c)
 	if err != nil {
 		return fmt.Errorf("runstore: save run %q checkpoint %d: %w", run, cp.Seq, err)
+	}
+	b := plain
+	if s.key != nil {
+		b = Seal(s.key, run, cp.Seq, plain)
 	}
 	err = blob.PutBytes(ctx, s.b, checkpointKey(run, cp.Seq), b, blob.CreateOnly())
 	if errors.Is(err, blob.ErrExists) {
@@ -92,7 +130,7 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 		// its worker is run again, and its clock has moved on: the same
 		// state, its steps timed anew. The first save stands.
 		if have, gerr := s.Get(ctx, run, cp.Seq); gerr == nil {
-			if want, derr := Decode(b); derr == nil && sameButTiming(have, want) {
+			if want, derr := Decode(plain); derr == nil && sameButTiming(have, want) {
 				return nil
 			}
 		}
@@ -112,12 +150,16 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 	if seq < 1 {
 		return nil, fmt.Errorf("%w: run %q has no checkpoint %d; sequence numbers start at 1", ErrNoCheckpoint, run, seq)
 	}
-	b, err := blob.GetBytes(ctx, s.b, checkpointKey(run, seq))
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, fmt.Errorf("%w: run %q checkpoint %d", ErrNoCheckpoint, run, seq)
+	raw, err := s.read(ctx, run, seq)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Unseal(s.key, run, seq, raw)
+	if errors.Is(err, ErrUnsignedCheckpoint) {
+		return nil, fmt.Errorf("runstore: run %q checkpoint %d: %w; it was written without %s (before checkpoints were signed?): if you trust the store's current content, sign the run's checkpoints with `tether store sign %s`", run, seq, err, KeyEnv, run)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runstore: read run %q checkpoint %d: %w", run, seq, err)
+		return nil, fmt.Errorf("runstore: run %q checkpoint %d: %w", run, seq, err)
 	}
 	cp, err := Decode(b)
 	if err != nil {
@@ -127,6 +169,18 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d holds run %q checkpoint %d; the store is corrupt", run, seq, cp.RunID, cp.Seq)
 	}
 	return cp, nil
+}
+
+// read returns the stored bytes of checkpoint seq of run, capped.
+func (s *Store) read(ctx context.Context, run string, seq int64) ([]byte, error) {
+	b, err := blob.GetBytesMax(ctx, s.b, checkpointKey(run, seq), MaxCheckpointBytes)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, fmt.Errorf("%w: run %q checkpoint %d", ErrNoCheckpoint, run, seq)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runstore: read run %q checkpoint %d: %w", run, seq, err)
+	}
+	return b, nil
 }
 
 // List returns run's checkpoints, oldest first. A run without any has an

@@ -95,7 +95,7 @@ func New(ctx context.Context, o Options) (*Soak, error) {
 		return nil, fmt.Errorf("open the blob store %s: %w", cfg.BlobURL, err)
 	}
 	return &Soak{
-		o: o, cfg: cfg, c: c, blobs: blobs, runs: runstore.New(blobs),
+		o: o, cfg: cfg, c: c, blobs: blobs, runs: runstore.New(blobs, cfg.RunStoreOptions()...),
 		prefix: "soak-" + strings.ToLower(ulid.Make().String()[16:]),
 		rng:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 	}, nil

@@ -32,11 +32,14 @@ import (
 // Options configure one worker.
 type Options struct {
 	// ID names this worker; its own task queue is derived from it.
-	ID       string
-	Blobs    blob.Store
-	Backends activities.Backends
-	StateDir string
-	WorkDir  string
+	ID    string
+	Blobs blob.Store
+	// CheckpointKey authenticates the checkpoints the worker saves
+	// (runstore.WithKey); nil writes them unsigned.
+	CheckpointKey []byte
+	Backends      activities.Backends
+	StateDir      string
+	WorkDir       string
 	// PassEnv names worker environment variables every tool node gets
 	// besides the minimal base and its node's env (TETHER_PASS_ENV; the
 	// agent CLIs get it through their backends' configuration).
@@ -127,6 +130,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.ID == "" {
 		o.ID = DefaultID()
 	}
+	if err := runstore.ValidKey(o.CheckpointKey); err != nil {
+		return nil, err
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -137,7 +143,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	logger := o.Logger.With("worker", o.ID)
 	acts := &activities.Activities{
 		Blobs:      o.Blobs,
-		Runs:       runstore.New(o.Blobs),
+		Runs:       runstore.New(o.Blobs, runstore.WithKey(o.CheckpointKey)),
 		Backends:   o.Backends,
 		StateDir:   o.StateDir,
 		WorkDir:    o.WorkDir,

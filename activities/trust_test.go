@@ -1,0 +1,229 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/claude"
+	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// refAt mints a slot ref of run r1's writer whose ULID carries time t.
+func refAt(t time.Time, entropy byte) string {
+	id := ulid.ULID{}
+	_ = id.SetTime(ulid.Timestamp(t))
+	id[15] = entropy
+	return runstore.SessionKey("r1", "writer", id.String())
+}
+
+// echoWriter is a persist writer whose reply is its prompt, which shows
+// the session keys its input arrived with.
+var echoWriter = graph.Node{
+	ID: "writer", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist,
+	Prompt: `visit {{.visit}} id=[{{with index .input "_session_id"}}{{.}}{{end}}] fp=[{{with index .input "_session_fingerprint"}}{{.}}{{end}}]`,
+	Script: []string{"{{.Prompt}}"},
+}
+
+// twoSlots runs two visits of one persist conversation on one worker and
+// returns both results: two valid archives of the same session.
+func twoSlots(t *testing.T, store blob.Store, now time.Time) (*VisitResult, *VisitResult) {
+	t.Helper()
+	a := newActs(t, store)
+	v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: backend.Scripted, PackTo: refAt(now, 1), Started: now})
+	require.NoError(t, err)
+	require.True(t, v1.Packed, v1.PackError)
+	v2, err := a.Visit(context.Background(), &VisitRequest{
+		RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: backend.Scripted, Started: now,
+		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v1.PackDigest},
+		PackTo:  refAt(now, 2),
+	})
+	require.NoError(t, err)
+	require.True(t, v2.Packed, v2.PackError)
+	require.Equal(t, v1.SessionID, v2.SessionID)
+	return v1, v2
+}
+
+// visitOnNewWorker runs visit 3 of the writer on a worker with an empty
+// root, planned to unpack ref with digest, its input carrying the session
+// keys the plan set (as the workflow sends them).
+func visitOnNewWorker(t *testing.T, store blob.Store, sessionID, ref, digest string) *VisitResult {
+	t.Helper()
+	b := newActs(t, store)
+	res, err := b.Visit(context.Background(), &VisitRequest{
+		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: backend.Scripted, Started: time.Now(),
+		Input:   map[string]any{agent.SessionIDKey: sessionID, agent.SessionFingerprintKey: "fp-planned"},
+		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: sessionID, StateRef: ref, Digest: digest, Stripped: map[string]any{}},
+	})
+	require.NoError(t, err)
+	return res
+}
+
+// A bucket writer replaces a slot's blob with another valid archive of the
+// same conversation: only the recorded digest tells them apart. The visit
+// must refuse it, run fresh, and run with the session keys stripped.
+func TestVisitRefusesASwappedArchive(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	v1, v2 := twoSlots(t, store, time.Now())
+	swapped, err := blob.GetBytes(ctx, store, v2.PackedTo)
+	require.NoError(t, err)
+	require.NoError(t, blob.PutBytes(ctx, store, v1.PackedTo, swapped))
+
+	res := visitOnNewWorker(t, store, v1.SessionID, v1.PackedTo, v1.PackDigest)
+	assert.Contains(t, res.SessionNote, "not the one the checkpoint recorded")
+	assert.NotEqual(t, v1.SessionID, res.SessionID, "a swapped archive is never resumed")
+	text, _ := res.Output["text"].(string)
+	assert.Contains(t, text, "id=[] fp=[]", "the fresh visit must run with the session keys stripped")
+	assert.NotContains(t, text, v1.SessionID)
+
+	// The genuine blob is resumed, so the refusal above is the digest's.
+	require.NoError(t, blob.PutBytes(ctx, store, v1.PackedTo, mustGet(t, store, v2.PackedTo)))
+	res = visitOnNewWorker(t, store, v2.SessionID, v2.PackedTo, v2.PackDigest)
+	assert.Empty(t, res.SessionNote)
+	assert.Equal(t, v2.SessionID, res.SessionID)
+}
+
+func mustGet(t *testing.T, s blob.Store, key string) []byte {
+	t.Helper()
+	b, err := blob.GetBytes(context.Background(), s, key)
+	require.NoError(t, err)
+	return b
+}
+
+// An empty digest is "no digest" only for a slot packed before digests
+// were recorded (its ref's ULID says when); on a newer slot it is refused,
+// so a checkpoint that lost its digest cannot let a swapped archive in.
+func TestVisitRefusesAMissingDigestOnANewSlot(t *testing.T) {
+	store := blob.NewMem()
+	v1, _ := twoSlots(t, store, digestsSince.Add(time.Hour))
+	res := visitOnNewWorker(t, store, v1.SessionID, v1.PackedTo, "")
+	assert.Contains(t, res.SessionNote, "no digest")
+	assert.NotEqual(t, v1.SessionID, res.SessionID)
+
+	old := blob.NewMem()
+	o1, _ := twoSlots(t, old, digestsSince.Add(-24*time.Hour))
+	res = visitOnNewWorker(t, old, o1.SessionID, o1.PackedTo, "")
+	assert.Empty(t, res.SessionNote, "a slot from before digests resumes without one")
+	assert.Equal(t, o1.SessionID, res.SessionID)
+}
+
+// A ref of another run is never read, whatever the checkpoint says.
+func TestVisitRefusesAnotherRunsRef(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	v1, _ := twoSlots(t, store, time.Now())
+	foreign := strings.Replace(v1.PackedTo, "runs/r1/", "runs/r2/", 1)
+	require.NoError(t, blob.PutBytes(ctx, store, foreign, mustGet(t, store, v1.PackedTo)))
+	res := visitOnNewWorker(t, store, v1.SessionID, foreign, v1.PackDigest)
+	assert.Contains(t, res.SessionNote, "not one of this run")
+	assert.NotEqual(t, v1.SessionID, res.SessionID)
+}
+
+// On the fallback backend the planned session cannot continue: the visit
+// runs with the session keys stripped from its input, not only without
+// --resume.
+func TestFallbackStripsTheSessionKeys(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	a.Backends = append(a.Backends, claude.New(claude.Options{Options: cliexec.Options{BinDir: t.TempDir()}}))
+	node := echoWriter
+	node.Backend, node.Fallback = backend.ClaudeCode, []string{backend.Scripted}
+	res, err := a.Visit(context.Background(), &VisitRequest{
+		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
+		Input:   map[string]any{agent.SessionIDKey: "claude-session", agent.SessionFingerprintKey: "fp", "topic": "x"},
+		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: "claude-session", StateRef: refAt(time.Now(), 1), Stripped: map[string]any{"topic": "x"}},
+		Started: time.Now(),
+	})
+	require.NoError(t, err)
+	assert.Contains(t, res.SessionNote, "fallback")
+	text, _ := res.Output["text"].(string)
+	assert.Contains(t, text, "id=[] fp=[]")
+	assert.NotContains(t, text, "claude-session")
+}
+
+// endlessStore serves an endless blob at every session key and counts
+// what it served.
+type endlessStore struct {
+	blob.Store
+	served int64
+}
+
+func (e *endlessStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if !strings.Contains(key, "/sessions/") {
+		return e.Store.Get(ctx, key)
+	}
+	return io.NopCloser(readerFunc(func(p []byte) (int, error) {
+		if e.served > 64<<20 {
+			return 0, errors.New("read far past any cap")
+		}
+		clear(p)
+		e.served += int64(len(p))
+		return len(p), nil
+	})), nil
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// The restore activity of runs recorded before one-trip visits reads with
+// the same cap as Visit: an endless object at a ref is refused as soon as
+// it passes the cap, and a blob that differs from its digest, or a digest
+// missing on a new ref, is refused.
+func TestRestoreSessionIsCappedAndChecked(t *testing.T) {
+	ctx := context.Background()
+	endless := &endlessStore{Store: blob.NewMem()}
+	a := newActs(t, endless)
+	a.maxSessionBlob = 1 << 20
+	_, err := a.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: "s", StateRef: refAt(time.Now(), 1)})
+	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "%v", err)
+	assert.ErrorIs(t, err, blob.ErrTooLarge)
+	assert.Less(t, endless.served, int64(2<<20), "the read stops at the cap")
+
+	store := blob.NewMem()
+	v1, v2 := twoSlots(t, store, digestsSince.Add(time.Minute))
+	b := newActs(t, store)
+	req := &RestoreRequest{RunID: "r1", Node: echoWriter, Backend: backend.Scripted, SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v2.PackDigest}
+	_, err = b.RestoreSession(ctx, req)
+	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "a blob that differs from its digest: %v", err)
+	req.Digest = ""
+	_, err = b.RestoreSession(ctx, req)
+	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "no digest on a new ref: %v", err)
+	req.Digest = v1.PackDigest
+	rr, err := b.RestoreSession(ctx, req)
+	require.NoError(t, err)
+	assert.True(t, rr.Present)
+}
+
+// A run id is a directory name under the work root: one that climbs out
+// of it is refused before any directory is made.
+func TestRunIDCannotLeaveTheWorkRoot(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	outside := filepath.Join(filepath.Dir(a.WorkDir), "escaped")
+	for _, run := range []string{"../escaped", "../../x", "..", ".", "a/../../escaped", "/abs"} {
+		_, err := a.liveEnv(backend.Scripted, run, graph.Node{ID: "n"})
+		assert.Error(t, err, "run id %q", run)
+		_, err = a.Visit(context.Background(), &VisitRequest{RunID: run, NodeID: "n", Node: graph.Node{ID: "n", Kind: graph.KindTool, Run: []string{"true"}}, Started: time.Now()})
+		assert.Equal(t, ErrTypeBadRequest, appType(err), "run id %q: %v", run, err)
+		_, err = a.RestoreSession(context.Background(), &RestoreRequest{RunID: run, Node: writer, Backend: backend.Scripted, SessionID: "s"})
+		assert.Equal(t, ErrTypeBadRequest, appType(err), "run id %q: %v", run, err)
+	}
+	_, err := os.Stat(outside)
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was created outside the work root")
+	_, err = a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "../n", Branch: true, Node: graph.Node{ID: "../n", Kind: graph.KindTool, Run: []string{"true"}}, Started: time.Now()})
+	assert.Equal(t, ErrTypeBadRequest, appType(err), "a branch node id becomes a directory name too: %v", err)
+}
