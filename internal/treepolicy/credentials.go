@@ -1,0 +1,169 @@
+package treepolicy
+
+import (
+	"path"
+	"strings"
+)
+
+// Class is what a path's name says about it.
+type Class int
+
+const (
+	// Plain: nothing in the name says credential.
+	Plain Class = iota
+	// Secret: shaped like a credential or a private key. A repository may
+	// track one legitimately (a test certificate, a template .env), so a
+	// workspace keeps it only when the run's source already tracked it;
+	// a session archive never holds one.
+	Secret
+	// Login: an agent CLI's login or account file, or a user's global
+	// credential store. It never leaves the machine, whoever wrote it.
+	Login
+)
+
+func (c Class) String() string {
+	switch c {
+	case Secret:
+		return "credential-shaped file"
+	case Login:
+		return "login credential file"
+	}
+	return "plain file"
+}
+
+// A rule matches one path component (path.Match on the lower-cased name)
+// or, when it holds a slash, the tail of the path.
+type rule struct {
+	pattern string
+	class   Class
+}
+
+// rules is the base deny list. The per-CLI login files are here rather
+// than in the backend packages because a workspace must refuse them
+// whatever backend wrote them (a codex node may copy a claude login).
+var rules = []rule{
+	// Agent CLI logins and global credential stores.
+	{".credentials.json*", Login}, // Claude Code OAuth tokens
+	{".claude.json*", Login},      // Claude Code account state
+	{".codex/auth.json*", Login},
+	{".pi/agent/auth.json*", Login},
+	{".pi/agent/models.json*", Login}, // pi provider keys
+	{".aws/credentials", Login},
+	{".git-credentials", Login},
+	{".netrc", Login},
+	{"_netrc", Login},
+	{"id_rsa", Login},
+	{"id_dsa", Login},
+	{"id_ecdsa", Login},
+	{"id_ed25519", Login},
+
+	// Credential-shaped files a repository may track.
+	{".env", Secret},
+	{".env.*", Secret},
+	{"*.env", Secret},
+	{"id_rsa*", Secret},
+	{"id_dsa*", Secret},
+	{"id_ecdsa*", Secret},
+	{"id_ed25519*", Secret},
+	{"*_key", Secret}, // deploy_key, ssh_host_rsa_key
+	{"*.pem", Secret},
+	{"*.key", Secret},
+	{"*.p12", Secret},
+	{"*.pfx", Secret},
+	{"credentials", Secret},
+	{"credentials.json", Secret},
+	{".npmrc", Secret},
+	{".pypirc", Secret},
+	{".pgpass", Secret},
+	{".docker/config.json", Secret},
+	{".kube/config", Secret},
+	{"gh/hosts.yml", Secret},
+}
+
+// templates are names that look like a credential's but, by convention,
+// hold only placeholders. Their contents are still scanned.
+var templates = map[string]bool{
+	".env.example": true, ".env.sample": true, ".env.template": true, ".env.dist": true,
+}
+
+// backupSuffixes do not make a credential anything else.
+var backupSuffixes = []string{".bak", ".backup", ".old", ".orig", ".save", ".swp", ".tmp", "~"}
+
+// Classify returns the class of the slash-separated path p and the rule
+// that matched (empty for Plain). A path under a credential-named
+// directory takes that directory's class.
+func Classify(p string) (Class, string) {
+	lp := strings.ToLower(p)
+	for {
+		c, pat := classify(lp)
+		if c != Plain {
+			return c, pat
+		}
+		trimmed := lp
+		for _, s := range backupSuffixes {
+			trimmed = strings.TrimSuffix(trimmed, s)
+		}
+		if trimmed == lp || trimmed == "" || strings.HasSuffix(trimmed, "/") {
+			return Plain, ""
+		}
+		lp = trimmed
+	}
+}
+
+func classify(lp string) (Class, string) {
+	best, why := Plain, ""
+	parts := strings.Split(lp, "/")
+	for _, r := range rules {
+		if r.class <= best {
+			continue
+		}
+		if strings.Contains(r.pattern, "/") {
+			if tailMatch(parts, r.pattern) {
+				best, why = r.class, r.pattern
+			}
+			continue
+		}
+		for _, c := range parts {
+			if templates[c] || strings.HasSuffix(c, ".pub") {
+				continue // placeholders, public keys
+			}
+			if ok, _ := path.Match(r.pattern, c); ok {
+				best, why = r.class, r.pattern
+				break
+			}
+		}
+	}
+	return best, why
+}
+
+// tailMatch reports whether the last components of parts match pattern's
+// components, or whether a directory on the way does (a file under
+// .docker/config.json/ is as denied as the file).
+func tailMatch(parts []string, pattern string) bool {
+	ps := strings.Split(pattern, "/")
+	for end := len(ps); end <= len(parts); end++ {
+		ok := true
+		for i, pp := range ps {
+			if m, _ := path.Match(pp, parts[end-len(ps)+i]); !m {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Examples are paths the policy holds for credentials: the files an agent
+// wrote into a workspace in the report that made this package, and the
+// CLI logins. The packer's and the workspace's tests range over them, so
+// the two are shown to refuse the same files.
+var Examples = []string{
+	".env", "config/.env.local", "backup/credentials", ".aws/credentials.bak",
+	"id_rsa.bak", ".ssh/id_ed25519_sk", "deploy_key", "server.key", "tls/key.pem",
+	".npmrc", ".docker/config.json", ".kube/config", ".config/gh/hosts.yml",
+	".pypirc", ".claude/.credentials.json", ".claude.json", "home/.codex/auth.json",
+	".pi/agent/auth.json", ".git-credentials", ".netrc", "id_ed25519", "prod.env",
+}

@@ -1,0 +1,37 @@
+package treepolicy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestClassifyCredentials(t *testing.T) {
+	for _, p := range Examples {
+		c, why := Classify(p)
+		assert.NotEqual(t, Plain, c, p)
+		assert.NotEmpty(t, why, p)
+	}
+	for p, want := range map[string]Class{
+		".claude/.credentials.json": Login,
+		"home/.codex/auth.json":     Login,
+		".aws/credentials.bak":      Login,
+		"ID_RSA":                    Login,
+		"config/.env.local":         Secret,
+		"tls/key.pem":               Secret,
+	} {
+		got, _ := Classify(p)
+		assert.Equal(t, want, got, p)
+	}
+}
+
+func TestClassifyLeavesOrdinaryFilesAlone(t *testing.T) {
+	for _, p := range []string{
+		"main.go", "auth.go", "internal/credentials.go", "keyboard.c", "docs/keys.md",
+		".env.example", "config/settings.json", "Cargo.toml", ".kube/README.md",
+		"gh/hosts.go", "pkg/key/key.go", "monkey", "id_rsa.pub", ".ssh/id_ed25519.pub",
+	} {
+		c, why := Classify(p)
+		assert.Equal(t, Plain, c, "%s (%s)", p, why)
+	}
+}
