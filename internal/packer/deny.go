@@ -22,6 +22,9 @@ var stateDenied = []string{
 	"backups",         // Claude Code config backups
 	"telemetry",       // telemetry spools
 	"*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal",
+	// Public halves of keys too: a session folder has no use for them,
+	// though a workspace may.
+	"id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
 }
 
 // denied reports whether the slash-separated path p names a credential

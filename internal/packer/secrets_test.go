@@ -229,4 +229,3 @@ func BenchmarkScanSecrets(b *testing.B) {
 		}
 	}
 }
-

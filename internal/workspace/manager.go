@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Manager keeps the workspaces of one worker: per run, a local object store
@@ -20,6 +21,7 @@ type Manager struct {
 	blobs  blob.Store
 	lim    Limits
 	logger *slog.Logger
+	redact treepolicy.RedactMode
 
 	mu     sync.Mutex
 	stores map[string]*objectStore // by run
@@ -35,15 +37,30 @@ type liveDir struct {
 	clean bool
 }
 
+// Option changes how a manager works.
+type Option func(*Manager)
+
+// WithRedact sets what a snapshot does with a credential the run's source
+// did not track: RedactDetect (the default) leaves it out and names it in
+// the notes, RedactRefuse fails the snapshot with ErrSecret. It is the
+// worker's TETHER_REDACT, as for its session packers.
+func WithRedact(mode treepolicy.RedactMode) Option {
+	return func(m *Manager) { m.redact = mode }
+}
+
 // NewManager returns a manager keeping its caches under dir.
-func NewManager(dir string, blobs blob.Store, lim Limits, logger *slog.Logger) *Manager {
+func NewManager(dir string, blobs blob.Store, lim Limits, logger *slog.Logger, opts ...Option) *Manager {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Manager{
+	m := &Manager{
 		dir: dir, blobs: blobs, lim: lim.withDefaults(), logger: logger,
 		stores: map[string]*objectStore{}, dirs: map[string]*liveDir{},
 	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Limits returns the limits the manager enforces.
@@ -57,6 +74,9 @@ type Workspace struct {
 	workdir string
 	live    *liveDir
 	store   *objectStore
+	// fromSource marks the import of the run's source: its files are
+	// the source's, so credential-shaped ones are kept (and noted).
+	fromSource bool
 }
 
 // Open takes the working directory workdir of run for one visit, waiting

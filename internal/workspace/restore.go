@@ -211,7 +211,7 @@ func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[s
 			if err := checkPath(p, lim); err != nil {
 				return err
 			}
-			if deniedPath(p) {
+			if loginPath(p) {
 				return fmt.Errorf("%w: %s; a snapshot never holds it", ErrDenied, p)
 			}
 			switch e.mode {
