@@ -314,6 +314,9 @@ func readIgnore(p string, domain []string) ([]gitignore.Pattern, error) {
 // its first named component, so no link it passes through can take it
 // further up; and never into a .git directory.
 func checkLink(rel, target string) error {
+	if len(target) > maxLinkBytes {
+		return fmt.Errorf("%w: %s points to a target of %d bytes, over the %d bytes a link can hold", ErrLink, rel, len(target), maxLinkBytes)
+	}
 	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\x00\\") {
 		return fmt.Errorf("%w: %s points to %q", ErrLink, rel, target)
 	}
@@ -356,9 +359,20 @@ func checkPath(p string, lim Limits) error {
 		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
 			return fmt.Errorf("%w: %q", ErrUnsafePath, p)
 		}
+		if len(c) > maxNameBytes {
+			return fmt.Errorf("%w: a name of %d bytes (%.40q…), over the %d bytes a file system allows", ErrUnsafePath, len(c), c, maxNameBytes)
+		}
 	}
 	return nil
 }
+
+// What a Linux file system accepts: NAME_MAX for one component, and
+// PATH_MAX less its terminating NUL for a symlink's target. A snapshot
+// holding more could only fail half-way through a restore.
+const (
+	maxNameBytes = 255
+	maxLinkBytes = 4095
+)
 
 // loginPath reports a login credential file (treepolicy.Login), which a
 // snapshot never holds and a restore refuses, whoever tracked it.
