@@ -69,6 +69,20 @@ func TestSnapshotLeavesOutCredentialsAnAgentWrote(t *testing.T) {
 	}
 	assert.NotContains(t, notes, fakeAnthropicKey)
 	assert.NotContains(t, notes, "testdata/ca.pem", "a tracked certificate is kept")
+	assert.Contains(t, strings.Join(s1.Notes, "\n"), "innocent.txt: ", "the checkpoint carries the notes for tether status")
+
+	// A visit that only writes a credential makes no commit, but the
+	// state it returns still says what was left out.
+	a.Touched()
+	_, err = a.Restore(ctx, s1)
+	require.NoError(t, err)
+	write(t, a.Dir(), map[string]string{"id_rsa": "key"})
+	s2, rep, err := a.Snapshot(ctx, s1, info("writer visit 2"))
+	require.NoError(t, err)
+	assert.False(t, rep.Changed)
+	assert.Equal(t, s1.Commit, s2.Commit)
+	assert.Contains(t, s2.Notes, "id_rsa: a login credential file (id_rsa), not snapshotted (a snapshot keeps a credential only when the run's source tracked it)")
+	assert.NotContains(t, s1.Notes, "id_rsa: a login credential file (id_rsa), not snapshotted (a snapshot keeps a credential only when the run's source tracked it)")
 
 	b := e.worker("run-1")
 	_, err = b.Restore(ctx, s1)

@@ -126,6 +126,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 		return nil, rep, err
 	}
 	next := &index{Commit: cur.Commit, Taken: taken, Files: files, Trees: trees}
+	notes := rep.Notes[:min(len(rep.Notes), runstore.MaxNotes)]
 	if (cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0) {
 		// Unchanged. Files hashed again keep their new stat data, so the
 		// next walk trusts them.
@@ -134,6 +135,12 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 			w.live.idx = next
 		}
 		w.live.clean = true
+		if !slices.Equal(notes, cur.Notes) {
+			// No commit, but what was left out is news for tether status.
+			st := *cur
+			st.Notes = slices.Clone(notes)
+			return &st, rep, nil
+		}
 		return cur, rep, nil
 	}
 	commit, content, err := encodeCommit(root, cur.Commit, info)
@@ -164,6 +171,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	state := &runstore.WorkspaceState{
 		Commit: next.Commit, Base: cur.Base, Packs: packs,
 		Files: len(files), Bytes: sc.bytes, Commits: cur.Commits + 1,
+		Notes: slices.Clone(notes),
 	}
 	return state, rep, nil
 }
