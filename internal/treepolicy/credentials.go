@@ -1,7 +1,6 @@
 package treepolicy
 
 import (
-	"path"
 	"strings"
 )
 
@@ -31,8 +30,9 @@ func (c Class) String() string {
 	return "plain file"
 }
 
-// A rule matches one path component (path.Match on the lower-cased name)
-// or, when it holds a slash, the tail of the path.
+// A rule matches one path component (the lower-cased name: a literal,
+// "prefix*" or "*suffix") or, when it holds a slash, the tail of the
+// path, component by component.
 type rule struct {
 	pattern string
 	class   Class
@@ -91,7 +91,8 @@ var backupSuffixes = []string{".bak", ".backup", ".old", ".orig", ".save", ".swp
 
 // Classify returns the class of the slash-separated path p and the rule
 // that matched (empty for Plain). A path under a credential-named
-// directory takes that directory's class.
+// directory takes that directory's class. It runs on every file of every
+// snapshot walk, so it allocates nothing for a plain path in lower case.
 func Classify(p string) (Class, string) {
 	lp := strings.ToLower(p)
 	for {
@@ -112,39 +113,74 @@ func Classify(p string) (Class, string) {
 
 func classify(lp string) (Class, string) {
 	best, why := Plain, ""
-	parts := strings.Split(lp, "/")
-	for _, r := range rules {
-		if r.class <= best {
-			continue
+	// Components, without splitting.
+	for rest := lp; ; {
+		c := rest
+		i := strings.IndexByte(rest, '/')
+		if i >= 0 {
+			c = rest[:i]
 		}
-		if strings.Contains(r.pattern, "/") {
-			if tailMatch(parts, r.pattern) {
-				best, why = r.class, r.pattern
-			}
-			continue
+		if k, pat := classifyName(c); k > best {
+			best, why = k, pat
 		}
-		for _, c := range parts {
-			if templates[c] || strings.HasSuffix(c, ".pub") {
-				continue // placeholders, public keys
-			}
-			if ok, _ := path.Match(r.pattern, c); ok {
-				best, why = r.class, r.pattern
-				break
-			}
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	if best == Login {
+		return best, why
+	}
+	for _, r := range tailRules {
+		if r.class > best && tailMatch(lp, r.parts) {
+			best, why = r.class, r.pattern
 		}
 	}
 	return best, why
 }
 
-// tailMatch reports whether the last components of parts match pattern's
-// components, or whether a directory on the way does (a file under
-// .docker/config.json/ is as denied as the file).
-func tailMatch(parts []string, pattern string) bool {
-	ps := strings.Split(pattern, "/")
-	for end := len(ps); end <= len(parts); end++ {
+// classifyName matches one lower-cased component against the one-name
+// rules.
+func classifyName(c string) (Class, string) {
+	if templates[c] || strings.HasSuffix(c, ".pub") {
+		return Plain, "" // placeholders, public keys
+	}
+	best, why := Plain, ""
+	if r, ok := exactRules[c]; ok {
+		best, why = r.class, r.pattern
+	}
+	for _, r := range wildRules {
+		if r.class > best && matchName(r.pattern, c) {
+			best, why = r.class, r.pattern
+		}
+	}
+	return best, why
+}
+
+// matchName is path.Match for the only shapes the rules use: a literal,
+// "prefix*" and "*suffix".
+func matchName(pattern, c string) bool {
+	switch {
+	case strings.HasSuffix(pattern, "*"):
+		return strings.HasPrefix(c, pattern[:len(pattern)-1])
+	case strings.HasPrefix(pattern, "*"):
+		return strings.HasSuffix(c, pattern[1:])
+	}
+	return c == pattern
+}
+
+// tailMatch reports whether the components of lp end with parts, or
+// whether a directory on the way does (a file under .docker/config.json/
+// is as denied as the file).
+func tailMatch(lp string, parts []string) bool {
+	if !strings.Contains(lp, parts[0]) {
+		return false // cheap: most paths hold no tail's first name
+	}
+	comps := strings.Split(lp, "/")
+	for end := len(parts); end <= len(comps); end++ {
 		ok := true
-		for i, pp := range ps {
-			if m, _ := path.Match(pp, parts[end-len(ps)+i]); !m {
+		for i, pp := range parts {
+			if !matchName(pp, comps[end-len(parts)+i]) {
 				ok = false
 				break
 			}
@@ -154,6 +190,34 @@ func tailMatch(parts []string, pattern string) bool {
 		}
 	}
 	return false
+}
+
+type tailRule struct {
+	rule
+	parts []string
+}
+
+// The rules split by shape, once: literal names, names with a wildcard,
+// and tails.
+var exactRules, wildRules, tailRules = splitRules()
+
+func splitRules() (map[string]rule, []rule, []tailRule) {
+	exact := map[string]rule{}
+	var wild []rule
+	var tails []tailRule
+	for _, r := range rules {
+		switch {
+		case strings.Contains(r.pattern, "/"):
+			tails = append(tails, tailRule{r, strings.Split(r.pattern, "/")})
+		case strings.Contains(r.pattern, "*"):
+			wild = append(wild, r)
+		default:
+			if r.class > exact[r.pattern].class {
+				exact[r.pattern] = r
+			}
+		}
+	}
+	return exact, wild, tails
 }
 
 // Examples are paths the policy holds for credentials: the files an agent

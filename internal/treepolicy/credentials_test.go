@@ -35,3 +35,10 @@ func TestClassifyLeavesOrdinaryFilesAlone(t *testing.T) {
 		assert.Equal(t, Plain, c, "%s (%s)", p, why)
 	}
 }
+
+// BenchmarkClassify is the cost a snapshot walk pays per file.
+func BenchmarkClassify(b *testing.B) {
+	for b.Loop() {
+		Classify("internal/workspace/snapshot_test.go")
+	}
+}
