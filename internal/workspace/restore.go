@@ -89,11 +89,10 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	files := make([]indexFile, 0, len(targets))
 	var links []target
 	parents := map[string]bool{}
-	for i, t := range targets {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return rep, err
-			}
+	for _, t := range targets {
+		// Every file: one may be 256 MiB to inflate and write.
+		if err := ctx.Err(); err != nil {
+			return rep, err
 		}
 		if cur, ok := have[t.path]; ok && cur.mode == t.mode {
 			h, _, _, err := w.hashOf(x, cur)

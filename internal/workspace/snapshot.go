@@ -57,12 +57,17 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 		if w.m.redact == treepolicy.RedactRefuse {
 			return "", fmt.Errorf("%w: %s is %s. Delete it or add it to .gitignore, or set %s=detect to leave such files out of snapshots", ErrSecret, p, why, redactEnv)
 		}
-		w.m.logger.Warn("workspace: a credential is left out of the snapshot; a snapshot keeps one only when the run's source tracked it",
-			"run", w.run, "path", p, "why", why)
 		return fmt.Sprintf("%s: %s, not snapshotted (a snapshot keeps a credential only when the run's source tracked it)", p, why), nil
 	}
+	logNote := func(n string) {
+		// Paths and reasons only, never content.
+		w.m.logger.Warn("workspace: left out of the snapshot", "run", w.run, "note", n)
+	}
+	if w.fromSource {
+		logNote = nil // the importer prints the notes
+	}
 	sc, err := scanTree(ctx, w.workdir, scanOpts{
-		lim: w.m.lim, tracked: x.tracked, trackedDir: x.trackedDir, fromSource: w.fromSource,
+		lim: w.m.lim, tracked: x.tracked, trackedDir: x.trackedDir, fromSource: w.fromSource, log: logNote,
 		credential: func(p string, c treepolicy.Class, rule string) (string, error) {
 			return leftOut(p, fmt.Sprintf("a %s (%s)", c, rule))
 		},

@@ -42,6 +42,8 @@ type scanned struct {
 	// over maxNotes.
 	notes   []string
 	dropped int
+	// log, if set, gets every note, those over maxNotes too.
+	log func(note string)
 }
 
 // scanOpts tune a walk.
@@ -57,6 +59,8 @@ type scanOpts struct {
 	// file (treepolicy.Login): nil leaves it out silently, as a restore's
 	// walk does; a snapshot returns the note to keep, or fails under TETHER_REDACT=refuse.
 	credential func(rel string, c treepolicy.Class, rule string) (note string, err error)
+	// log gets every note as it is made (the notes kept are capped).
+	log func(note string)
 	// fromSource keeps credential-shaped files: the walk reads the run's
 	// source, whose files are by definition tracked by it.
 	fromSource bool
@@ -77,7 +81,7 @@ func scanTree(ctx context.Context, root string, o scanOpts) (*scanned, error) {
 	if o.trackedDir == nil {
 		o.trackedDir = func(string) bool { return false }
 	}
-	w := &walker{ctx: ctx, root: root, o: o, out: &scanned{}, links: map[[2]uint64]uint64{}}
+	w := &walker{ctx: ctx, root: root, o: o, out: &scanned{log: o.log}, links: map[[2]uint64]uint64{}}
 	if err := w.dir(nil, "", 0, nil); err != nil {
 		return nil, err
 	}
@@ -117,8 +121,12 @@ type walker struct {
 func (w *walker) note(format string, args ...any) { w.out.note(format, args...) }
 
 func (s *scanned) note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	if s.log != nil {
+		s.log(n)
+	}
 	if len(s.notes) < maxNotes {
-		s.notes = append(s.notes, fmt.Sprintf(format, args...))
+		s.notes = append(s.notes, n)
 		return
 	}
 	s.dropped++
