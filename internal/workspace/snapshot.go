@@ -86,6 +86,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	files := make([]indexFile, 0, len(sc.files))
 	seen := make(map[string]bool, len(sc.files))
 	rehashed := 0
+	var secrets *treepolicy.Scanner // one for every file read, reset between them
 	for _, f := range sc.files {
 		h, content, read, err := w.hashOf(x, f)
 		if err != nil {
@@ -100,7 +101,13 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 				// last word. One the source tracked as it is now is
 				// never re-read (its stat data is unchanged) or is
 				// unchanged.
-				if found, n := treepolicy.Scan(content, 1); n > 0 {
+				if secrets == nil {
+					secrets = treepolicy.NewScanner(1)
+				} else {
+					secrets.Reset()
+				}
+				secrets.Write(content)
+				if found := secrets.Finish(); secrets.Total() > 0 {
 					n, err := leftOut(f.path, fmt.Sprintf("holding a token shaped like a secret (%s, line %d)", found[0].Kind, found[0].Line))
 					if err != nil {
 						return nil, rep, err
