@@ -13,7 +13,7 @@ import (
 // or "refuse". The worker's configuration (internal/config) reads it; the
 // packer takes the mode as an option (WithRedact) and names the variable
 // in its messages.
-const RedactEnv = "TETHER_REDACT"
+const RedactEnv = treepolicy.RedactEnv
 
 // RedactMode says what packing does when a session file holds something
 // shaped like an API key or token. Transcripts record what the agent saw

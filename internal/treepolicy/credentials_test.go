@@ -1,6 +1,7 @@
 package treepolicy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,4 +42,26 @@ func BenchmarkClassify(b *testing.B) {
 	for b.Loop() {
 		Classify("internal/workspace/snapshot_test.go")
 	}
+}
+
+// FuzzClassify: any path classifies without panicking, case never
+// matters, and a backup suffix never makes a credential plain.
+func FuzzClassify(f *testing.F) {
+	for _, p := range Examples {
+		f.Add(p)
+	}
+	f.Add("a/b/c.go")
+	f.Add("~")
+	f.Add(".bak")
+	f.Fuzz(func(t *testing.T, p string) {
+		c, _ := Classify(p)
+		if u, _ := Classify(strings.ToUpper(p)); u != c && strings.ToLower(strings.ToUpper(p)) == strings.ToLower(p) {
+			t.Fatalf("%q is %v, its upper case %v", p, c, u)
+		}
+		if c != Plain {
+			if b, _ := Classify(p + ".bak"); b == Plain {
+				t.Fatalf("%q is %v, %q is plain", p, c, p+".bak")
+			}
+		}
+	})
 }

@@ -6,6 +6,12 @@ import (
 	"strings"
 )
 
+// RedactEnv names the worker's environment variable that sets the
+// RedactMode of its session packers and workspace snapshots: "detect" (or
+// empty) or "refuse". The worker's configuration reads it; messages name
+// it so a user knows what to change.
+const RedactEnv = "TETHER_REDACT"
+
 // RedactMode says what a packer or a snapshot does with a file that holds
 // something shaped like an API key or token.
 type RedactMode int

@@ -21,9 +21,6 @@ import (
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
-// redactEnv is the worker's variable for the redact mode (the packer's
-// RedactEnv, named here without importing the packer).
-const redactEnv = "TETHER_REDACT"
 
 // Snapshotted says what a snapshot did.
 type Snapshotted struct {
@@ -55,7 +52,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	// returned as a note.
 	leftOut := func(p, why string) (string, error) {
 		if w.m.redact == treepolicy.RedactRefuse {
-			return "", fmt.Errorf("%w: %s is %s. Delete it or add it to .gitignore, or set %s=detect to leave such files out of snapshots", ErrSecret, p, why, redactEnv)
+			return "", fmt.Errorf("%w: %s is %s. Delete it or add it to .gitignore, or set %s=detect to leave such files out of snapshots", ErrSecret, p, why, treepolicy.RedactEnv)
 		}
 		return fmt.Sprintf("%s: %s, not snapshotted (a snapshot keeps a credential only when the run's source tracked it)", p, why), nil
 	}
