@@ -142,6 +142,9 @@ func classify(lp string) (Class, string) {
 // classifyName matches one lower-cased component against the one-name
 // rules.
 func classifyName(c string) (Class, string) {
+	if c == "" || !firstBytes[c[0]] && !lastBytes[c[len(c)-1]] {
+		return Plain, "" // most names: no rule starts or ends this way
+	}
 	if templates[c] || strings.HasSuffix(c, ".pub") {
 		return Plain, "" // placeholders, public keys
 	}
@@ -198,8 +201,29 @@ type tailRule struct {
 }
 
 // The rules split by shape, once: literal names, names with a wildcard,
-// and tails.
-var exactRules, wildRules, tailRules = splitRules()
+// and tails; and the bytes a one-name rule can start or end with.
+var (
+	exactRules, wildRules, tailRules = splitRules()
+	firstBytes, lastBytes            = ruleBytes()
+)
+
+// ruleBytes returns the first bytes of literal and "prefix*" rules and
+// the last bytes of literal and "*suffix" rules.
+func ruleBytes() (first, last [256]bool) {
+	for _, r := range rules {
+		p := r.pattern
+		if strings.Contains(p, "/") {
+			continue
+		}
+		if !strings.HasPrefix(p, "*") {
+			first[p[0]] = true
+		}
+		if !strings.HasSuffix(p, "*") {
+			last[p[len(p)-1]] = true
+		}
+	}
+	return first, last
+}
 
 func splitRules() (map[string]rule, []rule, []tailRule) {
 	exact := map[string]rule{}
