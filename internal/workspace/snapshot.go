@@ -21,7 +21,6 @@ import (
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
-
 // Snapshotted says what a snapshot did.
 type Snapshotted struct {
 	// Changed is false when the directory equals the snapshot it started
