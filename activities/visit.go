@@ -178,7 +178,9 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		}
 		res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
 		a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.Uploaded)
-		if snap.Changed || req.Workspace == nil {
+		if snap.Changed || req.Workspace == nil || next != req.Workspace {
+			// A new commit, or the same one with news of what was left
+			// out (tether status shows it).
 			res.Workspace = next
 		}
 	}

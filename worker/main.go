@@ -98,6 +98,7 @@ func run() error {
 		WorkDir:             cfg.WorkDir,
 		PassEnv:             cfg.Agents.PassEnv,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
+		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,
 		Interceptors:        tel.WorkerInterceptors(),
 		Metrics:             tel.Metrics(),

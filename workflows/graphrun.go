@@ -339,7 +339,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 		s.Current = append(s.Current, c.Node)
 	}
 	if ws := cp.Workspace; ws != nil {
-		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits}
+		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits, Notes: slices.Clone(ws.Notes)}
 	}
 	if len(cp.Usage) > 0 {
 		s.Usage = maps.Clone(cp.Usage)

@@ -144,6 +144,8 @@ type WorkspaceView struct {
 	Files     int    `json:"files"`
 	Bytes     int64  `json:"bytes"`
 	Snapshots int    `json:"snapshots"`
+	// Notes say what the latest snapshot left out, and why.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // PendingQuestion is a question waiting for an answer.

@@ -226,6 +226,11 @@ func (a *app) printState(st *workflows.State, source string) {
 	if ws := st.Workspace; ws != nil && ws.Commit != "" {
 		fmt.Fprintf(w, "workspace:  %s, %d files, %d bytes, %d snapshots (tether workspace %s log)\n", short(ws.Commit), ws.Files, ws.Bytes, ws.Snapshots, st.RunID)
 	}
+	if ws := st.Workspace; ws != nil {
+		for _, n := range ws.Notes {
+			fmt.Fprintf(w, "workspace:  note: %s\n", n)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(st.Sessions)) {
 		s := st.Sessions[id]
 		fmt.Fprintf(w, "session:    %s → %s %s\n", id, s.Backend, s.SessionID)

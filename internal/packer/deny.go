@@ -3,34 +3,39 @@ package packer
 import (
 	"path"
 	"strings"
+
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
-// deniedPatterns win over every whitelist: a path with a component
-// matching one of them (path.Match, compared in lower case, since macOS
-// volumes usually ignore case) is never packed and never unpacked.
-var deniedPatterns = []string{
-	".credentials.json*", // Claude Code OAuth tokens, and copies of them
-	".claude.json*",      // Claude Code account and project state, its backups
-	"auth.json*",         // Codex and pi credentials
-	"models.json*",       // pi provider keys
-	"settings*.json",     // Claude Code and pi settings (settings.local.json too)
-	"config.toml",        // Codex config (providers, keys)
-	"installation_id",    // Codex machine identity
-	"backups",            // Claude Code config backups
-	"telemetry",          // telemetry spools
+// stateDenied are the CLIs' own state files, which a session folder may
+// hold but an archive never carries. Credentials are the policy's
+// (treepolicy.Classify), the same list a workspace snapshot follows; these
+// patterns are only the session-state extras. A path with a component
+// matching one (path.Match, compared in lower case, since macOS volumes
+// usually ignore case) is never packed and never unpacked.
+var stateDenied = []string{
+	"auth.json*",      // Codex and pi credentials, wherever a layout puts them
+	"models.json*",    // pi provider keys
+	"settings*.json",  // Claude Code and pi settings (settings.local.json too)
+	"config.toml",     // Codex config (providers, keys)
+	"installation_id", // Codex machine identity
+	"backups",         // Claude Code config backups
+	"telemetry",       // telemetry spools
 	"*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal",
-	// Secrets a tool may have copied into a session folder.
-	".env", "*.env",
-	"id_rsa*", "id_ecdsa*", "id_ed25519*",
-	"*.pem", "*.key",
+	// Public halves of keys too: a session folder has no use for them,
+	// though a workspace may.
+	"id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
 }
 
-// denied reports whether the slash-separated path p names a denied file or
-// lies under a denied directory.
+// denied reports whether the slash-separated path p names a credential
+// or a denied state file, or lies under a denied directory.
 func denied(p string) bool {
+	if c, _ := treepolicy.Classify(p); c != treepolicy.Plain {
+		return true
+	}
 	for _, c := range strings.Split(p, "/") {
 		c = strings.ToLower(c)
-		for _, pat := range deniedPatterns {
+		for _, pat := range stateDenied {
 			if ok, _ := path.Match(pat, c); ok {
 				return true
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/testenv/files"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // denyFiles is one file per deny-list entry.
@@ -41,7 +42,22 @@ func containsDenied(names []string, deny string) bool {
 // crafted to hold one is refused.
 func TestDenyList(t *testing.T) {
 	for _, deny := range denyFiles {
-		t.Run(deny, func(t *testing.T) {
+		t.Run(deny, func(t *testing.T) { checkDenied(t, deny) })
+	}
+}
+
+// The credential files of the shared policy are refused exactly as a
+// workspace snapshot refuses them (internal/workspace ranges over the same
+// treepolicy.Examples).
+func TestDenyListIsThePolicys(t *testing.T) {
+	for _, deny := range treepolicy.Examples {
+		t.Run(deny, func(t *testing.T) { checkDenied(t, deny) })
+	}
+}
+
+func checkDenied(t *testing.T, deny string) {
+	{
+		{
 			env := testEnv(t, "x")
 			slug := seedSession(t, env, testID)
 			for _, dir := range []string{"", "projects/" + slug + "/", "projects/" + slug + "/" + testID + "/", "projects/" + slug + "/" + testID + "/subagents/", "tasks/" + testID + "/"} {
@@ -63,7 +79,7 @@ func TestDenyList(t *testing.T) {
 				}
 				assert.Empty(t, files.List(t, target.StateRoot))
 			}
-		})
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Tar entries are normalised so that packing the same files twice gives the
@@ -102,13 +104,13 @@ type secretWarnings struct {
 
 // file handles the findings of one file: an error under RedactRefuse, a
 // warning each otherwise.
-func (w *secretWarnings) file(name string, found []finding, total int) error {
+func (w *secretWarnings) file(name string, found []treepolicy.Finding, total int) error {
 	if total == 0 {
 		return nil
 	}
 	if w.p.redact == RedactRefuse {
 		f := found[0]
-		return fmt.Errorf("%w: %s line %d holds a token shaped like a secret (%s); remove it from the session, or set %s=detect to pack it anyway (and keep blobs encrypted with encrypt=true)", ErrSecret, name, f.line, f.kind, RedactEnv)
+		return fmt.Errorf("%w: %s line %d holds a token shaped like a secret (%s); remove it from the session, or set %s=detect to pack it anyway (and keep blobs encrypted with encrypt=true)", ErrSecret, name, f.Line, f.Kind, RedactEnv)
 	}
 	logged := 0
 	for _, f := range found {
@@ -118,7 +120,7 @@ func (w *secretWarnings) file(name string, found []finding, total int) error {
 		w.logged++
 		logged++
 		w.p.logger().Warn("packer: a session file holds a secret-looking token; it is packed as it is (TETHER_REDACT=refuse refuses such sessions; encrypt=true keeps blobs encrypted at rest)",
-			"backend", w.p.backend, "session", w.session, "file", name, "line", f.line, "kind", f.kind)
+			"backend", w.p.backend, "session", w.session, "file", name, "line", f.Line, "kind", f.Kind)
 	}
 	w.more += total - logged
 	return nil
@@ -236,7 +238,7 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 	}
 	defer zw.Close()
 	tw := tar.NewWriter(zw)
-	var sc *secretScanner // one for every file, reset between them
+	var sc *treepolicy.Scanner // one for every file, reset between them
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -260,14 +262,14 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 			continue
 		}
 		if sc == nil {
-			sc = newSecretScanner(maxSecretWarnings)
+			sc = treepolicy.NewScanner(maxSecretWarnings)
 		} else {
-			sc.reset()
+			sc.Reset()
 		}
 		if err := copyFile(io.MultiWriter(tw, sc), root, e); err != nil {
 			return nil, err
 		}
-		if err := sw.file(e.name, sc.finish(), sc.total); err != nil {
+		if err := sw.file(e.name, sc.Finish(), sc.Total()); err != nil {
 			return nil, err
 		}
 	}

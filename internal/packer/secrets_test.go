@@ -2,7 +2,6 @@ package packer
 
 import (
 	"bytes"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/testenv/files"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Fake keys of the real shapes, built at run time so this file holds no
@@ -56,25 +56,25 @@ func TestScanSecretsFindsKeyShapes(t *testing.T) {
 	cases := []struct {
 		text, kind string
 	}{
-		{`{"content":"ANTHROPIC_API_KEY=` + anthropicKey + `"}`, kindAnthropic},
-		{`Authorization: Bearer ` + anthropicOAT, kindAnthropic},
-		{`"OPENAI_API_KEY": "` + openAIProj + `"`, kindOpenAIProject},
-		{`export OPENAI_API_KEY=` + openAIKey, kindOpenAI},
-		{`key ` + openAISvc + ` end`, kindOpenAI},
-		{`aws_access_key_id = ` + awsID, kindAWSKeyID},
-		{`"AccessKeyId": "` + awsSTSID + `"`, kindAWSKeyID},
-		{`aws_secret_access_key = ` + awsSecret, kindAWSSecret},
-		{`AWS_SECRET_ACCESS_KEY=` + awsSecret, kindAWSSecret},
-		{`{\"SecretAccessKey\": \"` + awsSecret + `\"}`, kindAWSSecret},
-		{`creds ` + awsID + ` / ` + awsSecret, kindAWSSecret},
-		{`token=` + ghpToken, kindGitHub},
-		{`"` + ghoToken + `"`, kindGitHub},
-		{`GITHUB_TOKEN=` + ghsToken, kindGitHub},
-		{`git clone https://` + ghPAT + `@github.com/x/y`, kindGitHub},
-		{`SLACK_TOKEN=` + slackToken, kindSlack},
-		{`key=` + googleKey, kindGoogle},
-		{`STRIPE=` + stripeKey, kindStripe},
-		{"-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n", kindPrivateKey},
+		{`{"content":"ANTHROPIC_API_KEY=` + anthropicKey + `"}`, treepolicy.KindAnthropic},
+		{`Authorization: Bearer ` + anthropicOAT, treepolicy.KindAnthropic},
+		{`"OPENAI_API_KEY": "` + openAIProj + `"`, treepolicy.KindOpenAIProject},
+		{`export OPENAI_API_KEY=` + openAIKey, treepolicy.KindOpenAI},
+		{`key ` + openAISvc + ` end`, treepolicy.KindOpenAI},
+		{`aws_access_key_id = ` + awsID, treepolicy.KindAWSKeyID},
+		{`"AccessKeyId": "` + awsSTSID + `"`, treepolicy.KindAWSKeyID},
+		{`aws_secret_access_key = ` + awsSecret, treepolicy.KindAWSSecret},
+		{`AWS_SECRET_ACCESS_KEY=` + awsSecret, treepolicy.KindAWSSecret},
+		{`{\"SecretAccessKey\": \"` + awsSecret + `\"}`, treepolicy.KindAWSSecret},
+		{`creds ` + awsID + ` / ` + awsSecret, treepolicy.KindAWSSecret},
+		{`token=` + ghpToken, treepolicy.KindGitHub},
+		{`"` + ghoToken + `"`, treepolicy.KindGitHub},
+		{`GITHUB_TOKEN=` + ghsToken, treepolicy.KindGitHub},
+		{`git clone https://` + ghPAT + `@github.com/x/y`, treepolicy.KindGitHub},
+		{`SLACK_TOKEN=` + slackToken, treepolicy.KindSlack},
+		{`key=` + googleKey, treepolicy.KindGoogle},
+		{`STRIPE=` + stripeKey, treepolicy.KindStripe},
+		{"-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n", treepolicy.KindPrivateKey},
 	}
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
@@ -85,8 +85,8 @@ func TestScanSecretsFindsKeyShapes(t *testing.T) {
 				require.NotEmpty(t, got, "pad %d", pad)
 				kinds := map[string]bool{}
 				for _, f := range got {
-					assert.Equal(t, 3, f.line, "pad %d", pad)
-					kinds[f.kind] = true
+					assert.Equal(t, 3, f.Line, "pad %d", pad)
+					kinds[f.Kind] = true
 				}
 				assert.True(t, kinds[c.kind], "pad %d: found %v, want %s", pad, got, c.kind)
 			}
@@ -110,9 +110,13 @@ func TestScanSecretsIgnoresLookalikes(t *testing.T) {
 	}
 }
 
-func scanAll(t testing.TB, text string) []finding {
+// scanChunk is the scanner's pass size (treepolicy), which the cases
+// straddle.
+const scanChunk = 256 << 10
+
+func scanAll(t testing.TB, text string) []treepolicy.Finding {
 	t.Helper()
-	s := newSecretScanner(0)
+	s := treepolicy.NewScanner(0)
 	// Feed in odd-sized writes, as io.Copy would.
 	b := []byte(text)
 	for len(b) > 0 {
@@ -121,7 +125,7 @@ func scanAll(t testing.TB, text string) []finding {
 		require.NoError(t, err)
 		b = b[n:]
 	}
-	return s.finish()
+	return s.Finish()
 }
 
 // capture collects every log record as text.
@@ -147,8 +151,8 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, blob)
 		out := buf.String()
-		assert.Contains(t, out, "file=project/"+testID+".jsonl line=2 kind=\""+kindAnthropic+"\"")
-		assert.Contains(t, out, "file=tasks/"+testID+"/1.json line=4 kind=\""+kindGitHub+"\"")
+		assert.Contains(t, out, "file=project/"+testID+".jsonl line=2 kind=\""+treepolicy.KindAnthropic+"\"")
+		assert.Contains(t, out, "file=tasks/"+testID+"/1.json line=4 kind=\""+treepolicy.KindGitHub+"\"")
 		for _, v := range values {
 			assert.NotContains(t, out, v)
 		}
@@ -159,7 +163,7 @@ func TestPackSecretsDetectAndRefuse(t *testing.T) {
 		require.ErrorIs(t, err, ErrSecret)
 		assert.Nil(t, blob)
 		assert.Contains(t, err.Error(), "project/"+testID+".jsonl line 2")
-		assert.Contains(t, err.Error(), kindAnthropic)
+		assert.Contains(t, err.Error(), treepolicy.KindAnthropic)
 		for _, v := range values {
 			assert.NotContains(t, err.Error(), v)
 			assert.NotContains(t, buf.String(), v)
@@ -216,14 +220,12 @@ func BenchmarkScanSecrets(b *testing.B) {
 	require.NoError(b, err)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		s := newSecretScanner(0)
+		s := treepolicy.NewScanner(0)
 		for off := 0; off < len(data); off += 32 << 10 {
 			s.Write(data[off:min(off+32<<10, len(data))])
 		}
-		if f := s.finish(); len(f) != 0 {
+		if f := s.Finish(); len(f) != 0 {
 			b.Fatalf("found %v in clean data", f)
 		}
 	}
 }
-
-func (f finding) String() string { return fmt.Sprintf("line %d: %s", f.line, f.kind) }

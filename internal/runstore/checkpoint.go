@@ -103,7 +103,15 @@ type WorkspaceState struct {
 	Bytes int64 `json:"bytes,omitempty"`
 	// Commits counts the snapshots in the run's history.
 	Commits int `json:"commits,omitempty"`
+	// Notes say what the latest snapshot left out of the workspace and
+	// why (credentials the run's source did not track, links leaving it,
+	// special files), one line each and at most MaxNotes, never a
+	// file's content: what `tether status` shows.
+	Notes []string `json:"notes,omitempty"`
 }
+
+// MaxNotes caps WorkspaceState.Notes, which every checkpoint carries.
+const MaxNotes = 50
 
 // WorkspacePack is one pack of workspace objects in the blob store. Its
 // key names its content (WorkspacePackKey), so a pack is written once and

@@ -25,6 +25,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
+	"github.com/tether-run/tether/internal/treepolicy"
 	"github.com/tether-run/tether/internal/workspace"
 	"github.com/tether-run/tether/workflows"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	DisableEagerActivities bool
 	// WorkspaceLimits bound the runs' workspaces (zero fields: defaults).
 	WorkspaceLimits workspace.Limits
+	// WorkspaceRedact is what a snapshot does with a credential the run's
+	// source did not track (TETHER_REDACT, as for the session packers).
+	WorkspaceRedact treepolicy.RedactMode
 	// Interceptors wrap the worker's workflows and activities (tracing,
 	// tests).
 	Interceptors []interceptor.WorkerInterceptor
@@ -148,7 +152,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		StateDir:   o.StateDir,
 		WorkDir:    o.WorkDir,
 		PassEnv:    o.PassEnv,
-		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger),
+		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger, workspace.WithRedact(o.WorkspaceRedact)),
 		Metrics:    o.Metrics,
 		Queue:      queue,
 		Logger:     logger,

@@ -91,7 +91,7 @@ func (o storeObjects) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	if !ok {
 		return 0, plumbing.ErrObjectNotFound
 	}
-	return l.e.size, nil
+	return l.entry().size, nil
 }
 
 func (o storeObjects) AddAlternate(string) error { return nil }

@@ -14,8 +14,17 @@
 // The package promises:
 //
 //   - a snapshot never holds a .git directory, a symlink that leaves the
-//     workspace, a special file (fifo, socket, device) or a CLI credential
-//     file; files a .gitignore ignores are left out as git would;
+//     workspace, a special file (fifo, socket, device), a CLI login file,
+//     or a file with hard links outside the workspace; files a .gitignore
+//     ignores are left out as git would;
+//   - a credential-shaped file (internal/treepolicy, the packer's policy
+//     too) or a changed file the secret scanner flags is kept only when
+//     the run's source tracked it; otherwise it is left out, logged and
+//     noted (WithRedact(RedactRefuse): ErrSecret);
+//   - files are read through directory descriptors, never following a
+//     link, and only if still the inode the walk listed;
+//   - a worker's memory and open files stay bounded over any number of
+//     runs, and every loop over a pack's bytes honours its context;
 //   - limits on files, bytes, one file's size, path depth and path length
 //     are enforced on both sides, with typed errors (ErrTooLarge);
 //   - Restore checks a whole snapshot (pack format, object sizes, paths,

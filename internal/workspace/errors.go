@@ -17,6 +17,10 @@ var (
 	ErrSpecial = errors.New("workspace: special file")
 	// ErrDenied: a credential file, which a snapshot never holds.
 	ErrDenied = errors.New("workspace: credential file")
+	// ErrSecret: a snapshot under TETHER_REDACT=refuse found a credential
+	// file, or a file holding a secret-looking token, that the run's
+	// source did not track.
+	ErrSecret = errors.New("workspace: a credential the run's source did not track")
 	// ErrCorrupt: a pack or object that is truncated, malformed, uses
 	// deltas, or does not hash to what names it.
 	ErrCorrupt = errors.New("workspace: corrupt snapshot")

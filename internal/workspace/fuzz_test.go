@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -30,6 +31,18 @@ func FuzzRestore(f *testing.F) {
 		e = treeEntry{name: "a", mode: filemode.Dir, hash: deep.tree(e)}
 	}
 	f.Add(deep.pack(), deep.commit(deep.tree(e)).String())
+	for _, e := range []treeEntry{
+		{name: strings.Repeat("n", 256), mode: filemode.Regular},
+		{name: "l", mode: filemode.Symlink},
+	} {
+		long := &forged{t: &testing.T{}}
+		if e.mode == filemode.Symlink {
+			e.hash = long.blob(strings.Repeat("./", 2048) + "a")
+		} else {
+			e.hash = long.blob("x")
+		}
+		f.Add(long.pack(), long.commit(long.tree(e)).String())
+	}
 	f.Fuzz(func(t *testing.T, pack []byte, commit string) {
 		if !plumbing.IsHash(commit) || len(commit) != 40 {
 			return
@@ -52,7 +65,7 @@ func FuzzRestore(f *testing.F) {
 		if err == nil {
 			return
 		}
-		for _, typed := range []error{ErrTooLarge, ErrUnsafePath, ErrLink, ErrSpecial, ErrDenied, ErrCorrupt, ErrMissing} {
+		for _, typed := range []error{ErrTooLarge, ErrUnsafePath, ErrLink, ErrSpecial, ErrDenied, ErrCorrupt, ErrMissing, ErrSecret} {
 			if errors.Is(err, typed) {
 				return
 			}

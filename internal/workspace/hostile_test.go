@@ -161,6 +161,18 @@ func TestRestoreRefusesHostileSnapshots(t *testing.T) {
 			}
 			return f.tree(top...)
 		}, ErrTooLarge},
+		// Both fit the path limit but not a file system: before the
+		// check, the restore removed keep.txt and dir/f, then failed
+		// with ENAMETOOLONG.
+		{"name over 255 bytes", func(f *forged) plumbing.Hash {
+			return f.tree(file(f, strings.Repeat("n", 256), "x"))
+		}, ErrUnsafePath},
+		{"link target over 4,095 bytes", func(f *forged) plumbing.Hash {
+			return f.tree(
+				file(f, "a", "x"),
+				treeEntry{name: "l", mode: filemode.Symlink, hash: f.blob(strings.Repeat("./", 2048) + "a")},
+			)
+		}, ErrLink},
 		{"blob missing from the packs", func(f *forged) plumbing.Hash {
 			return f.tree(treeEntry{name: "ghost", mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("not packed"))})
 		}, ErrMissing},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Manager keeps the workspaces of one worker: per run, a local object store
@@ -20,30 +21,63 @@ type Manager struct {
 	blobs  blob.Store
 	lim    Limits
 	logger *slog.Logger
+	redact treepolicy.RedactMode
 
 	mu     sync.Mutex
 	stores map[string]*objectStore // by run
 	dirs   map[string]*liveDir     // by working directory
+	// tick orders uses, for evicting the least recently used.
+	tick uint64
 }
+
+// A worker serves runs without end, so what it keeps of finished ones is
+// bounded: beyond these, the least recently used run's object store (its
+// in-memory object map) and working directory record (its index) are
+// dropped once no visit uses them. Both are caches: a later visit reads
+// the run's packs again and hashes its files once more. Pack files are
+// closed as soon as no visit of the run is open.
+const (
+	maxIdleStores = 32
+	maxIdleDirs   = 64
+)
 
 // liveDir is what this process knows about one working directory.
 type liveDir struct {
 	lock chan struct{}
+	// refs counts the visits holding or waiting for the directory (under
+	// Manager.mu); one with refs is never evicted.
+	refs int
+	used uint64
 	idx  *index
 	// clean means the directory holds exactly idx.Commit: nothing touched
 	// it since this process restored or snapshotted it.
 	clean bool
 }
 
+// Option changes how a manager works.
+type Option func(*Manager)
+
+// WithRedact sets what a snapshot does with a credential the run's source
+// did not track: RedactDetect (the default) leaves it out and names it in
+// the notes, RedactRefuse fails the snapshot with ErrSecret. It is the
+// worker's TETHER_REDACT, as for its session packers.
+func WithRedact(mode treepolicy.RedactMode) Option {
+	return func(m *Manager) { m.redact = mode }
+}
+
 // NewManager returns a manager keeping its caches under dir.
-func NewManager(dir string, blobs blob.Store, lim Limits, logger *slog.Logger) *Manager {
+func NewManager(dir string, blobs blob.Store, lim Limits, logger *slog.Logger, opts ...Option) *Manager {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Manager{
+	m := &Manager{
 		dir: dir, blobs: blobs, lim: lim.withDefaults(), logger: logger,
 		stores: map[string]*objectStore{}, dirs: map[string]*liveDir{},
 	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Limits returns the limits the manager enforces.
@@ -57,6 +91,9 @@ type Workspace struct {
 	workdir string
 	live    *liveDir
 	store   *objectStore
+	// fromSource marks the import of the run's source: its files are
+	// the source's, so credential-shaped ones are kept (and noted).
+	fromSource bool
 }
 
 // Open takes the working directory workdir of run for one visit, waiting
@@ -75,21 +112,25 @@ func (m *Manager) Open(ctx context.Context, run, workdir string) (*Workspace, er
 		ld = &liveDir{lock: make(chan struct{}, 1)}
 		m.dirs[abs] = ld
 	}
+	ld.refs++
 	m.mu.Unlock()
 	select {
 	case ld.lock <- struct{}{}:
 	case <-ctx.Done():
+		m.mu.Lock()
+		ld.refs--
+		m.mu.Unlock()
 		return nil, ctx.Err()
 	}
 	w := &Workspace{m: m, run: run, workdir: abs, live: ld}
-	if err := w.open(); err != nil {
+	if err := w.open(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
 	return w, nil
 }
 
-func (w *Workspace) open() error {
+func (w *Workspace) open(ctx context.Context) error {
 	if err := os.MkdirAll(w.workdir, 0o700); err != nil {
 		return fmt.Errorf("workspace: create %s: %w", w.workdir, err)
 	}
@@ -98,13 +139,67 @@ func (w *Workspace) open() error {
 	s := w.m.stores[w.run]
 	if s == nil {
 		var err error
-		if s, err = openStore(filepath.Join(w.m.dir, w.run, "packs"), w.m.lim.scan()); err != nil {
+		if s, err = openStore(ctx, filepath.Join(w.m.dir, w.run, "packs"), w.m.lim.scan()); err != nil {
 			return fmt.Errorf("workspace: local store of run %s: %w", w.run, err)
 		}
 		w.m.stores[w.run] = s
 	}
+	s.users++
 	w.store = s
 	return nil
+}
+
+// release ends a visit's use of its run's store and directory: the pack
+// files close when no visit of the run is open, and the least recently
+// used idle runs and directories beyond the caps are dropped.
+func (m *Manager) release(w *Workspace) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tick++
+	if s := w.store; s != nil {
+		s.used = m.tick
+		if s.users--; s.users == 0 {
+			s.closeFiles()
+		}
+	}
+	w.live.used = m.tick
+	w.live.refs--
+	m.evict()
+}
+
+// evict drops the least recently used idle stores and directories over
+// the caps. Called with m.mu held.
+func (m *Manager) evict() {
+	for idle := countIdle(m.stores, func(s *objectStore) bool { return s.users == 0 }); idle > maxIdleStores; idle-- {
+		run := oldest(m.stores, func(s *objectStore) (uint64, bool) { return s.used, s.users == 0 })
+		delete(m.stores, run)
+	}
+	for idle := countIdle(m.dirs, func(d *liveDir) bool { return d.refs == 0 }); idle > maxIdleDirs; idle-- {
+		dir := oldest(m.dirs, func(d *liveDir) (uint64, bool) { return d.used, d.refs == 0 })
+		delete(m.dirs, dir)
+	}
+}
+
+func countIdle[V any](m map[string]V, idle func(V) bool) int {
+	n := 0
+	for _, v := range m {
+		if idle(v) {
+			n++
+		}
+	}
+	return n
+}
+
+// oldest returns the key of the idle value used least recently.
+func oldest[V any](m map[string]V, used func(V) (uint64, bool)) string {
+	var key string
+	best := ^uint64(0)
+	for k, v := range m {
+		if u, idle := used(v); idle && u <= best {
+			key, best = k, u
+		}
+	}
+	return key
 }
 
 // Dir is the working directory.
@@ -113,6 +208,7 @@ func (w *Workspace) Dir() string { return w.workdir }
 // Close lets the next visit take the directory.
 func (w *Workspace) Close() {
 	if w.live != nil {
+		w.m.release(w)
 		<-w.live.lock
 		w.live = nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -136,8 +137,11 @@ type scanLimits struct {
 func (l Limits) scan() scanLimits {
 	l = l.withDefaults()
 	return scanLimits{
-		// every file, every directory on the way to it, and the commits
-		objects:   3*l.MaxFiles + 1_000_000,
+		// every file and every directory of a snapshot at its limit,
+		// and the history of a long run: each visit adds a commit and
+		// the files and trees it changed. The cap bounds what a run's
+		// object map holds in a worker's memory (~100 bytes an object).
+		objects:   2*l.MaxFiles + maxHistoryObjects,
 		blobBytes: l.MaxFileBytes,
 		total:     2*l.MaxTotalBytes + 1<<30,
 	}
@@ -148,7 +152,7 @@ func (l Limits) scan() scanLimits {
 // objects, an object over the limits, a stream that does not inflate to
 // the declared size, a bad trailer or trailing bytes is ErrCorrupt or
 // ErrTooLarge, found before anything past the bad object is read.
-func scanPack(r io.Reader, lim scanLimits) (entries []entry, err error) {
+func scanPack(ctx context.Context, r io.Reader, lim scanLimits) (entries []entry, err error) {
 	defer func() {
 		// The zlib reader is standard library code fed hostile bytes; a
 		// panic there must still be a typed refusal, not a crashed worker.
@@ -202,8 +206,11 @@ func scanPack(r io.Reader, lim scanLimits) (entries []entry, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %v", ErrCorrupt, i, err)
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		hs := plumbing.NewHasher(t, size)
-		n, err := io.CopyBuffer(hs, io.LimitReader(zr, size), buf)
+		n, err := io.CopyBuffer(hs, &ctxReader{ctx: ctx, r: io.LimitReader(zr, size)}, buf)
 		if err == nil && n != size {
 			err = io.ErrUnexpectedEOF
 		}
@@ -215,6 +222,9 @@ func scanPack(r io.Reader, lim scanLimits) (entries []entry, err error) {
 			} else if rerr != io.EOF {
 				err = rerr
 			}
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %v", ErrCorrupt, i, err)
@@ -233,6 +243,33 @@ func scanPack(r io.Reader, lim scanLimits) (entries []entry, err error) {
 		return nil, fmt.Errorf("%w: bytes after the pack trailer", ErrCorrupt)
 	}
 	return entries, nil
+}
+
+// maxHistoryObjects is what a run's history may add to the objects of
+// one snapshot at the limits.
+const maxHistoryObjects = 50_000
+
+// ctxReader stops a read loop over untrusted bytes once its context ends:
+// it checks the context every ctxEvery bytes, so a pack that inflates to
+// gigabytes is dropped within milliseconds of a deadline.
+type ctxReader struct {
+	ctx  context.Context
+	r    io.Reader
+	left int
+}
+
+const ctxEvery = 1 << 20
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		if err := c.ctx.Err(); err != nil {
+			return 0, err
+		}
+		c.left = ctxEvery
+	}
+	n, err := c.r.Read(p)
+	c.left -= n
+	return n, err
 }
 
 func readEntryHeader(r io.ByteReader) (plumbing.ObjectType, int64, error) {

@@ -101,7 +101,12 @@ func (w *Workspace) merge(ctx context.Context, packs []runstore.WorkspacePack) (
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range lp.entries {
+		for i, e := range lp.entries {
+			if i%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			raw, err := readRaw(f, e)
 			if err != nil {
 				return nil, err
@@ -140,7 +145,7 @@ func (w *Workspace) fetch(ctx context.Context, p runstore.WorkspacePack) (*local
 	}
 	defer rc.Close()
 	cr := &cappedReader{r: rc, left: p.Size + 1}
-	lp, err := w.store.ingest(cr, digest, w.m.lim.scan())
+	lp, err := w.store.ingest(ctx, cr, digest, w.m.lim.scan())
 	if err != nil {
 		if cr.over {
 			return nil, 0, fmt.Errorf("%w: pack %s is larger than the %d bytes its checkpoint records", ErrCorrupt, p.Key, p.Size)

@@ -89,11 +89,10 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	files := make([]indexFile, 0, len(targets))
 	var links []target
 	parents := map[string]bool{}
-	for i, t := range targets {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return rep, err
-			}
+	for _, t := range targets {
+		// Every file: one may be 256 MiB to inflate and write.
+		if err := ctx.Err(); err != nil {
+			return rep, err
 		}
 		if cur, ok := have[t.path]; ok && cur.mode == t.mode {
 			h, _, _, err := w.hashOf(x, cur)
@@ -211,7 +210,7 @@ func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[s
 			if err := checkPath(p, lim); err != nil {
 				return err
 			}
-			if deniedPath(p) {
+			if loginPath(p) {
 				return fmt.Errorf("%w: %s; a snapshot never holds it", ErrDenied, p)
 			}
 			switch e.mode {
@@ -230,19 +229,20 @@ func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[s
 			if !ok {
 				return fmt.Errorf("%w: file %s (%s) is in no pack", ErrMissing, p, e.hash)
 			}
-			if l.e.typ != plumbing.BlobObject {
-				return fmt.Errorf("%w: file %s is a %s object", ErrCorrupt, p, l.e.typ)
+			le := l.entry()
+			if le.typ != plumbing.BlobObject {
+				return fmt.Errorf("%w: file %s is a %s object", ErrCorrupt, p, le.typ)
 			}
 			if len(out) >= lim.MaxFiles {
 				return fmt.Errorf("%w: more than %d files", ErrTooLarge, lim.MaxFiles)
 			}
-			if l.e.size > lim.MaxFileBytes {
-				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, p, l.e.size, lim.MaxFileBytes)
+			if le.size > lim.MaxFileBytes {
+				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, p, le.size, lim.MaxFileBytes)
 			}
-			if total += l.e.size; total > lim.MaxTotalBytes {
+			if total += le.size; total > lim.MaxTotalBytes {
 				return fmt.Errorf("%w: more than %d bytes of files", ErrTooLarge, lim.MaxTotalBytes)
 			}
-			t := target{path: p, mode: e.mode, hash: e.hash, size: l.e.size}
+			t := target{path: p, mode: e.mode, hash: e.hash, size: le.size}
 			if e.mode == filemode.Symlink {
 				b, err := w.store.readAs(e.hash, plumbing.BlobObject)
 				if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Snapshotted says what a snapshot did.
@@ -43,12 +47,31 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 		return nil, rep, fmt.Errorf("workspace: %s holds snapshot %q, not %q; restore it before a snapshot", w.workdir, x.Commit, cur.Commit)
 	}
 	taken := time.Now().UnixNano()
-	sc, err := scanTree(ctx, w.workdir, scanOpts{lim: w.m.lim, tracked: x.tracked, trackedDir: x.trackedDir})
+	// leftOut applies the credential rule to p: refused, or logged and
+	// returned as a note.
+	leftOut := func(p, why string) (string, error) {
+		if w.m.redact == treepolicy.RedactRefuse {
+			return "", fmt.Errorf("%w: %s is %s. Delete it or add it to .gitignore, or set %s=detect to leave such files out of snapshots", ErrSecret, p, why, treepolicy.RedactEnv)
+		}
+		return fmt.Sprintf("%s: %s, not snapshotted (a snapshot keeps a credential only when the run's source tracked it)", p, why), nil
+	}
+	logNote := func(n string) {
+		// Paths and reasons only, never content.
+		w.m.logger.Warn("workspace: left out of the snapshot", "run", w.run, "note", n)
+	}
+	if w.fromSource {
+		logNote = nil // the importer prints the notes
+	}
+	sc, err := scanTree(ctx, w.workdir, scanOpts{
+		lim: w.m.lim, tracked: x.tracked, trackedDir: x.trackedDir, fromSource: w.fromSource, log: logNote,
+		credential: func(p string, c treepolicy.Class, rule string) (string, error) {
+			return leftOut(p, fmt.Sprintf("a %s (%s)", c, rule))
+		},
+	})
 	if err != nil {
 		return nil, rep, err
 	}
 	sortFiles(sc.files)
-	rep.Files, rep.Bytes, rep.Notes = len(sc.files), sc.bytes, sc.notes
 
 	b, err := newPackBuilder(w.store.dir)
 	if err != nil {
@@ -56,26 +79,51 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	}
 	defer b.abort()
 	dirty := map[string]bool{}
-	files := make([]indexFile, len(sc.files))
+	files := make([]indexFile, 0, len(sc.files))
 	seen := make(map[string]bool, len(sc.files))
 	rehashed := 0
-	for i, f := range sc.files {
-		seen[f.path] = true
+	var secrets *treepolicy.Scanner // one for every file read, reset between them
+	for _, f := range sc.files {
 		h, content, read, err := w.hashOf(x, f)
 		if err != nil {
 			return nil, rep, err
 		}
 		if read {
 			rehashed++
-			if old, had := x.get(f.path); !had || old.Hash != h || old.Mode != f.mode {
+			old, had := x.get(f.path)
+			changed := !had || old.Hash != h || old.Mode != f.mode
+			if changed && f.mode != filemode.Symlink && !w.fromSource {
+				// A file an agent wrote or changed: the scanner has the
+				// last word. One the source tracked as it is now is
+				// never re-read (its stat data is unchanged) or is
+				// unchanged.
+				if secrets == nil {
+					secrets = treepolicy.NewScanner(1)
+				} else {
+					secrets.Reset()
+				}
+				secrets.Write(content)
+				if found := secrets.Finish(); secrets.Total() > 0 {
+					n, err := leftOut(f.path, fmt.Sprintf("holding a token shaped like a secret (%s, line %d)", found[0].Kind, found[0].Line))
+					if err != nil {
+						return nil, rep, err
+					}
+					sc.note("%s", n)
+					sc.bytes -= f.size
+					continue
+				}
+			}
+			if changed {
 				markDirty(dirty, f.path)
 				if err := b.add(h, plumbing.BlobObject, content); err != nil {
 					return nil, rep, err
 				}
 			}
 		}
-		files[i] = fromScan(f, h)
+		seen[f.path] = true
+		files = append(files, fromScan(f, h))
 	}
+	rep.Files, rep.Bytes, rep.Notes = len(files), sc.bytes, sc.allNotes()
 	for _, old := range x.Files {
 		if !seen[old.Path] {
 			markDirty(dirty, old.Path)
@@ -86,6 +134,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 		return nil, rep, err
 	}
 	next := &index{Commit: cur.Commit, Taken: taken, Files: files, Trees: trees}
+	notes := rep.Notes[:min(len(rep.Notes), runstore.MaxNotes)]
 	if (cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0) {
 		// Unchanged. Files hashed again keep their new stat data, so the
 		// next walk trusts them.
@@ -94,6 +143,12 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 			w.live.idx = next
 		}
 		w.live.clean = true
+		if !slices.Equal(notes, cur.Notes) {
+			// No commit, but what was left out is news for tether status.
+			st := *cur
+			st.Notes = slices.Clone(notes)
+			return &st, rep, nil
+		}
 		return cur, rep, nil
 	}
 	commit, content, err := encodeCommit(root, cur.Commit, info)
@@ -124,6 +179,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	state := &runstore.WorkspaceState{
 		Commit: next.Commit, Base: cur.Base, Packs: packs,
 		Files: len(files), Bytes: sc.bytes, Commits: cur.Commits + 1,
+		Notes: slices.Clone(notes),
 	}
 	return state, rep, nil
 }
@@ -141,22 +197,58 @@ func (w *Workspace) hashOf(x *index, f fileInfo) (h plumbing.Hash, content []byt
 	return plumbing.ComputeHash(plumbing.BlobObject, content), content, true, nil
 }
 
-// readContent reads a file's blob content: a regular file's bytes (which
-// must still be the size the walk saw) or a symlink's target.
+// readContent reads a file's blob content: a regular file's bytes or a
+// symlink's target. The file is opened one directory at a time from the
+// workspace root, never following a link (a directory swapped for a
+// symlink since the walk cannot lead the read outside), and it must still
+// be the very file the walk listed: same inode, same size, no new names.
 func readContent(root string, f fileInfo) ([]byte, error) {
 	if f.mode == filemode.Symlink {
 		return []byte(f.link), nil
 	}
-	fh, err := os.Open(filepath.Join(root, filepath.FromSlash(f.path)))
+	fh, err := openInTree(root, f.path)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: read %s: %w", f.path, err)
+		return nil, fmt.Errorf("workspace: read %s: %w; is a process still changing the workspace?", f.path, err)
 	}
 	defer fh.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fh.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", f.path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || uint64(st.Ino) != f.ino || uint64(st.Dev) != f.dev || uint64(st.Nlink) > max(f.nlink, 1) {
+		return nil, fmt.Errorf("workspace: read %s: it was replaced while being snapshotted; is a process still changing the workspace?", f.path)
+	}
 	content := make([]byte, f.size)
 	if _, err := io.ReadFull(fh, content); err != nil {
 		return nil, fmt.Errorf("workspace: read %s: it changed while being snapshotted (%v); is a process still writing to the workspace?", f.path, err)
 	}
 	return content, nil
+}
+
+// openInTree opens the regular file rel under root through one directory
+// descriptor per component, each opened with O_NOFOLLOW, so no symlink on
+// the way or at the end is followed. O_NONBLOCK keeps a fifo swapped in
+// from blocking the open.
+func openInTree(root, rel string) (*os.File, error) {
+	dfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	parts := strings.Split(rel, "/")
+	for _, c := range parts[:len(parts)-1] {
+		next, err := unix.Openat(dfd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dfd)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+		}
+		dfd = next
+	}
+	fd, err := unix.Openat(dfd, parts[len(parts)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
 }
 
 func dirOf(p string) string {

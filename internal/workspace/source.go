@@ -76,6 +76,7 @@ func Import(ctx context.Context, blobs blob.Store, run string, src Source, lim L
 		return nil, rep, err
 	}
 	defer w.Close()
+	w.fromSource = true
 	if tracked != nil {
 		// Every file of the commit is tracked: a .gitignore never drops a
 		// committed file, as in git.
@@ -171,7 +172,7 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 		if err := checkPath(name, lim); err != nil {
 			return nil, err
 		}
-		if deniedPath(name) {
+		if loginPath(name) {
 			continue
 		}
 		b, err := repo.BlobObject(e.Hash)

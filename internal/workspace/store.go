@@ -3,6 +3,7 @@ package workspace
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -23,6 +24,13 @@ import (
 // again, and what is not on disk is downloaded.
 type objectStore struct {
 	dir string
+	// maxObjects caps the objects of all its packs together, so a pack of
+	// millions of tiny objects cannot pin a worker's memory.
+	maxObjects int
+	// users and used are the Manager's (under its lock): the open visits
+	// of the run, and when one last closed.
+	users int
+	used  uint64
 
 	mu    sync.Mutex
 	packs map[string]*localPack // by sha256 digest
@@ -37,20 +45,24 @@ type localPack struct {
 	f       *os.File // opened on first read
 }
 
+// loc is where an object is: its pack and its index in the pack's
+// entries (16 bytes a map value, not a copy of the entry).
 type loc struct {
 	pack *localPack
-	e    entry
+	i    int
 }
+
+func (l loc) entry() entry { return l.pack.entries[l.i] }
 
 const packExt = ".pack"
 
 // openStore loads the packs already in dir. A pack that no longer reads
 // as a sound pack with its digest is removed.
-func openStore(dir string, lim scanLimits) (*objectStore, error) {
+func openStore(ctx context.Context, dir string, lim scanLimits) (*objectStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &objectStore{dir: dir, packs: map[string]*localPack{}, objs: map[plumbing.Hash]loc{}}
+	s := &objectStore{dir: dir, maxObjects: lim.objects, packs: map[string]*localPack{}, objs: map[plumbing.Hash]loc{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -66,8 +78,11 @@ func openStore(dir string, lim scanLimits) (*objectStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, err = s.ingest(f, digest, lim)
+		_, err = s.ingest(ctx, f, digest, lim)
 		f.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			_ = os.Remove(p)
 		}
@@ -77,9 +92,22 @@ func openStore(dir string, lim scanLimits) (*objectStore, error) {
 
 func (s *objectStore) register(p *localPack) {
 	s.packs[p.digest] = p
-	for _, e := range p.entries {
+	for i, e := range p.entries {
 		if _, ok := s.objs[e.hash]; !ok {
-			s.objs[e.hash] = loc{pack: p, e: e}
+			s.objs[e.hash] = loc{pack: p, i: i}
+		}
+	}
+}
+
+// closeFiles closes the pack files reads opened; the next read opens its
+// pack again.
+func (s *objectStore) closeFiles() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.packs {
+		if p.f != nil {
+			p.f.Close()
+			p.f = nil
 		}
 	}
 }
@@ -116,8 +144,9 @@ func (s *objectStore) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	b, err := readEntry(f, l.e)
-	return l.e.typ, b, err
+	e := l.entry()
+	b, err := readEntry(f, e)
+	return e.typ, b, err
 }
 
 // readAs returns an object's content, checking its type.
@@ -148,7 +177,7 @@ func (s *objectStore) file(p *localPack) (*os.File, error) {
 // ingest reads a pack from r in full, checks it, and stores it under its
 // digest. want is the digest r must have ("" to take it as computed); the
 // pack's bytes are checked against it before the pack is kept.
-func (s *objectStore) ingest(r io.Reader, want string, lim scanLimits) (*localPack, error) {
+func (s *objectStore) ingest(ctx context.Context, r io.Reader, want string, lim scanLimits) (*localPack, error) {
 	if want != "" {
 		if p, ok := s.pack(want); ok {
 			return p, nil
@@ -163,7 +192,7 @@ func (s *objectStore) ingest(r io.Reader, want string, lim scanLimits) (*localPa
 		os.Remove(tmp.Name())
 	}()
 	sum := sha256.New()
-	entries, err := scanPack(io.TeeReader(r, io.MultiWriter(tmp, sum)), lim)
+	entries, err := scanPack(ctx, io.TeeReader(r, io.MultiWriter(tmp, sum)), lim)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +214,9 @@ func (s *objectStore) keep(tmp *os.File, digest string, entries []entry) (*local
 		return nil, err
 	}
 	p := &localPack{digest: digest, path: filepath.Join(s.dir, digest+packExt), size: fi.Size(), entries: entries}
+	if err := s.room(entries); err != nil {
+		return nil, err
+	}
 	if err := os.Rename(tmp.Name(), p.path); err != nil {
 		return nil, err
 	}
@@ -192,6 +224,23 @@ func (s *objectStore) keep(tmp *os.File, digest string, entries []entry) (*local
 	defer s.mu.Unlock()
 	s.register(p)
 	return p, nil
+}
+
+// room refuses a pack whose new objects would take the store over its
+// cap.
+func (s *objectStore) room(entries []entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.objs)
+	for _, e := range entries {
+		if _, ok := s.objs[e.hash]; !ok {
+			n++
+		}
+	}
+	if s.maxObjects > 0 && n > s.maxObjects {
+		return fmt.Errorf("%w: the run's packs would hold %d objects, more than the %d its limits allow (TETHER_WORKSPACE_MAX_FILES raises it)", ErrTooLarge, n, s.maxObjects)
+	}
+	return nil
 }
 
 // packBuilder writes a new pack without knowing its object count up front:

@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // fileInfo is one file of a workspace as found on disk.
@@ -26,6 +28,8 @@ type fileInfo struct {
 	mtime int64 // unix nanoseconds
 	ctime int64
 	ino   uint64
+	dev   uint64
+	nlink uint64
 	link  string // a symlink's target
 }
 
@@ -34,8 +38,12 @@ type scanned struct {
 	files []fileInfo // sorted by path
 	bytes int64
 	// notes say what was left out and why (a symlink leaving the
-	// workspace, a fifo, a credential file).
-	notes []string
+	// workspace, a fifo, a credential file); dropped counts the notes
+	// over maxNotes.
+	notes   []string
+	dropped int
+	// log, if set, gets every note, those over maxNotes too.
+	log func(note string)
 }
 
 // scanOpts tune a walk.
@@ -46,10 +54,20 @@ type scanOpts struct {
 	tracked func(rel string) bool
 	// trackedDir reports whether a directory holds tracked files.
 	trackedDir func(rel string) bool
+	// credential decides what becomes of a credential-shaped file the
+	// previous snapshot does not hold (treepolicy.Secret) and of a login
+	// file (treepolicy.Login): nil leaves it out silently, as a restore's
+	// walk does; a snapshot returns the note to keep, or fails under TETHER_REDACT=refuse.
+	credential func(rel string, c treepolicy.Class, rule string) (note string, err error)
+	// log gets every note as it is made (the notes kept are capped).
+	log func(note string)
+	// fromSource keeps credential-shaped files: the walk reads the run's
+	// source, whose files are by definition tracked by it.
+	fromSource bool
 }
 
 // maxNotes caps the notes one walk keeps.
-const maxNotes = 50
+const maxNotes = 200
 
 // scanTree walks the workspace at root without following links and
 // returns the files a snapshot holds. It fails with ErrTooLarge when the
@@ -63,11 +81,29 @@ func scanTree(ctx context.Context, root string, o scanOpts) (*scanned, error) {
 	if o.trackedDir == nil {
 		o.trackedDir = func(string) bool { return false }
 	}
-	w := &walker{ctx: ctx, root: root, o: o, out: &scanned{}}
+	w := &walker{ctx: ctx, root: root, o: o, out: &scanned{log: o.log}, links: map[[2]uint64]uint64{}}
 	if err := w.dir(nil, "", 0, nil); err != nil {
 		return nil, err
 	}
+	w.dropOutsideLinks()
 	return w.out, nil
+}
+
+// dropOutsideLinks leaves out every file with more hard links than the
+// walk found inside the workspace: its other names lie outside (a link to
+// a 0600 file of the worker's is a regular file whose bytes are that
+// file's), so its content is never read.
+func (w *walker) dropOutsideLinks() {
+	kept := w.out.files[:0]
+	for _, f := range w.out.files {
+		if f.nlink > 1 && w.links[[2]uint64{f.dev, f.ino}] < f.nlink {
+			w.note("%s: a hard link to a file with names outside the workspace (%d links); never read, not snapshotted", f.path, f.nlink)
+			w.out.bytes -= f.size
+			continue
+		}
+		kept = append(kept, f)
+	}
+	w.out.files = kept
 }
 
 type walker struct {
@@ -77,12 +113,31 @@ type walker struct {
 	out   *scanned
 	dirs  int
 	steps int
+	// links counts, per multiply-linked file (device, inode), the names
+	// the walk found for it.
+	links map[[2]uint64]uint64
 }
 
-func (w *walker) note(format string, args ...any) {
-	if len(w.out.notes) < maxNotes {
-		w.out.notes = append(w.out.notes, fmt.Sprintf(format, args...))
+func (w *walker) note(format string, args ...any) { w.out.note(format, args...) }
+
+func (s *scanned) note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	if s.log != nil {
+		s.log(n)
 	}
+	if len(s.notes) < maxNotes {
+		s.notes = append(s.notes, n)
+		return
+	}
+	s.dropped++
+}
+
+// allNotes are the notes, with a count of those over maxNotes.
+func (s *scanned) allNotes() []string {
+	if s.dropped == 0 {
+		return s.notes
+	}
+	return append(s.notes, fmt.Sprintf("… and %d more left out (the worker's log names each)", s.dropped))
 }
 
 func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignore.Pattern) error {
@@ -133,9 +188,22 @@ func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignor
 				continue
 			}
 		}
-		if deniedPath(p) {
-			w.note("%s: a credential file, never snapshotted", p)
-			continue
+		if c, rule := treepolicy.Classify(p); c != treepolicy.Plain {
+			switch {
+			case c == treepolicy.Secret && w.o.fromSource:
+				w.note("%s: a %s (%s), kept: it comes from the run's source", p, c, rule)
+			case c == treepolicy.Secret && (isDir && w.o.trackedDir(p) || !isDir && w.o.tracked(p)):
+				// The run's source tracked it: every snapshot since holds it.
+			default:
+				if w.o.credential != nil {
+					n, err := w.o.credential(p, c, rule)
+					if err != nil {
+						return err
+					}
+					w.note("%s", n)
+				}
+				continue
+			}
 		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -194,6 +262,10 @@ func (w *walker) add(f fileInfo, st *unix.Stat_t) error {
 		return fmt.Errorf("%w: more than %d bytes of files (TETHER_WORKSPACE_MAX_BYTES); add generated directories to .gitignore or raise the limit", ErrTooLarge, w.o.lim.MaxTotalBytes)
 	}
 	f.mtime, f.ctime, f.ino = st.Mtim.Nano(), st.Ctim.Nano(), uint64(st.Ino)
+	f.dev, f.nlink = uint64(st.Dev), uint64(st.Nlink)
+	if f.mode != filemode.Symlink && f.nlink > 1 {
+		w.links[[2]uint64{f.dev, f.ino}]++
+	}
 	w.out.files = append(w.out.files, f)
 	return nil
 }
@@ -250,6 +322,9 @@ func readIgnore(p string, domain []string) ([]gitignore.Pattern, error) {
 // its first named component, so no link it passes through can take it
 // further up; and never into a .git directory.
 func checkLink(rel, target string) error {
+	if len(target) > maxLinkBytes {
+		return fmt.Errorf("%w: %s points to a target of %d bytes, over the %d bytes a link can hold", ErrLink, rel, len(target), maxLinkBytes)
+	}
 	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\x00\\") {
 		return fmt.Errorf("%w: %s points to %q", ErrLink, rel, target)
 	}
@@ -292,45 +367,26 @@ func checkPath(p string, lim Limits) error {
 		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
 			return fmt.Errorf("%w: %q", ErrUnsafePath, p)
 		}
+		if len(c) > maxNameBytes {
+			return fmt.Errorf("%w: a name of %d bytes (%.40q…), over the %d bytes a file system allows", ErrUnsafePath, len(c), c, maxNameBytes)
+		}
 	}
 	return nil
 }
 
-// Credential files of the agent CLIs and the usual private keys are never
-// snapshotted, wherever they are in a workspace.
-var (
-	deniedNames = map[string]bool{
-		".credentials.json": true, // Claude Code OAuth tokens
-		".claude.json":      true, // Claude Code account state
-		".git-credentials":  true,
-		".netrc":            true,
-		"_netrc":            true,
-		"id_rsa":            true,
-		"id_dsa":            true,
-		"id_ecdsa":          true,
-		"id_ed25519":        true,
-	}
-	// deniedTails are credential files known by their folder.
-	deniedTails = []string{
-		".codex/auth.json",
-		".pi/agent/auth.json",
-		".pi/agent/models.json",
-		".aws/credentials",
-	}
+// What a Linux file system accepts: NAME_MAX for one component, and
+// PATH_MAX less its terminating NUL for a symlink's target. A snapshot
+// holding more could only fail half-way through a restore.
+const (
+	maxNameBytes = 255
+	maxLinkBytes = 4095
 )
 
-func deniedPath(p string) bool {
-	lp := strings.ToLower(p)
-	base := path.Base(lp)
-	if deniedNames[base] || strings.HasPrefix(base, ".claude.json.") || strings.HasPrefix(base, ".credentials.json.") {
-		return true
-	}
-	for _, t := range deniedTails {
-		if lp == t || strings.HasSuffix(lp, "/"+t) {
-			return true
-		}
-	}
-	return false
+// loginPath reports a login credential file (treepolicy.Login), which a
+// snapshot never holds and a restore refuses, whoever tracked it.
+func loginPath(p string) bool {
+	c, _ := treepolicy.Classify(p)
+	return c == treepolicy.Login
 }
 
 // openDir opens the directory rel: the root by path, any other relative

@@ -1,0 +1,76 @@
+package treepolicy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestClassifyCredentials(t *testing.T) {
+	for _, p := range Examples {
+		c, why := Classify(p)
+		assert.NotEqual(t, Plain, c, p)
+		assert.NotEmpty(t, why, p)
+	}
+	for p, want := range map[string]Class{
+		".claude/.credentials.json": Login,
+		"home/.codex/auth.json":     Login,
+		".aws/credentials.bak":      Login,
+		"ID_RSA":                    Login,
+		"config/.env.local":         Secret,
+		"tls/key.pem":               Secret,
+	} {
+		got, _ := Classify(p)
+		assert.Equal(t, want, got, p)
+	}
+}
+
+func TestClassifyLeavesOrdinaryFilesAlone(t *testing.T) {
+	for _, p := range []string{
+		"main.go", "auth.go", "internal/credentials.go", "keyboard.c", "docs/keys.md",
+		".env.example", "config/settings.json", "Cargo.toml", ".kube/README.md",
+		"gh/hosts.go", "pkg/key/key.go", "monkey", "id_rsa.pub", ".ssh/id_ed25519.pub",
+	} {
+		c, why := Classify(p)
+		assert.Equal(t, Plain, c, "%s (%s)", p, why)
+	}
+}
+
+// BenchmarkClassify is the cost a snapshot walk pays per file.
+func BenchmarkClassify(b *testing.B) {
+	for b.Loop() {
+		Classify("internal/workspace/snapshot_test.go")
+	}
+}
+
+// FuzzClassify: any path classifies without panicking, case never
+// matters, and a backup suffix never makes a credential plain.
+func FuzzClassify(f *testing.F) {
+	for _, p := range Examples {
+		f.Add(p)
+	}
+	f.Add("a/b/c.go")
+	f.Add("~")
+	f.Add(".bak")
+	f.Fuzz(func(t *testing.T, p string) {
+		c, _ := Classify(p)
+		if u, _ := Classify(strings.ToUpper(p)); u != c && ascii(p) {
+			t.Fatalf("%q is %v, its upper case %v", p, c, u)
+		}
+		if c != Plain {
+			if b, _ := Classify(p + ".bak"); b == Plain {
+				t.Fatalf("%q is %v, %q is plain", p, c, p+".bak")
+			}
+		}
+	})
+}
+
+func ascii(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
