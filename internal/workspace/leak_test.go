@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
 )
 
 func openFiles(t *testing.T) int {
@@ -75,6 +76,52 @@ func TestManyRunsThroughOneWorkerStayFlat(t *testing.T) {
 	t.Logf("open files after 100 and 1,000 runs: %v; heap in use: %v", fds, heap)
 	assert.LessOrEqual(t, fds[1]-fds[0], 4, "open files grow with finished runs")
 	assert.Less(t, heap[1]-heap[0], 1<<20, "the heap grows with finished runs")
+	// The disk too: finished runs' working directories and cached packs
+	// beyond the caches' bounds are gone.
+	work, err := os.ReadDir(filepath.Join(dir, "work"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(work), maxIdleDirs, "working directories of finished runs pile up")
+	state, err := os.ReadDir(filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(state), maxIdleStores, "cached packs of finished runs pile up")
+}
+
+// A run evicted from a worker's caches, on disk too, comes back whole on
+// its next visit there: its files are restored from its packs.
+func TestEvictedRunRestoresOnItsNextVisit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	blobs, err := blob.OpenFS(filepath.Join(dir, "blobs"))
+	require.NoError(t, err)
+	defer blobs.Close()
+	m := NewManager(filepath.Join(dir, "state"), blobs, Limits{}, nil)
+	snapshot := func(run string, files map[string]string) *runstore.WorkspaceState {
+		w, err := m.Open(ctx, run, filepath.Join(dir, "work", run))
+		require.NoError(t, err)
+		defer w.Close()
+		_, err = w.Restore(ctx, nil)
+		require.NoError(t, err)
+		write(t, w.Dir(), files)
+		st, _, err := w.Snapshot(ctx, nil, info("writer visit 1"))
+		require.NoError(t, err)
+		return st
+	}
+	first := snapshot("run-first", map[string]string{"keep.txt": "mine\n"})
+	for i := range maxIdleDirs + maxIdleStores {
+		snapshot(fmt.Sprintf("run-%03d", i), map[string]string{"x": "y"})
+	}
+	require.NoDirExists(t, filepath.Join(dir, "work", "run-first"), "the first run was evicted from disk")
+	require.NoDirExists(t, filepath.Join(dir, "state", "run-first"))
+
+	w, err := m.Open(ctx, "run-first", filepath.Join(dir, "work", "run-first"))
+	require.NoError(t, err)
+	defer w.Close()
+	got, err := w.Restore(ctx, first)
+	require.NoError(t, err)
+	assert.False(t, got.Hit, "nothing of the run was left to reuse")
+	b, err := os.ReadFile(filepath.Join(w.Dir(), "keep.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "mine\n", string(b))
 }
 
 // A pack of tens of thousands of tiny objects, far more than a workspace

@@ -32,10 +32,10 @@ type Manager struct {
 
 // A worker serves runs without end, so what it keeps of finished ones is
 // bounded: beyond these, the least recently used run's object store (its
-// in-memory object map) and working directory record (its index) are
-// dropped once no visit uses them. Both are caches: a later visit reads
-// the run's packs again and hashes its files once more. Pack files are
-// closed as soon as no visit of the run is open.
+// object map and its cached packs on disk) and working directory (its
+// index and its files) are dropped once no visit uses them. Both are
+// caches: a later visit fetches the run's packs and restores its files
+// again. Pack files are closed as soon as no visit of the run is open.
 const (
 	maxIdleStores = 32
 	maxIdleDirs   = 64
@@ -52,6 +52,8 @@ type liveDir struct {
 	// clean means the directory holds exactly idx.Commit: nothing touched
 	// it since this process restored or snapshotted it.
 	clean bool
+	// evicting is set while an evicted directory's files are removed.
+	evicting bool
 }
 
 // Option changes how a manager works.
@@ -154,7 +156,6 @@ func (w *Workspace) open(ctx context.Context) error {
 // used idle runs and directories beyond the caps are dropped.
 func (m *Manager) release(w *Workspace) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.tick++
 	if s := w.store; s != nil {
 		s.used = m.tick
@@ -164,20 +165,64 @@ func (m *Manager) release(w *Workspace) {
 	}
 	w.live.used = m.tick
 	w.live.refs--
-	m.evict()
+	doomed := m.evict()
+	m.mu.Unlock()
+	for _, d := range doomed {
+		m.remove(d)
+	}
+}
+
+// doomedDir is an evicted working directory whose files are to go, with
+// its lock held so that no visit uses it meanwhile.
+type doomedDir struct {
+	path string
+	live *liveDir
 }
 
 // evict drops the least recently used idle stores and directories over
-// the caps. Called with m.mu held.
-func (m *Manager) evict() {
+// the caps, on disk too: a worker's disk must not fill with runs that
+// ended long ago. A store's cached packs go at once; a directory is
+// locked and returned, for release to remove outside Manager.mu. Called
+// with m.mu held.
+func (m *Manager) evict() []doomedDir {
 	for idle := countIdle(m.stores, func(s *objectStore) bool { return s.users == 0 }); idle > maxIdleStores; idle-- {
 		run := oldest(m.stores, func(s *objectStore) (uint64, bool) { return s.used, s.users == 0 })
 		delete(m.stores, run)
+		if err := os.RemoveAll(filepath.Join(m.dir, run)); err != nil {
+			m.logger.Warn("workspace: could not remove an evicted run's cached packs", "run", run, "error", err)
+		}
 	}
-	for idle := countIdle(m.dirs, func(d *liveDir) bool { return d.refs == 0 }); idle > maxIdleDirs; idle-- {
-		dir := oldest(m.dirs, func(d *liveDir) (uint64, bool) { return d.used, d.refs == 0 })
-		delete(m.dirs, dir)
+	var doomed []doomedDir
+	idle := func(d *liveDir) bool { return d.refs == 0 && !d.evicting }
+	for n := countIdle(m.dirs, idle); n > maxIdleDirs; n-- {
+		dir := oldest(m.dirs, func(d *liveDir) (uint64, bool) { return d.used, idle(d) })
+		ld := m.dirs[dir]
+		select {
+		case ld.lock <- struct{}{}:
+		default:
+			// The visit that just closed it still holds the lock: it goes
+			// next time.
+			continue
+		}
+		ld.evicting, ld.idx, ld.clean = true, nil, false
+		doomed = append(doomed, doomedDir{dir, ld})
 	}
+	return doomed
+}
+
+// remove deletes an evicted directory's files, then forgets it unless a
+// visit began to wait for it meanwhile (that visit restores it anew).
+func (m *Manager) remove(d doomedDir) {
+	if err := os.RemoveAll(d.path); err != nil {
+		m.logger.Warn("workspace: could not remove an evicted working directory", "dir", d.path, "error", err)
+	}
+	m.mu.Lock()
+	d.live.evicting = false
+	if m.dirs[d.path] == d.live && d.live.refs == 0 {
+		delete(m.dirs, d.path)
+	}
+	m.mu.Unlock()
+	<-d.live.lock
 }
 
 func countIdle[V any](m map[string]V, idle func(V) bool) int {
