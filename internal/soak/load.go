@@ -279,6 +279,9 @@ func (s *Soak) inject(ctx context.Context, started time.Time, did func(string)) 
 		}
 		s.logf("fault: %s", e.name)
 		if err := e.do(); err != nil {
+			if ctx.Err() != nil {
+				return // the runs ended while the fault was under way
+			}
 			s.logf("fault %s failed: %v", e.name, err)
 			did("FAILED " + e.name + ": " + err.Error())
 			continue
