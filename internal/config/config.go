@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -64,6 +65,13 @@ type Config struct {
 	// BlobKey is the store's encryption master key (TETHER_BLOB_KEY);
 	// nil when none is set. Printed or logged, it shows as [redacted].
 	BlobKey Secret
+	// Sandbox is how agent CLIs and tool nodes are confined
+	// (TETHER_SANDBOX: landlock, off, or auto, the default: landlock where
+	// the kernel has it); SandboxRW and SandboxRO are paths every confined
+	// process may also write, or read (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO,
+	// separated like PATH). See internal/sandbox.
+	Sandbox              string
+	SandboxRW, SandboxRO []string
 	// Agents configures the agent backends (the variables are named on
 	// backend.Config): endpoints, keys, models, permissions, the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
@@ -140,6 +148,13 @@ func FromEnv() (Config, error) {
 			c.Agents.APIKeys[b] = k
 		}
 	}
+	mode, err := sandbox.ParseMode(os.Getenv("TETHER_SANDBOX"))
+	if err != nil {
+		return c, fmt.Errorf("TETHER_SANDBOX=%q: %v", os.Getenv("TETHER_SANDBOX"), err)
+	}
+	c.Sandbox = mode
+	c.SandboxRW = filepath.SplitList(os.Getenv("TETHER_SANDBOX_RW"))
+	c.SandboxRO = filepath.SplitList(os.Getenv("TETHER_SANDBOX_RO"))
 	redact, err := packer.ParseRedactMode(os.Getenv(packer.RedactEnv))
 	if err != nil {
 		return c, err

@@ -45,14 +45,15 @@ func Main(args []string) int {
 
 func confine(args []string) error {
 	var rw, ro []string
-	init := false
+	init, ns := false, false
 	for len(args) > 0 && args[0] != "--" {
-		if args[0] == "--init" {
-			init, args = true, args[1:]
+		if args[0] == "--init" || args[0] == "--ns" {
+			init, ns = init || args[0] == "--init", ns || args[0] == "--ns"
+			args = args[1:]
 			continue
 		}
 		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro") {
-			return fmt.Errorf("usage: %s [--init] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG]...", Subcommand)
+			return fmt.Errorf("usage: %s [--ns] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG]...", Subcommand)
 		}
 		if args[0] == "--rw" {
 			rw = append(rw, args[1])
@@ -67,6 +68,20 @@ func confine(args []string) error {
 	prog, argv := args[1], args[1:]
 	if !filepath.IsAbs(prog) {
 		return fmt.Errorf("program %q: want an absolute path", prog)
+	}
+	if ns {
+		var rest []string
+		for _, d := range rw {
+			rest = append(rest, "--rw", d)
+		}
+		for _, d := range ro {
+			rest = append(rest, "--ro", d)
+		}
+		code, err := runInNamespaces(append(append(rest, "--"), argv...))
+		if err != nil {
+			return err
+		}
+		os.Exit(code)
 	}
 	if init {
 		// First process of a new PID and mount namespace: a /proc of its

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,8 +48,6 @@ func confinedIn(t *testing.T, sb *Sandbox, p Policy, script string, env ...strin
 	t.Helper()
 	argv := sb.Command(p, "/bin/sh", []string{"-c", script})
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	sb.SysProcAttr(cmd.SysProcAttr)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	code := 0

@@ -1,27 +1,24 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// SysProcAttr adds to attr what starting the helper needs: with
-// namespaces, a new PID and mount namespace (and, for a worker that is not
-// root, a user namespace mapping only its own ids, in which the helper
-// holds CAP_SYS_ADMIN just long enough to mount its /proc).
-func (s *Sandbox) SysProcAttr(attr *syscall.SysProcAttr) {
-	if s == nil || !s.Namespaces {
-		return
-	}
-	nsAttr(attr)
-}
-
+// nsAttr makes a new PID and mount namespace for the process it starts
+// and, when this process is not root, a user namespace that maps only its
+// own ids, in which the new process holds CAP_SYS_ADMIN just long enough
+// to mount its /proc. Writing that map needs a dumpable parent, which the
+// worker is not (HideEnviron): so the helper, freshly exec'd and dumpable,
+// is what creates the namespaces (runInNamespaces).
 func nsAttr(attr *syscall.SysProcAttr) {
 	attr.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 	if os.Geteuid() == 0 {
@@ -35,21 +32,57 @@ func nsAttr(attr *syscall.SysProcAttr) {
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 }
 
-// probeNamespaces starts the helper in new namespaces once, to learn
-// whether this machine allows them (a container without CAP_SYS_ADMIN, or
-// with user namespaces blocked, does not).
+// runInNamespaces starts the helper again, with --init and args, as the
+// first process of new namespaces, passes on the signals it gets, and
+// returns the exit status (128+signal when a signal ended it).
+func runInNamespaces(args []string) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("find the helper: %w", err)
+	}
+	cmd := exec.Command(self, append([]string{Subcommand, "--init"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// If this helper dies, the namespace's first process dies with it,
+	// and the kernel ends everything else in the namespace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	nsAttr(cmd.SysProcAttr)
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start in new PID and mount namespaces: %w", err)
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 0, err
+}
+
+// probeNamespaces runs the helper in new namespaces once, to learn whether
+// this machine allows them (a container without CAP_SYS_ADMIN, or with
+// user namespaces blocked, does not).
 func probeNamespaces(helper []string) error {
 	probe := "/bin/true"
 	if _, err := os.Stat(probe); err != nil {
 		probe = "/usr/bin/true"
 	}
-	argv := append(append([]string(nil), helper...), "--init", "--", probe)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	nsAttr(cmd.SysProcAttr)
-	out, err := cmd.CombinedOutput()
+	argv := append(append([]string(nil), helper...), "--ns", "--", probe)
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, out)
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ type Policy struct {
 func (s *Sandbox) Command(p Policy, path string, args []string) []string {
 	argv := slices.Clone(s.Helper)
 	if s.Namespaces {
-		argv = append(argv, "--init")
+		argv = append(argv, "--ns")
 	}
 	for _, d := range clean(append(slices.Clone(p.RW), s.RW...)) {
 		argv = append(argv, "--rw", d)
