@@ -172,12 +172,17 @@ func TestAgentIsolationWorker(t *testing.T) {
 		`cat ` + filepath.Join(home, ".aws", "credentials") + `; ls -a ` + home + `; echo home-tried`,
 		`ls /proc | grep -c '^[0-9]' | sed 's/^/processes=/'; echo own-ok > own.txt && cat own.txt`,
 	}
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi} {
-		t.Run(b, func(t *testing.T) {
+	// Codex's own workspace-write sandbox nests inside the box: its file
+	// edits still work, and it reads no more than the box allows.
+	for _, v := range []struct{ backend, permissions string }{
+		{backend.ClaudeCode, "full"}, {backend.Codex, "full"}, {backend.Pi, "full"}, {backend.Codex, "edit"}, {backend.Codex, "read-only"},
+	} {
+		b := v.backend
+		t.Run(b+"/"+v.permissions, func(t *testing.T) {
 			fake.Reset()
-			id := fmt.Sprintf("iso-%s-%d-%s", strings.ReplaceAll(b, "_", "-"), os.Getuid(), token())
+			id := fmt.Sprintf("iso-%s-%s-%d-%s", strings.ReplaceAll(b, "_", "-"), v.permissions, os.Getuid(), token())
 			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: isolationGraph(t, b, tries), Options: testRunOptions})
+				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: isolationGraph(t, b, v.permissions, tries), Options: testRunOptions})
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
@@ -192,6 +197,17 @@ func TestAgentIsolationWorker(t *testing.T) {
 			all := seen.String()
 			for _, marker := range []string{"environ-tried", "other-run-tried", "listing-tried", "home-tried", "own-ok"} {
 				assert.Contains(t, all, marker, "the agent ran every command and its output reached the model")
+			}
+			edited, err := os.ReadFile(filepath.Join(workDir, id, "edited.txt"))
+			if v.permissions == "read-only" {
+				assert.Error(t, err, "a read-only agent wrote its workspace")
+			} else if assert.NoError(t, err, "the agent's own file tool writes its workspace") {
+				assert.Equal(t, "edited-ok\n", string(edited))
+			}
+			if t.Failed() {
+				for _, r := range fake.Turns() {
+					t.Logf("reply %s; tool result: %.600s", r.Reply, r.ToolResult)
+				}
 			}
 			cp, err := runstore.New(blobs).Latest(context.Background(), id)
 			require.NoError(t, err)
@@ -210,11 +226,13 @@ func TestAgentIsolationWorker(t *testing.T) {
 }
 
 // isolationGraph is a tool node and then an agent of backend b, with
-// permissions full, each trying every command of tries.
-func isolationGraph(t *testing.T, b string, tries []string) *graph.Graph {
+// permissions, each trying every command of tries; the agent first writes
+// a file of its workspace with its own file tool and reads it back.
+func isolationGraph(t *testing.T, b, permissions string, tries []string) *graph.Graph {
 	t.Helper()
 	var prompt, script strings.Builder
-	prompt.WriteString("look around\n")
+	prompt.WriteString("look around\n      WRITE_FILE: edited.txt\n      edited-ok\n      END_FILE\n")
+	fmt.Fprintf(&prompt, "      %s cat edited.txt\n", fakemodel.CueShell)
 	for _, c := range tries {
 		fmt.Fprintf(&prompt, "      %s %s\n", fakemodel.CueShell, c)
 		script.WriteString(c + "\n")
@@ -229,14 +247,14 @@ nodes:
   - id: agent
     kind: agent
     backend: %s
-    permissions: full
+    permissions: %s
     prompt: |
       %s
   - {id: done, kind: end}
 edges:
   - {from: probe, to: agent}
   - {from: agent, to: done}
-`, script.String(), b, strings.TrimSpace(prompt.String()))
+`, script.String(), b, permissions, strings.TrimSpace(prompt.String()))
 	g, err := graph.Parse([]byte(src), "isolation.yaml")
 	require.NoError(t, err, src)
 	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // Subcommand is the worker's hidden subcommand that confines itself and
@@ -45,6 +48,7 @@ func Main(args []string) int {
 
 func confine(args []string) error {
 	var rw, ro []string
+	var tmp string
 	init, ns := false, false
 	for len(args) > 0 && args[0] != "--" {
 		if args[0] == "--init" || args[0] == "--ns" {
@@ -52,13 +56,16 @@ func confine(args []string) error {
 			args = args[1:]
 			continue
 		}
-		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro") {
-			return fmt.Errorf("usage: %s [--ns] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG]...", Subcommand)
+		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro" && args[0] != "--tmp") {
+			return fmt.Errorf("usage: %s [--ns] [--tmp DIR] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG]...", Subcommand)
 		}
-		if args[0] == "--rw" {
+		switch args[0] {
+		case "--rw":
 			rw = append(rw, args[1])
-		} else {
+		case "--ro":
 			ro = append(ro, args[1])
+		default:
+			tmp = args[1]
 		}
 		args = args[2:]
 	}
@@ -71,6 +78,9 @@ func confine(args []string) error {
 	}
 	if ns {
 		var rest []string
+		if tmp != "" {
+			rest = append(rest, "--tmp", tmp)
+		}
 		for _, d := range rw {
 			rest = append(rest, "--rw", d)
 		}
@@ -89,11 +99,19 @@ func confine(args []string) error {
 		if err := mountProc(); err != nil {
 			return err
 		}
+		// Some programs write to /tmp whatever TMPDIR says (Codex's
+		// sandbox does): they get the visit's own.
+		if tmp != "" {
+			if err := privateTmp(tmp, rw, ro); err != nil {
+				return err
+			}
+			rw = append(rw, tmp)
+		}
 	}
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := Restrict(rw, ro); err != nil {
+	if err := restrict(rw, ro, init); err != nil {
 		return err
 	}
 	if init {
@@ -111,7 +129,13 @@ func confine(args []string) error {
 // on, to the system paths, rw (read, write, execute) and ro (read,
 // execute). Paths that do not exist are left out. It fails, rather than
 // leave the process unconfined, on a kernel without Landlock.
-func Restrict(rw, ro []string) error {
+func Restrict(rw, ro []string) error { return restrict(rw, ro, false) }
+
+// restrict is Restrict; ownProc also lets the process write files of
+// /proc, which is then the helper's own mount of its PID namespace with
+// the host-wide parts read-only (mountProc): a nested sandbox such as
+// Codex's bubblewrap writes its children's uid_map there.
+func restrict(rw, ro []string, ownProc bool) error {
 	if ABI() < 1 {
 		return fmt.Errorf("%w: refusing to run the program unconfined", ErrUnsupported)
 	}
@@ -134,7 +158,12 @@ func Restrict(rw, ro []string) error {
 			}
 		}
 	}
-	add(SystemPaths, false)
+	system := SystemPaths
+	if ownProc {
+		system = slices.DeleteFunc(slices.Clone(system), func(p string) bool { return p == "/proc" })
+		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(llsys.AccessFSExecute|llsys.AccessFSReadFile|llsys.AccessFSReadDir|llsys.AccessFSWriteFile), "/proc"))
+	}
+	add(system, false)
 	add(etcPaths(), false)
 	add(ro, false)
 	add(rw, true)
@@ -193,4 +222,70 @@ func deniedBelow(rel string) bool {
 		}
 	}
 	return false
+}
+
+// privateTmp mounts dir on /tmp, then mounts back, at their own paths, the
+// entries of rw and ro that lay under the old /tmp (the visit's own
+// directories often do), so that the program sees a /tmp of its own and
+// still every path it was given. Landlock grants what is below a mount
+// point what its parent has (dir is writable), so the ro entries are
+// mounted read-only.
+func privateTmp(dir string, rw, ro []string) error {
+	type kept struct {
+		path    string
+		fd      int
+		dir, ro bool
+	}
+	var ks []kept
+	keep := append(append([]string(nil), rw...), ro...)
+	for i, p := range keep {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if !strings.HasPrefix(p, "/tmp/") {
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		ks = append(ks, kept{p, fd, st.IsDir(), i >= len(rw) && !slices.Contains(clean(rw), p)})
+	}
+	// Parents before children: a child is mounted inside its parent's
+	// mount.
+	slices.SortFunc(ks, func(a, b kept) int { return len(a.path) - len(b.path) })
+	if err := unix.Mount(dir, "/tmp", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s on /tmp: %w", dir, err)
+	}
+	for _, k := range ks {
+		if k.dir {
+			if err := os.MkdirAll(k.path, 0o700); err != nil {
+				return fmt.Errorf("mount point %s: %w", k.path, err)
+			}
+		} else {
+			if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
+				return fmt.Errorf("mount point %s: %w", k.path, err)
+			}
+			f, err := os.OpenFile(k.path, os.O_CREATE|os.O_RDONLY, 0o600)
+			if err != nil {
+				return fmt.Errorf("mount point %s: %w", k.path, err)
+			}
+			f.Close()
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", k.fd), k.path, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s back: %w", k.path, err)
+		}
+		if k.ro {
+			if err := unix.Mount("", k.path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+				return fmt.Errorf("make %s read-only: %w", k.path, err)
+			}
+		}
+		unix.Close(k.fd)
+	}
+	return nil
 }

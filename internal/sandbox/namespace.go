@@ -97,8 +97,24 @@ func mountProc() error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
+	// What in /proc acts on the whole machine stays read-only, as a
+	// container runtime leaves it.
+	for _, p := range procReadOnly {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
 	return nil
 }
+
+// procReadOnly are the machine-wide parts of /proc.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/kcore", "/proc/kmsg"}
 
 // droppedCaps are the capabilities no confined process keeps, even as root:
 // reading other processes (ptrace), escaping path checks

@@ -121,6 +121,8 @@ func (s *Sandbox) String() string {
 // read and execute.
 type Policy struct {
 	RW, RO []string
+	// Tmp, with namespaces, is mounted on /tmp for the program.
+	Tmp string
 }
 
 // Command is the argv that runs path with args under s, confined to p and
@@ -130,6 +132,9 @@ func (s *Sandbox) Command(p Policy, path string, args []string) []string {
 	argv := slices.Clone(s.Helper)
 	if s.Namespaces {
 		argv = append(argv, "--ns")
+		if p.Tmp != "" {
+			argv = append(argv, "--tmp", p.Tmp)
+		}
 	}
 	for _, d := range clean(append(slices.Clone(p.RW), s.RW...)) {
 		argv = append(argv, "--rw", d)

@@ -91,6 +91,9 @@ type Spec struct {
 type Confinement struct {
 	Home, TempDir      string
 	Writable, Readable []string
+	// ReadOnlyDir makes Dir read-only (an agent whose permissions allow
+	// no edits, when the worker's sandbox stands in for its CLI's own).
+	ReadOnlyDir bool
 }
 
 // Progress is what a heartbeat reports.
@@ -328,8 +331,14 @@ func (s Spec) confined(path string) ([]string, []string) {
 		env = setEnv(env, "TMPDIR", s.TempDir)
 	}
 	p := sandbox.Policy{
-		RW: append(append([]string{s.Dir, s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
-		RO: append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
+		RW:  append(append([]string{s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
+		RO:  append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
+		Tmp: s.TempDir,
+	}
+	if s.ReadOnlyDir {
+		p.RO = append(p.RO, s.Dir)
+	} else {
+		p.RW = append(p.RW, s.Dir)
 	}
 	return s.Sandbox.Command(p, path, s.Args), env
 }
