@@ -1,6 +1,7 @@
-// Command tether-confine is the confine helper on its own, for tests that
-// run workers inside the test process: `tether-confine [--rw PATH]...
-// [--ro PATH]... -- PROGRAM [ARG]...` is what `tether-worker confine` does.
+// Command tether-confine is the confine helper on its own, for measuring
+// and trying it outside a worker: `tether-confine [--ns] [--tmp DIR]
+// [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG]...` does what
+// `tether-worker confine` does.
 package main
 
 import (
@@ -9,4 +10,11 @@ import (
 	"github.com/tether-run/tether/internal/sandbox"
 )
 
-func main() { os.Exit(sandbox.Main(os.Args[1:])) }
+func main() {
+	args := os.Args[1:]
+	// The helper starts itself again as `<self> confine --init …`.
+	if len(args) > 0 && args[0] == sandbox.Subcommand {
+		args = args[1:]
+	}
+	os.Exit(sandbox.Main(args))
+}
