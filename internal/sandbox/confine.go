@@ -39,11 +39,9 @@ var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/
 // and the paths its flags name, then replaces itself with the program. It
 // returns only on failure, with ExitConfine.
 func Main(args []string) int {
-	if err := confine(args); err != nil {
-		fmt.Fprintln(os.Stderr, "tether-worker confine:", err)
-		return ExitConfine
-	}
-	return 0
+	// confine returns only when the program could not be started.
+	fmt.Fprintln(os.Stderr, "tether-worker confine:", confine(args))
+	return ExitConfine
 }
 
 func confine(args []string) error {
@@ -57,7 +55,7 @@ func confine(args []string) error {
 			continue
 		}
 		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro" && args[0] != "--tmp") {
-			return fmt.Errorf("usage: %s [--ns] [--tmp DIR] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG]...", Subcommand)
+			return fmt.Errorf("usage: %s [--ns] [--tmp DIR] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG ...]", Subcommand)
 		}
 		switch args[0] {
 		case "--rw":
