@@ -198,3 +198,20 @@ grep CapEff /proc/self/status
 	assert.Contains(t, out, "worker=1", out)
 	assert.NotContains(t, out, "PATH=", out)
 }
+
+// The same tests with the worker as an unprivileged user (uid 65534), as
+// the Dockerfile runs it: the helper then makes a user namespace too.
+func TestConfineAsNobody(t *testing.T) {
+	if testenv.InNobodyChild() {
+		t.Skip("runs the others as uid 65534")
+	}
+	requireLandlock(t)
+	names := "(TestConfineDeniesOutsideAllowsInside|TestConfineHidesOtherProcesses|TestConfineWithoutNamespacesHidesNonDumpableWorker)"
+	out, err := testenv.RunAsNobody(t, names)
+	if err != nil {
+		testenv.Unavailable(t, "cannot run as uid %d: %v", testenv.Nobody, err)
+	}
+	for _, n := range []string{"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker"} {
+		assert.Contains(t, string(out), "--- PASS: "+n)
+	}
+}
