@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,6 +46,9 @@ func Main(args []string) int {
 }
 
 func confine(args []string) error {
+	// Capability sets and the bounding set belong to a thread: dropping
+	// them, and the exec that must inherit the drop, happen on one.
+	runtime.LockOSThread()
 	var rw, ro []string
 	var tmp string
 	init, ns := false, false
