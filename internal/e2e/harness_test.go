@@ -55,7 +55,7 @@ type harness struct {
 	tmp string
 	// sandbox confines the workers' agents and tools (nil: unconfined).
 	sandbox *sandbox.Sandbox
-	mu  sync.Mutex
+	mu      sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {

@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,7 +112,7 @@ func confine(args []string) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := restrict(rw, ro, init); err != nil {
+	if err := Restrict(rw, ro); err != nil {
 		return err
 	}
 	if init {
@@ -131,13 +130,7 @@ func confine(args []string) error {
 // on, to the system paths, rw (read, write, execute) and ro (read,
 // execute). Paths that do not exist are left out. It fails, rather than
 // leave the process unconfined, on a kernel without Landlock.
-func Restrict(rw, ro []string) error { return restrict(rw, ro, false) }
-
-// restrict is Restrict; ownProc also lets the process write files of
-// /proc, which is then the helper's own mount of its PID namespace with
-// the host-wide parts read-only (mountProc): a nested sandbox such as
-// Codex's bubblewrap writes its children's uid_map there.
-func restrict(rw, ro []string, ownProc bool) error {
+func Restrict(rw, ro []string) error {
 	if ABI() < 1 {
 		return fmt.Errorf("%w: refusing to run the program unconfined", ErrUnsupported)
 	}
@@ -160,12 +153,7 @@ func restrict(rw, ro []string, ownProc bool) error {
 			}
 		}
 	}
-	system := SystemPaths
-	if ownProc {
-		system = slices.DeleteFunc(slices.Clone(system), func(p string) bool { return p == "/proc" })
-		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(llsys.AccessFSExecute|llsys.AccessFSReadFile|llsys.AccessFSReadDir|llsys.AccessFSWriteFile), "/proc"))
-	}
-	add(system, false)
+	add(SystemPaths, false)
 	add(etcPaths(), false)
 	add(ro, false)
 	add(rw, true)

@@ -97,8 +97,9 @@ func mountProc() error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	// What in /proc acts on the whole machine stays read-only, as a
-	// container runtime leaves it.
+	// What in /proc acts on the whole machine is also read-only at the
+	// mount, as a container runtime leaves it (Landlock already gives
+	// /proc no write access; this holds should that ever change).
 	for _, p := range procReadOnly {
 		if _, err := os.Stat(p); err != nil {
 			continue
