@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -41,7 +42,8 @@ type Activities struct {
 	Blobs    blob.Store
 	Runs     *runstore.Store
 	Backends Backends
-	// StateDir holds this worker's live session roots, one per backend.
+	// StateDir holds this worker's live session roots, one per run and
+	// backend (runs/<run>/<backend>).
 	StateDir string
 	// WorkDir holds the runs' working directories.
 	WorkDir string
@@ -49,6 +51,9 @@ type Activities struct {
 	// besides the minimal base (cliexec.BaseEnv) and its node's env: the
 	// worker's TETHER_PASS_ENV, as the agent CLIs get it.
 	PassEnv []string
+	// Sandbox confines tool nodes as the agent CLIs are confined (see
+	// internal/sandbox); nil runs them unconfined.
+	Sandbox *sandbox.Sandbox
 	// Workspaces keeps the runs' working directories durable; nil runs
 	// every visit in a plain directory that nothing restores or snapshots.
 	Workspaces *workspace.Manager
@@ -170,7 +175,7 @@ func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (agent.
 	if err != nil {
 		return agent.Env{}, err
 	}
-	return a.agentEnv(backendName, cwd)
+	return a.agentEnv(backendName, runID, cwd)
 }
 
 // sessionBlobMax is the most a session blob read from the store may hold:

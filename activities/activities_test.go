@@ -259,7 +259,7 @@ func TestLiveSessionSkipsItsOwnRestoreOnlyWhileUntouched(t *testing.T) {
 	assert.Equal(t, r1.SessionID, r2.SessionID)
 
 	// Something removes the live session: the restore reads the blob.
-	require.NoError(t, os.RemoveAll(filepath.Join(a.StateDir, backend.Scripted)))
+	require.NoError(t, os.RemoveAll(filepath.Join(a.StateDir, "runs")))
 	r3 := visit(3, plan(r2))
 	assert.Equal(t, 1, store.gets)
 	assert.Equal(t, r1.SessionID, r3.SessionID)

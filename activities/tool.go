@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -55,13 +57,10 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	// dies with the worker and is killed whole on timeout, with the same
 	// minimal environment plus the names its node and the worker's pass
 	// list (TETHER_PASS_ENV) pass: never the worker's secrets by default.
+	// Confined, it sees the run's working directory, a home and temp
+	// directory of its own, and the caches its environment names.
 	stdout, stderr := cliexec.NewTailBuffer(tailBytes), cliexec.NewTailBuffer(tailBytes)
-	// As an agent's CLI: a stopping worker lets the tool finish within its
-	// grace, then ends it and hands the visit back.
-	runCtx, stopping := a.untilWorkerStops(ctx)
-	stop := a.heartbeat(ctx)
-	started := time.Now()
-	_, err := cliexec.Run(runCtx, cliexec.Spec{
+	spec := cliexec.Spec{
 		Backend: fmt.Sprintf("tool node %q", node.ID),
 		Bin:     argv[0],
 		Args:    argv[1:],
@@ -70,7 +69,27 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		Timeout: timeout,
 		Stdout:  stdout,
 		Stderr:  stderr,
-	})
+		Sandbox: a.Sandbox,
+	}
+	if a.Sandbox != nil {
+		scratch, err := os.MkdirTemp("", "tether-tool-*")
+		if err != nil {
+			return nil, fmt.Errorf("tool node %q: scratch directory: %w", node.ID, err)
+		}
+		defer os.RemoveAll(scratch)
+		spec.Home, spec.TempDir = filepath.Join(scratch, "home"), filepath.Join(scratch, "tmp")
+		for _, d := range []string{spec.Home, spec.TempDir} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				return nil, fmt.Errorf("tool node %q: scratch directory: %w", node.ID, err)
+			}
+		}
+	}
+	// As an agent's CLI: a stopping worker lets the tool finish within its
+	// grace, then ends it and hands the visit back.
+	runCtx, stopping := a.untilWorkerStops(ctx)
+	stop := a.heartbeat(ctx)
+	started := time.Now()
+	_, err := cliexec.Run(runCtx, spec)
 	stop()
 	if handedBack := stopping(); err != nil && handedBack {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of tool node %q: %v", a.Queue, node.ID, err), ErrTypeWorkerStopping, err)

@@ -258,7 +258,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 	if err != nil {
 		return err
 	}
-	env, err := a.agentEnv(b.Name(), cwd)
+	env, err := a.agentEnv(b.Name(), req.RunID, cwd)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
@@ -372,10 +372,11 @@ func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env ag
 	return "", nil
 }
 
-// agentEnv is a backend's live root on this worker and the directory the
-// visit runs in.
-func (a *Activities) agentEnv(backendName, cwd string) (agent.Env, error) {
-	env := agent.Env{StateRoot: filepath.Join(a.StateDir, backendName), Workdir: cwd}
+// agentEnv is a backend's live root for one run on this worker and the
+// directory the agent works in. Each run has roots of its own, so that a
+// confined agent, which may write its root, sees no other run's sessions.
+func (a *Activities) agentEnv(backendName, runID, cwd string) (agent.Env, error) {
+	env := agent.Env{StateRoot: filepath.Join(a.StateDir, "runs", runID, backendName), Workdir: cwd}
 	for _, d := range []string{env.StateRoot, env.Workdir} {
 		if err := mkdirAll(d); err != nil {
 			return agent.Env{}, err

@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workerhost"
 )
@@ -32,6 +33,9 @@ func main() {
 	// Code and Codex start for a visit.
 	if len(os.Args) > 1 && os.Args[1] == askuser.Subcommand {
 		os.Exit(askuser.Main(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
+		os.Exit(sandbox.Main(os.Args[2:]))
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether-worker:", err)
@@ -46,6 +50,9 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
+	if cfg.Agents.Sandbox, err = confinement(cfg, logger); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -97,6 +104,7 @@ func run() error {
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
 		PassEnv:             cfg.Agents.PassEnv,
+		Sandbox:             cfg.Agents.Sandbox,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,

@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/sandbox"
 )
 
 // Config says how a worker runs each backend. The worker's configuration
@@ -64,6 +65,9 @@ type Config struct {
 	// outside their state roots; empty: the worker's own. Several workers
 	// in one process (tests) each give their CLIs a home of their own.
 	Home string
+	// Sandbox confines every agent CLI (TETHER_SANDBOX; see
+	// internal/sandbox); nil runs them unconfined.
+	Sandbox *sandbox.Sandbox
 }
 
 // String describes the configuration without its keys.
@@ -99,6 +103,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("ask_user", c.AskUser),
 		slog.String("temp_dir", c.TempDir),
 		slog.String("home", c.Home),
+		slog.String("sandbox", c.Sandbox.String()),
 	)
 }
 
@@ -120,6 +125,7 @@ func New(cfg Config) ([]agent.Backend, error) {
 		return cliexec.Options{
 			BinDir: binDir, BaseURL: baseURL, APIKey: cfg.APIKeys[name], Model: cfg.Models[name],
 			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv, Home: cfg.Home, Redact: cfg.Redact,
+			Sandbox: cfg.Sandbox,
 		}
 	}
 	return []agent.Backend{

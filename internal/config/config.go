@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -76,6 +77,13 @@ type Config struct {
 	// set, and then the bucket must be trusted. Workers and `tether` need
 	// the same key. Printed or logged, it shows as [redacted].
 	CheckpointKey Secret
+	// Sandbox is how agent CLIs and tool nodes are confined
+	// (TETHER_SANDBOX: landlock, off, or auto, the default: landlock where
+	// the kernel has it); SandboxRW and SandboxRO are paths every confined
+	// process may also write, or read (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO,
+	// separated like PATH). See internal/sandbox.
+	Sandbox              string
+	SandboxRW, SandboxRO []string
 	// Agents configures the agent backends (the variables are named on
 	// backend.Config): endpoints, keys, models, permissions, the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
@@ -188,6 +196,13 @@ func readEnv() (Config, error) {
 			c.Agents.APIKeys[b] = k
 		}
 	}
+	mode, err := sandbox.ParseMode(getenv("TETHER_SANDBOX"))
+	if err != nil {
+		return c, fmt.Errorf("TETHER_SANDBOX=%q: %v", getenv("TETHER_SANDBOX"), err)
+	}
+	c.Sandbox = mode
+	c.SandboxRW = filepath.SplitList(getenv("TETHER_SANDBOX_RW"))
+	c.SandboxRO = filepath.SplitList(getenv("TETHER_SANDBOX_RO"))
 	redact, err := packer.ParseRedactMode(getenv(packer.RedactEnv))
 	if err != nil {
 		return c, err

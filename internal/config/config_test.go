@@ -171,3 +171,21 @@ func TestCheckpointKey(t *testing.T) {
 	assert.Contains(t, err.Error(), "TETHER_CHECKPOINT_KEY")
 	assert.NotContains(t, err.Error(), "short")
 }
+
+// Confinement is on unless turned off; a mode nobody knows is refused, not
+// read as off.
+func TestSandboxSettings(t *testing.T) {
+	t.Setenv("TETHER_SANDBOX", "")
+	t.Setenv("TETHER_SANDBOX_RW", "/cache/go:/cache/npm")
+	t.Setenv("TETHER_SANDBOX_RO", "/opt/sdk")
+	cfg := fromEnv(t)
+	assert.Equal(t, "auto", cfg.Sandbox)
+	assert.Equal(t, []string{"/cache/go", "/cache/npm"}, cfg.SandboxRW)
+	assert.Equal(t, []string{"/opt/sdk"}, cfg.SandboxRO)
+	t.Setenv("TETHER_SANDBOX", "off")
+	assert.Equal(t, "off", fromEnv(t).Sandbox)
+	t.Setenv("TETHER_SANDBOX", "bwrap")
+	_, err := FromEnv()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TETHER_SANDBOX")
+}

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/workflows"
@@ -53,7 +55,9 @@ type harness struct {
 	tmp string
 	// checkpointKey is what new workers sign checkpoints with (nil: none).
 	checkpointKey []byte
-	mu            sync.Mutex
+	// sandbox confines the workers' agents and tools (nil: unconfined).
+	sandbox *sandbox.Sandbox
+	mu      sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -97,7 +101,7 @@ func (h *harness) startWorker() string {
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
-		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey,
+		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
 	})
 	require.NoError(h.t, err)
 	h.worker = w
@@ -111,6 +115,7 @@ func (h *harness) startWorker() string {
 func (h *harness) backendConfig(root string) backend.Config {
 	cfg := h.backends(h.t)
 	cfg.Home = filepath.Join(root, "home")
+	cfg.Sandbox = h.sandbox
 	return cfg
 }
 
@@ -264,6 +269,21 @@ func (h *harness) tether(t *testing.T, dir string, args ...string) string {
 }
 
 // testLogger keeps workers quiet unless TETHER_TEST_LOG=1.
+// confine makes the workers started from now on confine their agents and
+// tools as a production worker does by default (this test binary is its
+// own confine helper, see TestMain).
+func (h *harness) confine() {
+	h.t.Helper()
+	self, err := os.Executable()
+	require.NoError(h.t, err)
+	sb, err := sandbox.New(sandbox.ModeLandlock, []string{self, sandbox.Subcommand}, nil, nil)
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		testenv.Unavailable(h.t, "this kernel has no Landlock")
+	}
+	require.NoError(h.t, err)
+	h.sandbox = sb
+}
+
 func testLogger() *slog.Logger {
 	if os.Getenv("TETHER_TEST_LOG") == "1" {
 		return slog.Default()

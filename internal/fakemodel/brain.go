@@ -103,7 +103,7 @@ func (r reply) String() string {
 // Reply computes the deterministic answer to a conversation.
 func (c conversation) reply() reply {
 	n := len(c.prompts)
-	if plan := c.filePlan(); c.callsSincePrompt < len(plan) {
+	if plan := append(c.filePlan(), c.shellPlan()...); c.callsSincePrompt < len(plan) {
 		next := plan[c.callsSincePrompt]
 		return reply{tool: next.name, args: next.args, custom: next.custom}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/treepolicy"
 	"github.com/tether-run/tether/internal/workspace"
@@ -45,6 +46,9 @@ type Options struct {
 	// besides the minimal base and its node's env (TETHER_PASS_ENV; the
 	// agent CLIs get it through their backends' configuration).
 	PassEnv []string
+	// Sandbox confines tool nodes (the agent CLIs get it through their
+	// backends' configuration); nil runs them unconfined.
+	Sandbox *sandbox.Sandbox
 	Logger  *slog.Logger
 	// MaxConcurrentVisits bounds the activities (agent visits, tools,
 	// restores) this worker runs at once on each of its queues; zero means
@@ -152,6 +156,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		StateDir:   o.StateDir,
 		WorkDir:    o.WorkDir,
 		PassEnv:    o.PassEnv,
+		Sandbox:    o.Sandbox,
 		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger, workspace.WithRedact(o.WorkspaceRedact)),
 		Metrics:    o.Metrics,
 		Queue:      queue,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
@@ -103,7 +104,35 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 	if c.AskUser != nil {
 		s.Stop = v.AskUserStop(c.AskUserGrace)
 	}
+	if c.Sandbox != nil {
+		s.Sandbox, s.Confinement = c.Sandbox, c.confinement(req, v)
+	}
 	return s
+}
+
+// confinement is what a confined visit may reach: its state root and
+// scratch directory, its home (the executor's, else one of the visit's
+// own, never the worker's), and the CLI's installation (BinDir's parent,
+// where npm keeps the packages its links point into) and ask_user server.
+func (c CLI) confinement(req agent.Request, v *Visit) Confinement {
+	cf := Confinement{
+		Home:     c.Home,
+		TempDir:  filepath.Join(v.Dir, "tmp"),
+		Writable: []string{req.Env.StateRoot, v.Dir},
+	}
+	if cf.Home == "" {
+		cf.Home = filepath.Join(v.Dir, "home")
+	}
+	for _, d := range []string{cf.Home, cf.TempDir} {
+		_ = os.MkdirAll(d, 0o700)
+	}
+	if c.BinDir != "" {
+		cf.Readable = append(cf.Readable, filepath.Dir(filepath.Clean(c.BinDir)))
+	}
+	if len(c.AskUser) > 0 && filepath.IsAbs(c.AskUser[0]) {
+		cf.Readable = append(cf.Readable, c.AskUser[0])
+	}
+	return cf
 }
 
 // Environ is the environment of the CLI for req: BaseEnv, the executor's

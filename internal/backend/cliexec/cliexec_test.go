@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/sandbox"
 )
 
 func TestFingerprintIsCanonical(t *testing.T) {
@@ -139,4 +140,27 @@ func TestRunRelativeProgramFromDir(t *testing.T) {
 	assert.Equal(t, "ran in "+dir, ee.StderrTail)
 	_, err = Run(context.Background(), Spec{Backend: "t", Bin: "./missing.sh", Dir: dir})
 	assert.ErrorIs(t, err, agent.ErrNotInstalled)
+}
+
+// A confined run starts the sandbox's helper with the run's paths, and
+// the program's HOME and TMPDIR are the run's own, never the worker's.
+func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
+	dir, home, tmp, cache := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	helper := script(t, `echo "argv: $*"; echo "HOME=$HOME"; echo "TMPDIR=$TMPDIR"`)
+	var lines []string
+	_, err := Run(context.Background(), Spec{
+		Backend: "t", Bin: "/bin/true", Dir: dir,
+		Env:         []string{"HOME=/root", "TMPDIR=/tmp", "GOCACHE=" + cache},
+		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, sandbox.Subcommand}, RO: []string{"/extra"}},
+		Confinement: Confinement{Home: home, TempDir: tmp, Writable: []string{"/state"}, Readable: []string{"/cli"}},
+		OnLine:      func(b []byte) { lines = append(lines, string(b)) },
+	})
+	require.NoError(t, err)
+	require.Len(t, lines, 3)
+	for _, want := range []string{"confine ", "--rw " + dir + " ", "--rw " + home + " ", "--rw " + tmp + " ", "--rw /state ",
+		"--rw " + cache + " ", "--ro /bin ", "--ro /cli ", "--ro /extra ", "-- /bin/true"} {
+		assert.Contains(t, lines[0], want)
+	}
+	assert.Equal(t, "HOME="+home, lines[1])
+	assert.Equal(t, "TMPDIR="+tmp, lines[2])
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/sandbox"
 )
 
 // Options are the settings every CLI executor takes alike; each backend's
@@ -50,6 +51,10 @@ type Options struct {
 	// TempDir is where per-visit scratch directories go ("" =
 	// os.TempDir()).
 	TempDir string
+	// Sandbox confines the CLI and everything it starts to the visit's
+	// working directory, state root, scratch directory and home (see
+	// Spec.Confinement); nil runs it unconfined.
+	Sandbox *sandbox.Sandbox
 	// Redact is what packing the backend's sessions does with a
 	// secret-looking token (default packer.RedactDetect).
 	Redact packer.RedactMode

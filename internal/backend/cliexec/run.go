@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/sandbox"
 )
 
 // Defaults for Spec fields left zero.
@@ -75,6 +76,24 @@ type Spec struct {
 	// an error whatever its exit status.
 	Stop      func() bool
 	StopGrace time.Duration
+	// Sandbox, when set, confines the program (see Confinement); nil runs
+	// it unconfined.
+	Sandbox *sandbox.Sandbox
+	Confinement
+}
+
+// Confinement is what a confined program may reach besides the system
+// paths: Dir, Home, TempDir and Writable read-write, Readable (and the
+// program's own directory) read-only, and the cache and toolchain
+// directories its environment names (sandbox.CacheVars, sandbox.ReadVars).
+// Home and TempDir also replace HOME and TMPDIR in its environment, so
+// that nothing it writes lands in the worker's home or a shared /tmp.
+type Confinement struct {
+	Home, TempDir      string
+	Writable, Readable []string
+	// ReadOnlyDir makes Dir read-only (an agent whose permissions allow
+	// no edits, when the worker's sandbox stands in for its CLI's own).
+	ReadOnlyDir bool
 }
 
 // Progress is what a heartbeat reports.
@@ -151,9 +170,13 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	if grace <= 0 {
 		grace = DefaultStopGrace
 	}
-	cmd := exec.Command(path, s.Args...)
+	argv, env := append([]string{path}, s.Args...), s.Env
+	if s.Sandbox != nil {
+		argv, env = s.confined(path)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
-	cmd.Env = s.Env
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(s.Stdin)
 	// Pdeathsig: if the worker dies (SIGKILL, OOM), the CLI dies with it
 	// instead of running on as an orphan. The signal follows the thread
@@ -295,6 +318,40 @@ loop:
 		return out, fmt.Errorf("%s: %w", s.Backend, waitErr)
 	}
 	return out, nil
+}
+
+// confined is the argv and environment that run the program at path under
+// the spec's sandbox.
+func (s Spec) confined(path string) ([]string, []string) {
+	env := s.Env
+	if s.Home != "" {
+		env = setEnv(env, "HOME", s.Home)
+	}
+	if s.TempDir != "" {
+		env = setEnv(env, "TMPDIR", s.TempDir)
+	}
+	p := sandbox.Policy{
+		RW:  append(append([]string{s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
+		RO:  append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
+		Tmp: s.TempDir,
+	}
+	if s.ReadOnlyDir {
+		p.RO = append(p.RO, s.Dir)
+	} else {
+		p.RW = append(p.RW, s.Dir)
+	}
+	return s.Sandbox.Command(p, path, s.Args), env
+}
+
+// setEnv is env with name set to value, in place of any value it had.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
 }
 
 func trimEOL(b []byte) []byte {

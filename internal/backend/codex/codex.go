@@ -55,6 +55,19 @@ type Options struct {
 	Bypass  bool
 }
 
+// confinedReadOnly reports whether a visit of req, run in the worker's
+// sandbox, must not write its working directory: its sandbox level is
+// read-only, or none is set and Codex's own default (read-only) applies.
+// Network access, which Codex's sandbox also removes, stays (see
+// docs/security.md).
+func (e *Executor) confinedReadOnly(req agent.Request) bool {
+	if e.cli.Sandbox == nil {
+		return false
+	}
+	v := e.settings(req)
+	return v.sandbox == "" || v.sandbox == "read-only"
+}
+
 // Executor runs Codex visits.
 type Executor struct {
 	opts Options
@@ -154,6 +167,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, err
 	}
 	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
+	spec.ReadOnlyDir = e.confinedReadOnly(req)
 	out, runErr := cliexec.Run(ctx, spec)
 	if runErr != nil {
 		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
@@ -205,11 +219,15 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 	if visit.Model != "" {
 		a = append(a, "-m", visit.Model)
 	}
-	switch v.sandbox {
-	case "":
-	case Bypass:
+	switch {
+	case v.sandbox == Bypass || e.cli.Sandbox != nil:
+		// Inside the worker's sandbox Codex's own cannot run (bubblewrap
+		// must change mounts, which a Landlock domain forbids); the
+		// worker's box bounds what Codex reaches instead, and keeps its
+		// working directory read-only for a read-only level (see
+		// confinedReadOnly).
 		a = append(a, "--dangerously-bypass-approvals-and-sandbox")
-	default:
+	case v.sandbox != "":
 		a = append(a, "-s", v.sandbox)
 	}
 	if v.baseInstructions != "" {
