@@ -137,10 +137,10 @@ func waitVisitStarted(t *testing.T, c client.Client, id string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		d, err := c.DescribeWorkflowExecution(context.Background(), id, "")
+		dw, err := c.DescribeWorkflow(context.Background(), id, "")
 		require.NoError(t, err)
 		started := len(visitStarts(t, c, id))
-		for _, p := range d.GetPendingActivities() {
+		for _, p := range dw.RawResponse.GetPendingActivities() {
 			if p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
 				started++
 			}

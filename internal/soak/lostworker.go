@@ -86,9 +86,9 @@ edges:
 func (s *Soak) visitWorker(ctx context.Context, id, not string) (worker, activity string, err error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		d, err := s.c.DescribeWorkflowExecution(ctx, id, "")
+		d, err := s.c.DescribeWorkflow(ctx, id, "")
 		if err == nil {
-			for _, p := range d.GetPendingActivities() {
+			for _, p := range d.RawResponse.GetPendingActivities() {
 				if p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && p.GetActivityId() != not {
 					return p.GetLastWorkerIdentity(), p.GetActivityId(), nil
 				}
