@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,9 @@ type Activities struct {
 	Metrics *telemetry.Metrics
 
 	live liveSessions
+	// inflight counts this worker's running visits per run: ForgetRun
+	// leaves a run alone while one is running.
+	inflight inflightRuns
 	// maxSessionBlob overrides the cap on a session blob read (tests);
 	// zero is the packer's own.
 	maxSessionBlob int64
@@ -86,6 +90,56 @@ type liveSessions struct {
 }
 
 type liveSession struct{ digest, sig string }
+
+// forget drops every live session under root.
+func (l *liveSessions) forget(root string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.m {
+		if strings.Contains(k, "\x00"+root+string(filepath.Separator)) {
+			delete(l.m, k)
+		}
+	}
+}
+
+// inflightRuns counts running visits per run.
+type inflightRuns struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (f *inflightRuns) add(run string, d int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = map[string]int{}
+	}
+	if f.n[run] += d; f.n[run] <= 0 {
+		delete(f.n, run)
+	}
+}
+
+func (f *inflightRuns) running(run string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n[run] > 0
+}
+
+// ForgetRun removes what this worker keeps of a run it no longer serves:
+// the run's live session roots. The workspace manager calls it when it
+// evicts the run from its caches; a later visit restores the conversation
+// from the blob store, as on any other worker. A run with a visit running
+// here is left alone.
+func (a *Activities) ForgetRun(run string) {
+	if a.inflight.running(run) || runstore.ValidateRunID(run) != nil {
+		return
+	}
+	root := filepath.Join(a.StateDir, "runs", run)
+	a.live.forget(root)
+	if err := os.RemoveAll(root); err != nil {
+		a.logger().Warn("could not remove the live sessions of an evicted run", "run", run, "error", err)
+	}
+}
 
 // sessionFiler is implemented by packers that can name a session's main
 // file (the transcript the CLI resumes from).

@@ -103,6 +103,8 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		return nil, temporal.NewNonRetryableApplicationError("Visit needs an agent or tool node", ErrTypeBadRequest, nil)
 	}
 	started := time.Now()
+	a.inflight.add(req.RunID, 1)
+	defer a.inflight.add(req.RunID, -1)
 	ctx, end := telemetry.StartVisit(ctx, telemetry.VisitAttrs{
 		Run: req.RunID, Node: req.NodeID, Visit: req.Visit, Kind: string(req.Node.Kind),
 		Backend: req.Backend, Session: req.Node.Session, SessionID: sessionOf(req),

@@ -157,13 +157,14 @@ func Start(c client.Client, o Options) (*Host, error) {
 		WorkDir:    o.WorkDir,
 		PassEnv:    o.PassEnv,
 		Sandbox:    o.Sandbox,
-		Workspaces: workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger, workspace.WithRedact(o.WorkspaceRedact)),
 		Metrics:    o.Metrics,
 		Queue:      queue,
 		Logger:     logger,
 
 		ShutdownGrace: o.ShutdownGrace,
 	}
+	acts.Workspaces = workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger,
+		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(acts.ForgetRun))
 	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace}
 	stopTimeout := o.ShutdownGrace + handBack
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{

@@ -94,7 +94,8 @@ func TestEvictedRunRestoresOnItsNextVisit(t *testing.T) {
 	blobs, err := blob.OpenFS(filepath.Join(dir, "blobs"))
 	require.NoError(t, err)
 	defer blobs.Close()
-	m := NewManager(filepath.Join(dir, "state"), blobs, Limits{}, nil)
+	var evicted []string
+	m := NewManager(filepath.Join(dir, "state"), blobs, Limits{}, nil, WithEvicted(func(run string) { evicted = append(evicted, run) }))
 	snapshot := func(run string, files map[string]string) *runstore.WorkspaceState {
 		w, err := m.Open(ctx, run, filepath.Join(dir, "work", run))
 		require.NoError(t, err)
@@ -112,6 +113,7 @@ func TestEvictedRunRestoresOnItsNextVisit(t *testing.T) {
 	}
 	require.NoDirExists(t, filepath.Join(dir, "work", "run-first"), "the first run was evicted from disk")
 	require.NoDirExists(t, filepath.Join(dir, "state", "run-first"))
+	require.Contains(t, evicted, "run-first", "the worker is told, so that the run's live sessions go too")
 
 	w, err := m.Open(ctx, "run-first", filepath.Join(dir, "work", "run-first"))
 	require.NoError(t, err)

@@ -22,6 +22,8 @@ type Manager struct {
 	lim    Limits
 	logger *slog.Logger
 	redact treepolicy.RedactMode
+	// onEvict is told of every evicted run (WithEvicted).
+	onEvict func(run string)
 
 	mu     sync.Mutex
 	stores map[string]*objectStore // by run
@@ -65,6 +67,14 @@ type Option func(*Manager)
 // worker's TETHER_REDACT, as for its session packers.
 func WithRedact(mode treepolicy.RedactMode) Option {
 	return func(m *Manager) { m.redact = mode }
+}
+
+// WithEvicted calls f with a run's id when the manager evicts the run (no
+// visit of it is open), so that what else a worker keeps of the run (its
+// live session roots) goes with it. f runs with the manager locked and
+// must not call back into it.
+func WithEvicted(f func(run string)) Option {
+	return func(m *Manager) { m.onEvict = f }
 }
 
 // NewManager returns a manager keeping its caches under dir.
@@ -190,6 +200,9 @@ func (m *Manager) evict() []doomedDir {
 		delete(m.stores, run)
 		if err := os.RemoveAll(filepath.Join(m.dir, run)); err != nil {
 			m.logger.Warn("workspace: could not remove an evicted run's cached packs", "run", run, "error", err)
+		}
+		if m.onEvict != nil {
+			m.onEvict(run)
 		}
 	}
 	var doomed []doomedDir
