@@ -150,16 +150,16 @@ func Start(c client.Client, o Options) (*Host, error) {
 	queue := workflows.WorkerQueue(o.ID)
 	logger := o.Logger.With("worker", o.ID)
 	acts := &activities.Activities{
-		Blobs:      o.Blobs,
-		Runs:       runstore.New(o.Blobs, runstore.WithKey(o.CheckpointKey)),
-		Backends:   o.Backends,
-		StateDir:   o.StateDir,
-		WorkDir:    o.WorkDir,
-		PassEnv:    o.PassEnv,
-		Sandbox:    o.Sandbox,
-		Metrics:    o.Metrics,
-		Queue:      queue,
-		Logger:     logger,
+		Blobs:    o.Blobs,
+		Runs:     runstore.New(o.Blobs, runstore.WithKey(o.CheckpointKey)),
+		Backends: o.Backends,
+		StateDir: o.StateDir,
+		WorkDir:  o.WorkDir,
+		PassEnv:  o.PassEnv,
+		Sandbox:  o.Sandbox,
+		Metrics:  o.Metrics,
+		Queue:    queue,
+		Logger:   logger,
 
 		ShutdownGrace: o.ShutdownGrace,
 	}
