@@ -125,12 +125,16 @@ func (f *inflightRuns) running(run string) bool {
 	return f.n[run] > 0
 }
 
-// ForgetRun removes what this worker keeps of a run it no longer serves:
-// the run's live session roots. The workspace manager calls it when it
-// evicts the run from its caches; a later visit restores the conversation
+// RunForgetter returns what the workspace manager calls when it evicts a
+// run from its caches (workspace.WithEvicted). It is a function, not a
+// method, so that registering the activities does not take it for one.
+func RunForgetter(a *Activities) func(run string) { return a.forgetRun }
+
+// forgetRun removes what this worker keeps of a run it no longer serves:
+// the run's live session roots. A later visit restores the conversation
 // from the blob store, as on any other worker. A run with a visit running
 // here is left alone.
-func (a *Activities) ForgetRun(run string) {
+func (a *Activities) forgetRun(run string) {
 	if a.inflight.running(run) || runstore.ValidateRunID(run) != nil {
 		return
 	}

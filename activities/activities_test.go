@@ -290,7 +290,7 @@ func TestFallbackRunsWhenTheCLIIsMissing(t *testing.T) {
 
 // A run the workspace manager evicts leaves the worker's disk: its live
 // session roots go, unless a visit of it is running here.
-func TestForgetRunRemovesItsLiveSessions(t *testing.T) {
+func TestForgottenRunLeavesItsLiveSessions(t *testing.T) {
 	a := &Activities{StateDir: t.TempDir()}
 	root := filepath.Join(a.StateDir, "runs", "r1", "scripted")
 	require.NoError(t, os.MkdirAll(root, 0o700))
@@ -298,13 +298,13 @@ func TestForgetRunRemovesItsLiveSessions(t *testing.T) {
 	a.live.set(liveKey("scripted", agent.Env{StateRoot: root, Workdir: "/w"}, "s"), liveSession{digest: "d"})
 
 	a.inflight.add("r1", 1)
-	a.ForgetRun("r1")
+	a.forgetRun("r1")
 	require.FileExists(t, filepath.Join(root, "s.jsonl"), "a run with a visit running here is left alone")
 
 	a.inflight.add("r1", -1)
-	a.ForgetRun("r1")
+	a.forgetRun("r1")
 	require.NoDirExists(t, filepath.Join(a.StateDir, "runs", "r1"))
 	require.Empty(t, a.live.get(liveKey("scripted", agent.Env{StateRoot: root, Workdir: "/w"}, "s")).digest, "the live-session shortcut forgets it")
 
-	a.ForgetRun("../../etc") // not a run id: nothing happens
+	a.forgetRun("../../etc") // not a run id: nothing happens
 }

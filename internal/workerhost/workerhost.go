@@ -164,7 +164,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		ShutdownGrace: o.ShutdownGrace,
 	}
 	acts.Workspaces = workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger,
-		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(acts.ForgetRun))
+		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(activities.RunForgetter(acts)))
 	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace}
 	stopTimeout := o.ShutdownGrace + handBack
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
