@@ -156,28 +156,36 @@ func (s *Soak) deleteAll(ctx context.Context, runs []*run, res *Result) []string
 			out = append(out, fmt.Sprintf("the bucket still holds %s after tether delete", info.Key))
 		}
 	}
+	// What a worker keeps of runs is a cache with bounds: working
+	// directories, and per run an object store and session roots.
 	for i := 1; i <= s.o.Workers; i++ {
 		root := filepath.Join(s.o.ClusterDir, "workers", fmt.Sprintf("w%d", i))
-		n := 0
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
+		total := 0
+		for _, c := range []struct {
+			dir   string
+			bound int
+		}{
+			{"work", workspace.CachedDirs},
+			{filepath.Join("state", "workspaces"), workspace.CachedRuns},
+			{filepath.Join("state", "runs"), workspace.CachedRuns},
+		} {
+			entries, err := os.ReadDir(filepath.Join(root, c.dir))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				out = append(out, fmt.Sprintf("read worker %d's %s: %v", i, c.dir, err))
+				continue
 			}
-			if strings.Contains(d.Name(), s.prefix) {
-				n++
-				if d.IsDir() {
-					return fs.SkipDir
+			n := 0
+			for _, e := range entries {
+				if strings.Contains(e.Name(), s.prefix) {
+					n++
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			out = append(out, fmt.Sprintf("walk worker %d's roots: %v", i, err))
+			total += n
+			if n > c.bound {
+				out = append(out, fmt.Sprintf("worker %d keeps %d runs' %s, more than its cache's bound of %d", i, n, c.dir, c.bound))
+			}
 		}
-		res.Leftovers[strconv.Itoa(i)] = n
+		res.Leftovers[strconv.Itoa(i)] = total
 	}
 	return out
 }

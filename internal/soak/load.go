@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,7 +229,10 @@ func (s *Soak) waiting(ctx context.Context) ([]string, error) {
 	}
 }
 
-// inject breaks the cluster on the schedule of the options until ctx ends.
+// inject breaks the cluster on the schedule of the options until ctx ends:
+// worker kills on their own clock, and the one-off faults (a server
+// restart, a database restart, an S3 outage of its full length) on another,
+// so that a slow restart does not delay or shorten the others.
 func (s *Soak) inject(ctx context.Context, started time.Time, did func(string)) {
 	f := s.o.Faults
 	type event struct {
@@ -236,24 +240,33 @@ func (s *Soak) inject(ctx context.Context, started time.Time, did func(string)) 
 		name string
 		do   func() error
 	}
-	var events []event
+	var once, kills []event
 	if f.RestartTemporal > 0 {
-		events = append(events, event{f.RestartTemporal, "restart temporal", func() error { return s.cluster(ctx, "restart", "temporal") }})
+		once = append(once, event{f.RestartTemporal, "restart temporal", func() error { return s.cluster(ctx, "restart", "temporal") }})
 	}
 	if f.RestartPostgres > 0 {
-		events = append(events, event{f.RestartPostgres, "restart postgres", func() error { return s.cluster(ctx, "restart", "postgres") }})
+		once = append(once, event{f.RestartPostgres, "restart postgres", func() error { return s.cluster(ctx, "restart", "postgres") }})
 	}
 	if f.StopS3.For > 0 {
-		events = append(events,
-			event{f.StopS3.At, "stop s3", func() error { return s.cluster(ctx, "stop", "s3") }},
-			event{f.StopS3.At + f.StopS3.For, "start s3", func() error { return s.cluster(ctx, "start", "s3") }})
+		once = append(once, event{f.StopS3.At, fmt.Sprintf("stop s3 for %s", f.StopS3.For), func() error {
+			if err := s.cluster(ctx, "stop", "s3"); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(f.StopS3.For):
+			}
+			// Started again even when the runs ended meanwhile.
+			return s.cluster(context.WithoutCancel(ctx), "start", "s3")
+		}})
 	}
+	slices.SortFunc(once, func(a, b event) int { return int(a.at - b.at) })
 	if f.KillEvery > 0 {
 		for at, n := f.KillEvery, 0; at < s.o.Deadline && (f.Kills == 0 || n < f.Kills); at, n = at+f.KillEvery, n+1 {
-			events = append(events, event{at, "kill", func() error {
+			kills = append(kills, event{at, "kill", func() error {
 				w := strconv.Itoa(1 + s.rng.IntN(s.o.Workers))
 				for _, step := range []string{"kill", "wipe", "start"} {
-					if err := s.cluster(ctx, "worker", step, w); err != nil {
+					if err := s.cluster(context.WithoutCancel(ctx), "worker", step, w); err != nil {
 						return err
 					}
 				}
@@ -262,34 +275,33 @@ func (s *Soak) inject(ctx context.Context, started time.Time, did func(string)) 
 			}})
 		}
 	}
-	sortEvents := func() {
-		for i := 1; i < len(events); i++ {
-			for j := i; j > 0 && events[j].at < events[j-1].at; j-- {
-				events[j], events[j-1] = events[j-1], events[j]
+	run := func(events []event) {
+		for _, e := range events {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(started.Add(e.at))):
+			}
+			s.logf("fault: %s", e.name)
+			at := time.Since(started).Round(time.Second)
+			if err := e.do(); err != nil {
+				if ctx.Err() != nil {
+					return // the runs ended while the fault was under way
+				}
+				s.logf("fault %s failed: %v", e.name, err)
+				did("FAILED " + e.name + ": " + err.Error())
+				continue
+			}
+			if e.name != "kill" {
+				did(fmt.Sprintf("%s %s", at, e.name))
 			}
 		}
 	}
-	sortEvents()
-	for _, e := range events {
-		wait := time.Until(started.Add(e.at))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		s.logf("fault: %s", e.name)
-		if err := e.do(); err != nil {
-			if ctx.Err() != nil {
-				return // the runs ended while the fault was under way
-			}
-			s.logf("fault %s failed: %v", e.name, err)
-			did("FAILED " + e.name + ": " + err.Error())
-			continue
-		}
-		if e.name != "kill" {
-			did(fmt.Sprintf("%s %s", time.Since(started).Round(time.Second), e.name))
-		}
-	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); run(once) }()
+	go func() { defer wg.Done(); run(kills) }()
+	wg.Wait()
 }
 
 // heal starts whatever a fault left stopped.
@@ -325,7 +337,7 @@ func (s *Soak) missedFaults(done []string) []string {
 		name string
 	}{
 		{f.KillEvery > 0, "kill"}, {f.RestartTemporal > 0, "restart temporal"},
-		{f.RestartPostgres > 0, "restart postgres"}, {f.StopS3.For > 0, "start s3"},
+		{f.RestartPostgres > 0, "restart postgres"}, {f.StopS3.For > 0, fmt.Sprintf("stop s3 for %s", f.StopS3.For)},
 	} {
 		if c.want && !has(c.name) {
 			out = append(out, fmt.Sprintf("fault %q did not happen while the runs went on: make the soak longer (-rounds) or the fault earlier", c.name))

@@ -47,7 +47,7 @@ func Report(w io.Writer, levels []Level, lost *LostWorker, res *Result, workers 
 		fmt.Fprintf(w, "%s; peak %d.\n", strings.Join(parts, "; "), peak>>20)
 	}
 	fmt.Fprintf(w, "\nBucket objects before the soak: %d; after `tether delete` of every soak run: %d.\n", res.StoreObjectsBefore, res.StoreObjectsAfter)
-	fmt.Fprintf(w, "Files and directories of the soak's runs left in the workers' roots: %v.\n", res.Leftovers)
+	fmt.Fprintf(w, "Entries of the soak's runs left in each worker's caches (working directories, object stores, session roots): %v.\n", res.Leftovers)
 	if len(res.Problems) == 0 {
 		fmt.Fprintf(w, "\nChecks: every run completed; every conversation and workspace is exact; every named blob is there; nothing is left after delete.\n")
 		return

@@ -43,6 +43,15 @@ const (
 	maxIdleDirs   = 64
 )
 
+// CachedRuns and CachedDirs are those bounds, for whoever checks what a
+// worker keeps (the soak): at most CachedRuns idle runs' stores and
+// session roots, and CachedDirs idle working directories, besides the
+// ones in use.
+const (
+	CachedRuns = maxIdleStores
+	CachedDirs = maxIdleDirs
+)
+
 // liveDir is what this process knows about one working directory.
 type liveDir struct {
 	lock chan struct{}
