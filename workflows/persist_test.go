@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -368,7 +369,7 @@ func (s *GraphRunSuite) TestInheritWithWipedRootRunsFresh() {
 // session is live on the worker.
 func (s *GraphRunSuite) TestLiteralSessionIDIsNotProvenance() {
 	// Make "claude_code-s99" physically present in the live root.
-	root := s.acts.StateDir + "/" + backend.ClaudeCode
+	root := filepath.Join(s.acts.StateDir, "runs", "run-1", backend.ClaudeCode) // the run's live root
 	s.writer().disks[root] = map[string][]string{"claude_code-s99": {"someone else's"}}
 	_, err := s.run(strings.Replace(inheritGraph, "_session_id: output._session_id", "_session_id: \"'claude_code-s99'\"", 1), nil)
 	s.Require().NoError(err)
@@ -410,7 +411,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	// the run retained for rewinds.
 	_, err = s.store.Stat(context.Background(), target.NodeSessions["writer"].StateRef)
 	s.Require().NoError(err, "the rewind target's slot blob is retained")
-	root := s.acts.StateDir + "/" + backend.ClaudeCode
+	root := filepath.Join(s.acts.StateDir, "runs", "run-1", backend.ClaudeCode) // the run's live root
 	s.Len(s.writer().disks[root]["claude_code-s1"], 3, "the live root holds the later, stale conversation")
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
