@@ -212,6 +212,7 @@ func (r *runImpl) pauseOnQuestion(ctx workflow.Context, node *graph.Node, cur ru
 	}
 	r.setPause(sc, p)
 	if !sc.branch {
+		r.postQuestions(ctx, node.ID, p.Questions)
 		r.cp.Status = runstore.StatusWaiting
 		r.setStatus(ctx, r.cp.Status)
 		if err := r.save(ctx); err != nil {

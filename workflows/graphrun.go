@@ -254,15 +254,7 @@ func (r *runImpl) applyAnswer(a Answer) error {
 // ask registers questions and blocks until every one is answered; it
 // returns the answers in order and forgets the questions.
 func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question) ([]string, error) {
-	mine := make([]*question, 0, len(qs))
-	for _, q := range qs {
-		existing := r.lookup(q.ID)
-		if existing == nil {
-			existing = &question{ID: q.ID, Node: node, Text: q.Text}
-			r.questions = append(r.questions, existing)
-		}
-		mine = append(mine, existing)
-	}
+	mine := r.register(node, qs)
 	r.details(ctx)
 	if err := workflow.Await(ctx, func() bool {
 		for _, q := range mine {
@@ -291,6 +283,32 @@ func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question)
 		})
 	}
 	return answers, nil
+}
+
+// register makes questions known to the answer handlers (once each) and
+// returns them.
+func (r *runImpl) register(node string, qs []runstore.Question) []*question {
+	mine := make([]*question, 0, len(qs))
+	for _, q := range qs {
+		existing := r.lookup(q.ID)
+		if existing == nil {
+			existing = &question{ID: q.ID, Node: node, Text: q.Text}
+			r.questions = append(r.questions, existing)
+		}
+		mine = append(mine, existing)
+	}
+	return mine
+}
+
+// postQuestions registers questions before the run says it waits for
+// them: between the waiting status (which `temporal workflow list --query
+// 'TetherStatus="waiting"'` shows) and ask, the pause checkpoint runs, and
+// an answer signalled then was dropped as unknown, leaving the run waiting
+// for an answer it had been given (changeQuestionsFirst).
+func (r *runImpl) postQuestions(ctx workflow.Context, node string, qs []runstore.Question) {
+	if workflow.GetVersion(ctx, changeQuestionsFirst, workflow.DefaultVersion, versionQuestionsFirst) == versionQuestionsFirst {
+		r.register(node, qs)
+	}
 }
 
 func (r *runImpl) lookup(id string) *question {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -491,4 +492,25 @@ edges:
 		s.Less(len(v), 2200)
 		s.Contains(v, "(10000 bytes)")
 	}
+}
+
+// An answer signalled while the run saves the checkpoint that says it
+// waits (the moment `TetherStatus="waiting"` shows) is taken: the question
+// is known before the run says it waits (changeQuestionsFirst). Before, it
+// was dropped as unknown and the run waited for good.
+func (s *GraphRunSuite) TestAnswerSignalledDuringTheWaitingCheckpointIsTaken() {
+	signalled := false
+	s.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []interface{}) {
+		if info.ActivityType.Name != activities.SaveCheckpointName || signalled || len(args) == 0 {
+			return
+		}
+		if req, ok := args[0].(*activities.CheckpointRequest); ok && req.Checkpoint.Status == runstore.StatusWaiting {
+			signalled = true
+			s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		}
+	})
+	res, err := s.run(humanGraph, map[string]any{"title": "Otters"})
+	s.Require().NoError(err)
+	s.True(signalled)
+	s.Equal("yes", res.Output["answer"])
 }

@@ -24,6 +24,7 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 		return visitResult{output: map[string]any{"answer": p.Questions[0].Answer, "question_id": qid}, answered: p}, nil
 	}
 	if !inBranch {
+		r.postQuestions(ctx, node.ID, qs)
 		r.cp.Pause = &runstore.PauseInfo{NodeID: node.ID, Visit: visitNo, Questions: qs, Input: cur.Input}
 		r.cp.Status = runstore.StatusWaiting
 		r.setStatus(ctx, r.cp.Status)

@@ -74,4 +74,10 @@ const (
 	// stops resumably (budget-stop.json).
 	changeBudgets  = "budgets"
 	versionBudgets = 1
+	// changeQuestionsFirst: a question is registered before the run says
+	// it waits (search attribute, checkpoint), so an answer sent the moment
+	// `TetherStatus="waiting"` shows is taken, not dropped as unknown
+	// (review-loop-questions-first.json).
+	changeQuestionsFirst  = "questions-first"
+	versionQuestionsFirst = 1
 )

@@ -31,5 +31,5 @@ func TestReviewLoopDemo(t *testing.T) {
 	require.Equal(t, "completed", cp.Status)
 	require.Equal(t, "draft v3 (I remember 2 earlier turns)", cp.Outputs["writer"]["text"], fmt.Sprint(cp.Outputs["writer"]))
 	require.Equal(t, cp.Outputs["writer"]["_session_id"], cp.NodeSessions["writer"].SessionID)
-	h.recordHistory("review-loop-workspace", run.GetID())
+	h.recordHistory("review-loop-questions-first", run.GetID())
 }
