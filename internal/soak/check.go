@@ -47,7 +47,7 @@ func (s *Soak) check(ctx context.Context, r *run) []string {
 			out = append(out, bad("judge's conversation has %s turns, want %d", got, r.rounds)...)
 		}
 	case "tool":
-		out = append(out, s.checkWorkspace(ctx, r, cp)...)
+		out = append(out, s.checkWorkspace(ctx, r, cp, bad)...)
 	case "fanout":
 		if got := cp.Visits["gather"]; got != r.rounds {
 			out = append(out, bad("joined %d times, want %d", got, r.rounds)...)
@@ -79,11 +79,9 @@ func namedBlobs(cp *runstore.Checkpoint) []string {
 }
 
 // checkWorkspace exports a tool run's workspace and compares it, file by
-// file, with what its visits wrote over the imported files.
-func (s *Soak) checkWorkspace(ctx context.Context, r *run, cp *runstore.Checkpoint) []string {
-	bad := func(format string, args ...any) []string {
-		return []string{fmt.Sprintf("run %s (tool): ", r.id) + fmt.Sprintf(format, args...)}
-	}
+// file, with what its visits wrote over the imported files; bad words a
+// problem as check does.
+func (s *Soak) checkWorkspace(ctx context.Context, r *run, cp *runstore.Checkpoint, bad func(string, ...any) []string) []string {
 	if cp.Workspace == nil {
 		return bad("no workspace in its last checkpoint")
 	}

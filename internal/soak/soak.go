@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/blob"
@@ -85,7 +87,7 @@ func New(ctx context.Context, o Options) (*Soak, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: quietLogger{}})
+	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: quietLogger})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the cluster up? make cluster)", cfg.TemporalAddress, err)
 	}
@@ -198,9 +200,4 @@ func sortDurations(d []time.Duration) []time.Duration {
 
 // quietLogger keeps the SDK's retries of a restarting server out of the
 // soak's output; the soak reports what matters itself.
-type quietLogger struct{}
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(string, ...any)  {}
-func (quietLogger) Error(string, ...any) {}
+var quietLogger = tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))
