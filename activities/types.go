@@ -20,6 +20,12 @@ const (
 	// ErrTypeWorkerStopping: the worker shut down in the middle of a visit;
 	// the visit starts again elsewhere.
 	ErrTypeWorkerStopping = "WorkerStopping"
+	// ErrTypeMayPass: a visit the server retries on lost workers failed
+	// in a way that may pass (a CLI that crashed, a store that stayed
+	// down). It is final for the server, so that the workflow restarts the
+	// visit itself, with new keys and after a pause, a bounded number of
+	// times.
+	ErrTypeMayPass = "VisitMayPass"
 )
 
 // Registered names of the activities the workflow runs as local

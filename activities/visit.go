@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -56,6 +57,14 @@ type VisitRequest struct {
 	Branch bool `json:"branch,omitempty"`
 	// Fork continues a copy of the restored conversation under a new id.
 	Fork bool `json:"fork,omitempty"`
+	// ServerRetry marks a visit that the Temporal server starts again by
+	// itself when its worker is lost (a heartbeat timeout, or
+	// WorkerStopping), with no workflow task in between. Attempt n packs
+	// to runstore.AttemptKey(PackTo, n), so a lost attempt still running
+	// somewhere never writes over the blob its successor names; a failure
+	// that may pass is returned as ErrTypeMayPass, so that the workflow,
+	// not the server, decides whether to start the visit again.
+	ServerRetry bool `json:"server_retry,omitempty"`
 }
 
 // SessionPlan is what session resolution decided to restore.
@@ -101,6 +110,13 @@ const SessionNoteKey = "_session_note"
 func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitResult, err error) {
 	if req == nil || (req.Node.Kind != graph.KindAgent && req.Node.Kind != graph.KindTool) {
 		return nil, temporal.NewNonRetryableApplicationError("Visit needs an agent or tool node", ErrTypeBadRequest, nil)
+	}
+	if req.ServerRetry {
+		attempt := activity.GetInfo(ctx).Attempt
+		own := *req
+		own.PackTo, own.PauseTo = runstore.AttemptKey(req.PackTo, attempt), runstore.AttemptKey(req.PauseTo, attempt)
+		req = &own
+		defer func() { err = onlyLostWorkersRetry(err) }()
 	}
 	started := time.Now()
 	a.inflight.add(req.RunID, 1)
@@ -191,6 +207,21 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 
 // maxPromptDiff bounds the diff a prompt sees as .workspace.diff.
 const maxPromptDiff = 64 << 10
+
+// onlyLostWorkersRetry leaves the server only the retries of a lost
+// worker: a WorkerStopping hand-back and a cancellation stay as they are
+// (a heartbeat timeout never reaches the activity), and every other error
+// that is not already final becomes ErrTypeMayPass, final for the server.
+func onlyLostWorkersRetry(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || temporal.IsCanceledError(err) {
+		return err
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && (appErr.NonRetryable() || appErr.Type() == ErrTypeWorkerStopping) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeMayPass, err)
+}
 
 // promptWorkspace is what a prompt sees as .workspace: the snapshot the
 // visit runs on, the run's first one, and (only when the prompt asks for

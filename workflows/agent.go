@@ -94,8 +94,10 @@ func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool,
 }
 
 // oneTrip runs the Visit activity: restore, execute, snapshot and pack on
-// one worker. A visit whose worker vanished (or that failed in a way that
-// may pass) starts again with new blob keys, up to maxVisitRestarts times.
+// one worker. A visit whose worker vanished is started again by the server
+// (runs recorded before server-retry: by this loop); one that failed in a
+// way that may pass starts again here, with new blob keys, up to
+// maxVisitRestarts times.
 func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, sc *scope) (*activities.VisitResult, error) {
 	log := workflow.GetLogger(ctx)
 	timeout := time.Duration(node.Timeout)
@@ -105,19 +107,36 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			timeout = defaultToolTimeout
 		}
 	}
+	serverRetry := workflow.GetVersion(ctx, changeServerRetry, workflow.DefaultVersion, versionServerRetry) == versionServerRetry
+	retry := &temporal.RetryPolicy{MaximumAttempts: 1}
+	if serverRetry {
+		// A lost worker's visit is started again by the server itself the
+		// moment its heartbeat timeout passes (or its worker hands it
+		// back): no workflow task, so no wait on the dead worker's sticky
+		// queue. Nothing else is retried there: a visit past its own time
+		// is final, and the activity makes every other failure final for
+		// the server (ErrTypeMayPass) for the loop below to judge.
+		retry = &temporal.RetryPolicy{
+			InitialInterval:        lostWorkerRetryInterval,
+			BackoffCoefficient:     1,
+			MaximumAttempts:        1 + maxLostWorkerRetries,
+			NonRetryableErrorTypes: []string{startToCloseTimeout},
+		}
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:   visitSummary(node, visitNo, plan.Backend),
 		TaskQueue: TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		RetryPolicy:         retry,
 	})
 	for restarts := 0; ; restarts++ {
 		req := &activities.VisitRequest{
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
 			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
 			Workspace: r.cp.Workspace, Started: workflow.Now(ctx), Branch: sc.branch, Fork: plan.Fork,
+			ServerRetry: serverRetry,
 		}
 		if node.Kind == graph.KindAgent {
 			req.PauseTo = runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx))
@@ -142,7 +161,11 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			}
 			return &res, nil
 		}
-		if restarts < maxVisitRestarts && mayPass(err) {
+		again := mayPass(err)
+		if serverRetry {
+			again = isAppErrorType(err, activities.ErrTypeMayPass)
+		}
+		if restarts < maxVisitRestarts && again {
 			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
 			if !workerLost(err) {
 				wait := time.Duration(1<<restarts) * time.Second

@@ -42,6 +42,9 @@ type fakeAgent struct {
 	// wipeAfterPack wipes every live root once a session was packed, as
 	// if the next visit landed on a new pod.
 	wipeAfterPack bool
+	// fail, when set, is asked before each visit (call counts from 1) and
+	// the visit fails with what it returns.
+	fail func(call int, req agent.Request) error
 }
 
 func newFakeAgent(name string) *fakeAgent {
@@ -75,6 +78,11 @@ func (f *fakeAgent) Execute(ctx context.Context, req agent.Request) (agent.Resul
 		defer f.wipeLocked()
 	}
 	f.calls = append(f.calls, req)
+	if f.fail != nil {
+		if err := f.fail(len(f.calls), req); err != nil {
+			return agent.Result{}, err
+		}
+	}
 	disk := f.disks[req.Env.StateRoot]
 	if disk == nil {
 		disk = map[string][]string{}

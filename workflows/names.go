@@ -80,4 +80,10 @@ const (
 	// (review-loop-questions-first.json).
 	changeQuestionsFirst  = "questions-first"
 	versionQuestionsFirst = 1
+	// changeServerRetry: the server itself starts a visit again when its
+	// worker is lost (up to maxLostWorkerRetries times, each attempt
+	// packing to its own keys), and only failures that may pass count
+	// against the run's maxVisitRestarts (lost-worker-retry.json).
+	changeServerRetry  = "server-retry"
+	versionServerRetry = 1
 )

@@ -50,6 +50,15 @@ const (
 	// maxVisitRestarts bounds how often one visit restarts because the
 	// worker holding its session vanished.
 	maxVisitRestarts = 3
+	// maxLostWorkerRetries bounds how often the server starts a visit
+	// again because its worker was lost (a visit that kills every worker
+	// it lands on must end some time); lostWorkerRetryInterval is the
+	// pause before each such start.
+	maxLostWorkerRetries    = 10
+	lostWorkerRetryInterval = 100 * time.Millisecond
+	// startToCloseTimeout is the retry policy's name of a visit that ran
+	// past its own time: never retried.
+	startToCloseTimeout = "TemporalTimeout:StartToClose"
 	// defaultToolTimeout bounds a tool visit whose node sets no timeout.
 	defaultToolTimeout = 10 * time.Minute
 	// importTimeout bounds the import of a run's workspace source.

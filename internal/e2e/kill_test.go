@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/backend/clitest"
@@ -176,4 +177,81 @@ func sawPrompt(f *fakemodel.Server, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestVisitOutlivesLostWorkers kills the worker under one tool visit four
+// times in a row, one more than a run restarts a failing visit, starting a
+// new worker with empty disks at once each time. The server starts the
+// visit again itself after each heartbeat timeout, as the same activity's
+// next attempt (no workflow task, no wait on the dead worker's sticky
+// queue), and the fifth attempt completes the run.
+func TestVisitOutlivesLostWorkers(t *testing.T) {
+	bin := buildWorker(t)
+	srv := testenv.DevServer(t)
+	c := srv.Client(t)
+	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir()}
+	g, err := graph.Parse([]byte(`
+name: lost-workers
+start: work
+nodes:
+  - {id: work, kind: tool, run: [sh, -c, "sleep 3; echo done"]}
+  - {id: done, kind: end}
+edges:
+  - {from: work, to: done}
+`), "lost-workers.yaml")
+	require.NoError(t, err)
+	const heartbeat = 2 * time.Second
+	id := "lost-workers"
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: heartbeat}})
+	require.NoError(t, err)
+
+	w := startWorkerProcess(t, bin, env)
+	const kills = 4
+	for attempt := int32(1); attempt <= kills; attempt++ {
+		waitAttempt(t, c, id, attempt)
+		killed := time.Now()
+		require.NoError(t, w.cmd.Process.Kill())
+		_, _ = w.cmd.Process.Wait()
+		w = startWorkerProcess(t, bin, env)
+		waitAttempt(t, c, id, attempt+1)
+		t.Logf("attempt %d killed; attempt %d started %s later (heartbeat timeout %s)",
+			attempt, attempt+1, time.Since(killed).Round(10*time.Millisecond), heartbeat)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res workflows.GraphRunResult
+	require.NoError(t, run.Get(ctx, &res), "the visit outlived %d lost workers", kills)
+
+	scheduled := 0
+	iter := c.GetWorkflowHistory(ctx, id, "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "Visit" {
+			scheduled++
+		}
+	}
+	require.Equal(t, 1, scheduled, "the server retried the visit; the workflow never had to")
+	h := &harness{t: t, srv: srv, c: c}
+	h.recordHistory("lost-worker-retry", id)
+}
+
+// waitAttempt waits until attempt of the run's visit has started on a
+// worker.
+func waitAttempt(t *testing.T, c client.Client, id string, attempt int32) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		d, err := c.DescribeWorkflow(context.Background(), id, "")
+		if err == nil {
+			for _, p := range d.RawResponse.GetPendingActivities() {
+				if p.GetAttempt() == attempt && p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("run %s: attempt %d of its visit never started", id, attempt)
 }

@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -191,4 +192,36 @@ func ParseRef(run, ref string) (kind RefKind, node string, err error) {
 		return RefPause, parts[0], nil
 	}
 	return RefInvalid, "", fmt.Errorf("%w: %q is not a session ref of run %q", ErrInvalidID, ref, run)
+}
+
+// AttemptKey is the key that attempt (1, 2, …) of a visit packs into, when
+// the Temporal server itself retries the visit after its worker was lost:
+// the first attempt uses key as the workflow minted it; each later one a
+// key of the same node whose id keeps the ULID's time and replaces its
+// random part with one derived from key and attempt. A lost attempt that
+// is still running somewhere therefore never writes over the blob its
+// successor's result names. A key that is not a session or pause key is
+// returned unchanged.
+func AttemptKey(key string, attempt int32) string {
+	dir, id, ok := cutLast(key)
+	if attempt <= 1 || !ok || !validSessionID(id) || !strings.Contains(dir, "/"+sessionsDir+"/") {
+		return key
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00attempt %d", key, attempt))
+	b := []byte(id[:10])
+	for i := 0; len(b) < sessionIDLen; i++ {
+		b = append(b, crockford[h[i]&31])
+	}
+	return dir + "/" + string(b)
+}
+
+// crockford is the alphabet of a ULID.
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+func cutLast(key string) (dir, name string, ok bool) {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return "", "", false
+	}
+	return key[:i], key[i+1:], true
 }
