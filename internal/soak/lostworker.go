@@ -45,7 +45,7 @@ edges:
 		if err != nil {
 			return nil, err
 		}
-		worker, first, err := s.visitWorker(ctx, id, "")
+		worker, first, err := s.visitWorker(ctx, id, visitAttempt{})
 		if err != nil {
 			return nil, err
 		}
@@ -81,20 +81,29 @@ edges:
 	return out, nil
 }
 
-// visitWorker waits until a visit of the run other than activity not has
-// started on a worker, and names the worker and the visit's activity.
-func (s *Soak) visitWorker(ctx context.Context, id, not string) (worker, activity string, err error) {
+// visitWorker waits until a visit of the run has started on a worker,
+// other than the attempt not names (zero: any), and names the worker and
+// the attempt. The server starts a lost visit again as the same activity's
+// next attempt; runs before that did it as a new activity.
+func (s *Soak) visitWorker(ctx context.Context, id string, not visitAttempt) (worker string, got visitAttempt, err error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		d, err := s.c.DescribeWorkflow(ctx, id, "")
 		if err == nil {
 			for _, p := range d.RawResponse.GetPendingActivities() {
-				if p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && p.GetActivityId() != not {
-					return p.GetLastWorkerIdentity(), p.GetActivityId(), nil
+				at := visitAttempt{activity: p.GetActivityId(), attempt: p.GetAttempt()}
+				if p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && at != not {
+					return p.GetLastWorkerIdentity(), at, nil
 				}
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "", "", fmt.Errorf("run %s: no new visit started within 2 minutes", id)
+	return "", visitAttempt{}, fmt.Errorf("run %s: no new visit started within 2 minutes", id)
+}
+
+// visitAttempt names one attempt of one visit's activity.
+type visitAttempt struct {
+	activity string
+	attempt  int32
 }
