@@ -19,6 +19,7 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	--dynamic-config-value history.transferProcessorMaxPollRPS=10000 \
 	--dynamic-config-value system.enableActivityEagerExecution=true \
+	--dynamic-config-value history.timerProcessorMaxTimeShift='"100ms"' \
 	--search-attribute TetherGraph=Keyword \
 	--search-attribute TetherNode=Keyword \
 	--search-attribute TetherStatus=Keyword \

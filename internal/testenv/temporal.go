@@ -20,6 +20,7 @@ var DevServerArgs = []string{
 	"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
 	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000",
 	"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+	"--dynamic-config-value", `history.timerProcessorMaxTimeShift="100ms"`,
 }
 
 // Server is a real Temporal dev server started for a test.
