@@ -7,7 +7,7 @@
 // What a backend is (an executor, a session packer) is the contract in
 // internal/agent. Everything about one backend (how to drive its CLI,
 // where its session files live) is in its own subpackage: claude, codex,
-// pi, scripted; cliexec is what the CLI executors share.
+// pi, grok, scripted; cliexec is what the CLI executors share.
 package backend
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/grok"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
 )
@@ -27,7 +28,7 @@ const (
 	Codex      = codex.Name
 	Pi         = pi.Name
 	Kimi       = "kimi"
-	Grok       = "grok"
+	Grok       = grok.Name
 )
 
 // Info is what Tether knows about a backend without running it.
@@ -67,11 +68,15 @@ var catalogue = []Info{
 	// features and sandbox, not from names.
 	{Name: Codex, Implemented: true, Persist: true, NoCost: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
 	{Name: Pi, Implemented: true, Persist: true, Honours: allSettings},
-	// Known to ADR-089 as backends without the persist capability; this
-	// build has no executor for them, so a graph naming them is refused
-	// (G046) instead of failing at run time.
+	// grok keeps no conversation it could resume (ADR-089: no persist),
+	// and has no permission modes, tool lists or system prompt flag.
+	{Name: Grok, Implemented: true, Persist: false, NoCost: true},
+	// Known to ADR-089 as a backend without the persist capability; this
+	// build has no executor for it (its CLI, kimi-cli on the Python
+	// registry, cannot be installed where Tether is built and tested:
+	// docs/backends.md), so a graph naming it is refused (G046) instead of
+	// failing at run time.
 	{Name: Kimi, Persist: false},
-	{Name: Grok, Persist: false},
 }
 
 // ReportsCost reports whether a backend's visits come with a price.

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/grok"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/packer"
@@ -33,6 +34,9 @@ type Config struct {
 	// Completions endpoint pi uses (OPENAI_BASE_URL); empty: their
 	// defaults.
 	OpenAIBaseURL string
+	// GrokBaseURL is the chat completions endpoint grok uses
+	// (GROK_BASE_URL); empty: the CLI's default (api.x.ai).
+	GrokBaseURL string
 	// Models are the default model of each CLI backend, by backend name
 	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI).
 	Models map[string]string
@@ -94,6 +98,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("cli_bin", c.CLIBin),
 		slog.String("anthropic_base_url", c.AnthropicBaseURL),
 		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("grok_base_url", c.GrokBaseURL),
 		slog.Any("models", c.Models),
 		slog.Any("api_keys_for", slices.Sorted(maps.Keys(c.APIKeys))),
 		slog.String("claude_permission_mode", c.ClaudePermissionMode),
@@ -133,5 +138,6 @@ func New(cfg Config) ([]agent.Backend, error) {
 		claude.New(claude.Options{Options: cli(ClaudeCode, cfg.AnthropicBaseURL), PermissionMode: cfg.ClaudePermissionMode}),
 		codex.New(codex.Options{Options: cli(Codex, cfg.OpenAIBaseURL), Sandbox: cfg.CodexSandbox}),
 		pi.New(pi.Options{Options: cli(Pi, cfg.OpenAIBaseURL), AskUserConvention: true}),
+		grok.New(grok.Options{Options: cli(Grok, cfg.GrokBaseURL), AskUserConvention: true}),
 	}, nil
 }

@@ -29,8 +29,9 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 			CLIBin:           bin,
 			AnthropicBaseURL: fake.URL(),
 			OpenAIBaseURL:    fake.URL() + "/v1",
-			Models:           map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1"},
-			APIKeys:          map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k"},
+			GrokBaseURL:      fake.URL() + "/v1",
+			Models:           map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1", backend.Grok: "fake-grok-1"},
+			APIKeys:          map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Grok: "k"},
 			AskUser:          ask,
 			TempDir:          t.TempDir(),
 		}

@@ -24,6 +24,11 @@ const (
 	CueSleep = "SLEEP:"
 	// CueHTTPError answers with that HTTP status and an error body.
 	CueHTTPError = "HTTP_ERROR:"
+	// answeredMarker, in the prompt that holds an ASK_USER cue, is the
+	// user's answer to it: a visit whose conversation could not be resumed
+	// (or a backend that keeps none) gets the answer in a fresh prompt
+	// (activities.LostAnswerIntro), and the model does not ask again.
+	answeredMarker = "The user's answer:"
 	// CueSleepAfterTool delays the reply that follows a tool result, as an
 	// agent that keeps working after it asked the user would.
 	CueSleepAfterTool = "SLEEP_AFTER_TOOL:"
@@ -134,7 +139,7 @@ func (c conversation) reply() reply {
 			if err == nil {
 				r.status = code
 			}
-		case strings.HasPrefix(line, CueAskUser) && r.tool == "" && r.text == "":
+		case strings.HasPrefix(line, CueAskUser) && r.tool == "" && r.text == "" && !strings.Contains(last, answeredMarker):
 			q := strings.TrimSpace(strings.TrimPrefix(line, CueAskUser))
 			if tool := c.askUserTool(); tool != "" {
 				args, _ := json.Marshal(map[string]any{"questions": []string{q}})

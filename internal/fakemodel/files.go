@@ -176,6 +176,15 @@ func (c conversation) filePlan() []toolCall {
 				plan = append(plan, call("write", map[string]any{"path": fc.path, "content": fc.content}))
 			}
 		}
+	case has("create_file") && has("str_replace_editor"):
+		// grok: paths relative to its working directory.
+		for _, fc := range cues {
+			if fc.edit {
+				plan = append(plan, call("str_replace_editor", map[string]any{"path": fc.path, "old_str": fc.old, "new_str": fc.new}))
+			} else {
+				plan = append(plan, call("create_file", map[string]any{"path": fc.path, "content": fc.content}))
+			}
+		}
 	case has("apply_patch"):
 		for _, fc := range cues {
 			patch := applyPatch(fc)

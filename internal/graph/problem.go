@@ -62,26 +62,26 @@ const (
 	CodeNegativeTimeout   = "G029"
 	CodeBadFanout         = "G030"
 	CodePersistInBranch   = "G031"
-	// G032 is retired: it warned of session: persist on a backend without
-	// the persist capability, and every backend this build runs has it
-	// (kimi and grok are refused by G046; resolution still strips and runs
-	// fresh on any backend without it).
-	CodeJoinWithoutFanout = "G033"
-	CodeBranchNoJoin      = "G034"
-	CodeEndHasEdges       = "G035"
-	CodeIgnoredField      = "G036"
-	CodeShadowedEdge      = "G037"
-	CodeMissingInputName  = "G038"
-	CodeDuplicateInput    = "G039"
-	CodeJoinsDiffer       = "G040"
-	CodeBadID             = "G041"
-	CodeBadPermissions    = "G042"
-	CodeBadEnvName        = "G043"
-	CodeUnsupported       = "G044"
-	CodeBadWorkspace      = "G045"
-	CodeNotImplemented    = "G046"
-	CodeBadBudget         = "G047"
-	CodeCostNotReported   = "G048"
+	// CodePersistNoCapability: session: persist on a backend that cannot
+	// carry a conversation (grok); resolution strips the inbound session
+	// keys and every visit runs fresh (ADR-089, C009).
+	CodePersistNoCapability = "G032"
+	CodeJoinWithoutFanout   = "G033"
+	CodeBranchNoJoin        = "G034"
+	CodeEndHasEdges         = "G035"
+	CodeIgnoredField        = "G036"
+	CodeShadowedEdge        = "G037"
+	CodeMissingInputName    = "G038"
+	CodeDuplicateInput      = "G039"
+	CodeJoinsDiffer         = "G040"
+	CodeBadID               = "G041"
+	CodeBadPermissions      = "G042"
+	CodeBadEnvName          = "G043"
+	CodeUnsupported         = "G044"
+	CodeBadWorkspace        = "G045"
+	CodeNotImplemented      = "G046"
+	CodeBadBudget           = "G047"
+	CodeCostNotReported     = "G048"
 )
 
 // CodeInfo describes one problem code.
@@ -119,6 +119,7 @@ var codeTable = []CodeInfo{
 	{CodeNegativeTimeout, SeverityError, "timeout is negative"},
 	{CodeBadFanout, SeverityError, "fanout has a value other than all"},
 	{CodePersistInBranch, SeverityError, "a session: persist node sits inside a fan-out branch"},
+	{CodePersistNoCapability, SeverityWarning, "session: persist on a backend that cannot carry a conversation"},
 	{CodeJoinWithoutFanout, SeverityError, "a join node can be reached without an open fan-out"},
 	{CodeBranchNoJoin, SeverityError, "a fan-out branch reaches an end node without meeting at a join"},
 	{CodeEndHasEdges, SeverityError, "an end node has outgoing edges"},

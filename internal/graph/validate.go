@@ -179,6 +179,13 @@ func (v *validator) checkAgent(i int, name string) {
 			v.add(CodeNotImplemented, v.at(path+".fallback", path), n.ID, "agent node %s has fallback backend %s (entry %d), which this build of Tether cannot run; use names from %s", name, fb, j+1, strings.Join(known, ", "))
 		}
 	}
+	if n.Session == SessionPersist {
+		for _, b := range append([]string{n.Backend}, n.Fallback...) {
+			if info, ok := backend.Lookup(b); ok && info.Implemented && !info.Persist {
+				v.add(CodePersistNoCapability, v.at(path+".session", path), n.ID, "agent node %s uses session: persist, but backend %s cannot carry a conversation: its every visit runs fresh, with the inbound session keys stripped; use session: fresh on it, or a backend with persist (%s)", name, b, strings.Join(persistBackends(), ", "))
+			}
+		}
+	}
 	v.checkTemplate(n.Prompt, "the prompt of node "+name, v.at(path+".prompt", path), n.ID)
 	if n.Permissions != "" && !slices.Contains(backend.Permissions(), n.Permissions) {
 		v.add(CodeBadPermissions, v.at(path+".permissions", path), n.ID, "agent node %s has permissions %q; %suse one of %s, or leave it out for the worker's default", name, n.Permissions, didYouMean(n.Permissions, backend.Permissions()), strings.Join(backend.Permissions(), ", "))
@@ -498,4 +505,15 @@ func suggestID(id string) string {
 		b = b[:128]
 	}
 	return string(b)
+}
+
+// persistBackends lists the backends this build runs that have persist.
+func persistBackends() []string {
+	var out []string
+	for _, b := range backend.Implemented() {
+		if backend.HasPersist(b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }

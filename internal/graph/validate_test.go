@@ -113,6 +113,20 @@ nodes:
   - id: done
     kind: end
 `, "2:1"},
+		{"persist on grok", CodePersistNoCapability, `
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: claude_code
+    fallback: [grok]
+    session: persist
+  - id: done
+    kind: end
+edges:
+  - from: a
+    to: done
+`, "8:14"},
 		{"unknown start", CodeUnknownStart, strings.Replace(okGraph, "start: a", "start: b", 1), "3:8"},
 		{"no end", CodeNoEnd, `
 start: a
@@ -345,7 +359,7 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		seen[p.Code] = true
 	}
 	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
-		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported} {
+		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

@@ -1,0 +1,225 @@
+// Package grok is the grok backend: it runs `grok --prompt` (the
+// @vibe-kit/grok-cli package) headless against an OpenAI-compatible chat
+// completions endpoint, and reads the conversation the CLI prints when it
+// ends, one JSON message a line.
+//
+// The CLI keeps no conversation on disk and cannot resume one, so the
+// backend has no session layout and no persist capability (ADR-089): every
+// visit runs fresh, and a persist node on grok is run fresh with its
+// inbound session keys stripped. It has no permission modes, tool lists or
+// system prompt flag either (headless, it approves every tool call), so a
+// node that sets them is refused by validation rather than run looser than
+// it asked.
+//
+// Its MCP servers come only from the working directory's
+// .grok/settings.json, which is the run's workspace, so ask_user is the
+// reply convention pi uses: a final reply whose last lines all start with
+// "ASK_USER:" pauses the visit with those questions, and the answer comes
+// back in the next (fresh) visit's prompt.
+package grok
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
+)
+
+const (
+	// Name is the backend's name in graphs and the catalogue.
+	Name = "grok"
+	// AskUserPrefix starts each question line of the ask_user convention.
+	AskUserPrefix = "ASK_USER:"
+	// DefaultMaxToolRounds bounds the model calls of one visit.
+	DefaultMaxToolRounds = 100
+)
+
+// AskUserInstructions end every prompt when AskUserConvention is on: the
+// CLI has no flag for a system prompt.
+const AskUserInstructions = "(When you need information, a decision or an approval that only the human user can give, " +
+	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them.)"
+
+// Options configure the executor. BaseURL is the chat completions endpoint
+// (with its /v1; empty: the CLI's default, api.x.ai); APIKey reaches the
+// CLI as GROK_API_KEY in its environment, never on its command line, which
+// would make it save the key in its settings file.
+type Options struct {
+	cliexec.Options
+	// MaxToolRounds bounds the model calls of one visit (default
+	// DefaultMaxToolRounds).
+	MaxToolRounds int
+	// AskUserConvention turns the ask_user convention on.
+	AskUserConvention bool
+}
+
+// Executor runs grok visits.
+type Executor struct {
+	opts Options
+	cli  cliexec.CLI
+}
+
+var _ agent.Backend = (*Executor)(nil)
+
+// New returns an executor.
+func New(opts Options) *Executor {
+	if opts.MaxToolRounds <= 0 {
+		opts.MaxToolRounds = DefaultMaxToolRounds
+	}
+	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "grok"}
+	cli.AskUser = nil // its MCP servers would have to live in the workspace
+	return &Executor{opts: opts, cli: cli}
+}
+
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
+
+// Packer is nil: grok keeps no conversation Tether could carry.
+func (e *Executor) Packer(agent.Env) agent.SessionPacker { return nil }
+
+// Available reports whether the CLI is installed on this worker.
+func (e *Executor) Available() error { return e.cli.Available() }
+
+// Fingerprint hashes what defines a visit's conversation: backend, model
+// and the ask_user convention.
+func (e *Executor) Fingerprint(req agent.Request) string {
+	c := cliexec.Conversation{Backend: Name, Model: e.cli.ModelFor(req.Model)}
+	if e.opts.AskUserConvention {
+		c.AppendSystemPrompt = AskUserInstructions
+	}
+	return cliexec.Fingerprint(c)
+}
+
+// Execute runs one visit.
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
+	if req.SessionID != "" {
+		// Resolution never plans a resume on a backend without persist.
+		return res, fmt.Errorf("%w: grok cannot resume a conversation (%s)", agent.ErrNoSession, req.SessionID)
+	}
+	visit, err := e.cli.Begin(req)
+	if err != nil {
+		return res, err
+	}
+	defer visit.Close()
+	prompt := visit.Prompt
+	if e.opts.AskUserConvention {
+		prompt += "\n\n" + AskUserInstructions
+	}
+	st := stream{track: cliexec.NewTracker(Name, req)}
+	spec := e.cli.Spec(ctx, req, visit)
+	spec.Stdin = ""
+	spec.Args = []string{
+		// "=" keeps a prompt that starts with "-" a value, not a flag.
+		"--prompt=" + prompt,
+		"--directory", req.Env.Workdir,
+		"--max-tool-rounds", strconv.Itoa(e.opts.MaxToolRounds),
+	}
+	if visit.Model != "" {
+		spec.Args = append(spec.Args, "--model", visit.Model)
+	}
+	set := []string{}
+	if e.opts.BaseURL != "" {
+		set = append(set, "GROK_BASE_URL="+e.opts.BaseURL)
+	}
+	if e.opts.APIKey != "" {
+		set = append(set, "GROK_API_KEY="+e.opts.APIKey)
+	}
+	spec.Env, spec.OnLine = e.cli.Environ(req, set...), st.line
+	out, runErr := cliexec.Run(ctx, spec)
+	if runErr != nil {
+		return res, cliexec.ReportFailure(runErr, st.failure)
+	}
+	if st.failure != "" {
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode, StderrTail: strings.TrimSpace(st.failure + "\n" + out.StderrTail)}
+	}
+	res.Fingerprint = e.Fingerprint(req)
+	res.Text = st.text
+	// The CLI prints no usage: a visit's tokens and price are unknown.
+	res.Structured = cliexec.Structured(res.Text)
+	if e.opts.AskUserConvention {
+		if qs := askedQuestions(res.Text); len(qs) > 0 {
+			res.NeedsInteraction = &agent.Interaction{Questions: qs}
+			res.Structured = nil
+		}
+	}
+	return res, nil
+}
+
+// askedQuestions applies the ask_user convention to a final reply.
+func askedQuestions(text string) []agent.Question {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	i := len(lines)
+	for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
+		i--
+	}
+	var out []agent.Question
+	for _, l := range lines[i:] {
+		if q := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)); q != "" {
+			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
+		}
+	}
+	return out
+}
+
+// The CLI's own words for a visit that did not finish: a failed model call
+// (it prints the user's message and this, and exits 0) and a visit that
+// ran out of tool rounds.
+const (
+	failedCall     = "Sorry, I encountered an error: "
+	outOfToolRound = "Maximum tool execution rounds reached."
+)
+
+// stream reads the messages `grok --prompt` prints as it ends: the user's,
+// each assistant message with its tool calls, each tool result.
+type stream struct {
+	text     string
+	failure  string
+	messages int
+	track    *cliexec.Tracker
+}
+
+type message struct {
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	ToolCalls []struct {
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+func (s *stream) line(b []byte) {
+	var m message
+	if json.Unmarshal(b, &m) != nil || m.Role == "" {
+		return
+	}
+	s.messages++
+	if m.Role != "assistant" {
+		return
+	}
+	for _, tc := range m.ToolCalls {
+		var args map[string]any
+		_ = json.Unmarshal([]byte(tc.Function.Arguments), &args)
+		s.track.ToolCall(tc.Function.Name, cliexec.MainArg(args))
+	}
+	switch {
+	case len(m.ToolCalls) > 0:
+	case s.messages == 2 && strings.HasPrefix(m.Content, failedCall):
+		// Only the user's message came before: the first model call
+		// failed, and the CLI dropped whatever else the visit did.
+		s.failure = "model call failed: " + strings.TrimPrefix(m.Content, failedCall)
+	case m.Content == outOfToolRound:
+		s.failure = "the visit used all its tool rounds without a final reply"
+	case strings.HasPrefix(m.Content, "Error: ") && s.messages == 1:
+		// The CLI's failure before any conversation (it exits 1).
+		s.failure = strings.TrimPrefix(m.Content, "Error: ")
+	case m.Content != "":
+		s.text = m.Content
+		s.track.Say(s.text)
+	}
+}

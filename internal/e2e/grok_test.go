@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/activities"
+)
+
+// TestGrokRun runs a graph on grok, a backend without persist, through the
+// tether CLI on confined workers, a fresh one for every visit: the agent
+// edits the run's workspace with the CLI's own tools and asks the human
+// (the reply convention); the answer reaches its next visit, which runs
+// fresh; a tool node sees the agent's file.
+func TestGrokRun(t *testing.T) {
+	url := "file://" + t.TempDir()
+	h := newHarness(t, url)
+	fake := cliBackends(t, h)
+	h.confine()
+	fresh := h.freshWorkerPerVisit()
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", url)
+
+	file := filepath.Join(t.TempDir(), "grok.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+name: grok-run
+start: writer
+nodes:
+  - id: writer
+    kind: agent
+    backend: grok
+    prompt: |
+      Write the plan.
+      WRITE_FILE: plan.txt
+      step one
+      END_FILE
+  - id: asker
+    kind: agent
+    backend: grok
+    prompt: |
+      Which database?
+      ASK_USER: which database?
+  - {id: check, kind: tool, run: [cat, plan.txt]}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: asker}
+  - {from: asker, to: check}
+  - {from: check, to: done}
+`), 0o644))
+	code, out := tetherCode(t, "validate", file)
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "warning", out)
+
+	id := "grok-run"
+	code, out = tetherCode(t, "run", file, "--id", id, "--heartbeat-timeout", "10s")
+	require.Equal(t, 0, code, out)
+	q := h.waitQuestion(id)
+	assert.Equal(t, "which database?", q.Text)
+	h.answer(id, q.ID, "postgres")
+	res, err := h.result(h.c.GetWorkflow(t.Context(), id, ""))
+	require.NoError(t, err)
+	require.Equal(t, "writer>asker>check>done", pathString(res))
+	assert.GreaterOrEqual(t, fresh.Visits(), 3, "each visit had a worker of its own")
+
+	var answered bool
+	for _, r := range fake.Requests() {
+		if strings.Contains(strings.Join(r.Prompts, "\n"), "postgres") {
+			answered = true
+		}
+	}
+	assert.True(t, answered, "the answer reached the asker's fresh visit")
+	assert.Contains(t, activities.LostAnswerIntro, "The user's answer:", "the fake model's sign that a prompt holds the answer")
+	cp, err := h.runs.Latest(t.Context(), id)
+	require.NoError(t, err)
+	assert.Equal(t, "step one\n", fmt.Sprint(cp.Outputs["check"]["stdout"]), "the tool node, on a worker of its own, read the file the agent wrote")
+	assert.Empty(t, cp.NodeSessions, "grok keeps no conversation")
+}
