@@ -7,7 +7,8 @@
 #   temporal-server  the Temporal server and its SQL schema tool, for the
 #                    production topology (scripts/cluster.sh)
 #   versitygw        an S3-compatible server for the blob store's S3 backend
-#   clis             the agent CLIs (Claude Code, Codex, pi) from the npm registry
+#   clis             the agent CLIs (Claude Code, Codex, pi, Gemini CLI) from the
+#                    npm registry
 #
 # Go binaries are cached under ${TETHER_CACHE:-$XDG_CACHE_HOME/tether}/tools
 # and copied into bin/; npm CLIs go into .tools/npm (git-ignored). Two runs
@@ -64,7 +65,7 @@ go_tool() {
 
 clis() {
 	local dir="$root/.tools/npm"
-	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION"
+	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION gemini-cli@$GEMINI_CLI_VERSION"
 	mkdir -p "$dir"
 	(
 		flock 9
@@ -76,7 +77,8 @@ clis() {
 		npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
 			"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
 			"@openai/codex@$CODEX_VERSION" \
-			"@mariozechner/pi-coding-agent@$PI_VERSION" >&2
+			"@mariozechner/pi-coding-agent@$PI_VERSION" \
+			"@google/gemini-cli@$GEMINI_CLI_VERSION" >&2
 		echo "$want" >"$dir/.versions"
 	) 9>"$dir/.lock"
 	echo "$dir/node_modules/.bin"
@@ -98,7 +100,8 @@ for t in "$@"; do
 	all) temporal && temporal_server && versitygw && clis ;;
 	versions)
 		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION" \
-			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION"
+			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION" \
+			gemini-cli "$GEMINI_CLI_VERSION"
 		;;
 	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, all or versions)" >&2; exit 2 ;;
 	esac

@@ -7,7 +7,7 @@
 // What a backend is (an executor, a session packer) is the contract in
 // internal/agent. Everything about one backend (how to drive its CLI,
 // where its session files live) is in its own subpackage: claude, codex,
-// pi, scripted; cliexec is what the CLI executors share.
+// pi, gemini, scripted; cliexec is what the CLI executors share.
 package backend
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/gemini"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
 )
@@ -26,6 +27,7 @@ const (
 	ClaudeCode = claude.Name
 	Codex      = codex.Name
 	Pi         = pi.Name
+	Gemini     = gemini.Name
 	Kimi       = "kimi"
 	Grok       = "grok"
 )
@@ -67,6 +69,8 @@ var catalogue = []Info{
 	// features and sandbox, not from names.
 	{Name: Codex, Implemented: true, Persist: true, NoCost: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
 	{Name: Pi, Implemented: true, Persist: true, Honours: allSettings},
+	// Gemini CLI reports tokens but no price.
+	{Name: Gemini, Implemented: true, Persist: true, NoCost: true, Honours: allSettings},
 	// Known to ADR-089 as backends without the persist capability; this
 	// build has no executor for them, so a graph naming them is refused
 	// (G046) instead of failing at run time.

@@ -181,6 +181,7 @@ func readEnv() (Config, error) {
 			CLIBin:               getenv("TETHER_CLI_BIN"),
 			AnthropicBaseURL:     getenv("ANTHROPIC_BASE_URL"),
 			OpenAIBaseURL:        getenv("OPENAI_BASE_URL"),
+			GeminiBaseURL:        getenv("GOOGLE_GEMINI_BASE_URL"),
 			Models:               map[string]string{},
 			APIKeys:              map[string]string{},
 			ClaudePermissionMode: getenv("TETHER_CLAUDE_PERMISSION_MODE"),
@@ -188,7 +189,7 @@ func readEnv() (Config, error) {
 			PassEnv:              names(getenv("TETHER_PASS_ENV")),
 		},
 	}
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi} {
+	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini} {
 		if m := getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
 			c.Agents.Models[b] = m
 		}
@@ -289,6 +290,7 @@ var apiKeyVars = map[string]string{
 	backend.ClaudeCode: "ANTHROPIC_API_KEY",
 	backend.Codex:      "OPENAI_API_KEY",
 	backend.Pi:         "OPENAI_API_KEY",
+	backend.Gemini:     "GEMINI_API_KEY",
 }
 
 // workspaceLimits reads the TETHER_WORKSPACE_* variables over the

@@ -29,10 +29,12 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 			CLIBin:           bin,
 			AnthropicBaseURL: fake.URL(),
 			OpenAIBaseURL:    fake.URL() + "/v1",
-			Models:           map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1"},
-			APIKeys:          map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k"},
-			AskUser:          ask,
-			TempDir:          t.TempDir(),
+			GeminiBaseURL:    fake.URL(),
+			Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
+				backend.Gemini: "fake-gemini-1"},
+			APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k"},
+			AskUser: ask,
+			TempDir: t.TempDir(),
 		}
 	}
 	return fake
@@ -68,7 +70,7 @@ edges:
 // writer's third reply shows it saw turns 1 and 2: its conversation came
 // back from the blob store, not from any disk.
 func TestPersistAcrossWorkers(t *testing.T) {
-	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Codex, backend.Pi} {
+	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini} {
 		t.Run(b, func(t *testing.T) {
 			h := newHarness(t, "")
 			if b != backend.Scripted {
