@@ -128,7 +128,7 @@ func persistLoop(t *testing.T, h *harness, b string) {
 // visit; the worker is replaced while the run waits; after the answer the
 // visit resumes the same conversation from the pause ref on the new worker.
 func TestAskUserAcrossWorkers(t *testing.T) {
-	for _, b := range []string{backend.Scripted, backend.ClaudeCode} {
+	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Gemini} {
 		t.Run(b, func(t *testing.T) {
 			h := newHarness(t, "")
 			prompt := `"ASK_USER: which color?"`
