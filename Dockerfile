@@ -20,6 +20,7 @@ FROM node:${NODE_VERSION}-bookworm-slim
 ARG CLAUDE_CODE_VERSION=2.1.332
 ARG CODEX_VERSION=0.171.0
 ARG PI_VERSION=0.73.1
+ARG GEMINI_CLI_VERSION=0.61.0
 ARG GROK_CLI_VERSION=0.0.34
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates \
@@ -28,6 +29,7 @@ RUN apt-get update \
       @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} \
       @openai/codex@${CODEX_VERSION} \
       @mariozechner/pi-coding-agent@${PI_VERSION} \
+      @google/gemini-cli@${GEMINI_CLI_VERSION} \
       @vibe-kit/grok-cli@${GROK_CLI_VERSION} \
  && npm cache clean --force
 COPY --from=go /usr/local/go /usr/local/go

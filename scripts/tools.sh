@@ -7,14 +7,18 @@
 #   temporal-server  the Temporal server and its SQL schema tool, for the
 #                    production topology (scripts/cluster.sh)
 #   versitygw        an S3-compatible server for the blob store's S3 backend
-#   clis             the agent CLIs (Claude Code, Codex, pi, grok) from the npm registry
+#   clis             the agent CLIs (Claude Code, Codex, pi, Gemini CLI,
+#                    grok) from the npm registry
+#   kimi             the Kimi CLI (kimi-cli) from the Python registry, into a
+#                    virtual environment in .tools/kimi (not part of "all":
+#                    see docs/backends.md, it does not install on this machine)
 #
 # Go binaries are cached under ${TETHER_CACHE:-$XDG_CACHE_HOME/tether}/tools
 # and copied into bin/; npm CLIs go into .tools/npm (git-ignored). Two runs
 # at once are safe: each builds in its own temporary directory and the
 # first to finish renames it into place; installs into one directory are
 # serialised by a lock.
-# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|all|versions]...
+# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|kimi|all|versions]...
 # ("versions" prints what each tool is built or installed at, one per line.)
 set -euo pipefail
 
@@ -64,7 +68,7 @@ go_tool() {
 
 clis() {
 	local dir="$root/.tools/npm"
-	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION grok@$GROK_CLI_VERSION"
+	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION gemini-cli@$GEMINI_CLI_VERSION grok@$GROK_CLI_VERSION"
 	mkdir -p "$dir"
 	(
 		flock 9
@@ -77,10 +81,31 @@ clis() {
 			"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
 			"@openai/codex@$CODEX_VERSION" \
 			"@mariozechner/pi-coding-agent@$PI_VERSION" \
+			"@google/gemini-cli@$GEMINI_CLI_VERSION" \
 			"@vibe-kit/grok-cli@$GROK_CLI_VERSION" >&2
 		echo "$want" >"$dir/.versions"
 	) 9>"$dir/.lock"
 	echo "$dir/node_modules/.bin"
+}
+
+kimi() {
+	local dir="$root/.tools/kimi"
+	mkdir -p "$root/.tools"
+	(
+		flock 9
+		if [ -x "$dir/bin/kimi" ] && [ "$(cat "$dir/.version" 2>/dev/null)" = "$KIMI_CLI_VERSION" ]; then
+			exit 0
+		fi
+		echo "tools: installing kimi-cli $KIMI_CLI_VERSION from the Python registry into $dir" >&2
+		rm -rf "$dir"
+		python3 -m venv "$dir" >&2
+		if ! "$dir/bin/pip" install --disable-pip-version-check --no-input "kimi-cli==$KIMI_CLI_VERSION" >&2; then
+			rm -rf "$dir"
+			exit 1
+		fi
+		echo "$KIMI_CLI_VERSION" >"$dir/.version"
+	) 9>"$root/.tools/.kimi.lock"
+	echo "$dir/bin"
 }
 
 temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
@@ -96,11 +121,13 @@ for t in "$@"; do
 	temporal-server) temporal_server ;;
 	versitygw) versitygw ;;
 	clis) clis ;;
+	kimi) kimi ;;
 	all) temporal && temporal_server && versitygw && clis ;;
 	versions)
 		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION" \
-			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION" grok "$GROK_CLI_VERSION"
+			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION" \
+			gemini-cli "$GEMINI_CLI_VERSION" grok "$GROK_CLI_VERSION" kimi-cli "$KIMI_CLI_VERSION"
 		;;
-	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, all or versions)" >&2; exit 2 ;;
+	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, kimi, all or versions)" >&2; exit 2 ;;
 	esac
 done

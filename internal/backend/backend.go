@@ -7,7 +7,7 @@
 // What a backend is (an executor, a session packer) is the contract in
 // internal/agent. Everything about one backend (how to drive its CLI,
 // where its session files live) is in its own subpackage: claude, codex,
-// pi, grok, scripted; cliexec is what the CLI executors share.
+// pi, gemini, grok, scripted; cliexec is what the CLI executors share.
 package backend
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/gemini"
 	"github.com/tether-run/tether/internal/backend/grok"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
@@ -27,6 +28,7 @@ const (
 	ClaudeCode = claude.Name
 	Codex      = codex.Name
 	Pi         = pi.Name
+	Gemini     = gemini.Name
 	Kimi       = "kimi"
 	Grok       = grok.Name
 )
@@ -68,6 +70,8 @@ var catalogue = []Info{
 	// features and sandbox, not from names.
 	{Name: Codex, Implemented: true, Persist: true, NoCost: true, Honours: []string{SettingPermissions, SettingSystemPrompt, SettingAppendSystemPrompt}},
 	{Name: Pi, Implemented: true, Persist: true, Honours: allSettings},
+	// Gemini CLI reports tokens but no price.
+	{Name: Gemini, Implemented: true, Persist: true, NoCost: true, Honours: allSettings},
 	// grok keeps no conversation it could resume (ADR-089: no persist),
 	// and has no permission modes, tool lists or system prompt flag.
 	{Name: Grok, Implemented: true, Persist: false, NoCost: true},

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/codex"
+	"github.com/tether-run/tether/internal/backend/gemini"
 	"github.com/tether-run/tether/internal/backend/grok"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
@@ -34,15 +35,19 @@ type Config struct {
 	// Completions endpoint pi uses (OPENAI_BASE_URL); empty: their
 	// defaults.
 	OpenAIBaseURL string
+	// GeminiBaseURL is the Gemini API endpoint Gemini CLI uses
+	// (GOOGLE_GEMINI_BASE_URL, without /v1beta); empty: its default.
+	GeminiBaseURL string
 	// GrokBaseURL is the chat completions endpoint grok uses
 	// (GROK_BASE_URL); empty: the CLI's default (api.x.ai).
 	GrokBaseURL string
 	// Models are the default model of each CLI backend, by backend name
-	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI).
+	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI,
+	// TETHER_MODEL_GEMINI).
 	Models map[string]string
 	// APIKeys are the model endpoints' keys, by backend name
 	// (ANTHROPIC_API_KEY for claude_code, OPENAI_API_KEY for codex and
-	// pi). Each reaches its CLI in its environment only; String and
+	// pi, GEMINI_API_KEY for gemini). Each reaches its CLI in its environment only; String and
 	// LogValue never show them.
 	APIKeys map[string]string
 	// ClaudePermissionMode is Claude Code's --permission-mode
@@ -98,6 +103,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("cli_bin", c.CLIBin),
 		slog.String("anthropic_base_url", c.AnthropicBaseURL),
 		slog.String("openai_base_url", c.OpenAIBaseURL),
+		slog.String("gemini_base_url", c.GeminiBaseURL),
 		slog.String("grok_base_url", c.GrokBaseURL),
 		slog.Any("models", c.Models),
 		slog.Any("api_keys_for", slices.Sorted(maps.Keys(c.APIKeys))),
@@ -138,6 +144,7 @@ func New(cfg Config) ([]agent.Backend, error) {
 		claude.New(claude.Options{Options: cli(ClaudeCode, cfg.AnthropicBaseURL), PermissionMode: cfg.ClaudePermissionMode}),
 		codex.New(codex.Options{Options: cli(Codex, cfg.OpenAIBaseURL), Sandbox: cfg.CodexSandbox}),
 		pi.New(pi.Options{Options: cli(Pi, cfg.OpenAIBaseURL), AskUserConvention: true}),
+		gemini.New(gemini.Options{Options: cli(Gemini, cfg.GeminiBaseURL), AskUserConvention: true}),
 		grok.New(grok.Options{Options: cli(Grok, cfg.GrokBaseURL), AskUserConvention: true}),
 	}, nil
 }

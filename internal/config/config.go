@@ -181,6 +181,7 @@ func readEnv() (Config, error) {
 			CLIBin:               getenv("TETHER_CLI_BIN"),
 			AnthropicBaseURL:     getenv("ANTHROPIC_BASE_URL"),
 			OpenAIBaseURL:        getenv("OPENAI_BASE_URL"),
+			GeminiBaseURL:        getenv("GOOGLE_GEMINI_BASE_URL"),
 			GrokBaseURL:          getenv("GROK_BASE_URL"),
 			Models:               map[string]string{},
 			APIKeys:              map[string]string{},
@@ -189,7 +190,7 @@ func readEnv() (Config, error) {
 			PassEnv:              names(getenv("TETHER_PASS_ENV")),
 		},
 	}
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Grok} {
+	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Grok} {
 		if m := getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
 			c.Agents.Models[b] = m
 		}
@@ -290,6 +291,7 @@ var apiKeyVars = map[string]string{
 	backend.ClaudeCode: "ANTHROPIC_API_KEY",
 	backend.Codex:      "OPENAI_API_KEY",
 	backend.Pi:         "OPENAI_API_KEY",
+	backend.Gemini:     "GEMINI_API_KEY",
 	backend.Grok:       "GROK_API_KEY",
 }
 

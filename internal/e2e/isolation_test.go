@@ -150,11 +150,13 @@ func TestAgentIsolationWorker(t *testing.T) {
 		CLIBin:           os.Getenv(isoCLIBin),
 		AnthropicBaseURL: fake.URL(),
 		OpenAIBaseURL:    fake.URL() + "/v1",
-		Models:           map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1"},
-		APIKeys:          map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k"},
-		AskUser:          []string{os.Getenv(isoAskUser)},
-		TempDir:          filepath.Join(base, "tmp"),
-		Sandbox:          sb,
+		GeminiBaseURL:    fake.URL(),
+		Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
+			backend.Gemini: "fake-gemini-1"},
+		APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k"},
+		AskUser: []string{os.Getenv(isoAskUser)},
+		TempDir: filepath.Join(base, "tmp"),
+		Sandbox: sb,
 	})
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Join(base, "tmp"), 0o700))
@@ -175,7 +177,8 @@ func TestAgentIsolationWorker(t *testing.T) {
 	// Codex's own workspace-write sandbox nests inside the box: its file
 	// edits still work, and it reads no more than the box allows.
 	for _, v := range []struct{ backend, permissions string }{
-		{backend.ClaudeCode, "full"}, {backend.Codex, "full"}, {backend.Pi, "full"}, {backend.Codex, "edit"}, {backend.Codex, "read-only"},
+		{backend.ClaudeCode, "full"}, {backend.Codex, "full"}, {backend.Pi, "full"}, {backend.Gemini, "full"},
+		{backend.Codex, "edit"}, {backend.Codex, "read-only"},
 	} {
 		b := v.backend
 		t.Run(b+"/"+v.permissions, func(t *testing.T) {

@@ -30,10 +30,12 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 			AnthropicBaseURL: fake.URL(),
 			OpenAIBaseURL:    fake.URL() + "/v1",
 			GrokBaseURL:      fake.URL() + "/v1",
-			Models:           map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1", backend.Grok: "fake-grok-1"},
-			APIKeys:          map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Grok: "k"},
-			AskUser:          ask,
-			TempDir:          t.TempDir(),
+			GeminiBaseURL:    fake.URL(),
+			Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
+				backend.Gemini: "fake-gemini-1", backend.Grok: "fake-grok-1"},
+			APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k", backend.Grok: "k"},
+			AskUser: ask,
+			TempDir: t.TempDir(),
 		}
 	}
 	return fake
@@ -69,7 +71,7 @@ edges:
 // writer's third reply shows it saw turns 1 and 2: its conversation came
 // back from the blob store, not from any disk.
 func TestPersistAcrossWorkers(t *testing.T) {
-	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Codex, backend.Pi} {
+	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini} {
 		t.Run(b, func(t *testing.T) {
 			h := newHarness(t, "")
 			if b != backend.Scripted {
@@ -127,7 +129,7 @@ func persistLoop(t *testing.T, h *harness, b string) {
 // visit; the worker is replaced while the run waits; after the answer the
 // visit resumes the same conversation from the pause ref on the new worker.
 func TestAskUserAcrossWorkers(t *testing.T) {
-	for _, b := range []string{backend.Scripted, backend.ClaudeCode} {
+	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Gemini} {
 		t.Run(b, func(t *testing.T) {
 			h := newHarness(t, "")
 			prompt := `"ASK_USER: which color?"`

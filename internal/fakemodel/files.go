@@ -40,7 +40,7 @@ import (
 // the last tool result the model gives its normal final text. The tools
 // are recognised by their names: Claude Code's Read/Write/Edit (each file is
 // Read first in the turn, as Claude Code requires before a write), pi's
-// read/write/edit, and Codex's apply_patch tool or, when it offers none,
+// read/write/edit, Gemini CLI's write_file/replace, and Codex's apply_patch tool or, when it offers none,
 // its exec_command shell tool running apply_patch. A turn whose cues find
 // no file tool offered makes no tool call.
 const (
@@ -166,6 +166,17 @@ func (c conversation) filePlan() []toolCall {
 				plan = append(plan, call("Write", map[string]any{"file_path": p, "content": fc.content}))
 			}
 		}
+	case has("write_file") || has("replace"):
+		// Gemini CLI: write_file and replace, with absolute paths.
+		for _, fc := range cues {
+			switch p := c.abs(fc.path); {
+			case fc.edit && has("replace"):
+				plan = append(plan, call("replace", map[string]any{"file_path": p, "old_string": fc.old, "new_string": fc.new,
+					"instruction": "apply the requested edit"}))
+			case !fc.edit && has("write_file"):
+				plan = append(plan, call("write_file", map[string]any{"file_path": p, "content": fc.content}))
+			}
+		}
 	case has("write") || has("edit"):
 		for _, fc := range cues {
 			switch {
@@ -253,6 +264,7 @@ var cwdREs = []*regexp.Regexp{
 	regexp.MustCompile(`Primary working directory: (\S+)`),
 	regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
 	regexp.MustCompile(`Current working directory: (\S+)`),
+	regexp.MustCompile(`\*\*Workspace Directories:\*\*\s*\n\s*- (\S+)`),
 }
 
 // findCwd returns the working directory a CLI told the model about in text,

@@ -1,7 +1,7 @@
 // Package fakemodel is the one faked thing in Tether's CLI tests: an HTTP
 // server that speaks just enough of the Anthropic Messages API, the OpenAI
-// Responses API and the OpenAI Chat Completions API for the real agent CLIs
-// (Claude Code, Codex, pi) to hold a conversation with it.
+// Responses API, the OpenAI Chat Completions API and the Gemini API for
+// the real agent CLIs (Claude Code, Codex, pi, Gemini CLI) to hold a conversation with it.
 //
 // Its replies are deterministic and prove memory: a normal reply is
 // "turn N: p1 | p2 | ... | pN" where p1..pN are the real user prompts found
@@ -31,6 +31,7 @@ const (
 	Anthropic API = "anthropic" // POST /v1/messages (and count_tokens)
 	Responses API = "responses" // POST /v1/responses
 	Chat      API = "chat"      // POST /v1/chat/completions
+	Gemini    API = "gemini"    // POST /v1beta/models/<model>:generateContent (and stream, countTokens)
 	Other     API = "other"     // anything else (model listing, probes)
 )
 
@@ -153,6 +154,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
 		rec.API = Chat
 		s.chat(w, r, rec)
+	case r.Method == http.MethodPost && geminiMethod(path) != "":
+		rec.API = Gemini
+		s.gemini(w, r, rec, geminiMethod(path))
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		s.record(rec)
 		writeJSON(w, map[string]any{

@@ -4,7 +4,8 @@ import "strings"
 
 // CueShell makes the model run the rest of the line as a shell command
 // through the asking CLI's own shell tool: Claude Code's Bash, pi's bash,
-// Codex's exec_command (or its older shell tool). Each cue line of the
+// Gemini CLI's run_shell_command, Codex's exec_command (or its older shell
+// tool). Each cue line of the
 // latest prompt is one tool call, in order, after the turn's file cues;
 // each command's output comes back to the server as a tool result, which
 // Request.ToolResult and Request.Body show, so a test can tell what the
@@ -31,6 +32,8 @@ func (c conversation) shellPlan() []toolCall {
 			plan = append(plan, call("Bash", map[string]any{"command": cmd, "description": "run a command"}))
 		case c.offers("bash"):
 			plan = append(plan, call("bash", map[string]any{"command": cmd}))
+		case c.offers("run_shell_command"):
+			plan = append(plan, call("run_shell_command", map[string]any{"command": cmd, "description": "run a command"}))
 		case c.offers("exec_command"):
 			plan = append(plan, call("exec_command", map[string]any{"cmd": cmd}))
 		case c.offers("shell"):

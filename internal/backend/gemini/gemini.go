@@ -1,0 +1,467 @@
+// Package gemini is the gemini backend: it runs Gemini CLI headless
+// (`gemini -p "" --output-format stream-json`, the prompt on stdin) with
+// its whole home (GEMINI_CLI_HOME) at the visit's state root, resumes a
+// session with --resume ID, forks one by copying its file under a new id,
+// and reports the session id and the visit's usage from the CLI's own
+// stream.
+//
+// ask_user is a structured-output convention, as for pi: Gemini CLI drops
+// every tool named ask_user from a headless run, the MCP server's
+// included (it matches the name without the mcp_<server>_ prefix), so the
+// model cannot call Tether's. A final reply whose last lines all start
+// with "ASK_USER:", or a final JSON object with an "ask_user" key, pauses
+// the visit with those questions.
+//
+// Gemini CLI keys a session's directory by a project slug it picks for the
+// working directory in a registry of its own; the executor pins every
+// working directory to one slug (ProjectSlug) before each visit, so a
+// session restored on another machine, for another working directory, is
+// where the CLI looks for it.
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/packer"
+)
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "gemini"
+
+const (
+	// AskUserPrefix starts each question line of the ask_user convention.
+	AskUserPrefix = "ASK_USER:"
+	// AskUserKey is the structured-output form of the convention.
+	AskUserKey = "ask_user"
+)
+
+// AskUserInstructions are added to the system prompt when
+// AskUserConvention is on.
+const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
+	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
+	"The visit pauses; the user's answer arrives as the next user message."
+
+// Options configure the executor. The zero value runs `gemini` from PATH
+// against the Gemini API with no key of its own.
+type Options struct {
+	// Options are what every CLI executor takes. BaseURL is the Gemini API
+	// endpoint (GOOGLE_GEMINI_BASE_URL, without /v1beta), empty for the
+	// CLI's default; APIKey reaches the CLI as GEMINI_API_KEY. AskUser and
+	// AskUserGrace are not used (see the package comment):
+	// AskUserConvention is its ask_user.
+	cliexec.Options
+	// ApprovalMode is --approval-mode (default, auto_edit, yolo, plan);
+	// empty keeps the CLI's default. A node's permissions override it
+	// (see ApprovalModes).
+	ApprovalMode string
+	// SystemPrompt replaces Gemini CLI's system prompt (GEMINI_SYSTEM_MD);
+	// AppendSystemPrompt is added to it as the user's memory file,
+	// <root>/.gemini/GEMINI.md, which Gemini CLI puts in its system
+	// instruction.
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// AskUserConvention turns the ask_user convention on (it adds
+	// AskUserInstructions to the system prompt).
+	AskUserConvention bool
+	// Tools limits the built-in tools (settings tools.core); nil keeps the
+	// CLI's set.
+	Tools []string
+}
+
+// noMCPServer is the only MCP server a visit may start: none has its name.
+const noMCPServer = "tether-no-mcp-server"
+
+// ApprovalModes maps a node's permission level to Gemini CLI's
+// --approval-mode. In a headless run the CLI offers the model no tool that
+// would need an approval, so "default" leaves it the read-only tools
+// (read_file, list_directory, grep_search, glob, ...), auto_edit adds
+// write_file and replace, and yolo adds run_shell_command.
+var ApprovalModes = map[string]string{
+	agent.PermissionReadOnly: "default",
+	agent.PermissionEdit:     "auto_edit",
+	agent.PermissionFull:     "yolo",
+}
+
+// Executor runs Gemini CLI visits.
+type Executor struct {
+	opts Options
+	cli  cliexec.CLI
+}
+
+var _ agent.Backend = (*Executor)(nil)
+
+// New returns an executor.
+func New(opts Options) *Executor {
+	// Gemini CLI cannot call Tether's ask_user tool: its ask_user is a
+	// convention in the reply, so no visit is ended early for it.
+	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "gemini"}
+	cli.AskUser = nil
+	return &Executor{opts: opts, cli: cli}
+}
+
+// Name is the backend's name.
+func (e *Executor) Name() string { return Name }
+
+// Packer returns the gemini session packer bound to env.
+func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
+	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+}
+
+// Available reports whether the CLI is installed on this worker.
+func (e *Executor) Available() error { return e.cli.Available() }
+
+// visitSettings is what one visit runs with: the node's settings over the
+// executor's options.
+type visitSettings struct {
+	model, systemPrompt, appendSystemPrompt, approvalMode string
+	tools, disallowedTools                                []string
+}
+
+func (e *Executor) settings(req agent.Request) visitSettings {
+	s := req.Settings
+	return visitSettings{
+		model:              e.cli.ModelFor(req.Model),
+		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
+		appendSystemPrompt: e.appendSystemPrompt(req),
+		approvalMode:       cliexec.Pick(ApprovalModes[s.Permissions], e.opts.ApprovalMode),
+		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
+		disallowedTools:    s.DisallowedTools,
+	}
+}
+
+// appendSystemPrompt is the node's appended system prompt, else the
+// executor's, followed by the ask_user convention when it is on.
+func (e *Executor) appendSystemPrompt(req agent.Request) string {
+	var parts []string
+	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
+		parts = append(parts, a)
+	}
+	if e.opts.AskUserConvention {
+		parts = append(parts, AskUserInstructions)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Fingerprint hashes what defines the conversation a visit of req runs
+// (see cliexec.Conversation for the fields).
+func (e *Executor) Fingerprint(req agent.Request) string {
+	v := e.settings(req)
+	return cliexec.Fingerprint(cliexec.Conversation{
+		Backend:            Name,
+		Model:              v.model,
+		SystemPrompt:       v.systemPrompt,
+		AppendSystemPrompt: v.appendSystemPrompt,
+		Tools:              v.tools,
+		DisallowedTools:    v.disallowedTools,
+		Permission:         v.approvalMode,
+	})
+}
+
+// Execute runs one visit.
+func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	var res agent.Result
+	if err := e.cli.Check(req); err != nil {
+		return res, err
+	}
+	// A missing session fails before Begin creates the state root and the
+	// scratch directory.
+	session, err := e.sessionFile(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	visit, err := e.cli.Begin(req)
+	if err != nil {
+		return res, err
+	}
+	defer visit.Close()
+	if err := pinProject(req.Env); err != nil {
+		return res, err
+	}
+	resume := req.SessionID
+	if req.Fork && session != "" {
+		if resume, err = fork(session); err != nil {
+			return res, err
+		}
+	}
+	v := e.settings(req)
+	if err := e.writeSettings(req, v); err != nil {
+		return res, err
+	}
+	set, err := e.env(req, visit, v)
+	if err != nil {
+		return res, err
+	}
+	st := stream{track: cliexec.NewTracker(Name, req)}
+	spec := e.cli.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.OnLine = e.args(v, visit, resume), set, st.line
+	out, runErr := cliexec.Run(ctx, spec)
+	if runErr != nil {
+		if resume != "" && strings.Contains(out.StderrTail, "Invalid session identifier") {
+			return res, fmt.Errorf("%w: gemini session %s is not in %s: %s",
+				agent.ErrNoSession, resume, req.Env.StateRoot, strings.TrimSpace(out.StderrTail))
+		}
+		return res, cliexec.ReportFailure(runErr, strings.Join(st.errors, "\n"))
+	}
+	res.SessionID = st.sessionID
+	res.Fingerprint = e.Fingerprint(req)
+	res.Text = st.text
+	res.Usage = st.usage
+	if st.status != "success" || len(st.errors) > 0 {
+		msg := strings.Join(st.errors, "\n")
+		if st.status == "" {
+			msg = strings.TrimSpace("the CLI reported no result\n" + msg)
+		}
+		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
+			StderrTail: strings.TrimSpace(msg + "\n" + out.StderrTail)}
+	}
+	if res.SessionID == "" {
+		return res, fmt.Errorf("gemini: the CLI reported no session id (stderr: %s)", out.StderrTail)
+	}
+	res.Structured = cliexec.Structured(res.Text)
+	if e.opts.AskUserConvention {
+		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
+			res.NeedsInteraction = &agent.Interaction{Questions: qs}
+			res.Structured = nil
+		}
+	}
+	return res, nil
+}
+
+// sessionFile is the file of the session req resumes or forks, or "" for a
+// new one, found by the packer's own path code (what HasSession finds)
+// and checked to hold that very id.
+func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+	if req.SessionID == "" {
+		return "", nil
+	}
+	p, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
+	if errors.Is(err, packer.ErrNoSession) {
+		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("gemini: find session %s: %w", req.SessionID, err)
+	}
+	id, err := sessionIDOf(p)
+	if err != nil {
+		return "", fmt.Errorf("gemini: read session %s: %w", req.SessionID, err)
+	}
+	if id != req.SessionID {
+		return "", fmt.Errorf("%w: gemini session file %s holds session %s, not %s", agent.ErrNoSession, p, id, req.SessionID)
+	}
+	return p, nil
+}
+
+func (e *Executor) args(v visitSettings, visit *cliexec.Visit, resume string) []string {
+	// The prompt comes on stdin; -p "" makes the run headless and adds
+	// nothing to it.
+	a := []string{"-p", "", "--output-format", "stream-json", "--skip-trust"}
+	if visit.Model != "" {
+		a = append(a, "--model", visit.Model)
+	}
+	if resume != "" {
+		a = append(a, "--resume", resume)
+	}
+	if v.approvalMode != "" {
+		a = append(a, "--approval-mode", v.approvalMode)
+	}
+	// No MCP server of the working directory's .gemini/settings.json is
+	// started: only one of a name no configuration uses may (the CLI
+	// refuses an empty list).
+	return append(a, "--allowed-mcp-server-names", noMCPServer)
+}
+
+// env is the CLI's environment: the base and the names the worker and the
+// node pass (cliexec.Environ), plus the visit's home, endpoint and key.
+func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
+	set := []string{
+		"GEMINI_CLI_HOME=" + req.Env.StateRoot,
+		// The CLI would start itself a second time to raise node's heap
+		// limit, which doubles its start-up.
+		"GEMINI_CLI_NO_RELAUNCH=true",
+		"GEMINI_CLI_TRUST_WORKSPACE=true",
+		"NO_COLOR=1",
+	}
+	if e.opts.APIKey != "" {
+		set = append(set, "GEMINI_API_KEY="+e.opts.APIKey)
+	}
+	if e.opts.BaseURL != "" {
+		set = append(set, "GOOGLE_GEMINI_BASE_URL="+e.opts.BaseURL)
+	}
+	if v.systemPrompt != "" {
+		p, err := visit.WriteFile("system.md", []byte(v.systemPrompt))
+		if err != nil {
+			return nil, fmt.Errorf("gemini: %w", err)
+		}
+		set = append(set, "GEMINI_SYSTEM_MD="+p)
+	}
+	return e.cli.Environ(req, set...), nil
+}
+
+// writeSettings writes the visit's user settings, <root>/.gemini/settings.json:
+// API-key auth (the key itself stays in the environment), no telemetry,
+// usage statistics or update checks, and the tool limits; and the
+// appended system prompt as the user's memory file, GEMINI.md. Gemini CLI reads a system settings file only from a directory
+// no other user can write, which a scratch directory under /tmp is not,
+// so the settings live in the state root, where the packer never takes
+// them (settings*.json is on its deny list) and the next visit rewrites
+// them.
+func (e *Executor) writeSettings(req agent.Request, v visitSettings) error {
+	s := map[string]any{
+		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"telemetry": map[string]any{"enabled": false},
+		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+	}
+	tools := map[string]any{}
+	if v.tools != nil {
+		tools["core"] = v.tools
+	}
+	if len(v.disallowedTools) > 0 {
+		tools["exclude"] = v.disallowedTools
+	}
+	if len(tools) > 0 {
+		s["tools"] = tools
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeState(req.Env.StateRoot, ".gemini/settings.json", b); err != nil {
+		return err
+	}
+	memory := filepath.Join(req.Env.StateRoot, ".gemini", "GEMINI.md")
+	if v.appendSystemPrompt == "" {
+		if err := os.Remove(memory); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("gemini: %w", err)
+		}
+		return nil
+	}
+	return writeState(req.Env.StateRoot, ".gemini/GEMINI.md", []byte(v.appendSystemPrompt+"\n"))
+}
+
+// stream follows `gemini --output-format stream-json` events.
+type stream struct {
+	sessionID string
+	// text is the assistant's text since the last tool call.
+	text   string
+	status string
+	errors []string
+	usage  agent.Usage
+
+	track *cliexec.Tracker
+}
+
+type event struct {
+	Type      string         `json:"type"`
+	SessionID string         `json:"session_id"`
+	Role      string         `json:"role"`
+	Content   string         `json:"content"`
+	Delta     bool           `json:"delta"`
+	ToolName  string         `json:"tool_name"`
+	ToolID    string         `json:"tool_id"`
+	Params    map[string]any `json:"parameters"`
+	Status    string         `json:"status"`
+	Message   string         `json:"message"`
+	Severity  string         `json:"severity"`
+	Error     *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Stats *struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+		Cached       int64 `json:"cached"`
+	} `json:"stats"`
+}
+
+// toolTitles name Gemini CLI's tools as the other CLIs' progress does.
+var toolTitles = map[string]string{
+	"write_file": "Write", "replace": "Edit", "read_file": "Read",
+	"run_shell_command": "Bash", "list_directory": "LS", "grep_search": "Grep", "glob": "Glob",
+}
+
+func (s *stream) line(b []byte) {
+	var ev event
+	if json.Unmarshal(b, &ev) != nil {
+		return
+	}
+	switch ev.Type {
+	case "init":
+		if s.sessionID == "" {
+			s.sessionID = ev.SessionID
+		}
+	case "message":
+		if ev.Role != "assistant" {
+			return
+		}
+		if ev.Delta {
+			s.text += ev.Content
+		} else {
+			s.text = ev.Content
+		}
+		s.track.Say(s.text)
+	case "tool_use":
+		s.text = ""
+		title := toolTitles[ev.ToolName]
+		if title == "" {
+			title = ev.ToolName
+		}
+		s.track.ToolCall(title, cliexec.MainArg(ev.Params))
+	case "error":
+		if ev.Severity != "warning" && ev.Message != "" {
+			s.errors = append(s.errors, ev.Message)
+		}
+	case "result":
+		s.status = ev.Status
+		if ev.Error != nil && ev.Error.Message != "" {
+			s.errors = append(s.errors, ev.Error.Message)
+		}
+		if st := ev.Stats; st != nil {
+			// input_tokens counts the cached ones too.
+			s.usage = agent.Usage{InputTokens: st.InputTokens - st.Cached, OutputTokens: st.OutputTokens, CacheReadTokens: st.Cached}
+			s.track.SetUsage(s.usage)
+		}
+	}
+}
+
+// askedQuestions applies the ask_user convention to a final reply.
+func askedQuestions(text string, structured map[string]any) []agent.Question {
+	var qs []string
+	if structured != nil {
+		switch v := structured[AskUserKey].(type) {
+		case string:
+			qs = append(qs, v)
+		case []any:
+			for _, q := range v {
+				if s, ok := q.(string); ok {
+					qs = append(qs, s)
+				}
+			}
+		}
+	} else {
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		i := len(lines)
+		for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
+			i--
+		}
+		for _, l := range lines[i:] {
+			qs = append(qs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)))
+		}
+	}
+	var out []agent.Question
+	for _, q := range qs {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
+		}
+	}
+	return out
+}
