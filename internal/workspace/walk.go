@@ -74,7 +74,7 @@ const maxNotes = 200
 // workspace is over the limits, and with the error of any directory it
 // cannot read (a fault is never taken for absence).
 func scanTree(ctx context.Context, root string, o scanOpts) (*scanned, error) {
-	o.lim = o.lim.withDefaults()
+	o.lim = withDefaults(o.lim)
 	if o.tracked == nil {
 		o.tracked = func(string) bool { return false }
 	}
@@ -248,7 +248,7 @@ func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignor
 				return err
 			}
 		default:
-			w.note("%s: a %s, not snapshotted", p, kindOf(m))
+			w.note("%s: a %s, not snapshotted", p, treepolicy.Kind(m))
 		}
 	}
 	return nil
@@ -356,13 +356,10 @@ func checkPath(p string, lim Limits) error {
 	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\\") || path.Clean(p) != p {
 		return fmt.Errorf("%w: %q", ErrUnsafePath, p)
 	}
-	if len(p) > lim.MaxPathBytes {
-		return fmt.Errorf("%w: a path of %d bytes, over the %d-byte limit", ErrUnsafePath, len(p), lim.MaxPathBytes)
+	if err := lim.CheckPath(p); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsafePath, err)
 	}
 	parts := strings.Split(p, "/")
-	if len(parts)-1 > lim.MaxDepth {
-		return fmt.Errorf("%w: %.80s… is %d directories deep, over the limit of %d", ErrUnsafePath, p, len(parts)-1, lim.MaxDepth)
-	}
 	for _, c := range parts {
 		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
 			return fmt.Errorf("%w: %q", ErrUnsafePath, p)
@@ -422,19 +419,6 @@ func modeOf(st *unix.Stat_t) fs.FileMode {
 		m |= fs.ModeDevice | fs.ModeCharDevice
 	}
 	return m
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	default:
-		return "special file"
-	}
 }
 
 func join(dir, name string) string {
