@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"golang.org/x/sys/unix"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -188,7 +189,7 @@ func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignor
 				continue
 			}
 		}
-		if c, rule := treepolicy.Classify(p); c != treepolicy.Plain {
+		if c, rule := catalogue.Policy().Classify(p); c != treepolicy.Plain {
 			switch {
 			case c == treepolicy.Secret && w.o.fromSource:
 				w.note("%s: a %s (%s), kept: it comes from the run's source", p, c, rule)
@@ -382,7 +383,7 @@ const (
 // loginPath reports a login credential file (treepolicy.Login), which a
 // snapshot never holds and a restore refuses, whoever tracked it.
 func loginPath(p string) bool {
-	c, _ := treepolicy.Classify(p)
+	c, _ := catalogue.Policy().Classify(p)
 	return c == treepolicy.Login
 }
 
