@@ -242,7 +242,7 @@ func (a *Activities) sessionBlobMax() int64 {
 	if a.maxSessionBlob > 0 {
 		return a.maxSessionBlob
 	}
-	return sessionpack.DefaultLimits().MaxBlobBytes()
+	return sessionpack.MaxBlobBytes(sessionpack.DefaultLimits())
 }
 
 func mkdirAll(d string) error { return os.MkdirAll(d, 0o700) }

@@ -46,3 +46,30 @@ func TestConfigNeverShowsKeys(t *testing.T) {
 		assert.Contains(t, s, backend.Codex)
 	}
 }
+
+// Each backend's facts say which settings it honours, and its executor
+// applies exactly those: setting one it honours changes the fingerprint
+// of a visit (what the model sees or may do), setting one it does not
+// leaves it as it was. So the catalogue cannot claim a setting an
+// executor drops, nor miss one it applies.
+func TestHonoursIsWhatTheExecutorsApply(t *testing.T) {
+	bs, err := backend.New(backend.Config{})
+	require.NoError(t, err)
+	set := map[string]agent.Settings{
+		agent.SettingPermissions:        {Permissions: agent.PermissionReadOnly},
+		agent.SettingTools:              {Tools: []string{"read"}},
+		agent.SettingDisallowedTools:    {DisallowedTools: []string{"bash"}},
+		agent.SettingSystemPrompt:       {SystemPrompt: "be brief"},
+		agent.SettingAppendSystemPrompt: {AppendSystemPrompt: "and kind"},
+	}
+	require.Len(t, set, len(agent.AllSettings))
+	for _, b := range bs {
+		info, _ := backend.Lookup(b.Name())
+		env := agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
+		plain := b.Fingerprint(agent.Request{Env: env})
+		for _, s := range agent.AllSettings {
+			changed := b.Fingerprint(agent.Request{Env: env, Settings: set[s]}) != plain
+			assert.Equal(t, backend.Honours(b.Name(), s), changed, "%s: setting %s; its facts honour %v", b.Name(), s, info.Honours)
+		}
+	}
+}

@@ -45,13 +45,15 @@
 //
 // # Encryption at rest
 //
-// Encrypted wraps any Store with an AES-256-GCM envelope: each blob gets a
-// fresh data key, wrapped by the 32-byte master key and bound to the blob's
-// key, and the payload is sealed in 64 KiB chunks so Put and Get stream. A
-// wrong master key or any tampering (including truncation or swapping two
-// blobs) is an ErrDecrypt error, never garbage. Chunks are checked as
-// they stream, so a reader may see earlier chunks before the error: treat
-// any read error as a failed Get. Stat and List report plaintext sizes. Open turns it on with the URL parameter encrypt=true and
+// Encrypted wraps any Store with Tink's streaming AEAD (AES256-GCM-HKDF):
+// each blob gets a fresh key derived from the 32-byte master key and a
+// random salt, bound to the blob's key, and the payload is sealed in 64 KiB
+// segments so Put and Get stream. A wrong master key or any tampering
+// (including truncation or swapping two blobs) is an ErrDecrypt error,
+// never garbage. Segments are checked as they stream, so a reader may see
+// earlier segments before the error: treat any read error as a failed Get.
+// Blobs of the previous, hand-made format (TBE1) are still read. Stat and
+// List report plaintext sizes. Open turns it on with the URL parameter encrypt=true and
 // reads the master key from TETHER_BLOB_KEY (64 hex digits or base64 of 32
 // bytes); see Open.
 package blob

@@ -31,6 +31,7 @@ func FuzzDecrypt(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Add([]byte("TBE1"))
+	f.Add([]byte("TBE2"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if err := blob.PutBytes(ctx, inner, "k", raw); err != nil {
 			t.Fatal(err)

@@ -2,10 +2,12 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // RetryEnv names the environment variable that sets how long a store
@@ -15,7 +17,8 @@ import (
 const RetryEnv = "TETHER_STORE_RETRY"
 
 // Retry defaults: an operation keeps trying for two minutes, waiting
-// 250 ms, then twice as long each time, up to 5 s, with jitter.
+// 250 ms, then twice as long each time, each wait drawn between half and
+// one and a half times that and never over 5 s.
 const (
 	DefaultRetryMaxElapsed     = 2 * time.Minute
 	DefaultRetryInitialBackoff = 250 * time.Millisecond
@@ -32,9 +35,10 @@ type RetryPolicy struct {
 	// attempt starts after it. Zero means DefaultRetryMaxElapsed; negative
 	// turns retrying off.
 	MaxElapsed time.Duration
-	// InitialBackoff is the first wait (default 250 ms); each wait doubles
-	// up to MaxBackoff (default 5 s). Each wait is drawn at random between
-	// half and all of it, so that many workers do not retry in step.
+	// InitialBackoff is the first wait (default 250 ms); each wait doubles,
+	// drawn at random between half and one and a half times it so that
+	// many workers do not retry in step, and is never over MaxBackoff
+	// (default 5 s).
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
 	// OnRetry, if set, is called before each wait with the operation
@@ -87,36 +91,74 @@ type retryStore struct {
 
 // do runs attempt until it succeeds or must not be retried. replay, if
 // set, prepares the next attempt and reports whether there can be one.
+// The schedule is cenkalti/backoff's; what is added here is what the
+// store needs: only transient errors are retried, the last wait is cut
+// to end at MaxElapsed so that one last attempt starts there, and every
+// way of giving up says how long the store was tried.
 func (r *retryStore) do(ctx context.Context, op, key string, attempt func() error, replay func() bool) error {
 	start := time.Now()
-	backoff := r.p.InitialBackoff
-	for n := 1; ; n++ {
+	n := 0
+	var last error
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		n++
 		err := attempt()
+		last = err
 		if err == nil || !IsTransient(err) || ctx.Err() != nil {
-			return err
+			return struct{}{}, backoff.Permanent(err)
 		}
-		elapsed := time.Since(start)
-		if elapsed >= r.p.MaxElapsed {
-			return fmt.Errorf("blob: %s %q: gave up after trying for %s (%d attempts; the store is unavailable, retried for up to %s): %w",
-				op, key, elapsed.Round(time.Millisecond), n, r.p.MaxElapsed, err)
+		if elapsed := time.Since(start); elapsed >= r.p.MaxElapsed {
+			return struct{}{}, backoff.Permanent(fmt.Errorf("blob: %s %q: gave up after trying for %s (%d attempts; the store is unavailable, retried for up to %s): %w",
+				op, key, elapsed.Round(time.Millisecond), n, r.p.MaxElapsed, err))
 		}
 		if replay != nil && !replay() {
-			return fmt.Errorf("blob: %s %q: not retried, the body cannot be sent again (pass an io.Seeker, or at most %d MiB): %w", op, key, retryBufferBytes>>20, err)
+			return struct{}{}, backoff.Permanent(fmt.Errorf("blob: %s %q: not retried, the body cannot be sent again (pass an io.Seeker, or at most %d MiB): %w", op, key, retryBufferBytes>>20, err))
 		}
 		if r.p.OnRetry != nil {
 			r.p.OnRetry(ctx, op, key, n, err)
 		}
-		wait := min(backoff/2+rand.N(backoff/2+1), r.p.MaxElapsed-elapsed)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("blob: %s %q: %w while retrying (attempt %d, after %s); last store error: %v", op, key, ctx.Err(), n, time.Since(start).Round(time.Millisecond), err)
-		case <-t.C:
-		}
-		backoff = min(2*backoff, r.p.MaxBackoff)
+		return struct{}{}, err
+	},
+		backoff.WithBackOff(&windowBackOff{b: r.schedule(), start: start, window: r.p.MaxElapsed, most: r.p.MaxBackoff}),
+		backoff.WithMaxElapsedTime(0), // the window is windowBackOff's, so the last attempt lands at its end
+	)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && last != nil && !errors.Is(last, ctx.Err()) {
+		return fmt.Errorf("blob: %s %q: %w while retrying (attempt %d, after %s); last store error: %v", op, key, ctx.Err(), n, time.Since(start).Round(time.Millisecond), last)
+	}
+	return err
+}
+
+// schedule is the policy's exponential backoff: each wait doubles from
+// InitialBackoff, drawn between half and one and a half times that, so
+// that many workers do not retry in step.
+func (r *retryStore) schedule() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     r.p.InitialBackoff,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         r.p.MaxBackoff,
 	}
 }
+
+// windowBackOff cuts a schedule's waits to end at the retry window, so an
+// outage that ends just before the window closes is still seen, and to
+// at most MaxBackoff, so an operation ends within MaxBackoff of the
+// store's return.
+type windowBackOff struct {
+	b      backoff.BackOff
+	start  time.Time
+	window time.Duration
+	most   time.Duration
+}
+
+func (w *windowBackOff) NextBackOff() time.Duration {
+	next := w.b.NextBackOff()
+	if next == backoff.Stop {
+		return next
+	}
+	return max(0, min(next, w.most, w.window-time.Since(w.start)))
+}
+
+func (w *windowBackOff) Reset() { w.b.Reset() }
 
 func (r *retryStore) Put(ctx context.Context, key string, body io.Reader, size int64, opts ...PutOption) error {
 	rp := newReplay(body)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -33,6 +35,19 @@ const (
 	s3AbortTimeout    = 30 * time.Second
 )
 
+// The SDK's own retries are the innermost of three layers (the SDK, then
+// WithRetry, then Temporal's activity retries; docs/storage.md adds them
+// up). They only ride out a blip inside one request, which matters most
+// for the parts of a multipart upload that WithRetry cannot replay: three
+// attempts, waits of at most 1 s (the SDK's default is 20 s), and no
+// client-side retry quota, which in a long outage would turn WithRetry's
+// attempts into "retry quota exceeded" failures that no longer reach the
+// store.
+const (
+	s3MaxAttempts = 3
+	s3MaxBackoff  = time.Second
+)
+
 // S3Config configures an S3 Store. Open builds it from an s3:// URL.
 type S3Config struct {
 	Bucket string
@@ -49,7 +64,7 @@ type S3Config struct {
 	// Credentials override the SDK's default chain (AWS_* environment,
 	// shared profiles, instance and container roles).
 	Credentials aws.CredentialsProvider
-	// MaxAttempts per request, retries included (0: the SDK's default).
+	// MaxAttempts per request, retries included (0: s3MaxAttempts, 3).
 	MaxAttempts int
 }
 
@@ -107,11 +122,25 @@ func OpenS3(ctx context.Context, c S3Config) (Store, error) {
 		// cannot check a whole-object one on Get; that is expected, not
 		// worth a warning per read.
 		o.DisableLogOutputChecksumValidationSkipped = true
-		if c.MaxAttempts > 0 {
-			o.RetryMaxAttempts = c.MaxAttempts
-		}
+		o.Retryer = s3Retryer(c.MaxAttempts)
+		// Else the client wraps it again with AWS_MAX_ATTEMPTS.
+		o.RetryMaxAttempts, o.RetryMode = 0, ""
 	})
 	return &s3Store{client: client, bucket: c.Bucket, prefix: prefix, partSize: partSize}, nil
+}
+
+// s3Retryer is the SDK's standard retryer with Tether's bounds; it
+// replaces whatever AWS_MAX_ATTEMPTS or a profile's retry settings say,
+// so the worst case in docs/storage.md holds.
+func s3Retryer(attempts int) aws.Retryer {
+	if attempts <= 0 {
+		attempts = s3MaxAttempts
+	}
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = attempts
+		o.MaxBackoff = s3MaxBackoff
+		o.RateLimiter = ratelimit.None
+	})
 }
 
 func (s *s3Store) obj(key string) *string { return aws.String(s.prefix + key) }

@@ -90,6 +90,46 @@ func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Che
 	return latest, fmt.Sprintf("checkpoint %d (graph from %s)", latest.Seq, graphFrom), nil
 }
 
+// onRun is the RunE of a command about one run (args[0]): parse, if set,
+// checks the command's own arguments first; when verb is set the run must
+// be closed (requireClosed words its refusal with verb); then the run
+// store is opened, a failure to open it failing the command, and body
+// does the rest.
+func (a *app) onRun(verb string, parse func() error, body func(ctx context.Context, id string, runs *runstore.Store) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		id, ctx := args[0], cmd.Context()
+		if parse != nil {
+			if err := parse(); err != nil {
+				return err
+			}
+		}
+		if verb != "" {
+			if err := a.requireClosed(ctx, id, verb); err != nil {
+				return err
+			}
+		}
+		runs, err := a.store(ctx)
+		if err != nil {
+			return failedErr(err)
+		}
+		return body(ctx, id, runs)
+	}
+}
+
+// launched starts cp as run id, says so with the message, and with follow
+// prints the run's progress until it ends: the tail of resume, rewind and
+// fork.
+func (a *app) launched(ctx context.Context, id string, cp *runstore.Checkpoint, follow bool, format string, args ...any) error {
+	if err := a.start(ctx, id, cp); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.out, format, args...)
+	if follow {
+		return a.follow(ctx, id)
+	}
+	return nil
+}
+
 func (a *app) resumeCmd() *cobra.Command {
 	var (
 		follow    bool
@@ -115,14 +155,7 @@ func (a *app) resumeCmd() *cobra.Command {
 				return err
 			}
 			cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}
-			if err := a.start(ctx, id, cp); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "run %s resumed from %s\n", id, from)
-			if follow {
-				return a.follow(ctx, id)
-			}
-			return nil
+			return a.launched(ctx, id, cp, follow, "run %s resumed from %s\n", id, from)
 		},
 	}
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
@@ -170,6 +203,7 @@ func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float6
 func (a *app) rewindCmd() *cobra.Command {
 	var (
 		to     string
+		seq    int64
 		follow bool
 	)
 	cmd := &cobra.Command{
@@ -184,20 +218,7 @@ blob still exists: a run deletes a node's previous slot once a newer one is
 committed, so rewinding past a later visit of the node usually starts that
 node fresh (it never resumes a conversation it cannot restore).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			ctx := cmd.Context()
-			seq, err := atoi(to)
-			if err != nil {
-				return err
-			}
-			if err := a.requireClosed(ctx, id, "rewind"); err != nil {
-				return err
-			}
-			runs, err := a.store(ctx)
-			if err != nil {
-				return failedErr(err)
-			}
+		RunE: a.onRun("rewind", func() (err error) { seq, err = atoi(to); return err }, func(ctx context.Context, id string, runs *runstore.Store) error {
 			var opts []runstore.RewindOption
 			g, ok, err := a.temporalGraph(ctx, id)
 			if err != nil {
@@ -213,16 +234,9 @@ node fresh (it never resumes a conversation it cannot restore).`,
 			for _, e := range rep.Errors {
 				fmt.Fprintf(a.errOut, "warning: %v (tether delete removes it with the run)\n", e)
 			}
-			cp, dropped := rep.Checkpoint, rep.Dropped
-			if err := a.start(ctx, id, cp); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "run %s rewound to checkpoint %d (new checkpoint %d, %d blob(s) dropped)\n", id, seq, cp.Seq, len(dropped))
-			if follow {
-				return a.follow(ctx, id)
-			}
-			return nil
-		},
+			cp := rep.Checkpoint
+			return a.launched(ctx, id, cp, follow, "run %s rewound to checkpoint %d (new checkpoint %d, %d blob(s) dropped)\n", id, seq, cp.Seq, len(rep.Dropped))
+		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "checkpoint sequence number to rewind to (required)")
 	_ = cmd.MarkFlagRequired("to")
@@ -243,14 +257,11 @@ func (a *app) forkCmd() *cobra.Command {
 run keeps the outputs and visits but no session refs of either kind: its
 persist nodes start their own conversations.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			ctx := cmd.Context()
-			runs, err := a.store(ctx)
-			if err != nil {
-				return failedErr(err)
-			}
-			var src *runstore.Checkpoint
+		RunE: a.onRun("", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
+			var (
+				src *runstore.Checkpoint
+				err error
+			)
 			if at != "" {
 				seq, err := atoi(at)
 				if err != nil {
@@ -279,15 +290,8 @@ persist nodes start their own conversations.`,
 			if cp.Workspace, err = runs.CopyWorkspace(ctx, id, newID, src.Workspace); err != nil {
 				return failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
 			}
-			if err := a.start(ctx, newID, cp); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID))
-			if follow {
-				return a.follow(ctx, newID)
-			}
-			return nil
-		},
+			return a.launched(ctx, newID, cp, follow, "run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID))
+		}),
 	}
 	cmd.Flags().StringVar(&at, "at", "", "checkpoint sequence number (default: latest)")
 	cmd.Flags().StringVar(&newID, "id", "", "ID of the new run")
@@ -300,23 +304,14 @@ func (a *app) deleteCmd() *cobra.Command {
 		Use:   "delete RUN",
 		Short: "Delete a closed run's checkpoints and every session blob under it",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			ctx := cmd.Context()
-			if err := a.requireClosed(ctx, id, "delete"); err != nil {
-				return err
-			}
-			runs, err := a.store(ctx)
-			if err != nil {
-				return failedErr(err)
-			}
+		RunE: a.onRun("delete", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
 			rep, err := runs.DeleteRun(ctx, id)
 			if err != nil {
 				return failedErr(fmt.Errorf("delete run %s: %w", id, err))
 			}
 			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.Total)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -325,13 +320,7 @@ func (a *app) checkpointsCmd() *cobra.Command {
 		Use:   "checkpoints RUN",
 		Short: "List a run's checkpoints",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			ctx := cmd.Context()
-			runs, err := a.store(ctx)
-			if err != nil {
-				return failedErr(err)
-			}
+		RunE: a.onRun("", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
 			infos, err := runs.List(ctx, id)
 			if err != nil {
 				return failedErr(err)
@@ -359,6 +348,6 @@ func (a *app) checkpointsCmd() *cobra.Command {
 				fmt.Fprintf(a.out, "%-5d %-17s %-20s %-7d %s\n", cp.Seq, cp.Status, strings.Join(next, ","), cp.PathTotal, strings.Join(sess, " "))
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -119,7 +119,7 @@ type Node struct {
 	Script   []string    `json:"script,omitempty" yaml:"script,omitempty"`
 	Model    string      `json:"model,omitempty" yaml:"model,omitempty"`
 	Workdir  string      `json:"workdir,omitempty" yaml:"workdir,omitempty"`
-	// Permissions is one of backend.Permissions(); empty keeps the
+	// Permissions is one of catalogue.Permissions(); empty keeps the
 	// worker's default.
 	Permissions string `json:"permissions,omitempty" yaml:"permissions,omitempty"`
 	// Tools and DisallowedTools list the backend's own tool names.

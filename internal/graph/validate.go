@@ -8,7 +8,8 @@ import (
 
 	"github.com/expr-lang/expr/file"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // Validate checks that g makes sense as a workflow and returns every
@@ -161,19 +162,19 @@ func (v *validator) checkNodes() {
 func (v *validator) checkAgent(i int, name string) {
 	n := &v.g.Nodes[i]
 	path := nodePath(i)
-	known := backend.Implemented()
+	known := catalogue.Implemented()
 	switch {
 	case n.Backend == "":
 		v.add(CodeMissingBackend, v.nodePos(i), n.ID, "agent node %s has no backend; set backend to one of %s", name, strings.Join(known, ", "))
 	default:
-		if info, ok := backend.Lookup(n.Backend); !ok {
+		if info, ok := catalogue.Lookup(n.Backend); !ok {
 			v.add(CodeUnknownBackend, v.at(path+".backend", path), n.ID, "agent node %s has unknown backend %q; %suse one of %s", name, n.Backend, didYouMean(n.Backend, known), strings.Join(known, ", "))
 		} else if !info.Implemented {
 			v.add(CodeNotImplemented, v.at(path+".backend", path), n.ID, "agent node %s has backend %s, which this build of Tether cannot run (it is known, but has no executor); use one of %s", name, n.Backend, strings.Join(known, ", "))
 		}
 	}
 	for j, fb := range n.Fallback {
-		if info, ok := backend.Lookup(fb); !ok {
+		if info, ok := catalogue.Lookup(fb); !ok {
 			v.add(CodeUnknownFallback, v.at(path+".fallback", path), n.ID, "agent node %s has unknown fallback backend %q (entry %d); %suse names from %s", name, fb, j+1, didYouMean(fb, known), strings.Join(known, ", "))
 		} else if !info.Implemented {
 			v.add(CodeNotImplemented, v.at(path+".fallback", path), n.ID, "agent node %s has fallback backend %s (entry %d), which this build of Tether cannot run; use names from %s", name, fb, j+1, strings.Join(known, ", "))
@@ -181,14 +182,14 @@ func (v *validator) checkAgent(i int, name string) {
 	}
 	if n.Session == SessionPersist {
 		for _, b := range append([]string{n.Backend}, n.Fallback...) {
-			if info, ok := backend.Lookup(b); ok && info.Implemented && !info.Persist {
+			if info, ok := catalogue.Lookup(b); ok && info.Implemented && !info.Persist {
 				v.add(CodePersistNoCapability, v.at(path+".session", path), n.ID, "agent node %s uses session: persist, but backend %s cannot carry a conversation: its every visit runs fresh, with the inbound session keys stripped; use session: fresh on it, or a backend with persist (%s)", name, b, strings.Join(persistBackends(), ", "))
 			}
 		}
 	}
 	v.checkTemplate(n.Prompt, "the prompt of node "+name, v.at(path+".prompt", path), n.ID)
-	if n.Permissions != "" && !slices.Contains(backend.Permissions(), n.Permissions) {
-		v.add(CodeBadPermissions, v.at(path+".permissions", path), n.ID, "agent node %s has permissions %q; %suse one of %s, or leave it out for the worker's default", name, n.Permissions, didYouMean(n.Permissions, backend.Permissions()), strings.Join(backend.Permissions(), ", "))
+	if n.Permissions != "" && !slices.Contains(catalogue.Permissions(), n.Permissions) {
+		v.add(CodeBadPermissions, v.at(path+".permissions", path), n.ID, "agent node %s has permissions %q; %suse one of %s, or leave it out for the worker's default", name, n.Permissions, didYouMean(n.Permissions, catalogue.Permissions()), strings.Join(catalogue.Permissions(), ", "))
 	}
 	v.checkEnv(i, name)
 	v.checkSupported(i, name)
@@ -202,11 +203,11 @@ func settingsOf(n *Node) []string {
 		name string
 		set  bool
 	}{
-		{backend.SettingPermissions, n.Permissions != ""},
-		{backend.SettingTools, n.Tools != nil},
-		{backend.SettingDisallowedTools, n.DisallowedTools != nil},
-		{backend.SettingSystemPrompt, n.SystemPrompt != ""},
-		{backend.SettingAppendSystemPrompt, n.AppendSystemPrompt != ""},
+		{agent.SettingPermissions, n.Permissions != ""},
+		{agent.SettingTools, n.Tools != nil},
+		{agent.SettingDisallowedTools, n.DisallowedTools != nil},
+		{agent.SettingSystemPrompt, n.SystemPrompt != ""},
+		{agent.SettingAppendSystemPrompt, n.AppendSystemPrompt != ""},
 	} {
 		if s.set {
 			out = append(out, s.name)
@@ -224,12 +225,12 @@ func (v *validator) checkSupported(i int, name string) {
 	backends := append([]string{n.Backend}, n.Fallback...)
 	for _, setting := range settingsOf(n) {
 		for j, b := range backends {
-			if _, known := backend.Lookup(b); !known || backend.Honours(b, setting) {
+			if _, known := catalogue.Lookup(b); !known || catalogue.Honours(b, setting) {
 				continue
 			}
 			var can []string
-			for _, k := range backend.Known() {
-				if backend.Honours(k, setting) {
+			for _, k := range catalogue.Known() {
+				if catalogue.Honours(k, setting) {
 					can = append(can, k)
 				}
 			}
@@ -279,11 +280,11 @@ func (v *validator) checkBudgets() {
 		path := nodePath(i) + ".budget"
 		v.checkBudget(n.Budget, path, "the budget of node "+n.ID, n.ID)
 		for _, b := range append([]string{n.Backend}, n.Fallback...) {
-			if n.Kind == KindAgent && !backend.ReportsCost(b) && !slices.Contains(uncosted, b) && b != "" {
+			if n.Kind == KindAgent && !catalogue.ReportsCost(b) && !slices.Contains(uncosted, b) && b != "" {
 				uncosted = append(uncosted, b)
 			}
 		}
-		if n.Budget != nil && n.Budget.MaxCostUSD > 0 && n.Kind == KindAgent && !backend.ReportsCost(n.Backend) {
+		if n.Budget != nil && n.Budget.MaxCostUSD > 0 && n.Kind == KindAgent && !catalogue.ReportsCost(n.Backend) {
 			v.add(CodeCostNotReported, v.at(path+".max_cost_usd", path), n.ID, "node %s has a cost budget, but backend %s reports no cost, so only max_tokens bounds it; add max_tokens", n.ID, n.Backend)
 		}
 	}
@@ -363,8 +364,8 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		}
 		v.add(CodeIgnoredField, v.at(path+"."+f.key, path), n.ID, "%s has no effect on %s node %s (it belongs to %s nodes); remove it or change the kind", f.key, n.Kind, name, kindList(f.kinds))
 	}
-	if n.Kind == KindAgent && len(n.Script) > 0 && n.Backend != "" && n.Backend != backend.Scripted {
-		v.add(CodeIgnoredField, v.at(path+".script", path), n.ID, "script has no effect on node %s: only the %s backend reads it, and this node runs on %s; remove it or switch the backend", name, backend.Scripted, n.Backend)
+	if n.Kind == KindAgent && len(n.Script) > 0 && n.Backend != "" && n.Backend != catalogue.Scripted {
+		v.add(CodeIgnoredField, v.at(path+".script", path), n.ID, "script has no effect on node %s: only the %s backend reads it, and this node runs on %s; remove it or switch the backend", name, catalogue.Scripted, n.Backend)
 	}
 }
 
@@ -510,8 +511,8 @@ func suggestID(id string) string {
 // persistBackends lists the backends this build runs that have persist.
 func persistBackends() []string {
 	var out []string
-	for _, b := range backend.Implemented() {
-		if backend.HasPersist(b) {
+	for _, b := range catalogue.Implemented() {
+		if catalogue.HasPersist(b) {
 			out = append(out, b)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // committer moves a fully extracted session from the staging directory into
@@ -117,7 +119,7 @@ func (c *committer) check(pl Place) error {
 			return err
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%w: %s is a %s, not a directory, on the way to %s; it was left untouched", ErrExists, dir, kind(fi.Mode()), pl.Path)
+			return fmt.Errorf("%w: %s is a %s, not a directory, on the way to %s; it was left untouched", ErrExists, dir, treepolicy.Kind(fi.Mode()), pl.Path)
 		}
 	}
 	fi, err := c.root.Lstat(pl.Path)
@@ -136,7 +138,7 @@ func replaceable(pl Place, fi fs.FileInfo) error {
 	if pl.Dir && fi.IsDir() || !pl.Dir && fi.Mode().IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%w: %s holds a %s where the session needs a %s; it was left untouched, remove it to restore the session", ErrExists, pl.Path, kind(fi.Mode()), kind(placeMode(pl)))
+	return fmt.Errorf("%w: %s holds a %s where the session needs a %s; it was left untouched, remove it to restore the session", ErrExists, pl.Path, treepolicy.Kind(fi.Mode()), treepolicy.Kind(placeMode(pl)))
 }
 
 // checkStale reports whether a live part the archive does not hold is
@@ -226,7 +228,7 @@ func (c *committer) mkParents(rel string) error {
 			return err
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%w: %s is a %s, not a directory, on the way to %s; it was left untouched", ErrExists, dir, kind(fi.Mode()), rel)
+			return fmt.Errorf("%w: %s is a %s, not a directory, on the way to %s; it was left untouched", ErrExists, dir, treepolicy.Kind(fi.Mode()), rel)
 		}
 	}
 	return nil

@@ -38,11 +38,11 @@ func TestUnpackRefusesDeepAndLongPaths(t *testing.T) {
 		blob   func(t testing.TB) []byte
 	}{
 		{"1000 implicit folders", Limits{}, func(t testing.TB) []byte { return deepArchive(t, 1000) }},
-		{"deeper than MaxDepth", Limits{MaxDepth: 5}, func(t testing.TB) []byte {
-			// tasks/<id>/a/b/c/f is 6 components on disk.
+		{"deeper than MaxDepth", Limits{MaxDepth: 4}, func(t testing.TB) []byte {
+			// tasks/<id>/a/b/c/f is 5 directories deep on disk.
 			return craft(t, cc, testID, primary, file("tasks/"+testID+"/a/b/c/f", "x"))
 		}},
-		{"explicit folders deeper than MaxDepth", Limits{MaxDepth: 4}, func(t testing.TB) []byte {
+		{"explicit folders deeper than MaxDepth", Limits{MaxDepth: 3}, func(t testing.TB) []byte {
 			return craft(t, cc, testID, primary, dir("tasks/"+testID), dir("tasks/"+testID+"/a"), dir("tasks/"+testID+"/a/b"), dir("tasks/"+testID+"/a/b/c"))
 		}},
 		{"path longer than MaxPathBytes", Limits{}, func(t testing.TB) []byte {

@@ -4,12 +4,14 @@ import (
 	"path"
 	"strings"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // stateDenied are the CLIs' own state files, which a session folder may
 // hold but an archive never carries. Credentials are the policy's
-// (treepolicy.Classify), the same list a workspace snapshot follows; these
+// (catalogue.Policy: treepolicy's base rules and every backend's login
+// files), the same list a workspace snapshot follows; these
 // patterns are only the session-state extras. A path with a component
 // matching one (path.Match, compared in lower case, since macOS volumes
 // usually ignore case) is never packed and never unpacked.
@@ -30,7 +32,7 @@ var stateDenied = []string{
 // denied reports whether the slash-separated path p names a credential
 // or a denied state file, or lies under a denied directory.
 func denied(p string) bool {
-	if c, _ := treepolicy.Classify(p); c != treepolicy.Plain {
+	if c, _ := catalogue.Policy().Classify(p); c != treepolicy.Plain {
 		return true
 	}
 	for _, c := range strings.Split(p, "/") {

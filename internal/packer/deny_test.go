@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/testenv/files"
-	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // denyFiles is one file per deny-list entry.
@@ -46,11 +46,11 @@ func TestDenyList(t *testing.T) {
 	}
 }
 
-// The credential files of the shared policy are refused exactly as a
-// workspace snapshot refuses them (internal/workspace ranges over the same
-// treepolicy.Examples).
+// The credential files of the shared policy, every backend's logins
+// included, are refused exactly as a workspace snapshot refuses them
+// (internal/workspace ranges over the same catalogue.CredentialExamples).
 func TestDenyListIsThePolicys(t *testing.T) {
-	for _, deny := range treepolicy.Examples {
+	for _, deny := range catalogue.CredentialExamples() {
 		t.Run(deny, func(t *testing.T) { checkDenied(t, deny) })
 	}
 }

@@ -151,7 +151,7 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 			return fmt.Errorf("%w: more than %d files and directories", ErrTooLarge, p.limits.MaxFiles)
 		}
 		for _, s := range []string{e.rel, e.name} {
-			if err := p.limits.checkPath(s); err != nil {
+			if err := checkPath(p.limits, s); err != nil {
 				return err
 			}
 		}
@@ -209,7 +209,7 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 			case m&fs.ModeSymlink != 0:
 				return fmt.Errorf("%w: %s is a symlink; session directories must hold plain files only", ErrLinkEntry, rel)
 			default:
-				return fmt.Errorf("%w: %s is a %s; session directories must hold plain files only", ErrSpecialEntry, rel, kind(m))
+				return fmt.Errorf("%w: %s is a %s; session directories must hold plain files only", ErrSpecialEntry, rel, treepolicy.Kind(m))
 			}
 		})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Packer packs, unpacks and finds one backend's sessions in one live env.
@@ -46,7 +47,7 @@ var _ agent.SessionPacker = (*Packer)(nil)
 // says. backendName is written into every archive's header and checked
 // against it on unpack.
 func New(backendName string, env agent.Env, limits Limits, l Layout, opts ...Option) *Packer {
-	p := &Packer{backend: backendName, env: env, limits: limits.withDefaults(), layout: l}
+	p := &Packer{backend: backendName, env: env, limits: withDefaults(limits), layout: l}
 	for _, o := range opts {
 		o(p)
 	}
@@ -163,9 +164,9 @@ func checkType(pl Place, fi fs.FileInfo) error {
 	case pl.Dir && m.IsDir(), !pl.Dir && m.IsRegular():
 		return nil
 	case m.IsDir() || m.IsRegular():
-		return fmt.Errorf("%w: %s is a %s, the session needs a %s there", ErrExists, pl.Path, kind(m), kind(placeMode(pl)))
+		return fmt.Errorf("%w: %s is a %s, the session needs a %s there", ErrExists, pl.Path, treepolicy.Kind(m), treepolicy.Kind(placeMode(pl)))
 	default:
-		return fmt.Errorf("%w: %s is a %s", ErrSpecialEntry, pl.Path, kind(m))
+		return fmt.Errorf("%w: %s is a %s", ErrSpecialEntry, pl.Path, treepolicy.Kind(m))
 	}
 }
 
@@ -184,25 +185,6 @@ func placeMode(pl Place) fs.FileMode {
 		return fs.ModeDir
 	}
 	return 0
-}
-
-func kind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "file"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	default:
-		return "special file"
-	}
 }
 
 // lstatInRoot lstats rel (slash-separated) in root without following any

@@ -56,7 +56,7 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 	if err := p.check(id); err != nil {
 		return err
 	}
-	if int64(len(blob)) > p.limits.maxBlobBytes() {
+	if int64(len(blob)) > maxBlobBytes(p.limits) {
 		return fmt.Errorf("%w: blob of %d bytes", ErrTooLarge, len(blob))
 	}
 	h, payload, err := splitBlob(blob)
@@ -112,13 +112,13 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id string, payload []byte) (map[string]Place, error) {
 	dec, err := zstd.NewReader(bytes.NewReader(payload),
 		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(max(p.limits.maxStreamBytes(), maxWindow))),
+		zstd.WithDecoderMaxMemory(uint64(max(maxStreamBytes(p.limits), maxWindow))),
 		zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	defer dec.Close()
-	stream := &capReader{ctx: ctx, r: dec, left: p.limits.maxStreamBytes()}
+	stream := &capReader{ctx: ctx, r: dec, left: maxStreamBytes(p.limits)}
 	tr := tar.NewReader(stream)
 
 	resolve, err := p.layout.Resolver(p.env, id)
@@ -230,7 +230,7 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 	default:
 		return "", Place{}, "", fmt.Errorf("%w: %q has entry type %q", ErrSpecialEntry, th.Name, th.Typeflag)
 	}
-	if err := p.limits.checkPath(name); err != nil {
+	if err := checkPath(p.limits, name); err != nil {
 		return "", Place{}, "", err
 	}
 	if err := checkRel(name); err != nil {
@@ -251,7 +251,7 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 		return "", Place{}, "", fmt.Errorf("%w: %q has the wrong type for its part of the session", ErrNotWhitelisted, name)
 	}
 	rel = pl.Path + name[len(pl.Name):]
-	if err := p.limits.checkPath(rel); err != nil {
+	if err := checkPath(p.limits, rel); err != nil {
 		return "", Place{}, "", err
 	}
 	if err := checkRel(rel); err != nil {

@@ -23,7 +23,7 @@ import (
 	"maps"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -115,7 +115,7 @@ func Resolve(r Request) Plan {
 	}
 
 	// 0. Capability.
-	if !backend.HasPersist(r.Backend) {
+	if !catalogue.HasPersist(r.Backend) {
 		return fresh("backend " + r.Backend + " has no persist capability")
 	}
 

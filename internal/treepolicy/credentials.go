@@ -1,6 +1,7 @@
 package treepolicy
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -38,16 +39,13 @@ type rule struct {
 	class   Class
 }
 
-// rules is the base deny list. The per-CLI login files are here rather
-// than in the backend packages because a workspace must refuse them
-// whatever backend wrote them (a codex node may copy a claude login).
+// rules is the base deny list. Each agent CLI's own login files are not
+// here but in its backend's facts (agent.Facts.Credentials), which New
+// adds as Login rules; the catalogue builds the one policy with every
+// backend's, so a workspace refuses a claude login that a codex node
+// copied.
 var rules = []rule{
-	// Agent CLI logins and global credential stores.
-	{".credentials.json*", Login}, // Claude Code OAuth tokens
-	{".claude.json*", Login},      // Claude Code account state
-	{".codex/auth.json*", Login},
-	{".pi/agent/auth.json*", Login},
-	{".pi/agent/models.json*", Login}, // pi provider keys
+	// Global credential stores.
 	{".aws/credentials", Login},
 	{".git-credentials", Login},
 	{".netrc", Login},
@@ -89,14 +87,38 @@ var templates = map[string]bool{
 // backupSuffixes do not make a credential anything else.
 var backupSuffixes = []string{".bak", ".backup", ".old", ".orig", ".save", ".swp", ".tmp", "~"}
 
+// Policy is the deny list: the base rules and the Login patterns it was
+// made with. It is read-only once made, safe for concurrent use.
+type Policy struct {
+	exact       map[string]rule
+	wild        []rule
+	tails       []tailRule
+	first, last [256]bool
+}
+
+// New returns the policy of the base rules plus logins, patterns of
+// agent CLI login files (agent.Facts.Credentials) in the rules' syntax:
+// a lower-case name, "prefix*", "*suffix", or a tail of a path with
+// slashes.
+func New(logins ...string) *Policy {
+	all := slices.Clone(rules)
+	for _, l := range logins {
+		all = append(all, rule{strings.ToLower(l), Login})
+	}
+	p := &Policy{}
+	p.exact, p.wild, p.tails = splitRules(all)
+	p.first, p.last = ruleBytes(all)
+	return p
+}
+
 // Classify returns the class of the slash-separated path p and the rule
 // that matched (empty for Plain). A path under a credential-named
 // directory takes that directory's class. It runs on every file of every
 // snapshot walk, so it allocates nothing for a plain path in lower case.
-func Classify(p string) (Class, string) {
+func (pol *Policy) Classify(p string) (Class, string) {
 	lp := strings.ToLower(p)
 	for {
-		c, pat := classify(lp)
+		c, pat := pol.classify(lp)
 		if c != Plain {
 			return c, pat
 		}
@@ -111,7 +133,7 @@ func Classify(p string) (Class, string) {
 	}
 }
 
-func classify(lp string) (Class, string) {
+func (pol *Policy) classify(lp string) (Class, string) {
 	best, why := Plain, ""
 	// Components, without splitting.
 	for rest := lp; ; {
@@ -120,7 +142,7 @@ func classify(lp string) (Class, string) {
 		if i >= 0 {
 			c = rest[:i]
 		}
-		if k, pat := classifyName(c); k > best {
+		if k, pat := pol.classifyName(c); k > best {
 			best, why = k, pat
 		}
 		if i < 0 {
@@ -131,7 +153,7 @@ func classify(lp string) (Class, string) {
 	if best == Login {
 		return best, why
 	}
-	for _, r := range tailRules {
+	for _, r := range pol.tails {
 		if r.class > best && tailMatch(lp, r.parts) {
 			best, why = r.class, r.pattern
 		}
@@ -141,18 +163,18 @@ func classify(lp string) (Class, string) {
 
 // classifyName matches one lower-cased component against the one-name
 // rules.
-func classifyName(c string) (Class, string) {
-	if c == "" || !firstBytes[c[0]] && !lastBytes[c[len(c)-1]] {
+func (pol *Policy) classifyName(c string) (Class, string) {
+	if c == "" || !pol.first[c[0]] && !pol.last[c[len(c)-1]] {
 		return Plain, "" // most names: no rule starts or ends this way
 	}
 	if templates[c] || strings.HasSuffix(c, ".pub") {
 		return Plain, "" // placeholders, public keys
 	}
 	best, why := Plain, ""
-	if r, ok := exactRules[c]; ok {
+	if r, ok := pol.exact[c]; ok {
 		best, why = r.class, r.pattern
 	}
-	for _, r := range wildRules {
+	for _, r := range pol.wild {
 		if r.class > best && matchName(r.pattern, c) {
 			best, why = r.class, r.pattern
 		}
@@ -200,16 +222,9 @@ type tailRule struct {
 	parts []string
 }
 
-// The rules split by shape, once: literal names, names with a wildcard,
-// and tails; and the bytes a one-name rule can start or end with.
-var (
-	exactRules, wildRules, tailRules = splitRules()
-	firstBytes, lastBytes            = ruleBytes()
-)
-
 // ruleBytes returns the first bytes of literal and "prefix*" rules and
 // the last bytes of literal and "*suffix" rules.
-func ruleBytes() (first, last [256]bool) {
+func ruleBytes(rules []rule) (first, last [256]bool) {
 	for _, r := range rules {
 		p := r.pattern
 		if strings.Contains(p, "/") {
@@ -225,7 +240,9 @@ func ruleBytes() (first, last [256]bool) {
 	return first, last
 }
 
-func splitRules() (map[string]rule, []rule, []tailRule) {
+// splitRules sorts the rules by shape, once per policy: literal names,
+// names with a wildcard, and tails.
+func splitRules(rules []rule) (map[string]rule, []rule, []tailRule) {
 	exact := map[string]rule{}
 	var wild []rule
 	var tails []tailRule
@@ -244,14 +261,26 @@ func splitRules() (map[string]rule, []rule, []tailRule) {
 	return exact, wild, tails
 }
 
-// Examples are paths the policy holds for credentials: the files an agent
-// wrote into a workspace in the report that made this package, and the
-// CLI logins. The packer's and the workspace's tests range over them, so
-// the two are shown to refuse the same files.
+// Examples are paths the base rules hold for credentials: the files an
+// agent wrote into a workspace in the report that made this package. The
+// packer's and the workspace's tests range over them and over an Example
+// of every backend's credential pattern, so the two are shown to refuse
+// the same files.
 var Examples = []string{
 	".env", "config/.env.local", "backup/credentials", ".aws/credentials.bak",
 	"id_rsa.bak", ".ssh/id_ed25519_sk", "deploy_key", "server.key", "tls/key.pem",
 	".npmrc", ".docker/config.json", ".kube/config", ".config/gh/hosts.yml",
-	".pypirc", ".claude/.credentials.json", ".claude.json", "home/.codex/auth.json",
-	".pi/agent/auth.json", ".git-credentials", ".netrc", "id_ed25519", "prod.env",
+	".pypirc", ".git-credentials", ".netrc", "id_ed25519", "prod.env",
+}
+
+// Example returns a path that pattern (in the rules' syntax) matches:
+// the pattern with a wildcard filled in.
+func Example(pattern string) string {
+	switch {
+	case strings.HasSuffix(pattern, "*"):
+		return strings.TrimSuffix(pattern, "*")
+	case strings.Contains(pattern, "*"):
+		return strings.Replace(pattern, "*", "x", 1)
+	}
+	return pattern
 }

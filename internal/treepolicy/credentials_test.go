@@ -9,7 +9,7 @@ import (
 
 func TestClassifyCredentials(t *testing.T) {
 	for _, p := range Examples {
-		c, why := Classify(p)
+		c, why := testPolicy.Classify(p)
 		assert.NotEqual(t, Plain, c, p)
 		assert.NotEmpty(t, why, p)
 	}
@@ -21,7 +21,7 @@ func TestClassifyCredentials(t *testing.T) {
 		"config/.env.local":         Secret,
 		"tls/key.pem":               Secret,
 	} {
-		got, _ := Classify(p)
+		got, _ := testPolicy.Classify(p)
 		assert.Equal(t, want, got, p)
 	}
 }
@@ -32,7 +32,7 @@ func TestClassifyLeavesOrdinaryFilesAlone(t *testing.T) {
 		".env.example", "config/settings.json", "Cargo.toml", ".kube/README.md",
 		"gh/hosts.go", "pkg/key/key.go", "monkey", "id_rsa.pub", ".ssh/id_ed25519.pub",
 	} {
-		c, why := Classify(p)
+		c, why := testPolicy.Classify(p)
 		assert.Equal(t, Plain, c, "%s (%s)", p, why)
 	}
 }
@@ -40,7 +40,7 @@ func TestClassifyLeavesOrdinaryFilesAlone(t *testing.T) {
 // BenchmarkClassify is the cost a snapshot walk pays per file.
 func BenchmarkClassify(b *testing.B) {
 	for b.Loop() {
-		Classify("internal/workspace/snapshot_test.go")
+		testPolicy.Classify("internal/workspace/snapshot_test.go")
 	}
 }
 
@@ -54,12 +54,12 @@ func FuzzClassify(f *testing.F) {
 	f.Add("~")
 	f.Add(".bak")
 	f.Fuzz(func(t *testing.T, p string) {
-		c, _ := Classify(p)
-		if u, _ := Classify(strings.ToUpper(p)); u != c && ascii(p) {
+		c, _ := testPolicy.Classify(p)
+		if u, _ := testPolicy.Classify(strings.ToUpper(p)); u != c && ascii(p) {
 			t.Fatalf("%q is %v, its upper case %v", p, c, u)
 		}
 		if c != Plain {
-			if b, _ := Classify(p + ".bak"); b == Plain {
+			if b, _ := testPolicy.Classify(p + ".bak"); b == Plain {
 				t.Fatalf("%q is %v, %q is plain", p, c, p+".bak")
 			}
 		}
@@ -73,4 +73,23 @@ func ascii(s string) bool {
 		}
 	}
 	return true
+}
+
+// testPolicy holds logins shaped like the backends' (the catalogue's
+// tests check the real ones).
+var testPolicy = New(".credentials.json*", ".claude.json*", ".codex/auth.json*", ".pi/agent/auth.json*", ".pi/agent/models.json*")
+
+// The logins given to New are Login rules, and without them the same
+// files are plain: the base list does not know any CLI.
+func TestNewAddsLogins(t *testing.T) {
+	for _, p := range []string{".claude/.credentials.json", ".claude.json", "home/.codex/auth.json", ".pi/agent/auth.json", ".pi/agent/models.json.bak"} {
+		c, _ := testPolicy.Classify(p)
+		assert.Equal(t, Login, c, p)
+		c, _ = New().Classify(p)
+		assert.Equal(t, Plain, c, p)
+	}
+	for _, pat := range []string{".codex/auth.json*", "*.tok", "token.json"} {
+		c, _ := New(pat).Classify("a/" + Example(pat))
+		assert.Equal(t, Login, c, pat)
+	}
 }

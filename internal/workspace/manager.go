@@ -92,7 +92,7 @@ func NewManager(dir string, blobs blob.Store, lim Limits, logger *slog.Logger, o
 		logger = slog.Default()
 	}
 	m := &Manager{
-		dir: dir, blobs: blobs, lim: lim.withDefaults(), logger: logger,
+		dir: dir, blobs: blobs, lim: withDefaults(lim), logger: logger,
 		stores: map[string]*objectStore{}, dirs: map[string]*liveDir{},
 	}
 	for _, o := range opts {
@@ -160,7 +160,7 @@ func (w *Workspace) open(ctx context.Context) error {
 	s := w.m.stores[w.run]
 	if s == nil {
 		var err error
-		if s, err = openStore(ctx, filepath.Join(w.m.dir, w.run, "packs"), w.m.lim.scan()); err != nil {
+		if s, err = openStore(ctx, filepath.Join(w.m.dir, w.run, "packs"), scanLimitsOf(w.m.lim)); err != nil {
 			return fmt.Errorf("workspace: local store of run %s: %w", w.run, err)
 		}
 		w.m.stores[w.run] = s

@@ -134,8 +134,8 @@ type scanLimits struct {
 	total     int64 // all objects together, inflated
 }
 
-func (l Limits) scan() scanLimits {
-	l = l.withDefaults()
+func scanLimitsOf(l Limits) scanLimits {
+	l = withDefaults(l)
 	return scanLimits{
 		// every file and every directory of a snapshot at its limit,
 		// and the history of a long run: each visit adds a commit and

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -49,7 +50,7 @@ func TestSnapshotLeavesOutCredentialsAnAgentWrote(t *testing.T) {
 	require.NoError(t, err)
 	a.Touched()
 	agent := map[string]string{"notes/todo.md": "use ANTHROPIC_API_KEY=" + fakeAnthropicKey + "\n"}
-	for _, p := range treepolicy.Examples {
+	for _, p := range catalogue.CredentialExamples() {
 		agent[p] = "token"
 	}
 	agent[".env"] = "ANTHROPIC_API_KEY=" + fakeAnthropicKey + "\n"
@@ -64,7 +65,7 @@ func TestSnapshotLeavesOutCredentialsAnAgentWrote(t *testing.T) {
 	s1, rep, err := a.Snapshot(ctx, base, info("writer visit 1"))
 	require.NoError(t, err)
 	notes := strings.Join(rep.Notes, "\n")
-	for _, p := range append(slicesOf(treepolicy.Examples), "notes/todo.md", "innocent.txt", "deploy/.env") {
+	for _, p := range append(catalogue.CredentialExamples(), "notes/todo.md", "innocent.txt", "deploy/.env") {
 		assert.Contains(t, notes, p+": ", "every left-out file is named")
 	}
 	assert.NotContains(t, notes, fakeAnthropicKey)
@@ -92,8 +93,6 @@ func TestSnapshotLeavesOutCredentialsAnAgentWrote(t *testing.T) {
 		"testdata/ca.pem": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
 	}, tree(t, b.Dir()))
 }
-
-func slicesOf(s []string) []string { return append([]string(nil), s...) }
 
 // Under TETHER_REDACT=refuse the same files fail the snapshot, naming the
 // file and never the value.

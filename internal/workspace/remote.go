@@ -145,7 +145,7 @@ func (w *Workspace) fetch(ctx context.Context, p runstore.WorkspacePack) (*local
 	}
 	defer rc.Close()
 	cr := &cappedReader{r: rc, left: p.Size + 1}
-	lp, err := w.store.ingest(ctx, cr, digest, w.m.lim.scan())
+	lp, err := w.store.ingest(ctx, cr, digest, scanLimitsOf(w.m.lim))
 	if err != nil {
 		if cr.over {
 			return nil, 0, fmt.Errorf("%w: pack %s is larger than the %d bytes its checkpoint records", ErrCorrupt, p.Key, p.Size)

@@ -61,7 +61,7 @@ func Import(ctx context.Context, blobs blob.Store, run string, src Source, lim L
 	var tracked map[string]bool
 	if src.Ref != "" || isURL(src.From) {
 		dir = filepath.Join(tmp, "tree")
-		if tracked, err = checkoutRef(ctx, src, dir, lim.withDefaults()); err != nil {
+		if tracked, err = checkoutRef(ctx, src, dir, withDefaults(lim)); err != nil {
 			return nil, rep, err
 		}
 	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"golang.org/x/sys/unix"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -74,7 +75,7 @@ const maxNotes = 200
 // workspace is over the limits, and with the error of any directory it
 // cannot read (a fault is never taken for absence).
 func scanTree(ctx context.Context, root string, o scanOpts) (*scanned, error) {
-	o.lim = o.lim.withDefaults()
+	o.lim = withDefaults(o.lim)
 	if o.tracked == nil {
 		o.tracked = func(string) bool { return false }
 	}
@@ -188,7 +189,7 @@ func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignor
 				continue
 			}
 		}
-		if c, rule := treepolicy.Classify(p); c != treepolicy.Plain {
+		if c, rule := catalogue.Policy().Classify(p); c != treepolicy.Plain {
 			switch {
 			case c == treepolicy.Secret && w.o.fromSource:
 				w.note("%s: a %s (%s), kept: it comes from the run's source", p, c, rule)
@@ -248,7 +249,7 @@ func (w *walker) dir(parent *os.File, rel string, depth int, patterns []gitignor
 				return err
 			}
 		default:
-			w.note("%s: a %s, not snapshotted", p, kindOf(m))
+			w.note("%s: a %s, not snapshotted", p, treepolicy.Kind(m))
 		}
 	}
 	return nil
@@ -356,13 +357,10 @@ func checkPath(p string, lim Limits) error {
 	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\\") || path.Clean(p) != p {
 		return fmt.Errorf("%w: %q", ErrUnsafePath, p)
 	}
-	if len(p) > lim.MaxPathBytes {
-		return fmt.Errorf("%w: a path of %d bytes, over the %d-byte limit", ErrUnsafePath, len(p), lim.MaxPathBytes)
+	if err := lim.CheckPath(p); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsafePath, err)
 	}
 	parts := strings.Split(p, "/")
-	if len(parts)-1 > lim.MaxDepth {
-		return fmt.Errorf("%w: %.80s… is %d directories deep, over the limit of %d", ErrUnsafePath, p, len(parts)-1, lim.MaxDepth)
-	}
 	for _, c := range parts {
 		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
 			return fmt.Errorf("%w: %q", ErrUnsafePath, p)
@@ -385,7 +383,7 @@ const (
 // loginPath reports a login credential file (treepolicy.Login), which a
 // snapshot never holds and a restore refuses, whoever tracked it.
 func loginPath(p string) bool {
-	c, _ := treepolicy.Classify(p)
+	c, _ := catalogue.Policy().Classify(p)
 	return c == treepolicy.Login
 }
 
@@ -422,19 +420,6 @@ func modeOf(st *unix.Stat_t) fs.FileMode {
 		m |= fs.ModeDevice | fs.ModeCharDevice
 	}
 	return m
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	default:
-		return "special file"
-	}
 }
 
 func join(dir, name string) string {

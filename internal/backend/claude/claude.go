@@ -17,12 +17,13 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/backend/claude/facts"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
-const Name = "claude_code"
+const Name = facts.Name
 
 // Options configure the executor. The zero value runs `claude` from PATH
 // against the CLI's default endpoint with no key of its own.
@@ -71,14 +72,8 @@ func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
 const AskUserTool = "mcp__" + askuser.ServerName + "__" + askuser.ToolName
 
 // PermissionModes maps a node's permission level to Claude Code's
-// --permission-mode. read-only is dontAsk: in a non-interactive run it
-// denies every tool use that needs approval (Write, Edit, most Bash) and
-// tells the model so, while reads go on.
-var PermissionModes = map[string]string{
-	agent.PermissionReadOnly: "dontAsk",
-	agent.PermissionEdit:     "acceptEdits",
-	agent.PermissionFull:     "bypassPermissions",
-}
+// --permission-mode (declared with the backend's facts).
+var PermissionModes = facts.PermissionModes
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.

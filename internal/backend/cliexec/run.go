@@ -142,34 +142,75 @@ func Resolve(backendName, dir, bin string) (string, error) {
 // Run runs the CLI to completion. A nil error means exit status 0 (or a
 // run that Stop ended).
 func Run(ctx context.Context, s Spec) (Outcome, error) {
-	var out Outcome
-	bin := s.Bin
-	if strings.ContainsRune(bin, filepath.Separator) && !filepath.IsAbs(bin) && s.Dir != "" {
-		// The program is where the process will run, not where the
-		// worker does.
-		abs, err := filepath.Abs(filepath.Join(s.Dir, bin))
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", s.Backend, err)
-		}
-		bin = abs
-	}
-	path, err := Resolve(s.Backend, s.BinDir, bin)
+	path, err := s.program()
 	if err != nil {
-		return out, err
+		return Outcome{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return out, fmt.Errorf("%s: not started: %w", s.Backend, err)
+		return Outcome{}, fmt.Errorf("%s: not started: %w", s.Backend, err)
 	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if s.Timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, s.Timeout)
 	}
 	defer cancel()
-
 	grace := s.StopGrace
 	if grace <= 0 {
 		grace = DefaultStopGrace
 	}
+	// Pdeathsig (set by start) follows the thread that forked, so that
+	// thread stays locked to this call until Wait.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, err := s.start(path, grace)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer p.stdout.Close()
+	go p.read(s)
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- p.cmd.Wait() }()
+
+	var out Outcome
+	killed, waitErr := p.supervise(runCtx, s, grace, waitDone, &out)
+	p.reap(grace)
+	out.Duration = time.Since(p.began)
+	out.StderrTail = strings.TrimSpace(strings.ToValidUTF8(string(p.tail.Bytes()), ""))
+	if p.cmd.ProcessState != nil {
+		out.ExitCode = p.cmd.ProcessState.ExitCode()
+	}
+	return out, s.verdict(ctx, out, killed, waitErr)
+}
+
+// program resolves the binary to run. A relative path with a slash is
+// where the process will run, not where the worker does.
+func (s Spec) program() (string, error) {
+	bin := s.Bin
+	if strings.ContainsRune(bin, filepath.Separator) && !filepath.IsAbs(bin) && s.Dir != "" {
+		abs, err := filepath.Abs(filepath.Join(s.Dir, bin))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s.Backend, err)
+		}
+		bin = abs
+	}
+	return Resolve(s.Backend, s.BinDir, bin)
+}
+
+// proc is one started process: its command, the read end of its stdout,
+// the tail of its stderr, and the stdout lines counted so far.
+type proc struct {
+	cmd      *exec.Cmd
+	stdout   *os.File
+	tail     *TailBuffer
+	began    time.Time
+	mu       sync.Mutex
+	lines    int
+	readDone chan struct{}
+}
+
+// start starts the program in its own process group, which dies with the
+// worker, with the prompt on stdin.
+func (s Spec) start(path string, grace time.Duration) (*proc, error) {
 	argv, env := append([]string{path}, s.Args...), s.Env
 	if s.Sandbox != nil {
 		argv, env = s.confined(path)
@@ -179,78 +220,79 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(s.Stdin)
 	// Pdeathsig: if the worker dies (SIGKILL, OOM), the CLI dies with it
-	// instead of running on as an orphan. The signal follows the thread
-	// that forked, so that thread stays locked to this call until Wait.
+	// instead of running on as an orphan.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	// Stderr is copied by os/exec; WaitDelay bounds that copy when a process
 	// that escaped the group still holds the pipe.
-	tail := NewTailBuffer(stderrTailBytes)
-	cmd.Stderr = tail
+	p := &proc{cmd: cmd, tail: NewTailBuffer(stderrTailBytes), readDone: make(chan struct{})}
+	cmd.Stderr = p.tail
 	if s.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(tail, s.Stderr)
+		cmd.Stderr = io.MultiWriter(p.tail, s.Stderr)
 	}
 	cmd.WaitDelay = grace
 	// Stdout is a plain pipe read here, so that Wait does not depend on it.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return out, fmt.Errorf("%s: %w", s.Backend, err)
+		return nil, fmt.Errorf("%s: %w", s.Backend, err)
 	}
-	defer pr.Close()
 	cmd.Stdout = pw
-	start := time.Now()
+	p.began = time.Now()
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
+		pr.Close()
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return out, fmt.Errorf("%w: %s: %v", agent.ErrNotInstalled, s.Backend, err)
+			return nil, fmt.Errorf("%w: %s: %v", agent.ErrNotInstalled, s.Backend, err)
 		}
-		return out, fmt.Errorf("%s: start %s: %w", s.Backend, path, err)
+		return nil, fmt.Errorf("%s: start %s: %w", s.Backend, path, err)
 	}
-	pgid := cmd.Process.Pid
-	kill := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
+	p.stdout = pr
+	return p, nil
+}
 
-	var (
-		mu    sync.Mutex
-		lines int
-	)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		if s.Stdout != nil {
-			_, _ = io.Copy(s.Stdout, pr)
+// kill signals the whole process group.
+func (p *proc) kill(sig syscall.Signal) { _ = syscall.Kill(-p.cmd.Process.Pid, sig) }
+
+// read hands stdout to the spec's writer, or line by line to OnLine,
+// counting lines for the heartbeat, until the last holder of the pipe is
+// gone.
+func (p *proc) read(s Spec) {
+	defer close(p.readDone)
+	if s.Stdout != nil {
+		_, _ = io.Copy(s.Stdout, p.stdout)
+		return
+	}
+	r := bufio.NewReaderSize(p.stdout, 64*1024)
+	for {
+		line, err := r.ReadBytes('\n')
+		if line = trimEOL(line); len(line) > 0 {
+			p.mu.Lock()
+			p.lines++
+			p.mu.Unlock()
+			if s.OnLine != nil {
+				s.OnLine(line)
+			}
+		}
+		if err != nil {
 			return
 		}
-		r := bufio.NewReaderSize(pr, 64*1024)
-		for {
-			line, err := r.ReadBytes('\n')
-			if line = trimEOL(line); len(line) > 0 {
-				mu.Lock()
-				lines++
-				mu.Unlock()
-				if s.OnLine != nil {
-					s.OnLine(line)
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
+	}
+}
 
+// supervise waits for the process, heartbeating, asking Stop, and killing
+// the group on timeout or cancellation. It returns why the group was
+// killed (nil if it was not) and Wait's error.
+func (p *proc) supervise(runCtx context.Context, s Spec, grace time.Duration, waitDone <-chan error, out *Outcome) (killed, waitErr error) {
 	every := s.HeartbeatEvery
 	if every <= 0 {
 		every = DefaultHeartbeatEvery
 	}
 	beat := func() {
 		if s.Heartbeat != nil {
-			mu.Lock()
-			n := lines
-			mu.Unlock()
-			s.Heartbeat(Progress{Backend: s.Backend, Elapsed: time.Since(start).Round(time.Millisecond), StdoutLines: n})
+			p.mu.Lock()
+			n := p.lines
+			p.mu.Unlock()
+			s.Heartbeat(Progress{Backend: s.Backend, Elapsed: time.Since(p.began).Round(time.Millisecond), StdoutLines: n})
 		}
 	}
 	beat()
@@ -258,66 +300,63 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	defer heartbeat.Stop()
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
-	var (
-		killed   error // why the group was killed, when it was
-		stopping <-chan time.Time
-		waitErr  error
-	)
-loop:
+	var stopping <-chan time.Time
 	for {
 		select {
 		case waitErr = <-waitDone:
-			break loop
+			return killed, waitErr
 		case <-heartbeat.C:
 			beat()
 		case <-poll.C:
 			if s.Stop != nil && !out.Stopped && s.Stop() {
 				out.Stopped = true
-				kill(syscall.SIGTERM)
+				p.kill(syscall.SIGTERM)
 				stopping = time.After(grace)
 			}
 		case <-stopping:
-			kill(syscall.SIGKILL)
+			p.kill(syscall.SIGKILL)
 		case <-runCtx.Done():
 			if killed == nil {
 				killed = runCtx.Err()
-				kill(syscall.SIGKILL)
+				p.kill(syscall.SIGKILL)
 			}
 		}
 	}
-	// Reap anything the CLI left behind in its group (MCP servers, tool
-	// processes); the group is gone already in the usual case.
-	kill(syscall.SIGKILL)
-	// The reader ends when the last holder of stdout is gone; the kill above
-	// makes that immediate unless something escaped the group.
-	select {
-	case <-readDone:
-	case <-time.After(grace):
-		pr.Close()
-		<-readDone
-	}
-	out.Duration = time.Since(start)
-	out.StderrTail = strings.TrimSpace(strings.ToValidUTF8(string(tail.Bytes()), ""))
-	if cmd.ProcessState != nil {
-		out.ExitCode = cmd.ProcessState.ExitCode()
-	}
+}
 
+// reap kills anything the CLI left behind in its group (MCP servers, tool
+// processes; the group is gone already in the usual case) and waits for
+// the reader, which ends when the last holder of stdout is gone: at once,
+// unless something escaped the group.
+func (p *proc) reap(grace time.Duration) {
+	p.kill(syscall.SIGKILL)
+	select {
+	case <-p.readDone:
+	case <-time.After(grace):
+		p.stdout.Close()
+		<-p.readDone
+	}
+}
+
+// verdict types the end of a run: a timeout, a cancellation, a stop, a
+// non-zero exit, or success.
+func (s Spec) verdict(ctx context.Context, out Outcome, killed, waitErr error) error {
 	switch {
 	case killed != nil && ctx.Err() == nil || errors.Is(killed, context.DeadlineExceeded):
-		return out, fmt.Errorf("%w: %s ran for %s (limit %s); its process group was killed",
+		return fmt.Errorf("%w: %s ran for %s (limit %s); its process group was killed",
 			agent.ErrTimeout, s.Backend, out.Duration.Round(time.Millisecond), s.Timeout)
 	case killed != nil:
-		return out, fmt.Errorf("%s: visit cancelled, process group killed: %w", s.Backend, killed)
+		return fmt.Errorf("%s: visit cancelled, process group killed: %w", s.Backend, killed)
 	case out.Stopped:
-		return out, nil
+		return nil
 	case waitErr != nil:
 		var ee *exec.ExitError
 		if errors.As(waitErr, &ee) {
-			return out, &agent.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
+			return &agent.ExitError{Backend: s.Backend, Code: out.ExitCode, StderrTail: out.StderrTail}
 		}
-		return out, fmt.Errorf("%s: %w", s.Backend, waitErr)
+		return fmt.Errorf("%s: %w", s.Backend, waitErr)
 	}
-	return out, nil
+	return nil
 }
 
 // confined is the argv and environment that run the program at path under

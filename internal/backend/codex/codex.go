@@ -20,11 +20,12 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/backend/codex/facts"
 	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
-const Name = "codex"
+const Name = facts.Name
 
 // ProviderID is the model_providers entry the executor defines, and
 // APIKeyVar the variable in the CLI's environment that holds its key.
@@ -94,17 +95,11 @@ func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
 
 // Bypass is the permission a node's full level maps to: no sandbox and
 // no approvals (--dangerously-bypass-approvals-and-sandbox).
-const Bypass = "bypass"
+const Bypass = facts.Bypass
 
-// Sandboxes maps a node's permission level to Codex's sandbox: read-only
-// refuses every write (apply_patch and shell alike), workspace-write allows
-// writes inside the working directory, and full runs without a sandbox.
-// Measured as root in this project's container: both sandboxes work there.
-var Sandboxes = map[string]string{
-	agent.PermissionReadOnly: "read-only",
-	agent.PermissionEdit:     "workspace-write",
-	agent.PermissionFull:     Bypass,
-}
+// Sandboxes maps a node's permission level to Codex's sandbox (declared
+// with the backend's facts).
+var Sandboxes = facts.Sandboxes
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.

@@ -31,11 +31,12 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/backend/gemini/facts"
 	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
-const Name = "gemini"
+const Name = facts.Name
 
 const (
 	// AskUserPrefix starts each question line of the ask_user convention.
@@ -81,15 +82,8 @@ type Options struct {
 const noMCPServer = "tether-no-mcp-server"
 
 // ApprovalModes maps a node's permission level to Gemini CLI's
-// --approval-mode. In a headless run the CLI offers the model no tool that
-// would need an approval, so "default" leaves it the read-only tools
-// (read_file, list_directory, grep_search, glob, ...), auto_edit adds
-// write_file and replace, and yolo adds run_shell_command.
-var ApprovalModes = map[string]string{
-	agent.PermissionReadOnly: "default",
-	agent.PermissionEdit:     "auto_edit",
-	agent.PermissionFull:     "yolo",
-}
+// --approval-mode (see facts.ApprovalModes).
+var ApprovalModes = facts.ApprovalModes
 
 // Executor runs Gemini CLI visits.
 type Executor struct {

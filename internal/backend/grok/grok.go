@@ -27,11 +27,12 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/backend/grok/facts"
 )
 
 const (
 	// Name is the backend's name in graphs and the catalogue.
-	Name = "grok"
+	Name = facts.Name
 	// AskUserPrefix starts each question line of the ask_user convention.
 	AskUserPrefix = "ASK_USER:"
 	// DefaultMaxToolRounds bounds the model calls of one visit.

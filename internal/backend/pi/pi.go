@@ -22,12 +22,13 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/backend/pi/facts"
 	"github.com/tether-run/tether/internal/packer"
 )
 
 const (
 	// Name is the backend's name in graphs and the catalogue.
-	Name = "pi"
+	Name = facts.Name
 	// ProviderID is the provider the executor defines in models.json.
 	ProviderID = "tether"
 	// APIKeyVar is the variable in the CLI's environment that models.json
@@ -136,14 +137,9 @@ func (e *Executor) appendSystemPrompt(req agent.Request) string {
 // DefaultTools are the tools pi enables when not told otherwise.
 var DefaultTools = []string{"read", "bash", "edit", "write"}
 
-// PermissionTools maps a node's permission level to pi's tool allowlist:
-// pi has no permission modes, so what the agent may do is which of its
-// built-in tools it has.
-var PermissionTools = map[string][]string{
-	agent.PermissionReadOnly: {"read", "grep", "find", "ls"},
-	agent.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
-	agent.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
-}
+// PermissionTools maps a node's permission level to pi's tool allowlist
+// (declared with the backend's facts).
+var PermissionTools = facts.PermissionTools
 
 // visitTools is the allowlist a visit of req runs with (nil: pi's
 // default): the node's tools, else the executor's; cut down to the node's

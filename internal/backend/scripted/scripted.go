@@ -25,6 +25,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/scripted/facts"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
@@ -43,7 +44,7 @@ const sessionsDir = "sessions"
 func SessionsDir(stateRoot string) string { return filepath.Join(stateRoot, sessionsDir) }
 
 // Name is the backend's name in graphs and the catalogue.
-const Name = "scripted"
+const Name = facts.Name
 
 // Options configure a Backend.
 type Options struct {

@@ -611,11 +611,13 @@ func testCancel(t *testing.T, h Harness) {
 }
 
 // Envelope layout constants, restated from package blob's format comment
-// so the tampering below hits known places.
+// so the tampering below hits known places: a 52-byte head (magic, key
+// id, Tink's stream header) shares the first 64 KiB segment with the
+// first plaintext; every later segment is 64 KiB, tag included.
 const (
-	envHeader = 72
-	envChunk  = 64 << 10
-	envTag    = 16
+	envHeader  = 52
+	envSegment = 64 << 10
+	envTag     = 16
 )
 
 func testEnvelope(t *testing.T, newInner func(t *testing.T) blob.Store) {
@@ -623,7 +625,7 @@ func testEnvelope(t *testing.T, newInner func(t *testing.T) blob.Store) {
 	t.Cleanup(func() { inner.Close() })
 	enc := encrypt(t, inner, testKey)
 	ctx := ctxFor(t)
-	plain := bytes.Repeat([]byte("secret conversation "), 10000) // 200,000 bytes: 4 chunks
+	plain := bytes.Repeat([]byte("secret conversation "), 10000) // 200,000 bytes: 4 segments
 	if err := blob.PutBytes(ctx, enc, "env/a", plain); err != nil {
 		t.Fatal(err)
 	}
@@ -634,8 +636,9 @@ func testEnvelope(t *testing.T, newInner func(t *testing.T) blob.Store) {
 	if bytes.Contains(raw, []byte("secret conversation")) {
 		t.Fatal("the stored bytes contain the plaintext")
 	}
-	chunks := (len(plain) + envChunk - 1) / envChunk
-	if want := envHeader + len(plain) + chunks*envTag; len(raw) != want {
+	first := envSegment - envHeader - envTag
+	segs := 1 + (len(plain)-first+envSegment-envTag-1)/(envSegment-envTag)
+	if want := envHeader + len(plain) + segs*envTag; len(raw) != want {
 		t.Fatalf("stored %d bytes, want %d", len(raw), want)
 	}
 	if in, err := enc.Stat(ctx, "env/a"); err != nil || in.Size != int64(len(plain)) {
@@ -676,20 +679,20 @@ func testEnvelope(t *testing.T, newInner func(t *testing.T) blob.Store) {
 	flip := func(i func(n int) int) func([]byte) []byte {
 		return func(b []byte) []byte { b[i(len(b))] ^= 0x01; return b }
 	}
-	lastChunk := len(raw) - envHeader - (chunks-1)*(envChunk+envTag)
-	tamper("flipped body byte", "env/flip-body", flip(func(int) int { return envHeader + envChunk + 100 }))
+	lastSegment := len(raw) - (segs-1)*envSegment
+	tamper("flipped body byte", "env/flip-body", flip(func(int) int { return envSegment + 100 }))
 	tamper("flipped header byte", "env/flip-header", flip(func(int) int { return 30 }))
 	tamper("flipped last tag byte", "env/flip-last", flip(func(n int) int { return n - 1 }))
-	tamper("truncated at a chunk boundary", "env/cut-chunk", func(b []byte) []byte { return b[:len(b)-lastChunk] })
+	tamper("truncated at a segment boundary", "env/cut-chunk", func(b []byte) []byte { return b[:len(b)-lastSegment] })
 	tamper("truncated by one byte", "env/cut-byte", func(b []byte) []byte { return b[:len(b)-1] })
 	tamper("truncated header", "env/cut-header", func(b []byte) []byte { return b[:envHeader-1] })
-	tamper("chunks swapped", "env/swap", func(b []byte) []byte {
-		c1 := slices.Clone(b[envHeader : envHeader+envChunk+envTag])
-		copy(b[envHeader:], b[envHeader+envChunk+envTag:envHeader+2*(envChunk+envTag)])
-		copy(b[envHeader+envChunk+envTag:], c1)
+	tamper("segments swapped", "env/swap", func(b []byte) []byte {
+		s1 := slices.Clone(b[envSegment : 2*envSegment])
+		copy(b[envSegment:], b[2*envSegment:3*envSegment])
+		copy(b[2*envSegment:], s1)
 		return b
 	})
-	tamper("chunk appended", "env/extend", func(b []byte) []byte { return append(b, b[envHeader:envHeader+envChunk+envTag]...) })
+	tamper("segment appended", "env/extend", func(b []byte) []byte { return append(b, b[envSegment:2*envSegment]...) })
 	if err := blob.PutBytes(ctx, inner, "env/moved", raw); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,30 @@
+// Package facts is what Tether knows about the claude_code backend
+// without running it; the catalogue reads it, so it imports nothing but
+// the contract.
+package facts
+
+import "github.com/tether-run/tether/internal/agent"
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "claude_code"
+
+// PermissionModes maps a node's permission level to Claude Code's
+// --permission-mode. read-only is dontAsk: in a non-interactive run it
+// denies every tool use that needs approval (Write, Edit, most Bash) and
+// tells the model so, while reads go on.
+var PermissionModes = map[string]string{
+	agent.PermissionReadOnly: "dontAsk",
+	agent.PermissionEdit:     "acceptEdits",
+	agent.PermissionFull:     "bypassPermissions",
+}
+
+// Backend are the backend's facts.
+var Backend = agent.Facts{
+	Name: Name, Implemented: true, Persist: true,
+	Honours:     agent.AllSettings,
+	Permissions: PermissionModes,
+	Credentials: []string{
+		".credentials.json*", // OAuth tokens
+		".claude.json*",      // account state
+	},
+}

@@ -1,0 +1,33 @@
+// Package facts is what Tether knows about the codex backend without
+// running it; the catalogue reads it, so it imports nothing but the
+// contract.
+package facts
+
+import "github.com/tether-run/tether/internal/agent"
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "codex"
+
+// Bypass is the permission a node's full level maps to: no sandbox and
+// no approvals (--dangerously-bypass-approvals-and-sandbox).
+const Bypass = "bypass"
+
+// Sandboxes maps a node's permission level to Codex's sandbox: read-only
+// refuses every write (apply_patch and shell alike), workspace-write allows
+// writes inside the working directory, and full runs without a sandbox.
+// Measured as root in this project's container: both sandboxes work there.
+var Sandboxes = map[string]string{
+	agent.PermissionReadOnly: "read-only",
+	agent.PermissionEdit:     "workspace-write",
+	agent.PermissionFull:     Bypass,
+}
+
+// Backend are the backend's facts. Codex has no tool allowlist or
+// denylist: its tools come from its features and sandbox, not from names.
+// Its CLI reports tokens but no price.
+var Backend = agent.Facts{
+	Name: Name, Implemented: true, Persist: true, NoCost: true,
+	Honours:     []string{agent.SettingPermissions, agent.SettingSystemPrompt, agent.SettingAppendSystemPrompt},
+	Permissions: Sandboxes,
+	Credentials: []string{".codex/auth.json*"},
+}

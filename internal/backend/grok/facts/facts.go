@@ -1,0 +1,20 @@
+// Package facts is what Tether knows about the grok backend without
+// running it; the catalogue reads it, so it imports nothing but the
+// contract.
+package facts
+
+import "github.com/tether-run/tether/internal/agent"
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "grok"
+
+// Backend are the backend's facts. grok keeps no conversation it could
+// resume (ADR-089: no persist capability), prints no usage, and has no
+// permission modes, tool lists or system prompt flag, so it honours none
+// of those settings.
+var Backend = agent.Facts{
+	Name: Name, Implemented: true, Persist: false, NoCost: true,
+	Credentials: []string{
+		".grok/user-settings.json*", // holds the API key once given as a flag
+	},
+}

@@ -1,0 +1,40 @@
+// Package facts is what Tether knows about the pi backend without running
+// it; the catalogue reads it, so it imports nothing but the contract.
+package facts
+
+import (
+	"strings"
+
+	"github.com/tether-run/tether/internal/agent"
+)
+
+// Name is the backend's name in graphs and the catalogue.
+const Name = "pi"
+
+// PermissionTools maps a node's permission level to pi's tool allowlist:
+// pi has no permission modes, so what the agent may do is which of its
+// built-in tools it has.
+var PermissionTools = map[string][]string{
+	agent.PermissionReadOnly: {"read", "grep", "find", "ls"},
+	agent.PermissionEdit:     {"read", "grep", "find", "ls", "edit", "write"},
+	agent.PermissionFull:     {"read", "bash", "edit", "write", "grep", "find", "ls"},
+}
+
+// Backend are the backend's facts.
+var Backend = agent.Facts{
+	Name: Name, Implemented: true, Persist: true,
+	Honours:     agent.AllSettings,
+	Permissions: joined(PermissionTools),
+	Credentials: []string{
+		".pi/agent/auth.json*",
+		".pi/agent/models.json*", // provider keys
+	},
+}
+
+func joined(m map[string][]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = strings.Join(v, ",")
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+// Package catalogue is the table of known agent backends: their names and
+// what each can do (agent.Facts), composed from the facts every backend
+// package declares beside its code, and the one credential policy built
+// from their login files. It links no executor: graph validation, session
+// resolution and the tree engines read it without pulling in a CLI
+// driver, the MCP server or a session log. The constructors are the
+// registry's (internal/backend).
+package catalogue
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/tether-run/tether/internal/agent"
+	claude "github.com/tether-run/tether/internal/backend/claude/facts"
+	codex "github.com/tether-run/tether/internal/backend/codex/facts"
+	gemini "github.com/tether-run/tether/internal/backend/gemini/facts"
+	grok "github.com/tether-run/tether/internal/backend/grok/facts"
+	pi "github.com/tether-run/tether/internal/backend/pi/facts"
+	scripted "github.com/tether-run/tether/internal/backend/scripted/facts"
+	"github.com/tether-run/tether/internal/treepolicy"
+)
+
+// Names of the known backends.
+const (
+	Scripted   = scripted.Name
+	ClaudeCode = claude.Name
+	Codex      = codex.Name
+	Pi         = pi.Name
+	Gemini     = gemini.Name
+	Grok       = grok.Name
+	Kimi       = "kimi"
+)
+
+var backends = []agent.Facts{
+	scripted.Backend,
+	claude.Backend,
+	codex.Backend,
+	pi.Backend,
+	gemini.Backend,
+	grok.Backend,
+	// Known to ADR-089 as a backend without the persist capability; this
+	// build has no executor for it (its CLI, kimi-cli on the Python
+	// registry, cannot be installed where Tether is built and tested:
+	// docs/backends.md), so a graph naming it is refused (G046) instead of
+	// failing at run time.
+	{Name: Kimi},
+}
+
+// All returns every backend's facts, in catalogue order.
+func All() []agent.Facts { return slices.Clone(backends) }
+
+// Lookup returns the facts of the backend called name.
+func Lookup(name string) (agent.Facts, bool) {
+	for _, b := range backends {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return agent.Facts{}, false
+}
+
+// Known lists every backend name, in catalogue order.
+func Known() []string {
+	out := make([]string, len(backends))
+	for i, b := range backends {
+		out[i] = b.Name
+	}
+	return out
+}
+
+// Implemented lists the backends this build can run, in catalogue order.
+func Implemented() []string {
+	var out []string
+	for _, b := range backends {
+		if b.Implemented {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// HasPersist reports whether name is a backend with the persist capability.
+func HasPersist(name string) bool {
+	b, ok := Lookup(name)
+	return ok && b.Persist
+}
+
+// ReportsCost reports whether a backend's visits come with a price.
+func ReportsCost(name string) bool {
+	b, ok := Lookup(name)
+	return ok && b.Implemented && !b.NoCost
+}
+
+// Honours reports whether backend name can apply the agent setting.
+func Honours(name, setting string) bool {
+	b, ok := Lookup(name)
+	return ok && slices.Contains(b.Honours, setting)
+}
+
+// Permissions lists the permission levels, from least to most.
+func Permissions() []string {
+	return []string{agent.PermissionReadOnly, agent.PermissionEdit, agent.PermissionFull}
+}
+
+// Credentials lists every backend's login file patterns, in catalogue
+// order.
+func Credentials() []string {
+	var out []string
+	for _, b := range backends {
+		out = append(out, b.Credentials...)
+	}
+	return out
+}
+
+// Policy is the one credential policy of every tree Tether packs or
+// snapshots: treepolicy's base rules plus every backend's login files.
+// A session archive and a workspace snapshot both ask it, so they refuse
+// the same files, and a login of one CLI is refused in any backend's tree.
+var Policy = sync.OnceValue(func() *treepolicy.Policy { return treepolicy.New(Credentials()...) })
+
+// CredentialExamples are paths Policy must refuse: treepolicy's examples
+// of the base rules, and one path for each backend's login pattern, under
+// the backend's name so that each stands for a file its CLI would write.
+// The packer's and the workspace's tests range over them.
+func CredentialExamples() []string {
+	out := slices.Clone(treepolicy.Examples)
+	for _, b := range backends {
+		for _, c := range b.Credentials {
+			out = append(out, treepolicy.Example(c), "home-of-"+b.Name+"/"+treepolicy.Example(c))
+		}
+	}
+	return out
+}
