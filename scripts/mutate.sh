@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Mutation testing of the trust boundary (docs/testing.md): for each
+# target, gremlins changes one operator at a time in the target's files,
+# runs the package's tests, and counts the mutants they kill.
+#
+#   scripts/mutate.sh                 every target
+#   scripts/mutate.sh resolve blob    the named targets
+#   MUTATE_CHANGED=origin/main scripts/mutate.sh
+#                                     only targets whose files differ from that ref
+#
+# Gremlins copies the module once per worker; it runs on a copy of the
+# tracked (and new, unignored) files, so the worktree's agent CLIs and
+# binaries (over a gigabyte) are not copied with it, and the worktree is
+# never touched. Reports land in $MUTATE_OUT (default .tether/mutate).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# name | package | the only files mutated (a regexp on the path), or "" for all
+targets=(
+	"resolve|./internal/resolve|"
+	"packer|./internal/packer|internal/packer/[a-z_]+\.go$"
+	"workspace|./internal/workspace|internal/workspace/(restore|limits)\.go$"
+	"blob|./internal/blob|internal/blob/(blob|encrypt|key|retry|reader)\.go$"
+	"runstore|./internal/runstore|"
+	"visit|./activities|activities/(visit|digest)\.go$"
+)
+
+out=${MUTATE_OUT:-$root/.tether/mutate}
+workers=${MUTATE_WORKERS:-1}
+# gremlins times a mutant's tests out at this multiple of the unmutated
+# run; a loaded machine needs more than its default 3.
+coef=${MUTATE_TIMEOUT_COEFFICIENT:-6}
+# Each target stops after this long (a bound, not an estimate).
+limit=${MUTATE_TARGET_TIMEOUT:-40m}
+
+want=("$@")
+if [[ -n "${MUTATE_CHANGED:-}" ]]; then
+	changed=$(git diff --name-only "$MUTATE_CHANGED" -- '*.go')
+	want=()
+	for t in "${targets[@]}"; do
+		IFS='|' read -r name pkg only <<<"$t"
+		dir=${pkg#./}
+		if grep -E "^$dir/[^/]+\.go$" <<<"$changed" | grep -v '_test\.go$' | grep -qE "${only:-.}"; then
+			want+=("$name")
+		fi
+	done
+	if [[ ${#want[@]} -eq 0 ]]; then
+		echo "mutate: no target's files changed since $MUTATE_CHANGED"
+		exit 0
+	fi
+fi
+
+copy=$(mktemp -d "${TMPDIR:-/tmp}/tether-mutate.XXXXXX")
+trap 'rm -rf "$copy"' EXIT
+git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+	[[ -e $f ]] && printf '%s\0' "$f"
+done | tar --null -T - -cf - | (mkdir "$copy/src" && tar -xf - -C "$copy/src")
+mkdir -p "$out"
+
+fail=0
+for t in "${targets[@]}"; do
+	IFS='|' read -r name pkg only <<<"$t"
+	if [[ ${#want[@]} -gt 0 ]] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then
+		continue
+	fi
+	excl=()
+	if [[ -n $only ]]; then
+		# gremlins only excludes; every other non-test file of the package
+		# (and its sub-packages) is left alone.
+		dir=${pkg#./}
+		while IFS= read -r f; do
+			grep -qE "$only" <<<"$f" || excl+=(-E "^$(sed 's/[.]/\\./g' <<<"$f")\$")
+		done < <(cd "$copy/src" && find "$dir" -name '*.go' ! -name '*_test.go' | sort)
+	fi
+	echo "== mutate $name ($pkg)"
+	start=$(date +%s)
+	rc=0
+	(cd "$copy/src" && timeout "$limit" go tool gremlins unleash "$pkg" \
+		--workers "$workers" --timeout-coefficient "$coef" \
+		"${excl[@]}" -o "$out/$name.json") >"$out/$name.log" 2>&1 || rc=$?
+	secs=$(($(date +%s) - start))
+	if [[ $rc -ne 0 ]]; then
+		echo "mutate $name: gremlins exited $rc after ${secs}s; see $out/$name.log"
+		fail=1
+		continue
+	fi
+	grep -E '^ *(LIVED|TIMED OUT|NOT VIABLE)' "$out/$name.log" || true
+	python3 - "$out/$name.json" "$name" "$secs" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+k, l = r["mutants_killed"], r["mutants_lived"]
+print(f"mutate {sys.argv[2]}: efficacy {r['test_efficacy']:.1f}% ({k} killed, {l} lived, "
+      f"{r['mutants_not_covered']} not covered, {r['mutants_not_viable']} not viable), {sys.argv[3]}s")
+EOF
+done
+exit $fail
