@@ -89,7 +89,7 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 
 // resume runs a new execution seeded with cp, as `tether resume` starts.
 func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowEnvironment {
-	env := s.NewTestWorkflowEnvironment()
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)
 	c := *cp
