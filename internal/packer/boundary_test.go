@@ -3,6 +3,8 @@ package packer
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,4 +80,29 @@ func TestMaxBlobBytes(t *testing.T) {
 	assert.Equal(t, want, Limits{}.MaxBlobBytes())
 	small := Limits{MaxTotalBytes: 1000, MaxFiles: 2, MaxFileBytes: 10, MaxDepth: 2, MaxPathBytes: 100}
 	assert.Equal(t, int64(1000+2*(100+2048)+1<<20+64<<10+prefixLen), small.MaxBlobBytes())
+}
+
+// Every stale part goes, not only the first: a session whose later copy
+// lost both its task folder and its subagent folder is brought back to
+// exactly that on a root that still holds both.
+func TestUnpackRemovesEveryStalePart(t *testing.T) {
+	a := testEnv(t, "x")
+	slugA := seedSession(t, a, testID)
+	b := testEnv(t, "y")
+	pb := newTestPacker(b, Limits{})
+	full, err := newTestPacker(a, Limits{}).PackSession(ctx, testID)
+	require.NoError(t, err)
+	require.NoError(t, pb.UnpackSession(ctx, testID, full))
+	slugB := slugOf(t, b)
+	require.DirExists(t, filepath.Join(b.StateRoot, "tasks", testID))
+	require.DirExists(t, filepath.Join(b.StateRoot, "projects", slugB, testID))
+
+	require.NoError(t, os.RemoveAll(filepath.Join(a.StateRoot, "tasks", testID)))
+	require.NoError(t, os.RemoveAll(filepath.Join(a.StateRoot, "projects", slugA, testID)))
+	bare, err := newTestPacker(a, Limits{}).PackSession(ctx, testID)
+	require.NoError(t, err)
+	require.NoError(t, pb.UnpackSession(ctx, testID, bare))
+	assert.NoDirExists(t, filepath.Join(b.StateRoot, "tasks", testID))
+	assert.NoDirExists(t, filepath.Join(b.StateRoot, "projects", slugB, testID))
+	assert.True(t, pb.HasSession(ctx, testID))
 }
