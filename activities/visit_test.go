@@ -147,3 +147,15 @@ func TestVisitAnswerGoesToTheConversationOrThePrompt(t *testing.T) {
 	assert.Contains(t, text, "turn 1: fresh, told")
 	assert.Contains(t, text, LostAnswerIntro+"\nteal")
 }
+
+// A visit counts as running on its worker only while it runs: once it
+// ended, evicting the run removes its live sessions.
+func TestVisitEndsItsInflightCount(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	_, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: backend.Scripted, Started: time.Now()})
+	require.NoError(t, err)
+	require.DirExists(t, filepath.Join(a.StateDir, "runs", "r1"))
+	assert.False(t, a.inflight.running("r1"))
+	RunForgetter(a)("r1")
+	assert.NoDirExists(t, filepath.Join(a.StateDir, "runs", "r1"))
+}

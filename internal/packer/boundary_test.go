@@ -106,3 +106,15 @@ func TestUnpackRemovesEveryStalePart(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(b.StateRoot, "projects", slugB, testID))
 	assert.True(t, pb.HasSession(ctx, testID))
 }
+
+// A blob of exactly the read cap is read (and here refused as corrupt);
+// one byte more is refused as too large before it is looked at.
+func TestBlobCapIsInclusive(t *testing.T) {
+	l := Limits{MaxTotalBytes: 1, MaxFiles: 1, MaxFileBytes: 1, MaxDepth: 1, MaxPathBytes: 1}
+	p := newTestPacker(testEnv(t, "x"), l)
+	max := l.MaxBlobBytes()
+	err := p.UnpackSession(ctx, testID, make([]byte, max))
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.NotErrorIs(t, err, ErrTooLarge)
+	assert.ErrorIs(t, p.UnpackSession(ctx, testID, make([]byte, max+1)), ErrTooLarge)
+}
