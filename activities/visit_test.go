@@ -15,6 +15,8 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
 )
 
 // Visit runs agent and tool nodes only; anything else is a bad request,
@@ -158,4 +160,28 @@ func TestVisitEndsItsInflightCount(t *testing.T) {
 	assert.False(t, a.inflight.running("r1"))
 	RunForgetter(a)("r1")
 	assert.NoDirExists(t, filepath.Join(a.StateDir, "runs", "r1"))
+}
+
+// With a workspace manager, a visit snapshots what it changed into the
+// store, and the next visit, on a worker that never saw the run, restores
+// it before it runs.
+func TestVisitCarriesTheWorkspace(t *testing.T) {
+	store := blob.NewMem()
+	worker := func() *Activities {
+		a := newActs(t, store)
+		a.Workspaces = workspace.NewManager(filepath.Join(a.StateDir, "workspaces"), store, workspace.Limits{}, nil)
+		return a
+	}
+	tool := func(visit int, ws *runstore.WorkspaceState, script string) *VisitResult {
+		res, err := worker().Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "t", Visit: visit, Started: time.Now(), Workspace: ws,
+			Node: graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"sh", "-c", script}}})
+		require.NoError(t, err)
+		return res
+	}
+	wrote := tool(1, &runstore.WorkspaceState{}, "echo hello > notes.txt")
+	require.NotNil(t, wrote.Workspace, "the visit's change is a new snapshot")
+	assert.Equal(t, 1, wrote.Workspace.Files)
+	read := tool(2, wrote.Workspace, "cat notes.txt")
+	assert.Equal(t, "hello", trimmed(read.Output["stdout"]), "restored on a new worker")
+	assert.Nil(t, read.Workspace, "a visit that changed nothing makes no snapshot")
 }

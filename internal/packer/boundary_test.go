@@ -118,3 +118,12 @@ func TestBlobCapIsInclusive(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrTooLarge)
 	assert.ErrorIs(t, p.UnpackSession(ctx, testID, make([]byte, max+1)), ErrTooLarge)
 }
+
+// An archive of exactly MaxFiles entries (files and folders) unpacks; the
+// hostile table has the same archive one over.
+func TestFileCountCapIsInclusive(t *testing.T) {
+	primary := file("project/"+testID+".jsonl", "{}\n")
+	blob := craft(t, testBackend, testID, primary, dir("tasks/"+testID), file("tasks/"+testID+"/a", "a"), file("tasks/"+testID+"/b", "b"))
+	require.NoError(t, newTestPacker(testEnv(t, "x"), Limits{MaxFiles: 4}).UnpackSession(ctx, testID, blob))
+	assert.ErrorIs(t, newTestPacker(testEnv(t, "y"), Limits{MaxFiles: 3}).UnpackSession(ctx, testID, blob), ErrTooLarge)
+}
