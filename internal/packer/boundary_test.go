@@ -127,3 +127,16 @@ func TestFileCountCapIsInclusive(t *testing.T) {
 	require.NoError(t, newTestPacker(testEnv(t, "x"), Limits{MaxFiles: 4}).UnpackSession(ctx, testID, blob))
 	assert.ErrorIs(t, newTestPacker(testEnv(t, "y"), Limits{MaxFiles: 3}).UnpackSession(ctx, testID, blob), ErrTooLarge)
 }
+
+// A file of exactly MaxFileBytes, and files totalling exactly
+// MaxTotalBytes, unpack; a byte more of either is refused.
+func TestSizeCapsAreInclusive(t *testing.T) {
+	primary := file("project/"+testID+".jsonl", "{}\n") // 3 bytes
+	one := func(n int) []byte {
+		return craft(t, testBackend, testID, primary, file("tasks/"+testID+"/a", strings.Repeat("a", n)))
+	}
+	require.NoError(t, newTestPacker(testEnv(t, "a"), Limits{MaxFileBytes: 10}).UnpackSession(ctx, testID, one(10)))
+	assert.ErrorIs(t, newTestPacker(testEnv(t, "b"), Limits{MaxFileBytes: 10}).UnpackSession(ctx, testID, one(11)), ErrTooLarge)
+	require.NoError(t, newTestPacker(testEnv(t, "c"), Limits{MaxTotalBytes: 13}).UnpackSession(ctx, testID, one(10)))
+	assert.ErrorIs(t, newTestPacker(testEnv(t, "d"), Limits{MaxTotalBytes: 12}).UnpackSession(ctx, testID, one(10)), ErrTooLarge)
+}
