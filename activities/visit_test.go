@@ -184,4 +184,8 @@ func TestVisitCarriesTheWorkspace(t *testing.T) {
 	read := tool(2, wrote.Workspace, "cat notes.txt")
 	assert.Equal(t, "hello", trimmed(read.Output["stdout"]), "restored on a new worker")
 	assert.Nil(t, read.Workspace, "a visit that changed nothing makes no snapshot")
+	// A node that asks for .workspace.diff sees what the run changed.
+	diff := tool(3, wrote.Workspace, "printf '%s' '{{.workspace.diff}}'")
+	assert.Contains(t, diff.Output["stdout"], "+hello")
+	assert.Contains(t, diff.Output["stdout"], "notes.txt")
 }
