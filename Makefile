@@ -4,7 +4,7 @@ SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build tools run test lint fuzz bench histories cluster cluster-down soak soak-short clean
+.PHONY: all build tools run test test-loaded mutate lint fuzz bench histories cluster cluster-down soak soak-short clean
 
 all: build tools
 
@@ -25,6 +25,14 @@ run: build
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
 	$(GO) test -count=1 -p 2 -timeout 45m ./...
+
+## test-loaded: every test again, with a busy loop on every core (no test may need a quiet machine)
+test-loaded: build tools
+	bash scripts/loaded.sh $(GO) test -count=1 -p 2 -timeout 90m ./...
+
+## mutate: mutation testing of the trust boundary (docs/testing.md); MUTATE_CHANGED=REF only what changed
+mutate:
+	bash scripts/mutate.sh $(MUTATE_TARGETS)
 
 ## cluster: the production topology on this machine (PostgreSQL, Temporal server, S3, 3 workers)
 cluster: build

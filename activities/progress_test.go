@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -79,6 +80,12 @@ func TestHeartbeatsCarryProgress(t *testing.T) {
 		once sync.Once
 	)
 	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
+	// A busy machine may starve a workflow task past the SDK's 1 s deadlock
+	// detector; a real deadlock still fails within the minute.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	// A busy machine may starve a workflow task past the SDK's 1 s deadlock
+	// detector; a real deadlock still fails within the minute.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.RegisterActivity(a)
 	env.RegisterWorkflow(progressWorkflow)
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {

@@ -120,7 +120,7 @@ func (s *GraphRunSuite) SetupTest() {
 		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: WorkerQueue("test"),
 		Workspaces: workspace.NewManager(dir+"/state/workspaces", s.store, workspace.Limits{}, nil),
 	}
-	s.env = s.NewTestWorkflowEnvironment()
+	s.env = loadTolerant(s.NewTestWorkflowEnvironment())
 	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	s.env.RegisterActivity(s.acts)
 }
@@ -411,7 +411,7 @@ func TestMintIDIsDeterministic(t *testing.T) {
 	// ids, as a replay of one execution does.
 	mint := func() []string {
 		var ts testsuite.WorkflowTestSuite
-		env := ts.NewTestWorkflowEnvironment()
+		env := loadTolerant(ts.NewTestWorkflowEnvironment())
 		env.SetStartTime(time.Unix(1_800_000_000, 0))
 		wf := func(ctx workflow.Context) ([]string, error) {
 			r := &runImpl{}

@@ -303,7 +303,7 @@ func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 	// worker whose root is empty.
 	s.store.disarm()
 	s.writer().wipe()
-	env := s.NewTestWorkflowEnvironment()
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
@@ -413,7 +413,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	s.Require().NoError(err, "the rewind target's slot blob is retained")
 	root := filepath.Join(s.acts.StateDir, "runs", "run-1", backend.ClaudeCode) // the run's live root
 	s.Len(s.writer().disks[root]["claude_code-s1"], 3, "the live root holds the later, stale conversation")
-	env := s.NewTestWorkflowEnvironment()
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)
 	cp := *target
@@ -463,7 +463,7 @@ edges:
 	s.True(cp.Pause.Questions[0].Answered)
 
 	s.store.disarm()
-	env := s.NewTestWorkflowEnvironment()
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)
 	// No answer is ever sent to the resumed run.
@@ -536,7 +536,7 @@ func (s *GraphRunSuite) TestBudgetStopThenResume() {
 
 	// Resume with a raised budget.
 	cp.Graph.Budget = &graph.Budget{MaxTokens: 10_000}
-	env := s.NewTestWorkflowEnvironment()
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})

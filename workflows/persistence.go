@@ -58,13 +58,28 @@ func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
 	if len(live) == 0 {
 		return
 	}
+	// Named in the Web UI like every other step of a one-trip run; a
+	// summary is metadata, so older executions replay unchanged without one.
+	summary := ""
+	if r.viaVisit {
+		summary = deleteSummary(live)
+	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	if err := workflow.ExecuteLocalActivity(lctx, activities.DeleteBlobsName, &activities.DeleteBlobsRequest{Keys: live}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not delete superseded session blobs; `tether delete` removes them with the run", "count", len(live), "error", err.Error())
 	}
+}
+
+// deleteSummary names a DeleteBlobs step: how many blobs, and the first.
+func deleteSummary(keys []string) string {
+	if len(keys) == 1 {
+		return "delete superseded blob " + oneLine(keys[0], 120)
+	}
+	return fmt.Sprintf("delete %d superseded blobs (%s, …)", len(keys), oneLine(keys[0], 120))
 }
 
 // mintID returns a ULID that is the same on every replay: its time is the

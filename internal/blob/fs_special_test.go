@@ -65,10 +65,12 @@ func TestFSRefusesAFifoAtAKey(t *testing.T) {
 				if err == nil || errors.Is(err, blob.ErrNotFound) {
 					t.Fatalf("%s on a fifo = %v, want a fault that is not absence", name, err)
 				}
-				if d := time.Since(start); d > 2*time.Second {
-					t.Fatalf("%s took %v, past its 2 s deadline", name, d)
+				// The op ends at its deadline, give or take a busy
+				// machine's scheduling; blocked, it would never end.
+				if d := time.Since(start); d > 10*time.Second {
+					t.Fatalf("%s took %v, far past its 2 s deadline", name, d)
 				}
-			case <-time.After(4 * time.Second):
+			case <-time.After(20 * time.Second):
 				releaseFifo(fifo)
 				t.Fatalf("%s blocked on a fifo past its deadline", name)
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +53,35 @@ func TestBudgetStopAndResume(t *testing.T) {
 	st := h.state("budget")
 	assert.Equal(t, 5, st.Visits["writer"])
 	assert.Greater(t, st.TotalUsage.Tokens(), int64(40))
+}
+
+// TestNodeBudgetStopAndResume: a node's own budget stops the run, which
+// names the node; `tether resume --node` raises that node's budget (not
+// the run's), and the run finishes on a worker that never saw it.
+func TestNodeBudgetStopAndResume(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	file := filepath.Join(t.TempDir(), "budget.yaml")
+	src := strings.Replace(budgetLoop, "budget: {max_tokens: 40}\n", "", 1)
+	src = strings.Replace(src, `script: ["turn {{.Turn}}: a draft of some words"]}`, `script: ["turn {{.Turn}}: a draft of some words"], budget: {max_tokens: 40}}`, 1)
+	require.NotEqual(t, budgetLoop, src)
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+
+	code, out := tetherCode(t, "run", file, "--id", "node-budget", "--follow")
+	require.Equal(t, cli.ExitFailed, code, out)
+	assert.Contains(t, out, "the budget of node writer is spent")
+
+	code, out = tetherCode(t, "resume", "node-budget", "--max-tokens", "100000", "--follow")
+	require.Equal(t, cli.ExitFailed, code, "raising the run's budget leaves the node's spent: %s", out)
+	assert.Contains(t, out, "the budget of node writer is spent")
+
+	h.stopWorker()
+	h.startWorker()
+	out = h.tether(t, dir, "resume", "node-budget", "--node", "writer", "--max-tokens", "100000", "--follow")
+	assert.Contains(t, out, "completed at done after")
+	st := h.state("node-budget")
+	assert.Equal(t, 5, st.Visits["writer"])
 }

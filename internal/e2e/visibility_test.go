@@ -13,7 +13,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/workflows"
 )
 
 // TestRunsAreLegibleInTemporal: a run started with `tether run` carries a
@@ -84,18 +88,7 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 	assert.Contains(t, current, "tether answer legible gate-1 TEXT")
 
 	// Every visit's activity and checkpoint is named in the history.
-	var summaries []string
-	it := h.c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		if md := e.GetUserMetadata().GetSummary(); md != nil {
-			var s string
-			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(md, &s))
-			summaries = append(summaries, s)
-		}
-	}
-	joined := strings.Join(summaries, "\n")
+	joined, _ := historySummaries(t, h, id)
 	assert.Contains(t, joined, "writer visit 1 · scripted · persist")
 	assert.Contains(t, joined, "check visit 1 · tool · sh -c cat notes.txt; echo; ls -R")
 	assert.Contains(t, joined, "checkpoint ")
@@ -113,4 +106,53 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 		_ = converter.GetDefaultDataConverter().FromPayload(d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["TetherStatus"], &v)
 		return v == "completed"
 	}, 30*time.Second, 200*time.Millisecond)
+}
+
+// TestBlobDeletesAreNamed: the local activity that deletes a superseded
+// session blob carries a summary in the history, as every other step of a
+// run does, so the Web UI says what it removed.
+func TestBlobDeletesAreNamed(t *testing.T) {
+	h := newHarness(t, "")
+	h.startWorker()
+	g, err := graph.Parse([]byte(`
+name: deletes
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "draft {{.visit}}", script: ["turn {{.Turn}}"]}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: done, when: 'visits >= 3'}
+  - {from: writer, to: writer}
+`), "deletes.yaml")
+	require.NoError(t, err)
+	opts := testRunOptions
+	opts.SessionHistory = -1 // keep no earlier slot: each new one supersedes the last
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "deletes", TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "deletes", Graph: g, Options: opts})
+	require.NoError(t, err)
+	_, err = h.result(run)
+	require.NoError(t, err)
+	joined, unnamed := historySummaries(t, h, "deletes")
+	assert.Equal(t, 2, strings.Count(joined, "delete superseded blob runs/deletes/sessions/writer/"), joined)
+	assert.Zero(t, unnamed, "every local activity is named in the Web UI")
+}
+
+// historySummaries is every summary in the run's history, one a line, and
+// the number of local activities recorded without one.
+func historySummaries(t *testing.T, h *harness, id string) (joined string, unnamedLocal int) {
+	t.Helper()
+	var summaries []string
+	it := h.c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if md := e.GetUserMetadata().GetSummary(); md != nil {
+			var s string
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(md, &s))
+			summaries = append(summaries, s)
+		} else if e.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED && e.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
+			unnamedLocal++
+		}
+	}
+	return strings.Join(summaries, "\n"), unnamedLocal
 }

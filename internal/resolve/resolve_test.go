@@ -225,3 +225,50 @@ func TestStripRemovesTransientKeys(t *testing.T) {
 	assert.Equal(t, map[string]any{"x": 1}, strip(in))
 	assert.Len(t, in, 5)
 }
+
+// Every kind has its own name in logs and in the visit request; a value
+// outside the kinds is "unknown", never a neighbour's name or a panic.
+func TestKindNames(t *testing.T) {
+	for k, name := range map[Kind]string{Fresh: "fresh", UnpackPause: "unpack_pause", UnpackOwnSlot: "unpack_own_slot", UnpackSourceSlot: "unpack_source_slot", HasSession: "has_session"} {
+		assert.Equal(t, name, k.String())
+	}
+	assert.Equal(t, "unknown", Kind(-1).String())
+	assert.Equal(t, "unknown", Kind(len(kindNames)).String())
+}
+
+// The fresh plan says which provenance rule refused the inbound id: no
+// eligible source, or more than one.
+func TestFreshSaysWhichSourceRuleFailed(t *testing.T) {
+	req := Request{Node: persistNode("w"), Backend: cc, Input: map[string]any{idK: real},
+		Deliveries: []Delivery{{From: "a", SessionID: real}, {From: "b", SessionID: real}},
+		Outputs:    map[string]map[string]any{"a": out(real, cc, ""), "b": out(real, cc, "")}}
+	p := Resolve(req)
+	assert.Equal(t, Fresh, p.Kind)
+	assert.Contains(t, p.Reason, "more than one source")
+	req.Outputs = map[string]map[string]any{"a": out("other", cc, ""), "b": out("other", cc, "")}
+	p = Resolve(req)
+	assert.Equal(t, Fresh, p.Kind)
+	assert.Contains(t, p.Reason, "no stamp-eligible source")
+}
+
+// A fork node continues a copy of the inbound conversation (from the
+// source's slot or the live root); persist and inherit continue it as is.
+// Either way the plan's input keeps the visit's other keys.
+func TestForkIsMarkedOnInboundPlans(t *testing.T) {
+	for _, mode := range []graph.SessionMode{graph.SessionFork, graph.SessionInherit, graph.SessionPersist} {
+		node := graph.Node{ID: "w", Kind: graph.KindAgent, Backend: cc, Session: mode}
+		req := Request{Node: node, Backend: cc, Input: map[string]any{idK: real, "topic": "x"},
+			Deliveries: []Delivery{{From: "src", SessionID: real}},
+			Outputs:    map[string]map[string]any{"src": out(real, cc, "f")}}
+		p := Resolve(req)
+		assert.Equal(t, HasSession, p.Kind, "%s: %s", mode, p.Reason)
+		assert.Equal(t, mode == graph.SessionFork, p.Fork, "%s: has-session plan", mode)
+		assert.Equal(t, "x", p.Input["topic"], "%s", mode)
+
+		req.NodeSessions = map[string]runstore.NodeSessionSlot{"src": {Backend: cc, SessionID: real, StateRef: "runs/r/sessions/src/01J00000000000000000000000"}}
+		p = Resolve(req)
+		assert.Equal(t, UnpackSourceSlot, p.Kind, "%s: %s", mode, p.Reason)
+		assert.Equal(t, mode == graph.SessionFork, p.Fork, "%s: source-slot plan", mode)
+		assert.Equal(t, "x", p.Input["topic"], "%s", mode)
+	}
+}

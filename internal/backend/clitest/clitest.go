@@ -138,6 +138,24 @@ func Processes(substr string) []int {
 	return pids
 }
 
+// WaitGone waits until no live process mentions substr. A killed group
+// takes the kernel a moment to tear down, longer on a busy machine; the
+// test fails only after a minute, far beyond that, with the survivors.
+func WaitGone(t testing.TB, substr, what string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		left := Processes(substr)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s survived its kill by a minute: pids %v", what, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Flag returns the argument after name in argv, and whether name is there
 // with one, for tests of the argv an executor builds.
 func Flag(argv []string, name string) (string, bool) {

@@ -1,0 +1,108 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// Per-node budgets and cost budgets stop a run as the run's token budget
+// does: resumably, after the checkpoint of the visit that crossed them,
+// with the reason naming which budget; resumed with that budget raised,
+// the run goes on from the next node. Every fake visit costs 100 tokens
+// and a cent (writer, judge, writer, judge, writer, judge to done).
+func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
+	cases := []struct {
+		name     string
+		budget   string // inserted into persistLoop
+		reason   string
+		next     string // the node the run resumes at
+		writers  int    // writer visits before the stop
+		raise    func(g *graph.Graph)
+		costUsed float64
+	}{
+		{
+			name: "node max_tokens", budget: "writer-budget: {max_tokens: 150}",
+			reason: "the budget of node writer is spent: 200 tokens used, max_tokens is 150", next: "judge", writers: 2,
+			raise:    func(g *graph.Graph) { nodeOf(g, "writer").Budget = &graph.Budget{MaxTokens: 10_000} },
+			costUsed: 0.03,
+		},
+		{
+			name: "run max_cost_usd", budget: "budget: {max_cost_usd: 0.035}",
+			reason: "the run's budget is spent: $0.0400 used, max_cost_usd is", next: "writer", writers: 2,
+			raise:    func(g *graph.Graph) { g.Budget = &graph.Budget{MaxCostUSD: 1} },
+			costUsed: 0.04,
+		},
+		{
+			name: "node max_cost_usd", budget: "judge-budget: {max_cost_usd: 0.015}",
+			reason: "the budget of node judge is spent: $0.0200 used, max_cost_usd is", next: "writer", writers: 2,
+			raise:    func(g *graph.Graph) { nodeOf(g, "judge").Budget = &graph.Budget{MaxCostUSD: 1} },
+			costUsed: 0.04,
+		},
+	}
+	for _, tc := range cases {
+		s.Run(tc.name, func() {
+			s.SetupTest()
+			src := persistLoop
+			switch {
+			case strings.HasPrefix(tc.budget, "writer-budget: "):
+				src = strings.Replace(src, `prompt: "draft {{.visit}}"}`, `prompt: "draft {{.visit}}", budget: `+strings.TrimPrefix(tc.budget, "writer-budget: ")+`}`, 1)
+			case strings.HasPrefix(tc.budget, "judge-budget: "):
+				src = strings.Replace(src, `{{else}}false{{end}}}'}`, `{{else}}false{{end}}}', budget: `+strings.TrimPrefix(tc.budget, "judge-budget: ")+`}`, 1)
+			default:
+				src = strings.Replace(src, "start: writer\n", "start: writer\n"+tc.budget+"\n", 1)
+			}
+			s.Require().NotEqual(persistLoop, src, "the budget went into the graph")
+			s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src)})
+			var appErr *temporal.ApplicationError
+			s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
+			s.Equal(ErrTypeBudget, appErr.Type())
+			s.Contains(appErr.Error(), tc.reason)
+			var cp runstore.Checkpoint
+			s.Require().NoError(appErr.Details(&cp))
+			s.Equal(runstore.StatusFailedResumable, cp.Status)
+			s.Require().Len(cp.Cursor, 1)
+			s.Equal(tc.next, cp.Cursor[0].Node, "the stop comes after the crossing visit was committed")
+			s.InDelta(tc.costUsed, runUsage(&cp).CostUSD, 1e-9)
+			s.Equal(tc.writers, len(s.writerCalls()))
+			stored := s.latest()
+			s.Equal(runstore.StatusFailedResumable, stored.Status, "the run store records the stop")
+			s.Contains(stored.Error, tc.reason)
+
+			tc.raise(&cp.Graph)
+			done := s.resume(&cp)
+			s.Require().NoError(done.GetWorkflowError())
+			var res GraphRunResult
+			s.Require().NoError(done.GetWorkflowResult(&res))
+			s.Equal(int64(600), res.Usage.Tokens(), "three writer and three judge visits in all")
+			s.InDelta(0.06, res.Usage.CostUSD, 1e-9)
+			s.Equal(3, len(s.writerCalls()))
+		})
+	}
+}
+
+// resume runs a new execution seeded with cp, as `tether resume` starts.
+func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowEnvironment {
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
+	c := *cp
+	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: c.RunID, Checkpoint: &c})
+	s.Require().True(env.IsWorkflowCompleted())
+	return env
+}
+
+func nodeOf(g *graph.Graph, id string) *graph.Node {
+	for i := range g.Nodes {
+		if g.Nodes[i].ID == id {
+			return &g.Nodes[i]
+		}
+	}
+	panic(fmt.Sprintf("no node %q", id))
+}
