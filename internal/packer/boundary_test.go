@@ -53,22 +53,22 @@ func TestHeaderCapIsInclusive(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCorrupt)
 }
 
-// A path of exactly MaxPathBytes bytes and MaxDepth components is taken;
-// one byte or one component more is refused.
+// A path of exactly MaxPathBytes bytes and MaxDepth directories on the
+// way is taken; one byte or one directory more is refused.
 func TestPathCapsAreInclusive(t *testing.T) {
-	l := Limits{MaxPathBytes: 10, MaxDepth: 3}.withDefaults()
-	assert.NoError(t, l.checkPath("abcdefghij"))
-	assert.ErrorIs(t, l.checkPath("abcdefghijk"), ErrTooDeep)
-	assert.NoError(t, l.checkPath("a/b/c"))
-	assert.ErrorIs(t, l.checkPath("a/b/c/d"), ErrTooDeep)
+	l := withDefaults(Limits{MaxPathBytes: 10, MaxDepth: 3})
+	assert.NoError(t, checkPath(l, "abcdefghij"))
+	assert.ErrorIs(t, checkPath(l, "abcdefghijk"), ErrTooDeep)
+	assert.NoError(t, checkPath(l, "a/b/c/d"))
+	assert.ErrorIs(t, checkPath(l, "a/b/c/d/e"), ErrTooDeep)
 }
 
 // Zero and negative fields take their defaults; set ones stay.
 func TestLimitsDefaults(t *testing.T) {
-	assert.Equal(t, DefaultLimits(), Limits{}.withDefaults())
-	assert.Equal(t, DefaultLimits(), Limits{MaxTotalBytes: -1, MaxFiles: -1, MaxFileBytes: -1, MaxDepth: -1, MaxPathBytes: -1}.withDefaults())
+	assert.Equal(t, DefaultLimits(), withDefaults(Limits{}))
+	assert.Equal(t, DefaultLimits(), withDefaults(Limits{MaxTotalBytes: -1, MaxFiles: -1, MaxFileBytes: -1, MaxDepth: -1, MaxPathBytes: -1}))
 	set := Limits{MaxTotalBytes: 1, MaxFiles: 2, MaxFileBytes: 3, MaxDepth: 4, MaxPathBytes: 5}
-	assert.Equal(t, set, set.withDefaults())
+	assert.Equal(t, set, withDefaults(set))
 }
 
 // The cap on a blob read from the store, by the defaults: the files, a
@@ -76,10 +76,10 @@ func TestLimitsDefaults(t *testing.T) {
 // change to it changes what a worker refuses to read.
 func TestMaxBlobBytes(t *testing.T) {
 	want := int64(512<<20) + 10_000*(4096+2048) + 1<<20 + 64<<10 + int64(prefixLen)
-	assert.Equal(t, want, DefaultLimits().MaxBlobBytes())
-	assert.Equal(t, want, Limits{}.MaxBlobBytes())
+	assert.Equal(t, want, MaxBlobBytes(DefaultLimits()))
+	assert.Equal(t, want, MaxBlobBytes(Limits{}))
 	small := Limits{MaxTotalBytes: 1000, MaxFiles: 2, MaxFileBytes: 10, MaxDepth: 2, MaxPathBytes: 100}
-	assert.Equal(t, int64(1000+2*(100+2048)+1<<20+64<<10+prefixLen), small.MaxBlobBytes())
+	assert.Equal(t, int64(1000+2*(100+2048)+1<<20+64<<10+prefixLen), MaxBlobBytes(small))
 }
 
 // Every stale part goes, not only the first: a session whose later copy
@@ -112,7 +112,7 @@ func TestUnpackRemovesEveryStalePart(t *testing.T) {
 func TestBlobCapIsInclusive(t *testing.T) {
 	l := Limits{MaxTotalBytes: 1, MaxFiles: 1, MaxFileBytes: 1, MaxDepth: 1, MaxPathBytes: 1}
 	p := newTestPacker(testEnv(t, "x"), l)
-	max := l.MaxBlobBytes()
+	max := MaxBlobBytes(l)
 	err := p.UnpackSession(ctx, testID, make([]byte, max))
 	assert.ErrorIs(t, err, ErrCorrupt)
 	assert.NotErrorIs(t, err, ErrTooLarge)
