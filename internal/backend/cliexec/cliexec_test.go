@@ -184,3 +184,11 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	assert.Equal(t, "HOME="+home, lines[1])
 	assert.Equal(t, "TMPDIR="+tmp, lines[2])
 }
+
+// The ask_user reply convention that pi, gemini and grok share.
+func TestAskedQuestions(t *testing.T) {
+	assert.Equal(t, []agent.Question{{ID: "q1", Text: "which colour?"}, {ID: "q2", Text: "size?"}},
+		AskedQuestions("I need to know.\nASK_USER: which colour?\nASK_USER: size?", nil))
+	assert.Nil(t, AskedQuestions("ASK_USER: early\nthen more text", nil))
+	assert.Equal(t, []agent.Question{{ID: "q1", Text: "ok?"}}, AskedQuestions(`{"ask_user":"ok?"}`, map[string]any{"ask_user": "ok?"}))
+}

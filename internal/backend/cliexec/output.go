@@ -107,3 +107,47 @@ func matches(name string, names []string) bool {
 	}
 	return false
 }
+
+// The ask_user reply convention of the CLIs without a usable MCP client
+// (pi, gemini, grok): a final reply whose last lines all start with
+// AskUserPrefix, or a final JSON object with an AskUserKey, pauses the
+// visit with those questions.
+const (
+	AskUserPrefix = "ASK_USER:"
+	AskUserKey    = "ask_user"
+)
+
+// AskedQuestions applies the ask_user reply convention to a final reply:
+// the structured form when structured is non-nil, else the trailing
+// AskUserPrefix lines of text. Questions are numbered q1, q2, ….
+func AskedQuestions(text string, structured map[string]any) []agent.Question {
+	var qs []string
+	if structured != nil {
+		switch v := structured[AskUserKey].(type) {
+		case string:
+			qs = append(qs, v)
+		case []any:
+			for _, q := range v {
+				if s, ok := q.(string); ok {
+					qs = append(qs, s)
+				}
+			}
+		}
+	} else {
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		i := len(lines)
+		for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
+			i--
+		}
+		for _, l := range lines[i:] {
+			qs = append(qs, strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix))
+		}
+	}
+	var out []agent.Question
+	for _, q := range qs {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
+		}
+	}
+	return out
+}

@@ -40,9 +40,9 @@ const Name = facts.Name
 
 const (
 	// AskUserPrefix starts each question line of the ask_user convention.
-	AskUserPrefix = "ASK_USER:"
+	AskUserPrefix = cliexec.AskUserPrefix
 	// AskUserKey is the structured-output form of the convention.
-	AskUserKey = "ask_user"
+	AskUserKey = cliexec.AskUserKey
 )
 
 // AskUserInstructions are added to the system prompt when
@@ -222,7 +222,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	}
 	res.Structured = cliexec.Structured(res.Text)
 	if e.opts.AskUserConvention {
-		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
+		if qs := cliexec.AskedQuestions(res.Text, res.Structured); len(qs) > 0 {
 			res.NeedsInteraction = &agent.Interaction{Questions: qs}
 			res.Structured = nil
 		}
@@ -425,37 +425,4 @@ func (s *stream) line(b []byte) {
 			s.track.SetUsage(s.usage)
 		}
 	}
-}
-
-// askedQuestions applies the ask_user convention to a final reply.
-func askedQuestions(text string, structured map[string]any) []agent.Question {
-	var qs []string
-	if structured != nil {
-		switch v := structured[AskUserKey].(type) {
-		case string:
-			qs = append(qs, v)
-		case []any:
-			for _, q := range v {
-				if s, ok := q.(string); ok {
-					qs = append(qs, s)
-				}
-			}
-		}
-	} else {
-		lines := strings.Split(strings.TrimSpace(text), "\n")
-		i := len(lines)
-		for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
-			i--
-		}
-		for _, l := range lines[i:] {
-			qs = append(qs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)))
-		}
-	}
-	var out []agent.Question
-	for _, q := range qs {
-		if q = strings.TrimSpace(q); q != "" {
-			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
-		}
-	}
-	return out
 }

@@ -65,10 +65,3 @@ func TestFork(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, body, string(o))
 }
-
-func TestAskedQuestions(t *testing.T) {
-	assert.Equal(t, []agent.Question{{ID: "q1", Text: "which colour?"}, {ID: "q2", Text: "size?"}},
-		askedQuestions("I need to know.\nASK_USER: which colour?\nASK_USER: size?", nil))
-	assert.Nil(t, askedQuestions("ASK_USER: early\nthen more text", nil))
-	assert.Equal(t, []agent.Question{{ID: "q1", Text: "ok?"}}, askedQuestions(`{"ask_user":"ok?"}`, map[string]any{"ask_user": "ok?"}))
-}

@@ -34,7 +34,7 @@ const (
 	// Name is the backend's name in graphs and the catalogue.
 	Name = facts.Name
 	// AskUserPrefix starts each question line of the ask_user convention.
-	AskUserPrefix = "ASK_USER:"
+	AskUserPrefix = cliexec.AskUserPrefix
 	// DefaultMaxToolRounds bounds the model calls of one visit.
 	DefaultMaxToolRounds = 100
 )
@@ -142,28 +142,12 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	// The CLI prints no usage: a visit's tokens and price are unknown.
 	res.Structured = cliexec.Structured(res.Text)
 	if e.opts.AskUserConvention {
-		if qs := askedQuestions(res.Text); len(qs) > 0 {
+		if qs := cliexec.AskedQuestions(res.Text, nil); len(qs) > 0 {
 			res.NeedsInteraction = &agent.Interaction{Questions: qs}
 			res.Structured = nil
 		}
 	}
 	return res, nil
-}
-
-// askedQuestions applies the ask_user convention to a final reply.
-func askedQuestions(text string) []agent.Question {
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	i := len(lines)
-	for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
-		i--
-	}
-	var out []agent.Question
-	for _, l := range lines[i:] {
-		if q := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)); q != "" {
-			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
-		}
-	}
-	return out
 }
 
 // The CLI's own words for a visit that did not finish: a failed model call

@@ -35,9 +35,9 @@ const (
 	// names as the key; the key itself is never written to disk.
 	APIKeyVar = "TETHER_PI_API_KEY"
 	// AskUserPrefix starts each question line of the ask_user convention.
-	AskUserPrefix = "ASK_USER:"
+	AskUserPrefix = cliexec.AskUserPrefix
 	// AskUserKey is the structured-output form of the convention.
-	AskUserKey = "ask_user"
+	AskUserKey = cliexec.AskUserKey
 )
 
 // AskUserInstructions is appended to the system prompt when
@@ -251,7 +251,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	}
 	res.Structured = cliexec.Structured(res.Text)
 	if e.opts.AskUserConvention {
-		if qs := askedQuestions(res.Text, res.Structured); len(qs) > 0 {
+		if qs := cliexec.AskedQuestions(res.Text, res.Structured); len(qs) > 0 {
 			res.NeedsInteraction = &agent.Interaction{Questions: qs}
 			res.Structured = nil
 		}
@@ -346,39 +346,6 @@ func (e *Executor) env(req agent.Request, agentDir string) []string {
 		set = append(set, e.opts.APIKeyEnv+"="+key)
 	}
 	return e.cli.Environ(req, set...)
-}
-
-// askedQuestions applies the ask_user convention to a final reply.
-func askedQuestions(text string, structured map[string]any) []agent.Question {
-	var qs []string
-	if structured != nil {
-		switch v := structured[AskUserKey].(type) {
-		case string:
-			qs = append(qs, v)
-		case []any:
-			for _, q := range v {
-				if s, ok := q.(string); ok {
-					qs = append(qs, s)
-				}
-			}
-		}
-	} else {
-		lines := strings.Split(strings.TrimSpace(text), "\n")
-		i := len(lines)
-		for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), AskUserPrefix) {
-			i--
-		}
-		for _, l := range lines[i:] {
-			qs = append(qs, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), AskUserPrefix)))
-		}
-	}
-	var out []agent.Question
-	for _, q := range qs {
-		if q = strings.TrimSpace(q); q != "" {
-			out = append(out, agent.Question{ID: fmt.Sprintf("q%d", len(out)+1), Text: q})
-		}
-	}
-	return out
 }
 
 // stream follows `pi --mode json` events.
