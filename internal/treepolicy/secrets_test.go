@@ -1,0 +1,82 @@
+package treepolicy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	keys "github.com/tether-run/tether/internal/treepolicy/treepolicytest"
+)
+
+func TestScanSecretsFindsKeyShapes(t *testing.T) {
+	cases := []struct {
+		text, kind string
+	}{
+		{`{"content":"ANTHROPIC_API_KEY=` + keys.AnthropicKey + `"}`, KindAnthropic},
+		{`Authorization: Bearer ` + keys.AnthropicOAT, KindAnthropic},
+		{`"OPENAI_API_KEY": "` + keys.OpenAIProj + `"`, KindOpenAIProject},
+		{`export OPENAI_API_KEY=` + keys.OpenAIKey, KindOpenAI},
+		{`key ` + keys.OpenAISvc + ` end`, KindOpenAI},
+		{`aws_access_key_id = ` + keys.AWSID, KindAWSKeyID},
+		{`"AccessKeyId": "` + keys.AWSSTSID + `"`, KindAWSKeyID},
+		{`aws_secret_access_key = ` + keys.AWSSecret, KindAWSSecret},
+		{`AWS_SECRET_ACCESS_KEY=` + keys.AWSSecret, KindAWSSecret},
+		{`{\"SecretAccessKey\": \"` + keys.AWSSecret + `\"}`, KindAWSSecret},
+		{`creds ` + keys.AWSID + ` / ` + keys.AWSSecret, KindAWSSecret},
+		{`token=` + keys.GHPToken, KindGitHub},
+		{`"` + keys.GHOToken + `"`, KindGitHub},
+		{`GITHUB_TOKEN=` + keys.GHSToken, KindGitHub},
+		{`git clone https://` + keys.GHPAT + `@github.com/x/y`, KindGitHub},
+		{`SLACK_TOKEN=` + keys.SlackToken, KindSlack},
+		{`key=` + keys.GoogleKey, KindGoogle},
+		{`STRIPE=` + keys.StripeKey, KindStripe},
+		{"-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n", KindPrivateKey},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			// On line 3, and straddling every chunk boundary.
+			for _, pad := range []int{0, 1, scanChunk - 40, scanChunk - 5, scanChunk + 3, 2*scanChunk - 100} {
+				text := "line one\nline two\n" + strings.Repeat(" ", pad) + c.text + "\nline four\n"
+				got := scanAll(t, text)
+				require.NotEmpty(t, got, "pad %d", pad)
+				kinds := map[string]bool{}
+				for _, f := range got {
+					assert.Equal(t, 3, f.Line, "pad %d", pad)
+					kinds[f.Kind] = true
+				}
+				assert.True(t, kinds[c.kind], "pad %d: found %v, want %s", pad, got, c.kind)
+			}
+		})
+	}
+}
+
+func TestScanSecretsIgnoresLookalikes(t *testing.T) {
+	for _, text := range []string{
+		`"task-` + strings.Repeat("a1B2", 12) + `"`, // sk- inside a word
+		`sk-ant-short`,
+		`sk-this-is-a-long-kebab-case-identifier-of-words`,
+		`commit ` + strings.Repeat("0123456789abcdef", 2) + `01234567 and AKIA is a word`,
+		`AKIAIOSFODNN7EXAMPLEX`, // 17 characters after AKIA
+		`sha ` + strings.Repeat("a", 40) + " " + strings.Repeat("0f", 20),
+		`ghp_short`,
+		`the path /Users/x/.ssh/id_rsa and the word PRIVATE KEY`,
+		`{"uuid":"0b6f2c1e-4d4b-4a59-9a3e-1f2e3d4c5b6a","parentUuid":"7c1d0e9f-2a3b-4c5d-8e9f-0a1b2c3d4e5f"}`,
+	} {
+		assert.Empty(t, scanAll(t, text), text)
+	}
+}
+
+func scanAll(t testing.TB, text string) []Finding {
+	t.Helper()
+	s := NewScanner(0)
+	// Feed in odd-sized writes, as io.Copy would.
+	b := []byte(text)
+	for len(b) > 0 {
+		n := min(len(b), 7919)
+		_, err := s.Write(b[:n])
+		require.NoError(t, err)
+		b = b[n:]
+	}
+	return s.Finish()
+}
