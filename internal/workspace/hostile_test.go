@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -281,4 +282,52 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func sha1sum(b []byte) []byte {
 	s := sha1.Sum(b)
 	return s[:]
+}
+
+// The restore's own limits are inclusive: a tree exactly at MaxDepth, or
+// with exactly MaxFiles directories, restores; one more is refused. Empty
+// directories count too: a snapshot of nothing but nested empty trees is
+// as costly to walk as one of files.
+func TestRestoreLimitsAreInclusive(t *testing.T) {
+	e := newEnv(t)
+	restore := func(t *testing.T, lim Limits, build func(f *forged) plumbing.Hash) error {
+		dir := t.TempDir()
+		m := NewManager(filepath.Join(dir, "state"), e.blobs, lim, nil)
+		w, err := m.Open(context.Background(), "run-1", filepath.Join(dir, "work"))
+		require.NoError(t, err)
+		defer w.Close()
+		f := &forged{t: t}
+		commit := f.commit(build(f))
+		_, err = w.Restore(context.Background(), publish(t, e.blobs, "run-1", f.pack(), commit))
+		return err
+	}
+	nest := func(f *forged, depth int) plumbing.Hash {
+		e := treeEntry{name: "f", mode: filemode.Regular, hash: f.blob("x")}
+		for range depth {
+			e = treeEntry{name: "d", mode: filemode.Dir, hash: f.tree(e)}
+		}
+		return f.tree(e)
+	}
+	t.Run("depth", func(t *testing.T) {
+		lim := Limits{MaxDepth: 2}
+		require.NoError(t, restore(t, lim, func(f *forged) plumbing.Hash { return nest(f, 2) }), "d/d/f is 2 deep")
+		require.ErrorIs(t, restore(t, lim, func(f *forged) plumbing.Hash { return nest(f, 3) }), ErrUnsafePath)
+	})
+	t.Run("empty directories", func(t *testing.T) {
+		lim := Limits{MaxFiles: 3}
+		empty := func(n int) func(f *forged) plumbing.Hash {
+			return func(f *forged) plumbing.Hash {
+				leaf := f.tree()
+				var entries []treeEntry
+				for i := range n {
+					entries = append(entries, treeEntry{name: "e" + itoa(i), mode: filemode.Dir, hash: leaf})
+				}
+				return f.tree(entries...)
+			}
+		}
+		require.NoError(t, restore(t, lim, empty(2)), "the root and 2 directories")
+		err := restore(t, lim, empty(3))
+		require.ErrorIs(t, err, ErrTooLarge)
+		assert.Contains(t, err.Error(), "more than 3 directories")
+	})
 }
