@@ -93,3 +93,21 @@ func TestNewAddsLogins(t *testing.T) {
 		assert.Equal(t, Login, c, pat)
 	}
 }
+
+// Where two rules of the same class match, the reason named is the first
+// one met: the outermost component before the ones under it, a one-name
+// rule before a tail, and among name rules the first of the list. The
+// reason reaches workspace_notes and `tether status`, so it must not
+// change from one build to the next.
+func TestClassifyNamesTheFirstRuleOfEqualClass(t *testing.T) {
+	for p, want := range map[string]string{
+		"x.pem/y.key":          "*.pem",   // outer component first
+		"id_rsa2/.kube/config": "id_rsa*", // a name rule before a tail
+		"id_rsa.pem":           "id_rsa*", // list order among name rules
+		".env.prod.pem":        ".env.*",
+	} {
+		c, why := testPolicy.Classify(p)
+		assert.Equal(t, Secret, c, p)
+		assert.Equal(t, want, why, p)
+	}
+}
