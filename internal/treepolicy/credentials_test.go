@@ -20,6 +20,9 @@ func TestClassifyCredentials(t *testing.T) {
 		"ID_RSA":                    Login,
 		"config/.env.local":         Secret,
 		"tls/key.pem":               Secret,
+		// Not what a walk makes, but no way around the rules either.
+		"a//id_rsa":    Login,
+		"/home/.netrc": Login,
 	} {
 		got, _ := testPolicy.Classify(p)
 		assert.Equal(t, want, got, p)

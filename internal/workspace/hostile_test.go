@@ -312,6 +312,15 @@ func TestRestoreLimitsAreInclusive(t *testing.T) {
 		lim := Limits{MaxDepth: 2}
 		require.NoError(t, restore(t, lim, func(f *forged) plumbing.Hash { return nest(f, 2) }), "d/d/f is 2 deep")
 		require.ErrorIs(t, restore(t, lim, func(f *forged) plumbing.Hash { return nest(f, 3) }), ErrUnsafePath)
+		// An empty directory one deeper: no file's path is over the
+		// limit, the walk into it is.
+		require.ErrorIs(t, restore(t, lim, func(f *forged) plumbing.Hash {
+			e := treeEntry{name: "d", mode: filemode.Dir, hash: f.tree()}
+			for range 2 {
+				e = treeEntry{name: "d", mode: filemode.Dir, hash: f.tree(e)}
+			}
+			return f.tree(e)
+		}), ErrUnsafePath)
 	})
 	t.Run("empty directories", func(t *testing.T) {
 		lim := Limits{MaxFiles: 3}
