@@ -20,7 +20,7 @@ func TestCheckPathCountsDirectoriesAndBytes(t *testing.T) {
 	l := Limits{MaxDepth: 2, MaxPathBytes: 12}
 	for p, ok := range map[string]bool{
 		"f": true, "a/f": true, "a/b/f": true, "a/b/": true,
-		"a/b/c/": true, "a/b/c/f": false, "a/b/c/d/": false, strings.Repeat("x", 13): false,
+		"a/b/c/": true, "a/b/c/f": false, "a/b/c/d/": false, strings.Repeat("x", 12): true, strings.Repeat("x", 13): false,
 	} {
 		assert.Equal(t, ok, l.CheckPath(p) == nil, "%s: %v", p, l.CheckPath(p))
 	}

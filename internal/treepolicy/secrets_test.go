@@ -80,3 +80,33 @@ func scanAll(t testing.TB, text string) []Finding {
 	}
 	return s.Finish()
 }
+
+// A key at the very start of a file, or one whose anchor ends the file, is
+// found; an anchor the file cuts short is not, and does not read past the
+// end.
+func TestScanFindsKeysAtTheEdges(t *testing.T) {
+	for text, kind := range map[string]string{
+		keys.GHPToken:                     KindGitHub,
+		"PRIVATE KEY-----\n":              KindPrivateKey,
+		"-----BEGIN RSA PRIVATE KEY-----": KindPrivateKey,
+	} {
+		got, _ := Scan([]byte(text), 0)
+		require.Len(t, got, 1, "%.20q", text)
+		assert.Equal(t, kind, got[0].Kind, "%.20q", text)
+	}
+	for _, text := range []string{"sk", "x sk-", "AKI", "gh", "ghp", "xo", "AIz", "ecretAccessKe", "PRIVATE KEY--", "_secret_access_ke"} {
+		got, _ := Scan([]byte(text), 0)
+		assert.Empty(t, got, text)
+	}
+}
+
+// A scanner reused for a shorter file (Reset keeps its buffer) does not
+// read the longer file's bytes that still lie past the shorter one's end.
+func TestScannerResetForgetsTheLastFile(t *testing.T) {
+	s := NewScanner(0)
+	s.Write([]byte("x PRIVATE KEY-----"))
+	require.Len(t, s.Finish(), 1)
+	s.Reset()
+	s.Write([]byte("x PRIVATE KEY----"))
+	assert.Empty(t, s.Finish())
+}
