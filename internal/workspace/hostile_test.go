@@ -322,6 +322,32 @@ func TestRestoreLimitsAreInclusive(t *testing.T) {
 			return f.tree(e)
 		}), ErrUnsafePath)
 	})
+	files := func(sizes ...int) func(f *forged) plumbing.Hash {
+		return func(f *forged) plumbing.Hash {
+			var entries []treeEntry
+			for i, n := range sizes {
+				entries = append(entries, treeEntry{name: "f" + itoa(i), mode: filemode.Regular, hash: f.blob(strings.Repeat(itoa(i), n))})
+			}
+			return f.tree(entries...)
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		lim       Limits
+		fits, not []int
+		says      string
+	}{
+		{"file count", Limits{MaxFiles: 2}, []int{1, 1}, []int{1, 1, 1}, "more than 2 files"},
+		{"file size", Limits{MaxFileBytes: 3}, []int{3}, []int{4}, "over the 3-byte single-file limit"},
+		{"total size", Limits{MaxTotalBytes: 5}, []int{2, 3}, []int{3, 3}, "more than 5 bytes of files"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.NoError(t, restore(t, c.lim, files(c.fits...)))
+			err := restore(t, c.lim, files(c.not...))
+			require.ErrorIs(t, err, ErrTooLarge)
+			assert.Contains(t, err.Error(), c.says)
+		})
+	}
 	t.Run("empty directories", func(t *testing.T) {
 		lim := Limits{MaxFiles: 3}
 		empty := func(n int) func(f *forged) plumbing.Hash {
