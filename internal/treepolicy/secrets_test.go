@@ -87,6 +87,8 @@ func scanAll(t testing.TB, text string) []Finding {
 func TestScanFindsKeysAtTheEdges(t *testing.T) {
 	for text, kind := range map[string]string{
 		keys.GHPToken:                     KindGitHub,
+		keys.AnthropicKey:                 KindAnthropic,
+		keys.AWSID:                        KindAWSKeyID,
 		"PRIVATE KEY-----\n":              KindPrivateKey,
 		"-----BEGIN RSA PRIVATE KEY-----": KindPrivateKey,
 	} {
