@@ -112,3 +112,14 @@ func TestScannerResetForgetsTheLastFile(t *testing.T) {
 	s.Write([]byte("x PRIVATE KEY----"))
 	assert.Empty(t, s.Finish())
 }
+
+// An AWS secret access key counts as one when it starts within 256 bytes
+// of the key id's end, and not from the 257th byte on.
+func TestScanPairsAWSKeysWithin256Bytes(t *testing.T) {
+	near, _ := Scan([]byte(keys.AWSID+strings.Repeat(" ", 255)+keys.AWSSecret), 0)
+	require.Len(t, near, 1)
+	assert.Equal(t, KindAWSSecret, near[0].Kind)
+	far, _ := Scan([]byte(keys.AWSID+strings.Repeat(" ", 256)+keys.AWSSecret), 0)
+	require.Len(t, far, 1)
+	assert.Equal(t, KindAWSKeyID, far[0].Kind)
+}
