@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,4 +287,26 @@ func TestDiffSinceTheStart(t *testing.T) {
 	all, err := b.Diff(context.Background(), "", s2.Commit, 40)
 	require.NoError(t, err)
 	assert.Contains(t, all, "diff cut at 40")
+}
+
+// A worker's umask does not take bits off a restored file: the snapshot's
+// mode wins (an executable stays executable for a tool node's script).
+func TestRestoreKeepsModesUnderAStrictUmask(t *testing.T) {
+	e := newEnv(t)
+	a := e.worker("run-1")
+	write(t, a.Dir(), map[string]string{"run.sh": "#!/bin/sh\n", "data": "d\n"})
+	require.NoError(t, os.Chmod(filepath.Join(a.Dir(), "run.sh"), 0o755))
+	s, _, err := a.Snapshot(context.Background(), nil, info("writer visit 1"))
+	require.NoError(t, err)
+
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	b := e.worker("run-1")
+	_, err = b.Restore(context.Background(), s)
+	require.NoError(t, err)
+	for name, want := range map[string]os.FileMode{"run.sh": 0o755, "data": 0o644} {
+		fi, err := os.Stat(filepath.Join(b.Dir(), name))
+		require.NoError(t, err)
+		assert.Equal(t, want, fi.Mode().Perm(), name)
+	}
 }
