@@ -35,9 +35,18 @@ func TestScanSecretsFindsKeyShapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
-			// On line 3, and straddling every chunk boundary.
-			for _, pad := range []int{0, 1, scanChunk - 40, scanChunk - 5, scanChunk + 3, 2*scanChunk - 100} {
-				text := "line one\nline two\n" + strings.Repeat(" ", pad) + c.text + "\nline four\n"
+			// On line 3: at the start, and with each of its bytes once
+			// on the end of the first pass (the scanner owns
+			// scanBack+scanChunk bytes per pass and carries the rest),
+			// and inside the second pass.
+			const head = "line one\nline two\n"
+			pads := []int{0, 1, 2*scanChunk - 100}
+			for d := 0; d <= len(c.text); d++ {
+				pads = append(pads, scanBack+scanChunk-len(head)-d)
+			}
+			for _, pad := range pads {
+				// The tail fills the buffer, so that the first pass runs.
+				text := head + strings.Repeat(" ", pad) + c.text + "\nline four\n" + strings.Repeat(" ", scanReach+scanBack)
 				got := scanAll(t, text)
 				require.NotEmpty(t, got, "pad %d", pad)
 				kinds := map[string]bool{}
@@ -122,4 +131,64 @@ func TestScanPairsAWSKeysWithin256Bytes(t *testing.T) {
 	far, _ := Scan([]byte(keys.AWSID+strings.Repeat(" ", 256)+keys.AWSSecret), 0)
 	require.Len(t, far, 1)
 	assert.Equal(t, KindAWSKeyID, far[0].Kind)
+}
+
+// Two rule bytes in a row do not end the search for the second one.
+func TestScanFindsAKeyAfterItsRuleByte(t *testing.T) {
+	for _, text := range []string{"kk " + keys.AnthropicKey, "k " + keys.OpenAIKey} {
+		got, _ := Scan([]byte(text), 0)
+		assert.Len(t, got, 1, "%.20q", text)
+	}
+}
+
+// The labelled forms of an AWS secret: the label may be followed by up to
+// 12 quotes, colons, equals signs and blanks; the value is exactly 40
+// base64 bytes (not the start of a longer, padded value); a label at the
+// start or the end of a file is read without running past it.
+func TestScanAWSSecretLabels(t *testing.T) {
+	for text, found := range map[string]bool{
+		"_secret_access_key=" + keys.AWSSecret:                             true,
+		"aws_secret_access_key" + strings.Repeat(" ", 12) + keys.AWSSecret: true,
+		"aws_secret_access_key" + strings.Repeat(" ", 13) + keys.AWSSecret: false,
+		"aws_secret_access_key: " + keys.AWSSecret + " # prod":             true,
+		"aws_secret_access_key: " + keys.AWSSecret + "==":                  false,
+		"ecretAccessKey: " + keys.AWSSecret:                                true,
+		"x_secret_access_key":                                              false,
+		"x_secret_access_key ":                                             false,
+	} {
+		got, _ := Scan([]byte(text), 0)
+		assert.Equal(t, found, len(got) == 1, "%.40q: %v", text, got)
+	}
+}
+
+// Slack tokens at a file's start are found; a prefix the file cuts short
+// is not read past its end.
+func TestScanSlackAtTheEdges(t *testing.T) {
+	got, _ := Scan([]byte(keys.SlackToken), 0)
+	require.Len(t, got, 1)
+	assert.Equal(t, KindSlack, got[0].Kind)
+	for _, text := range []string{"xoxb", "xox", "a xoxb"} {
+		got, _ := Scan([]byte(text), 0)
+		assert.Empty(t, got, text)
+	}
+}
+
+// A scanner remembers keep findings and counts them all, and its buffer
+// stays the size it was made with however much is written.
+func TestScannerKeepsAndCounts(t *testing.T) {
+	text := []byte(strings.Repeat(keys.GHPToken+"\n", 3))
+	got, total := Scan(text, 2)
+	assert.Len(t, got, 2)
+	assert.Equal(t, 3, total)
+	got, total = Scan(text, 3)
+	assert.Len(t, got, 3)
+	assert.Equal(t, 3, total)
+
+	s := NewScanner(0)
+	size := cap(s.buf)
+	for range 40 {
+		s.Write(make([]byte, 100<<10))
+	}
+	assert.Equal(t, size, cap(s.buf))
+	assert.Empty(t, s.Finish())
 }
