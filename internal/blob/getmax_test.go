@@ -28,6 +28,10 @@ func TestGetBytesMax(t *testing.T) {
 	if !strings.Contains(err.Error(), `"k"`) || !strings.Contains(err.Error(), "99") {
 		t.Errorf("the error does not name the key and the limit: %v", err)
 	}
+	// A zero limit admits only an empty blob (a negative one is no limit).
+	if got, err := blob.GetBytesMax(ctx, s, "k", 0); !errors.Is(err, blob.ErrTooLarge) || got != nil {
+		t.Fatalf("GetBytesMax with a zero limit = %d bytes, %v; want ErrTooLarge", len(got), err)
+	}
 	if _, err := blob.GetBytesMax(ctx, s, "missing", 10); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("GetBytesMax of a missing key = %v, want ErrNotFound", err)
 	}
@@ -54,15 +58,30 @@ func TestGetBytesMaxStopsReading(t *testing.T) {
 	if !body.closed {
 		t.Error("the body was not closed")
 	}
+	// A zero limit stops at the first byte too.
+	body = &endless{limit: 8 << 20}
+	s = &oneReader{Store: blob.NewMem(), body: body}
+	if _, err := blob.GetBytesMax(context.Background(), s, "big", 0); !errors.Is(err, blob.ErrTooLarge) {
+		t.Fatalf("GetBytesMax with a zero limit = %v, want ErrTooLarge", err)
+	}
+	if body.n > 64<<10 {
+		t.Errorf("read %d bytes for a zero limit", body.n)
+	}
 }
 
-// endless yields zeros forever and counts them.
+// endless yields zeros forever (or up to limit, if set) and counts them.
 type endless struct {
-	n      int64
-	closed bool
+	n, limit int64
+	closed   bool
 }
 
 func (e *endless) Read(p []byte) (int, error) {
+	if e.limit > 0 && e.n >= e.limit {
+		return 0, io.EOF
+	}
+	if e.limit > 0 {
+		p = p[:min(int64(len(p)), e.limit-e.n)]
+	}
 	clear(p)
 	e.n += int64(len(p))
 	return len(p), nil

@@ -129,3 +129,23 @@ func TestDecodeRefusesForgedWorkspaceIDs(t *testing.T) {
 	_, err = Decode(b)
 	require.NoError(t, err)
 }
+
+// Each id's length cap is inclusive, every digit and letter may stand in a
+// session id, and checkpoint seq 0 is no checkpoint.
+func TestIDBounds(t *testing.T) {
+	require.NoError(t, ValidateRunID(strings.Repeat("r", maxRunIDLen)))
+	require.ErrorIs(t, ValidateRunID(strings.Repeat("r", maxRunIDLen+1)), ErrInvalidID)
+	require.NoError(t, ValidateNodeID(strings.Repeat("n", maxNodeIDLen)))
+	require.ErrorIs(t, ValidateNodeID(strings.Repeat("n", maxNodeIDLen+1)), ErrInvalidID)
+	for _, id := range []string{"09azAZ09azAZ09azAZ09azAZ09", strings.Repeat("0", 26), strings.Repeat("9", 26), strings.Repeat("z", 26), strings.Repeat("Z", 26)} {
+		require.True(t, validSessionID(id), id)
+	}
+	for _, id := range []string{strings.Repeat("0", 25), strings.Repeat("0", 27), strings.Repeat("0", 25) + "/", strings.Repeat("0", 25) + "_"} {
+		require.False(t, validSessionID(id), id)
+	}
+	seq, ok := parseCheckpointName(strings.Repeat("0", seqDigits-1) + "1" + checkpointSuffix)
+	require.True(t, ok)
+	require.Equal(t, int64(1), seq)
+	_, ok = parseCheckpointName(strings.Repeat("0", seqDigits) + checkpointSuffix)
+	require.False(t, ok, "seq 0")
+}
