@@ -24,14 +24,16 @@ func TestEnvelopeSizes(t *testing.T) {
 			t.Errorf("a plaintext of %d bytes is stored as %d, cipherSize says %d", n, len(raw), c)
 		}
 	}
-	for _, n := range []int64{0, 1, firstPlain, firstPlain + 1, restPlain, 2 * restPlain, 2*restPlain + 17, 64 << 20, 64<<20 + 1} {
+	for _, n := range []int64{0, 1, firstPlain, firstPlain + 1, firstPlain + restPlain - 1, firstPlain + restPlain, firstPlain + 2*restPlain, restPlain, 2 * restPlain, 2*restPlain + 17, 64 << 20, 64<<20 + 1} {
 		c := cipherSize(n)
 		got, ok := plainSize(c)
 		if !ok || got != n {
 			t.Errorf("plainSize(cipherSize(%d)=%d) = %d, %v", n, c, got, ok)
 		}
 	}
-	for _, c := range []int64{0, prefixLen + streamHdrLen, prefixLen + streamHdrLen + tagLen - 1, cipherSize(firstPlain) + 1, cipherSize(firstPlain) + tagLen} {
+	for _, c := range []int64{0, prefixLen + streamHdrLen, prefixLen + streamHdrLen + tagLen - 1, cipherSize(firstPlain) + 1, cipherSize(firstPlain) + tagLen,
+		// A last segment of only a tag, after two and after three full ones.
+		cipherSize(firstPlain+restPlain) + tagLen, cipherSize(firstPlain+2*restPlain) + tagLen} {
 		if n, ok := plainSize(c); ok {
 			t.Errorf("plainSize(%d) = %d, want impossible", c, n)
 		}

@@ -149,3 +149,15 @@ func TestIDBounds(t *testing.T) {
 	_, ok = parseCheckpointName(strings.Repeat("0", seqDigits) + checkpointSuffix)
 	require.False(t, ok, "seq 0")
 }
+
+// A digest is 64 lower-case hex digits, every one of them checked.
+func TestValidDigestChecksEveryDigit(t *testing.T) {
+	require.True(t, validDigest(strings.Repeat("0", 32)+strings.Repeat("9", 16)+strings.Repeat("af", 8)))
+	for _, d := range []string{
+		strings.Repeat("0", 63), strings.Repeat("0", 65),
+		strings.Repeat("0", 63) + "/", strings.Repeat("0", 63) + "g", strings.Repeat("0", 63) + "A",
+		"../" + strings.Repeat("0", 61), strings.Repeat("0", 63) + ":", strings.Repeat("0", 63) + "`",
+	} {
+		require.False(t, validDigest(d), d)
+	}
+}
