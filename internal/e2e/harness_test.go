@@ -157,9 +157,16 @@ func (h *harness) state(id string) *workflows.State {
 
 // waitQuestion polls the state query until a question is pending; a run
 // that ends instead fails the test at once, with the run's error.
+// runWait bounds a wait for a run to reach a question or its end: far
+// beyond what it takes, since it only catches a run that never gets there.
+// A fix-the-test run on gemini (four visits, each a new worker starting a
+// node CLI) took over 2 minutes to reach its question on a machine loaded
+// to 20 (`make test-loaded` beside mutation testing).
+const runWait = 10 * time.Minute
+
 func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 	h.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(runWait)
 	for time.Now().Before(deadline) {
 		st := h.state(id)
 		if len(st.Questions) > 0 {
@@ -175,7 +182,7 @@ func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.t.Fatalf("run %s asked no question within 2 minutes", id)
+	h.t.Fatalf("run %s asked no question within %s", id, runWait)
 	return workflows.PendingQuestion{}
 }
 
@@ -192,7 +199,7 @@ func (h *harness) answer(id, qid, text string) {
 }
 
 func (h *harness) result(run client.WorkflowRun) (*workflows.GraphRunResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runWait)
 	defer cancel()
 	var res workflows.GraphRunResult
 	err := run.Get(ctx, &res)
