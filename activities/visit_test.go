@@ -3,12 +3,16 @@ package activities
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
@@ -16,6 +20,8 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/telemetry"
+	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -188,4 +194,54 @@ func TestVisitCarriesTheWorkspace(t *testing.T) {
 	diff := tool(3, wrote.Workspace, "printf '%s' '{{.workspace.diff}}'")
 	assert.Contains(t, diff.Output["stdout"], "+hello")
 	assert.Contains(t, diff.Output["stdout"], "notes.txt")
+}
+
+// The visits metric tells a visit that asked the user from one that
+// ended, and a snapshot's commit says "(asked the user)" only of a visit
+// that did.
+func TestVisitOutcomeIsCountedAndCommitted(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	m, err := telemetry.NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	require.NoError(t, err)
+	store := blob.NewMem()
+	a := newActs(t, store)
+	a.Metrics = m
+	a.Workspaces = workspace.NewManager(filepath.Join(a.StateDir, "workspaces"), store, workspace.Limits{}, nil)
+
+	asked, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, PauseTo: pauseRef(time.Now(), 1), Started: time.Now()})
+	require.NoError(t, err)
+	require.Len(t, asked.Questions, 1)
+	wrote, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "t", Visit: 1, Started: time.Now(), Workspace: &runstore.WorkspaceState{},
+		Node: graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"sh", "-c", "echo hi > notes.txt"}}})
+	require.NoError(t, err)
+	require.NotNil(t, wrote.Workspace)
+	_, err = a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "t", Visit: 2, Started: time.Now(), Workspace: wrote.Workspace,
+		Node: graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"true"}}})
+	require.NoError(t, err)
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	outcomes := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if sum, ok := mt.Data.(metricdata.Sum[int64]); ok && mt.Name == telemetry.VisitsMetric {
+				for _, dp := range sum.DataPoints {
+					o, _ := dp.Attributes.Value("outcome")
+					outcomes[o.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]int64{telemetry.OutcomeAsked: 1, telemetry.OutcomeOK: 2}, outcomes)
+
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		testenv.Unavailable(t, "git is not installed (apt-get install git)")
+	}
+	repo := filepath.Join(t.TempDir(), "repo.git")
+	require.NoError(t, workspace.History(ctx, store, "r1", wrote.Workspace, repo, workspace.Limits{}))
+	out, err := exec.Command(gitBin, "--git-dir", repo, "log", "--format=%s").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "t visit 1", strings.TrimSpace(string(out)))
 }
