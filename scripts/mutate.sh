@@ -7,6 +7,9 @@
 #   scripts/mutate.sh resolve blob    the named targets
 #   MUTATE_CHANGED=origin/main scripts/mutate.sh
 #                                     only targets whose files differ from that ref
+#   MUTATE_FILES='(key|retry)\.go$' scripts/mutate.sh blob
+#                                     only those files of a target (to finish
+#                                     one that was cut at its bound)
 #
 # Gremlins copies the module once per worker; it runs on a copy of the
 # tracked (and new, unignored) files, so the worktree's agent CLIs and
@@ -71,13 +74,15 @@ for name in "${want[@]}"; do
 	fi
 	IFS='|' read -r name pkg only <<<"$t"
 	excl=()
-	if [[ -n $only ]]; then
+	if [[ -n $only || -n ${MUTATE_FILES:-} ]]; then
 		# gremlins only excludes, by the path under the package's
 		# directory; every other non-test file of the package (and of its
 		# sub-packages) is left alone.
 		dir=${pkg#./}
 		while IFS= read -r f; do
-			grep -qE "$only" <<<"$dir/$f" || excl+=(-E "^$(sed 's/[.]/\\./g' <<<"$f")\$")
+			if ! grep -qE "$only" <<<"$dir/$f" || ! grep -qE "${MUTATE_FILES:-.}" <<<"$dir/$f"; then
+				excl+=(-E "^$(sed 's/[.]/\\./g' <<<"$f")\$")
+			fi
 		done < <(cd "$copy/src/$dir" && find . -name '*.go' ! -name '*_test.go' | sed 's|^\./||' | sort)
 	fi
 	echo "== mutate $name ($pkg)"
