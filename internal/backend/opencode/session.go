@@ -116,7 +116,7 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 		return fmt.Errorf("opencode: %w", err)
 	}
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"import", file}, set, ""
+	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, set, ""
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
 	if _, err := cliexec.Run(ctx, spec); err != nil {
@@ -129,7 +129,7 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 // and records that the database holds it.
 func (e *Executor) export(ctx context.Context, req agent.Request, visit *cliexec.Visit, set []string, id string) error {
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"export", id}, set, ""
+	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, set, ""
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
 	if _, err := cliexec.Run(ctx, spec); err != nil {
