@@ -157,9 +157,14 @@ func (h *harness) state(id string) *workflows.State {
 
 // waitQuestion polls the state query until a question is pending; a run
 // that ends instead fails the test at once, with the run's error.
+// questionWait bounds waitQuestion: a run on opencode spends about a
+// minute per visit on 2 loaded cores (docs/backends.md), and the run of
+// TestFixTheTest asks after five.
+const questionWait = 10 * time.Minute
+
 func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 	h.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(questionWait)
 	for time.Now().Before(deadline) {
 		st := h.state(id)
 		if len(st.Questions) > 0 {
@@ -175,7 +180,7 @@ func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.t.Fatalf("run %s asked no question within 2 minutes", id)
+	h.t.Fatalf("run %s asked no question within %s", id, questionWait)
 	return workflows.PendingQuestion{}
 }
 
