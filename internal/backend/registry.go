@@ -148,6 +148,7 @@ func New(cfg Config) ([]agent.Backend, error) {
 		pi.New(pi.Options{Options: cli(Pi, cfg.OpenAIBaseURL), AskUserConvention: true}),
 		gemini.New(gemini.Options{Options: cli(Gemini, cfg.GeminiBaseURL), AskUserConvention: true}),
 		grok.New(grok.Options{Options: cli(Grok, cfg.GrokBaseURL), AskUserConvention: true}),
-		opencode.New(opencode.Options{Options: cli(Opencode, cfg.OpenAIBaseURL), AskUserConvention: true}),
+		// opencode calls the ask_user MCP server when the worker has one.
+		opencode.New(opencode.Options{Options: cli(Opencode, cfg.OpenAIBaseURL), AskUserConvention: cfg.AskUser == nil}),
 	}, nil
 }

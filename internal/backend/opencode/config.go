@@ -4,9 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/opencode/facts"
 )
+
+// AskUserTool is the name opencode gives the ask_user MCP tool: the
+// server's name, "_", the tool's.
+const AskUserTool = askuser.ServerName + "_" + askuser.ToolName
+
+// bookkeepingConfig is the configuration of the export and import runs.
+const bookkeepingConfig = `{"autoupdate": false, "share": "disabled", "snapshot": false, "mcp": {}}` + "\n"
 
 // permissionOf is the permission that governs a tool: opencode's write,
 // patch and multiedit tools ask for "edit".
@@ -26,7 +34,7 @@ func permissionKey(tool string) string {
 // nobody to ask, so every rule is allow or deny. The "*" rule comes first
 // (encoding/json sorts the keys, and "*" sorts before every name), so the
 // named rules override it.
-func permissionRules(v visitSettings) map[string]string {
+func permissionRules(v visitSettings, askUser bool) map[string]string {
 	rules := map[string]string{"*": "allow"}
 	for k, a := range facts.Permissions[v.permissions] {
 		rules[k] = a
@@ -45,6 +53,9 @@ func permissionRules(v visitSettings) map[string]string {
 	}
 	for _, t := range v.disallowedTools {
 		rules[permissionKey(t)] = "deny"
+	}
+	if askUser {
+		rules[AskUserTool] = "allow"
 	}
 	return rules
 }
@@ -68,8 +79,13 @@ func (e *Executor) writeConfig(visit *cliexec.Visit, v visitSettings) (string, e
 		// instead.
 		"snapshot":   false,
 		"agent":      agents,
-		"permission": permissionRules(v),
+		"permission": permissionRules(v, e.cli.AskUser != nil),
 		"mcp":        map[string]any{},
+	}
+	if e.cli.AskUser != nil {
+		c["mcp"] = map[string]any{askuser.ServerName: map[string]any{
+			"type": "local", "command": askuser.Command(e.cli.AskUser, visit.Record), "enabled": true,
+		}}
 	}
 	if m := e.modelRef(v.model); m != "" {
 		c["model"], c["small_model"] = m, m

@@ -26,7 +26,7 @@ func TestPermissionRules(t *testing.T) {
 		"disallowed": {visitSettings{permissions: agent.PermissionFull, disallowedTools: []string{"bash", "webfetch"}},
 			map[string]string{"*": "allow", "edit": "allow", "bash": "deny", "webfetch": "deny"}},
 	} {
-		assert.Equal(t, c.want, permissionRules(c.v), name)
+		assert.Equal(t, c.want, permissionRules(c.v, false), name)
 	}
 }
 

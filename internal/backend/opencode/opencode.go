@@ -9,9 +9,13 @@
 // opencode keeps its sessions in one SQLite database, so the session
 // Tether packs is the session's export (see SessionsDir and sync).
 //
-// ask_user is a structured-output convention, as for pi and gemini: a
-// final reply whose last lines all start with "ASK_USER:", or a final JSON
-// object with an "ask_user" key, pauses the visit with those questions.
+// ask_user is Tether's MCP server (Options.AskUser), which the visit's
+// configuration gives opencode as the local MCP server "tether": the model
+// calls its tool tether_ask_user, and the executor ends the turn as for
+// claude_code and codex. With AskUserConvention instead, it is the
+// structured-output convention pi and gemini use: a final reply whose last
+// lines all start with "ASK_USER:", or a final JSON object with an
+// "ask_user" key, pauses the visit with those questions.
 package opencode
 
 import (
@@ -43,15 +47,16 @@ type Options struct {
 	// Options are what every CLI executor takes. BaseURL, when set, is an
 	// OpenAI Chat Completions endpoint (with /v1) that the visit's
 	// configuration defines as the provider ProviderID, with Model its
-	// only model; APIKey reaches the CLI as KeyEnv. AskUser and
-	// AskUserGrace are not used: AskUserConvention is its ask_user.
+	// only model; APIKey reaches the CLI as KeyEnv. AskUser starts the
+	// ask_user MCP server unless AskUserConvention is on.
 	cliexec.Options
 	// SystemPrompt replaces opencode's system prompt (the build agent's
 	// prompt); AppendSystemPrompt is added to it as an instructions file.
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// AskUserConvention turns the ask_user convention on (it adds
-	// AskUserInstructions to the system prompt).
+	// AskUserInstructions to the system prompt) in place of the MCP
+	// server.
 	AskUserConvention bool
 	// Tools limits the tools the model is offered; nil keeps opencode's
 	// set (see permissionRules).
@@ -77,7 +82,9 @@ var _ agent.Backend = (*Executor)(nil)
 // New returns an executor.
 func New(opts Options) *Executor {
 	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "opencode"}
-	cli.AskUser = nil
+	if opts.AskUserConvention {
+		cli.AskUser = nil
+	}
 	return &Executor{opts: opts, cli: cli}
 }
 
@@ -136,6 +143,7 @@ func (e *Executor) Fingerprint(req agent.Request) string {
 		Tools:              v.tools,
 		DisallowedTools:    v.disallowedTools,
 		Permission:         v.permissions,
+		MCPTools:           e.cli.MCPTools(),
 	})
 }
 
@@ -174,8 +182,15 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, err
 	}
 	set := e.env(req, config)
+	// Export and import read and write the database only: they need no
+	// provider and start no MCP server.
+	quiet, err := visit.WriteFile("bookkeeping.json", []byte(bookkeepingConfig))
+	if err != nil {
+		return res, fmt.Errorf("opencode: %w", err)
+	}
+	book := e.env(req, quiet)
 	if req.SessionID != "" {
-		if err := e.sync(ctx, req, visit, set, req.SessionID); err != nil {
+		if err := e.sync(ctx, req, visit, book, req.SessionID); err != nil {
 			return res, err
 		}
 	}
@@ -191,6 +206,19 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	res.Text = st.text
 	res.Usage = st.usage
 	res.Usage.CostKnown = e.opts.BaseURL == "" && st.usage.CostUSD > 0
+	ask, err := visit.Interaction(st.askUserCall)
+	if err != nil {
+		return res, fmt.Errorf("opencode: %w", err)
+	}
+	if ask != nil && res.SessionID != "" {
+		// The turn may have been ended for it (out.Stopped), mid-step: the
+		// database holds the session up to the tool's result.
+		if err := e.export(ctx, req, visit, book, res.SessionID); err != nil {
+			return res, err
+		}
+		res.NeedsInteraction = ask
+		return res, nil
+	}
 	if len(st.errors) > 0 || !st.finished {
 		msg := strings.Join(st.errors, "\n")
 		if !st.finished && msg == "" {
@@ -202,7 +230,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if res.SessionID == "" {
 		return res, fmt.Errorf("opencode: the CLI reported no session id (stderr: %s)", out.StderrTail)
 	}
-	if err := e.export(ctx, req, visit, set, res.SessionID); err != nil {
+	if err := e.export(ctx, req, visit, book, res.SessionID); err != nil {
 		return res, err
 	}
 	res.Structured = cliexec.Structured(res.Text)

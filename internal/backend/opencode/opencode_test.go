@@ -17,13 +17,15 @@ import (
 
 var suite = clitest.Suite{
 	New: func(h *clitest.Harness) agent.Backend {
-		return opencode.New(opencode.Options{Options: h.Options(h.Fake.URL()+"/v1", "fake-opencode-1"), AskUserConvention: true})
+		return opencode.New(opencode.Options{Options: h.Options(h.Fake.URL()+"/v1", "fake-opencode-1")})
 	},
 	HasSessionFiles: func(env agent.Env, id string) bool {
 		_, err := os.Stat(filepath.Join(env.StateRoot, opencode.SessionsDir, id+".json"))
 		return err == nil
 	},
 	MissingID:          "ses_0badf00d0000000000000000aa",
+	AskUserTool:        opencode.AskUserTool,
+	PendingPrefix:      "call_",
 	HiddenWhenReadOnly: []string{"write", "edit", "bash"},
 	Wire:               fakemodel.Chat,
 }

@@ -117,6 +117,7 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 	}
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, set, ""
+	spec.Stop = nil // only the visit's own run is ended for ask_user
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
 	if _, err := cliexec.Run(ctx, spec); err != nil {
@@ -130,6 +131,10 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 func (e *Executor) export(ctx context.Context, req agent.Request, visit *cliexec.Visit, set []string, id string) error {
 	spec := e.cli.Spec(ctx, req, visit)
 	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, set, ""
+	// The ask_user grace ended the visit's run; the export must not be
+	// ended by it too (measured: it was, after 30 s under load, and
+	// printed nothing).
+	spec.Stop = nil
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
 	if _, err := cliexec.Run(ctx, spec); err != nil {

@@ -16,7 +16,9 @@ type stream struct {
 	text     string
 	finished bool
 	errors   []string
-	usage    agent.Usage
+	// askUserCall is the call id of the last ask_user tool call.
+	askUserCall string
+	usage       agent.Usage
 
 	track *cliexec.Tracker
 }
@@ -25,9 +27,10 @@ type event struct {
 	Type      string `json:"type"`
 	SessionID string `json:"sessionID"`
 	Part      struct {
-		Text  string `json:"text"`
-		Tool  string `json:"tool"`
-		State struct {
+		Text   string `json:"text"`
+		Tool   string `json:"tool"`
+		CallID string `json:"callID"`
+		State  struct {
 			Status string         `json:"status"`
 			Input  map[string]any `json:"input"`
 			Error  string         `json:"error"`
@@ -71,6 +74,9 @@ func (s *stream) line(b []byte) {
 		s.track.Say(s.text)
 	case "tool_use":
 		s.text = ""
+		if ev.Part.Tool == AskUserTool {
+			s.askUserCall = ev.Part.CallID
+		}
 		title := toolTitles[ev.Part.Tool]
 		if title == "" {
 			title = ev.Part.Tool
