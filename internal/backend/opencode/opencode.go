@@ -193,6 +193,14 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		if err := e.sync(ctx, req, visit, book, req.SessionID); err != nil {
 			return res, err
 		}
+		if !req.Fork {
+			// Until the export after the visit, the database may hold turns
+			// the export does not (a visit that fails): the next resume
+			// imports the export again.
+			if err := forgetSynced(req.Env.StateRoot, req.SessionID); err != nil {
+				return res, err
+			}
+		}
 	}
 	st := stream{track: cliexec.NewTracker(Name, req)}
 	spec := e.cli.Spec(ctx, req, visit)

@@ -61,6 +61,15 @@ func readSynced(root, id string) synced {
 	return s
 }
 
+// forgetSynced removes the record of id.
+func forgetSynced(root, id string) error {
+	err := os.Remove(filepath.Join(root, filepath.FromSlash(syncedDir), id))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("opencode: %w", err)
+	}
+	return nil
+}
+
 func writeSynced(root, id string, s synced) error {
 	b, err := json.Marshal(s)
 	if err != nil {
