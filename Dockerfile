@@ -22,6 +22,7 @@ ARG CODEX_VERSION=0.171.0
 ARG PI_VERSION=0.73.1
 ARG GEMINI_CLI_VERSION=0.61.0
 ARG GROK_CLI_VERSION=0.0.34
+ARG OPENCODE_VERSION=1.18.33
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
@@ -31,6 +32,7 @@ RUN apt-get update \
       @mariozechner/pi-coding-agent@${PI_VERSION} \
       @google/gemini-cli@${GEMINI_CLI_VERSION} \
       @vibe-kit/grok-cli@${GROK_CLI_VERSION} \
+      opencode-ai@${OPENCODE_VERSION} \
  && npm cache clean --force
 COPY --from=go /usr/local/go /usr/local/go
 ENV PATH=/usr/local/go/bin:$PATH

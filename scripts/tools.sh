@@ -8,7 +8,7 @@
 #                    production topology (scripts/cluster.sh)
 #   versitygw        an S3-compatible server for the blob store's S3 backend
 #   clis             the agent CLIs (Claude Code, Codex, pi, Gemini CLI,
-#                    grok) from the npm registry
+#                    grok, opencode) from the npm registry
 #   kimi             the Kimi CLI (kimi-cli) from the Python registry, into a
 #                    virtual environment in .tools/kimi (not part of "all":
 #                    see docs/backends.md, it does not install on this machine)
@@ -68,7 +68,7 @@ go_tool() {
 
 clis() {
 	local dir="$root/.tools/npm"
-	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION gemini-cli@$GEMINI_CLI_VERSION grok@$GROK_CLI_VERSION"
+	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION gemini-cli@$GEMINI_CLI_VERSION grok@$GROK_CLI_VERSION opencode@$OPENCODE_VERSION"
 	mkdir -p "$dir"
 	(
 		flock 9
@@ -82,7 +82,8 @@ clis() {
 			"@openai/codex@$CODEX_VERSION" \
 			"@mariozechner/pi-coding-agent@$PI_VERSION" \
 			"@google/gemini-cli@$GEMINI_CLI_VERSION" \
-			"@vibe-kit/grok-cli@$GROK_CLI_VERSION" >&2
+			"@vibe-kit/grok-cli@$GROK_CLI_VERSION" \
+			"opencode-ai@$OPENCODE_VERSION" >&2
 		echo "$want" >"$dir/.versions"
 	) 9>"$dir/.lock"
 	echo "$dir/node_modules/.bin"
@@ -126,7 +127,7 @@ for t in "$@"; do
 	versions)
 		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION" \
 			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION" \
-			gemini-cli "$GEMINI_CLI_VERSION" grok "$GROK_CLI_VERSION" kimi-cli "$KIMI_CLI_VERSION"
+			gemini-cli "$GEMINI_CLI_VERSION" grok "$GROK_CLI_VERSION" opencode "$OPENCODE_VERSION" kimi-cli "$KIMI_CLI_VERSION"
 		;;
 	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, kimi, all or versions)" >&2; exit 2 ;;
 	esac

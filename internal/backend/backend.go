@@ -7,7 +7,7 @@
 // What a backend is (an executor, a session packer) is the contract in
 // internal/agent. Everything about one backend (how to drive its CLI,
 // where its session files live) is in its own subpackage: claude, codex,
-// pi, gemini, grok, scripted; cliexec is what the CLI executors share.
+// pi, gemini, grok, opencode, scripted; cliexec is what the CLI executors share.
 package backend
 
 import (
@@ -24,6 +24,7 @@ const (
 	Gemini     = catalogue.Gemini
 	Kimi       = catalogue.Kimi
 	Grok       = catalogue.Grok
+	Opencode   = catalogue.Opencode
 )
 
 // Info is what Tether knows about a backend without running it.

@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/codex"
 	"github.com/tether-run/tether/internal/backend/gemini"
 	"github.com/tether-run/tether/internal/backend/grok"
+	"github.com/tether-run/tether/internal/backend/opencode"
 	"github.com/tether-run/tether/internal/backend/pi"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/packer"
@@ -32,8 +33,9 @@ type Config struct {
 	// (ANTHROPIC_BASE_URL); empty: the CLI's default.
 	AnthropicBaseURL string
 	// OpenAIBaseURL is the Responses API endpoint Codex uses and the Chat
-	// Completions endpoint pi uses (OPENAI_BASE_URL); empty: their
-	// defaults.
+	// Completions endpoint pi and opencode use (OPENAI_BASE_URL); empty:
+	// their defaults (for opencode: the providers of its own
+	// configuration).
 	OpenAIBaseURL string
 	// GeminiBaseURL is the Gemini API endpoint Gemini CLI uses
 	// (GOOGLE_GEMINI_BASE_URL, without /v1beta); empty: its default.
@@ -43,11 +45,11 @@ type Config struct {
 	GrokBaseURL string
 	// Models are the default model of each CLI backend, by backend name
 	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI,
-	// TETHER_MODEL_GEMINI).
+	// TETHER_MODEL_GEMINI, TETHER_MODEL_GROK, TETHER_MODEL_OPENCODE).
 	Models map[string]string
 	// APIKeys are the model endpoints' keys, by backend name
-	// (ANTHROPIC_API_KEY for claude_code, OPENAI_API_KEY for codex and
-	// pi, GEMINI_API_KEY for gemini). Each reaches its CLI in its environment only; String and
+	// (ANTHROPIC_API_KEY for claude_code, OPENAI_API_KEY for codex, pi
+	// and opencode, GEMINI_API_KEY for gemini). Each reaches its CLI in its environment only; String and
 	// LogValue never show them.
 	APIKeys map[string]string
 	// ClaudePermissionMode is Claude Code's --permission-mode
@@ -146,5 +148,7 @@ func New(cfg Config) ([]agent.Backend, error) {
 		pi.New(pi.Options{Options: cli(Pi, cfg.OpenAIBaseURL), AskUserConvention: true}),
 		gemini.New(gemini.Options{Options: cli(Gemini, cfg.GeminiBaseURL), AskUserConvention: true}),
 		grok.New(grok.Options{Options: cli(Grok, cfg.GrokBaseURL), AskUserConvention: true}),
+		// opencode calls the ask_user MCP server when the worker has one.
+		opencode.New(opencode.Options{Options: cli(Opencode, cfg.OpenAIBaseURL), AskUserConvention: cfg.AskUser == nil}),
 	}, nil
 }

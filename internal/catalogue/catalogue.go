@@ -16,6 +16,7 @@ import (
 	codex "github.com/tether-run/tether/internal/backend/codex/facts"
 	gemini "github.com/tether-run/tether/internal/backend/gemini/facts"
 	grok "github.com/tether-run/tether/internal/backend/grok/facts"
+	opencode "github.com/tether-run/tether/internal/backend/opencode/facts"
 	pi "github.com/tether-run/tether/internal/backend/pi/facts"
 	scripted "github.com/tether-run/tether/internal/backend/scripted/facts"
 	"github.com/tether-run/tether/internal/treepolicy"
@@ -29,6 +30,7 @@ const (
 	Pi         = pi.Name
 	Gemini     = gemini.Name
 	Grok       = grok.Name
+	Opencode   = opencode.Name
 	Kimi       = "kimi"
 )
 
@@ -39,6 +41,7 @@ var backends = []agent.Facts{
 	pi.Backend,
 	gemini.Backend,
 	grok.Backend,
+	opencode.Backend,
 	// Known to ADR-089 as a backend without the persist capability; this
 	// build has no executor for it (its CLI, kimi-cli on the Python
 	// registry, cannot be installed where Tether is built and tested:

@@ -33,7 +33,7 @@ func TestPolicyRefusesEveryBackendsLogins(t *testing.T) {
 // The facts are well formed: every implemented backend honours only
 // known settings and maps every permission level.
 func TestFactsAreWellFormed(t *testing.T) {
-	assert.Equal(t, []string{Scripted, ClaudeCode, Codex, Pi, Gemini, Grok}, Implemented())
+	assert.Equal(t, []string{Scripted, ClaudeCode, Codex, Pi, Gemini, Grok, Opencode}, Implemented())
 	for _, b := range All() {
 		if !b.Implemented {
 			assert.False(t, b.Persist, b.Name)
@@ -57,6 +57,7 @@ func TestFactsAreWellFormed(t *testing.T) {
 	assert.False(t, HasPersist(Kimi))
 	assert.False(t, HasPersist(Grok))
 	assert.True(t, HasPersist(Gemini))
+	assert.True(t, HasPersist(Opencode))
 	assert.True(t, Honours(Pi, agent.SettingTools))
 	assert.False(t, Honours(Codex, agent.SettingTools))
 }

@@ -190,7 +190,7 @@ func readEnv() (Config, error) {
 			PassEnv:              names(getenv("TETHER_PASS_ENV")),
 		},
 	}
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Grok} {
+	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Grok, backend.Opencode} {
 		if m := getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
 			c.Agents.Models[b] = m
 		}
@@ -293,6 +293,7 @@ var apiKeyVars = map[string]string{
 	backend.Pi:         "OPENAI_API_KEY",
 	backend.Gemini:     "GEMINI_API_KEY",
 	backend.Grok:       "GROK_API_KEY",
+	backend.Opencode:   "OPENAI_API_KEY",
 }
 
 // workspaceLimits reads the TETHER_WORKSPACE_* variables over the

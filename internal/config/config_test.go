@@ -108,7 +108,7 @@ func TestAgentSettings(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-openai-worker")
 	t.Setenv("TETHER_REDACT", "")
 	c := fromEnv(t)
-	assert.Equal(t, map[string]string{"claude_code": "sk-ant-worker", "codex": "sk-openai-worker", "pi": "sk-openai-worker"}, c.Agents.APIKeys)
+	assert.Equal(t, map[string]string{"claude_code": "sk-ant-worker", "codex": "sk-openai-worker", "pi": "sk-openai-worker", "opencode": "sk-openai-worker"}, c.Agents.APIKeys)
 	assert.Equal(t, packer.RedactDetect, c.Agents.Redact)
 	assert.NotContains(t, fmt.Sprintf("%v %+v", c, c), "sk-", "a printed configuration shows no key")
 

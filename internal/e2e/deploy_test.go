@@ -143,7 +143,7 @@ func composeProblems(t *testing.T, root, path string) []string {
 			}
 		}
 	}
-	for _, cliName := range []string{"claude-code", "codex", "pi", "gemini-cli", "kimi-cli"} {
+	for _, cliName := range []string{"claude-code", "codex", "pi", "gemini-cli", "opencode", "kimi-cli"} {
 		arg := strings.ToUpper(strings.ReplaceAll(cliName, "-", "_")) + "_VERSION"
 		if tools[cliName] != pins[arg] {
 			bad("scripts/tools.sh installs %s %s, .env pins %s", cliName, tools[cliName], pins[arg])

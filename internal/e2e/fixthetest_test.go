@@ -43,7 +43,7 @@ const (
 // the change as a diff and approves, a person approves, and the exported
 // workspace builds and passes its tests with the real Go toolchain.
 func TestFixTheTest(t *testing.T) {
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini} {
+	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Opencode} {
 		t.Run(b, func(t *testing.T) {
 			fixTheTest(t, b, "fs")
 		})

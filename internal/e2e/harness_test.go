@@ -161,7 +161,8 @@ func (h *harness) state(id string) *workflows.State {
 // beyond what it takes, since it only catches a run that never gets there.
 // A fix-the-test run on gemini (four visits, each a new worker starting a
 // node CLI) took over 2 minutes to reach its question on a machine loaded
-// to 20 (`make test-loaded` beside mutation testing).
+// to 20 (`make test-loaded` beside mutation testing), and one on opencode
+// spends about a minute per visit on 2 loaded cores (docs/backends.md).
 const runWait = 10 * time.Minute
 
 func (h *harness) waitQuestion(id string) workflows.PendingQuestion {

@@ -32,8 +32,9 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 			GrokBaseURL:      fake.URL() + "/v1",
 			GeminiBaseURL:    fake.URL(),
 			Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
-				backend.Gemini: "fake-gemini-1", backend.Grok: "fake-grok-1"},
-			APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k", backend.Grok: "k"},
+				backend.Gemini: "fake-gemini-1", backend.Grok: "fake-grok-1", backend.Opencode: "fake-opencode-1"},
+			APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k", backend.Grok: "k",
+				backend.Opencode: "k"},
 			AskUser: ask,
 			TempDir: t.TempDir(),
 		}

@@ -177,6 +177,22 @@ func (c conversation) filePlan() []toolCall {
 				plan = append(plan, call("write_file", map[string]any{"file_path": p, "content": fc.content}))
 			}
 		}
+	case has("todowrite") && (has("write") || has("edit")):
+		// opencode: write and edit take filePath (relative to its working
+		// directory), and edit needs the file read first in the session.
+		read := map[string]bool{}
+		for _, fc := range cues {
+			switch {
+			case fc.edit && has("edit"):
+				if !read[fc.path] && has("read") {
+					read[fc.path] = true
+					plan = append(plan, call("read", map[string]any{"filePath": fc.path}))
+				}
+				plan = append(plan, call("edit", map[string]any{"filePath": fc.path, "oldString": fc.old, "newString": fc.new}))
+			case !fc.edit && has("write"):
+				plan = append(plan, call("write", map[string]any{"filePath": fc.path, "content": fc.content}))
+			}
+		}
 	case has("write") || has("edit"):
 		for _, fc := range cues {
 			switch {

@@ -1,7 +1,8 @@
 // Package fakemodel is the one faked thing in Tether's CLI tests: an HTTP
 // server that speaks just enough of the Anthropic Messages API, the OpenAI
 // Responses API, the OpenAI Chat Completions API and the Gemini API for
-// the real agent CLIs (Claude Code, Codex, pi, Gemini CLI) to hold a conversation with it.
+// the real agent CLIs (Claude Code, Codex, pi, Gemini CLI, grok, opencode)
+// to hold a conversation with it.
 //
 // Its replies are deterministic and prove memory: a normal reply is
 // "turn N: p1 | p2 | ... | pN" where p1..pN are the real user prompts found
