@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,15 +209,23 @@ func TestVisitOutcomeIsCountedAndCommitted(t *testing.T) {
 	a := newActs(t, store)
 	a.Metrics = m
 	a.Workspaces = workspace.NewManager(filepath.Join(a.StateDir, "workspaces"), store, workspace.Limits{}, nil)
+	a.Backends = Backends{writesAFile{a.Backends[0]}}
 
-	asked, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, PauseTo: pauseRef(time.Now(), 1), Started: time.Now()})
+	asked, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted,
+		PauseTo: pauseRef(time.Now(), 1), Started: time.Now(), Workspace: &runstore.WorkspaceState{}})
 	require.NoError(t, err)
 	require.Len(t, asked.Questions, 1)
-	wrote, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "t", Visit: 1, Started: time.Now(), Workspace: &runstore.WorkspaceState{},
+	require.NotNil(t, asked.Workspace)
+	plain, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: backend.Scripted,
+		Started: time.Now(), Workspace: asked.Workspace})
+	require.NoError(t, err)
+	require.Empty(t, plain.Questions)
+	require.NotNil(t, plain.Workspace)
+	tool, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "t", Visit: 1, Started: time.Now(), Workspace: plain.Workspace,
 		Node: graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"sh", "-c", "echo hi > notes.txt"}}})
 	require.NoError(t, err)
-	require.NotNil(t, wrote.Workspace)
-	_, err = a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "t", Visit: 2, Started: time.Now(), Workspace: wrote.Workspace,
+	require.NotNil(t, tool.Workspace)
+	_, err = a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "t", Visit: 2, Started: time.Now(), Workspace: tool.Workspace,
 		Node: graph.Node{ID: "t", Kind: graph.KindTool, Run: []string{"true"}}})
 	require.NoError(t, err)
 
@@ -233,15 +242,36 @@ func TestVisitOutcomeIsCountedAndCommitted(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]int64{telemetry.OutcomeAsked: 1, telemetry.OutcomeOK: 2}, outcomes)
+	assert.Equal(t, map[string]int64{telemetry.OutcomeAsked: 1, telemetry.OutcomeOK: 3}, outcomes)
 
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
 		testenv.Unavailable(t, "git is not installed (apt-get install git)")
 	}
 	repo := filepath.Join(t.TempDir(), "repo.git")
-	require.NoError(t, workspace.History(ctx, store, "r1", wrote.Workspace, repo, workspace.Limits{}))
+	require.NoError(t, workspace.History(ctx, store, "r1", tool.Workspace, repo, workspace.Limits{}))
 	out, err := exec.Command(gitBin, "--git-dir", repo, "log", "--format=%s").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Equal(t, "t visit 1", strings.TrimSpace(string(out)))
+	assert.Equal(t, "t visit 1\nwriter visit 2\nwriter visit 1 (asked the user)", strings.TrimSpace(string(out)))
+	// An agent visit's commit names its backend and session; a tool's has neither.
+	bodies, err := exec.Command(gitBin, "--git-dir", repo, "log", "--format=%b%x00").CombinedOutput()
+	require.NoError(t, err, "%s", bodies)
+	b := strings.Split(string(bodies), "\x00")
+	require.GreaterOrEqual(t, len(b), 3)
+	assert.NotContains(t, b[0], "backend:")
+	assert.Contains(t, b[1], "backend: scripted")
+	assert.Contains(t, b[2], "session: "+asked.SessionID)
+}
+
+// writesAFile is the scripted agent, writing a file of its own into the
+// workspace on every visit (as a coding agent would), so that every visit
+// makes a snapshot.
+type writesAFile struct{ agent.Backend }
+
+func (w writesAFile) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	name := filepath.Join(req.Env.Workdir, fmt.Sprintf("by-agent-%d.txt", time.Now().UnixNano()))
+	if err := os.WriteFile(name, []byte("x"), 0o644); err != nil {
+		return agent.Result{}, err
+	}
+	return w.Backend.Execute(ctx, req)
 }
