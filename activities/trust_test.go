@@ -142,6 +142,7 @@ func TestFallbackStripsTheSessionKeys(t *testing.T) {
 	a.Backends = append(a.Backends, claude.New(claude.Options{Options: cliexec.Options{BinDir: t.TempDir()}}))
 	node := echoWriter
 	node.Backend, node.Fallback = backend.ClaudeCode, []string{backend.Scripted}
+	node.Prompt += ` topic=[{{index .input "topic"}}]`
 	res, err := a.Visit(context.Background(), &VisitRequest{
 		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
 		Input:   map[string]any{agent.SessionIDKey: "claude-session", agent.SessionFingerprintKey: "fp", "topic": "x"},
@@ -152,6 +153,7 @@ func TestFallbackStripsTheSessionKeys(t *testing.T) {
 	assert.Contains(t, res.SessionNote, "fallback")
 	text, _ := res.Output["text"].(string)
 	assert.Contains(t, text, "id=[] fp=[]")
+	assert.Contains(t, text, "topic=[x]", "the input's other keys stay")
 	assert.NotContains(t, text, "claude-session")
 }
 
