@@ -8,8 +8,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
