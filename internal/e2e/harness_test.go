@@ -146,13 +146,26 @@ func (h *harness) start(id string, g *graph.Graph, inputs map[string]any) client
 
 func (h *harness) state(id string) *workflows.State {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	st, err := h.query(id, time.Minute)
+	require.NoError(h.t, err)
+	return st
+}
+
+// query asks the run for its state, waiting up to wait for the answer. A
+// worker that has just started answers a query only after it replayed the
+// run's history, which on a loaded machine can take longer than a poll.
+func (h *harness) query(id string, wait time.Duration) (*workflows.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	v, err := h.c.QueryWorkflow(ctx, id, "", workflows.QueryState)
-	require.NoError(h.t, err)
+	if err != nil {
+		return nil, err
+	}
 	var st workflows.State
-	require.NoError(h.t, v.Get(&st))
-	return &st
+	if err := v.Get(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // waitQuestion polls the state query until a question is pending; a run
@@ -168,8 +181,17 @@ const runWait = 10 * time.Minute
 func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 	h.t.Helper()
 	deadline := time.Now().Add(runWait)
+	var lastErr error
 	for time.Now().Before(deadline) {
-		st := h.state(id)
+		// A query that times out is asked again (make test-loaded: at
+		// load 20, a worker replaying the history after a kill did not
+		// answer within 10 s); the run's wait bounds them all.
+		st, err := h.query(id, 30*time.Second)
+		if err != nil {
+			lastErr = err
+			time.Sleep(time.Second)
+			continue
+		}
 		if len(st.Questions) > 0 {
 			return st.Questions[0]
 		}
@@ -183,7 +205,7 @@ func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.t.Fatalf("run %s asked no question within %s", id, runWait)
+	h.t.Fatalf("run %s asked no question within %s (last query error: %v)", id, runWait, lastErr)
 	return workflows.PendingQuestion{}
 }
 
