@@ -117,6 +117,40 @@ const (
 	AskUserKey    = "ask_user"
 )
 
+// AskUserInstructions teach a model the reply convention; an executor
+// that follows it adds them to the system prompt (AppendSystemPrompt).
+const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
+	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
+	"The visit pauses; the user's answer arrives as the next user message."
+
+// AppendSystemPrompt is what an executor appends to the system prompt: the
+// node's appended prompt, else the executor's, followed by
+// AskUserInstructions when the reply convention is on.
+func AppendSystemPrompt(node, executor string, convention bool) string {
+	var parts []string
+	if a := Pick(node, executor); a != "" {
+		parts = append(parts, a)
+	}
+	if convention {
+		parts = append(parts, AskUserInstructions)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// FinishReply sets res.Structured from the final reply and, when the
+// reply convention is on and the reply asks, the questions in place of
+// the structured output.
+func FinishReply(res *agent.Result, convention bool) {
+	res.Structured = Structured(res.Text)
+	if !convention {
+		return
+	}
+	if qs := AskedQuestions(res.Text, res.Structured); len(qs) > 0 {
+		res.NeedsInteraction = &agent.Interaction{Questions: qs}
+		res.Structured = nil
+	}
+}
+
 // AskedQuestions applies the ask_user reply convention to a final reply:
 // the structured form when structured is non-nil, else the trailing
 // AskUserPrefix lines of text. Questions are numbered q1, q2, ….

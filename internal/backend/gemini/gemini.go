@@ -45,12 +45,6 @@ const (
 	AskUserKey = cliexec.AskUserKey
 )
 
-// AskUserInstructions are added to the system prompt when
-// AskUserConvention is on.
-const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
-	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
-	"The visit pauses; the user's answer arrives as the next user message."
-
 // Options configure the executor. The zero value runs `gemini` from PATH
 // against the Gemini API with no key of its own.
 type Options struct {
@@ -71,7 +65,7 @@ type Options struct {
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// AskUserConvention turns the ask_user convention on (it adds
-	// AskUserInstructions to the system prompt).
+	// cliexec.AskUserInstructions to the system prompt).
 	AskUserConvention bool
 	// Tools limits the built-in tools (settings tools.core); nil keeps the
 	// CLI's set.
@@ -135,14 +129,7 @@ func (e *Executor) settings(req agent.Request) visitSettings {
 // appendSystemPrompt is the node's appended system prompt, else the
 // executor's, followed by the ask_user convention when it is on.
 func (e *Executor) appendSystemPrompt(req agent.Request) string {
-	var parts []string
-	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
-		parts = append(parts, a)
-	}
-	if e.opts.AskUserConvention {
-		parts = append(parts, AskUserInstructions)
-	}
-	return strings.Join(parts, "\n\n")
+	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
 }
 
 // Fingerprint hashes what defines the conversation a visit of req runs
@@ -220,13 +207,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if res.SessionID == "" {
 		return res, fmt.Errorf("gemini: the CLI reported no session id (stderr: %s)", out.StderrTail)
 	}
-	res.Structured = cliexec.Structured(res.Text)
-	if e.opts.AskUserConvention {
-		if qs := cliexec.AskedQuestions(res.Text, res.Structured); len(qs) > 0 {
-			res.NeedsInteraction = &agent.Interaction{Questions: qs}
-			res.Structured = nil
-		}
-	}
+	cliexec.FinishReply(&res, e.opts.AskUserConvention)
 	return res, nil
 }
 

@@ -34,12 +34,6 @@ import (
 // Name is the backend's name in graphs and the catalogue.
 const Name = facts.Name
 
-// AskUserInstructions are added to the system prompt when
-// AskUserConvention is on.
-const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
-	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
-	"The visit pauses; the user's answer arrives as the next user message."
-
 // Options configure the executor. The zero value runs `opencode` from PATH
 // with the model named as opencode names it (provider/model) and the
 // providers and keys of its own configuration.
@@ -55,7 +49,7 @@ type Options struct {
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// AskUserConvention turns the ask_user convention on (it adds
-	// AskUserInstructions to the system prompt) in place of the MCP
+	// cliexec.AskUserInstructions to the system prompt) in place of the MCP
 	// server.
 	AskUserConvention bool
 	// Tools limits the tools the model is offered; nil keeps opencode's
@@ -121,14 +115,7 @@ func (e *Executor) settings(req agent.Request) visitSettings {
 // appendSystemPrompt is the node's appended system prompt, else the
 // executor's, followed by the ask_user convention when it is on.
 func (e *Executor) appendSystemPrompt(req agent.Request) string {
-	var parts []string
-	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
-		parts = append(parts, a)
-	}
-	if e.opts.AskUserConvention {
-		parts = append(parts, AskUserInstructions)
-	}
-	return strings.Join(parts, "\n\n")
+	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
 }
 
 // Fingerprint hashes what defines the conversation a visit of req runs
@@ -241,13 +228,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if err := e.export(ctx, req, visit, book, res.SessionID); err != nil {
 		return res, err
 	}
-	res.Structured = cliexec.Structured(res.Text)
-	if e.opts.AskUserConvention {
-		if qs := cliexec.AskedQuestions(res.Text, res.Structured); len(qs) > 0 {
-			res.NeedsInteraction = &agent.Interaction{Questions: qs}
-			res.Structured = nil
-		}
-	}
+	cliexec.FinishReply(&res, e.opts.AskUserConvention)
 	return res, nil
 }
 

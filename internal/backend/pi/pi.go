@@ -40,12 +40,6 @@ const (
 	AskUserKey = cliexec.AskUserKey
 )
 
-// AskUserInstructions is appended to the system prompt when
-// AskUserConvention is on.
-const AskUserInstructions = "When you need information, a decision or an approval that only the human user can give, " +
-	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them. " +
-	"The visit pauses; the user's answer arrives as the next user message."
-
 // Options configure the executor.
 type Options struct {
 	// Options are what every CLI executor takes. BaseURL, when set,
@@ -75,7 +69,7 @@ type Options struct {
 	// permissions and disallowed_tools override it (see visitTools).
 	Tools []string
 	// AskUserConvention turns the ask_user convention on (it adds
-	// AskUserInstructions to the system prompt).
+	// cliexec.AskUserInstructions to the system prompt).
 	AskUserConvention bool
 }
 
@@ -124,14 +118,7 @@ func (e *Executor) provider() string {
 }
 
 func (e *Executor) appendSystemPrompt(req agent.Request) string {
-	parts := []string{}
-	if a := cliexec.Pick(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt); a != "" {
-		parts = append(parts, a)
-	}
-	if e.opts.AskUserConvention {
-		parts = append(parts, AskUserInstructions)
-	}
-	return strings.Join(parts, "\n\n")
+	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
 }
 
 // DefaultTools are the tools pi enables when not told otherwise.
@@ -249,13 +236,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if !res.Usage.CostKnown {
 		res.Usage.CostUSD = 0
 	}
-	res.Structured = cliexec.Structured(res.Text)
-	if e.opts.AskUserConvention {
-		if qs := cliexec.AskedQuestions(res.Text, res.Structured); len(qs) > 0 {
-			res.NeedsInteraction = &agent.Interaction{Questions: qs}
-			res.Structured = nil
-		}
-	}
+	cliexec.FinishReply(&res, e.opts.AskUserConvention)
 	return res, nil
 }
 
