@@ -85,7 +85,7 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 		return err
 	}
 	defer func() {
-		if rerr := os.RemoveAll(stageAbs); rerr != nil {
+		if rerr := disk.removeAll(stageAbs); rerr != nil {
 			if err == nil {
 				slog.Warn("packer: staging directory left behind; the next unpack removes it after an hour", "dir", stageAbs, "err", rerr)
 			} else {
@@ -269,7 +269,7 @@ func mkStaged(stage *os.Root, made map[string]bool, rel string) error {
 	if rel == "." || made[rel] {
 		return nil
 	}
-	if err := stage.MkdirAll(rel, dirMode); err != nil {
+	if err := disk.mkdirAll(stage, rel, dirMode); err != nil {
 		return stagingErr(err)
 	}
 	for d := rel; d != "." && !made[d]; d = path.Dir(d) {
@@ -293,9 +293,9 @@ func writeStaged(stage *os.Root, made map[string]bool, rel string, r io.Reader, 
 		err = fmt.Errorf("%w: %d of %d bytes", ErrCorrupt, n, size)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = disk.sync(f)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := disk.close(f); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -414,7 +414,7 @@ func syncTree(ctx context.Context, dir *os.Root) error {
 			return err
 		}
 	}
-	return f.Sync()
+	return disk.sync(f)
 }
 
 func syncDir(root *os.Root, dir string) error {
@@ -422,8 +422,8 @@ func syncDir(root *os.Root, dir string) error {
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
+	err = disk.sync(f)
+	if cerr := disk.close(f); err == nil {
 		err = cerr
 	}
 	return err

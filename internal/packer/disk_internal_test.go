@@ -1,0 +1,177 @@
+package packer
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// faultyDisk swaps the package's disk calls for the test's and puts the
+// real ones back when it ends. Tests that use it must not run in parallel.
+func faultyDisk(t *testing.T) *struct {
+	sync      func(*os.File) error
+	close     func(*os.File) error
+	mkdirAll  func(root *os.Root, name string, perm fs.FileMode) error
+	removeAll func(path string) error
+} {
+	saved := disk
+	t.Cleanup(func() { disk = saved })
+	return &disk
+}
+
+// eio is what a failing disk returns, as the os package wraps it.
+func eio(op string, f *os.File) error {
+	return &fs.PathError{Op: op, Path: f.Name(), Err: syscall.EIO}
+}
+
+// isStagedFile tells a file written into the staging directory from the
+// folders that are synced around it.
+func isStagedFile(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular() && strings.Contains(f.Name(), stagingPrefix)
+}
+
+// isLiveDir is a folder of the state root outside the staging directory:
+// the ones the commit syncs after its renames.
+func isLiveDir(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.IsDir() && !strings.Contains(f.Name(), stagingPrefix)
+}
+
+// nestedArchive holds two folders with two files each, below a folder.
+func nestedArchive(t *testing.T) []byte {
+	return craft(t, testBackend, testID,
+		file("project/"+testID+".jsonl", "{}\n"),
+		file("tasks/"+testID+"/a/1", "1"), file("tasks/"+testID+"/a/2", "2"),
+		file("tasks/"+testID+"/b/1", "1"), file("tasks/"+testID+"/b/2", "2"))
+}
+
+// Each staging folder is made once: a second file in a folder, or a file
+// in a folder below one already made, does not make its folders again.
+func TestStagedFoldersAreMadeOnce(t *testing.T) {
+	d := faultyDisk(t)
+	var made []string
+	real := d.mkdirAll
+	d.mkdirAll = func(root *os.Root, name string, perm fs.FileMode) error {
+		made = append(made, name)
+		return real(root, name, perm)
+	}
+	p := newTestPacker(testEnv(t, "x"), Limits{})
+	require.NoError(t, p.UnpackSession(ctx, testID, nestedArchive(t)))
+	assert.True(t, p.HasSession(ctx, testID))
+	seen := map[string]bool{}
+	for _, name := range made {
+		for d := name; d != "."; d = path.Dir(d) {
+			assert.False(t, seen[d], "folder %s made again (made: %v)", d, made)
+		}
+		seen[name] = true
+	}
+	assert.Len(t, made, 3, "project, tasks/<id>/a and tasks/<id>/b: %v", made)
+}
+
+// A staged file whose fsync fails fails the unpack with the disk's error
+// (not as a corrupt archive), and the session is not there.
+func TestStagedFileSyncFailureFailsTheUnpack(t *testing.T) {
+	d := faultyDisk(t)
+	real := d.sync
+	d.sync = func(f *os.File) error {
+		if isStagedFile(f) {
+			return eio("sync", f)
+		}
+		return real(f)
+	}
+	p := newTestPacker(testEnv(t, "x"), Limits{})
+	err := p.UnpackSession(ctx, testID, nestedArchive(t))
+	require.ErrorIs(t, err, syscall.EIO)
+	assert.NotErrorIs(t, err, ErrCorrupt)
+	assert.False(t, p.HasSession(ctx, testID))
+}
+
+// A close that fails after a good write (a delayed write error) fails the
+// unpack too.
+func TestStagedFileCloseFailureFailsTheUnpack(t *testing.T) {
+	d := faultyDisk(t)
+	real := d.close
+	d.close = func(f *os.File) error {
+		if isStagedFile(f) {
+			real(f)
+			return eio("close", f)
+		}
+		return real(f)
+	}
+	p := newTestPacker(testEnv(t, "x"), Limits{})
+	err := p.UnpackSession(ctx, testID, nestedArchive(t))
+	require.ErrorIs(t, err, syscall.EIO)
+	assert.NotErrorIs(t, err, ErrCorrupt)
+	assert.False(t, p.HasSession(ctx, testID))
+}
+
+// The commit syncs every live folder it renamed into; a failing sync (or a
+// close after it) fails the unpack before the main file appears, so the
+// session is not there.
+func TestLiveFolderSyncFailureFailsTheUnpack(t *testing.T) {
+	for _, op := range []string{"sync", "close"} {
+		t.Run(op, func(t *testing.T) {
+			d := faultyDisk(t)
+			var synced []string
+			realSync, realClose := d.sync, d.close
+			d.sync = func(f *os.File) error {
+				if isLiveDir(f) {
+					synced = append(synced, f.Name())
+					if op == "sync" {
+						return eio("sync", f)
+					}
+				}
+				return realSync(f)
+			}
+			d.close = func(f *os.File) error {
+				if op == "close" && isLiveDir(f) {
+					realClose(f)
+					return eio("close", f)
+				}
+				return realClose(f)
+			}
+			p := newTestPacker(testEnv(t, "x"), Limits{})
+			err := p.UnpackSession(ctx, testID, nestedArchive(t))
+			require.ErrorIs(t, err, syscall.EIO)
+			assert.NotEmpty(t, synced, "no live folder was synced")
+			assert.False(t, p.HasSession(ctx, testID))
+		})
+	}
+}
+
+// A staging directory that cannot be removed is reported: joined to the
+// unpack's own error when it failed, logged when it succeeded.
+func TestStagingRemovalFailureIsReported(t *testing.T) {
+	d := faultyDisk(t)
+	gone := errors.New("injected: cannot remove")
+	var left []string
+	d.removeAll = func(p string) error {
+		left = append(left, p)
+		return gone
+	}
+	logger, buf := capture()
+	saved := slog.Default()
+	slog.SetDefault(logger)
+	t.Cleanup(func() { slog.SetDefault(saved) })
+
+	p := newTestPacker(testEnv(t, "x"), Limits{})
+	broken := craft(t, testBackend, testID, file("project/"+testID+".jsonl", "{}\n"), file("../escape", "x"))
+	err := p.UnpackSession(ctx, testID, broken)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, gone)
+	assert.NotContains(t, buf.String(), "staging directory left behind")
+
+	require.NoError(t, p.UnpackSession(ctx, testID, nestedArchive(t)))
+	require.Len(t, left, 2)
+	assert.Contains(t, buf.String(), "staging directory left behind")
+	assert.Contains(t, buf.String(), left[1])
+}
