@@ -33,12 +33,17 @@ func runUsage(cp *runstore.Checkpoint) agent.Usage {
 }
 
 // overBudget says which budget the run's spending crossed, or "".
-func (r *runImpl) overBudget() string {
-	if msg := crossed("the run's budget", r.g.Budget, runUsage(r.cp)); msg != "" {
+func (r *runImpl) overBudget() string { return OverBudget(r.cp) }
+
+// OverBudget says which budget of cp's graph (the run's, or a node's) its
+// spending crossed, or "" when none is spent: a run resumed in that state
+// stops again before its next visit.
+func OverBudget(cp *runstore.Checkpoint) string {
+	if msg := crossed("the run's budget", cp.Graph.Budget, runUsage(cp)); msg != "" {
 		return msg
 	}
-	for _, n := range r.g.Nodes {
-		if msg := crossed("the budget of node "+n.ID, n.Budget, r.cp.Usage[n.ID]); msg != "" {
+	for _, n := range cp.Graph.Nodes {
+		if msg := crossed("the budget of node "+n.ID, n.Budget, cp.Usage[n.ID]); msg != "" {
 			return msg
 		}
 	}
@@ -64,6 +69,24 @@ func (r *runImpl) stopIfOverBudget(ctx workflow.Context) error {
 	if msg == "" || workflow.GetVersion(ctx, changeBudgets, workflow.DefaultVersion, versionBudgets) != versionBudgets {
 		return nil
 	}
+	return r.budgetStop(ctx, msg)
+}
+
+// stopIfStartedOverBudget ends, before any visit, an execution that starts
+// with a budget already spent (a resume that raised another budget, or
+// none; a rewind to the stop's own checkpoint), so that no visit runs past
+// a spent budget. Executions recorded before it ran one visit first.
+func (r *runImpl) stopIfStartedOverBudget(ctx workflow.Context) error {
+	msg := r.overBudget()
+	if msg == "" || workflow.GetVersion(ctx, changeBudgetAtStart, workflow.DefaultVersion, versionBudgetAtStart) != versionBudgetAtStart {
+		return nil
+	}
+	return r.budgetStop(ctx, msg)
+}
+
+// budgetStop records the run as stopped resumably because msg's budget is
+// spent, and returns the failure that carries its checkpoint.
+func (r *runImpl) budgetStop(ctx workflow.Context, msg string) error {
 	r.cp.Status = runstore.StatusFailedResumable
 	r.cp.Error = msg
 	r.setStatus(ctx, r.cp.Status)

@@ -75,6 +75,18 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 			s.Equal(runstore.StatusFailedResumable, stored.Status, "the run store records the stop")
 			s.Contains(stored.Error, tc.reason)
 
+			// Resumed with the spent budget as it was (or another one
+			// raised), the run stops again before any visit.
+			visits := s.visitCount()
+			again := s.resume(&cp)
+			var againErr *temporal.ApplicationError
+			s.Require().ErrorAs(again.GetWorkflowError(), &againErr)
+			s.Equal(ErrTypeBudget, againErr.Type())
+			s.Contains(againErr.Error(), tc.reason)
+			s.Equal(visits, s.visitCount(), "no visit runs past a spent budget")
+			s.Require().NoError(againErr.Details(&cp))
+			s.Equal(tc.next, cp.Cursor[0].Node)
+
 			tc.raise(&cp.Graph)
 			done := s.resume(&cp)
 			s.Require().NoError(done.GetWorkflowError())
@@ -96,6 +108,15 @@ func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowE
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: c.RunID, Checkpoint: &c})
 	s.Require().True(env.IsWorkflowCompleted())
 	return env
+}
+
+// visitCount is how many visits every fake agent has run.
+func (s *GraphRunSuite) visitCount() int {
+	n := 0
+	for _, a := range s.agents {
+		n += len(a.requests())
+	}
+	return n
 }
 
 func nodeOf(g *graph.Graph, id string) *graph.Node {

@@ -41,6 +41,9 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 			return nil, r.fail(ctx, err)
 		}
 	}
+	if err := r.stopIfStartedOverBudget(ctx); err != nil {
+		return nil, err
+	}
 	return r.run(ctx)
 }
 

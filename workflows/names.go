@@ -74,6 +74,11 @@ const (
 	// stops resumably (budget-stop.json).
 	changeBudgets  = "budgets"
 	versionBudgets = 1
+	// changeBudgetAtStart: an execution that starts with a budget already
+	// spent stops before its first visit, instead of after it
+	// (budget-stop-at-start.json).
+	changeBudgetAtStart  = "budget-at-start"
+	versionBudgetAtStart = 1
 	// changeQuestionsFirst: a question is registered before the run says
 	// it waits (search attribute, checkpoint), so an answer sent the moment
 	// `TetherStatus="waiting"` shows is taken, not dropped as unknown

@@ -154,6 +154,9 @@ func (a *app) resumeCmd() *cobra.Command {
 			if err := raiseBudget(cp, onNode, maxTokens, maxCost); err != nil {
 				return err
 			}
+			if msg := workflows.OverBudget(cp); msg != "" {
+				return usageErr("run %s: %s, so it would stop again before its next visit; raise that budget: `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", id, msg, id)
+			}
 			cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}
 			return a.launched(ctx, id, cp, follow, "run %s resumed from %s\n", id, from)
 		},

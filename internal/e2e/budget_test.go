@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,9 +75,27 @@ func TestNodeBudgetStopAndResume(t *testing.T) {
 	require.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, "the budget of node writer is spent")
 
+	stopped, err := h.runs.Latest(t.Context(), "node-budget")
+	require.NoError(t, err)
+	visits := h.state("node-budget").Visits["writer"]
+
+	// Raising the run's budget leaves the node's spent: resume refuses,
+	// and starts nothing.
 	code, out = tetherCode(t, "resume", "node-budget", "--max-tokens", "100000", "--follow")
-	require.Equal(t, cli.ExitFailed, code, "raising the run's budget leaves the node's spent: %s", out)
+	require.Equal(t, cli.ExitUsage, code, "raising the run's budget leaves the node's spent: %s", out)
+	assert.Contains(t, out, "the budget of node writer is spent: ")
+	assert.Contains(t, out, "so it would stop again before its next visit")
+	latest, err := h.runs.Latest(t.Context(), "node-budget")
+	require.NoError(t, err)
+	assert.Equal(t, stopped.Seq, latest.Seq, "a refused resume writes no checkpoint")
+
+	// A rewind to the stop's own checkpoint starts an execution with the
+	// budget spent: it stops again before any visit.
+	code, out = tetherCode(t, "rewind", "node-budget", "--to", fmt.Sprint(stopped.Seq), "--follow")
+	require.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, "the budget of node writer is spent")
+	assert.Equal(t, visits, h.state("node-budget").Visits["writer"], "no visit past a spent budget")
+	h.recordHistory("budget-stop-at-start", "node-budget")
 
 	h.stopWorker()
 	h.startWorker()
