@@ -106,6 +106,13 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 	}
 	if c.Sandbox != nil {
 		s.Sandbox, s.Confinement = c.Sandbox, c.confinement(req, v)
+	} else {
+		// Unconfined, the CLI still keeps its temporary files in the
+		// visit's scratch directory, removed with it, never in the
+		// worker's /tmp: CLIs write crash and error reports there that
+		// quote the conversation (Gemini CLI's gemini-client-error-*.json).
+		s.TempDir = filepath.Join(v.Dir, "tmp")
+		_ = os.MkdirAll(s.TempDir, 0o700)
 	}
 	return s
 }

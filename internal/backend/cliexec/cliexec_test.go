@@ -185,6 +185,25 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	assert.Equal(t, "TMPDIR="+tmp, lines[2])
 }
 
+// An unconfined visit's CLI keeps its temporary files in the visit's
+// scratch directory too (TMPDIR), which goes with the visit, never in the
+// worker's /tmp.
+func TestUnconfinedVisitHasItsOwnTMPDIR(t *testing.T) {
+	c := CLI{Backend: "t", Bin: script(t, `echo "TMPDIR=$TMPDIR"; test -d "$TMPDIR" && echo exists`), Options: Options{TempDir: t.TempDir()}}
+	req := agent.Request{Prompt: "hi", Env: agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}}
+	v, err := c.Begin(req)
+	require.NoError(t, err)
+	s := c.Spec(context.Background(), req, v)
+	s.Env = []string{"TMPDIR=/tmp"}
+	var lines []string
+	s.OnLine = func(b []byte) { lines = append(lines, string(b)) }
+	_, err = Run(context.Background(), s)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"TMPDIR=" + filepath.Join(v.Dir, "tmp"), "exists"}, lines)
+	v.Close()
+	assert.NoDirExists(t, v.Dir)
+}
+
 // The ask_user reply convention that pi, gemini and grok share.
 func TestAskedQuestions(t *testing.T) {
 	assert.Equal(t, []agent.Question{{ID: "q1", Text: "which colour?"}, {ID: "q2", Text: "size?"}},

@@ -87,7 +87,8 @@ type Spec struct {
 // program's own directory) read-only, and the cache and toolchain
 // directories its environment names (sandbox.CacheVars, sandbox.ReadVars).
 // Home and TempDir also replace HOME and TMPDIR in its environment, so
-// that nothing it writes lands in the worker's home or a shared /tmp.
+// that nothing it writes lands in the worker's home or a shared /tmp. An
+// unconfined run (no Sandbox) still gets TempDir as its TMPDIR.
 type Confinement struct {
 	Home, TempDir      string
 	Writable, Readable []string
@@ -214,6 +215,8 @@ func (s Spec) start(path string, grace time.Duration) (*proc, error) {
 	argv, env := append([]string{path}, s.Args...), s.Env
 	if s.Sandbox != nil {
 		argv, env = s.confined(path)
+	} else if s.TempDir != "" {
+		env = setEnv(env, "TMPDIR", s.TempDir)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
