@@ -100,6 +100,10 @@ type VisitResult struct {
 	WorkspaceHit      bool  `json:"workspace_hit,omitempty"`
 	WorkspaceFetched  int64 `json:"workspace_fetched,omitempty"`
 	WorkspaceUploaded int64 `json:"workspace_uploaded,omitempty"`
+	// Attempt is the server's attempt that produced this result, when the
+	// server retries lost workers (attempt n packed to
+	// runstore.AttemptKey(key, n)); 0 otherwise.
+	Attempt int32 `json:"attempt,omitempty"`
 }
 
 // SessionNoteKey is the output key that says why a visit planned to resume
@@ -144,6 +148,9 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
 	res = &VisitResult{}
+	if req.ServerRetry {
+		res.Attempt = activity.GetInfo(ctx).Attempt
+	}
 	var ws *workspace.Workspace
 	if root != "" && a.Workspaces != nil {
 		if ws, err = a.Workspaces.Open(ctx, req.RunID, root); err != nil {

@@ -53,12 +53,14 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		return visitResult{}, err
 	}
+	var lost []string
 	for {
 		plan := r.resolve(node, cur, answer != nil, sc)
-		res, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
+		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
 		if err != nil {
 			return visitResult{}, err
 		}
+		lost = append(lost, unnamed...)
 		r.addUsage(node.ID, res.Usage)
 		r.takeWorkspace(res, sc)
 		if len(res.Questions) > 0 {
@@ -67,7 +69,11 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 			}
 			continue
 		}
-		return r.commit(ctx, node, res, sc), nil
+		v := r.commit(ctx, node, res, sc)
+		if len(lost) > 0 && workflow.GetVersion(ctx, changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs) == versionLostAttemptBlobs {
+			v.deleteAfterCommit = append(v.deleteAfterCommit, lost...)
+		}
+		return v, nil
 	}
 }
 
@@ -98,7 +104,11 @@ func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool,
 // (runs recorded before server-retry: by this loop); one that failed in a
 // way that may pass starts again here, with new blob keys, up to
 // maxVisitRestarts times.
-func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, sc *scope) (*activities.VisitResult, error) {
+//
+// Besides the result, it returns the blob keys that attempts other than
+// the one that produced it were given (see unnamedKeys): no checkpoint
+// names them, so they are garbage once the visit is committed.
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, sc *scope) (*activities.VisitResult, []string, error) {
 	log := workflow.GetLogger(ctx)
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
@@ -131,6 +141,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
 		RetryPolicy:         retry,
 	})
+	var lost []string
 	for restarts := 0; ; restarts++ {
 		req := &activities.VisitRequest{
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
@@ -159,8 +170,9 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			if res.SessionNote != "" {
 				log.Warn("session not resumed; the visit ran fresh", "node", node.ID, "visit", visitNo, "plan", plan.Kind.String(), "reason", res.SessionNote)
 			}
-			return &res, nil
+			return &res, append(lost, unnamedKeys(req, &res)...), nil
 		}
+		lost = append(lost, unnamedKeys(req, nil)...)
 		again := mayPass(err)
 		if serverRetry {
 			again = isAppErrorType(err, activities.ErrTypeMayPass)
@@ -171,7 +183,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 				wait := time.Duration(1<<restarts) * time.Second
 				timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("retry %s visit %d in %s", node.ID, visitNo, wait)})
 				if serr := timer.Get(ctx, nil); serr != nil {
-					return nil, serr
+					return nil, nil, serr
 				}
 			}
 			continue
@@ -180,8 +192,39 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
 	}
+}
+
+// unnamedKeys are the blob keys of req that no checkpoint will name once
+// res is committed: with res nil (the attempt failed), every key any of
+// its attempts was given; else the keys of the attempts before res's, and
+// res's own when its pack failed (a pack can land and still report an
+// error). A visit that succeeded at once has none, so the common visit
+// deletes nothing more.
+func unnamedKeys(req *activities.VisitRequest, res *activities.VisitResult) []string {
+	attempts := int32(1)
+	if req.ServerRetry {
+		attempts = 1 + maxLostWorkerRetries
+	}
+	if res != nil {
+		attempts = max(res.Attempt, 1) - 1
+		if !res.Packed && res.PackError != "" {
+			attempts++
+		}
+	}
+	var out []string
+	for _, key := range []string{req.PackTo, req.PauseTo} {
+		if key == "" {
+			continue
+		}
+		for a := int32(1); a <= attempts; a++ {
+			if k := runstore.AttemptKey(key, a); res == nil || !res.Packed || k != res.PackedTo {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // mayPass reports a failed visit worth starting again: its worker vanished,

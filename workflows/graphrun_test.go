@@ -44,6 +44,8 @@ type faultyStore struct {
 	// timeout after the server committed.
 	landThenFail bool
 	deleted      []string
+	// landedFailed are the keys written and then reported as failed.
+	landedFailed []string
 }
 
 var errInjected = errors.New("injected store fault")
@@ -72,6 +74,9 @@ func (f *faultyStore) Put(ctx context.Context, key string, r io.Reader, size int
 		return err
 	}
 	if fail {
+		f.mu.Lock()
+		f.landedFailed = append(f.landedFailed, key)
+		f.mu.Unlock()
 		return errInjected
 	}
 	return nil

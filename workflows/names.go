@@ -91,4 +91,10 @@ const (
 	// against the run's maxVisitRestarts (lost-worker-retry.json).
 	changeServerRetry  = "server-retry"
 	versionServerRetry = 1
+	// changeLostAttemptBlobs: once a visit that was started again (by the
+	// server or the run) is committed, the blob keys its other attempts
+	// were given are deleted with the superseded slots, instead of
+	// staying until `tether delete` (lost-worker-retry-sweep.json).
+	changeLostAttemptBlobs  = "lost-attempt-blobs"
+	versionLostAttemptBlobs = 1
 )

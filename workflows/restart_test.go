@@ -1,14 +1,17 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blob"
 )
 
 // failVisits makes the writer's visit 2 fail n times with the error mk
@@ -88,4 +91,58 @@ func (s *GraphRunSuite) requireNodeFailed(err error) {
 	var appErr *temporal.ApplicationError
 	s.Require().True(errors.As(err, &appErr), "%v", err)
 	s.Equal(ErrTypeNodeFailed, appErr.Type(), fmt.Sprint(err))
+}
+
+// A session pack that landed but reported an error leaves a blob no
+// checkpoint names: once the visit (run fresh next time) is committed, the
+// run deletes it rather than leaving it for `tether delete`.
+func (s *GraphRunSuite) TestPackThatLandedAndFailedIsDeleted() {
+	s.store.arm("/sessions/writer/", 1, true)
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	s.Require().NotEmpty(s.store.landedFailed)
+	for _, key := range s.store.landedFailed {
+		s.Contains(s.store.deleted, key)
+		_, err := s.store.Stat(context.Background(), key)
+		s.ErrorIs(err, blob.ErrNotFound, key)
+	}
+}
+
+// A visit the run started again after a failure that may pass, and one
+// the server started again after its worker was lost, delete the keys of
+// their failed attempts once committed; a visit that succeeded at once
+// deletes nothing more.
+func (s *GraphRunSuite) TestFailedAttemptsKeysAreDeleted() {
+	for _, tc := range []struct {
+		name string
+		mk   func() error
+		n    int
+	}{{"restart", mayPassErr, maxVisitRestarts}, {"lost worker", workerStopping, 2}} {
+		s.Run(tc.name, func() {
+			s.SetupTest()
+			s.failVisits(tc.n, tc.mk)
+			_, err := s.run(persistLoop, nil)
+			s.Require().NoError(err)
+			var sessions, pauses int
+			for _, key := range s.store.deleted {
+				switch {
+				case strings.Contains(key, "/sessions/writer/pause/"):
+					pauses++
+				case strings.Contains(key, "/sessions/writer/"):
+					sessions++
+				}
+			}
+			// Superseded slots are deleted too (one per later writer visit).
+			s.GreaterOrEqual(sessions, tc.n, "the failed attempts' session keys: %v", s.store.deleted)
+			s.GreaterOrEqual(pauses, tc.n, "the failed attempts' pause keys: %v", s.store.deleted)
+		})
+	}
+	s.Run("none failed", func() {
+		s.SetupTest()
+		_, err := s.run(persistLoop, nil)
+		s.Require().NoError(err)
+		for _, key := range s.store.deleted {
+			s.NotContains(key, "/pause/", "no pause key is deleted when no attempt failed")
+		}
+	})
 }

@@ -11,7 +11,8 @@ import (
 // toolVisit runs a tool node's command in the run's workspace, in one
 // activity on any worker.
 func (r *runImpl) toolVisit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, sc *scope) (visitResult, error) {
-	res, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, sc)
+	// A tool visit is given no blob keys, so no attempt leaves any.
+	res, _, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, sc)
 	if err != nil {
 		return visitResult{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -162,6 +163,27 @@ edges:
 	text, _ := cp.Outputs["writer"]["text"].(string)
 	require.Contains(t, text, "turn 2", "the restarted visit continued the conversation: %s", text)
 	require.Contains(t, text, "draft 1")
+
+	// Every session blob left is one a checkpoint names: the lost
+	// attempt's keys went once the visit was committed.
+	named := map[string]bool{}
+	for _, slot := range cp.NodeSessions {
+		named[slot.StateRef] = true
+	}
+	for _, refs := range cp.RetainedSessions {
+		for _, ref := range refs {
+			named[ref] = true
+		}
+	}
+	left, err := blobs.List(context.Background(), runstore.RunPrefix(id)+"sessions/")
+	require.NoError(t, err)
+	require.NotEmpty(t, left)
+	for _, b := range left {
+		assert.True(t, named[b.Key], "session blob %s is named by no checkpoint", b.Key)
+	}
+	if sig == syscall.SIGKILL {
+		h.recordHistory("lost-worker-retry-sweep", id)
+	}
 }
 
 // killModel names the model of this test's CLI runs, so that its processes
