@@ -275,3 +275,34 @@ func (w writesAFile) Execute(ctx context.Context, req agent.Request) (agent.Resu
 	}
 	return w.Backend.Execute(ctx, req)
 }
+
+// seesItsEnv is the scripted agent, recording the env each visit ran in.
+type seesItsEnv struct {
+	agent.Backend
+	envs *[]agent.Env
+}
+
+func (s seesItsEnv) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
+	*s.envs = append(*s.envs, req.Env)
+	return s.Backend.Execute(ctx, req)
+}
+
+// An agent visit runs in its run's own state root for its backend and in
+// the run's workspace, both made before it starts: two runs on one worker
+// never share a root, so a confined agent sees no other run's sessions.
+func TestVisitAgentRunsInItsRunsOwnRoots(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	var envs []agent.Env
+	a.Backends = Backends{seesItsEnv{a.Backends[0], &envs}}
+	for _, run := range []string{"r1", "r2"} {
+		_, err := a.Visit(context.Background(), &VisitRequest{RunID: run, NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, Started: time.Now()})
+		require.NoError(t, err)
+	}
+	require.Len(t, envs, 2)
+	for i, run := range []string{"r1", "r2"} {
+		assert.Equal(t, filepath.Join(a.StateDir, "runs", run, backend.Scripted), envs[i].StateRoot)
+		assert.Equal(t, filepath.Join(a.WorkDir, run), envs[i].Workdir)
+		assert.DirExists(t, envs[i].StateRoot)
+		assert.DirExists(t, envs[i].Workdir)
+	}
+}
