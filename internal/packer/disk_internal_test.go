@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +23,7 @@ func faultyDisk(t *testing.T) *struct {
 	close     func(*os.File) error
 	mkdirAll  func(root *os.Root, name string, perm fs.FileMode) error
 	removeAll func(path string) error
+	removeIn  func(root *os.Root, name string) error
 } {
 	saved := disk
 	t.Cleanup(func() { disk = saved })
@@ -174,4 +177,33 @@ func TestStagingRemovalFailureIsReported(t *testing.T) {
 	require.Len(t, left, 2)
 	assert.Contains(t, buf.String(), "staging directory left behind")
 	assert.Contains(t, buf.String(), left[1])
+}
+
+// A stale staging directory that cannot be removed is logged by name; one
+// already gone (another unpack swept it first) is not.
+func TestSweepLogsWhatItCannotRemove(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		logged bool
+	}{{syscall.EIO, true}, {fs.ErrNotExist, false}} {
+		d := faultyDisk(t)
+		d.removeIn = func(*os.Root, string) error { return &fs.PathError{Op: "unlinkat", Path: "x", Err: tc.err} }
+		dir := t.TempDir()
+		stale := filepath.Join(dir, stagingPrefix+"old")
+		require.NoError(t, os.Mkdir(stale, 0o755))
+		old := time.Now().Add(-2 * staleStaging)
+		require.NoError(t, os.Chtimes(stale, old, old))
+		logger, buf := capture()
+		saved := slog.Default()
+		slog.SetDefault(logger)
+		root, err := os.OpenRoot(dir)
+		require.NoError(t, err)
+		sweepStaging(root)
+		root.Close()
+		slog.SetDefault(saved)
+		assert.Equal(t, tc.logged, strings.Contains(buf.String(), "cannot remove a stale staging directory"), "%v: %s", tc.err, buf.String())
+		if tc.logged {
+			assert.Contains(t, buf.String(), stagingPrefix+"old")
+		}
+	}
 }

@@ -448,7 +448,7 @@ func sweepStaging(root *os.Root) {
 		if err != nil || time.Since(fi.ModTime()) < staleStaging {
 			continue
 		}
-		if err := root.RemoveAll(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := disk.removeIn(root, e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			slog.Warn("packer: cannot remove a stale staging directory", "dir", e.Name(), "err", err)
 		}
 	}
