@@ -192,3 +192,22 @@ func TestScannerKeepsAndCounts(t *testing.T) {
 	assert.Equal(t, size, cap(s.buf))
 	assert.Empty(t, s.Finish())
 }
+
+// Findings come back in line order, whichever rule found them first.
+func TestScanFindingsAreInLineOrder(t *testing.T) {
+	lines := []string{
+		"STRIPE=" + keys.StripeKey,
+		"plain text",
+		"token=" + keys.GHPToken,
+		"key=" + keys.GoogleKey,
+		"ANTHROPIC_API_KEY=" + keys.AnthropicKey,
+		"SLACK_TOKEN=" + keys.SlackToken,
+		"export OPENAI_API_KEY=" + keys.OpenAIKey,
+	}
+	got := scanAll(t, strings.Join(lines, "\n")+"\n")
+	var at []int
+	for _, f := range got {
+		at = append(at, f.Line)
+	}
+	assert.Equal(t, []int{1, 3, 4, 5, 6, 7}, at, "%v", got)
+}
