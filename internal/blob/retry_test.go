@@ -343,3 +343,60 @@ func TestRetryConformance(t *testing.T) {
 		})
 	})
 }
+
+// A body that cannot seek is kept to send again up to the replay buffer,
+// inclusive: a first attempt that read exactly that much is sent again
+// whole; one that read a byte more is not.
+func TestRetryReplaysUpToTheBufferInclusive(t *testing.T) {
+	for _, read := range []int64{blob.RetryBufferBytes, blob.RetryBufferBytes + 1} {
+		f := newFlaky(1, refused)
+		s := blob.WithRetry(f, blob.RetryPolicy{InitialBackoff: time.Millisecond})
+		size := 2 * read // the failing attempt reads half its body
+		err := s.Put(context.Background(), "k", io.LimitReader(zeros{}, size), size)
+		if read == blob.RetryBufferBytes {
+			if err != nil || f.calls["put"] != 2 {
+				t.Fatalf("a first attempt that read %d bytes: Put = %v after %d calls, want it sent again", read, err, f.calls["put"])
+			}
+			got, err := blob.GetBytes(context.Background(), f.Store, "k")
+			if err != nil || int64(len(got)) != size || bytes.ContainsFunc(got, func(r rune) bool { return r != 0 }) {
+				t.Fatalf("stored %d bytes (%v), want the %d bytes sent", len(got), err, size)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "cannot be sent again") || f.calls["put"] != 1 {
+			t.Fatalf("a first attempt that read %d bytes: Put = %v after %d calls, want no second attempt", read, err, f.calls["put"])
+		}
+	}
+}
+
+// A body that can seek is sent again by seeking back, whatever its size.
+func TestRetryReplaysASeekableBodyOfAnySize(t *testing.T) {
+	f := newFlaky(1, refused)
+	s := blob.WithRetry(f, blob.RetryPolicy{InitialBackoff: time.Millisecond})
+	body := bytes.Repeat([]byte("seekable"), 3*int(blob.RetryBufferBytes)/8) // half of it is over the buffer
+	if err := s.Put(context.Background(), "k", bytes.NewReader(body), int64(len(body))); err != nil || f.calls["put"] != 2 {
+		t.Fatalf("Put = %v after %d calls", err, f.calls["put"])
+	}
+	got, err := blob.GetBytes(context.Background(), f.Store, "k")
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("stored %d bytes (%v), want the %d sent", len(got), err, len(body))
+	}
+}
+
+// A context that ends while a store is being retried says so, and names
+// the last store error, which is not what the error wraps.
+func TestRetryCancelledSaysWhatItWasRetrying(t *testing.T) {
+	f := newFlaky(1<<30, refused)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := blob.WithRetry(f, blob.RetryPolicy{InitialBackoff: time.Hour, MaxBackoff: time.Hour,
+		OnRetry: func(context.Context, string, string, int, error) { cancel() }})
+	_, err := s.Stat(ctx, "k")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Stat = %v, want context.Canceled, not the store's error", err)
+	}
+	for _, want := range []string{`blob: stat "k": context canceled while retrying (attempt 1, after `, "last store error: blob: stat: dial tcp: connect: connection refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Stat = %q, want it to say %q", err, want)
+		}
+	}
+}
