@@ -35,8 +35,15 @@ workers=${MUTATE_WORKERS:-1}
 # gremlins times a mutant's tests out at this multiple of the unmutated
 # run; a loaded machine needs more than its default 3.
 coef=${MUTATE_TIMEOUT_COEFFICIENT:-6}
-# Each target stops after this long (a bound, not an estimate).
-limit=${MUTATE_TARGET_TIMEOUT:-40m}
+# Each target stops after this long (a bound, not an estimate): blob's
+# suite runs versitygw and two S3 outages for every mutant.
+bound() {
+	case $1 in
+	blob) echo "${MUTATE_TARGET_TIMEOUT:-120m}" ;;
+	visit) echo "${MUTATE_TARGET_TIMEOUT:-60m}" ;;
+	*) echo "${MUTATE_TARGET_TIMEOUT:-40m}" ;;
+	esac
+}
 
 want=("$@")
 if [[ -n "${MUTATE_CHANGED:-}" ]]; then
@@ -88,6 +95,7 @@ for name in "${want[@]}"; do
 	echo "== mutate $name ($pkg)"
 	start=$(date +%s)
 	rc=0
+	limit=$(bound "$name")
 	(cd "$copy/src" && timeout "$limit" go tool gremlins unleash "$pkg" \
 		--workers "$workers" --timeout-coefficient "$coef" \
 		"${excl[@]}" -o "$out/$name.json") >"$out/$name.log" 2>&1 || rc=$?
