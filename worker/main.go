@@ -60,6 +60,7 @@ func run() error {
 		ServiceName: telemetry.DefaultServiceName,
 		Tracing:     cfg.OTLPEndpoint != "",
 		MetricsAddr: cfg.MetricsAddr,
+		Profiling:   cfg.Profiling,
 		Logger:      logger,
 	})
 	if err != nil {

@@ -46,6 +46,9 @@ type Config struct {
 	// MetricsAddr is the host:port the worker serves Prometheus metrics
 	// on, at /metrics; empty: no metrics.
 	MetricsAddr string
+	// Profiling serves Go's runtime profiles (net/http/pprof) beside the
+	// metrics, at /debug/pprof/ (TETHER_PPROF=1; it needs MetricsAddr).
+	Profiling bool
 	// OTLPEndpoint is where spans are exported by OTLP; empty: no
 	// tracing. The OpenTelemetry exporter reads it, and every other
 	// OTEL_* setting, from the environment itself.
@@ -120,7 +123,7 @@ func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx contex
 
 // FromEnv reads the settings from the environment: TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
-// TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR,
+// TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR, TETHER_PPROF,
 // OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), the
 // worker's settings documented on Config, and the agents' (endpoints,
 // ANTHROPIC_API_KEY and OPENAI_API_KEY, TETHER_REDACT, ...). A malformed
@@ -197,6 +200,16 @@ func readEnv() (Config, error) {
 		if k := getenv(apiKeyVars[b]); k != "" {
 			c.Agents.APIKeys[b] = k
 		}
+	}
+	switch v := getenv("TETHER_PPROF"); v {
+	case "", "0", "false":
+	case "1", "true":
+		if c.MetricsAddr == "" {
+			return c, fmt.Errorf("TETHER_PPROF=%s: profiles are served beside the metrics; set TETHER_METRICS_ADDR too (e.g. 127.0.0.1:9464)", v)
+		}
+		c.Profiling = true
+	default:
+		return c, fmt.Errorf("TETHER_PPROF=%q: want 1 or 0", v)
 	}
 	mode, err := sandbox.ParseMode(getenv("TETHER_SANDBOX"))
 	if err != nil {

@@ -39,6 +39,15 @@ func TestTelemetrySettings(t *testing.T) {
 	// The traces-only endpoint is the one spans go to.
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/v1/traces")
 	assert.Equal(t, "http://traces:4318/v1/traces", fromEnv(t).OTLPEndpoint)
+
+	// Profiles are off unless asked for, and served beside the metrics.
+	assert.False(t, fromEnv(t).Profiling)
+	t.Setenv("TETHER_PPROF", "1")
+	assert.True(t, fromEnv(t).Profiling)
+	t.Setenv("TETHER_METRICS_ADDR", "")
+	_, err := FromEnv()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "set TETHER_METRICS_ADDR too")
 }
 
 func TestWorkerSettings(t *testing.T) {
@@ -68,6 +77,7 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		"TETHER_WORKSPACE_MAX_FILES":      "-1",
 		"TETHER_WORKSPACE_MAX_FILE_BYTES": "lots",
 		"TETHER_REDACT":                   "maybe",
+		"TETHER_PPROF":                    "yes",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)

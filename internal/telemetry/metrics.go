@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,10 @@ const (
 
 // MetricsPath is where the endpoint serves metrics.
 const MetricsPath = "/metrics"
+
+// ProfilesPath is where the runtime profiles are served when Profiling is
+// on (net/http/pprof's index; `go tool pprof http://HOST:PORT/debug/pprof/profile`).
+const ProfilesPath = "/debug/pprof/"
 
 // visitBuckets span an agent visit, from a scripted answer to an hour of
 // agent work.
@@ -117,7 +122,7 @@ func (m *Metrics) PackBytes(what string, n int64) {
 
 // startMetrics builds one meter provider for the SDK's metrics and
 // Tether's, read by a Prometheus exporter served on addr.
-func (t *Telemetry) startMetrics(addr string, res *resource.Resource) error {
+func (t *Telemetry) startMetrics(addr string, profiling bool, res *resource.Resource) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%w on %q (TETHER_METRICS_ADDR): %w; pick a free host:port such as :9464", ErrMetricsAddr, addr, err)
@@ -160,6 +165,13 @@ func (t *Telemetry) startMetrics(addr string, res *resource.Resource) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc(ProfilesPath, pprof.Index)
+		mux.HandleFunc(ProfilesPath+"cmdline", pprof.Cmdline)
+		mux.HandleFunc(ProfilesPath+"profile", pprof.Profile)
+		mux.HandleFunc(ProfilesPath+"symbol", pprof.Symbol)
+		mux.HandleFunc(ProfilesPath+"trace", pprof.Trace)
+	}
 	t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	t.addr = ln.Addr().String()
 	go func() {
@@ -168,5 +180,8 @@ func (t *Telemetry) startMetrics(addr string, res *resource.Resource) error {
 		}
 	}()
 	t.logger.Info("metrics on: serving Prometheus metrics", "url", "http://"+t.addr+MetricsPath)
+	if profiling {
+		t.logger.Info("profiles on: serving Go runtime profiles", "url", "http://"+t.addr+ProfilesPath)
+	}
 	return nil
 }

@@ -103,3 +103,35 @@ func value(fams map[string]*dto.MetricFamily, name string, want map[string]strin
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestProfilesOnlyWhenAskedFor: with Profiling on, the metrics endpoint
+// also serves Go's runtime profiles (a heap profile and a goroutine dump
+// here); without it, nothing is served at /debug/pprof/.
+func TestProfilesOnlyWhenAskedFor(t *testing.T) {
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	for _, on := range []bool{true, false} {
+		tel, err := telemetry.Setup(t.Context(), telemetry.Options{MetricsAddr: "127.0.0.1:0", Profiling: on, Logger: testLogger()})
+		require.NoError(t, err)
+		base := "http://" + tel.MetricsAddr()
+		code, body := get(base + telemetry.ProfilesPath + "heap?debug=1")
+		if on {
+			assert.Equal(t, http.StatusOK, code)
+			assert.Contains(t, body, "heap profile:")
+			code, body = get(base + telemetry.ProfilesPath + "goroutine?debug=1")
+			assert.Equal(t, http.StatusOK, code)
+			assert.Contains(t, body, "goroutine profile:")
+		} else {
+			assert.Equal(t, http.StatusNotFound, code, body)
+		}
+		code, _ = get(base + telemetry.MetricsPath)
+		assert.Equal(t, http.StatusOK, code, "metrics are served either way")
+		require.NoError(t, tel.Shutdown(t.Context()))
+	}
+}

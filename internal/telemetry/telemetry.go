@@ -55,6 +55,9 @@ type Options struct {
 	SpanExporter sdktrace.SpanExporter
 	// MetricsAddr is the host:port that serves /metrics; empty: no metrics.
 	MetricsAddr string
+	// Profiling also serves Go's runtime profiles on MetricsAddr, at
+	// /debug/pprof/ (CPU, heap, goroutines, blocking, mutexes, traces).
+	Profiling bool
 	// Logger hears what is on and any export trouble; nil: silence.
 	Logger *slog.Logger
 }
@@ -93,7 +96,7 @@ func Setup(ctx context.Context, o Options) (*Telemetry, error) {
 		t.logger.Info("tracing off: set OTEL_EXPORTER_OTLP_ENDPOINT to export spans")
 	}
 	if o.MetricsAddr != "" {
-		if err := t.startMetrics(o.MetricsAddr, res); err != nil {
+		if err := t.startMetrics(o.MetricsAddr, o.Profiling, res); err != nil {
 			_ = t.Shutdown(ctx)
 			return nil, err
 		}
