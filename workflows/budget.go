@@ -32,9 +32,6 @@ func runUsage(cp *runstore.Checkpoint) agent.Usage {
 	return total
 }
 
-// overBudget says which budget the run's spending crossed, or "".
-func (r *runImpl) overBudget() string { return OverBudget(r.cp) }
-
 // OverBudget says which budget of cp's graph (the run's, or a node's) its
 // spending crossed, or "" when none is spent: a run resumed in that state
 // stops again before its next visit.
@@ -62,31 +59,17 @@ func crossed(what string, b *graph.Budget, u agent.Usage) string {
 }
 
 // stopIfOverBudget ends the run resumably once its spending crossed a
-// budget, after the checkpoint of the visit that crossed it: the run
-// resumes at its next node once the budget is raised.
-func (r *runImpl) stopIfOverBudget(ctx workflow.Context) error {
-	msg := r.overBudget()
-	if msg == "" || workflow.GetVersion(ctx, changeBudgets, workflow.DefaultVersion, versionBudgets) != versionBudgets {
+// budget: after the checkpoint of the visit that crossed it (change
+// changeBudgets), or, for an execution that starts with a budget already
+// spent (a resume that raised another budget, or none; a rewind to the
+// stop's own checkpoint), before its first visit (changeBudgetAtStart;
+// executions recorded before it ran one visit first). The run resumes at
+// its next node once the budget is raised.
+func (r *runImpl) stopIfOverBudget(ctx workflow.Context, change string, version workflow.Version) error {
+	msg := OverBudget(r.cp)
+	if msg == "" || workflow.GetVersion(ctx, change, workflow.DefaultVersion, version) != version {
 		return nil
 	}
-	return r.budgetStop(ctx, msg)
-}
-
-// stopIfStartedOverBudget ends, before any visit, an execution that starts
-// with a budget already spent (a resume that raised another budget, or
-// none; a rewind to the stop's own checkpoint), so that no visit runs past
-// a spent budget. Executions recorded before it ran one visit first.
-func (r *runImpl) stopIfStartedOverBudget(ctx workflow.Context) error {
-	msg := r.overBudget()
-	if msg == "" || workflow.GetVersion(ctx, changeBudgetAtStart, workflow.DefaultVersion, versionBudgetAtStart) != versionBudgetAtStart {
-		return nil
-	}
-	return r.budgetStop(ctx, msg)
-}
-
-// budgetStop records the run as stopped resumably because msg's budget is
-// spent, and returns the failure that carries its checkpoint.
-func (r *runImpl) budgetStop(ctx workflow.Context, msg string) error {
 	r.cp.Status = runstore.StatusFailedResumable
 	r.cp.Error = msg
 	r.setStatus(ctx, r.cp.Status)

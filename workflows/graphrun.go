@@ -41,7 +41,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 			return nil, r.fail(ctx, err)
 		}
 	}
-	if err := r.stopIfStartedOverBudget(ctx); err != nil {
+	if err := r.stopIfOverBudget(ctx, changeBudgetAtStart, versionBudgetAtStart); err != nil {
 		return nil, err
 	}
 	return r.run(ctx)

@@ -72,7 +72,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			return nil, r.failResumable(ctx, cur, err)
 		}
 		r.deleteBlobs(ctx, v.deleteAfterCommit)
-		if err := r.stopIfOverBudget(ctx); err != nil {
+		if err := r.stopIfOverBudget(ctx, changeBudgets, versionBudgets); err != nil {
 			return nil, err
 		}
 		if len(next) > 1 || node.Fanout == graph.FanoutAll {
@@ -81,7 +81,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 				return nil, r.fail(ctx, err)
 			}
 			r.cp.Cursor = []runstore.Cursor{join}
-			if err := r.stopIfOverBudget(ctx); err != nil {
+			if err := r.stopIfOverBudget(ctx, changeBudgets, versionBudgets); err != nil {
 				return nil, err
 			}
 		}

@@ -53,10 +53,8 @@ func TestBlobShorterThanTheMagicIsNotEncrypted(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := GetBytes(ctx, s, "k")
-		if !isDecrypt(err) || !strings.Contains(err.Error(), "too short to be an encrypted blob") {
+		if !errors.Is(err, ErrDecrypt) || !strings.Contains(err.Error(), "too short to be an encrypted blob") {
 			t.Errorf("a stored blob of %d bytes: %v, want ErrDecrypt (too short)", len(raw), err)
 		}
 	}
 }
-
-func isDecrypt(err error) bool { return errors.Is(err, ErrDecrypt) }

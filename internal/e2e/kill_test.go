@@ -166,20 +166,12 @@ edges:
 
 	// Every session blob left is one a checkpoint names: the lost
 	// attempt's keys went once the visit was committed.
-	named := map[string]bool{}
-	for _, slot := range cp.NodeSessions {
-		named[slot.StateRef] = true
-	}
-	for _, refs := range cp.RetainedSessions {
-		for _, ref := range refs {
-			named[ref] = true
-		}
-	}
+	named := cp.Refs()
 	left, err := blobs.List(context.Background(), runstore.RunPrefix(id)+"sessions/")
 	require.NoError(t, err)
 	require.NotEmpty(t, left)
 	for _, b := range left {
-		assert.True(t, named[b.Key], "session blob %s is named by no checkpoint", b.Key)
+		assert.Contains(t, named, b.Key, "session blob %s is named by no checkpoint", b.Key)
 	}
 	if sig == syscall.SIGKILL {
 		h.recordHistory("lost-worker-retry-sweep", id)

@@ -80,41 +80,52 @@ func TestStagedFoldersAreMadeOnce(t *testing.T) {
 	assert.Len(t, made, 3, "project, tasks/<id>/a and tasks/<id>/b: %v", made)
 }
 
-// A staged file whose fsync fails fails the unpack with the disk's error
-// (not as a corrupt archive), and the session is not there.
-func TestStagedFileSyncFailureFailsTheUnpack(t *testing.T) {
+// failDisk makes op ("sync" or "close") fail with EIO on every file match
+// selects (a failing close still closes it), and returns the names of the
+// files it failed.
+func failDisk(t *testing.T, op string, match func(*os.File) bool) *[]string {
 	d := faultyDisk(t)
-	real := d.sync
-	d.sync = func(f *os.File) error {
-		if isStagedFile(f) {
-			return eio("sync", f)
+	var hit []string
+	realSync, realClose := d.sync, d.close
+	switch op {
+	case "sync":
+		d.sync = func(f *os.File) error {
+			if match(f) {
+				hit = append(hit, f.Name())
+				return eio("sync", f)
+			}
+			return realSync(f)
 		}
-		return real(f)
+	case "close":
+		d.close = func(f *os.File) error {
+			if match(f) {
+				hit = append(hit, f.Name())
+				realClose(f)
+				return eio("close", f)
+			}
+			return realClose(f)
+		}
+	default:
+		t.Fatalf("failDisk: no disk call %q", op)
 	}
-	p := newTestPacker(testEnv(t, "x"), Limits{})
-	err := p.UnpackSession(ctx, testID, nestedArchive(t))
-	require.ErrorIs(t, err, syscall.EIO)
-	assert.NotErrorIs(t, err, ErrCorrupt)
-	assert.False(t, p.HasSession(ctx, testID))
+	return &hit
 }
 
-// A close that fails after a good write (a delayed write error) fails the
-// unpack too.
-func TestStagedFileCloseFailureFailsTheUnpack(t *testing.T) {
-	d := faultyDisk(t)
-	real := d.close
-	d.close = func(f *os.File) error {
-		if isStagedFile(f) {
-			real(f)
-			return eio("close", f)
-		}
-		return real(f)
+// A staged file whose fsync fails, or whose close fails after a good write
+// (a delayed write error), fails the unpack with the disk's error (not as
+// a corrupt archive), and the session is not there.
+func TestStagedFileDiskFailureFailsTheUnpack(t *testing.T) {
+	for _, op := range []string{"sync", "close"} {
+		t.Run(op, func(t *testing.T) {
+			hit := failDisk(t, op, isStagedFile)
+			p := newTestPacker(testEnv(t, "x"), Limits{})
+			err := p.UnpackSession(ctx, testID, nestedArchive(t))
+			require.ErrorIs(t, err, syscall.EIO)
+			assert.NotErrorIs(t, err, ErrCorrupt)
+			assert.NotEmpty(t, *hit, "no staged file was %sed", op)
+			assert.False(t, p.HasSession(ctx, testID))
+		})
 	}
-	p := newTestPacker(testEnv(t, "x"), Limits{})
-	err := p.UnpackSession(ctx, testID, nestedArchive(t))
-	require.ErrorIs(t, err, syscall.EIO)
-	assert.NotErrorIs(t, err, ErrCorrupt)
-	assert.False(t, p.HasSession(ctx, testID))
 }
 
 // The commit syncs every live folder it renamed into; a failing sync (or a
@@ -123,29 +134,11 @@ func TestStagedFileCloseFailureFailsTheUnpack(t *testing.T) {
 func TestLiveFolderSyncFailureFailsTheUnpack(t *testing.T) {
 	for _, op := range []string{"sync", "close"} {
 		t.Run(op, func(t *testing.T) {
-			d := faultyDisk(t)
-			var synced []string
-			realSync, realClose := d.sync, d.close
-			d.sync = func(f *os.File) error {
-				if isLiveDir(f) {
-					synced = append(synced, f.Name())
-					if op == "sync" {
-						return eio("sync", f)
-					}
-				}
-				return realSync(f)
-			}
-			d.close = func(f *os.File) error {
-				if op == "close" && isLiveDir(f) {
-					realClose(f)
-					return eio("close", f)
-				}
-				return realClose(f)
-			}
+			hit := failDisk(t, op, isLiveDir)
 			p := newTestPacker(testEnv(t, "x"), Limits{})
 			err := p.UnpackSession(ctx, testID, nestedArchive(t))
 			require.ErrorIs(t, err, syscall.EIO)
-			assert.NotEmpty(t, synced, "no live folder was synced")
+			assert.NotEmpty(t, *hit, "no live folder was synced")
 			assert.False(t, p.HasSession(ctx, testID))
 		})
 	}

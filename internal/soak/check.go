@@ -53,29 +53,12 @@ func (s *Soak) check(ctx context.Context, r *run) []string {
 			out = append(out, bad("joined %d times, want %d", got, r.rounds)...)
 		}
 	}
-	for _, key := range namedBlobs(cp) {
+	for _, key := range cp.Refs() {
 		if _, err := s.blobs.Stat(ctx, key); err != nil {
 			out = append(out, bad("checkpoint %d names blob %s: %v", cp.Seq, key, err)...)
 		}
 	}
 	return out
-}
-
-// namedBlobs are the blobs a checkpoint needs to resume, rewind and fork.
-func namedBlobs(cp *runstore.Checkpoint) []string {
-	var keys []string
-	for _, slot := range cp.NodeSessions {
-		if slot.StateRef != "" {
-			keys = append(keys, slot.StateRef)
-		}
-	}
-	for _, refs := range cp.RetainedSessions {
-		keys = append(keys, refs...)
-	}
-	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
-		keys = append(keys, cp.Pause.BackendSessionStateRef)
-	}
-	return append(keys, cp.Workspace.Keys()...)
 }
 
 // checkWorkspace exports a tool run's workspace and compares it, file by

@@ -104,35 +104,33 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 	if c.AskUser != nil {
 		s.Stop = v.AskUserStop(c.AskUserGrace)
 	}
+	// Confined or not, the CLI keeps its temporary files in the visit's
+	// scratch directory, removed with it, never in the worker's /tmp:
+	// CLIs write crash and error reports there that quote the
+	// conversation (Gemini CLI's gemini-client-error-*.json).
+	s.TempDir = filepath.Join(v.Dir, "tmp")
+	_ = os.MkdirAll(s.TempDir, 0o700)
 	if c.Sandbox != nil {
-		s.Sandbox, s.Confinement = c.Sandbox, c.confinement(req, v)
-	} else {
-		// Unconfined, the CLI still keeps its temporary files in the
-		// visit's scratch directory, removed with it, never in the
-		// worker's /tmp: CLIs write crash and error reports there that
-		// quote the conversation (Gemini CLI's gemini-client-error-*.json).
-		s.TempDir = filepath.Join(v.Dir, "tmp")
-		_ = os.MkdirAll(s.TempDir, 0o700)
+		s.Sandbox, s.Confinement = c.Sandbox, c.confinement(req, v, s.TempDir)
 	}
 	return s
 }
 
 // confinement is what a confined visit may reach: its state root and
-// scratch directory, its home (the executor's, else one of the visit's
-// own, never the worker's), and the CLI's installation (BinDir's parent,
-// where npm keeps the packages its links point into) and ask_user server.
-func (c CLI) confinement(req agent.Request, v *Visit) Confinement {
+// scratch directory (with tmp, its temporary directory, in it), its home
+// (the executor's, else one of the visit's own, never the worker's), and
+// the CLI's installation (BinDir's parent, where npm keeps the packages its
+// links point into) and ask_user server.
+func (c CLI) confinement(req agent.Request, v *Visit, tmp string) Confinement {
 	cf := Confinement{
 		Home:     c.Home,
-		TempDir:  filepath.Join(v.Dir, "tmp"),
+		TempDir:  tmp,
 		Writable: []string{req.Env.StateRoot, v.Dir},
 	}
 	if cf.Home == "" {
 		cf.Home = filepath.Join(v.Dir, "home")
 	}
-	for _, d := range []string{cf.Home, cf.TempDir} {
-		_ = os.MkdirAll(d, 0o700)
-	}
+	_ = os.MkdirAll(cf.Home, 0o700)
 	if c.BinDir != "" {
 		cf.Readable = append(cf.Readable, filepath.Dir(filepath.Clean(c.BinDir)))
 	}

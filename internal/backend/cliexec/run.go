@@ -87,8 +87,8 @@ type Spec struct {
 // program's own directory) read-only, and the cache and toolchain
 // directories its environment names (sandbox.CacheVars, sandbox.ReadVars).
 // Home and TempDir also replace HOME and TMPDIR in its environment, so
-// that nothing it writes lands in the worker's home or a shared /tmp. An
-// unconfined run (no Sandbox) still gets TempDir as its TMPDIR.
+// that nothing it writes lands in the worker's home or a shared /tmp,
+// also in an unconfined run (no Sandbox).
 type Confinement struct {
 	Home, TempDir      string
 	Writable, Readable []string
@@ -212,11 +212,9 @@ type proc struct {
 // start starts the program in its own process group, which dies with the
 // worker, with the prompt on stdin.
 func (s Spec) start(path string, grace time.Duration) (*proc, error) {
-	argv, env := append([]string{path}, s.Args...), s.Env
+	argv, env := append([]string{path}, s.Args...), s.environ()
 	if s.Sandbox != nil {
-		argv, env = s.confined(path)
-	} else if s.TempDir != "" {
-		env = setEnv(env, "TMPDIR", s.TempDir)
+		argv = s.confined(path, env)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
@@ -362,9 +360,9 @@ func (s Spec) verdict(ctx context.Context, out Outcome, killed, waitErr error) e
 	return nil
 }
 
-// confined is the argv and environment that run the program at path under
-// the spec's sandbox.
-func (s Spec) confined(path string) ([]string, []string) {
+// environ is the program's environment: Env, with HOME and TMPDIR the
+// spec's own Home and TempDir where it has them, confined or not.
+func (s Spec) environ() []string {
 	env := s.Env
 	if s.Home != "" {
 		env = setEnv(env, "HOME", s.Home)
@@ -372,6 +370,12 @@ func (s Spec) confined(path string) ([]string, []string) {
 	if s.TempDir != "" {
 		env = setEnv(env, "TMPDIR", s.TempDir)
 	}
+	return env
+}
+
+// confined is the argv that runs the program at path, with environment
+// env, under the spec's sandbox.
+func (s Spec) confined(path string, env []string) []string {
 	p := sandbox.Policy{
 		RW:  append(append([]string{s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
 		RO:  append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
@@ -382,7 +386,7 @@ func (s Spec) confined(path string) ([]string, []string) {
 	} else {
 		p.RW = append(p.RW, s.Dir)
 	}
-	return s.Sandbox.Command(p, path, s.Args), env
+	return s.Sandbox.Command(p, path, s.Args)
 }
 
 // setEnv is env with name set to value, in place of any value it had.
