@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -34,6 +35,37 @@ const (
 // which already matches `zstd -1`; packing is on every visit's critical
 // path, so speed wins (numbers in docs/packers.md).
 var encoderLevel = zstd.SpeedFastest
+
+// encoders keeps zstd encoders between packs. A new encoder allocates and
+// clears its whole window on its first write, which cost more than
+// compressing a session of a few hundred KB: a worker packs on every
+// persist visit, so it reuses them.
+var encoders sync.Pool
+
+// pooledEncoder is an encoder and the level it was made with.
+type pooledEncoder struct {
+	*zstd.Encoder
+	level zstd.EncoderLevel
+}
+
+// getEncoder returns an encoder at encoderLevel writing to w.
+func getEncoder(w io.Writer) (*pooledEncoder, error) {
+	if e, ok := encoders.Get().(*pooledEncoder); ok && e.level == encoderLevel {
+		e.Reset(w)
+		return e, nil
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	return &pooledEncoder{Encoder: zw, level: encoderLevel}, nil
+}
+
+// putEncoder returns e to the pool, holding on to no output.
+func putEncoder(e *pooledEncoder) {
+	e.Reset(io.Discard)
+	encoders.Put(e)
+}
 
 // scanFiles turns the secret scan on; BenchmarkPack turns it off to
 // measure what it costs.
@@ -232,11 +264,11 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 	if err := appendPrefix(buf, h); err != nil {
 		return nil, err
 	}
-	zw, err := zstd.NewWriter(buf, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(1))
+	zw, err := getEncoder(buf)
 	if err != nil {
 		return nil, err
 	}
-	defer zw.Close()
+	defer putEncoder(zw)
 	tw := tar.NewWriter(zw)
 	var sc *treepolicy.Scanner // one for every file, reset between them
 	for _, e := range entries {

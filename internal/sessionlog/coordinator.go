@@ -148,7 +148,7 @@ func (c *Coordinator) create(ctx context.Context, s *session, h Header) (retry b
 			c.dropLocked(s)
 			return false, fmt.Errorf("%w: session %s already exists in cwd %q with another header (backend %q); choose another id", ErrCollision, h.ID, h.Cwd, st.Header.Backend)
 		}
-		if _, err := c.adopt(ctx, s, st); err != nil {
+		if _, err := c.adopt(ctx, s, st, WithEvents); err != nil {
 			c.dropLocked(s)
 			return false, err
 		}
@@ -176,14 +176,14 @@ func (c *Coordinator) create(ctx context.Context, s *session, h Header) (retry b
 
 // adopt makes a stored log live in this Coordinator, closing what a crash
 // left open. The caller holds s.io.
-func (c *Coordinator) adopt(ctx context.Context, s *session, st *Stored) (*Log, error) {
+func (c *Coordinator) adopt(ctx context.Context, s *session, st *Stored, depth Depth) (*Log, error) {
 	if err := ValidateHeader(st.Header); err != nil {
 		return nil, fmt.Errorf("load session %s: %w", s.id, err)
 	}
 	if st.Header.ID != s.id {
 		return nil, fmt.Errorf("%w: log for session %s carries id %q", ErrCorrupt, s.id, st.Header.ID)
 	}
-	shape, err := ShapeOf(st.Events)
+	shape, err := shapeOf(st.Events, depth)
 	if err != nil {
 		return nil, fmt.Errorf("%w: session %s: %v", ErrCorrupt, s.id, err)
 	}
@@ -204,9 +204,9 @@ func (c *Coordinator) adopt(ctx context.Context, s *session, st *Stored) (*Log, 
 }
 
 // live returns the live state of id, adopting it from any scope of storage
-// when this Coordinator does not hold it yet. The log is returned when
-// adoption had to read it.
-func (c *Coordinator) live(ctx context.Context, id string) (*session, *Log, error) {
+// when this Coordinator does not hold it yet. The log, read at depth, is
+// returned when adoption had to read it.
+func (c *Coordinator) live(ctx context.Context, id string, depth Depth) (*session, *Log, error) {
 	for {
 		s := c.entry(id)
 		if gone, inited := s.status(); gone {
@@ -219,10 +219,10 @@ func (c *Coordinator) live(ctx context.Context, id string) (*session, *Log, erro
 			s.io.Unlock()
 			continue
 		}
-		st, err := c.store.LoadStored(ctx, id, WithEvents)
+		st, err := c.store.LoadStored(ctx, id, depth)
 		var log *Log
 		if err == nil {
-			log, err = c.adopt(ctx, s, st)
+			log, err = c.adopt(ctx, s, st, depth)
 		} else {
 			err = fmt.Errorf("load session %s: %w", id, err)
 		}
@@ -254,7 +254,10 @@ func (c *Coordinator) Append(ctx context.Context, id string, events ...Event) er
 		}
 	}
 	for {
-		s, _, err := c.live(ctx, id)
+		// Adoption reads the whole log, so an append never extends a log
+		// whose committed events do not all decode; a session adopted by
+		// LoadTail is appended to as it stands.
+		s, _, err := c.live(ctx, id, WithEvents)
 		if err != nil {
 			return err
 		}
@@ -353,6 +356,15 @@ func (c *Coordinator) flush(ctx context.Context, s *session) {
 
 // Load implements Service.
 func (c *Coordinator) Load(ctx context.Context, id string) (*Log, error) {
+	return c.load(ctx, id, WithEvents)
+}
+
+// LoadTail implements Service.
+func (c *Coordinator) LoadTail(ctx context.Context, id string) (*Log, error) {
+	return c.load(ctx, id, LastTurn)
+}
+
+func (c *Coordinator) load(ctx context.Context, id string, depth Depth) (*Log, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
@@ -361,11 +373,11 @@ func (c *Coordinator) Load(ctx context.Context, id string) (*Log, error) {
 		return nil, err
 	}
 	for {
-		s, log, err := c.live(ctx, id)
+		s, log, err := c.live(ctx, id, depth)
 		if err != nil || log != nil {
 			return log, err
 		}
-		if log, retry, err := c.loadLive(ctx, s); !retry {
+		if log, retry, err := c.loadLive(ctx, s, depth); !retry {
 			return log, err
 		}
 	}
@@ -374,7 +386,7 @@ func (c *Coordinator) Load(ctx context.Context, id string) (*Log, error) {
 // loadLive reads a session this Coordinator already holds. Its open turn, if
 // any, is in progress rather than crashed, so only a torn fragment is
 // repaired.
-func (c *Coordinator) loadLive(ctx context.Context, s *session) (*Log, bool, error) {
+func (c *Coordinator) loadLive(ctx context.Context, s *session, depth Depth) (*Log, bool, error) {
 	s.io.Lock()
 	defer s.io.Unlock()
 	s.mu.Lock()
@@ -386,7 +398,7 @@ func (c *Coordinator) loadLive(ctx context.Context, s *session) (*Log, bool, err
 	case !materialized:
 		return &Log{Header: h}, false, nil
 	}
-	st, err := c.store.LoadLive(ctx, s.id, h.Cwd, WithEvents)
+	st, err := c.store.LoadLive(ctx, s.id, h.Cwd, depth)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			c.dropLocked(s)
@@ -396,7 +408,7 @@ func (c *Coordinator) loadLive(ctx context.Context, s *session) (*Log, bool, err
 	if !st.Header.equal(h) {
 		return nil, false, fmt.Errorf("%w: session %s: stored header changed under a live session", ErrCorrupt, s.id)
 	}
-	if _, err := ShapeOf(st.Events); err != nil {
+	if _, err := shapeOf(st.Events, depth); err != nil {
 		return nil, false, fmt.Errorf("%w: session %s: %v", ErrCorrupt, s.id, err)
 	}
 	if st.TornMarker != nil {

@@ -124,7 +124,8 @@ func ToolResult(id string, output any, isError bool) Event {
 }
 
 // Log is a loaded session: its header and every event, balanced (no turn or
-// step left open by a crash).
+// step left open by a crash). A log from LoadTail holds only the events
+// from the last turn/start on; the first one's Seq says how many precede.
 type Log struct {
 	Header Header
 	Events []Event

@@ -16,6 +16,11 @@ type Service interface {
 	Append(ctx context.Context, id string, events ...Event) error
 	// Load returns the session's balanced log, repairing a crashed one.
 	Load(ctx context.Context, id string) (*Log, error)
+	// LoadTail is Load for a caller that needs only the end of the log:
+	// the header and the events from the last turn/start on (every event
+	// when no turn has started), repaired like Load's. Its cost follows the
+	// last turn, not the length of the session.
+	LoadTail(ctx context.Context, id string) (*Log, error)
 	// List returns the headers of every stored log, sorted by id.
 	List(ctx context.Context) ([]Header, error)
 	// Has reports whether a log for id is stored.

@@ -75,6 +75,28 @@ func ShapeOf(events []Event) (Shape, error) {
 	return s, nil
 }
 
+// shapeOf replays events as a storage load returned them at depth. A
+// LastTurn load may begin at a turn/start after the first event: a turn
+// may start only when no turn is open, so the events before it left the
+// session balanced, and the replay starts there.
+func shapeOf(events []Event, depth Depth) (Shape, error) {
+	if depth != LastTurn || len(events) == 0 || events[0].Seq == 1 {
+		return ShapeOf(events)
+	}
+	first := events[0]
+	if first.Kind != KindTurnStart || first.Seq < 1 {
+		return Shape{}, fmt.Errorf("the last turn's events begin at seq %d, a %s, not a turn/start", first.Seq, first.Kind)
+	}
+	s := Shape{LastSeq: first.Seq - 1}
+	for _, e := range events {
+		var err error
+		if s, err = s.next(e); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
 // closers are the synthetic events that close what a crash left open: a step
 // end if a step was open, then a turn end with reason interrupted.
 func (s Shape) closers() []Event {

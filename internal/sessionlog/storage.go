@@ -10,13 +10,20 @@ const (
 	HeaderOnly Depth = iota
 	// WithEvents reads every committed event as well.
 	WithEvents
+	// LastTurn reads the header and the committed events from the last
+	// turn/start on: what resuming a session needs, at a cost that follows
+	// the last turn rather than the whole log. A backend may return more
+	// (from an earlier turn/start, or from the first event); a log without
+	// any turn/start returns every event.
+	LastTurn
 )
 
 // Stored is a log as a storage backend found it.
 type Stored struct {
 	Header Header
-	// Events is the committed prefix, in order (empty for HeaderOnly). The
-	// Coordinator checks its sequence numbers and nesting.
+	// Events is the committed prefix, in order (empty for HeaderOnly); for
+	// LastTurn, the end of it that begins at a turn/start or at the first
+	// event. The Coordinator checks its sequence numbers and nesting.
 	Events []Event
 	// TornMarker is non-nil when a fragment that was never fully written
 	// follows Events. It is opaque to the Coordinator, which only tests it

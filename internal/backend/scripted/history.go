@@ -1,6 +1,8 @@
 package scripted
 
 import (
+	"strings"
+
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sessionlog"
 )
@@ -52,6 +54,47 @@ func history(events []sessionlog.Event) []Turn {
 		}
 	}
 	return turns
+}
+
+// turnMeta is the turn/start meta key that holds the turn's number, so a
+// resume can read the last turn alone and still count on.
+const turnMeta = "turn"
+
+// turnStart opens turn number n.
+func turnStart(n int) sessionlog.Event {
+	e := sessionlog.TurnStart()
+	e.Meta = map[string]any{turnMeta: n}
+	return e
+}
+
+// lastTurns rebuilds the turns of the end of a log that LoadTail returned,
+// numbered as in the whole session. It reports false when the end begins
+// after the first event at a turn/start that carries no number (a log
+// written before turns were numbered), which only the whole log can count.
+func lastTurns(events []sessionlog.Event) ([]Turn, bool) {
+	if len(events) == 0 || events[0].Seq == 1 {
+		return history(events), true
+	}
+	n, ok := events[0].Meta[turnMeta].(float64)
+	if !ok || n < 1 || n != float64(int(n)) {
+		return nil, false
+	}
+	turns := history(events)
+	for i := range turns {
+		turns[i].Number = int(n) + i
+	}
+	return turns, true
+}
+
+// readsHistory reports whether any script entry may read Data.History:
+// one that names it anywhere, conservatively.
+func readsHistory(script []string) bool {
+	for _, s := range script {
+		if strings.Contains(s, "History") {
+			return true
+		}
+	}
+	return false
 }
 
 // askInput is what an ask_user tool call records.

@@ -114,7 +114,11 @@ func (b *Backend) Execute(ctx context.Context, req agent.Request) (agent.Result,
 		return agent.Result{}, err
 	}
 	res := agent.Result{SessionID: id, Fingerprint: b.Fingerprint(req)}
-	t := &turn{log: log, id: id, number: len(turns) + 1, history: turns}
+	number := 1
+	if len(turns) > 0 {
+		number = turns[len(turns)-1].Number + 1
+	}
+	t := &turn{log: log, id: id, number: number, history: turns}
 	if err := t.begin(ctx, req); err != nil {
 		return res, err
 	}
@@ -138,7 +142,10 @@ func Usage(prompt, reply string) agent.Usage {
 	return agent.Usage{InputTokens: int64(len(strings.Fields(prompt))), OutputTokens: int64(len(strings.Fields(reply))), CostKnown: true}
 }
 
-// open returns the session the visit runs in and its earlier turns.
+// open returns the session the visit runs in and its earlier turns: every
+// one when the script's templates may read them (History) or the visit
+// forks, else the last ones, which is all a turn needs otherwise, read
+// from the end of the log at a cost that does not grow with the session.
 func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req agent.Request) (string, []Turn, error) {
 	if req.SessionID == "" {
 		id := b.newID()
@@ -148,7 +155,17 @@ func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req age
 		}
 		return id, nil, nil
 	}
-	src, err := b.resume(ctx, log, req.SessionID, req.Env.StateRoot)
+	if !req.Fork && !readsHistory(req.Script) {
+		src, err := b.resume(ctx, log.LoadTail, req.SessionID, req.Env.StateRoot)
+		if err != nil {
+			return "", nil, err
+		}
+		if turns, ok := lastTurns(src.Events); ok {
+			return src.Header.ID, turns, nil
+		}
+		// A log written before turns were numbered: read it whole.
+	}
+	src, err := b.resume(ctx, log.Load, req.SessionID, req.Env.StateRoot)
 	if err != nil {
 		return "", nil, err
 	}
@@ -178,11 +195,11 @@ func (b *Backend) open(ctx context.Context, log *sessionlog.Coordinator, req age
 
 // resume loads an existing session; a missing one is agent.ErrNoSession,
 // never a new session under that id.
-func (b *Backend) resume(ctx context.Context, log *sessionlog.Coordinator, id, root string) (*sessionlog.Log, error) {
+func (b *Backend) resume(ctx context.Context, load func(context.Context, string) (*sessionlog.Log, error), id, root string) (*sessionlog.Log, error) {
 	if err := b.settle(root, id); err != nil {
 		return nil, fmt.Errorf("scripted: resume %s: %w", id, err)
 	}
-	src, err := log.Load(ctx, id)
+	src, err := load(ctx, id)
 	if errors.Is(err, sessionlog.ErrNotFound) || errors.Is(err, sessionlog.ErrInvalid) {
 		return nil, fmt.Errorf("%w %s under %s: start a fresh session or restore it first", agent.ErrNoSession, id, root)
 	}

@@ -54,7 +54,7 @@ type turn struct {
 // begin durably records the turn's opening before any reply exists, so a
 // crash from here on leaves an open turn that repair closes as interrupted.
 func (t *turn) begin(ctx context.Context, req agent.Request) error {
-	opening := []sessionlog.Event{sessionlog.TurnStart()}
+	opening := []sessionlog.Event{turnStart(t.number)}
 	t.prompt = req.Prompt
 	if req.Answer != nil {
 		var last *Turn

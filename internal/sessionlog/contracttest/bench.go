@@ -109,4 +109,28 @@ func BenchLoad(b *testing.B, open func(b *testing.B) sessionlog.Storage) {
 		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/load")
 		b.ReportMetric(float64(total), "events")
 	})
+
+	// The same log with one turn more, read by its tail as a resume does.
+	c = sessionlog.NewCoordinator(open(b))
+	if err := c.Append(ctx, "big", sessionlog.TurnStart(), sessionlog.Message(sessionlog.RoleUser, text),
+		sessionlog.TurnEnd(sessionlog.ReasonCompleted, "")); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("tail-of-%dMB", mb), func(b *testing.B) {
+		for range b.N {
+			c := sessionlog.NewCoordinator(open(b))
+			log, err := c.LoadTail(ctx, "big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(log.Events) > total/2 {
+				b.Fatalf("the tail holds %d of %d events", len(log.Events), total+3)
+			}
+			c.Close()
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/load")
+	})
 }

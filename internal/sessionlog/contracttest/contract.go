@@ -44,6 +44,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 		{"ForkLineageRoundTrips", testLineage},
 		{"InjectedHookFaultIsNotAbsence", testInjectedFaults},
 		{"RealNotDirIsNotAbsence", testRealNotDir},
+		{"TailIsTheLastTurn", testTailIsTheLastTurn},
+		{"TailRepairsACrash", testTailRepairsACrash},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newHarness(t)) })

@@ -163,20 +163,28 @@ func readLog(root, rel, id string, depth sessionlog.Depth) (*sessionlog.Stored, 
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("jsonl: %s is not a regular file", path)
 	}
-	var data []byte
-	if depth == sessionlog.HeaderOnly {
+	var (
+		data []byte
+		st   *sessionlog.Stored
+	)
+	switch depth {
+	case sessionlog.HeaderOnly:
 		data, err = bufio.NewReaderSize(f, maxHeader).ReadSlice('\n')
 		if errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull) {
 			err = nil // parse reports an unterminated header
 		}
-	} else {
+	case sessionlog.LastTurn:
+		st, err = readTail(f, fi.Size())
+	default:
 		data = make([]byte, 0, fi.Size()+1)
 		data, err = readAll(f, data)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sessionlog.ErrCorrupt) && !errors.Is(err, sessionlog.ErrVersion) {
 		return nil, fmt.Errorf("jsonl: read %s: %w", path, err)
 	}
-	st, err := parse(data, depth)
+	if st == nil && err == nil {
+		st, err = parse(data, depth)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: %s: %w", path, err)
 	}
@@ -224,22 +232,111 @@ func parse(data []byte, depth sessionlog.Depth) (*sessionlog.Stored, error) {
 	if depth == sessionlog.HeaderOnly {
 		return st, nil
 	}
-	off := nl + 1
-	st.Events = make([]sessionlog.Event, 0, bytes.Count(data[off:], []byte{'\n'}))
-	for line := 2; off < len(data); line++ {
+	if err := parseEvents(st, data[nl+1:], int64(nl+1), 2); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// parseEvents decodes the event lines of data, which starts at byte base of
+// the log and at line number line (0 when unknown), into st, and marks a
+// torn final fragment.
+func parseEvents(st *sessionlog.Stored, data []byte, base int64, line int) error {
+	off := 0
+	st.Events = make([]sessionlog.Event, 0, bytes.Count(data, []byte{'\n'}))
+	for ; off < len(data); line++ {
 		end := bytes.IndexByte(data[off:], '\n')
 		if end < 0 {
-			st.TornMarker = int64(off)
+			st.TornMarker = base + int64(off)
 			break
 		}
 		e, err := sessionlog.DecodeEvent(data[off : off+end])
+		if err != nil && line > 0 {
+			return fmt.Errorf("%w: line %d (byte %d): %v", sessionlog.ErrCorrupt, line, base+int64(off), err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: line %d (byte %d): %v", sessionlog.ErrCorrupt, line, off, err)
+			return fmt.Errorf("%w: the line at byte %d: %v", sessionlog.ErrCorrupt, base+int64(off), err)
 		}
 		st.Events = append(st.Events, e)
 		off += end + 1
 	}
-	return st, nil
+	return nil
+}
+
+// tailChunk is how much more of a log's end a LastTurn load reads each
+// time it has not found the last turn/start yet.
+const tailChunk = 64 << 10
+
+// readTail reads the header and the events from the last turn/start on,
+// reading the log backwards from its end in chunks: what a resume reads
+// no longer grows with the session. Only the lines it returns are decoded;
+// the Coordinator checks that they begin at a turn/start and run on
+// contiguously. A log without a turn/start is read whole.
+func readTail(f *os.File, size int64) (*sessionlog.Stored, error) {
+	head, err := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), maxHeader).ReadSlice('\n')
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	nl := bytes.IndexByte(head, '\n')
+	if nl < 0 {
+		return nil, fmt.Errorf("%w: no complete header line", sessionlog.ErrCorrupt)
+	}
+	h, err := sessionlog.DecodeHeader(head[:nl])
+	if err != nil {
+		return nil, err
+	}
+	st := &sessionlog.Stored{Header: h}
+	first := int64(nl + 1) // where the events begin
+	var buf []byte         // the log from start to size
+	start := size
+	for start > first {
+		from := max(first, start-tailChunk)
+		chunk := make([]byte, start-from, int64(len(buf))+start-from)
+		if _, err := f.ReadAt(chunk, from); err != nil {
+			return nil, err
+		}
+		buf, start = append(chunk, buf...), from
+		if at, ok := lastTurnStart(buf, start == first); ok {
+			return st, parseEvents(st, buf[at:], start+int64(at), 0)
+		}
+	}
+	return st, parseEvents(st, buf, first, 2)
+}
+
+// lastTurnStart finds the start of the last whole line of buf that is a
+// turn/start event. A line is whole when a newline ends it, and it begins
+// after a newline or at buf's start when atFirst says buf begins with the
+// first event. The match is on the encoder's own layout (seq, then kind);
+// the Coordinator decodes and checks the line it returns.
+func lastTurnStart(buf []byte, atFirst bool) (int, bool) {
+	end := bytes.LastIndexByte(buf, '\n') // the whole lines end here
+	for end >= 0 {
+		nl := bytes.LastIndexByte(buf[:end], '\n')
+		if nl < 0 && !atFirst {
+			return 0, false // the line may begin before buf
+		}
+		if isTurnStart(buf[nl+1 : end]) {
+			return nl + 1, true
+		}
+		end = nl
+	}
+	return 0, false
+}
+
+// isTurnStart reports whether line is the stored form of a turn/start:
+// {"seq":N,"kind":"turn/start" followed by the end of the object or more
+// fields.
+func isTurnStart(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"seq":`))
+	if !ok {
+		return false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"kind":"turn/start"`))
+	return ok && i > 0 && len(rest) > 0 && (rest[0] == '}' || rest[0] == ',')
 }
 
 func encodeLines(b *bytes.Buffer, events []sessionlog.Event) error {

@@ -94,8 +94,13 @@ func (s *Store) load(id string, cwd *string, depth sessionlog.Depth) (*sessionlo
 	if depth == sessionlog.HeaderOnly {
 		return st, nil
 	}
-	st.Events = make([]sessionlog.Event, 0, len(r.lines))
-	for i, line := range r.lines {
+	from := 0
+	if depth == sessionlog.LastTurn {
+		from = lastTurnStart(r.lines)
+	}
+	st.Events = make([]sessionlog.Event, 0, len(r.lines)-from)
+	for i, line := range r.lines[from:] {
+		i += from
 		e, err := sessionlog.DecodeEvent(line)
 		if err != nil {
 			return nil, fmt.Errorf("%w: memory: %s event %d: %v", sessionlog.ErrCorrupt, id, i, err)
@@ -216,3 +221,14 @@ func (s *Store) List(context.Context) ([]sessionlog.Header, error) {
 
 // Close implements sessionlog.Storage. The data stays for the next Open.
 func (s *Store) Close() error { return nil }
+
+// lastTurnStart is the index of the last line that decodes as a turn/start,
+// 0 when there is none.
+func lastTurnStart(lines [][]byte) int {
+	for i := len(lines) - 1; i > 0; i-- {
+		if e, err := sessionlog.DecodeEvent(lines[i]); err == nil && e.Kind == sessionlog.KindTurnStart {
+			return i
+		}
+	}
+	return 0
+}

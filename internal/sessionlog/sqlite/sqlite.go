@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -219,6 +220,9 @@ func (s *Store) load(ctx context.Context, id string, cwd *string, depth sessionl
 	if depth == sessionlog.HeaderOnly {
 		return st, nil
 	}
+	if depth == sessionlog.LastTurn {
+		return st, loadTail(ctx, tx, st, lastSeq)
+	}
 	rows, err := tx.QueryContext(ctx, "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq", id)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: load events of %s: %w", id, err)
@@ -415,3 +419,43 @@ func (s *Store) List(ctx context.Context) ([]sessionlog.Header, error) {
 
 // Close implements sessionlog.Storage.
 func (s *Store) Close() error { return s.db.Close() }
+
+// loadTail reads st's events from the last turn/start on, walking the rows
+// back from the end: a resume reads the last turn, not the session.
+func loadTail(ctx context.Context, tx *sql.Tx, st *sessionlog.Stored, lastSeq int64) error {
+	id := st.Header.ID
+	rows, err := tx.QueryContext(ctx, "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq DESC", id)
+	if err != nil {
+		return fmt.Errorf("sqlite: load the last turn of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var back []sessionlog.Event
+	for rows.Next() {
+		var seq int64
+		var body []byte
+		if err := rows.Scan(&seq, &body); err != nil {
+			return fmt.Errorf("sqlite: load the last turn of %s: %w", id, err)
+		}
+		if seq > lastSeq {
+			st.TornMarker = lastSeq
+			continue
+		}
+		e, err := sessionlog.DecodeEvent(body)
+		if err != nil {
+			return fmt.Errorf("%w: sqlite: session %s seq %d: %v", sessionlog.ErrCorrupt, id, seq, err)
+		}
+		if e.Seq != seq {
+			return fmt.Errorf("%w: sqlite: session %s row %d holds seq %d", sessionlog.ErrCorrupt, id, seq, e.Seq)
+		}
+		back = append(back, e)
+		if e.Kind == sessionlog.KindTurnStart {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load the last turn of %s: %w", id, err)
+	}
+	slices.Reverse(back)
+	st.Events = back
+	return nil
+}
