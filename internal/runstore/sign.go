@@ -48,7 +48,11 @@ func (s *Store) Sign(ctx context.Context, run string) (*SignReport, error) {
 			rep.AlreadySigned = append(rep.AlreadySigned, info.Seq)
 			continue
 		}
-		cp, err := Decode(raw)
+		plain, err := Decompress(raw)
+		if err != nil {
+			return rep, corrupt(run, info.Seq, err)
+		}
+		cp, err := Decode(plain)
 		if err != nil {
 			return rep, fmt.Errorf("runstore: run %q checkpoint %d: %w", run, info.Seq, err)
 		}
@@ -56,7 +60,7 @@ func (s *Store) Sign(ctx context.Context, run string) (*SignReport, error) {
 			return rep, fmt.Errorf("%w: run %q checkpoint %d holds run %q checkpoint %d", ErrInvalidCheckpoint, run, info.Seq, cp.RunID, cp.Seq)
 		}
 		// The exact bytes are signed, not a re-encoding, so nothing the
-		// record holds changes.
+		// record holds changes: bare JSON stays JSON, a frame stays a frame.
 		if err := blob.PutBytes(ctx, s.b, info.Key, Seal(s.key, run, info.Seq, raw)); err != nil {
 			return rep, fmt.Errorf("runstore: sign run %q checkpoint %d: %w", run, info.Seq, err)
 		}

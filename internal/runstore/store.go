@@ -120,9 +120,9 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("runstore: save run %q checkpoint %d: %w", run, cp.Seq, err)
 	}
-	b := plain
+	b := Compress(plain)
 	if s.key != nil {
-		b = Seal(s.key, run, cp.Seq, plain)
+		b = Seal(s.key, run, cp.Seq, b)
 	}
 	err = blob.PutBytes(ctx, s.b, checkpointKey(run, cp.Seq), b, blob.CreateOnly())
 	if errors.Is(err, blob.ErrExists) {
@@ -161,7 +161,11 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 	if err != nil {
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d: %w", run, seq, err)
 	}
-	cp, err := Decode(b)
+	plain, err := Decompress(b)
+	if err != nil {
+		return nil, corrupt(run, seq, err)
+	}
+	cp, err := Decode(plain)
 	if err != nil {
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d: %w", run, seq, err)
 	}
@@ -169,6 +173,11 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d holds run %q checkpoint %d; the store is corrupt", run, seq, cp.RunID, cp.Seq)
 	}
 	return cp, nil
+}
+
+// corrupt says what to do about a checkpoint Decompress refused.
+func corrupt(run string, seq int64, err error) error {
+	return fmt.Errorf("runstore: run %q checkpoint %d (%s): %w; it was cut short, changed, or not written by tether: restore the object from a backup of the store", run, seq, checkpointKey(run, seq), err)
 }
 
 // read returns the stored bytes of checkpoint seq of run, capped.
