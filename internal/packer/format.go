@@ -44,7 +44,15 @@ type Header struct {
 	SourceWorkdir string `json:"source_workdir"`
 	// CreatedBy names the program that wrote the archive.
 	CreatedBy string `json:"created_by"`
+	// Kind is empty for an archive of the whole session, KindDelta for one
+	// that holds only what changed since the archive before it (see
+	// PackDelta); a delta is applied only by UnpackParts, after its base.
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindDelta is the Kind of an archive that holds what changed since the
+// one before it.
+const KindDelta = "delta"
 
 // Digest returns the archive's content digest, "sha256:<hex>", for the
 // runtime to record beside the blob ref and compare after a Get.

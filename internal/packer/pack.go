@@ -4,12 +4,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -77,6 +80,14 @@ type entry struct {
 	rel  string // path relative to the state root
 	dir  bool
 	info fs.FileInfo // lstat info, for regular files
+
+	// A delta's plan (planDelta): the file's sha256, whether it is
+	// unchanged since the base (skip), and where the bytes it appends
+	// begin, with the sha256 of what precedes them.
+	sum    string
+	skip   bool
+	offset int64
+	prefix string
 }
 
 // PackSession archives the session's whitelisted files from the live root.
@@ -117,7 +128,7 @@ func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, err
 		CreatedBy:     createdBy(),
 	}
 	sw := &secretWarnings{p: p, session: sessionID}
-	blob, err := p.write(ctx, root, h, entries, sw)
+	blob, err := p.writeEntries(ctx, root, h, entries, sw, nil)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
 	}
@@ -252,7 +263,9 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 	return out, nil
 }
 
-func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []entry, sw *secretWarnings) ([]byte, error) {
+// writeEntries writes the archive of entries under h. When m is not nil it
+// records each file's size and sha256 in it.
+func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entries []entry, sw *secretWarnings, m *Manifest) ([]byte, error) {
 	var raw int64
 	for _, e := range entries {
 		if !e.dir {
@@ -283,14 +296,43 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 			}
 			continue
 		}
-		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()
+		var sum hash.Hash
+		if m != nil && e.sum == "" {
+			sum = sha256.New()
+		}
+		record := func() {
+			if m == nil {
+				return
+			}
+			if sum != nil {
+				e.sum = hexSum(sum)
+			}
+			m.Files[e.name] = FileState{Size: e.info.Size(), SHA256: e.sum}
+		}
+		if e.skip {
+			record()
+			continue
+		}
+		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()-e.offset
+		if h.Kind == KindDelta {
+			th.PAXRecords = map[string]string{paxSum: e.sum}
+			if e.offset > 0 {
+				th.PAXRecords[paxOffset] = strconv.FormatInt(e.offset, 10)
+				th.PAXRecords[paxPrefix] = e.prefix
+			}
+		}
 		if err := tw.WriteHeader(th); err != nil {
 			return nil, err
 		}
+		w := io.Writer(tw)
+		if sum != nil {
+			w = io.MultiWriter(tw, sum)
+		}
 		if !scanFiles {
-			if err := copyFile(tw, root, e); err != nil {
+			if err := copyFile(w, root, e); err != nil {
 				return nil, err
 			}
+			record()
 			continue
 		}
 		if sc == nil {
@@ -298,12 +340,13 @@ func (p *Packer) write(ctx context.Context, root *os.Root, h Header, entries []e
 		} else {
 			sc.Reset()
 		}
-		if err := copyFile(io.MultiWriter(tw, sc), root, e); err != nil {
+		if err := copyFile(io.MultiWriter(w, sc), root, e); err != nil {
 			return nil, err
 		}
 		if err := sw.file(e.name, sc.Finish(), sc.Total()); err != nil {
 			return nil, err
 		}
+		record()
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -332,9 +375,14 @@ func copyFile(w io.Writer, root *os.Root, e entry) error {
 	if err := singleLink(e.rel, fi); err != nil {
 		return err
 	}
-	n, err := io.CopyN(w, f, e.info.Size())
+	if e.offset > 0 {
+		if _, err := f.Seek(e.offset, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	n, err := io.CopyN(w, f, e.info.Size()-e.offset)
 	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("packer: %s shrank from %d to %d bytes while being packed; pack again once the CLI has exited", e.rel, e.info.Size(), n)
+		return fmt.Errorf("packer: %s shrank from %d to %d bytes while being packed; pack again once the CLI has exited", e.rel, e.info.Size(), e.offset+n)
 	}
 	return err
 }

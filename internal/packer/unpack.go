@@ -63,9 +63,28 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 	if err != nil {
 		return err
 	}
+	if err := p.checkHeader(h, id); err != nil {
+		return err
+	}
+	if h.Kind != "" {
+		return fmt.Errorf("%w: the archive is a %s of session %s, which only UnpackParts applies, after its base", ErrCorrupt, h.Kind, id)
+	}
+	return p.place(ctx, id, func(stage *os.Root, stageAbs string) (map[string]Place, error) {
+		return p.extract(ctx, stage, stageAbs, id, payload)
+	})
+}
+
+// checkHeader refuses an archive made for another backend or session.
+func (p *Packer) checkHeader(h Header, id string) error {
 	if h.Backend != p.backend || h.SessionID != id {
 		return fmt.Errorf("%w: archive holds %s session %q, expected %s session %q", ErrHeaderMismatch, h.Backend, h.SessionID, p.backend, id)
 	}
+	return nil
+}
+
+// place stages the session's files with fill in a private directory of the
+// state root, then commits them into the live root.
+func (p *Packer) place(ctx context.Context, id string, fill func(stage *os.Root, stageAbs string) (map[string]Place, error)) (err error) {
 	rootAbs, err := filepath.Abs(p.env.StateRoot)
 	if err != nil {
 		return err
@@ -99,7 +118,7 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 	}
 	defer stage.Close()
 
-	parts, err := p.extract(ctx, stage, stageAbs, id, payload)
+	parts, err := fill(stage, stageAbs)
 	if err != nil {
 		return err
 	}
@@ -118,7 +137,11 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	defer dec.Close()
-	stream := &capReader{ctx: ctx, r: dec, left: maxStreamBytes(p.limits)}
+	return p.extractTar(ctx, stage, stageAbs, id, &capReader{ctx: ctx, r: dec, left: maxStreamBytes(p.limits)})
+}
+
+// extractTar is extract over the tar stream itself.
+func (p *Packer) extractTar(ctx context.Context, stage *os.Root, stageAbs, id string, stream io.Reader) (map[string]Place, error) {
 	tr := tar.NewReader(stream)
 
 	resolve, err := p.layout.Resolver(p.env, id)
