@@ -19,9 +19,9 @@ const KeySize = 32
 
 // macMagic starts every authenticated checkpoint: the magic, one space,
 // the HMAC-SHA256 in 64 lowercase hex digits, a newline, then the stored
-// body (a zstd frame of the JSON, or JSON from before compression)
+// body (a gzip member of the JSON, or JSON from before compression)
 // exactly as it was authenticated. An unsigned checkpoint starts with the
-// zstd magic or '{', so the two never look alike.
+// gzip magic or '{', so the two never look alike.
 const macMagic = "TCK1 "
 
 // macDomain separates checkpoint MACs from any other use of the key.

@@ -2,95 +2,102 @@ package runstore
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"github.com/klauspost/compress/zstd"
+	"io"
+	"sync"
 )
 
-// A checkpoint is stored as one zstd frame of its JSON. A long run's
+// A checkpoint is stored as one gzip member of its JSON. A long run's
 // checkpoints are mostly its recent path and its graph, text that
-// compresses about ten times, and a run leaves one per visit.
+// compresses about five times, and a run leaves one per visit. The
+// standard library's gzip keeps the run store's types, which graph
+// validation and session resolution import, free of a compression module.
 
 // ErrCorruptCheckpoint reports a stored checkpoint body that is neither
-// JSON nor a whole zstd frame of at most MaxCheckpointBytes: it was cut
+// JSON nor one whole gzip member of at most MaxCheckpointBytes: it was cut
 // short, damaged, or not written by tether. It is never a not-found.
 var ErrCorruptCheckpoint = errors.New("runstore: checkpoint object is damaged")
 
-// zstdMagic starts every zstd frame. A checkpoint stored before
-// checkpoints were compressed is bare JSON and starts with '{', so the
-// two never look alike.
-var zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
+// gzipMagic starts every gzip member (with the deflate method). A
+// checkpoint stored before checkpoints were compressed is bare JSON and
+// starts with '{', so the two never look alike.
+var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
-// checkpointLevel is the zstd level checkpoints are written at.
-// BenchmarkCheckpointCompression measures both candidates on a 200-step
-// checkpoint of 30,356 bytes of JSON: SpeedFastest stores 5,512 bytes,
-// SpeedDefault 5,461 (1% less) for about a third more time (55 against
-// 70 µs on an idle core), and the JSON encoding costs more than either.
-const checkpointLevel = zstd.SpeedFastest
-
-// The encoder and decoder are made once: each holds megabytes of tables.
-// Both are safe for concurrent use; with a concurrency of one, concurrent
-// saves take turns, which costs microseconds per checkpoint.
-var (
-	encoder = must(zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(checkpointLevel),
-		zstd.WithEncoderConcurrency(1),
-		// A single-segment frame always states its content size, even
-		// below 256 bytes, which Decompress requires.
-		zstd.WithSingleSegment(true)))
-	decoder = must(zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(MaxCheckpointBytes),
-		// DecodeAll then never grows the buffer Decompress sizes from the
-		// frame header, so a frame that lies about its size cannot
-		// allocate past it.
-		zstd.WithDecodeAllCapLimit(true)))
-)
-
-func must[T any](v T, err error) T {
+// writers are reused: a gzip writer holds several hundred KB of tables.
+var writers = sync.Pool{New: func() any {
+	w, err := gzip.NewWriterLevel(io.Discard, checkpointLevel)
 	if err != nil {
-		panic(err) // the options are constants
+		panic(err) // the level is a constant
 	}
-	return v
-}
+	return w
+}}
 
-// Compress returns the stored body of checkpoint JSON plain: one zstd
-// frame that states its content size.
+// checkpointLevel is the level checkpoints are written at: on a 200-step
+// checkpoint (BenchmarkCheckpointCompression) the fastest stores within a
+// few percent of the default, in less time than the JSON encoding takes.
+const checkpointLevel = gzip.BestSpeed
+
+// Compress returns the stored body of checkpoint JSON plain: one gzip
+// member.
 func Compress(plain []byte) []byte {
-	return encoder.EncodeAll(plain, make([]byte, 0, len(plain)/4))
+	var buf bytes.Buffer
+	buf.Grow(len(plain)/4 + 64)
+	w := writers.Get().(*gzip.Writer)
+	defer writers.Put(w)
+	w.Reset(&buf)
+	// Writes to a bytes.Buffer do not fail.
+	_, _ = w.Write(plain)
+	_ = w.Close()
+	return buf.Bytes()
 }
 
 // Decompress returns the checkpoint JSON of a stored body: the body
 // itself when it is bare JSON (written before checkpoints were
-// compressed), the content of its zstd frame otherwise. The body comes
-// from an untrusted bucket: a frame that does not state its size, or
-// states more than MaxCheckpointBytes, is refused before anything is
-// allocated for it, and one that decodes to anything but the size it
-// states is refused too (ErrCorruptCheckpoint).
+// compressed), the content of its gzip member otherwise. The body comes
+// from an untrusted bucket: the size a member states in its trailer must
+// be at most MaxCheckpointBytes, nothing past that size is ever read or
+// allocated, and a member that decodes to anything else, fails its CRC,
+// or is followed by more data is refused (ErrCorruptCheckpoint).
 func Decompress(body []byte) ([]byte, error) {
 	if len(body) > 0 && body[0] == '{' {
 		return body, nil
 	}
-	if !bytes.HasPrefix(body, zstdMagic) {
-		return nil, fmt.Errorf("%w: it is neither JSON nor a zstd frame", ErrCorruptCheckpoint)
+	if !bytes.HasPrefix(body, gzipMagic) {
+		return nil, fmt.Errorf("%w: it is neither JSON nor a gzip member", ErrCorruptCheckpoint)
 	}
-	var h zstd.Header
-	if err := h.Decode(body); err != nil {
-		return nil, fmt.Errorf("%w: zstd frame header: %v", ErrCorruptCheckpoint, err)
+	if len(body) < 18 {
+		return nil, fmt.Errorf("%w: %d bytes is too short for a gzip member", ErrCorruptCheckpoint, len(body))
 	}
-	if !h.HasFCS {
-		return nil, fmt.Errorf("%w: the zstd frame does not state its size, which every checkpoint tether writes does", ErrCorruptCheckpoint)
+	// ISIZE, the last four bytes, is the size modulo 2^32: a hint to size
+	// the buffer and to stop reading, checked against what decodes.
+	size := int64(binary.LittleEndian.Uint32(body[len(body)-4:]))
+	if size > MaxCheckpointBytes {
+		return nil, fmt.Errorf("%w: the gzip member would decompress to %d bytes, more than the %d a checkpoint may hold", ErrCorruptCheckpoint, size, MaxCheckpointBytes)
 	}
-	if h.FrameContentSize > MaxCheckpointBytes {
-		return nil, fmt.Errorf("%w: the zstd frame would decompress to %d bytes, more than the %d a checkpoint may hold", ErrCorruptCheckpoint, h.FrameContentSize, MaxCheckpointBytes)
-	}
-	plain, err := decoder.DecodeAll(body, make([]byte, 0, h.FrameContentSize))
+	src := bytes.NewReader(body)
+	r, err := gzip.NewReader(src)
 	if err != nil {
-		return nil, fmt.Errorf("%w: zstd: %v", ErrCorruptCheckpoint, err)
+		return nil, fmt.Errorf("%w: gzip header: %v", ErrCorruptCheckpoint, err)
 	}
-	if uint64(len(plain)) != h.FrameContentSize {
-		return nil, fmt.Errorf("%w: the zstd frame decompressed to %d bytes, not the %d it states", ErrCorruptCheckpoint, len(plain), h.FrameContentSize)
+	r.Multistream(false)
+	plain := make([]byte, size)
+	if _, err := io.ReadFull(r, plain); err != nil {
+		return nil, fmt.Errorf("%w: the gzip member does not decompress to the %d bytes it states: %v", ErrCorruptCheckpoint, size, err)
+	}
+	// One more read must meet the end, which checks the trailer (CRC and
+	// size); a member that goes on is refused unread.
+	var more [1]byte
+	if n, err := io.ReadFull(r, more[:]); n != 0 || !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("it decompresses to more")
+		}
+		return nil, fmt.Errorf("%w: the gzip member is not the %d bytes it states: %v", ErrCorruptCheckpoint, size, err)
+	}
+	if src.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes follow the gzip member", ErrCorruptCheckpoint, src.Len())
 	}
 	return plain, nil
 }

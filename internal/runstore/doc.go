@@ -5,7 +5,7 @@
 //
 // The Checkpoint type is defined here, once, with a format version;
 // decoding any other version fails with ErrUnknownVersion. A checkpoint is
-// stored as a zstd frame of its JSON (Compress), authenticated when the
+// stored as a gzip member of its JSON (Compress), authenticated when the
 // store has a key (Seal); checkpoints stored as bare JSON still read, and
 // a damaged frame is ErrCorruptCheckpoint. ErrNoCheckpoint
 // means a run genuinely has no checkpoint (it wraps blob.ErrNotFound); a
