@@ -89,7 +89,41 @@ type liveSessions struct {
 	m  map[string]liveSession
 }
 
-type liveSession struct{ digest, sig string }
+type liveSession struct {
+	digest, sig string
+	// manifest is the session as that blob left it, when known: what an
+	// incremental pack of the next visit starts from.
+	manifest *sessionpack.Manifest
+}
+
+// incrementalPacker is a packer that packs and restores incremental
+// packs (every backend's, which is the shared packer).
+type incrementalPacker interface {
+	PackDelta(ctx context.Context, sessionID string, base *sessionpack.Manifest) ([]byte, *sessionpack.Manifest, error)
+	UnpackParts(ctx context.Context, sessionID string, parts ...[]byte) (*sessionpack.Manifest, error)
+}
+
+// maxSlotParts bounds a slot's incremental packs. A visit past it, or
+// whose slot's parts together outweigh its base, packs the whole session
+// again: a restore fetches at most this many parts, and the store holds at
+// most about twice what the session packs to.
+const maxSlotParts = 64
+
+// extension is the slot a persist visit may add an incremental pack to:
+// the node's own slot it resumed, as this worker holds it.
+type extension struct {
+	manifest  *sessionpack.Manifest
+	last      string // the slot's LastDigest
+	parts     int
+	partBytes int64
+	baseBytes int64
+}
+
+// whole reports whether the visit packs the whole session rather than a
+// part after the slot's.
+func (x *extension) whole() bool {
+	return x == nil || x.manifest == nil || x.last == "" || x.parts >= maxSlotParts || (x.baseBytes > 0 && x.partBytes >= x.baseBytes)
+}
 
 // forget drops every live session under root.
 func (l *liveSessions) forget(root string) {
@@ -346,6 +380,10 @@ type agentRun struct {
 	answer        *agent.Answer
 	packTo        string
 	pauseTo       string
+	// incremental packs to packTo incrementally (extending extend when it
+	// allows, else whole with a manifest for the next visit).
+	incremental bool
+	extend      *extension
 	// lostAnswer is a human's answer to a question asked in a conversation
 	// that could not be restored; it goes into the fresh one's prompt.
 	lostAnswer string
@@ -431,11 +469,17 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		key = r.pauseTo
 	}
 	if key != "" {
-		result.Packed, result.PackDigest, result.PackError = a.pack(ctx, r.b, r.env, res.SessionID, key)
-		if result.Packed {
-			result.PackedTo = key
+		var from *extension
+		incremental := r.incremental && key == r.packTo
+		if incremental && res.SessionID == r.sessionID && !r.fork {
+			from = r.extend
+		}
+		var pk packed
+		pk, result.PackError = a.pack(ctx, r.b, r.env, res.SessionID, key, incremental, from)
+		if result.Packed = result.PackError == ""; result.Packed {
+			result.PackedTo, result.PackDigest, result.PackSize, result.PackDeltaOf = key, pk.digest, pk.size, pk.deltaOf
 			if p := r.b.Packer(r.env); p != nil {
-				a.live.set(liveKey(r.b.Name(), r.env, res.SessionID), liveSession{digest: result.PackDigest, sig: signature(ctx, p, res.SessionID)})
+				a.live.set(liveKey(r.b.Name(), r.env, res.SessionID), liveSession{digest: pk.digest, sig: signature(ctx, p, res.SessionID), manifest: pk.manifest})
 			}
 		}
 	}
@@ -470,20 +514,54 @@ func (a *Activities) pickBackend(planned string, node graph.Node, sessionID stri
 	return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), agent.ErrorType(err), err)
 }
 
-func (a *Activities) pack(ctx context.Context, b agent.Backend, env agent.Env, sessionID, key string) (ok bool, digest, reason string) {
+// packed is a session blob a visit put in the store.
+type packed struct {
+	digest  string
+	size    int64
+	deltaOf string // the digest it extends, for an incremental pack
+	// manifest is what the blob left the session as (incremental runs).
+	manifest *sessionpack.Manifest
+}
+
+// pack packs the session into key. An incremental run's pack extends from
+// (the node's own slot it resumed) with only what the visit added, when
+// from allows it; otherwise it packs the whole session. The reason is why
+// it failed ("" when it did not).
+func (a *Activities) pack(ctx context.Context, b agent.Backend, env agent.Env, sessionID, key string, incremental bool, from *extension) (packed, string) {
 	packer := b.Packer(env)
 	if packer == nil {
-		return false, "", fmt.Sprintf("backend %s has no session packer", b.Name())
+		return packed{}, fmt.Sprintf("backend %s has no session packer", b.Name())
 	}
-	data, err := packer.PackSession(ctx, sessionID)
+	var (
+		pk   packed
+		data []byte
+		err  error
+	)
+	ip, ok := packer.(incrementalPacker)
+	switch {
+	case incremental && ok:
+		var base *sessionpack.Manifest
+		if !from.whole() {
+			base = from.manifest
+		}
+		data, pk.manifest, err = ip.PackDelta(ctx, sessionID, base)
+		if err == nil && base != nil {
+			if h, herr := sessionpack.ReadHeader(data); herr == nil && h.Kind == sessionpack.KindDelta {
+				pk.deltaOf = from.last
+			}
+		}
+	default:
+		data, err = packer.PackSession(ctx, sessionID)
+	}
 	if err != nil {
-		return false, "", "pack: " + err.Error()
+		return packed{}, "pack: " + err.Error()
 	}
 	if err := blob.PutBytes(ctx, a.Blobs, key, data, blob.CreateOnly()); err != nil {
-		return false, "", "put: " + err.Error()
+		return packed{}, "put: " + err.Error()
 	}
 	a.Metrics.PackBytes(telemetry.WhatSession, int64(len(data)))
-	return true, digestOf(data), ""
+	pk.digest, pk.size = digestOf(data), int64(len(data))
+	return pk, ""
 }
 
 // HeartbeatOnRetry is the blob store's retry hook for workers: while a

@@ -74,8 +74,15 @@ type ExecuteResult struct {
 	Packed     bool   `json:"packed,omitempty"`
 	PackDigest string `json:"pack_digest,omitempty"`
 	PackError  string `json:"pack_error,omitempty"`
-	// PackedTo is the key the session went to (PackTo or PauseTo).
+	// PackedTo is the key the session went to (PackTo or PauseTo), and
+	// PackSize the blob's size.
 	PackedTo string `json:"packed_to,omitempty"`
+	PackSize int64  `json:"pack_size,omitempty"`
+	// PackDeltaOf, when set, says the blob at PackedTo is an incremental
+	// pack: what the visit added to the session whose newest blob has this
+	// digest (the resumed slot's runstore.NodeSessionSlot.LastDigest). The
+	// slot is then that slot with this part after its own.
+	PackDeltaOf string `json:"pack_delta_of,omitempty"`
 	// Usage is what this visit cost, as the CLI reported it.
 	Usage agent.Usage `json:"usage,omitzero"`
 }

@@ -57,6 +57,10 @@ type VisitRequest struct {
 	Branch bool `json:"branch,omitempty"`
 	// Fork continues a copy of the restored conversation under a new id.
 	Fork bool `json:"fork,omitempty"`
+	// Incremental lets a persist visit that resumed its own slot pack only
+	// what it added to the session, as a part after the slot's (see
+	// ExecuteResult.PackDeltaOf).
+	Incremental bool `json:"incremental,omitempty"`
 	// ServerRetry marks a visit that the Temporal server starts again by
 	// itself when its worker is lost (a heartbeat timeout, or
 	// WorkerStopping), with no workflow task in between. Attempt n packs
@@ -80,6 +84,10 @@ type SessionPlan struct {
 	// Digest is the blob's recorded sha256; a blob that differs is
 	// refused.
 	Digest string `json:"digest,omitempty"`
+	// Size is the blob's size, when recorded.
+	Size int64 `json:"size,omitempty"`
+	// Parts are the incremental packs to apply after StateRef, in order.
+	Parts []runstore.SessionPart `json:"parts,omitempty"`
 	// Stripped is the input to run with when the session cannot be
 	// restored: without session keys.
 	Stripped map[string]any `json:"stripped,omitempty"`
@@ -303,6 +311,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
 	input := req.Input
+	var extend *extension
 	if req.Session != nil {
 		stripped := req.Session.Stripped
 		if stripped == nil {
@@ -316,12 +325,15 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		case changed != "":
 			res.SessionNote, sessionID, input = changed, "", stripped
 		default:
-			note, err := a.restoreSession(ctx, b, env, req)
+			note, x, err := a.restoreSession(ctx, b, env, req)
 			if err != nil {
 				return err
 			}
 			if note != "" {
 				res.SessionNote, sessionID, input = note, "", stripped
+			}
+			if req.Session.Kind == resolve.UnpackOwnSlot.String() && note == "" {
+				extend = x // only the node's own slot takes its parts
 			}
 		}
 		if res.SessionNote != "" {
@@ -332,6 +344,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
 		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
+		incremental: req.Incremental, extend: extend,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {
@@ -371,45 +384,94 @@ func (a *Activities) settingsChanged(b agent.Backend, env agent.Env, req *VisitR
 
 // restoreSession makes the planned session live in this worker's root. It
 // returns a note when the session cannot be resumed (a missing, corrupt or
-// foreign blob, one whose digest differs from the recorded one, or a
-// session the live root does not hold): the visit then runs fresh. A store
-// fault is an error, never taken for absence.
-func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env agent.Env, req *VisitRequest) (string, error) {
+// foreign blob, one whose digest differs from the recorded one, a part
+// that does not follow the blobs before it, or a session the live root
+// does not hold): the visit then runs fresh. A store fault is an error,
+// never taken for absence. It also returns the slot as this worker now
+// holds it, for an incremental pack to extend.
+func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env agent.Env, req *VisitRequest) (string, *extension, error) {
 	sp := req.Session
 	packer := b.Packer(env)
 	if packer == nil {
-		return fmt.Sprintf("backend %s cannot restore sessions", b.Name()), nil
+		return fmt.Sprintf("backend %s cannot restore sessions", b.Name()), nil, nil
 	}
 	if sp.StateRef == "" {
 		if !packer.HasSession(ctx, sp.SessionID) {
-			return fmt.Sprintf("session %s is not present on this worker", sp.SessionID), nil
+			return fmt.Sprintf("session %s is not present on this worker", sp.SessionID), nil, nil
 		}
-		return "", nil
+		return "", nil, nil
 	}
-	if live := a.live.get(liveKey(b.Name(), env, sp.SessionID)); sp.Digest != "" && live.digest == sp.Digest && live.sig == signature(ctx, packer, sp.SessionID) {
-		// This worker packed exactly that blob from its live root, and
-		// neither a visit nor anything else touched the session since:
-		// nothing to restore.
-		return "", nil
+	x := &extension{last: sp.Digest, parts: len(sp.Parts), baseBytes: sp.Size}
+	for _, p := range sp.Parts {
+		x.last = p.Digest
+		x.partBytes += p.Size
 	}
-	data, err := blob.GetBytesMax(ctx, a.Blobs, sp.StateRef, a.sessionBlobMax())
+	if live := a.live.get(liveKey(b.Name(), env, sp.SessionID)); x.last != "" && live.digest == x.last && live.sig == signature(ctx, packer, sp.SessionID) {
+		// This worker packed (or restored) exactly that slot into its live
+		// root, and neither a visit nor anything else touched the session
+		// since: nothing to restore.
+		x.manifest = live.manifest
+		return "", x, nil
+	}
+	blobs, note, err := a.fetchSlot(ctx, req)
+	if note != "" || err != nil {
+		return note, nil, err
+	}
+	ip, incremental := packer.(incrementalPacker)
 	switch {
-	case errors.Is(err, blob.ErrNotFound):
-		return "the session's blob is gone from the store", nil
-	case errors.Is(err, blob.ErrTooLarge):
-		return fmt.Sprintf("the session's blob is larger than any session archive may be: %v", err), nil
-	case err != nil:
-		return "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
+	case len(blobs) > 1 && !incremental:
+		return fmt.Sprintf("backend %s cannot apply the incremental packs of its slot", b.Name()), nil, nil
+	case incremental && (len(blobs) > 1 || req.Incremental):
+		m, err := ip.UnpackParts(ctx, sp.SessionID, blobs...)
+		if err != nil {
+			return fmt.Sprintf("the session's blobs cannot be unpacked: %v", err), nil, nil
+		}
+		x.manifest = m
+		a.live.set(liveKey(b.Name(), env, sp.SessionID), liveSession{digest: x.last, sig: signature(ctx, packer, sp.SessionID), manifest: m})
+	default:
+		if err := packer.UnpackSession(ctx, sp.SessionID, blobs[0]); err != nil {
+			return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil, nil
+		}
 	}
-	if note := checkSessionBlob(req.RunID, sp.StateRef, sp.Digest, data); note != "" {
-		return note, nil
+	var n int
+	for _, d := range blobs {
+		n += len(d)
 	}
-	if err := packer.UnpackSession(ctx, sp.SessionID, data); err != nil {
-		return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil
+	a.Metrics.RestoreBytes(telemetry.WhatSession, int64(n))
+	a.logger().Info("session restored", "run", req.RunID, "node", req.NodeID, "backend", b.Name(), "session_id", sp.SessionID, "bytes", n, "parts", len(sp.Parts))
+	return "", x, nil
+}
+
+// fetchSlot reads the planned slot's blobs, its base and then its parts,
+// each checked against its recorded digest. It returns a note instead when
+// one is missing, too large, or not the blob the checkpoint recorded.
+func (a *Activities) fetchSlot(ctx context.Context, req *VisitRequest) ([][]byte, string, error) {
+	sp := req.Session
+	type ref struct{ key, digest string }
+	refs := []ref{{sp.StateRef, sp.Digest}}
+	for _, p := range sp.Parts {
+		if p.Digest == "" {
+			return nil, fmt.Sprintf("the checkpoint records no digest for the session's part %s; it is not unpacked", p.Ref), nil
+		}
+		refs = append(refs, ref{p.Ref, p.Digest})
 	}
-	a.Metrics.RestoreBytes(telemetry.WhatSession, int64(len(data)))
-	a.logger().Info("session restored", "run", req.RunID, "node", req.NodeID, "backend", b.Name(), "session_id", sp.SessionID, "bytes", len(data))
-	return "", nil
+	blobs := make([][]byte, 0, len(refs))
+	for _, r := range refs {
+		data, err := blob.GetBytesMax(ctx, a.Blobs, r.key, a.sessionBlobMax())
+		switch {
+		case errors.Is(err, blob.ErrNotFound):
+			return nil, "the session's blob is gone from the store", nil
+		case errors.Is(err, blob.ErrTooLarge):
+			return nil, fmt.Sprintf("the session's blob is larger than any session archive may be: %v", err), nil
+		case err != nil:
+			return nil, "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
+		}
+		if note := checkSessionBlob(req.RunID, r.key, r.digest, data); note != "" {
+			return nil, note, nil
+		}
+		blobs = append(blobs, data)
+	}
+	return blobs, "", nil
 }
 
 // agentEnv is a backend's live root for one run on this worker and the

@@ -141,13 +141,15 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
 		RetryPolicy:         retry,
 	})
+	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
+		workflow.GetVersion(ctx, changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks) == versionIncrementalPacks
 	var lost []string
 	for restarts := 0; ; restarts++ {
 		req := &activities.VisitRequest{
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
 			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
 			Workspace: r.cp.Workspace, Started: workflow.Now(ctx), Branch: sc.branch, Fork: plan.Fork,
-			ServerRetry: serverRetry,
+			ServerRetry: serverRetry, Incremental: incremental,
 		}
 		if node.Kind == graph.KindAgent {
 			req.PauseTo = runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx))
@@ -160,7 +162,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 					Digest: plan.Digest, Stripped: plan.Stripped,
 				}
 				if plan.Kind != resolve.HasSession {
-					req.Session.StateRef = plan.StateRef
+					req.Session.StateRef, req.Session.Size, req.Session.Parts = plan.StateRef, plan.Size, plan.Parts
 				}
 			}
 		}
@@ -319,32 +321,83 @@ func (r *runImpl) commit(ctx workflow.Context, node *graph.Node, res *activities
 		workflow.GetLogger(ctx).Warn("could not store the persist session; the next visit starts fresh", "node", node.ID, "error", res.PackError)
 		return visitResult{output: res.Output}
 	}
-	r.cp.NodeSessions[node.ID] = runstore.NodeSessionSlot{
+	slot := runstore.NodeSessionSlot{
 		Backend: res.Backend, SessionID: res.SessionID, Fingerprint: res.Fingerprint,
-		StateRef: res.PackedTo, Digest: res.PackDigest,
+		StateRef: res.PackedTo, Digest: res.PackDigest, Size: res.PackSize,
 	}
+	if res.PackDeltaOf != "" {
+		// An incremental pack: what the visit added to the slot it resumed.
+		// Every blob of that slot stays in use, and nothing is superseded.
+		if prev.StateRef == "" || prev.SessionID != res.SessionID || prev.Backend != res.Backend || prev.LastDigest() != res.PackDeltaOf {
+			delete(r.cp.NodeSessions, node.ID)
+			workflow.GetLogger(ctx).Warn("the visit's incremental pack does not follow the node's slot; the next visit starts fresh", "node", node.ID, "extends", res.PackDeltaOf, "slot", prev.LastDigest())
+			return v
+		}
+		slot.StateRef, slot.Digest, slot.Size = prev.StateRef, prev.Digest, prev.Size
+		slot.Parts = append(slices.Clone(prev.Parts), runstore.SessionPart{Ref: res.PackedTo, Digest: res.PackDigest, Size: res.PackSize})
+		r.cp.NodeSessions[node.ID] = slot
+		return v
+	}
+	r.cp.NodeSessions[node.ID] = slot
 	if prev.StateRef != "" && prev.StateRef != res.PackedTo {
-		v.deleteAfterCommit = append(v.deleteAfterCommit, r.retain(node.ID, prev.StateRef)...)
+		v.deleteAfterCommit = append(v.deleteAfterCommit, r.retain(node.ID, prev)...)
 	}
 	return v
 }
 
-// retain keeps a superseded slot blob for rewinds and returns the blobs
-// that fall out of the window, to delete after the required checkpoint.
-func (r *runImpl) retain(node, ref string) []string {
+// retain keeps a superseded slot, its base blob and its parts, for rewinds
+// and returns the blobs that fall out of the window, to delete after the
+// required checkpoint. The window holds SessionHistory blobs: the oldest
+// slots go first, each with all its parts, but the newest superseded slot
+// is kept whole even when it alone has more. (A slot without parts is one
+// blob, so a run without incremental packs keeps its last SessionHistory
+// slots, as before there were parts.)
+func (r *runImpl) retain(node string, slot runstore.NodeSessionSlot) []string {
 	keep := max(r.opts.SessionHistory, 0)
 	if keep == 0 {
-		return []string{ref}
+		return slot.Refs()
 	}
 	if r.cp.RetainedSessions == nil {
 		r.cp.RetainedSessions = map[string][]string{}
 	}
-	refs := append(r.cp.RetainedSessions[node], ref)
-	var drop []string
-	if over := len(refs) - keep; over > 0 {
-		drop, refs = slices.Clone(refs[:over]), slices.Clone(refs[over:])
+	parts := r.cp.RetainedParts[node]
+	if len(slot.Parts) > 0 {
+		if parts == nil {
+			parts = map[string][]string{}
+		}
+		parts[slot.StateRef] = slot.Refs()[1:]
 	}
-	r.cp.RetainedSessions[node] = refs
+	bases := append(r.cp.RetainedSessions[node], slot.StateRef)
+	count := 0
+	for _, b := range bases {
+		count += 1 + len(parts[b])
+	}
+	var drop []string
+	over := 0
+	for count > keep && over < len(bases)-1 {
+		b := bases[over]
+		drop = append(drop, b)
+		drop = append(drop, parts[b]...)
+		count -= 1 + len(parts[b])
+		delete(parts, b)
+		over++
+	}
+	if over > 0 {
+		bases = slices.Clone(bases[over:])
+	}
+	r.cp.RetainedSessions[node] = bases
+	switch {
+	case len(parts) > 0:
+		if r.cp.RetainedParts == nil {
+			r.cp.RetainedParts = map[string]map[string][]string{}
+		}
+		r.cp.RetainedParts[node] = parts
+	case r.cp.RetainedParts != nil:
+		delete(r.cp.RetainedParts, node)
+		if len(r.cp.RetainedParts) == 0 {
+			r.cp.RetainedParts = nil
+		}
+	}
 	return drop
 }
 

@@ -97,4 +97,10 @@ const (
 	// staying until `tether delete` (lost-worker-retry-sweep.json).
 	changeLostAttemptBlobs  = "lost-attempt-blobs"
 	versionLostAttemptBlobs = 1
+
+	// A persist visit that resumed its own slot packs only what it added
+	// to the session, as a part after the slot's blobs (incremental
+	// session packs); the slot is a base and its parts.
+	changeIncrementalPacks  = "incremental-session-packs"
+	versionIncrementalPacks = 1
 )

@@ -88,7 +88,8 @@ func (s *GraphRunSuite) TestPersistResumesOwnSlotAcrossWipedRoots() {
 	cp := s.latest()
 	s.Contains(cp.Outputs["writer"]["text"], "turn 3 of claude_code-s1: draft 1 | draft 2 | draft 3")
 	slot := cp.NodeSessions["writer"]
-	s.Equal(runstore.NodeSessionSlot{Backend: backend.ClaudeCode, SessionID: "claude_code-s1", Fingerprint: "fp-claude_code", StateRef: slot.StateRef, Digest: slot.Digest}, slot)
+	s.Equal(runstore.NodeSessionSlot{Backend: backend.ClaudeCode, SessionID: "claude_code-s1", Fingerprint: "fp-claude_code", StateRef: slot.StateRef, Digest: slot.Digest, Size: slot.Size}, slot)
+	s.Positive(slot.Size, "the slot records the size of its blob")
 	s.Regexp(`^sha256:[0-9a-f]{64}$`, slot.Digest, "the slot records the digest of its blob")
 	s.NotContains(s.checkpointJSON(), "_session_state")
 }

@@ -84,7 +84,10 @@ func TestRunLifecycleCommands(t *testing.T) {
 	require.Equal(t, 1, first.Visits["writer"])
 	latest, err := h.runs.Latest(context.Background(), id)
 	require.NoError(t, err)
-	dropped := latest.NodeSessions["writer"].StateRef
+	// The newest blob of the latest slot (a part after the first visit's,
+	// or a new base) is one only checkpoints after the first named.
+	refs := latest.NodeSessions["writer"].Refs()
+	dropped := refs[len(refs)-1]
 	kept := first.NodeSessions["writer"].StateRef
 	require.NotEqual(t, dropped, kept)
 

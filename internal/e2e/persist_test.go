@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -95,11 +96,15 @@ func persistLoop(t *testing.T, h *harness, b string) {
 	id := "persist-" + strings.ReplaceAll(b, "_", "-")
 	run := h.start(id, persistGraph(t, b), nil)
 	var sessions []string
+	var slots []runstore.NodeSessionSlot
 	for visit := 1; visit <= 3; visit++ {
 		q := h.waitQuestion(id)
 		require.Equal(t, fmt.Sprintf("judge-%d", visit), q.ID)
 		st := h.state(id)
 		sessions = append(sessions, st.Sessions["writer"].SessionID)
+		cp, err := h.runs.Latest(context.Background(), id)
+		require.NoError(t, err)
+		slots = append(slots, cp.NodeSessions["writer"])
 		// Recycle the pod: the next visit lands on an empty root.
 		h.stopWorker()
 		h.startWorker()
@@ -121,8 +126,24 @@ func persistLoop(t *testing.T, h *harness, b string) {
 	require.Contains(t, text, "turn 3", "the third reply counts three turns")
 	require.Contains(t, text, "draft 1")
 	require.Contains(t, text, "draft 2")
+	// Visit 1 packed the whole session. Visit 2, on a new worker that
+	// restored the slot from the store, packed only what it added, as a
+	// part after it; visit 3 restored both, and added a part too unless the
+	// parts had come to outweigh the base (a small session), when it packs
+	// the whole session again.
+	require.Empty(t, slots[0].Parts)
+	require.Len(t, slots[1].Parts, 1, "visit 2 adds a part to the slot")
+	require.Equal(t, slots[0].StateRef, slots[1].StateRef)
+	if slot := slots[2]; slot.StateRef == slots[0].StateRef {
+		require.Len(t, slot.Parts, 2, "visit 3 adds a second part")
+		require.Equal(t, slots[1].Parts[0], slot.Parts[0])
+	} else {
+		require.Empty(t, slot.Parts, "visit 3 packed the whole session again")
+		require.GreaterOrEqual(t, slots[1].Parts[0].Size, slots[1].Size, "only when the parts outweighed the base")
+	}
 	if b == backend.Scripted {
 		h.recordHistory("persist-loop-workspace", id)
+		h.recordHistory("persist-loop-incremental", id)
 	}
 }
 

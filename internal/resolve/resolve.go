@@ -93,6 +93,10 @@ type Plan struct {
 	// recorded sha256 ("" when none was recorded).
 	StateRef string
 	Digest   string
+	// Size is the size of the blob at StateRef, when recorded, and Parts
+	// the slot's incremental packs after it, in order.
+	Size  int64
+	Parts []runstore.SessionPart
 	// Fork continues a copy of the restored conversation under a new id
 	// (session: fork).
 	Fork bool
@@ -145,7 +149,7 @@ func Resolve(r Request) Plan {
 		if slot, ok := r.NodeSessions[r.Node.ID]; ok && slot.StateRef != "" && slot.SessionID != "" && slot.Backend == r.Backend {
 			return Plan{
 				Kind: UnpackOwnSlot, Backend: r.Backend,
-				SessionID: slot.SessionID, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest,
+				SessionID: slot.SessionID, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest, Size: slot.Size, Parts: slot.Parts,
 				Input:    with(stripped, slot.SessionID, slot.Fingerprint),
 				Stripped: stripped,
 				Reason:   "persist: own completed-visit slot",
@@ -182,7 +186,7 @@ func Resolve(r Request) Plan {
 	if slot, ok := r.NodeSessions[src]; ok && slot.StateRef != "" && slot.SessionID == id && slot.Backend == r.Backend {
 		return Plan{
 			Kind: UnpackSourceSlot, Backend: r.Backend,
-			SessionID: id, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest, Source: src,
+			SessionID: id, Fingerprint: slot.Fingerprint, StateRef: slot.StateRef, Digest: slot.Digest, Size: slot.Size, Parts: slot.Parts, Source: src,
 			Fork:     r.Node.Session == graph.SessionFork,
 			Input:    with(stripped, id, slot.Fingerprint),
 			Stripped: stripped,

@@ -61,6 +61,10 @@ type Checkpoint struct {
 	// this window (after a successful checkpoint, as ADR-089 orders), so a
 	// rewind within it continues the conversation it rewinds to.
 	RetainedSessions map[string][]string `json:"retained_sessions,omitempty"`
+	// RetainedParts are the incremental packs of retained slots, by node
+	// and by the base blob they follow (a key of RetainedSessions): a
+	// retained slot is kept, and deleted, with all its parts.
+	RetainedParts map[string]map[string][]string `json:"retained_parts,omitempty"`
 	// Pause is set while an agent node waits on an in-node ask_user or a
 	// human node waits on its question.
 	Pause *PauseInfo `json:"pause,omitempty"`
@@ -195,6 +199,42 @@ type NodeSessionSlot struct {
 	// refuses a blob that differs. Empty in slots written before digests
 	// were recorded.
 	Digest string `json:"digest,omitempty"`
+	// Size is the size of the blob at StateRef, when recorded.
+	Size int64 `json:"size,omitempty"`
+	// Parts are the incremental packs after the one at StateRef, in the
+	// order they apply (packer.PackDelta): the session is the base with
+	// every part applied. Empty for a slot that is one whole archive.
+	Parts []SessionPart `json:"parts,omitempty"`
+}
+
+// SessionPart is one incremental pack of a slot: its blob, the blob's
+// sha256, and its size.
+type SessionPart struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// Refs lists the slot's blobs, the base first.
+func (s NodeSessionSlot) Refs() []string {
+	if s.StateRef == "" {
+		return nil
+	}
+	refs := []string{s.StateRef}
+	for _, p := range s.Parts {
+		refs = append(refs, p.Ref)
+	}
+	return refs
+}
+
+// LastDigest is the digest of the slot's newest blob: the last part's, or
+// the base's when it has none. An incremental pack extends a slot only
+// when the session it resumed carries this digest.
+func (s NodeSessionSlot) LastDigest() string {
+	if n := len(s.Parts); n > 0 {
+		return s.Parts[n-1].Digest
+	}
+	return s.Digest
 }
 
 // PauseInfo describes what a waiting run waits for.

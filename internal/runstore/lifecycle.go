@@ -16,12 +16,13 @@ import (
 func (cp *Checkpoint) Refs() []string {
 	var refs []string
 	for _, k := range slices.Sorted(maps.Keys(cp.NodeSessions)) {
-		if r := cp.NodeSessions[k].StateRef; r != "" {
-			refs = append(refs, r)
-		}
+		refs = append(refs, cp.NodeSessions[k].Refs()...)
 	}
 	for _, k := range slices.Sorted(maps.Keys(cp.RetainedSessions)) {
-		refs = append(refs, cp.RetainedSessions[k]...)
+		for _, base := range cp.RetainedSessions[k] {
+			refs = append(refs, base)
+			refs = append(refs, cp.RetainedParts[k][base]...)
+		}
 	}
 	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
 		refs = append(refs, cp.Pause.BackendSessionStateRef)
@@ -37,6 +38,7 @@ func Fork(src *Checkpoint) *Checkpoint {
 	cp := *src
 	cp.NodeSessions = nil
 	cp.RetainedSessions = nil
+	cp.RetainedParts = nil
 	if src.Pause != nil {
 		p := *src.Pause
 		p.BackendSessionStateRef = ""
