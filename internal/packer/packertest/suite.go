@@ -82,6 +82,45 @@ func Run(t *testing.T, l Layout) {
 		require.NoError(t, pb.UnpackSession(ctx, ID, blob))
 		assert.Len(t, files.List(t, b.StateRoot), len(seeded))
 	})
+	t.Run("Incremental", func(t *testing.T) {
+		// A slot of a base and two deltas, restored on two other machines:
+		// the session's main file grows by a turn, then a compaction
+		// rewrites it shorter, as the CLIs do.
+		a := env(t, "x")
+		seeded := l.Seed(t, a, ID)
+		for _, f := range l.Private {
+			files.Write(t, a.StateRoot, f, "private")
+		}
+		pa := l.New(a)
+		main := mainFile(t, pa, a)
+		base, m0, err := pa.PackDelta(ctx, ID, nil)
+		require.NoError(t, err)
+		grown := files.Read(t, a.StateRoot, main) + `{"type":"user","text":"one more turn"}` + "\n"
+		files.Write(t, a.StateRoot, main, grown)
+		d1, m1, err := pa.PackDelta(ctx, ID, m0)
+		require.NoError(t, err)
+		h, err := packer.ReadHeader(d1)
+		require.NoError(t, err)
+		assert.Equal(t, packer.KindDelta, h.Kind)
+		files.Write(t, a.StateRoot, main, `{"type":"summary","text":"compacted"}`+"\n")
+		d2, m2, err := pa.PackDelta(ctx, ID, m1)
+		require.NoError(t, err)
+		for _, blob := range [][]byte{base, d1, d2} {
+			assert.NotContains(t, string(blob), "private")
+		}
+		for i, want := range []*packer.Manifest{m0, m1, m2} {
+			b := env(t, "y")
+			pb := l.New(b)
+			m, err := pb.UnpackParts(ctx, ID, [][]byte{base, d1, d2}[:i+1]...)
+			require.NoError(t, err)
+			assert.Equal(t, want, m)
+			assert.True(t, pb.HasSession(ctx, ID))
+			assert.Len(t, files.List(t, b.StateRoot), len(seeded), "the session's files and nothing else: %v", files.List(t, b.StateRoot))
+			if i == 2 {
+				assert.Equal(t, `{"type":"summary","text":"compacted"}`+"\n", files.Read(t, b.StateRoot, mainFile(t, pb, b)))
+			}
+		}
+	})
 	t.Run("ForeignNames", func(t *testing.T) {
 		src := env(t, "x")
 		l.Seed(t, src, ID)
