@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/hex"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -27,6 +28,9 @@ func incrementalVisit(t *testing.T, a *Activities, n int, slot runstore.NodeSess
 	if slot.StateRef != "" {
 		req.Session = &SessionPlan{Kind: "unpack_own_slot", SessionID: slot.SessionID, StateRef: slot.StateRef,
 			Digest: slot.Digest, Size: slot.Size, Parts: slot.Parts, Stripped: map[string]any{}}
+		if len(slot.Parts) > 0 {
+			req.Session.Digest = PartsDigestPrefix + slot.Digest // as the workflow sends it
+		}
 	}
 	res, err := a.Visit(context.Background(), req)
 	require.NoError(t, err)
@@ -77,6 +81,18 @@ func TestIncrementalSlotGrowsAndRestores(t *testing.T) {
 	res, slot = incrementalVisit(t, newActs(t, store), 4, slot, now)
 	assert.Equal(t, "turn 4", res.Output["text"])
 	require.Len(t, slot.Parts, 3)
+
+	// A worker built before slots had parts checks the base against the
+	// plan's Digest and nothing else: the prefix makes it refuse, so it
+	// never resumes the base without its parts.
+	base, err := store.Get(context.Background(), slot.StateRef)
+	require.NoError(t, err)
+	data, err := io.ReadAll(base)
+	require.NoError(t, err)
+	require.NoError(t, base.Close())
+	assert.Empty(t, checkSessionBlob("r1", slot.StateRef, slot.Digest, data), "the base itself is sound")
+	assert.Contains(t, checkSessionBlob("r1", slot.StateRef, PartsDigestPrefix+slot.Digest, data), "not the one the checkpoint recorded",
+		"what an old worker's check makes of a slot with parts")
 
 	// A part that is not the one the slot recorded is refused: the visit
 	// runs fresh, never on a conversation it cannot prove.

@@ -82,7 +82,8 @@ type SessionPlan struct {
 	// session is present in this worker's live root.
 	StateRef string `json:"state_ref,omitempty"`
 	// Digest is the blob's recorded sha256; a blob that differs is
-	// refused.
+	// refused. For a slot with Parts it is PartsDigestPrefix followed by
+	// the base's digest (see baseDigest).
 	Digest string `json:"digest,omitempty"`
 	// Size is the blob's size, when recorded.
 	Size int64 `json:"size,omitempty"`
@@ -382,6 +383,18 @@ func (a *Activities) settingsChanged(b agent.Backend, env agent.Env, req *VisitR
 	return fmt.Sprintf("the node's settings changed since its conversation began (fingerprint %.12s, now %.12s: model, prompts, tools or permissions); started a fresh conversation", sp.Fingerprint, now)
 }
 
+// PartsDigestPrefix starts the Digest of a plan whose slot has parts. A
+// worker built before slots had parts reads only StateRef and Digest, and
+// would resume the base alone, without the turns its parts hold; this
+// prefix makes its digest check refuse the blob, so that it runs the visit
+// fresh and says so, never on a silently shorter conversation.
+const PartsDigestPrefix = "parts+"
+
+// baseDigest is the recorded digest of the plan's base blob.
+func (sp *SessionPlan) baseDigest() string {
+	return strings.TrimPrefix(sp.Digest, PartsDigestPrefix)
+}
+
 // restoreSession makes the planned session live in this worker's root. It
 // returns a note when the session cannot be resumed (a missing, corrupt or
 // foreign blob, one whose digest differs from the recorded one, a part
@@ -401,7 +414,7 @@ func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env ag
 		}
 		return "", nil, nil
 	}
-	x := &extension{last: sp.Digest, parts: len(sp.Parts), baseBytes: sp.Size}
+	x := &extension{last: sp.baseDigest(), parts: len(sp.Parts), baseBytes: sp.Size}
 	for _, p := range sp.Parts {
 		x.last = p.Digest
 		x.partBytes += p.Size
@@ -448,7 +461,7 @@ func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env ag
 func (a *Activities) fetchSlot(ctx context.Context, req *VisitRequest) ([][]byte, string, error) {
 	sp := req.Session
 	type ref struct{ key, digest string }
-	refs := []ref{{sp.StateRef, sp.Digest}}
+	refs := []ref{{sp.StateRef, sp.baseDigest()}}
 	for _, p := range sp.Parts {
 		if p.Digest == "" {
 			return nil, fmt.Sprintf("the checkpoint records no digest for the session's part %s; it is not unpacked", p.Ref), nil

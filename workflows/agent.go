@@ -163,6 +163,11 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 				}
 				if plan.Kind != resolve.HasSession {
 					req.Session.StateRef, req.Session.Size, req.Session.Parts = plan.StateRef, plan.Size, plan.Parts
+					if len(plan.Parts) > 0 {
+						// A worker built before slots had parts would restore the
+						// base alone: its digest check refuses this one instead.
+						req.Session.Digest = activities.PartsDigestPrefix + plan.Digest
+					}
 				}
 			}
 		}
