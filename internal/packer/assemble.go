@@ -120,14 +120,8 @@ func (o *pipeOut) Write(b []byte) (int, error) {
 // partPayload checks part i's header (the first part whole, the others
 // deltas, all of this backend and session) and returns its payload.
 func (p *Packer) partPayload(i int, id string, blob []byte) ([]byte, error) {
-	if int64(len(blob)) > maxBlobBytes(p.limits) {
-		return nil, fmt.Errorf("%w: blob of %d bytes", ErrTooLarge, len(blob))
-	}
-	h, payload, err := splitBlob(blob)
+	h, payload, err := p.payload(id, blob)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.checkHeader(h, id); err != nil {
 		return nil, err
 	}
 	switch {

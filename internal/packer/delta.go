@@ -62,48 +62,11 @@ type FileState struct {
 // base is gone, it is a whole archive. It returns the archive and the
 // manifest of what it packed, the base for the next delta.
 func (p *Packer) PackDelta(ctx context.Context, sessionID string, base *Manifest) ([]byte, *Manifest, error) {
-	blob, m, err := p.packDelta(ctx, sessionID, base)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
-	}
-	return blob, m, nil
-}
-
-func (p *Packer) packDelta(ctx context.Context, id string, base *Manifest) ([]byte, *Manifest, error) {
-	if err := p.check(id); err != nil {
-		return nil, nil, err
-	}
-	root, err := os.OpenRoot(p.env.StateRoot)
-	if err != nil {
-		return nil, nil, p.noSession(id, err)
-	}
-	defer root.Close()
-	parts, err := p.findLive(root, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !hasPrimary(parts) {
-		return nil, nil, p.noSession(id, nil)
-	}
-	entries, err := p.collect(ctx, root, parts)
-	if err != nil {
-		return nil, nil, err
-	}
-	h := Header{Backend: p.backend, SessionID: id, SourceWorkdir: p.layout.Workdir(p.env), CreatedBy: createdBy()}
-	if base != nil && len(base.Files) > 0 {
-		if ok, err := p.planDelta(ctx, root, entries, base); err != nil {
-			return nil, nil, err
-		} else if ok {
-			h.Kind = KindDelta
-		}
-	}
-	sw := &secretWarnings{p: p, session: id}
 	m := &Manifest{Files: map[string]FileState{}}
-	blob, err := p.writeEntries(ctx, root, h, entries, sw, m)
+	blob, err := p.pack(ctx, sessionID, base, m)
 	if err != nil {
 		return nil, nil, err
 	}
-	sw.summary()
 	return blob, m, nil
 }
 
@@ -150,18 +113,11 @@ func (p *Packer) planDelta(ctx context.Context, root *os.Root, entries []entry, 
 // bytes are the file was describes (when known), so only what follows them
 // needs packing.
 func fileSum(root *os.Root, e entry, was FileState, known bool) (sum string, grew bool, err error) {
-	f, err := root.Open(e.rel)
+	f, err := openListed(root, e)
 	if err != nil {
 		return "", false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", false, err
-	}
-	if !fi.Mode().IsRegular() || !os.SameFile(fi, e.info) {
-		return "", false, fmt.Errorf("%w: %s changed while being packed", ErrLinkEntry, e.rel)
-	}
 	h := sha256.New()
 	size := e.info.Size()
 	if known && was.Size <= size {

@@ -102,6 +102,13 @@ type entry struct {
 // the file, the line and the kind of key, never the value; with
 // RedactRefuse the pack fails with ErrSecret.
 func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, error) {
+	return p.pack(ctx, sessionID, nil, nil)
+}
+
+// pack archives the session. With a base (PackDelta) the archive is a
+// delta when planDelta allows; with m, every file's size and sha256 is
+// recorded in it.
+func (p *Packer) pack(ctx context.Context, sessionID string, base, m *Manifest) ([]byte, error) {
 	if err := p.check(sessionID); err != nil {
 		return nil, err
 	}
@@ -127,8 +134,17 @@ func (p *Packer) PackSession(ctx context.Context, sessionID string) ([]byte, err
 		SourceWorkdir: p.layout.Workdir(p.env),
 		CreatedBy:     createdBy(),
 	}
+	if base != nil && len(base.Files) > 0 {
+		delta, err := p.planDelta(ctx, root, entries, base)
+		if err != nil {
+			return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
+		}
+		if delta {
+			h.Kind = KindDelta
+		}
+	}
 	sw := &secretWarnings{p: p, session: sessionID}
-	blob, err := p.writeEntries(ctx, root, h, entries, sw, nil)
+	blob, err := p.writeEntries(ctx, root, h, entries, sw, m)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s session %s: %w", p.backend, sessionID, err)
 	}
@@ -360,21 +376,11 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 // copyFile copies exactly the size recorded in e, from the very file that
 // was listed: a file swapped for a link or another file since is refused.
 func copyFile(w io.Writer, root *os.Root, e entry) error {
-	f, err := root.Open(e.rel)
+	f, err := openListed(root, e)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() || !os.SameFile(fi, e.info) {
-		return fmt.Errorf("%w: %s changed while being packed", ErrLinkEntry, e.rel)
-	}
-	if err := singleLink(e.rel, fi); err != nil {
-		return err
-	}
 	if e.offset > 0 {
 		if _, err := f.Seek(e.offset, io.SeekStart); err != nil {
 			return err
@@ -385,6 +391,27 @@ func copyFile(w io.Writer, root *os.Root, e entry) error {
 		return fmt.Errorf("packer: %s shrank from %d to %d bytes while being packed; pack again once the CLI has exited", e.rel, e.info.Size(), e.offset+n)
 	}
 	return err
+}
+
+// openListed opens the very file that was listed as e: a file swapped for
+// a link or another file since, or hard-linked since, is refused.
+func openListed(root *os.Root, e entry) (*os.File, error) {
+	f, err := root.Open(e.rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && (!fi.Mode().IsRegular() || !os.SameFile(fi, e.info)) {
+		err = fmt.Errorf("%w: %s changed while being packed", ErrLinkEntry, e.rel)
+	}
+	if err == nil {
+		err = singleLink(e.rel, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // trimSlash drops one trailing slash (tar directory names carry one).

@@ -56,14 +56,8 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 	if err := p.check(id); err != nil {
 		return err
 	}
-	if int64(len(blob)) > maxBlobBytes(p.limits) {
-		return fmt.Errorf("%w: blob of %d bytes", ErrTooLarge, len(blob))
-	}
-	h, payload, err := splitBlob(blob)
+	h, payload, err := p.payload(id, blob)
 	if err != nil {
-		return err
-	}
-	if err := p.checkHeader(h, id); err != nil {
 		return err
 	}
 	if h.Kind != "" {
@@ -74,12 +68,20 @@ func (p *Packer) unpack(ctx context.Context, id string, blob []byte) (err error)
 	})
 }
 
-// checkHeader refuses an archive made for another backend or session.
-func (p *Packer) checkHeader(h Header, id string) error {
-	if h.Backend != p.backend || h.SessionID != id {
-		return fmt.Errorf("%w: archive holds %s session %q, expected %s session %q", ErrHeaderMismatch, h.Backend, h.SessionID, p.backend, id)
+// payload checks an archive's size and header, which must be of this
+// backend and session id, and returns its header and compressed payload.
+func (p *Packer) payload(id string, blob []byte) (Header, []byte, error) {
+	if int64(len(blob)) > maxBlobBytes(p.limits) {
+		return Header{}, nil, fmt.Errorf("%w: blob of %d bytes", ErrTooLarge, len(blob))
 	}
-	return nil
+	h, payload, err := splitBlob(blob)
+	if err != nil {
+		return Header{}, nil, err
+	}
+	if h.Backend != p.backend || h.SessionID != id {
+		return Header{}, nil, fmt.Errorf("%w: archive holds %s session %q, expected %s session %q", ErrHeaderMismatch, h.Backend, h.SessionID, p.backend, id)
+	}
+	return h, payload, nil
 }
 
 // place stages the session's files with fill in a private directory of the
@@ -129,14 +131,14 @@ func (p *Packer) place(ctx context.Context, id string, fill func(stage *os.Root,
 // extract reads the whole archive into the staging directory, checking every
 // entry before writing it, and returns the session parts it held.
 func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id string, payload []byte) (map[string]Place, error) {
-	dec, err := zstd.NewReader(bytes.NewReader(payload),
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(max(maxStreamBytes(p.limits), maxWindow))),
-		zstd.WithDecoderMaxWindow(maxWindow))
+	dec, err := p.newDecoder()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, err
 	}
 	defer dec.Close()
+	if err := dec.Reset(bytes.NewReader(payload)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
 	return p.extractTar(ctx, stage, stageAbs, id, &capReader{ctx: ctx, r: dec, left: maxStreamBytes(p.limits)})
 }
 
