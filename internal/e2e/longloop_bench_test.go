@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/testenv/files"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -149,15 +149,10 @@ func visitCompletions(b *testing.B, h *harness, id, runID string) (done []time.T
 // treeBytes is the size of every file under dir.
 func treeBytes(b *testing.B, dir string) int64 {
 	var n int64
-	require.NoError(b, filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	}))
+	for _, f := range files.List(b, dir) {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(b, err)
+		n += fi.Size()
+	}
 	return n
 }

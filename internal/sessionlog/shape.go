@@ -65,7 +65,11 @@ func (s Shape) next(e Event) (Shape, error) {
 // it, or why they are not a valid log (seq gaps, unbalanced nesting, unknown
 // kinds).
 func ShapeOf(events []Event) (Shape, error) {
-	var s Shape
+	return Shape{}.replay(events)
+}
+
+// replay checks that events may follow s and returns where they leave it.
+func (s Shape) replay(events []Event) (Shape, error) {
 	for _, e := range events {
 		var err error
 		if s, err = s.next(e); err != nil {
@@ -87,14 +91,7 @@ func shapeOf(events []Event, depth Depth) (Shape, error) {
 	if first.Kind != KindTurnStart || first.Seq < 1 {
 		return Shape{}, fmt.Errorf("the last turn's events begin at seq %d, a %s, not a turn/start", first.Seq, first.Kind)
 	}
-	s := Shape{LastSeq: first.Seq - 1}
-	for _, e := range events {
-		var err error
-		if s, err = s.next(e); err != nil {
-			return s, err
-		}
-	}
-	return s, nil
+	return Shape{LastSeq: first.Seq - 1}.replay(events)
 }
 
 // closers are the synthetic events that close what a crash left open: a step

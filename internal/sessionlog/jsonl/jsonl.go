@@ -169,10 +169,7 @@ func readLog(root, rel, id string, depth sessionlog.Depth) (*sessionlog.Stored, 
 	)
 	switch depth {
 	case sessionlog.HeaderOnly:
-		data, err = bufio.NewReaderSize(f, maxHeader).ReadSlice('\n')
-		if errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull) {
-			err = nil // parse reports an unterminated header
-		}
+		data, err = headerLine(f)
 	case sessionlog.LastTurn:
 		st, err = readTail(f, fi.Size())
 	default:
@@ -216,19 +213,10 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 // parse splits a log into its header, its committed events and the offset
 // of a torn final fragment. Its errors are ErrCorrupt or ErrVersion.
 func parse(data []byte, depth sessionlog.Depth) (*sessionlog.Stored, error) {
-	nl := bytes.IndexByte(data, '\n')
-	if nl < 0 {
-		// The header is written with the first batch in one created file,
-		// so it cannot be torn: a log without a whole header line is damaged.
-		return nil, fmt.Errorf("%w: no complete header line", sessionlog.ErrCorrupt)
-	}
-	// The header comes first: a log of another format version is refused
-	// before any of its events is read.
-	h, err := sessionlog.DecodeHeader(data[:nl])
+	st, nl, err := parseHeader(data)
 	if err != nil {
 		return nil, err
 	}
-	st := &sessionlog.Stored{Header: h}
 	if depth == sessionlog.HeaderOnly {
 		return st, nil
 	}
@@ -236,6 +224,33 @@ func parse(data []byte, depth sessionlog.Depth) (*sessionlog.Stored, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// headerLine reads a log's first line, up to maxHeader bytes; one without
+// its newline is returned as it is, for parseHeader to report.
+func headerLine(r io.Reader) ([]byte, error) {
+	line, err := bufio.NewReaderSize(r, maxHeader).ReadSlice('\n')
+	if errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull) {
+		err = nil
+	}
+	return line, err
+}
+
+// parseHeader decodes the header line that starts data and returns it, with
+// the index of the newline that ends it. The header comes first: a log of
+// another format version is refused before any of its events is read.
+func parseHeader(data []byte) (*sessionlog.Stored, int, error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		// The header is written with the first batch in one created file,
+		// so it cannot be torn: a log without a whole header line is damaged.
+		return nil, 0, fmt.Errorf("%w: no complete header line", sessionlog.ErrCorrupt)
+	}
+	h, err := sessionlog.DecodeHeader(data[:nl])
+	if err != nil {
+		return nil, 0, err
+	}
+	return &sessionlog.Stored{Header: h}, nl, nil
 }
 
 // parseEvents decodes the event lines of data, which starts at byte base of
@@ -273,19 +288,14 @@ const tailChunk = 64 << 10
 // the Coordinator checks that they begin at a turn/start and run on
 // contiguously. A log without a turn/start is read whole.
 func readTail(f *os.File, size int64) (*sessionlog.Stored, error) {
-	head, err := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), maxHeader).ReadSlice('\n')
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return nil, err
-	}
-	nl := bytes.IndexByte(head, '\n')
-	if nl < 0 {
-		return nil, fmt.Errorf("%w: no complete header line", sessionlog.ErrCorrupt)
-	}
-	h, err := sessionlog.DecodeHeader(head[:nl])
+	head, err := headerLine(io.NewSectionReader(f, 0, size))
 	if err != nil {
 		return nil, err
 	}
-	st := &sessionlog.Stored{Header: h}
+	st, nl, err := parseHeader(head)
+	if err != nil {
+		return nil, err
+	}
 	first := int64(nl + 1) // where the events begin
 	var buf []byte         // the log from start to size
 	start := size
