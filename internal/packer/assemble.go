@@ -299,8 +299,9 @@ func writeFile(tw *tar.Writer, name string, base io.Reader, size int64, segs []s
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: total, Mode: fileMode, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
-	h := sha256.New()
-	if _, err := io.CopyN(io.MultiWriter(tw, h), base, size); err != nil {
+	h, sm := sha256.New(), newSampler(total)
+	out := io.MultiWriter(tw, h, sm)
+	if _, err := io.CopyN(out, base, size); err != nil {
 		return streamErr(err)
 	}
 	if from >= 0 {
@@ -312,14 +313,14 @@ func writeFile(tw *tar.Writer, name string, base io.Reader, size int64, segs []s
 		if hexSum(h) != sg.prefix {
 			return fmt.Errorf("%w: the file it appends to is not the one it was packed after", ErrBrokenChain)
 		}
-		if _, err := io.MultiWriter(tw, h).Write(sg.data); err != nil {
+		if _, err := out.Write(sg.data); err != nil {
 			return err
 		}
 		if err := follows(h, sg.sum); err != nil {
 			return err
 		}
 	}
-	m.Files[name] = FileState{Size: total, SHA256: hexSum(h)}
+	m.Files[name] = FileState{Size: total, SHA256: hexSum(h), State: hashState(h), Sample: sm.sum()}
 	return nil
 }
 

@@ -52,6 +52,11 @@ type Manifest struct {
 type FileState struct {
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// State is the sha256 state after the file's last byte and Sample the
+	// sha256 of its sample (sample.go): with both, the next delta hashes
+	// only what was appended.
+	State  []byte `json:"state,omitempty"`
+	Sample string `json:"sample,omitempty"`
 }
 
 // PackDelta packs the session as PackSession does, but when base (the
@@ -94,14 +99,14 @@ func (p *Packer) planDelta(ctx context.Context, root *os.Root, entries []entry, 
 			return false, err
 		}
 		was, ok := base.Files[e.name]
-		sum, grew, err := fileSum(root, *e, was, ok)
+		sum, state, grew, err := fileSum(root, *e, was, ok)
 		if err != nil {
 			return false, err
 		}
-		e.sum = sum
+		e.sum, e.state = sum, state
 		switch {
 		case grew && e.info.Size() == was.Size:
-			e.skip = true // unchanged
+			e.skip, e.sample = true, was.Sample // unchanged
 		case grew:
 			e.offset, e.prefix = was.Size, was.SHA256
 		}
@@ -111,26 +116,36 @@ func (p *Packer) planDelta(ctx context.Context, root *os.Root, entries []entry, 
 
 // fileSum hashes the listed file e and reports whether its first was.Size
 // bytes are the file was describes (when known), so only what follows them
-// needs packing.
-func fileSum(root *os.Root, e entry, was FileState, known bool) (sum string, grew bool, err error) {
+// needs packing. When was has a hash state and the file's sample of those
+// bytes is unchanged, only what follows them is read (sample.go).
+func fileSum(root *os.Root, e entry, was FileState, known bool) (sum string, state []byte, grew bool, err error) {
 	f, err := openListed(root, e)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	defer f.Close()
-	h := sha256.New()
 	size := e.info.Size()
+	if known {
+		sum, state, ok, err := grownSum(f, size, was)
+		if err != nil {
+			return "", nil, false, shrank(e, err)
+		}
+		if ok {
+			return sum, state, true, nil
+		}
+	}
+	h := sha256.New()
 	if known && was.Size <= size {
 		if _, err := io.CopyN(h, f, was.Size); err != nil {
-			return "", false, shrank(e, err)
+			return "", nil, false, shrank(e, err)
 		}
 		grew = hexSum(h) == was.SHA256
 		size -= was.Size
 	}
 	if _, err := io.CopyN(h, f, size); err != nil {
-		return "", false, shrank(e, err)
+		return "", nil, false, shrank(e, err)
 	}
-	return hexSum(h), grew, nil
+	return hexSum(h), hashState(h), grew, nil
 }
 
 func shrank(e entry, err error) error {

@@ -282,3 +282,83 @@ func craftWith(t *testing.T, id string, blob []byte) []byte {
 	h.SessionID = id
 	return wrap(t, h, decompressed(t, blob))
 }
+
+// The sample of a streamed file is the sample read back from it, whatever
+// its size and however its bytes arrive.
+func TestSamplerMatchesSampleAt(t *testing.T) {
+	rng := rand.New(rand.NewChaCha8([32]byte{9}))
+	for _, size := range []int64{0, 1, 4095, 64 << 10, 128<<10 + 1, 300 << 10, 2<<20 + 17} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.IntN(256))
+		}
+		want, err := sampleAt(strings.NewReader(string(data)), size)
+		require.NoError(t, err)
+		s := newSampler(size)
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(70<<10))
+			_, _ = s.Write(rest[:n])
+			rest = rest[n:]
+		}
+		assert.Equal(t, want, s.sum(), "size %d", size)
+	}
+	_, err := sampleAt(strings.NewReader("short"), 10)
+	assert.Error(t, err, "a file shorter than the size sampled")
+}
+
+// A file that grew is packed as its appended bytes without hashing what
+// it had; a rewrite of its head, or of the bytes its old end, is packed
+// whole, as is any change when the manifest has no hash state.
+func TestGrownFilesAreJudgedByTheirSample(t *testing.T) {
+	for name, edit := range map[string]func(data []byte) int64{
+		"head":      func([]byte) int64 { return 10 },
+		"old end":   func(data []byte) int64 { return int64(len(data)) - 100 },
+		"middle":    func(data []byte) int64 { return 4*int64(len(data))/9 + 10 }, // in a window
+		"nothing":   func([]byte) int64 { return -1 },
+		"no state":  func([]byte) int64 { return -2 },
+		"no sample": func([]byte) int64 { return -3 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newDeltaSession(t)
+			base, m0 := s.pack(nil)
+			main := filepath.Join(s.env.StateRoot, s.main())
+			data, err := os.ReadFile(main)
+			require.NoError(t, err)
+			at := edit(data)
+			switch at {
+			case -2:
+				m0 = withFile(m0, s.main(), func(f *FileState) { f.State = nil })
+			case -3:
+				m0 = withFile(m0, s.main(), func(f *FileState) { f.Sample = "" })
+			case -1:
+			default:
+				f, err := os.OpenFile(main, os.O_WRONLY, 0)
+				require.NoError(t, err)
+				_, err = f.WriteAt([]byte("#"), at)
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
+			s.appendTo(s.main(), `{"type":"assistant","text":"appended"}`+"\n")
+			d, m1 := s.pack(m0)
+			stream := string(decompressed(t, d))
+			appended := strings.Contains(stream, paxOffset)
+			if at >= 0 {
+				assert.False(t, appended, "a rewrite the sample covers packs the file whole")
+			} else {
+				assert.True(t, appended, "a file that only grew is packed as what it appended")
+			}
+			s.restoreLive(m1, base, d)
+		})
+	}
+}
+
+func withFile(m *Manifest, name string, edit func(*FileState)) *Manifest {
+	c := &Manifest{Files: map[string]FileState{}}
+	for k, v := range m.Files {
+		if strings.HasSuffix(k, filepath.Base(name)) {
+			edit(&v)
+		}
+		c.Files[k] = v
+	}
+	return c
+}

@@ -85,6 +85,8 @@ type entry struct {
 	// unchanged since the base (skip), and where the bytes it appends
 	// begin, with the sha256 of what precedes them.
 	sum    string
+	state  []byte // the sha256 state after the file's last byte
+	sample string // the file's sample, when unchanged since the base
 	skip   bool
 	offset int64
 	prefix string
@@ -284,8 +286,8 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entries []entry, sw *secretWarnings, m *Manifest) ([]byte, error) {
 	var raw int64
 	for _, e := range entries {
-		if !e.dir {
-			raw += e.info.Size()
+		if !e.dir && !e.skip {
+			raw += e.info.Size() - e.offset // what this archive holds of it
 		}
 	}
 	// JSONL compresses 3-10x; starting at a third saves most regrowth.
@@ -316,17 +318,26 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 		if m != nil && e.sum == "" {
 			sum = sha256.New()
 		}
-		record := func() {
+		record := func() error {
 			if m == nil {
-				return
+				return nil
 			}
 			if sum != nil {
-				e.sum = hexSum(sum)
+				e.sum, e.state = hexSum(sum), hashState(sum)
 			}
-			m.Files[e.name] = FileState{Size: e.info.Size(), SHA256: e.sum}
+			if e.sample == "" {
+				var err error
+				if e.sample, err = fileSample(root, e); err != nil {
+					return err
+				}
+			}
+			m.Files[e.name] = FileState{Size: e.info.Size(), SHA256: e.sum, State: e.state, Sample: e.sample}
+			return nil
 		}
 		if e.skip {
-			record()
+			if err := record(); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()-e.offset
@@ -348,7 +359,9 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 			if err := copyFile(w, root, e); err != nil {
 				return nil, err
 			}
-			record()
+			if err := record(); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if sc == nil {
@@ -362,7 +375,9 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 		if err := sw.file(e.name, sc.Finish(), sc.Total()); err != nil {
 			return nil, err
 		}
-		record()
+		if err := record(); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -412,6 +427,20 @@ func openListed(root *os.Root, e entry) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// fileSample is the sample (sample.go) of the listed file e, as listed.
+func fileSample(root *os.Root, e entry) (string, error) {
+	f, err := openListed(root, e)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum, err := sampleAt(f, e.info.Size())
+	if err != nil {
+		return "", shrank(e, err)
+	}
+	return sum, nil
 }
 
 // trimSlash drops one trailing slash (tar directory names carry one).
