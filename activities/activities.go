@@ -103,11 +103,25 @@ type incrementalPacker interface {
 	UnpackParts(ctx context.Context, sessionID string, parts ...[]byte) (*sessionpack.Manifest, error)
 }
 
-// maxSlotParts bounds a slot's incremental packs. A visit past it, or
-// whose slot's parts together outweigh its base, packs the whole session
-// again: a restore fetches at most this many parts, and the store holds at
-// most about twice what the session packs to.
-const maxSlotParts = 64
+// slotParts bounds a slot's incremental packs, by the size of its base.
+// A visit past the bound, or whose slot's parts together outweigh its
+// base, packs the whole session again: a restore fetches at most
+// maxSlotParts parts, and the store holds at most about twice what the
+// session packs to. Every checkpoint names each part of the slot, and of
+// the superseded slot kept for rewinds, at about 60 bytes a part that do
+// not compress (a key and a sha256), for as long as the run keeps its
+// checkpoints; so a slot may have one part for every partBaseBytes of
+// base, between minSlotParts and maxSlotParts: a small session rebases
+// sooner, a large one (whose whole pack costs most) later.
+const (
+	minSlotParts  = 16
+	maxSlotParts  = 64
+	partBaseBytes = 64 << 10
+)
+
+func slotParts(baseBytes int64) int {
+	return int(min(max(baseBytes/partBaseBytes, minSlotParts), maxSlotParts))
+}
 
 // extension is the slot a persist visit may add an incremental pack to:
 // the node's own slot it resumed, as this worker holds it.
@@ -122,7 +136,7 @@ type extension struct {
 // whole reports whether the visit packs the whole session rather than a
 // part after the slot's.
 func (x *extension) whole() bool {
-	return x == nil || x.manifest == nil || x.last == "" || x.parts >= maxSlotParts || (x.baseBytes > 0 && x.partBytes >= x.baseBytes)
+	return x == nil || x.manifest == nil || x.last == "" || x.parts >= slotParts(x.baseBytes) || (x.baseBytes > 0 && x.partBytes >= x.baseBytes)
 }
 
 // forget drops every live session under root.

@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -109,4 +110,14 @@ func TestIncrementalSlotGrowsAndRestores(t *testing.T) {
 		assert.Empty(t, r.PackDeltaOf, "a fresh conversation packs whole")
 		assert.Equal(t, "turn 1", r.Output["text"])
 	}
+}
+
+func TestSlotPartsGrowWithTheBase(t *testing.T) {
+	for base, want := range map[int64]int{0: minSlotParts, 200 << 10: minSlotParts, 2 << 20: 32, 15 << 20: maxSlotParts} {
+		assert.Equal(t, want, slotParts(base), "base of %d bytes", base)
+	}
+	x := &extension{manifest: &sessionpack.Manifest{}, last: "d", parts: minSlotParts, baseBytes: 200 << 10, partBytes: 10 << 10}
+	assert.True(t, x.whole(), "a small session rebases at the floor")
+	x.baseBytes = 15 << 20
+	assert.False(t, x.whole(), "a large one keeps adding parts")
 }
