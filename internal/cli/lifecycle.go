@@ -312,7 +312,7 @@ func (a *app) deleteCmd() *cobra.Command {
 			if err != nil {
 				return failedErr(fmt.Errorf("delete run %s: %w", id, err))
 			}
-			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.Total)
+			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total)
 			return nil
 		}),
 	}

@@ -73,6 +73,14 @@ type Checkpoint struct {
 	// Path is the most recent visits, in order; PathTotal counts them all.
 	Path      []Step `json:"path,omitempty"`
 	PathTotal int    `json:"path_total,omitempty"`
+	// PathBlocks name the stored blocks of Path (pathlog.go), whose steps
+	// go at PathBlocksAt of the inline ones. Only a checkpoint as stored
+	// has them: Save splits the path and Get joins it again.
+	PathBlocks   []PathBlock `json:"path_blocks,omitempty"`
+	PathBlocksAt int         `json:"path_blocks_at,omitempty"`
+	// PathLost counts the earliest steps Get could not read back (a
+	// path block missing or damaged); Path starts after them.
+	PathLost int `json:"-"`
 	// Transitions is every distinct edge the run has taken, in the order
 	// first taken: what `tether graph --run` draws.
 	Transitions []Transition `json:"transitions,omitempty"`

@@ -14,6 +14,7 @@ import (
 //	runs/<run>/sessions/<node>/<ulid>              completed-visit session blobs (slot StateRef)
 //	runs/<run>/sessions/<node>/pause/<ulid>        in-flight ask_user session blobs (pause ref)
 //	runs/<run>/workspace/<sha256>.pack             workspace packs, named by their content
+//	runs/<run>/path/<sha256>                       blocks of the run's path (pathlog.go)
 //
 // No key is another key plus "/…", so stores that map keys onto
 // directories (the filesystem backend, versitygw) can hold them all:

@@ -30,8 +30,9 @@ var (
 // both take one sequence number, and a retried Save of the same checkpoint
 // succeeds.
 type Store struct {
-	b   blob.Store
-	key []byte
+	b      blob.Store
+	key    []byte
+	blocks writtenBlocks
 }
 
 // MaxCheckpointBytes bounds what Get reads of one checkpoint: far above
@@ -91,6 +92,8 @@ type DeleteReport struct {
 	Pauses   int
 	// WorkspacePacks counts the workspace packs.
 	WorkspacePacks int
+	// PathBlocks counts the stored blocks of the run's path.
+	PathBlocks int
 	// Other counts keys under the run's prefix that fit no known shape.
 	Other int
 	Total int
@@ -116,6 +119,10 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 	}
 	c := *cp
 	c.RunID = run
+	full := c
+	if err := s.splitPath(ctx, run, &c); err != nil {
+		return fmt.Errorf("runstore: save run %q checkpoint %d: %w", run, cp.Seq, err)
+	}
 	plain, err := Encode(&c)
 	if err != nil {
 		return fmt.Errorf("runstore: save run %q checkpoint %d: %w", run, cp.Seq, err)
@@ -129,10 +136,8 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 		// A workflow task that saved this checkpoint and then died with
 		// its worker is run again, and its clock has moved on: the same
 		// state, its steps timed anew. The first save stands.
-		if have, gerr := s.Get(ctx, run, cp.Seq); gerr == nil {
-			if want, derr := Decode(plain); derr == nil && sameButTiming(have, want) {
-				return nil
-			}
+		if have, gerr := s.Get(ctx, run, cp.Seq); gerr == nil && sameButTiming(have, &full) {
+			return nil
 		}
 		return fmt.Errorf("%w: run %q checkpoint %d holds a different checkpoint", ErrSeqTaken, run, cp.Seq)
 	}
@@ -172,6 +177,7 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 	if cp.RunID != run || cp.Seq != seq {
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d holds run %q checkpoint %d; the store is corrupt", run, seq, cp.RunID, cp.Seq)
 	}
+	s.joinPath(ctx, run, cp)
 	return cp, nil
 }
 
@@ -271,6 +277,10 @@ func (r *DeleteReport) count(run, key string) {
 	r.Total++
 	if strings.HasPrefix(key, checkpointsPrefix(run)) {
 		r.Checkpoints++
+		return
+	}
+	if isPathBlockKey(run, key) {
+		r.PathBlocks++
 		return
 	}
 	switch kind, _, _ := ParseRef(run, key); kind {

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -242,6 +245,65 @@ func runStoreSuite(t *testing.T, newBlobs func(t *testing.T) blob.Store) {
 			t.Fatalf("second DeleteRun = %+v, %v", rep, err)
 		}
 	})
+
+	t.Run("PathIsWrittenOnce", func(t *testing.T) {
+		b := newBlobs(t)
+		t.Cleanup(func() { b.Close() })
+		s := runstore.New(b)
+		var saved []*runstore.Checkpoint
+		for seq, total := range []int{40, 120, 199, 200, 201, 260, 777} {
+			cp := checkpoint("loop", int64(seq+1))
+			cp.Path, cp.PathTotal = steps(total), total
+			require.NoError(t, s.Save(ctx, "loop", cp))
+			saved = append(saved, cp)
+		}
+		blocks, err := b.List(ctx, runstore.RunPrefix("loop")+"path/")
+		require.NoError(t, err)
+		// Blocks 1-4 of the first 200 steps, 5 (201-250), and the three the
+		// last window holds whole (601-750): each stored once.
+		assert.Len(t, blocks, 8)
+		for _, want := range saved {
+			have, err := s.Get(ctx, "loop", want.Seq)
+			require.NoError(t, err)
+			assert.Equal(t, want.Path, have.Path, "checkpoint %d reads back its whole path", want.Seq)
+			assert.Zero(t, have.PathLost)
+		}
+		// What is stored holds only the steps of blocks not yet complete.
+		raw, err := blob.GetBytes(ctx, b, "runs/loop/checkpoints/00000000000000000007.json")
+		require.NoError(t, err)
+		plain, err := runstore.Decompress(raw)
+		require.NoError(t, err)
+		stored, err := runstore.Decode(plain)
+		require.NoError(t, err)
+		assert.Len(t, stored.Path, 23+27, "of steps 578-777, 578-600 and 751-777 are inline")
+		assert.Len(t, stored.PathBlocks, 3)
+		// A lost block loses history, never the checkpoint.
+		require.NoError(t, b.Delete(ctx, "runs/loop/path/"+stored.PathBlocks[1].Digest))
+		have, err := s.Get(ctx, "loop", 7)
+		require.NoError(t, err)
+		assert.Equal(t, saved[6].Path[200-77:], have.Path, "the path goes on from the block after the lost one")
+		assert.Equal(t, 23+50+50, have.PathLost)
+		// Saving the same state again, its steps timed anew, still succeeds.
+		again := checkpoint("loop", 6)
+		again.Path, again.PathTotal = steps(260), 260
+		for i := range again.Path {
+			again.Path[i].DurationMS++
+		}
+		require.NoError(t, s.Save(ctx, "loop", again))
+		rep, err := s.DeleteRun(ctx, "loop")
+		require.NoError(t, err)
+		// The second save timed steps 61-260 anew: three blocks more.
+		assert.Equal(t, 8-1+3, rep.PathBlocks, "every block left is deleted with the run")
+	})
+}
+
+// steps is a path of the last 200 of total steps.
+func steps(total int) []runstore.Step {
+	var path []runstore.Step
+	for n := max(total-199, 1); n <= total; n++ {
+		path = append(path, runstore.Step{Node: "writer", Visit: n, Status: "ok", StartedAt: fmt.Sprintf("2026-12-02T12:00:%02d.%03dZ", n%60, n%1000), DurationMS: int64(n % 37)})
+	}
+	return path
 }
 
 func TestRunStoreMem(t *testing.T) {

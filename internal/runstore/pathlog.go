@@ -1,0 +1,194 @@
+package runstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tether-run/tether/internal/blob"
+)
+
+// The path is history: a loop's checkpoint would otherwise repeat its last
+// 200 steps every visit. Save writes the path in blocks of PathBlockSteps
+// consecutive steps, aligned on the run's step count, each once, as an
+// immutable blob named by the sha256 of what it holds
+// (runs/<run>/path/<sha256>); the checkpoint names the blocks it spans and
+// holds inline only the steps of the blocks not yet complete. Get puts the
+// path back together, so a checkpoint read from the store holds the same
+// path it was saved with.
+//
+// A block is untrusted input like every blob: it is read capped, checked
+// against the digest the (signed) checkpoint names, and must hold the
+// steps it is named for. A block that is missing or fails a check loses
+// only history: Get returns the path from the first step after it, and
+// PathLost counts what was dropped.
+
+// PathBlockSteps is how many steps one path block holds.
+const PathBlockSteps = 50
+
+// maxPathBlockBytes caps what Get reads of one block: 50 steps with
+// details of a few KB each, compressed, stay far below it.
+const maxPathBlockBytes = 4 << 20
+
+const pathDir = "path"
+
+// PathBlock names one stored block of the path: the steps it holds, from
+// First (the run's step number, counting from 1), and the sha256 of its
+// stored bytes.
+type PathBlock struct {
+	First  int    `json:"first"`
+	Steps  int    `json:"steps"`
+	Digest string `json:"digest"`
+}
+
+// ErrPathBlock reports a path block that is missing or is not the one its
+// checkpoint names.
+var ErrPathBlock = errors.New("runstore: path block")
+
+func pathBlockKey(run, digest string) string {
+	return RunPrefix(run) + pathDir + "/" + digest
+}
+
+// isPathBlockKey reports whether key is a path block of run.
+func isPathBlockKey(run, key string) bool {
+	rest, ok := cutPrefix(key, RunPrefix(run)+pathDir+"/")
+	if !ok || len(rest) != sha256.Size*2 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
+}
+
+func cutPrefix(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || s[:len(prefix)] != prefix {
+		return "", false
+	}
+	return s[len(prefix):], true
+}
+
+// writtenBlocks remembers the path blocks this process has written or
+// found, so a loop's checkpoints do not write them again. It forgets each
+// after blockMemory: a run deleted and started again under the same id
+// gets its blocks written anew, since a block is written again whenever a
+// later checkpoint spans it after that.
+type writtenBlocks struct {
+	mu   sync.Mutex
+	keys map[string]time.Time
+}
+
+const blockMemory = 5 * time.Minute
+
+func (w *writtenBlocks) has(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.keys[key]
+	return ok && time.Since(at) < blockMemory
+}
+
+func (w *writtenBlocks) add(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.keys == nil || len(w.keys) > 4096 {
+		w.keys = map[string]time.Time{}
+	}
+	w.keys[key] = time.Now()
+}
+
+// splitPath writes c's complete path blocks and returns c with them named
+// in PathBlocks and taken out of Path.
+func (s *Store) splitPath(ctx context.Context, run string, c *Checkpoint) error {
+	first := c.PathTotal - len(c.Path) + 1 // the step number of c.Path[0]
+	if len(c.PathBlocks) > 0 || first < 1 {
+		return nil // already split, or a path that does not count its steps
+	}
+	var (
+		inline []Step
+		blocks []PathBlock
+		at     = -1
+	)
+	for i := 0; i < len(c.Path); {
+		n := first + i // step number of c.Path[i]
+		start := (n-1)/PathBlockSteps*PathBlockSteps + 1
+		if n != start || i+PathBlockSteps > len(c.Path) {
+			inline = append(inline, c.Path[i])
+			i++
+			continue
+		}
+		steps := c.Path[i : i+PathBlockSteps]
+		plain, err := json.Marshal(steps)
+		if err != nil {
+			return err
+		}
+		body := Compress(plain)
+		sum := sha256.Sum256(body)
+		digest := hex.EncodeToString(sum[:])
+		key := pathBlockKey(run, digest)
+		if !s.blocks.has(key) {
+			err := blob.PutBytes(ctx, s.b, key, body, blob.CreateOnly())
+			if err != nil && !errors.Is(err, blob.ErrExists) {
+				return fmt.Errorf("write path block of steps %d-%d: %w", n, n+PathBlockSteps-1, err)
+			}
+			s.blocks.add(key)
+		}
+		if at < 0 {
+			at = len(inline)
+		}
+		blocks = append(blocks, PathBlock{First: n, Steps: PathBlockSteps, Digest: digest})
+		i += PathBlockSteps
+	}
+	if len(blocks) > 0 {
+		c.Path, c.PathBlocks, c.PathBlocksAt = inline, blocks, at
+	}
+	return nil
+}
+
+// joinPath reads the blocks cp names back into its path.
+func (s *Store) joinPath(ctx context.Context, run string, cp *Checkpoint) {
+	if len(cp.PathBlocks) == 0 {
+		return
+	}
+	at := min(max(cp.PathBlocksAt, 0), len(cp.Path))
+	path := slices.Clone(cp.Path[:at])
+	lost := 0
+	for _, b := range cp.PathBlocks {
+		steps, err := s.readPathBlock(ctx, run, b)
+		if err != nil {
+			lost += len(path) + b.Steps
+			path = path[:0]
+			continue
+		}
+		path = append(path, steps...)
+	}
+	cp.Path = append(path, cp.Path[at:]...)
+	cp.PathBlocks, cp.PathBlocksAt = nil, 0
+	cp.PathLost = lost
+}
+
+func (s *Store) readPathBlock(ctx context.Context, run string, b PathBlock) ([]Step, error) {
+	if b.Steps < 1 || b.Steps > PathBlockSteps || len(b.Digest) != sha256.Size*2 {
+		return nil, fmt.Errorf("%w: %+v is not a block's name", ErrPathBlock, b)
+	}
+	key := pathBlockKey(run, b.Digest)
+	body, err := blob.GetBytesMax(ctx, s.b, key, maxPathBlockBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrPathBlock, key, err)
+	}
+	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != b.Digest {
+		return nil, fmt.Errorf("%w %s: its content is not the block the checkpoint names", ErrPathBlock, key)
+	}
+	plain, err := Decompress(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrPathBlock, key, err)
+	}
+	var steps []Step
+	if err := json.Unmarshal(plain, &steps); err != nil || len(steps) != b.Steps {
+		return nil, fmt.Errorf("%w %s: it does not hold %d steps", ErrPathBlock, key, b.Steps)
+	}
+	return steps, nil
+}
