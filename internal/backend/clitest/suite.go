@@ -1,6 +1,7 @@
 package clitest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/fakemodel"
+	"github.com/tether-run/tether/internal/packer"
 )
 
 // Harness is what a suite's New gets to build an executor: the fake model,
@@ -265,6 +267,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("UsageIsTheVisitsOwn", func(t *testing.T) { visitUsage(t, s) })
 	t.Run("ProgressWhileRunning", func(t *testing.T) { progress(t, s) })
 	t.Run("RoundTripAcrossRoots", func(t *testing.T) { roundTrip(t, s) })
+	t.Run("IncrementalPartsAcrossRoots", func(t *testing.T) { incrementalRoundTrip(t, s) })
 	t.Run("EditWritesAndEditsFiles", func(t *testing.T) { editFiles(t, s) })
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
@@ -307,6 +310,101 @@ func roundTrip(t *testing.T, s Suite) {
 	assert.False(t, packB.HasSession(ctx, other.SessionID))
 	_, err = b.Execute(ctx, agent.Request{Prompt: "x", SessionID: other.SessionID, Env: envB})
 	require.ErrorIs(t, err, agent.ErrNoSession, "a session whose files are not in root B")
+}
+
+// incrementalPacker is the packer's incremental side (packer.Packer).
+type incrementalPacker interface {
+	PackDelta(ctx context.Context, sessionID string, base *packer.Manifest) ([]byte, *packer.Manifest, error)
+	UnpackParts(ctx context.Context, sessionID string, parts ...[]byte) (*packer.Manifest, error)
+}
+
+// incrementalRoundTrip carries a real CLI's conversation across three
+// empty roots as a base and the parts after it: a turn in root B is an
+// incremental pack; then every file the turn changed is cut back to what
+// it held after the first turn, as a compaction rewrites a transcript
+// shorter, and the next turn's pack carries the rewritten files whole;
+// root C assembles base and both parts, and the CLI resumes the cut-back
+// conversation there. (A CLI whose turn adds files, such as a database's
+// log, has them removed too, and its next pack is a new base.)
+func incrementalRoundTrip(t *testing.T, s Suite) {
+	ctx := context.Background()
+	h := s.harness(t)
+	b := s.New(h)
+	envA, envB, envC := NewEnv(t), NewEnv(t), NewEnv(t)
+	packerOf := func(env agent.Env) incrementalPacker {
+		p, ok := b.Packer(env).(incrementalPacker)
+		require.True(t, ok, "the backend's packer packs incrementally")
+		return p
+	}
+
+	first := execute(t, b, agent.Request{Prompt: "alpha", Env: envA})
+	base, _, err := packerOf(envA).PackDelta(ctx, first.SessionID, nil)
+	require.NoError(t, err)
+
+	mB, err := packerOf(envB).UnpackParts(ctx, first.SessionID, base)
+	require.NoError(t, err)
+	afterFirst := snapshotFiles(t, envB.StateRoot)
+	second := execute(t, b, agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: envB})
+	assert.Equal(t, "turn 2: alpha | beta", second.Text)
+	d1, m1, err := packerOf(envB).PackDelta(ctx, first.SessionID, mB)
+	require.NoError(t, err)
+	kindOf := func(blob []byte) string {
+		hd, err := packer.ReadHeader(blob)
+		require.NoError(t, err)
+		return hd.Kind
+	}
+	assert.Equal(t, packer.KindDelta, kindOf(d1), "a resumed turn packs as a part")
+
+	cut := 0
+	for rel, was := range afterFirst {
+		full := filepath.Join(envB.StateRoot, rel)
+		now, err := os.ReadFile(full)
+		require.NoError(t, err)
+		if !bytes.Equal(now, was) {
+			require.NoError(t, os.WriteFile(full+".tmp", was, 0o600))
+			require.NoError(t, os.Rename(full+".tmp", full))
+			cut++
+		}
+	}
+	require.NotZero(t, cut, "the turn changed the transcript")
+	// A file the turn added (a database's write-ahead log) would replay
+	// the turn: it goes too, and the next pack is then whole.
+	for rel := range snapshotFiles(t, envB.StateRoot) {
+		if _, ok := afterFirst[rel]; !ok {
+			require.NoError(t, os.Remove(filepath.Join(envB.StateRoot, rel)))
+		}
+	}
+	third := execute(t, b, agent.Request{Prompt: "gamma", SessionID: first.SessionID, Env: envB})
+	assert.Equal(t, "turn 2: alpha | gamma", third.Text, "the cut-back conversation lost beta")
+	d2, _, err := packerOf(envB).PackDelta(ctx, first.SessionID, m1)
+	require.NoError(t, err)
+	parts := [][]byte{base, d1, d2}
+	if kindOf(d2) != packer.KindDelta {
+		parts = [][]byte{d2} // a file went away: a new base
+	}
+
+	_, err = packerOf(envC).UnpackParts(ctx, first.SessionID, parts...)
+	require.NoError(t, err)
+	fourth := execute(t, b, agent.Request{Prompt: "delta", SessionID: first.SessionID, Env: envC})
+	assert.Equal(t, "turn 3: alpha | gamma | delta", fourth.Text, "root C holds the conversation as root B left it")
+}
+
+// snapshotFiles reads every regular file under root, by relative path.
+func snapshotFiles(t *testing.T, root string) map[string][]byte {
+	out := map[string][]byte{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		out[rel] = data
+		return err
+	}))
+	return out
 }
 
 // fileTask writes new.txt and edits old.txt, which fileTaskUnder creates.
