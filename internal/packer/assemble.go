@@ -71,27 +71,26 @@ func (p *Packer) unpackParts(ctx context.Context, id string, parts [][]byte) (*M
 			return nil, fmt.Errorf("part %d: %w", i, err)
 		}
 	}
-	dec, err := p.newDecoder()
+	dec, err := p.decoder(2) // the base: decoded ahead of assembly, on another core
 	if err != nil {
 		return nil, err
 	}
 	defer dec.Close()
 	m := &Manifest{Files: map[string]FileState{}}
 	err = p.place(ctx, id, func(stage *os.Root, stageAbs string) (map[string]Place, error) {
-		pr, pw := io.Pipe()
-		out := &pipeOut{w: pw}
+		pipe := newChunkPipe()
 		written := make(chan error, 1)
 		go func() {
-			err := p.writeChain(ctx, id, resolve, c, dec, payloads[0], out, m)
-			pw.CloseWithError(err)
+			err := p.writeChain(ctx, id, resolve, c, dec, payloads[0], pipe, m)
+			pipe.CloseWrite(err)
 			written <- err
 		}()
-		placed, err := p.extractTar(ctx, stage, stageAbs, id, &capReader{ctx: ctx, r: pr, left: maxStreamBytes(p.limits)})
-		pr.CloseWithError(io.ErrClosedPipe) // ends the writer if extraction stopped early
+		placed, err := p.extractTar(ctx, stage, stageAbs, id, &capReader{ctx: ctx, r: pipe, left: maxStreamBytes(p.limits)})
+		pipe.CloseRead() // ends the writer if extraction stopped early
 		// The writer's own failure (a broken chain) is the cause of the
 		// broken stream the extraction saw; a writer stopped by the closed
 		// pipe only follows the extraction's.
-		if werr := <-written; werr != nil && !out.closed {
+		if werr := <-written; werr != nil && !pipe.closed {
 			return nil, werr
 		}
 		return placed, err
@@ -100,21 +99,6 @@ func (p *Packer) unpackParts(ctx context.Context, id string, parts [][]byte) (*M
 		return nil, err
 	}
 	return m, nil
-}
-
-// pipeOut is the writer's end of the pipe, noting whether a write failed
-// because the extraction had closed it.
-type pipeOut struct {
-	w      *io.PipeWriter
-	closed bool
-}
-
-func (o *pipeOut) Write(b []byte) (int, error) {
-	n, err := o.w.Write(b)
-	if err != nil {
-		o.closed = true
-	}
-	return n, err
 }
 
 // partPayload checks part i's header (the first part whole, the others
@@ -137,8 +121,14 @@ func (p *Packer) partPayload(i int, id string, blob []byte) ([]byte, error) {
 // decoder reads every delta of a restore in turn: making one allocates its
 // window, which cost more than reading a small delta.
 func (p *Packer) newDecoder() (*zstd.Decoder, error) {
+	return p.decoder(1)
+}
+
+// decoder is newDecoder decoding up to n blocks ahead of its reader, in
+// goroutines of its own when n > 1.
+func (p *Packer) decoder(n int) (*zstd.Decoder, error) {
 	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderConcurrency(n),
 		zstd.WithDecoderMaxMemory(uint64(max(maxStreamBytes(p.limits), maxWindow))),
 		zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
