@@ -33,6 +33,9 @@ func BenchmarkLongPersistLoop(b *testing.B) {
 		return
 	}
 	dir := b.TempDir()
+	if keep := os.Getenv("TETHER_BENCH_STORE"); keep != "" {
+		dir = keep // kept after the benchmark, to look into
+	}
 	h := newHarness(b, "file://"+dir)
 	h.startWorker()
 	g, err := graph.Parse([]byte(fmt.Sprintf(`
