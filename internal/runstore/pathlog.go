@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -72,32 +73,45 @@ func cutPrefix(s, prefix string) (string, bool) {
 	return s[len(prefix):], true
 }
 
-// writtenBlocks remembers the path blocks this process has written or
-// found, so a loop's checkpoints do not write them again. It forgets each
-// after blockMemory: a run deleted and started again under the same id
-// gets its blocks written anew, since a block is written again whenever a
-// later checkpoint spans it after that.
+// writtenBlocks remembers the path blocks this process has written, by
+// run and first step, with the steps they hold: a loop's next checkpoint
+// spans the same blocks, and finds them here without encoding, hashing or
+// writing them again. It forgets each after blockMemory, so a run deleted
+// and started again under the same id gets its blocks written anew.
 type writtenBlocks struct {
-	mu   sync.Mutex
-	keys map[string]time.Time
+	mu    sync.Mutex
+	known map[string]blockMemo
+}
+
+type blockMemo struct {
+	steps  []Step
+	digest string
+	at     time.Time
 }
 
 const blockMemory = 5 * time.Minute
 
-func (w *writtenBlocks) has(key string) bool {
+func blockID(run string, first int) string { return run + "/" + strconv.Itoa(first) }
+
+// digest returns the digest of the block of run from first when this
+// process wrote it, with the same steps, recently.
+func (w *writtenBlocks) digest(run string, first int, steps []Step) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	at, ok := w.keys[key]
-	return ok && time.Since(at) < blockMemory
+	m, ok := w.known[blockID(run, first)]
+	if !ok || time.Since(m.at) >= blockMemory || !slices.Equal(m.steps, steps) {
+		return "", false
+	}
+	return m.digest, true
 }
 
-func (w *writtenBlocks) add(key string) {
+func (w *writtenBlocks) add(run string, first int, steps []Step, digest string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.keys == nil || len(w.keys) > 4096 {
-		w.keys = map[string]time.Time{}
+	if w.known == nil || len(w.known) > 4096 {
+		w.known = map[string]blockMemo{}
 	}
-	w.keys[key] = time.Now()
+	w.known[blockID(run, first)] = blockMemo{steps: slices.Clone(steps), digest: digest, at: time.Now()}
 }
 
 // splitPath writes c's complete path blocks and returns c with them named
@@ -121,20 +135,20 @@ func (s *Store) splitPath(ctx context.Context, run string, c *Checkpoint) error 
 			continue
 		}
 		steps := c.Path[i : i+PathBlockSteps]
-		plain, err := json.Marshal(steps)
-		if err != nil {
-			return err
-		}
-		body := Compress(plain)
-		sum := sha256.Sum256(body)
-		digest := hex.EncodeToString(sum[:])
-		key := pathBlockKey(run, digest)
-		if !s.blocks.has(key) {
-			err := blob.PutBytes(ctx, s.b, key, body, blob.CreateOnly())
+		digest, ok := s.blocks.digest(run, n, steps)
+		if !ok {
+			plain, err := json.Marshal(steps)
+			if err != nil {
+				return err
+			}
+			body := Compress(plain)
+			sum := sha256.Sum256(body)
+			digest = hex.EncodeToString(sum[:])
+			err = blob.PutBytes(ctx, s.b, pathBlockKey(run, digest), body, blob.CreateOnly())
 			if err != nil && !errors.Is(err, blob.ErrExists) {
 				return fmt.Errorf("write path block of steps %d-%d: %w", n, n+PathBlockSteps-1, err)
 			}
-			s.blocks.add(key)
+			s.blocks.add(run, n, steps, digest)
 		}
 		if at < 0 {
 			at = len(inline)
