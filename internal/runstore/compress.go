@@ -62,6 +62,12 @@ func Compress(plain []byte) []byte {
 // allocated, and a member that decodes to anything else, fails its CRC,
 // or is followed by more data is refused (ErrCorruptCheckpoint).
 func Decompress(body []byte) ([]byte, error) {
+	return decompressMax(body, MaxCheckpointBytes)
+}
+
+// decompressMax is Decompress for a body that may hold at most limit
+// bytes of JSON.
+func decompressMax(body []byte, limit int64) ([]byte, error) {
 	if len(body) > 0 && body[0] == '{' {
 		return body, nil
 	}
@@ -74,8 +80,8 @@ func Decompress(body []byte) ([]byte, error) {
 	// ISIZE, the last four bytes, is the size modulo 2^32: a hint to size
 	// the buffer and to stop reading, checked against what decodes.
 	size := int64(binary.LittleEndian.Uint32(body[len(body)-4:]))
-	if size > MaxCheckpointBytes {
-		return nil, fmt.Errorf("%w: the gzip member would decompress to %d bytes, more than the %d a checkpoint may hold", ErrCorruptCheckpoint, size, MaxCheckpointBytes)
+	if size > limit {
+		return nil, fmt.Errorf("%w: the gzip member would decompress to %d bytes, more than the %d it may hold", ErrCorruptCheckpoint, size, limit)
 	}
 	src := bytes.NewReader(body)
 	r, err := gzip.NewReader(src)

@@ -33,9 +33,17 @@ import (
 // PathBlockSteps is how many steps one path block holds.
 const PathBlockSteps = 50
 
-// maxPathBlockBytes caps what Get reads of one block: 50 steps with
-// details of a few KB each, compressed, stay far below it.
-const maxPathBlockBytes = 4 << 20
+// maxPathBlockBytes caps what Get reads of one block, and
+// maxPathBlockPlain what it decompresses to: 50 steps with details of a
+// few KB each stay far below both.
+const (
+	maxPathBlockBytes = 4 << 20
+	maxPathBlockPlain = 16 << 20
+)
+
+// maxPathBlocks is the most blocks Get reads for one checkpoint: a path of
+// 200 steps spans at most five. A checkpoint naming more keeps the newest.
+const maxPathBlocks = 8
 
 const pathDir = "path"
 
@@ -170,10 +178,19 @@ func (s *Store) joinPath(ctx context.Context, run string, cp *Checkpoint) {
 	at := min(max(cp.PathBlocksAt, 0), len(cp.Path))
 	path := slices.Clone(cp.Path[:at])
 	lost := 0
-	for _, b := range cp.PathBlocks {
+	blocks := cp.PathBlocks
+	if over := len(blocks) - maxPathBlocks; over > 0 {
+		lost += len(path)
+		path = path[:0]
+		for _, b := range blocks[:over] {
+			lost += min(max(b.Steps, 0), PathBlockSteps)
+		}
+		blocks = blocks[over:]
+	}
+	for _, b := range blocks {
 		steps, err := s.readPathBlock(ctx, run, b)
 		if err != nil {
-			lost += len(path) + b.Steps
+			lost += len(path) + min(max(b.Steps, 0), PathBlockSteps)
 			path = path[:0]
 			continue
 		}
@@ -196,7 +213,7 @@ func (s *Store) readPathBlock(ctx context.Context, run string, b PathBlock) ([]S
 	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != b.Digest {
 		return nil, fmt.Errorf("%w %s: its content is not the block the checkpoint names", ErrPathBlock, key)
 	}
-	plain, err := Decompress(body)
+	plain, err := decompressMax(body, maxPathBlockPlain)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrPathBlock, key, err)
 	}
