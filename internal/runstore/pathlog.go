@@ -97,7 +97,10 @@ type blockMemo struct {
 	at     time.Time
 }
 
-const blockMemory = 5 * time.Minute
+const (
+	blockMemory = 5 * time.Minute
+	maxMemos    = 1024 // about 5 MB of steps
+)
 
 func blockID(run string, first int) string { return run + "/" + strconv.Itoa(first) }
 
@@ -116,8 +119,20 @@ func (w *writtenBlocks) digest(run string, first int, steps []Step) (string, boo
 func (w *writtenBlocks) add(run string, first int, steps []Step, digest string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.known == nil || len(w.known) > 4096 {
+	switch {
+	case w.known == nil:
 		w.known = map[string]blockMemo{}
+	case len(w.known) >= maxMemos:
+		// A run needs its last few blocks; forget the stale ones, and
+		// all of them if that is not enough.
+		for id, m := range w.known {
+			if time.Since(m.at) >= blockMemory {
+				delete(w.known, id)
+			}
+		}
+		if len(w.known) >= maxMemos {
+			clear(w.known)
+		}
 	}
 	w.known[blockID(run, first)] = blockMemo{steps: slices.Clone(steps), digest: digest, at: time.Now()}
 }

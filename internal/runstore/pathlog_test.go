@@ -89,3 +89,34 @@ func TestHostilePathBlocksLoseOnlyHistory(t *testing.T) {
 	assert.Equal(t, steps, have.Path, "the path goes on after the block that would not decompress")
 	assert.Equal(t, 50, have.PathLost)
 }
+
+// The memo of written blocks stays bounded, forgetting stale blocks first.
+func TestWrittenBlocksStayBounded(t *testing.T) {
+	var w writtenBlocks
+	steps := []Step{{Node: "a", Visit: 1}}
+	w.add("r", 1, steps, "d1")
+	d, ok := w.digest("r", 1, steps)
+	assert.True(t, ok)
+	assert.Equal(t, "d1", d)
+	_, ok = w.digest("r", 1, []Step{{Node: "a", Visit: 2}})
+	assert.False(t, ok, "other steps under the same first step are another block")
+
+	for i := range maxMemos - 1 {
+		w.add("old", i+2, steps, "x")
+	}
+	for id, m := range w.known {
+		if id != blockID("r", 1) {
+			m.at = m.at.Add(-2 * blockMemory)
+			w.known[id] = m
+		}
+	}
+	w.add("r", 51, steps, "d2")
+	assert.Len(t, w.known, 2, "the stale blocks went, the fresh ones stayed")
+	_, ok = w.digest("r", 1, steps)
+	assert.True(t, ok)
+
+	for i := range maxMemos {
+		w.add("new", i+1, steps, "y")
+	}
+	assert.Less(t, len(w.known), maxMemos+1, "a memo full of fresh blocks starts again")
+}
