@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,19 +67,8 @@ func pathBlockKey(run, digest string) string {
 
 // isPathBlockKey reports whether key is a path block of run.
 func isPathBlockKey(run, key string) bool {
-	rest, ok := cutPrefix(key, RunPrefix(run)+pathDir+"/")
-	if !ok || len(rest) != sha256.Size*2 {
-		return false
-	}
-	_, err := hex.DecodeString(rest)
-	return err == nil
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) < len(prefix) || s[:len(prefix)] != prefix {
-		return "", false
-	}
-	return s[len(prefix):], true
+	digest, ok := strings.CutPrefix(key, RunPrefix(run)+pathDir+"/")
+	return ok && validDigest(digest)
 }
 
 // writtenBlocks remembers the path blocks this process has written, by
@@ -217,7 +207,7 @@ func (s *Store) joinPath(ctx context.Context, run string, cp *Checkpoint) {
 }
 
 func (s *Store) readPathBlock(ctx context.Context, run string, b PathBlock) ([]Step, error) {
-	if b.Steps < 1 || b.Steps > PathBlockSteps || len(b.Digest) != sha256.Size*2 {
+	if b.Steps < 1 || b.Steps > PathBlockSteps || !validDigest(b.Digest) {
 		return nil, fmt.Errorf("%w: %+v is not a block's name", ErrPathBlock, b)
 	}
 	key := pathBlockKey(run, b.Digest)

@@ -45,19 +45,22 @@ func TestHostilePathBlocksLoseOnlyHistory(t *testing.T) {
 
 	cp := &Checkpoint{RunID: "r", Seq: 1, Status: StatusRunning, PathTotal: 1000, Path: []Step{{Node: "a", Visit: 1000}}, PathBlocksAt: 0}
 	for i := range 200 {
-		steps := PathBlockSteps
-		if i == 199 {
+		steps, digest := PathBlockSteps, strings.Repeat("0", 64)
+		switch i {
+		case 199:
 			steps = 1 << 40 // not a block's name: never read
+		case 198:
+			digest = "../../other/checkpoints/" + strings.Repeat("0", 40) // nor is this
 		}
-		cp.PathBlocks = append(cp.PathBlocks, PathBlock{First: i*50 + 1, Steps: steps, Digest: strings.Repeat("0", 64)})
+		cp.PathBlocks = append(cp.PathBlocks, PathBlock{First: i*50 + 1, Steps: steps, Digest: digest})
 	}
 	putRaw(t, mem, cp)
 	have, err := s.Get(ctx, "r", 1)
 	require.NoError(t, err)
 	assert.Equal(t, []Step{{Node: "a", Visit: 1000}}, have.Path)
 	assert.Equal(t, 200*PathBlockSteps, have.PathLost)
-	// The checkpoint, and the newest blocks but the one that is no block.
-	assert.Equal(t, int64(1+maxPathBlocks-1), mem.gets.Load(), "a checkpoint naming 200 blocks costs a bounded number of reads")
+	// The checkpoint, and the newest blocks but the two that are no blocks.
+	assert.Equal(t, int64(1+maxPathBlocks-2), mem.gets.Load(), "a checkpoint naming 200 blocks costs a bounded number of reads")
 
 	// A block that is what its digest says, but inflates to 64 MiB.
 	var bomb bytes.Buffer
