@@ -99,14 +99,14 @@ func (p *Packer) planDelta(ctx context.Context, root *os.Root, entries []entry, 
 			return false, err
 		}
 		was, ok := base.Files[e.name]
-		sum, state, grew, err := fileSum(root, *e, was, ok)
+		st, grew, err := fileSum(root, *e, was, ok)
 		if err != nil {
 			return false, err
 		}
-		e.sum, e.state = sum, state
+		e.sum, e.state, e.sample = st.SHA256, st.State, st.Sample
 		switch {
 		case grew && e.info.Size() == was.Size:
-			e.skip, e.sample = true, was.Sample // unchanged
+			e.skip = true // unchanged
 		case grew:
 			e.offset, e.prefix = was.Size, was.SHA256
 		}
@@ -114,38 +114,45 @@ func (p *Packer) planDelta(ctx context.Context, root *os.Root, entries []entry, 
 	return true, nil
 }
 
-// fileSum hashes the listed file e and reports whether its first was.Size
-// bytes are the file was describes (when known), so only what follows them
-// needs packing. When was has a hash state and the file's sample of those
-// bytes is unchanged, only what follows them is read (sample.go).
-func fileSum(root *os.Root, e entry, was FileState, known bool) (sum string, state []byte, grew bool, err error) {
+// fileSum returns the state of the listed file e (its sha256, hash state
+// and sample) and reports whether its first was.Size bytes are the file
+// was describes (when known), so only what follows them needs packing.
+// When was has a hash state and the file's sample of those bytes is
+// unchanged, only what follows them is read (sample.go).
+func fileSum(root *os.Root, e entry, was FileState, known bool) (FileState, bool, error) {
 	f, err := openListed(root, e)
 	if err != nil {
-		return "", nil, false, err
+		return FileState{}, false, err
 	}
 	defer f.Close()
 	size := e.info.Size()
 	if known {
-		sum, state, ok, err := grownSum(f, size, was)
+		st, ok, err := grownSum(f, size, was)
 		if err != nil {
-			return "", nil, false, shrank(e, err)
+			return FileState{}, false, shrank(e, err)
 		}
 		if ok {
-			return sum, state, true, nil
+			return st, true, nil
 		}
 	}
 	h := sha256.New()
+	grew := false
+	rest := size
 	if known && was.Size <= size {
 		if _, err := io.CopyN(h, f, was.Size); err != nil {
-			return "", nil, false, shrank(e, err)
+			return FileState{}, false, shrank(e, err)
 		}
 		grew = hexSum(h) == was.SHA256
-		size -= was.Size
+		rest -= was.Size
 	}
-	if _, err := io.CopyN(h, f, size); err != nil {
-		return "", nil, false, shrank(e, err)
+	if _, err := io.CopyN(h, f, rest); err != nil {
+		return FileState{}, false, shrank(e, err)
 	}
-	return hexSum(h), hashState(h), grew, nil
+	sample, err := sampleAt(f, size)
+	if err != nil {
+		return FileState{}, false, shrank(e, err)
+	}
+	return FileState{Size: size, SHA256: hexSum(h), State: hashState(h), Sample: sample}, grew, nil
 }
 
 func shrank(e entry, err error) error {

@@ -86,7 +86,7 @@ type entry struct {
 	// begin, with the sha256 of what precedes them.
 	sum    string
 	state  []byte // the sha256 state after the file's last byte
-	sample string // the file's sample, when unchanged since the base
+	sample string // the file's sample (sample.go)
 	skip   bool
 	offset int64
 	prefix string
@@ -314,30 +314,26 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 			}
 			continue
 		}
-		var sum hash.Hash
+		// A file no delta plan hashed is hashed and sampled as it is
+		// copied; a planned one was, when it was planned.
+		var (
+			sum hash.Hash
+			smp *sampler
+		)
 		if m != nil && e.sum == "" {
-			sum = sha256.New()
+			sum, smp = sha256.New(), newSampler(e.info.Size())
 		}
-		record := func() error {
+		record := func() {
 			if m == nil {
-				return nil
+				return
 			}
 			if sum != nil {
-				e.sum, e.state = hexSum(sum), hashState(sum)
-			}
-			if e.sample == "" {
-				var err error
-				if e.sample, err = fileSample(root, e); err != nil {
-					return err
-				}
+				e.sum, e.state, e.sample = hexSum(sum), hashState(sum), smp.sum()
 			}
 			m.Files[e.name] = FileState{Size: e.info.Size(), SHA256: e.sum, State: e.state, Sample: e.sample}
-			return nil
 		}
 		if e.skip {
-			if err := record(); err != nil {
-				return nil, err
-			}
+			record()
 			continue
 		}
 		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()-e.offset
@@ -353,15 +349,13 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 		}
 		w := io.Writer(tw)
 		if sum != nil {
-			w = io.MultiWriter(tw, sum)
+			w = io.MultiWriter(tw, sum, smp)
 		}
 		if !scanFiles {
 			if err := copyFile(w, root, e); err != nil {
 				return nil, err
 			}
-			if err := record(); err != nil {
-				return nil, err
-			}
+			record()
 			continue
 		}
 		if sc == nil {
@@ -375,9 +369,7 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 		if err := sw.file(e.name, sc.Finish(), sc.Total()); err != nil {
 			return nil, err
 		}
-		if err := record(); err != nil {
-			return nil, err
-		}
+		record()
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -427,20 +419,6 @@ func openListed(root *os.Root, e entry) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// fileSample is the sample (sample.go) of the listed file e, as listed.
-func fileSample(root *os.Root, e entry) (string, error) {
-	f, err := openListed(root, e)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sum, err := sampleAt(f, e.info.Size())
-	if err != nil {
-		return "", shrank(e, err)
-	}
-	return sum, nil
 }
 
 // trimSlash drops one trailing slash (tar directory names carry one).

@@ -114,27 +114,33 @@ func hashState(h hash.Hash) []byte {
 
 // grownSum reports whether the open file f, of size bytes, is the file was
 // describes with bytes appended, judged by its sample, and if so returns
-// its sha256 and hash state, hashing only the appended bytes. ok is false
-// when the manifest has no state or the sample differs: the caller hashes
-// the whole file.
-func grownSum(f *os.File, size int64, was FileState) (sum string, state []byte, ok bool, err error) {
+// its state, hashing only the appended bytes. ok is false when the
+// manifest has no state or the sample differs: the caller hashes the
+// whole file.
+func grownSum(f *os.File, size int64, was FileState) (st FileState, ok bool, err error) {
 	if was.State == nil || was.Sample == "" || was.Size > size {
-		return "", nil, false, nil
+		return FileState{}, false, nil
 	}
 	got, err := sampleAt(f, was.Size)
 	if err != nil || got != was.Sample {
-		return "", nil, false, err
+		return FileState{}, false, err
 	}
 	h := sha256.New()
 	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(was.State); err != nil {
-		return "", nil, false, nil
+		return FileState{}, false, nil
 	}
 	n, err := io.Copy(h, io.NewSectionReader(f, was.Size, size-was.Size))
 	if err != nil {
-		return "", nil, false, err
+		return FileState{}, false, err
 	}
 	if n != size-was.Size {
-		return "", nil, false, fmt.Errorf("packer: %s shrank while being packed; pack again once the CLI has exited", f.Name())
+		return FileState{}, false, fmt.Errorf("packer: %s shrank while being packed; pack again once the CLI has exited", f.Name())
 	}
-	return hexSum(h), hashState(h), true, nil
+	sample := was.Sample // unchanged: the same bytes at the same windows
+	if size != was.Size {
+		if sample, err = sampleAt(f, size); err != nil {
+			return FileState{}, false, err
+		}
+	}
+	return FileState{Size: size, SHA256: hexSum(h), State: hashState(h), Sample: sample}, true, nil
 }
