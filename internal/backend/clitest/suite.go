@@ -1,7 +1,6 @@
 package clitest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -20,6 +19,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 // Harness is what a suite's New gets to build an executor: the fake model,
@@ -358,10 +358,8 @@ func incrementalRoundTrip(t *testing.T, s Suite) {
 	cut := 0
 	for rel, was := range afterFirst {
 		full := filepath.Join(envB.StateRoot, rel)
-		now, err := os.ReadFile(full)
-		require.NoError(t, err)
-		if !bytes.Equal(now, was) {
-			require.NoError(t, os.WriteFile(full+".tmp", was, 0o600))
+		if files.Read(t, envB.StateRoot, rel) != was {
+			require.NoError(t, os.WriteFile(full+".tmp", []byte(was), 0o600))
 			require.NoError(t, os.Rename(full+".tmp", full))
 			cut++
 		}
@@ -390,20 +388,13 @@ func incrementalRoundTrip(t *testing.T, s Suite) {
 }
 
 // snapshotFiles reads every regular file under root, by relative path.
-func snapshotFiles(t *testing.T, root string) map[string][]byte {
-	out := map[string][]byte{}
-	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
+func snapshotFiles(t *testing.T, root string) map[string]string {
+	out := map[string]string{}
+	for _, rel := range files.List(t, root) {
+		if fi, err := os.Lstat(filepath.Join(root, rel)); err == nil && fi.Mode().IsRegular() {
+			out[rel] = files.Read(t, root, rel)
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		out[rel] = data
-		return err
-	}))
+	}
 	return out
 }
 
