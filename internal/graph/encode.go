@@ -134,6 +134,9 @@ func (e *emitter) mapping(v reflect.Value, indent int, inline bool) error {
 // nested block on the following lines.
 func (e *emitter) value(v reflect.Value, indent int) error {
 	v = deref(v)
+	if w, ok := valueOf[JoinWorkspace](v); ok {
+		v = reflect.ValueOf(w.dslValue()) // a string or the pick mapping
+	}
 	switch kindOf(v) {
 	case reflect.Map:
 		es, err := entries(v)
@@ -354,4 +357,14 @@ func readsBack(doc, s string) bool {
 	}
 	got, ok := m["k"].(string)
 	return ok && got == s && len(m) == 1
+}
+
+// valueOf returns v's value as a T, when it holds one.
+func valueOf[T any](v reflect.Value) (T, bool) {
+	var zero T
+	if !v.IsValid() || !v.CanInterface() {
+		return zero, false
+	}
+	t, ok := v.Interface().(T)
+	return t, ok
 }

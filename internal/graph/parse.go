@@ -243,6 +243,8 @@ func (d *decoder) decodeStruct(n ast.Node, path, what string, v reflect.Value) {
 			hint := ""
 			if s := closest(key, names); s != "" {
 				hint = fmt.Sprintf("did you mean %q? ", s)
+			} else if v.Type() == reflect.TypeFor[JoinWorkspace]() {
+				hint = fmt.Sprintf("a join's workspace is one of %s; ", joinForms)
 			} else if other := misplaced(v.Type(), key); other != "" {
 				hint = fmt.Sprintf("%q is a field of %s; ", key, other)
 			}
@@ -298,6 +300,12 @@ func (d *decoder) scalarString(ps []*ast.MappingValueNode, key string) string {
 func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.Value) {
 	d.src.set(path, posOf(n))
 	name := path[strings.LastIndex(path, ".")+1:]
+
+	// A join's workspace is a string or a mapping.
+	if fv.Type() == reflect.TypeFor[*JoinWorkspace]() {
+		d.decodeJoinWorkspace(n, path, what, nodeID, fv)
+		return
+	}
 
 	// A DSL struct behind a pointer (workspace) is walked like the others.
 	if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
@@ -386,6 +394,30 @@ func (d *decoder) resolveDeep(n ast.Node) ast.Node {
 		return d.resolve(a)
 	}
 	return n
+}
+
+// decodeJoinWorkspace reads a join's workspace: a scalar is a mode (which
+// Validate checks), a mapping is the pick form, whose keys are checked here
+// like any struct's.
+func (d *decoder) decodeJoinWorkspace(n ast.Node, path, what, nodeID string, fv reflect.Value) {
+	r := d.resolve(n)
+	if isNull(r) {
+		return
+	}
+	switch v := r.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		w := &JoinWorkspace{Mode: JoinPick}
+		d.decodeStruct(n, path, "the workspace of "+what, reflect.ValueOf(w).Elem())
+		fv.Set(reflect.ValueOf(w))
+	case ast.ScalarNode:
+		mode, ok := v.GetValue().(string)
+		if !ok {
+			mode = fmt.Sprint(v.GetValue())
+		}
+		fv.Set(reflect.ValueOf(&JoinWorkspace{Mode: mode}))
+	default:
+		d.add(CodeBadValue, posOf(n), nodeID, "bad value for workspace in %s: %s; write one of %s", what, describe(r), joinForms)
+	}
 }
 
 func (d *decoder) describeItem(list string, i int, item ast.Node) string {

@@ -82,6 +82,11 @@ const (
 	CodeNotImplemented      = "G046"
 	CodeBadBudget           = "G047"
 	CodeCostNotReported     = "G048"
+	// Join workspaces (docs/graph.md, "Fan-out and join").
+	CodeBadJoinWorkspace  = "G049" // a join's workspace is not trunk, merge or {pick, by}
+	CodeMissingPick       = "G050" // the pick form without a pick expression
+	CodeBadPick           = "G051" // a pick or by that does not compile
+	CodeUnknownPickOutput = "G052" // a pick or by reads outputs.X for no node X
 )
 
 // CodeInfo describes one problem code.
@@ -136,6 +141,10 @@ var codeTable = []CodeInfo{
 	{CodeNotImplemented, SeverityError, "a backend this build cannot run (kimi, grok)"},
 	{CodeBadBudget, SeverityError, "a budget with a negative bound, or with none"},
 	{CodeCostNotReported, SeverityWarning, "a cost budget over a backend that reports no cost"},
+	{CodeBadJoinWorkspace, SeverityError, "a join's workspace is not trunk, merge or a mapping with pick"},
+	{CodeMissingPick, SeverityError, "a join's workspace mapping has no pick expression"},
+	{CodeBadPick, SeverityError, "a join's pick or by expression does not compile or has the wrong type"},
+	{CodeUnknownPickOutput, SeverityWarning, "a join's pick or by reads the output of a node that does not exist"},
 }
 
 // Codes lists every problem code, in code order.

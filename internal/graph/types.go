@@ -143,6 +143,11 @@ type Node struct {
 	// Budget, on an agent node, bounds what its visits together may spend.
 	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 
+	// Workspace, on a join node, says what the run's workspace is after the
+	// join: nil or {Mode: "trunk"} keeps the trunk's (what it was at the fan-out);
+	// pick keeps one branch's files; merge merges every branch into the trunk.
+	Workspace *JoinWorkspace `json:"workspace,omitempty" yaml:"workspace,omitempty"`
+
 	// Pos is where the node was declared; it is not part of the graph's
 	// identity and never encoded.
 	Pos Pos `json:"-" yaml:"-"`

@@ -157,6 +157,71 @@ func (v *validator) checkNodes() {
 		}
 		v.checkIgnoredFields(i, name)
 	}
+	// After the loop, so that every node id is known to the outputs check.
+	for i := range v.g.Nodes {
+		v.checkJoinWorkspace(i)
+	}
+}
+
+// checkJoinWorkspace checks a join's workspace: its form, and its pick and
+// by expressions.
+func (v *validator) checkJoinWorkspace(i int) {
+	n := &v.g.Nodes[i]
+	w := n.Workspace
+	if w == nil {
+		return
+	}
+	name := n.ID
+	if name == "" {
+		name = fmt.Sprintf("#%d", i+1)
+	}
+	path := nodePath(i) + ".workspace"
+	pos := v.at(path, nodePath(i))
+	switch w.Mode {
+	case JoinTrunk, JoinMerge:
+		if w.Pick != "" || w.By != "" {
+			v.add(CodeBadJoinWorkspace, pos, n.ID, "the workspace of node %s is %s, which reads no pick or by; write workspace: {pick: EXPR, by: EXPR} to keep one branch's files, or leave pick and by out", name, w.Mode)
+		}
+		return
+	case JoinPick:
+	case "":
+		v.add(CodeBadJoinWorkspace, pos, n.ID, "the workspace of node %s is empty; write one of %s, or leave workspace out to keep the trunk's files", name, joinForms)
+		return
+	default:
+		v.add(CodeBadJoinWorkspace, pos, n.ID, "the workspace of node %s is %q; %swrite one of %s", name, w.Mode, didYouMean(w.Mode, []string{JoinTrunk, JoinMerge, JoinPick}), joinForms)
+		return
+	}
+	if strings.TrimSpace(w.Pick) == "" {
+		msg := "the workspace of node %s has no pick; write the boolean that a branch must meet to be kept, e.g. workspace: {pick: outputs.tests.exit_code == 0}"
+		if w.By != "" {
+			msg = "the workspace of node %s has by but no pick; by only ranks the branches that pick keeps, so add a pick, e.g. workspace: {pick: outputs.tests.exit_code == 0, by: diff.lines}"
+		}
+		v.add(CodeMissingPick, v.at(path+".pick", path), n.ID, msg, name)
+	} else {
+		p, err := CompilePick(w.Pick)
+		if err != nil {
+			v.add(CodeBadPick, v.at(path+".pick", path), n.ID, "the pick of node %s does not compile: %s; write a boolean over branch, outputs and diff, e.g. outputs.tests.exit_code == 0", name, exprMessage(err))
+		}
+		v.checkOutputsRead(p, "pick", v.at(path+".pick", path), name, n.ID)
+	}
+	if w.By != "" {
+		p, err := CompileBy(w.By)
+		if err != nil {
+			v.add(CodeBadPick, v.at(path+".by", path), n.ID, "the by of node %s does not compile: %s; write a number over branch, outputs and diff, e.g. diff.lines", name, exprMessage(err))
+		}
+		v.checkOutputsRead(p, "by", v.at(path+".by", path), name, n.ID)
+	}
+}
+
+// checkOutputsRead warns about outputs.X in a pick or by when no node is X:
+// a branch never has that output, so the expression reads nil.
+func (v *validator) checkOutputsRead(p *Program, what string, pos Pos, name, node string) {
+	for _, id := range p.outputsRead() {
+		if _, ok := v.index[id]; ok {
+			continue
+		}
+		v.add(CodeUnknownPickOutput, pos, node, "the %s of node %s reads outputs.%s, but no node has id %q, so it is always nil; %suse the id of a node in the branches", what, name, id, id, didYouMean(id, v.ids))
+	}
 }
 
 func (v *validator) checkAgent(i int, name string) {
@@ -356,6 +421,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"timeout", n.Timeout != 0, []Kind{KindAgent, KindTool}},
 		{"budget", n.Budget != nil, []Kind{KindAgent}},
 		{"fanout", n.Fanout != "", []Kind{KindAgent, KindHuman, KindTool, KindJoin}},
+		{"workspace", n.Workspace != nil, []Kind{KindJoin}},
 	}
 	path := nodePath(i)
 	for _, f := range fields {

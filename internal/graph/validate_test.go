@@ -359,7 +359,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		seen[p.Code] = true
 	}
 	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
-		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability} {
+		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability,
+		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
