@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -255,4 +256,61 @@ func TestMergeEnvIsSanitised(t *testing.T) {
 		k, _, _ := strings.Cut(kv, "=")
 		assert.Contains(t, []string{"PATH", "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_ATTR_NOSYSTEM", "GIT_TERMINAL_PROMPT", "GIT_CEILING_DIRECTORIES", "LC_ALL"}, k)
 	}
+}
+
+// A fan-out from an empty workspace: the merge commit's parents are the
+// branch heads alone.
+func TestMergeFromAnEmptyTrunk(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	empty := &runstore.WorkspaceState{}
+	x := branchState(t, e, empty, "x", map[string]string{"x": "x\n"})
+	y := branchState(t, e, empty, "y", map[string]string{"y": "y\n"})
+	w := e.worker("run-1")
+	st, rep, err := w.Merge(ctx, nil, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
+	require.NoError(t, err)
+	require.True(t, rep.Changed)
+	assert.Equal(t, 3, st.Commits)
+	assert.Equal(t, map[string]string{"x": "x\n", "y": "y\n"}, tree(t, w.Dir()))
+	h, err := parseHash(st.Commit)
+	require.NoError(t, err)
+	content, err := w.store.readAs(h, plumbing.CommitObject)
+	require.NoError(t, err)
+	_, parents, _, err := decodeCommit(h, content)
+	require.NoError(t, err)
+	assert.Equal(t, []plumbing.Hash{plumbing.NewHash(x.Commit), plumbing.NewHash(y.Commit)}, parents)
+}
+
+// A branch that moved but ended where it began still joins: the merge
+// commit is made, with its head as a parent.
+func TestMergeOfARevertedBranchMakesItsCommit(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	trunk := trunkState(t, e, map[string]string{"f": "1\n"})
+	w0 := e.worker("run-1")
+	_, err := w0.Restore(ctx, trunk)
+	require.NoError(t, err)
+	write(t, w0.Dir(), map[string]string{"f": "2\n"})
+	x1, _, err := w0.Snapshot(ctx, trunk, info("x visit 1"))
+	require.NoError(t, err)
+	write(t, w0.Dir(), map[string]string{"f": "1\n"})
+	x2, _, err := w0.Snapshot(ctx, x1, info("x visit 2"))
+	require.NoError(t, err)
+	require.NotEqual(t, trunk.Commit, x2.Commit)
+
+	w := e.worker("run-1")
+	st, rep, err := w.Merge(ctx, trunk, []MergeBranch{{"x", x2}}, mergeInfo())
+	require.NoError(t, err)
+	assert.True(t, rep.Changed)
+	assert.Empty(t, rep.Conflicts)
+	assert.Equal(t, trunk.Commits+3, st.Commits)
+	h, err := parseHash(st.Commit)
+	require.NoError(t, err)
+	content, err := w.store.readAs(h, plumbing.CommitObject)
+	require.NoError(t, err)
+	_, parents, _, err := decodeCommit(h, content)
+	require.NoError(t, err)
+	assert.Equal(t, []plumbing.Hash{plumbing.NewHash(trunk.Commit), plumbing.NewHash(x2.Commit)}, parents)
+	assert.Equal(t, map[string]string{"f": "1\n"}, tree(t, w.Dir()))
 }
