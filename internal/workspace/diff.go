@@ -3,8 +3,10 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
@@ -14,6 +16,62 @@ import (
 // note saying so. The workspace must hold both commits' objects: to is the
 // snapshot it was restored to or took, from one of its ancestors.
 func (w *Workspace) Diff(ctx context.Context, from, to string, max int) (string, error) {
+	patch, err := w.patch(ctx, from, to)
+	if err != nil {
+		return "", err
+	}
+	out := patch.String()
+	if max > 0 && len(out) > max {
+		out = out[:max] + fmt.Sprintf("\n… [diff cut at %d of %d bytes]\n", max, len(out))
+	}
+	return out, nil
+}
+
+// DiffStat sums what changed between two commits, as `git diff --numstat`
+// does: a binary file (or one whose mode alone changed) counts as a
+// changed file with no lines.
+type DiffStat struct {
+	Files   int `json:"files"`
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
+}
+
+// Stat returns the files changed and the lines added and removed from
+// commit from ("": the empty tree) to commit to. The workspace must hold
+// both commits' objects (Load the states naming them first).
+func (w *Workspace) Stat(ctx context.Context, from, to string) (DiffStat, error) {
+	var st DiffStat
+	patch, err := w.patch(ctx, from, to)
+	if err != nil {
+		return st, err
+	}
+	for _, fp := range patch.FilePatches() {
+		st.Files++
+		if fp.IsBinary() {
+			continue
+		}
+		for _, c := range fp.Chunks() {
+			s := c.Content()
+			if s == "" {
+				continue
+			}
+			n := strings.Count(s, "\n")
+			if s[len(s)-1] != '\n' {
+				n++
+			}
+			switch c.Type() {
+			case fdiff.Add:
+				st.Added += n
+			case fdiff.Delete:
+				st.Removed += n
+			}
+		}
+	}
+	return st, nil
+}
+
+// patch is go-git's patch from commit from ("": the empty tree) to to.
+func (w *Workspace) patch(ctx context.Context, from, to string) (*object.Patch, error) {
 	s := storeObjects{w.store}
 	tree := func(commit string) (*object.Tree, error) {
 		if commit == "" {
@@ -31,21 +89,17 @@ func (w *Workspace) Diff(ctx context.Context, from, to string, max int) (string,
 	}
 	a, err := tree(from)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	b, err := tree(to)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	patch, err := a.PatchContext(ctx, b)
 	if err != nil {
-		return "", fmt.Errorf("workspace: diff: %w", err)
+		return nil, fmt.Errorf("workspace: diff: %w", err)
 	}
-	out := patch.String()
-	if max > 0 && len(out) > max {
-		out = out[:max] + fmt.Sprintf("\n… [diff cut at %d of %d bytes]\n", max, len(out))
-	}
-	return out, nil
+	return patch, nil
 }
 
 // storeObjects lets go-git read a run's objects from the local store.

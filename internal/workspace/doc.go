@@ -35,5 +35,17 @@
 //   - a pack downloaded from the store must hash to the digest its key
 //     names (ErrDigestMismatch), and only non-delta objects are accepted.
 //
+// Branches of a fan-out each keep their own line of commits, starting at
+// the trunk's commit at the fan-out, and their own state, whose packs are
+// the trunk's plus the branch's. At the join, Merge restores the trunk and
+// applies each branch in order as a three-way merge against it (a file
+// both changed goes through `git merge-file`, run with an environment of
+// its own, never the worker's), records the collisions as Conflicts with
+// git's markers in the file, and snapshots the result as one commit whose
+// parents are the trunk and the branch heads; PickState keeps one branch
+// instead, and JoinedState keeps every branch's packs reachable so that a
+// branch can still be exported (HistoryWithBranches writes them as
+// refs). Load and Stat compare the branches' commits before the join.
+//
 // docs/workspaces.md describes the design and its numbers.
 package workspace

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -34,14 +35,34 @@ func Export(ctx context.Context, blobs blob.Store, run string, st *runstore.Work
 	if !history || st == nil || st.Commit == "" {
 		return nil
 	}
-	return w.writeRepo(ctx, filepath.Join(dir, ".git"), st.Commit, false)
+	return w.writeRepo(ctx, filepath.Join(dir, ".git"), st.Commit, nil, false)
 }
 
 // History writes a bare repository of run's snapshots up to st into
 // gitDir, for `git log` and `git diff` to read.
 func History(ctx context.Context, blobs blob.Store, run string, st *runstore.WorkspaceState, gitDir string, lim Limits) error {
+	return HistoryWithBranches(ctx, blobs, run, st, nil, gitDir, lim)
+}
+
+// HistoryWithBranches is History with a branch refs/heads/<name> for each
+// state of branches too (the branches of a fan-out), so that `git log
+// --all --graph` shows them beside main. A name must be a plain branch
+// name (ValidBranchName), and main is taken.
+func HistoryWithBranches(ctx context.Context, blobs blob.Store, run string, st *runstore.WorkspaceState, branches map[string]*runstore.WorkspaceState, gitDir string, lim Limits) error {
 	if st == nil || st.Commit == "" {
 		return fmt.Errorf("workspace: run %s has no snapshot yet", run)
+	}
+	refs := map[string]string{}
+	for name, b := range branches {
+		if err := ValidBranchName(name); err != nil {
+			return err
+		}
+		if name == "main" {
+			return fmt.Errorf("workspace: branch name %q is taken by the run's own history", name)
+		}
+		if b != nil && b.Commit != "" {
+			refs[name] = b.Commit
+		}
 	}
 	w, done, err := tempWorkspace(ctx, blobs, lim, run, "")
 	if err != nil {
@@ -51,7 +72,42 @@ func History(ctx context.Context, blobs blob.Store, run string, st *runstore.Wor
 	if _, _, _, err := w.load(ctx, st); err != nil {
 		return err // a snapshot that would be refused is not handed to git either
 	}
-	return w.writeRepo(ctx, gitDir, st.Commit, true)
+	for name := range refs {
+		if _, _, _, err := w.load(ctx, branches[name]); err != nil {
+			return fmt.Errorf("workspace: branch %s: %w", name, err)
+		}
+	}
+	return w.writeRepo(ctx, gitDir, st.Commit, refs, true)
+}
+
+// ValidBranchName checks that name can be a git branch name as it is, on
+// a command line too: letters, digits and "-", "_", ".", "/"; no empty
+// component, none starting with "." or ending with ".lock", no "..", and
+// no leading "-".
+func ValidBranchName(name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("workspace: branch name %q: %s", name, why)
+	}
+	if name == "" || len(name) > 200 {
+		return bad("empty or longer than 200 bytes")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./", r)) {
+			return bad("only letters, digits, '-', '_', '.' and '/' are allowed")
+		}
+	}
+	if strings.HasPrefix(name, "-") {
+		return bad("it starts with '-'")
+	}
+	if strings.Contains(name, "..") {
+		return bad("it holds '..'")
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == "" || strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".") || strings.HasSuffix(c, ".lock") {
+			return bad("a component is empty, starts or ends with '.', or ends with .lock")
+		}
+	}
+	return nil
 }
 
 // tempWorkspace opens run's workspace at workdir ("": a directory of its
@@ -74,8 +130,8 @@ func tempWorkspace(ctx context.Context, blobs blob.Store, lim Limits, run, workd
 }
 
 // writeRepo creates a git repository at gitDir holding the local packs of
-// the run, with main at commit.
-func (w *Workspace) writeRepo(ctx context.Context, gitDir, commit string, bare bool) error {
+// the run, with main at commit and refs/heads/<name> at each of branches.
+func (w *Workspace) writeRepo(ctx context.Context, gitDir, commit string, branches map[string]string, bare bool) error {
 	var repo *git.Repository
 	var err error
 	if bare {
@@ -111,6 +167,12 @@ func (w *Workspace) writeRepo(ctx context.Context, gitDir, commit string, bare b
 	}
 	if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, main)); err != nil {
 		return err
+	}
+	for name, c := range branches {
+		ref := plumbing.NewHashReference(plumbing.NewBranchReferenceName(name), plumbing.NewHash(c))
+		if err := repo.Storer.SetReference(ref); err != nil {
+			return err
+		}
 	}
 	if bare {
 		return nil

@@ -25,6 +25,9 @@ type CommitInfo struct {
 	// the workflow, so a retried snapshot of the same files is the same
 	// commit.
 	When time.Time
+	// Parents are the commit's parents after the first (the snapshot it is
+	// taken on): the branch heads a merge commit joins. Merge sets them.
+	Parents []string
 }
 
 func encodeObject(encode func(o plumbing.EncodedObject) error) (plumbing.Hash, []byte, error) {
@@ -71,6 +74,13 @@ func encodeCommit(tree plumbing.Hash, parent string, info CommitInfo) (plumbing.
 	c := &object.Commit{Author: sig, Committer: sig, Message: msg + "\n", TreeHash: tree}
 	if parent != "" {
 		c.ParentHashes = []plumbing.Hash{plumbing.NewHash(parent)}
+	}
+	for _, p := range info.Parents {
+		h, err := parseHash(p)
+		if err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		c.ParentHashes = append(c.ParentHashes, h)
 	}
 	return encodeObject(c.Encode)
 }

@@ -140,10 +140,18 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	return rep, nil
 }
 
-// flatten lists the files of commit, checking everything a hostile
-// snapshot could hold: object types, names, paths, depth, modes, link
-// targets, credential files, and the limits. It also returns the tree of
-// every directory, for the next snapshot to reuse.
+// Load brings the packs of st into the workspace's object store and checks
+// its commit as a restore would, without touching the directory: so that
+// Stat and Diff can read the commits of several states (the branches of a
+// fan-out) in one workspace.
+func (w *Workspace) Load(ctx context.Context, st *runstore.WorkspaceState) error {
+	if st == nil {
+		return nil
+	}
+	_, _, _, err := w.load(ctx, st)
+	return err
+}
+
 // load brings st's packs into the local store (fetched counts the bytes
 // downloaded) and flattens its commit into the files it holds, checked as
 // a restore checks them.
@@ -159,6 +167,10 @@ func (w *Workspace) load(ctx context.Context, st *runstore.WorkspaceState) (targ
 	return targets, trees, fetched, err
 }
 
+// flatten lists the files of commit, checking everything a hostile
+// snapshot could hold: object types, names, paths, depth, modes, link
+// targets, credential files, and the limits. It also returns the tree of
+// every directory, for the next snapshot to reuse.
 func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[string]plumbing.Hash, error) {
 	trees := map[string]plumbing.Hash{}
 	if commit == "" {
@@ -272,6 +284,12 @@ func (w *Workspace) writeFile(root *os.Root, t target, parents map[string]bool) 
 	if err != nil {
 		return indexFile{}, err
 	}
+	return writeContent(root, t, content, parents)
+}
+
+// writeContent writes content as the file t (its path and mode), as
+// writeFile does.
+func writeContent(root *os.Root, t target, content []byte, parents map[string]bool) (indexFile, error) {
 	if err := makeParents(root, t.path, parents); err != nil {
 		return indexFile{}, err
 	}

@@ -37,6 +37,8 @@ type Snapshotted struct {
 // Snapshot records the working directory as a commit on top of cur (which
 // the directory was restored to) and ships the commit's new objects to the
 // blob store. It returns the new state, or cur itself when nothing changed.
+// A commit with info.Parents (a merge) is made even when the tree is
+// unchanged.
 func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, info CommitInfo) (*runstore.WorkspaceState, Snapshotted, error) {
 	var rep Snapshotted
 	if cur == nil {
@@ -135,7 +137,7 @@ func (w *Workspace) Snapshot(ctx context.Context, cur *runstore.WorkspaceState, 
 	}
 	next := &index{Commit: cur.Commit, Taken: taken, Files: files, Trees: trees}
 	notes := rep.Notes[:min(len(rep.Notes), runstore.MaxNotes)]
-	if (cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0) {
+	if len(info.Parents) == 0 && ((cur.Commit != "" && root == x.Trees[""]) || (cur.Commit == "" && len(files) == 0)) {
 		// Unchanged. Files hashed again keep their new stat data, so the
 		// next walk trusts them.
 		if rehashed > 0 {
