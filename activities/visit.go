@@ -52,9 +52,16 @@ type VisitRequest struct {
 	// Started is the visit's start on the workflow's clock, the time of
 	// its snapshot commit.
 	Started time.Time `json:"started"`
-	// Branch marks a visit inside a fan-out branch: it runs on a private
-	// copy of the workspace, and its changes are not kept.
-	Branch bool `json:"branch,omitempty"`
+	// Branch marks a visit inside a fan-out branch. With BranchName, it
+	// runs in the branch's own directory and commits on the branch's line
+	// (Workspace is the branch's head); without (a run recorded before
+	// branch workspaces), it runs on a private copy of the workspace and
+	// its changes are not kept.
+	Branch     bool   `json:"branch,omitempty"`
+	BranchName string `json:"branch_name,omitempty"`
+	// Joined are the branches of the run's latest join, for a prompt that
+	// uses .workspace.branches.
+	Joined []runstore.BranchState `json:"joined,omitempty"`
 	// Fork continues a copy of the restored conversation under a new id.
 	Fork bool `json:"fork,omitempty"`
 	// Incremental lets a persist visit that resumed its own slot pack only
@@ -197,12 +204,15 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		asked = len(res.Questions) > 0
 	}
 
-	if ws != nil && !req.Branch {
+	if ws != nil && (!req.Branch || req.BranchName != "") {
 		msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
 		if asked {
 			msg += " (asked the user)"
 		}
 		details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
+		if req.BranchName != "" {
+			details = append(details, "branch: "+req.BranchName)
+		}
 		if res.Backend != "" {
 			details = append(details, "backend: "+res.Backend, "session: "+res.SessionID)
 		}
@@ -247,7 +257,7 @@ func promptWorkspace(ctx context.Context, ws *workspace.Workspace, req *VisitReq
 	if st == nil {
 		st = &runstore.WorkspaceState{}
 	}
-	data := map[string]any{"commit": st.Commit, "base": st.Base, "files": st.Files, "diff": ""}
+	data := map[string]any{"commit": st.Commit, "base": st.Base, "files": st.Files, "diff": "", "branches": ""}
 	asks := req.Node.Prompt + strings.Join(req.Node.Run, " ")
 	if ws != nil && st.Commit != "" && strings.Contains(asks, ".workspace.diff") {
 		d, err := ws.Diff(ctx, st.Base, st.Commit, maxPromptDiff)
@@ -256,7 +266,47 @@ func promptWorkspace(ctx context.Context, ws *workspace.Workspace, req *VisitReq
 		}
 		data["diff"] = d
 	}
+	if ws != nil && len(req.Joined) > 0 && strings.Contains(asks, ".workspace.branches") {
+		data["branches"] = branchDiffs(ctx, ws, req.Joined)
+	}
 	return data
+}
+
+// branchDiffs is what a prompt sees as .workspace.branches: each branch of
+// the latest join with its change against the fan-out as a diff, within
+// maxPromptDiff in all.
+func branchDiffs(ctx context.Context, ws *workspace.Workspace, joined []runstore.BranchState) string {
+	var b strings.Builder
+	each := maxPromptDiff / len(joined)
+	for _, br := range joined {
+		kept := ""
+		if br.Kept {
+			kept = " (kept)"
+		}
+		fmt.Fprintf(&b, "## branch %s%s\n\n", br.Name, kept)
+		head := ""
+		if br.Workspace != nil {
+			head = br.Workspace.Commit
+		}
+		var d string
+		var err error
+		switch {
+		case head == br.Base:
+			d = "(no change)\n"
+		case runstore.ValidateBranchName(br.Name) != nil:
+			err = fmt.Errorf("not a branch name")
+		default:
+			if err = ws.Load(ctx, br.Workspace); err == nil {
+				d, err = ws.Diff(ctx, br.Base, head, each)
+			}
+		}
+		if err != nil {
+			d = fmt.Sprintf("(the diff could not be computed: %v)\n", err)
+		}
+		b.WriteString(d)
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func sessionOf(req *VisitRequest) string {
@@ -279,15 +329,24 @@ func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) 
 		if err := runstore.ValidateNodeID(req.NodeID); err != nil {
 			return "", "", err
 		}
+		if req.BranchName != "" {
+			if err := runstore.ValidateBranchName(req.BranchName); err != nil {
+				return "", "", err
+			}
+		}
 	}
 	wd := req.Node.Workdir
 	if filepath.IsAbs(wd) {
 		return "", filepath.Clean(wd), nil
 	}
 	root = filepath.Join(a.WorkDir, req.RunID)
-	if req.Branch {
-		// A private copy per branch node, beside the run's own directory
-		// (never inside it, where a snapshot would take it in).
+	switch {
+	case req.BranchName != "":
+		// The branch's own directory, beside the run's (never inside it,
+		// where a snapshot would take it in).
+		root = filepath.Join(a.WorkDir, req.RunID+"@"+req.BranchName)
+	case req.Branch:
+		// A private copy per branch node.
 		root = filepath.Join(a.WorkDir, req.RunID+"@"+req.NodeID)
 	}
 	cwd = root

@@ -25,6 +25,20 @@ import (
 type scope struct {
 	branch bool
 	pause  *runstore.PauseInfo
+	// name and ws are a branch's own line of the workspace
+	// (changeBranchWorkspaces): its name, and its head, which each of its
+	// visits restores and commits on. A branch of a run recorded before
+	// that has no name and runs on a throwaway copy of the trunk's.
+	name string
+	ws   *runstore.WorkspaceState
+}
+
+// workspaceOf is the snapshot a visit in sc runs on.
+func (r *runImpl) workspaceOf(sc *scope) *runstore.WorkspaceState {
+	if sc.name != "" {
+		return sc.ws
+	}
+	return r.cp.Workspace
 }
 
 func (r *runImpl) pauseOf(sc *scope) *runstore.PauseInfo {
@@ -148,8 +162,11 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		req := &activities.VisitRequest{
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
 			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
-			Workspace: r.cp.Workspace, Started: workflow.Now(ctx), Branch: sc.branch, Fork: plan.Fork,
+			Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
 			ServerRetry: serverRetry, Incremental: incremental,
+		}
+		if asksBranches(node) {
+			req.Joined = r.latestJoined()
 		}
 		if node.Kind == graph.KindAgent {
 			req.PauseTo = runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx))
@@ -248,9 +265,14 @@ func mayPass(err error) bool {
 	return !errors.As(err, &te) && !temporal.IsCanceledError(err)
 }
 
-// takeWorkspace records the snapshot a trunk visit left.
+// takeWorkspace records the snapshot a visit left: the trunk's, or its
+// branch's head.
 func (r *runImpl) takeWorkspace(res *activities.VisitResult, sc *scope) {
-	if !sc.branch && res.Workspace != nil {
+	switch {
+	case res.Workspace == nil:
+	case sc.name != "":
+		sc.ws = res.Workspace
+	case !sc.branch:
 		r.cp.Workspace = res.Workspace
 	}
 }

@@ -10,10 +10,9 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// fanout runs each cursor as a concurrent branch until it reaches a join
-// node, then returns the join's cursor, whose input maps each branch's last
-// node to its output.
-func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor) (runstore.Cursor, error) {
+// fanoutShared is the fan-out of runs recorded before branch workspaces:
+// each branch visit runs on a throwaway copy of the trunk's workspace.
+func (r *runImpl) fanoutShared(ctx workflow.Context, starts []runstore.Cursor) (runstore.Cursor, error) {
 	type branch struct {
 		join string
 		last string
@@ -48,7 +47,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor) (runsto
 	return runstore.Cursor{Node: join, Input: input, From: starts[0].From}, nil
 }
 
-// branch walks one fan-out branch to its join.
+// branch walks one fan-out branch of fanoutShared to its join.
 func (r *runImpl) branch(ctx workflow.Context, cur runstore.Cursor) (join, last string, out map[string]any, err error) {
 	nestedJoin := ""
 	for {
@@ -66,7 +65,7 @@ func (r *runImpl) branch(ctx workflow.Context, cur runstore.Cursor) (join, last 
 		if node.Session == graph.SessionPersist {
 			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has session: persist inside a fan-out branch; a persist conversation cannot run in parallel branches (move it out of the fan-out)", node.ID), ErrTypeGraph, nil)
 		}
-		v, err := r.visit(ctx, node, cur, true)
+		v, err := r.visit(ctx, node, cur, &scope{branch: true})
 		if err != nil {
 			return "", "", nil, err
 		}
@@ -76,7 +75,7 @@ func (r *runImpl) branch(ctx workflow.Context, cur runstore.Cursor) (join, last 
 			return "", "", nil, err
 		}
 		if len(next) > 1 {
-			j, err := r.fanout(ctx, next)
+			j, err := r.fanoutShared(ctx, next)
 			if err != nil {
 				return "", "", nil, err
 			}

@@ -97,6 +97,9 @@ type runImpl struct {
 	current []string
 	// refSeq makes every minted blob ref of this execution unique.
 	refSeq int
+	// saveMu makes the saves of concurrent fan-out branches run one at a
+	// time (each takes the next sequence number).
+	saveMu workflow.Mutex
 	// lastQueue is the worker queue of the last trunk agent visit: where
 	// that agent's working directory is. Not carried across
 	// continue-as-new; a new execution starts without affinity.

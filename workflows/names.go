@@ -103,4 +103,12 @@ const (
 	// session packs); the slot is a base and its parts.
 	changeIncrementalPacks  = "incremental-session-packs"
 	versionIncrementalPacks = 1
+
+	// changeBranchWorkspaces: each fan-out branch commits its visits on
+	// a line of its own, recorded in the checkpoint, and the join keeps
+	// the trunk's files, one branch's, or all of them merged
+	// (branch-workspaces.json). Runs recorded before throw a branch's
+	// files away (fanoutShared).
+	changeBranchWorkspaces  = "branch-workspaces"
+	versionBranchWorkspaces = 1
 )

@@ -29,7 +29,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if len(r.cp.Cursor) > 1 {
 			// A fan-out was in flight when this checkpoint was taken: run
 			// its branches again from their start.
-			next, err := r.fanout(ctx, r.cp.Cursor)
+			next, err := r.fanout(ctx, r.cp.Cursor, nil)
 			if err != nil {
 				return nil, r.fail(ctx, err)
 			}
@@ -44,7 +44,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if node.Kind == graph.KindEnd {
 			return r.complete(ctx, node, cur)
 		}
-		v, err := r.visit(ctx, node, cur, false)
+		v, err := r.visit(ctx, node, cur, &scope{})
 		if err != nil {
 			return nil, r.fail(ctx, err)
 		}
@@ -76,7 +76,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			return nil, err
 		}
 		if len(next) > 1 || node.Fanout == graph.FanoutAll {
-			join, err := r.fanout(ctx, next)
+			join, err := r.fanout(ctx, next, nil)
 			if err != nil {
 				return nil, r.fail(ctx, err)
 			}
@@ -101,7 +101,8 @@ type visitResult struct {
 }
 
 // visit runs one node and records its output and path step in memory.
-func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, inBranch bool) (visitResult, error) {
+func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, sc *scope) (visitResult, error) {
+	inBranch := sc.branch
 	visitNo := r.cp.Visits[node.ID] + 1
 	if node.MaxVisits > 0 && visitNo > node.MaxVisits {
 		return visitResult{}, temporal.NewNonRetryableApplicationError(
@@ -118,7 +119,6 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		v   visitResult
 		err error
 	)
-	sc := &scope{branch: inBranch}
 	switch {
 	case node.Kind == graph.KindAgent && r.oneTripVisits(ctx):
 		v, err = r.agentVisit(ctx, node, cur, visitNo, sc)

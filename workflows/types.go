@@ -63,6 +63,9 @@ const (
 	defaultToolTimeout = 10 * time.Minute
 	// importTimeout bounds the import of a run's workspace source.
 	importTimeout = 30 * time.Minute
+	// joinTimeout bounds a join's workspace work: measuring each branch's
+	// change, and a merge.
+	joinTimeout = 20 * time.Minute
 	// checkpointTimeout bounds one attempt to save a checkpoint: longer
 	// than the blob store's own retry of an outage (two minutes).
 	checkpointTimeout = 150 * time.Second

@@ -293,6 +293,15 @@ persist nodes start their own conversations.`,
 			if cp.Workspace, err = runs.CopyWorkspace(ctx, id, newID, src.Workspace); err != nil {
 				return failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
 			}
+			// And every branch's: a fork taken inside a fan-out goes on
+			// with each branch's files.
+			for _, list := range [][]runstore.BranchState{cp.Branches, cp.Joined} {
+				for i := range list {
+					if list[i].Workspace, err = runs.CopyWorkspace(ctx, id, newID, list[i].Workspace); err != nil {
+						return failedErr(fmt.Errorf("fork the workspace of branch %s of run %s: %w", list[i].Name, id, err))
+					}
+				}
+			}
 			return a.launched(ctx, newID, cp, follow, "run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID))
 		}),
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,8 +22,8 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 func (a *app) workspaceCmd() *cobra.Command {
 	var (
-		at, from  string
-		noHistory bool
+		at, from, branch string
+		noHistory, all   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "workspace RUN log|diff|export DIR",
@@ -37,15 +38,39 @@ in the run's own git history, kept in the blob store.
   tether workspace RUN export DIR   the files, with the history in DIR/.git
                                     (--no-history: the files only)
 
+Fan-out branches each commit on a line of their own, named JOIN-VISIT/BRANCH
+once they reached their join (gather-1/codex) and open/BRANCH before:
+
+  tether workspace RUN log --all                every branch, as a graph
+  tether workspace RUN diff --branch NAME       what the branch changed
+                                                since its fan-out
+  tether workspace RUN export DIR --branch NAME the branch's files
+
+NAME is the branch's ref or, for the latest branch of that name, the node
+its fan-out edge led to.
+
 --at SEQ takes the workspace as checkpoint SEQ recorded it (default: the
 latest checkpoint). log and diff run git (it must be installed).`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, action := args[0], args[1]
 			ctx := cmd.Context()
-			st, err := a.workspaceAt(ctx, id, at)
+			cp, st, err := a.workspaceAt(ctx, id, at, branch == "")
 			if err != nil {
 				return err
+			}
+			var br *runstore.BranchState
+			if branch != "" {
+				if br, err = findBranch(cp, branch); err != nil {
+					return err
+				}
+				if br.Workspace == nil || br.Workspace.Commit == "" {
+					return failedErr(fmt.Errorf("run %s: branch %s has no snapshot: it started from an empty workspace and changed nothing", id, branch))
+				}
+				st = br.Workspace
+			}
+			if all && (action != "log" || branch != "") {
+				return usageErr("--all is for log, without --branch")
 			}
 			switch action {
 			case "export":
@@ -62,10 +87,18 @@ latest checkpoint). log and diff run git (it must be installed).`,
 					return usageErr("%s takes no argument", action)
 				}
 				gitArgs := []string{"log", "--stat", "--date=iso", "--end-of-options", "main"}
+				if all {
+					gitArgs = []string{"log", "--all", "--graph", "--decorate", "--stat", "--date=iso"}
+				}
 				if action == "diff" {
 					base := st.Base
-					if from != "" {
-						old, err := a.workspaceAt(ctx, id, from)
+					switch {
+					case br != nil && from != "":
+						return usageErr("--from and --branch: a branch's diff is against its fan-out")
+					case br != nil:
+						base = br.Base
+					case from != "":
+						_, old, err := a.workspaceAt(ctx, id, from, true)
 						if err != nil {
 							return err
 						}
@@ -81,7 +114,11 @@ latest checkpoint). log and diff run git (it must be installed).`,
 					}
 					gitArgs = []string{"diff", "--end-of-options", base, "main"}
 				}
-				return a.git(ctx, id, st, gitArgs...)
+				var refs map[string]*runstore.WorkspaceState
+				if all {
+					refs = branchRefs(cp)
+				}
+				return a.git(ctx, id, st, refs, gitArgs...)
 			default:
 				return usageErr("unknown workspace action %q (want log, diff or export)", action)
 			}
@@ -90,36 +127,83 @@ latest checkpoint). log and diff run git (it must be installed).`,
 	cmd.Flags().StringVar(&at, "at", "", "checkpoint sequence number (default: the latest)")
 	cmd.Flags().StringVar(&from, "from", "", "diff: since checkpoint SEQ (default: since the run started)")
 	cmd.Flags().BoolVar(&noHistory, "no-history", false, "export: the files only, without .git")
+	cmd.Flags().BoolVar(&all, "all", false, "log: every fan-out branch too")
+	cmd.Flags().StringVar(&branch, "branch", "", "diff, export, log: a fan-out branch's workspace (JOIN-VISIT/BRANCH, open/BRANCH or BRANCH)")
 	return cmd
 }
 
-// workspaceAt is the workspace checkpoint at (or the latest) recorded.
-func (a *app) workspaceAt(ctx context.Context, id, at string) (*runstore.WorkspaceState, error) {
+// findBranch is the branch of cp that name names: its ref, or the latest
+// branch so named.
+func findBranch(cp *runstore.Checkpoint, name string) (*runstore.BranchState, error) {
+	var found *runstore.BranchState
+	var known []string
+	for i := range cp.Joined {
+		b := &cp.Joined[i]
+		known = append(known, b.Ref())
+		if b.Ref() == name || b.Name == name {
+			found = b
+		}
+	}
+	for i := range cp.Branches {
+		b := &cp.Branches[i]
+		known = append(known, "open/"+b.Name)
+		if "open/"+b.Name == name || b.Name == name {
+			found = b
+		}
+	}
+	if found == nil {
+		if len(known) == 0 {
+			return nil, failedErr(fmt.Errorf("run %s has no fan-out branches at checkpoint %d", cp.RunID, cp.Seq))
+		}
+		return nil, failedErr(fmt.Errorf("run %s has no branch %q at checkpoint %d; its branches: %s", cp.RunID, name, cp.Seq, strings.Join(known, ", ")))
+	}
+	return found, nil
+}
+
+// branchRefs names every branch head of cp by its ref, for log --all.
+func branchRefs(cp *runstore.Checkpoint) map[string]*runstore.WorkspaceState {
+	refs := map[string]*runstore.WorkspaceState{}
+	for i := range cp.Joined {
+		if b := &cp.Joined[i]; b.Workspace != nil && b.Workspace.Commit != "" {
+			refs[b.Ref()] = b.Workspace
+		}
+	}
+	for i := range cp.Branches {
+		if b := &cp.Branches[i]; b.Workspace != nil && b.Workspace.Commit != "" {
+			refs["open/"+strings.ReplaceAll(b.Name, ".", "/")] = b.Workspace
+		}
+	}
+	return refs
+}
+
+// workspaceAt is the checkpoint at (or the latest) and its workspace; with
+// need, a checkpoint without a snapshot is an error.
+func (a *app) workspaceAt(ctx context.Context, id, at string, need bool) (*runstore.Checkpoint, *runstore.WorkspaceState, error) {
 	runs, err := a.store(ctx)
 	if err != nil {
-		return nil, failedErr(err)
+		return nil, nil, failedErr(err)
 	}
 	var cp *runstore.Checkpoint
 	if at != "" {
 		seq, err := atoi(at)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cp, err = runs.Get(ctx, id, seq)
 		if err != nil {
-			return nil, failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+			return nil, nil, failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
 		}
 	} else if cp, err = runs.Latest(ctx, id); err != nil {
-		return nil, failedErr(fmt.Errorf("run %s: %w", id, err))
+		return nil, nil, failedErr(fmt.Errorf("run %s: %w", id, err))
 	}
-	if cp.Workspace == nil || cp.Workspace.Commit == "" {
-		return nil, failedErr(fmt.Errorf("run %s has no workspace snapshot at checkpoint %d: no visit changed its files yet", id, cp.Seq))
+	if need && (cp.Workspace == nil || cp.Workspace.Commit == "") {
+		return nil, nil, failedErr(fmt.Errorf("run %s has no workspace snapshot at checkpoint %d: no visit changed its files yet", id, cp.Seq))
 	}
-	return cp.Workspace, nil
+	return cp, cp.Workspace, nil
 }
 
 // git runs plain git on a bare repository of the run's snapshots.
-func (a *app) git(ctx context.Context, id string, st *runstore.WorkspaceState, args ...string) error {
+func (a *app) git(ctx context.Context, id string, st *runstore.WorkspaceState, branches map[string]*runstore.WorkspaceState, args ...string) error {
 	bin, err := exec.LookPath("git")
 	if err != nil {
 		return failedErr(errors.New("git is not installed; `tether workspace RUN export DIR` writes the files and their history without it"))
@@ -130,7 +214,7 @@ func (a *app) git(ctx context.Context, id string, st *runstore.WorkspaceState, a
 	}
 	defer os.RemoveAll(tmp)
 	gitDir := filepath.Join(tmp, "repo.git")
-	if err := workspace.History(ctx, a.blobs, id, st, gitDir, a.cfg.WorkspaceLimits); err != nil {
+	if err := workspace.HistoryWithBranches(ctx, a.blobs, id, st, branches, gitDir, a.cfg.WorkspaceLimits); err != nil {
 		return failedErr(fmt.Errorf("read the workspace history of run %s: %w", id, err))
 	}
 	c := exec.CommandContext(ctx, bin, append([]string{"--no-pager", "--git-dir", gitDir}, args...)...)

@@ -68,16 +68,6 @@ func (f *freshWorkers) next() error {
 	return nil
 }
 
-// replace stops a worker whose visit is over and starts the next.
-func (f *freshWorkers) replace(old *workerhost.Host) {
-	if err := f.next(); err != nil {
-		f.mu.Lock()
-		f.errs = append(f.errs, fmt.Errorf("start the next fresh worker: %w", err))
-		f.mu.Unlock()
-	}
-	old.Stop()
-}
-
 // Visits counts the activity workers that ran a visit.
 func (f *freshWorkers) Visits() int {
 	f.mu.Lock()
@@ -111,8 +101,22 @@ func (a *oneVisitActivity) ExecuteActivity(ctx context.Context, in *interceptor.
 	if !a.o.done.CompareAndSwap(false, true) {
 		return nil, temporal.NewApplicationError("this worker ran its visit and is going away", activities.ErrTypeWorkerStopping)
 	}
-	defer func() { go a.o.f.replace(a.o.host) }()
+	// The next fresh worker starts now, not when this visit ends, so that
+	// the concurrent visits of a fan-out's branches each find one.
+	a.o.f.startNext()
+	defer func() { go a.o.host.Stop() }()
 	return a.Next.ExecuteActivity(ctx, in)
+}
+
+// startNext starts the next fresh worker in the background.
+func (f *freshWorkers) startNext() {
+	go func() {
+		if err := f.next(); err != nil {
+			f.mu.Lock()
+			f.errs = append(f.errs, fmt.Errorf("start the next fresh worker: %w", err))
+			f.mu.Unlock()
+		}
+	}()
 }
 
 // startRole starts a worker of one role with empty roots of its own.

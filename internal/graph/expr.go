@@ -35,6 +35,7 @@ var DisabledBuiltins = []string{"now", "date", "duration", "timezone", "keys", "
 type BranchEnv struct {
 	Branch  string                    `expr:"branch"`  // the branch's name (the node its fan-out edge led to)
 	Outputs map[string]map[string]any `expr:"outputs"` // the output of each node the branch visited, by node id (latest visit)
+	Last    map[string]any            `expr:"last"`    // the output of the branch's last node before the join
 	Diff    DiffStat                  `expr:"diff"`    // the branch's change against the trunk at the fan-out
 }
 

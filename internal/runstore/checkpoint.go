@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
@@ -96,6 +97,92 @@ type Checkpoint struct {
 	// snapshot commit and the packs that hold it. Nil for a run that has
 	// never had a workspace (every run before workspaces existed).
 	Workspace *WorkspaceState `json:"workspace,omitempty"`
+	// Branches are the open branches of the fan-out in flight, in the
+	// order of its start cursors (Cursor): each one's files and how far
+	// it got, so that a resume or rewind to this checkpoint continues
+	// every branch where it stood. Nil outside a fan-out.
+	Branches []BranchState `json:"branches,omitempty"`
+	// Joined are the branches of the latest fan-outs that reached their
+	// join (at most MaxJoined, newest last): what `tether workspace log
+	// --all`, `export --branch` and a prompt's .workspace.branches read.
+	Joined []BranchState `json:"joined,omitempty"`
+}
+
+// BranchState is one fan-out branch's line of the workspace: it starts at
+// the trunk's commit at the fan-out (Base) and each of its visits commits
+// on top of the last.
+type BranchState struct {
+	// Name is the node the branch's fan-out edge led to; a branch of a
+	// fan-out nested inside another branch is "outer.inner".
+	Name string `json:"name"`
+	// Base is the trunk's commit at the fan-out ("" for an empty
+	// workspace); Workspace is the branch's head.
+	Base      string          `json:"base,omitempty"`
+	Workspace *WorkspaceState `json:"workspace,omitempty"`
+	// Nodes are the nodes the branch visited, in order of their first
+	// visit; Last is the latest.
+	Nodes []string `json:"nodes,omitempty"`
+	Last  string   `json:"last,omitempty"`
+	// Next is the branch's next visit; nil once it reached Join.
+	Next *Cursor `json:"next,omitempty"`
+	// NestedJoin says Next is the join of a fan-out nested in the branch,
+	// which the branch visits itself.
+	NestedJoin bool   `json:"nested_join,omitempty"`
+	Join       string `json:"join,omitempty"`
+	// JoinVisit is the join's visit number, and Kept whether the join kept
+	// this branch's files (Joined only).
+	JoinVisit int  `json:"join_visit,omitempty"`
+	Kept      bool `json:"kept,omitempty"`
+}
+
+// MaxJoined bounds Checkpoint.Joined, which every checkpoint carries.
+const MaxJoined = 48
+
+// Ref is the branch's name in `tether workspace log --all` and git:
+// JOIN-VISIT/NAME, with a nested branch's dots as slashes.
+func (b *BranchState) Ref() string {
+	return fmt.Sprintf("%s-%d/%s", b.Join, b.JoinVisit, strings.ReplaceAll(b.Name, ".", "/"))
+}
+
+// ValidateBranchName checks a branch name: node ids joined by dots. It
+// becomes a directory name on workers and a git ref.
+func ValidateBranchName(name string) error {
+	if name == "" || len(name) > 4*maxNodeIDLen {
+		return fmt.Errorf("%w: branch name %q must be node ids joined by dots, at most %d characters", ErrInvalidID, name, 4*maxNodeIDLen)
+	}
+	for _, part := range strings.Split(name, ".") {
+		if err := ValidateNodeID(part); err != nil {
+			return fmt.Errorf("%w: branch name %q: %v", ErrInvalidID, name, err)
+		}
+	}
+	return nil
+}
+
+// validate checks what of a branch reaches paths, refs and git.
+func (b *BranchState) validate() error {
+	if err := ValidateBranchName(b.Name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidCheckpoint, err)
+	}
+	if b.Join != "" {
+		if err := ValidateNodeID(b.Join); err != nil {
+			return fmt.Errorf("%w: branch %q: join: %v", ErrInvalidCheckpoint, b.Name, err)
+		}
+	}
+	if b.Base != "" && !ValidObjectID(b.Base) {
+		return fmt.Errorf("%w: branch %q base %q is not a git object id; the checkpoint was not written by tether", ErrInvalidCheckpoint, b.Name, b.Base)
+	}
+	return b.Workspace.Validate()
+}
+
+// BranchKeys lists the blob keys the checkpoint's branches name.
+func (cp *Checkpoint) BranchKeys() []string {
+	var out []string
+	for _, list := range [][]BranchState{cp.Branches, cp.Joined} {
+		for i := range list {
+			out = append(out, list[i].Workspace.Keys()...)
+		}
+	}
+	return out
 }
 
 // WorkspaceState names one snapshot of a run's workspace: a commit of the
@@ -330,6 +417,13 @@ func Decode(b []byte) (*Checkpoint, error) {
 	}
 	if err := cp.Workspace.Validate(); err != nil {
 		return nil, err
+	}
+	for _, list := range [][]BranchState{cp.Branches, cp.Joined} {
+		for i := range list {
+			if err := list[i].validate(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return &cp, nil
 }

@@ -27,7 +27,8 @@ func (cp *Checkpoint) Refs() []string {
 	if cp.Pause != nil && cp.Pause.BackendSessionStateRef != "" {
 		refs = append(refs, cp.Pause.BackendSessionStateRef)
 	}
-	return append(refs, cp.Workspace.Keys()...)
+	refs = append(refs, cp.Workspace.Keys()...)
+	return append(refs, cp.BranchKeys()...)
 }
 
 // Fork copies a checkpoint for a new run: outputs, visits and the
@@ -39,6 +40,7 @@ func Fork(src *Checkpoint) *Checkpoint {
 	cp.NodeSessions = nil
 	cp.RetainedSessions = nil
 	cp.RetainedParts = nil
+	cp.Branches, cp.Joined = slices.Clone(src.Branches), slices.Clone(src.Joined)
 	if src.Pause != nil {
 		p := *src.Pause
 		p.BackendSessionStateRef = ""

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// pickGraph fans out to three branches: a (an agent then a tool that reads
+// and extends the agent's file), b (an agent whose tests fail) and c (a
+// one-line change). The join keeps the passing branch with the smallest
+// change.
+const pickGraph = `
+name: ws-pick
+start: plan
+nodes:
+  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
+  - {id: a, kind: agent, backend: scripted, prompt: go, script: ["WRITE: a.txt = from a\\n\nwrote a"]}
+  - {id: a_tests, kind: tool, run: [sh, -c, 'cat a.txt base.txt && echo more >> a.txt']}
+  - {id: b, kind: agent, backend: scripted, prompt: go, script: ["WRITE: b.txt = from b\\n\nWRITE: base.txt = changed by b\\n\nwrote b"]}
+  - {id: b_tests, kind: tool, run: [sh, -c, 'cat b.txt; exit 1']}
+  - {id: c, kind: tool, run: [sh, -c, 'echo c > c.txt']}
+  - id: best
+    kind: join
+    workspace: {pick: "last.exit_code == 0", by: diff.lines}
+  - {id: after, kind: tool, run: [sh, -c, 'ls']}
+  - {id: none, kind: end}
+  - {id: done, kind: end}
+edges:
+  - {from: plan, to: a}
+  - {from: plan, to: b}
+  - {from: plan, to: c}
+  - {from: a, to: a_tests}
+  - {from: b, to: b_tests}
+  - {from: a_tests, to: best}
+  - {from: b_tests, to: best}
+  - {from: c, to: best}
+  - {from: best, to: after, when: 'output.workspace.kept != ""'}
+  - {from: best, to: none}
+  - {from: after, to: done, with: {files: output.stdout}}
+`
+
+// TestBranchWorkspacesPick: each branch of a fan-out keeps its own files
+// across its visits, each visit on a fresh worker; the join keeps the
+// passing branch with the smallest change, and every branch can be taken
+// out afterwards.
+func TestBranchWorkspacesPick(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	fresh := h.freshWorkerPerVisit()
+	g, err := graph.Parse([]byte(pickGraph), "pick.yaml")
+	require.NoError(t, err)
+	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	const id = "ws-pick"
+	res, err := h.result(h.start(id, g, nil))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, fresh.Visits(), 7)
+	st := h.state(id)
+
+	// a's second node saw its first node's file, on another worker.
+	assert.Equal(t, "from a\nbase\n", fmt.Sprint(st.Outputs["a_tests"]["stdout"]))
+	assert.Equal(t, "from b\n", fmt.Sprint(st.Outputs["b_tests"]["stdout"]))
+
+	// The join's output: every branch with its change; c kept.
+	ws, ok := st.Outputs["best"]["workspace"].(map[string]any)
+	require.True(t, ok, "the join's output has a workspace key: %v", st.Outputs["best"])
+	assert.Equal(t, "pick", ws["mode"])
+	assert.Equal(t, "c", ws["kept"])
+	branches, _ := ws["branches"].([]any)
+	require.Len(t, branches, 3)
+	lines := map[string]float64{}
+	for _, b := range branches {
+		m := b.(map[string]any)
+		lines[m["name"].(string)] = m["lines"].(float64)
+		assert.Len(t, m["head"], 40)
+	}
+	assert.Equal(t, map[string]float64{"a": 2, "b": 3, "c": 1}, lines)
+	files := fmt.Sprint(res.Output["files"])
+	assert.Equal(t, "base.txt\nc.txt\n", files, "the kept branch's files continue after the join")
+
+	cp, err := h.runs.Latest(context.Background(), id)
+	require.NoError(t, err)
+	require.Len(t, cp.Joined, 3)
+	assert.Nil(t, cp.Branches, "no fan-out is open")
+	for _, b := range cp.Joined {
+		assert.Equal(t, "best", b.Join)
+		assert.Equal(t, b.Name == "c", b.Kept, b.Name)
+	}
+
+	// The commands: every branch in the log, a branch's diff and export.
+	log := h.tether(t, dir, "workspace", id, "log", "--all")
+	for _, want := range []string{"best-1/a", "best-1/b", "best-1/c", "a_tests visit 1", "a visit 1", "b visit 1", "c visit 1", "plan visit 1", "branch: a"} {
+		assert.Contains(t, log, want)
+	}
+	diff := h.tether(t, dir, "workspace", id, "diff", "--branch", "b")
+	assert.Contains(t, diff, "+changed by b")
+	assert.Contains(t, diff, "+++ b/b.txt")
+	assert.NotContains(t, diff, "a.txt")
+	out := filepath.Join(t.TempDir(), "a")
+	h.tether(t, dir, "workspace", id, "export", out, "--branch", "best-1/a")
+	got, err := os.ReadFile(filepath.Join(out, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "from a\nmore\n", string(got))
+	subjects, err := exec.Command("git", "-C", out, "log", "--format=%s").CombinedOutput()
+	require.NoError(t, err, "%s", subjects)
+	assert.Equal(t, "a_tests visit 1\na visit 1\nplan visit 1\n", string(subjects))
+	code, msg := tetherCode(t, "workspace", id, "diff", "--branch", "nope")
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, msg, "best-1/a, best-1/b, best-1/c", "an unknown branch lists the known ones")
+
+	// delete takes the branches' packs with the run.
+	h.tether(t, dir, "delete", id)
+	left, err := h.blobs.List(context.Background(), runstore.RunPrefix(id))
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	h.recordHistory("branch-workspaces-pick", id)
+}
+
+// mergeGraph: three writers at once; x and y change the same line of
+// shared.txt, z adds its own file. The merge conflicts, and a resolver
+// settles it before the check.
+const mergeGraph = `
+name: ws-merge
+start: plan
+nodes:
+  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'printf "one\ntwo\nthree\n" > shared.txt']}
+  - {id: x, kind: tool, run: [sh, -c, 'printf "ONE\ntwo\nthree\n" > shared.txt']}
+  - {id: y, kind: tool, run: [sh, -c, 'printf "uno\ntwo\nthree\n" > shared.txt']}
+  - {id: z, kind: tool, run: [sh, -c, 'echo z > z.txt']}
+  - {id: merge, kind: join, workspace: merge}
+  - {id: resolver, kind: tool, run: [sh, -c, 'cat shared.txt; printf "ONE uno\ntwo\nthree\n" > shared.txt']}
+  - {id: check, kind: tool, run: [sh, -c, 'cat shared.txt z.txt']}
+  - {id: done, kind: end}
+edges:
+  - {from: plan, to: x}
+  - {from: plan, to: y}
+  - {from: plan, to: z}
+  - {from: x, to: merge}
+  - {from: y, to: merge}
+  - {from: z, to: merge}
+  - {from: merge, to: resolver, when: len(output.workspace.conflicts) > 0}
+  - {from: merge, to: check}
+  - {from: resolver, to: check}
+  - {from: check, to: done, with: {out: output.stdout}}
+`
+
+// TestBranchWorkspacesMerge: a merge join merges every branch into the
+// trunk with git's three-way merge; a conflict is routed to a resolver
+// with the conflicting file's markers and both sides in the join's output.
+func TestBranchWorkspacesMerge(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.freshWorkerPerVisit()
+	g, err := graph.Parse([]byte(mergeGraph), "merge.yaml")
+	require.NoError(t, err)
+	const id = "ws-merge"
+	res, err := h.result(h.start(id, g, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "plan>x>y>z>merge>resolver>check>done", sortedBranchPath(res.Path))
+	st := h.state(id)
+	ws := st.Outputs["merge"]["workspace"].(map[string]any)
+	assert.Equal(t, "merge", ws["mode"])
+	conflicts := ws["conflicts"].([]any)
+	require.Len(t, conflicts, 1)
+	c := conflicts[0].(map[string]any)
+	assert.Equal(t, "shared.txt", c["path"])
+	assert.Equal(t, []any{"x", "y"}, c["branches"])
+	assert.Contains(t, c["ours"], "ONE")
+	assert.Contains(t, c["theirs"], "uno")
+	markers := fmt.Sprint(st.Outputs["resolver"]["stdout"])
+	assert.Contains(t, markers, "<<<<<<<")
+	assert.Contains(t, markers, ">>>>>>> y")
+	assert.Equal(t, "ONE uno\ntwo\nthree\nz\n", fmt.Sprint(res.Output["out"]))
+
+	log := h.tether(t, dir, "workspace", id, "log")
+	assert.Contains(t, log, "merge merge 1")
+	assert.Contains(t, log, "resolver visit 1")
+	assert.Contains(t, log, "x visit 1", "the merge commit has the branches as parents")
+	h.recordHistory("branch-workspaces-merge", id)
+}
+
+// sortedBranchPath is the run's path with each stretch of branch steps
+// sorted, since concurrent branches finish in any order.
+func sortedBranchPath(steps []runstore.Step) string {
+	var ids []string
+	for _, s := range steps {
+		ids = append(ids, s.Node)
+	}
+	// x, y and z run concurrently: sort the steps between plan and merge.
+	i := 0
+	for i < len(ids) && ids[i] != "plan" {
+		i++
+	}
+	j := i + 1
+	for j < len(ids) && ids[j] != "merge" {
+		j++
+	}
+	if i < len(ids) && j <= len(ids) {
+		mid := append([]string(nil), ids[i+1:j]...)
+		slices.Sort(mid)
+		copy(ids[i+1:j], mid)
+	}
+	return strings.Join(ids, ">")
+}

@@ -1,0 +1,3 @@
+module example.com/splitmerge
+
+go 1.22
