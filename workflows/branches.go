@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -210,7 +211,18 @@ func (r *runImpl) saveBranches(ctx workflow.Context, b *branchRun) {
 		return
 	}
 	defer r.saveMu.Unlock()
-	if err := r.save(ctx); err != nil {
+	// Other branches may be inside a visit: the checkpoint counts only
+	// finished visits, so that a resume from it numbers them as now.
+	visits := r.cp.Visits
+	r.cp.Visits = maps.Clone(visits)
+	for _, n := range r.current {
+		if r.cp.Visits[n]--; r.cp.Visits[n] <= 0 {
+			delete(r.cp.Visits, n)
+		}
+	}
+	err := r.save(ctx)
+	r.cp.Visits = visits
+	if err != nil {
 		workflow.GetLogger(ctx).Warn("could not record a fan-out branch's progress; a resume would run its last visit again", "branch", b.st.Name, "error", err.Error())
 	}
 }

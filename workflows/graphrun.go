@@ -364,6 +364,16 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	}
 	if ws := cp.Workspace; ws != nil {
 		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits, Notes: slices.Clone(ws.Notes)}
+		for _, b := range cp.Branches {
+			v := BranchView{Name: b.Name, Join: b.Join}
+			if b.Workspace != nil {
+				v.Commit = b.Workspace.Commit
+			}
+			if b.Next != nil {
+				v.Next = b.Next.Node
+			}
+			s.Workspace.Branches = append(s.Workspace.Branches, v)
+		}
 	}
 	if len(cp.Usage) > 0 {
 		s.Usage = maps.Clone(cp.Usage)

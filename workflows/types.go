@@ -158,6 +158,17 @@ type WorkspaceView struct {
 	Snapshots int    `json:"snapshots"`
 	// Notes say what the latest snapshot left out, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Branches are the open branches of a fan-out in flight.
+	Branches []BranchView `json:"branches,omitempty"`
+}
+
+// BranchView is one open fan-out branch: its head, and the node it visits
+// next ("" once it waits at its join).
+type BranchView struct {
+	Name   string `json:"name"`
+	Commit string `json:"commit,omitempty"`
+	Next   string `json:"next,omitempty"`
+	Join   string `json:"join,omitempty"`
 }
 
 // PendingQuestion is a question waiting for an answer.

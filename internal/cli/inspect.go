@@ -230,6 +230,13 @@ func (a *app) printState(st *workflows.State, source string) {
 		for _, n := range ws.Notes {
 			fmt.Fprintf(w, "workspace:  note: %s\n", n)
 		}
+		for _, b := range ws.Branches {
+			at := "at " + b.Next
+			if b.Next == "" {
+				at = "at the join " + b.Join
+			}
+			fmt.Fprintf(w, "workspace:  branch %-16s %s (%s; tether workspace %s diff --branch %s)\n", b.Name, at, short(b.Commit), st.RunID, b.Name)
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Sessions)) {
 		s := st.Sessions[id]

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -212,4 +213,133 @@ func sortedBranchPath(steps []runstore.Step) string {
 		copy(ids[i+1:j], mid)
 	}
 	return strings.Join(ids, ">")
+}
+
+// rewindFanGraph: branch a writes, asks a person, then adds a line; branch
+// b writes its own file. The join merges them.
+const rewindFanGraph = `
+name: ws-rewind-fan
+start: plan
+nodes:
+  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
+  - {id: a_write, kind: tool, run: [sh, -c, 'echo a > a.txt']}
+  - {id: a_ask, kind: human, question: "a ok?"}
+  - {id: a_more, kind: tool, run: [sh, -c, 'echo more >> a.txt']}
+  - {id: b_write, kind: tool, run: [sh, -c, 'echo b > b.txt']}
+  - {id: gather, kind: join, workspace: merge}
+  - {id: after, kind: tool, run: [sh, -c, 'cat a.txt b.txt']}
+  - {id: done, kind: end}
+edges:
+  - {from: plan, to: a_write}
+  - {from: plan, to: b_write}
+  - {from: a_write, to: a_ask}
+  - {from: a_ask, to: a_more}
+  - {from: a_more, to: gather}
+  - {from: b_write, to: gather}
+  - {from: gather, to: after}
+  - {from: after, to: done, with: {out: output.stdout}}
+`
+
+// TestRewindInsideAFanOut: the checkpoints a fan-out takes while its
+// branches run record each branch's head and next node; rewinding a
+// finished run to one of them continues every branch where it stood,
+// with its files as they were then, and runs no finished visit again.
+func TestRewindInsideAFanOut(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.freshWorkerPerVisit()
+	g, err := graph.Parse([]byte(rewindFanGraph), "rewind-fan.yaml")
+	require.NoError(t, err)
+	const id = "ws-rewind-fan"
+	run := h.start(id, g, nil)
+	q := h.waitQuestion(id)
+	require.Equal(t, "a_ask-1", q.ID)
+
+	// The checkpoint with a waiting at its question and b at the join.
+	var inside int64
+	deadline := time.Now().Add(time.Minute)
+	for inside == 0 {
+		require.True(t, time.Now().Before(deadline), "no checkpoint recorded a at its question and b at the join")
+		cps, err := h.runs.List(context.Background(), id)
+		require.NoError(t, err)
+		for _, info := range cps {
+			cp, err := h.runs.Get(context.Background(), id, info.Seq)
+			require.NoError(t, err)
+			if len(cp.Branches) == 2 && cp.Branches[0].Next != nil && cp.Branches[0].Next.Node == "a_ask" && cp.Branches[1].Next == nil {
+				inside = cp.Seq
+				assert.Equal(t, "gather", cp.Branches[1].Join)
+				assert.Equal(t, []string{"a_write"}, cp.Branches[0].Nodes)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	status := h.tether(t, dir, "status", id)
+	assert.Regexp(t, `branch a_write +at a_ask`, status)
+	assert.Regexp(t, `branch b_write +at the join gather`, status)
+
+	h.answer(id, q.ID, "yes")
+	res, err := h.result(run)
+	require.NoError(t, err)
+	require.Equal(t, "a\nmore\nb\n", fmt.Sprint(res.Output["out"]))
+
+	out := h.tether(t, dir, "rewind", id, "--to", fmt.Sprint(inside))
+	require.Contains(t, out, "rewound")
+	q = h.waitQuestion(id)
+	assert.Equal(t, "a_ask-1", q.ID, "branch a asks again, as its first visit there; b stays at the join")
+	h.answer(id, q.ID, "yes")
+	res, err = h.result(h.c.GetWorkflow(context.Background(), id, ""))
+	require.NoError(t, err)
+	assert.Equal(t, "a\nmore\nb\n", fmt.Sprint(res.Output["out"]), "a's file as the checkpoint had it, b's kept")
+	cp, err := h.runs.Latest(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"plan": 1, "a_write": 1, "b_write": 1, "a_ask": 1, "a_more": 1, "gather": 1, "after": 1, "done": 1}, cp.Visits, "no visit ran twice in the rewound run")
+}
+
+// nestedGraph: branch x opens a fan-out of its own, whose join merges x1
+// and x2 into x's line; the outer join merges x and y.
+const nestedGraph = `
+name: ws-nested
+start: plan
+nodes:
+  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
+  - {id: x, kind: tool, fanout: all, run: [sh, -c, 'echo x > x.txt']}
+  - {id: x1, kind: tool, run: [sh, -c, 'cat x.txt > x1.txt']}
+  - {id: x2, kind: tool, run: [sh, -c, 'echo x2 > x2.txt']}
+  - {id: xjoin, kind: join, workspace: merge}
+  - {id: x_after, kind: tool, run: [sh, -c, 'cat x1.txt x2.txt > x_after.txt']}
+  - {id: y, kind: tool, run: [sh, -c, 'echo y > y.txt']}
+  - {id: gather, kind: join, workspace: merge}
+  - {id: after, kind: tool, run: [sh, -c, 'ls']}
+  - {id: done, kind: end}
+edges:
+  - {from: plan, to: x}
+  - {from: plan, to: y}
+  - {from: x, to: x1}
+  - {from: x, to: x2}
+  - {from: x1, to: xjoin}
+  - {from: x2, to: xjoin}
+  - {from: xjoin, to: x_after}
+  - {from: x_after, to: gather}
+  - {from: y, to: gather}
+  - {from: gather, to: after}
+  - {from: after, to: done, with: {files: output.stdout}}
+`
+
+// TestNestedFanOutBranches: a fan-out inside a branch starts from that
+// branch's files and its join merges into the branch's line.
+func TestNestedFanOutBranches(t *testing.T) {
+	h := newHarness(t, "")
+	h.freshWorkerPerVisit()
+	g, err := graph.Parse([]byte(nestedGraph), "nested.yaml")
+	require.NoError(t, err)
+	res, err := h.result(h.start("ws-nested", g, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "base.txt\nx.txt\nx1.txt\nx2.txt\nx_after.txt\ny.txt\n", fmt.Sprint(res.Output["files"]))
+	cp, err := h.runs.Latest(context.Background(), "ws-nested")
+	require.NoError(t, err)
+	var names []string
+	for _, b := range cp.Joined {
+		names = append(names, b.Ref())
+	}
+	assert.Equal(t, []string{"xjoin-1/x/x1", "xjoin-1/x/x2", "gather-1/x", "gather-1/y"}, names)
 }
