@@ -15,10 +15,6 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// MaxBranches bounds the branches of one fan-out: each holds a working
-// directory on some worker and a line of the run's history.
-const MaxBranches = 16
-
 // fanout runs each cursor as a concurrent branch until it reaches a join
 // node, then returns the join's cursor, whose input maps each branch's last
 // node to its output and says what the join did with the branches' files
@@ -38,9 +34,9 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 		workflow.GetVersion(ctx, changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces) != versionBranchWorkspaces {
 		return r.fanoutShared(ctx, starts)
 	}
-	if len(starts) > MaxBranches {
+	if len(starts) > graph.MaxBranches {
 		return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("a fan-out from %q opens %d branches, more than the %d one fan-out may have; split it into fan-outs of at most %d, or narrow the edges' when", starts[0].From, len(starts), MaxBranches, MaxBranches),
+			fmt.Sprintf("a fan-out from %q opens %d branches, more than the %d one fan-out may have; split it into fan-outs of at most %d, or narrow the edges' when", starts[0].From, len(starts), graph.MaxBranches, graph.MaxBranches),
 			ErrTypeGraph, nil)
 	}
 	branches := r.openBranches(starts, parent, trunk)

@@ -87,6 +87,7 @@ const (
 	CodeMissingPick       = "G050" // the pick form without a pick expression
 	CodeBadPick           = "G051" // a pick or by that does not compile
 	CodeUnknownPickOutput = "G052" // a pick or by reads outputs.X for no node X
+	CodeTooManyBranches   = "G053" // a fan-out with more edges than MaxBranches
 )
 
 // CodeInfo describes one problem code.
@@ -145,6 +146,7 @@ var codeTable = []CodeInfo{
 	{CodeMissingPick, SeverityError, "a join's workspace mapping has no pick expression"},
 	{CodeBadPick, SeverityError, "a join's pick or by expression does not compile or has the wrong type"},
 	{CodeUnknownPickOutput, SeverityWarning, "a join's pick or by reads the output of a node that does not exist"},
+	{CodeTooManyBranches, SeverityError, "a fan-out could open more branches than one fan-out may have"},
 }
 
 // Codes lists every problem code, in code order.

@@ -104,6 +104,10 @@ var Kinds = []Kind{KindAgent, KindHuman, KindTool, KindJoin, KindEnd}
 // FanoutAll makes a node take every matching edge concurrently.
 const FanoutAll = "all"
 
+// MaxBranches bounds the branches one fan-out may open: each holds a
+// working directory on some worker and a line of the run's history.
+const MaxBranches = 16
+
 // Node is one vertex of the graph.
 type Node struct {
 	ID        string `json:"id" yaml:"id"`

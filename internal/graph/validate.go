@@ -137,6 +137,9 @@ func (v *validator) checkNodes() {
 		if n.Fanout != "" && n.Fanout != FanoutAll {
 			v.add(CodeBadFanout, v.at(path+".fanout", path), n.ID, "node %s has fanout %q; the only fan-out is %q (take every matching edge at once); leave fanout out to take the first matching edge", name, n.Fanout, FanoutAll)
 		}
+		if out := len(v.g.EdgesFrom(n.ID)); n.Fanout == FanoutAll && out > MaxBranches {
+			v.add(CodeTooManyBranches, v.at(path+".fanout", path), n.ID, "node %s fans out on %d edges, but one fan-out may open at most %d branches (each holds a working directory and a line of the run's history); split it into fan-outs of at most %d", name, out, MaxBranches, MaxBranches)
+		}
 
 		switch n.Kind {
 		case KindAgent:

@@ -360,7 +360,7 @@ func TestEveryCodeIsExercised(t *testing.T) {
 	}
 	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
 		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability,
-		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput} {
+		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput, CodeTooManyBranches} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
@@ -378,4 +378,24 @@ func TestCodesAreUniqueAndOrdered(t *testing.T) {
 		assert.NotEmpty(t, c.Summary)
 		prev = c.Code
 	}
+}
+
+// TestTooManyBranches: a fan-out over more edges than MaxBranches is an
+// error before the run starts, not half-way through it.
+func TestTooManyBranches(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: wide\nstart: plan\nnodes:\n  - {id: plan, kind: tool, fanout: all, run: [true]}\n  - {id: gather, kind: join}\n  - {id: done, kind: end}\n")
+	var edges strings.Builder
+	for i := range MaxBranches + 1 {
+		fmt.Fprintf(&b, "  - {id: w%d, kind: tool, run: [true]}\n", i)
+		fmt.Fprintf(&edges, "  - {from: plan, to: w%[1]d}\n  - {from: w%[1]d, to: gather}\n", i)
+	}
+	b.WriteString("edges:\n" + edges.String() + "  - {from: gather, to: done}\n")
+	g, err := Parse([]byte(b.String()), "wide.yaml")
+	require.NoError(t, err)
+	ps := Validate(g)
+	require.True(t, ps.HasErrors(), ps.String())
+	require.Equal(t, CodeTooManyBranches, ps[0].Code, ps.String())
+	assert.Contains(t, ps[0].Message, "fans out on 17 edges")
+	assert.Equal(t, 4, ps[0].Pos.Line)
 }

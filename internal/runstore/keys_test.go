@@ -130,6 +130,37 @@ func TestDecodeRefusesForgedWorkspaceIDs(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A checkpoint's branches are as untrusted as its workspace: a name
+// reaches a worker's directory names and git refs, a commit git's command
+// line. Forged ones are refused on read, in open and joined branches.
+func TestDecodeRefusesForgedBranches(t *testing.T) {
+	good := strings.Repeat("ab", 20)
+	for _, b := range []BranchState{
+		{Name: "../../etc"},
+		{Name: "a/b"},
+		{Name: "a..b"},
+		{Name: ".hidden"},
+		{Name: "--upload-pack=x"},
+		{Name: ""},
+		{Name: "ok", Join: "../j"},
+		{Name: "ok", Base: "-p"},
+		{Name: "ok", Workspace: &WorkspaceState{Commit: "--output=x"}},
+	} {
+		for _, cp := range []*Checkpoint{{RunID: "r", Seq: 1, Branches: []BranchState{b}}, {RunID: "r", Seq: 1, Joined: []BranchState{b}}} {
+			raw, err := Encode(cp)
+			require.NoError(t, err)
+			_, err = Decode(raw)
+			require.ErrorIs(t, err, ErrInvalidCheckpoint, "%+v", b)
+		}
+	}
+	ok := BranchState{Name: "outer.inner-2", Join: "gather", JoinVisit: 3, Base: good, Workspace: &WorkspaceState{Commit: good}}
+	raw, err := Encode(&Checkpoint{RunID: "r", Seq: 1, Joined: []BranchState{ok}})
+	require.NoError(t, err)
+	cp, err := Decode(raw)
+	require.NoError(t, err)
+	require.Equal(t, "gather-3/outer/inner-2", cp.Joined[0].Ref())
+}
+
 // Each id's length cap is inclusive, every digit and letter may stand in a
 // session id, and checkpoint seq 0 is no checkpoint.
 func TestIDBounds(t *testing.T) {

@@ -1,0 +1,72 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+func branchFor(name string, exit int, lines int) *branchRun {
+	return &branchRun{
+		st:   &runstore.BranchState{Name: name, Last: name + "_tests"},
+		sc:   &scope{branch: true, name: name},
+		outs: map[string]map[string]any{name + "_tests": {"exit_code": exit}},
+		stat: activities.DiffStat{Files: 1, Added: lines},
+	}
+}
+
+// pick keeps the first branch in branch order for which pick holds; with
+// by, the holding branch with the smallest by, the first of equals; none
+// when pick holds for none.
+func TestPickBranch(t *testing.T) {
+	join := func(pick, by string) *graph.Node {
+		return &graph.Node{ID: "best", Kind: graph.KindJoin, Workspace: &graph.JoinWorkspace{Mode: graph.JoinPick, Pick: pick, By: by}}
+	}
+	bs := []*branchRun{branchFor("a", 1, 1), branchFor("b", 0, 9), branchFor("c", 0, 3), branchFor("d", 0, 3)}
+	for _, c := range []struct {
+		pick, by, want string
+	}{
+		{"last.exit_code == 0", "", "b"},
+		{"last.exit_code == 0", "diff.lines", "c"},
+		{"true", "diff.lines", "a"},
+		{"true", "-diff.lines", "b"},
+		{"branch == 'd' || branch == 'c'", "", "c"},
+		{"last.exit_code == 2", "diff.lines", ""},
+		{"outputs.nope.exit_code == 0", "", ""},
+	} {
+		got, err := pickBranch(join(c.pick, c.by), bs)
+		require.NoError(t, err, "%+v", c)
+		name := ""
+		if got != nil {
+			name = got.st.Name
+		}
+		assert.Equal(t, c.want, name, "pick %q by %q", c.pick, c.by)
+	}
+	_, err := pickBranch(join("true", "last.text"), bs)
+	require.Error(t, err, "a by that is not a number fails the join")
+	assert.Contains(t, err.Error(), `join "best": by "last.text" on branch a`)
+}
+
+// The join's output lists every branch in branch order; kept names the
+// picked one, and only a merge lists conflicts.
+func TestJoinOutput(t *testing.T) {
+	bs := []*branchRun{branchFor("a", 0, 2), branchFor("b", 0, 5)}
+	bs[1].kept = true
+	out := joinOutput(&graph.Node{ID: "j", Workspace: &graph.JoinWorkspace{Mode: graph.JoinPick, Pick: "true"}}, bs, []activities.Conflict{{Path: "x"}})
+	assert.Equal(t, "pick", out["mode"])
+	assert.Equal(t, "b", out["kept"])
+	assert.Empty(t, out["conflicts"])
+	list := out["branches"].([]any)
+	require.Len(t, list, 2)
+	assert.Equal(t, map[string]any{"name": "a", "head": "", "kept": false, "files": 1, "added": 2, "removed": 0, "lines": 2}, list[0])
+	out = joinOutput(&graph.Node{ID: "j", Workspace: &graph.JoinWorkspace{Mode: graph.JoinMerge}}, bs, []activities.Conflict{{Path: "x", Branches: []string{"a", "b"}}})
+	assert.Equal(t, "", out["kept"])
+	assert.Equal(t, []any{map[string]any{"path": "x", "branches": []any{"a", "b"}, "ours": "", "theirs": ""}}, out["conflicts"])
+	out = joinOutput(&graph.Node{ID: "j", Kind: graph.KindJoin}, bs, nil)
+	assert.Equal(t, "trunk", out["mode"])
+}
