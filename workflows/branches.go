@@ -330,6 +330,12 @@ func (r *runImpl) recordJoined(join string, visit int, trunk *runstore.Workspace
 	for _, b := range branches {
 		st := *b.st
 		st.Base, st.Workspace, st.Next = trunk.Commit, b.sc.ws, nil
+		if ws := st.Workspace; ws != nil && len(ws.Notes) > 0 {
+			// The notes were the visit's news; a joined branch is history.
+			lean := *ws
+			lean.Notes = nil
+			st.Workspace = &lean
+		}
 		st.Join, st.JoinVisit, st.Kept = join, visit, b.kept
 		r.cp.Joined = append(r.cp.Joined, st)
 	}

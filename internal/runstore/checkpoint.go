@@ -103,7 +103,7 @@ type Checkpoint struct {
 	// every branch where it stood. Nil outside a fan-out.
 	Branches []BranchState `json:"branches,omitempty"`
 	// Joined are the branches of the latest fan-outs that reached their
-	// join (at most MaxJoined, newest last): what `tether workspace log
+	// join (at most MaxJoined, newest last, without their snapshots' notes): what `tether workspace log
 	// --all`, `export --branch` and a prompt's .workspace.branches read.
 	Joined []BranchState `json:"joined,omitempty"`
 }
@@ -135,8 +135,10 @@ type BranchState struct {
 	Kept      bool `json:"kept,omitempty"`
 }
 
-// MaxJoined bounds Checkpoint.Joined, which every checkpoint carries.
-const MaxJoined = 48
+// MaxJoined bounds Checkpoint.Joined, which every checkpoint (and every
+// continue-as-new input) carries: one fan-out of the widest kind, or the
+// latest few narrower ones.
+const MaxJoined = 16
 
 // Ref is the branch's name in `tether workspace log --all` and git:
 // JOIN-VISIT/NAME, with a nested branch's dots as slashes.
