@@ -15,6 +15,18 @@ import (
 	"github.com/tether-run/tether/internal/workspace"
 )
 
+// VisitBranch is Visit for a visit inside a fan-out branch that keeps its
+// files (BranchName set). It is an activity type of its own so that a
+// worker built before branch workspaces, which would take the request for
+// an old branch visit and throw its files away, never receives one: its
+// task waits for a worker that knows the type.
+func (a *Activities) VisitBranch(ctx context.Context, req *VisitRequest) (*VisitResult, error) {
+	if req == nil || !req.Branch || req.BranchName == "" {
+		return nil, temporal.NewNonRetryableApplicationError("VisitBranch needs a branch visit with its branch's name", ErrTypeBadRequest, nil)
+	}
+	return a.Visit(ctx, req)
+}
+
 // JoinRequest is a join's workspace work: measure what each fan-out
 // branch changed against the trunk at the fan-out and, for a merge join,
 // merge every branch into the trunk.

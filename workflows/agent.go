@@ -189,7 +189,11 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			}
 		}
 		var res activities.VisitResult
-		err := workflow.ExecuteActivity(actx, acts.Visit, req).Get(ctx, &res)
+		visit := acts.Visit
+		if req.BranchName != "" {
+			visit = acts.VisitBranch
+		}
+		err := workflow.ExecuteActivity(actx, visit, req).Get(ctx, &res)
 		if err == nil {
 			if res.SessionNote != "" {
 				log.Warn("session not resumed; the visit ran fresh", "node", node.ID, "visit", visitNo, "plan", plan.Kind.String(), "reason", res.SessionNote)

@@ -17,9 +17,9 @@ import (
 )
 
 // visitActivities are the activity types that run an agent visit and
-// heartbeat its progress: Visit, and ExecuteNode in runs recorded before
-// one-trip visits.
-var visitActivities = []string{"Visit", "ExecuteNode"}
+// heartbeat its progress: Visit (VisitBranch in a fan-out branch), and
+// ExecuteNode in runs recorded before one-trip visits.
+var visitActivities = []string{"Visit", "VisitBranch", "ExecuteNode"}
 
 // runningVisits is the progress of the run's visits in flight, as their
 // activities last heartbeated it, ordered by node and visit.

@@ -95,7 +95,7 @@ type oneVisitActivity struct {
 }
 
 func (a *oneVisitActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	if activity.GetInfo(ctx).ActivityType.Name != "Visit" {
+	if name := activity.GetInfo(ctx).ActivityType.Name; name != "Visit" && name != "VisitBranch" {
 		return a.Next.ExecuteActivity(ctx, in)
 	}
 	if !a.o.done.CompareAndSwap(false, true) {
