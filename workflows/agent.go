@@ -158,6 +158,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
 		workflow.GetVersion(ctx, changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks) == versionIncrementalPacks
 	var lost []string
+	upgradeWaits := 0
 	for restarts := 0; ; restarts++ {
 		req := &activities.VisitRequest{
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
@@ -201,6 +202,19 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			return &res, append(lost, unnamedKeys(req, &res)...), nil
 		}
 		lost = append(lost, unnamedKeys(req, nil)...)
+		if req.BranchName != "" && isAppErrorType(err, activityNotRegistered) && upgradeWaits < maxUpgradeWaits {
+			// Only workers of an older build polled the task: wait for
+			// an upgraded one (a rolling upgrade), without counting it
+			// as a failure of the visit.
+			upgradeWaits++
+			restarts--
+			log.Warn("no worker that runs branch visits took this one; waiting for an upgraded worker", "node", node.ID, "visit", visitNo, "wait", upgradeWait.String())
+			timer := workflow.NewTimerWithOptions(ctx, upgradeWait, workflow.TimerOptions{Summary: fmt.Sprintf("wait for a worker that runs VisitBranch (%s visit %d)", node.ID, visitNo)})
+			if serr := timer.Get(ctx, nil); serr != nil {
+				return nil, nil, serr
+			}
+			continue
+		}
 		again := mayPass(err)
 		if serverRetry {
 			again = isAppErrorType(err, activities.ErrTypeMayPass)

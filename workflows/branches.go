@@ -252,10 +252,15 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 		Summary:             fmt.Sprintf("%s: %s %d branches' files", join.ID, mode, len(branches)),
 		TaskQueue:           TaskQueue,
 		StartToCloseTimeout: joinTimeout,
-		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
+		// Attempts go on (a store outage, a lost worker, or only workers
+		// of an older build, without the activity, polling) until an
+		// hour has passed; a hostile or over-limit branch is final.
+		ScheduleToCloseTimeout: joinPatience,
+		HeartbeatTimeout:       r.opts.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
-			MaximumAttempts:        4,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
 			NonRetryableErrorTypes: []string{activities.ErrTypeWorkspace, activities.ErrTypeBadRequest},
 		},
 	})

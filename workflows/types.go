@@ -63,9 +63,19 @@ const (
 	defaultToolTimeout = 10 * time.Minute
 	// importTimeout bounds the import of a run's workspace source.
 	importTimeout = 30 * time.Minute
+	// activityNotRegistered is the error type of an activity task that a
+	// worker without the activity type was given.
+	activityNotRegistered = "ActivityNotRegisteredError"
+	// A branch visit that only workers of an older build were polling
+	// for waits upgradeWait for an upgraded one, up to maxUpgradeWaits
+	// times (ten minutes) before it fails.
+	upgradeWait     = 10 * time.Second
+	maxUpgradeWaits = 60
 	// joinTimeout bounds a join's workspace work: measuring each branch's
 	// change, and a merge.
 	joinTimeout = 20 * time.Minute
+	// joinPatience bounds a join's workspace work with all its attempts.
+	joinPatience = time.Hour
 	// checkpointTimeout bounds one attempt to save a checkpoint: longer
 	// than the blob store's own retry of an outage (two minutes).
 	checkpointTimeout = 150 * time.Second

@@ -8,14 +8,22 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/worker"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/workflows"
 )
 
 // pickGraph fans out to three branches: a (an agent then a tool that reads
@@ -342,4 +350,89 @@ func TestNestedFanOutBranches(t *testing.T) {
 		names = append(names, b.Ref())
 	}
 	assert.Equal(t, []string{"xjoin-1/x/x1", "xjoin-1/x/x2", "gather-1/x", "gather-1/y"}, names)
+}
+
+// TestBranchVisitsWaitForAnUpgradedWorker: during a rolling upgrade, a
+// worker of an older build (one that has Visit but neither VisitBranch nor
+// JoinWorkspaces) is never handed a branch visit to run the old way; the
+// visits wait until a worker of this build polls, and the run completes
+// with every branch's files.
+func TestBranchVisitsWaitForAnUpgradedWorker(t *testing.T) {
+	h := newHarness(t, "")
+	h.startRole(workerhost.RoleWorkflows, nil)
+	old := worker.New(h.c, workflows.TaskQueue, worker.Options{})
+	var oldVisits atomic.Int32
+	old.RegisterActivityWithOptions(func(context.Context, *activities.VisitRequest) (*activities.VisitResult, error) {
+		oldVisits.Add(1)
+		return nil, fmt.Errorf("an old worker ran a visit")
+	}, activity.RegisterOptions{Name: "Visit"})
+	require.NoError(t, old.Start())
+	stopped := false
+	stopOld := func() {
+		if !stopped {
+			stopped = true
+			old.Stop()
+		}
+	}
+	t.Cleanup(stopOld)
+
+	g, err := graph.Parse([]byte(`
+name: ws-upgrade
+start: ask
+nodes:
+  - {id: ask, kind: human, fanout: all, question: "go?"}
+  - {id: a, kind: tool, run: [sh, -c, 'echo a > a.txt']}
+  - {id: b, kind: tool, run: [sh, -c, 'echo b > b.txt']}
+  - {id: gather, kind: join, workspace: merge}
+  - {id: after, kind: tool, run: [sh, -c, 'cat a.txt b.txt']}
+  - {id: done, kind: end}
+edges:
+  - {from: ask, to: a}
+  - {from: ask, to: b}
+  - {from: a, to: gather}
+  - {from: b, to: gather}
+  - {from: gather, to: after}
+  - {from: after, to: done, with: {out: output.stdout}}
+`), "upgrade.yaml")
+	require.NoError(t, err)
+	const id = "ws-upgrade"
+	run := h.start(id, g, nil)
+	q := h.waitQuestion(id)
+	h.answer(id, q.ID, "go")
+	// Only the old worker polls: the branch visits wait.
+	deadline := time.Now().Add(time.Minute)
+	for !hasTimer(t, h, id, "wait for a worker that runs VisitBranch") {
+		require.True(t, time.Now().Before(deadline), "the branch visits never waited for an upgraded worker")
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.startRole(workerhost.RoleActivities, nil)
+	res, err := h.result(run)
+	require.NoError(t, err)
+	stopOld()
+	assert.Equal(t, "a\nb\n", fmt.Sprint(res.Output["out"]))
+	assert.Zero(t, oldVisits.Load(), "the old worker ran no visit")
+	h.recordHistory("branch-visit-waits-for-upgrade", id)
+}
+
+// hasTimer reports whether the run's history has a timer whose summary
+// starts with prefix.
+func hasTimer(t *testing.T, h *harness, id, prefix string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	it := h.c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if ev.GetTimerStartedEventAttributes() != nil {
+			var s string
+			if p := ev.GetUserMetadata().GetSummary(); p != nil {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &s)
+			}
+			if strings.HasPrefix(s, prefix) {
+				return true
+			}
+		}
+	}
+	return false
 }
