@@ -148,7 +148,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		}
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:   visitSummary(node, visitNo, plan.Backend),
+		Summary:   visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc),
 		TaskQueue: TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,

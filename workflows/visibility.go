@@ -136,6 +136,14 @@ func visitSummary(node *graph.Node, visitNo int, backendName string) string {
 	return s
 }
 
+// branchSuffix names a visit's fan-out branch in its summary.
+func branchSuffix(sc *scope) string {
+	if sc.name == "" {
+		return ""
+	}
+	return " · branch " + sc.name
+}
+
 func oneLine(s string, max int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i] + " …"

@@ -52,6 +52,9 @@ func (s *Soak) check(ctx context.Context, r *run) []string {
 		if got := cp.Visits["gather"]; got != r.rounds {
 			out = append(out, bad("joined %d times, want %d", got, r.rounds)...)
 		}
+		// Each round's branches wrote on their own lines and the join
+		// merged them: the workspace holds every branch's file.
+		out = append(out, s.compareWorkspace(ctx, r, cp, fanoutFiles(r.rounds), bad)...)
 	}
 	for _, key := range cp.Refs() {
 		if _, err := s.blobs.Stat(ctx, key); err != nil {
@@ -65,6 +68,22 @@ func (s *Soak) check(ctx context.Context, r *run) []string {
 // file, with what its visits wrote over the imported files; bad words a
 // problem as check does.
 func (s *Soak) checkWorkspace(ctx context.Context, r *run, cp *runstore.Checkpoint, bad func(string, ...any) []string) []string {
+	want := map[string]string{}
+	for i := range r.files {
+		want[filepath.Join("src", strconv.Itoa(i/100), fmt.Sprintf("file-%d.txt", i))] = sourceContent(i)
+	}
+	var log strings.Builder
+	for v := 1; v <= r.rounds; v++ {
+		fmt.Fprintf(&log, "%d\n", v)
+		want[fmt.Sprintf("f%d.txt", v)] = fmt.Sprintf("v%d\n", v)
+	}
+	want["log.txt"] = log.String()
+	return s.compareWorkspace(ctx, r, cp, want, bad)
+}
+
+// compareWorkspace exports the run's workspace and compares it, file by
+// file, with want.
+func (s *Soak) compareWorkspace(ctx context.Context, r *run, cp *runstore.Checkpoint, want map[string]string, bad func(string, ...any) []string) []string {
 	if cp.Workspace == nil {
 		return bad("no workspace in its last checkpoint")
 	}
@@ -76,16 +95,6 @@ func (s *Soak) checkWorkspace(ctx context.Context, r *run, cp *runstore.Checkpoi
 	if err := workspace.Export(ctx, s.blobs, r.id, cp.Workspace, dir, false, s.cfg.WorkspaceLimits); err != nil {
 		return bad("export: %v", err)
 	}
-	want := map[string]string{}
-	for i := range r.files {
-		want[filepath.Join("src", strconv.Itoa(i/100), fmt.Sprintf("file-%d.txt", i))] = sourceContent(i)
-	}
-	var log strings.Builder
-	for v := 1; v <= r.rounds; v++ {
-		fmt.Fprintf(&log, "%d\n", v)
-		want[fmt.Sprintf("f%d.txt", v)] = fmt.Sprintf("v%d\n", v)
-	}
-	want["log.txt"] = log.String()
 	got := map[string]string{}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tether-run/tether/internal/graph"
 )
@@ -76,7 +77,10 @@ edges:
 }
 
 // fanoutGraph is a planner that fans out to a tool and a reviewer which
-// meet at a join, rounds times over.
+// meet at a join, rounds times over. Each branch writes a file of its own
+// on its line of the workspace (the tool appends to its log too) and the
+// join merges them, so after round k the workspace holds check-1..k.txt,
+// review-1..k.txt and a log with one line per round.
 func fanoutGraph(rounds int) string {
 	return fmt.Sprintf(`
 name: soak-fanout
@@ -89,14 +93,17 @@ nodes:
     max_visits: %[1]d
     prompt: "plan {{.visit}}"
     script: ["plan {{.Turn}}"]
-  - {id: check, kind: tool, run: [echo, ok], max_visits: %[1]d}
+  - id: check
+    kind: tool
+    max_visits: %[1]d
+    run: [sh, -c, "echo c{{.visit}} > check-{{.visit}}.txt && echo {{.visit}} >> log.txt"]
   - id: review
     kind: agent
     backend: scripted
     max_visits: %[1]d
     prompt: "review {{.visit}}"
-    script: ['JSON: {"ok": true}']
-  - {id: gather, kind: join, max_visits: %[1]d}
+    script: ["WRITE: review-{{.Visit}}.txt = r{{.Visit}}\\n\nreviewed"]
+  - {id: gather, kind: join, workspace: merge, max_visits: %[1]d}
   - {id: done, kind: end}
 edges:
   - {from: plan, to: check}
@@ -106,6 +113,19 @@ edges:
   - {from: gather, to: done, when: 'visits >= %[1]d'}
   - {from: gather, to: plan}
 `, rounds)
+}
+
+// fanoutFiles is the workspace of fanoutGraph after rounds rounds.
+func fanoutFiles(rounds int) map[string]string {
+	want := map[string]string{}
+	var log strings.Builder
+	for v := 1; v <= rounds; v++ {
+		want[fmt.Sprintf("check-%d.txt", v)] = fmt.Sprintf("c%d\n", v)
+		want[fmt.Sprintf("review-%d.txt", v)] = fmt.Sprintf("r%d\n", v)
+		fmt.Fprintf(&log, "%d\n", v)
+	}
+	want["log.txt"] = log.String()
+	return want
 }
 
 // parse parses one of the graphs above; they are the program's own, so a
