@@ -31,7 +31,8 @@
 //     modes, link targets, limits) before it writes a byte, refuses a
 //     hostile one with a typed error and leaves the directory as it was;
 //     then it writes through os.Root, never through a link, replacing
-//     files by atomic renames;
+//     files by atomic renames, up to 8 files at once with at most 64 MiB
+//     of their contents in memory;
 //   - a pack downloaded from the store must hash to the digest its key
 //     names (ErrDigestMismatch), and only non-delta objects are accepted.
 //

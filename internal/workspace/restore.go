@@ -8,10 +8,13 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -87,7 +90,7 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 		rep.Removed++
 	}
 	files := make([]indexFile, 0, len(targets))
-	var links []target
+	var links, pending []target
 	parents := map[string]bool{}
 	for _, t := range targets {
 		// Every file: one may be 256 MiB to inflate and write.
@@ -108,13 +111,17 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 			links = append(links, t)
 			continue
 		}
-		f, err := w.writeFile(root, t, parents)
-		if err != nil {
+		if err := makeParents(root, t.path, parents); err != nil {
 			return rep, err
 		}
-		files = append(files, f)
-		rep.Written++
+		pending = append(pending, t)
 	}
+	written, err := w.writeAll(ctx, root, pending)
+	if err != nil {
+		return rep, err
+	}
+	files = append(files, written...)
+	rep.Written += len(written)
 	// Links last, so no file above was written through one.
 	for _, t := range links {
 		if err := makeParents(root, t.path, parents); err != nil {
@@ -276,6 +283,46 @@ func (w *Workspace) flatten(ctx context.Context, commit string) ([]target, map[s
 	return out, trees, nil
 }
 
+// A restore writes up to restoreWriters files at once, holding at most
+// restoreBudget bytes of their contents (a file over it alone): creating
+// a file is mostly a wait on the file system, and the waits overlap.
+const (
+	restoreWriters = 8
+	restoreBudget  = 64 << 20
+)
+
+// writeAll writes the files ts, whose directories exist, concurrently, and
+// returns their index entries in the order of ts.
+func (w *Workspace) writeAll(ctx context.Context, root *os.Root, ts []target) ([]indexFile, error) {
+	out := make([]indexFile, len(ts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(restoreWriters)
+	budget := semaphore.NewWeighted(restoreBudget)
+	for i, t := range ts {
+		weight := min(max(t.size, 1), restoreBudget)
+		if err := budget.Acquire(gctx, weight); err != nil {
+			break // the group failed, or ctx ended: Wait and ctx say which
+		}
+		g.Go(func() error {
+			defer budget.Release(weight)
+			// Every file: one may be 256 MiB to inflate and write.
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			f, err := w.writeFile(root, t, nil)
+			out[i] = f
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // writeFile writes one file of the snapshot. Where nothing is, it creates
 // the file; over an existing file it writes a new temporary file beside it
 // and renames it over, so a reader never sees a half-written file.
@@ -290,8 +337,10 @@ func (w *Workspace) writeFile(root *os.Root, t target, parents map[string]bool) 
 // writeContent writes content as the file t (its path and mode), as
 // writeFile does.
 func writeContent(root *os.Root, t target, content []byte, parents map[string]bool) (indexFile, error) {
-	if err := makeParents(root, t.path, parents); err != nil {
-		return indexFile{}, err
+	if parents != nil { // nil: the caller made them
+		if err := makeParents(root, t.path, parents); err != nil {
+			return indexFile{}, err
+		}
 	}
 	perm := os.FileMode(0o644)
 	if t.mode == filemode.Executable {
@@ -300,7 +349,7 @@ func writeContent(root *os.Root, t target, content []byte, parents map[string]bo
 	name := t.path
 	existing, lerr := root.Lstat(t.path)
 	if lerr == nil {
-		name = path.Join(path.Dir(t.path), fmt.Sprintf(".tether-restore-%d", time.Now().UnixNano()))
+		name = path.Join(path.Dir(t.path), fmt.Sprintf(".tether-restore-%d-%d", time.Now().UnixNano(), restoreSeq.Add(1)))
 	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
@@ -334,6 +383,9 @@ func writeContent(root *os.Root, t target, content []byte, parents map[string]bo
 	}
 	return fromScan(statInfo(t, fi), t.hash), nil
 }
+
+// restoreSeq tells apart the temporary names of files written at once.
+var restoreSeq atomic.Uint64
 
 // makeParents creates the directories on the way to rel, replacing a file
 // or link that stands where a directory must be (the snapshot has a
