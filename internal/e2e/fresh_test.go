@@ -99,6 +99,10 @@ func (a *oneVisitActivity) ExecuteActivity(ctx context.Context, in *interceptor.
 		return a.Next.ExecuteActivity(ctx, in)
 	}
 	if !a.o.done.CompareAndSwap(false, true) {
+		// Refused slowly: the server tries each visit a bounded number of
+		// times, and the concurrent visits of a fan-out's branches must
+		// not use them all up before the next fresh worker polls.
+		time.Sleep(500 * time.Millisecond)
 		return nil, temporal.NewApplicationError("this worker ran its visit and is going away", activities.ErrTypeWorkerStopping)
 	}
 	// The next fresh worker starts now, not when this visit ends, so that
