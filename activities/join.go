@@ -154,14 +154,9 @@ func (a *Activities) JoinWorkspaces(ctx context.Context, req *JoinRequest) (*Joi
 // joinError types a join's workspace failure as workspaceError types a
 // visit's.
 func joinError(req *JoinRequest, what string, err error) error {
-	for _, typed := range []error{
-		workspace.ErrTooLarge, workspace.ErrUnsafePath, workspace.ErrLink, workspace.ErrSpecial,
-		workspace.ErrDenied, workspace.ErrCorrupt, workspace.ErrDigestMismatch, workspace.ErrMissing,
-	} {
-		if errors.Is(err, typed) {
-			msg := fmt.Sprintf("join %q visit %d: %s of run %s failed: %v; fix the cause, then `tether resume %s`", req.JoinID, req.Visit, what, req.RunID, err, req.RunID)
-			return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkspace, err)
-		}
+	if finalWorkspaceError(err) {
+		msg := fmt.Sprintf("join %q visit %d: %s of run %s failed: %v; fix the cause, then `tether resume %s`", req.JoinID, req.Visit, what, req.RunID, err, req.RunID)
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkspace, err)
 	}
 	return fmt.Errorf("join %q visit %d: %s: %w", req.JoinID, req.Visit, what, err)
 }

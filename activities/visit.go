@@ -563,16 +563,25 @@ func (a *Activities) agentEnv(backendName, runID, cwd string) (agent.Env, error)
 // incomplete or over the limits fails the visit for good; anything else
 // (a store fault) may pass and is retried.
 func workspaceError(req *VisitRequest, what string, err error) error {
+	if finalWorkspaceError(err) {
+		msg := fmt.Sprintf("node %q visit %d: workspace %s of run %s failed: %v; fix the cause, then `tether resume %s`", req.NodeID, req.Visit, what, req.RunID, err, req.RunID)
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkspace, err)
+	}
+	return fmt.Errorf("node %q visit %d: workspace %s: %w", req.NodeID, req.Visit, what, err)
+}
+
+// finalWorkspaceError reports a workspace failure that no retry cures: a
+// snapshot that is refused, incomplete or over the limits.
+func finalWorkspaceError(err error) bool {
 	for _, typed := range []error{
 		workspace.ErrTooLarge, workspace.ErrUnsafePath, workspace.ErrLink, workspace.ErrSpecial,
 		workspace.ErrDenied, workspace.ErrCorrupt, workspace.ErrDigestMismatch, workspace.ErrMissing,
 	} {
 		if errors.Is(err, typed) {
-			msg := fmt.Sprintf("node %q visit %d: workspace %s of run %s failed: %v; fix the cause, then `tether resume %s`", req.NodeID, req.Visit, what, req.RunID, err, req.RunID)
-			return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkspace, err)
+			return true
 		}
 	}
-	return fmt.Errorf("node %q visit %d: workspace %s: %w", req.NodeID, req.Visit, what, err)
+	return false
 }
 
 // ImportRequest makes the first snapshot of a run's workspace from a

@@ -18,7 +18,6 @@ import (
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -47,20 +46,8 @@ edges:
 // takes the three visits over: each restores its branch's files and its
 // paused conversation from the store, and the join merges all six files.
 func TestWorkerKilledWhileThreeBranchesRun(t *testing.T) {
-	bin := buildWorker(t)
-	srv := testenv.DevServer(t)
-	c := srv.Client(t)
-	cliBin := clitest.Isolate(t)
-	fake := fakemodel.Start(t)
-	store := t.TempDir()
-	env := []string{
-		"TEMPORAL_ADDRESS=" + srv.Address,
-		"TETHER_BLOB_URL=file://" + store,
-		"TETHER_CLI_BIN=" + cliBin,
-		"ANTHROPIC_BASE_URL=" + fake.URL(),
-		"ANTHROPIC_API_KEY=k",
-		"TETHER_MODEL_CLAUDE_CODE=" + branchKillModel,
-	}
+	k := newKillRig(t, branchKillModel)
+	bin, srv, c, fake, store, env := k.bin, k.srv, k.c, k.fake, k.store, k.env
 	a := startWorkerProcess(t, bin, env)
 
 	var nodes, edges []string

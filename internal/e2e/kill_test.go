@@ -79,23 +79,42 @@ func TestWorkerKilledMidVisit(t *testing.T) {
 	}
 }
 
-func killMidVisit(t *testing.T, sig syscall.Signal) {
-	// Build before HOME moves: go keeps its caches under HOME.
-	bin := buildWorker(t)
-	srv := testenv.DevServer(t)
-	c := srv.Client(t)
+// killRig is what a test that kills worker processes needs: the worker
+// binary, a dev server, Claude Code against the fake model, a file store,
+// and the environment of a worker process running them.
+type killRig struct {
+	bin   string
+	srv   *testenv.Server
+	c     client.Client
+	fake  *fakemodel.Server
+	store string
+	env   []string
+}
+
+// newKillRig builds the worker (before HOME moves: go keeps its caches
+// under HOME) and sets up the rest; model names the CLI runs' model, so
+// that their processes can be told from other tests'.
+func newKillRig(t *testing.T, model string) *killRig {
+	k := &killRig{bin: buildWorker(t), srv: testenv.DevServer(t)}
+	k.c = k.srv.Client(t)
 	cliBin := clitest.Isolate(t)
-	fake := fakemodel.Start(t)
-	store := t.TempDir()
-	env := []string{
-		"TEMPORAL_ADDRESS=" + srv.Address,
-		"TETHER_BLOB_URL=file://" + store,
+	k.fake = fakemodel.Start(t)
+	k.store = t.TempDir()
+	k.env = []string{
+		"TEMPORAL_ADDRESS=" + k.srv.Address,
+		"TETHER_BLOB_URL=file://" + k.store,
 		"TETHER_CLI_BIN=" + cliBin,
-		"ANTHROPIC_BASE_URL=" + fake.URL(),
+		"ANTHROPIC_BASE_URL=" + k.fake.URL(),
 		"ANTHROPIC_API_KEY=k",
-		"TETHER_MODEL_CLAUDE_CODE=" + killModel,
-		"TETHER_SHUTDOWN_GRACE=1s",
+		"TETHER_MODEL_CLAUDE_CODE=" + model,
 	}
+	return k
+}
+
+func killMidVisit(t *testing.T, sig syscall.Signal) {
+	k := newKillRig(t, killModel)
+	bin, srv, c, fake, store := k.bin, k.srv, k.c, k.fake, k.store
+	env := append(k.env, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, bin, env)
 
 	g, err := graph.Parse([]byte(`
