@@ -289,18 +289,11 @@ persist nodes start their own conversations.`,
 				return usageErr("--id: %v", err)
 			}
 			cp.RunID = newID
-			// The fork starts from the same files, in a copy of its own.
-			if cp.Workspace, err = runs.CopyWorkspace(ctx, id, newID, src.Workspace); err != nil {
+			// The fork starts from the same files, its branches' too (a
+			// fork taken inside a fan-out goes on with each branch's), in
+			// a copy of its own.
+			if err := runs.CopyWorkspaces(ctx, id, newID, cp); err != nil {
 				return failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
-			}
-			// And every branch's: a fork taken inside a fan-out goes on
-			// with each branch's files.
-			for _, list := range [][]runstore.BranchState{cp.Branches, cp.Joined} {
-				for i := range list {
-					if list[i].Workspace, err = runs.CopyWorkspace(ctx, id, newID, list[i].Workspace); err != nil {
-						return failedErr(fmt.Errorf("fork the workspace of branch %s of run %s: %w", list[i].Name, id, err))
-					}
-				}
 			}
 			return a.launched(ctx, newID, cp, follow, "run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID))
 		}),

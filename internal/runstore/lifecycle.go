@@ -34,7 +34,7 @@ func (cp *Checkpoint) Refs() []string {
 // Fork copies a checkpoint for a new run: outputs, visits and the
 // workspace's state stay; every session ref goes (ADR-089: fork omits both
 // refs, and the slots kept for rewinds with them). The caller copies the
-// workspace's packs into the new run (CopyWorkspace) and starts it.
+// workspaces' packs into the new run (CopyWorkspaces) and starts it.
 func Fork(src *Checkpoint) *Checkpoint {
 	cp := *src
 	cp.NodeSessions = nil
@@ -140,6 +140,32 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64, opts ...Rewin
 // part of the store and returns the state naming the copies, so a fork
 // never depends on the run it was forked from.
 func (s *Store) CopyWorkspace(ctx context.Context, from, to string, st *WorkspaceState) (*WorkspaceState, error) {
+	return s.copyWorkspace(ctx, from, to, st, map[string]bool{})
+}
+
+// CopyWorkspaces copies every workspace a forked checkpoint cp of run from
+// names (the run's and each fan-out branch's) into run to's part of the
+// store, each pack once though several states share it, and makes cp name
+// the copies.
+func (s *Store) CopyWorkspaces(ctx context.Context, from, to string, cp *Checkpoint) error {
+	copied := map[string]bool{}
+	var err error
+	if cp.Workspace, err = s.copyWorkspace(ctx, from, to, cp.Workspace, copied); err != nil {
+		return err
+	}
+	for _, list := range [][]BranchState{cp.Branches, cp.Joined} {
+		for i := range list {
+			if list[i].Workspace, err = s.copyWorkspace(ctx, from, to, list[i].Workspace, copied); err != nil {
+				return fmt.Errorf("branch %s: %w", list[i].Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// copyWorkspace is CopyWorkspace, skipping the packs already in copied
+// (by their new key) and adding the ones it copies.
+func (s *Store) copyWorkspace(ctx context.Context, from, to string, st *WorkspaceState, copied map[string]bool) (*WorkspaceState, error) {
 	if st == nil {
 		return nil, nil
 	}
@@ -151,14 +177,17 @@ func (s *Store) CopyWorkspace(ctx context.Context, from, to string, st *Workspac
 			return nil, err
 		}
 		key := WorkspacePackKey(to, digest)
-		rc, err := s.b.Get(ctx, p.Key)
-		if err != nil {
-			return nil, fmt.Errorf("runstore: read workspace pack %s: %w", p.Key, err)
-		}
-		err = s.b.Put(ctx, key, rc, p.Size, blob.CreateOnly())
-		rc.Close()
-		if err != nil && !errors.Is(err, blob.ErrExists) {
-			return nil, fmt.Errorf("runstore: copy workspace pack to %s: %w", key, err)
+		if !copied[key] {
+			rc, err := s.b.Get(ctx, p.Key)
+			if err != nil {
+				return nil, fmt.Errorf("runstore: read workspace pack %s: %w", p.Key, err)
+			}
+			err = s.b.Put(ctx, key, rc, p.Size, blob.CreateOnly())
+			rc.Close()
+			if err != nil && !errors.Is(err, blob.ErrExists) {
+				return nil, fmt.Errorf("runstore: copy workspace pack to %s: %w", key, err)
+			}
+			copied[key] = true
 		}
 		p.Key = key
 		out.Packs = append(out.Packs, p)

@@ -3,6 +3,8 @@ package runstore
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -110,4 +112,45 @@ func TestCopyWorkspaceMovesPacksIntoTheNewRun(t *testing.T) {
 	assert.Equal(t, "pack", string(got))
 	_, err = store.CopyWorkspace(ctx, "a", "b", &WorkspaceState{Packs: []WorkspacePack{{Key: "runs/x/workspace/" + d + ".pack"}}})
 	assert.ErrorIs(t, err, ErrInvalidID, "a pack of another run is refused")
+}
+
+// A fork copies the run's workspace and every branch's, reading each pack
+// of the source once though the states share it.
+func TestCopyWorkspacesCopiesEachPackOnce(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMem()
+	reads := map[string]int{}
+	store := New(countingGets{Store: mem, n: reads})
+	shared, own := strings.Repeat("1", 64), strings.Repeat("2", 64)
+	for _, d := range []string{shared, own} {
+		require.NoError(t, blob.PutBytes(ctx, mem, WorkspacePackKey("a", d), []byte("pack "+d[:1])))
+	}
+	pack := func(d string) WorkspacePack { return WorkspacePack{Key: WorkspacePackKey("a", d), Size: 6} }
+	cp := &Checkpoint{
+		Workspace: &WorkspaceState{Commit: "t", Packs: []WorkspacePack{pack(shared)}},
+		Branches:  []BranchState{{Name: "x", Workspace: &WorkspaceState{Packs: []WorkspacePack{pack(shared), pack(own)}}}},
+		Joined:    []BranchState{{Name: "y", Workspace: &WorkspaceState{Packs: []WorkspacePack{pack(shared)}}}},
+	}
+	require.NoError(t, store.CopyWorkspaces(ctx, "a", "b", cp))
+	for _, st := range []*WorkspaceState{cp.Workspace, cp.Branches[0].Workspace, cp.Joined[0].Workspace} {
+		for _, p := range st.Packs {
+			d, err := WorkspacePackDigest("b", p.Key)
+			require.NoError(t, err, "the fork names its own copy")
+			got, err := blob.GetBytes(ctx, mem, p.Key)
+			require.NoError(t, err)
+			assert.Equal(t, "pack "+d[:1], string(got))
+		}
+	}
+	assert.Equal(t, map[string]int{WorkspacePackKey("a", shared): 1, WorkspacePackKey("a", own): 1}, reads)
+}
+
+// countingGets counts the reads of each key.
+type countingGets struct {
+	blob.Store
+	n map[string]int
+}
+
+func (c countingGets) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	c.n[key]++
+	return c.Store.Get(ctx, key)
 }
