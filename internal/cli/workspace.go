@@ -137,17 +137,9 @@ latest checkpoint). log and diff run git (it must be installed).`,
 func findBranch(cp *runstore.Checkpoint, name string) (*runstore.BranchState, error) {
 	var found *runstore.BranchState
 	var known []string
-	for i := range cp.Joined {
-		b := &cp.Joined[i]
+	for _, b := range cpBranches(cp) {
 		known = append(known, b.Ref())
 		if b.Ref() == name || b.Name == name {
-			found = b
-		}
-	}
-	for i := range cp.Branches {
-		b := &cp.Branches[i]
-		known = append(known, "open/"+b.Name)
-		if "open/"+b.Name == name || b.Name == name {
 			found = b
 		}
 	}
@@ -163,17 +155,23 @@ func findBranch(cp *runstore.Checkpoint, name string) (*runstore.BranchState, er
 // branchRefs names every branch head of cp by its ref, for log --all.
 func branchRefs(cp *runstore.Checkpoint) map[string]*runstore.WorkspaceState {
 	refs := map[string]*runstore.WorkspaceState{}
-	for i := range cp.Joined {
-		if b := &cp.Joined[i]; b.Workspace != nil && b.Workspace.Commit != "" {
+	for _, b := range cpBranches(cp) {
+		if b.Workspace != nil && b.Workspace.Commit != "" {
 			refs[b.Ref()] = b.Workspace
 		}
 	}
-	for i := range cp.Branches {
-		if b := &cp.Branches[i]; b.Workspace != nil && b.Workspace.Commit != "" {
-			refs["open/"+strings.ReplaceAll(b.Name, ".", "/")] = b.Workspace
+	return refs
+}
+
+// cpBranches are the joined branches of cp, then the open ones.
+func cpBranches(cp *runstore.Checkpoint) []*runstore.BranchState {
+	var out []*runstore.BranchState
+	for _, list := range [][]runstore.BranchState{cp.Joined, cp.Branches} {
+		for i := range list {
+			out = append(out, &list[i])
 		}
 	}
-	return refs
+	return out
 }
 
 // workspaceAt is the checkpoint at (or the latest) and its workspace; with

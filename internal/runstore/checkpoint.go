@@ -103,8 +103,9 @@ type Checkpoint struct {
 	// every branch where it stood. Nil outside a fan-out.
 	Branches []BranchState `json:"branches,omitempty"`
 	// Joined are the branches of the latest fan-outs that reached their
-	// join (at most MaxJoined, newest last, without their snapshots' notes): what `tether workspace log
-	// --all`, `export --branch` and a prompt's .workspace.branches read.
+	// join (at most MaxJoined, newest last, without their snapshots'
+	// notes): what `tether workspace log --all`, `export --branch` and a
+	// prompt's .workspace.branches read.
 	Joined []BranchState `json:"joined,omitempty"`
 }
 
@@ -141,9 +142,14 @@ type BranchState struct {
 const MaxJoined = 16
 
 // Ref is the branch's name in `tether workspace log --all` and git:
-// JOIN-VISIT/NAME, with a nested branch's dots as slashes.
+// JOIN-VISIT/NAME once joined, open/NAME before, with a nested branch's
+// dots as slashes.
 func (b *BranchState) Ref() string {
-	return fmt.Sprintf("%s-%d/%s", b.Join, b.JoinVisit, strings.ReplaceAll(b.Name, ".", "/"))
+	name := strings.ReplaceAll(b.Name, ".", "/")
+	if b.JoinVisit == 0 {
+		return "open/" + name
+	}
+	return fmt.Sprintf("%s-%d/%s", b.Join, b.JoinVisit, name)
 }
 
 // ValidateBranchName checks a branch name: node ids joined by dots. It
