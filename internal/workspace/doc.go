@@ -43,10 +43,9 @@
 // both changed goes through `git merge-file`, run with an environment of
 // its own, never the worker's), records the collisions as Conflicts with
 // git's markers in the file, and snapshots the result as one commit whose
-// parents are the trunk and the branch heads; PickState keeps one branch
-// instead, and JoinedState keeps every branch's packs reachable so that a
-// branch can still be exported (HistoryWithBranches writes them as
-// refs). Load and Stat compare the branches' commits before the join.
+// parents are the trunk and the branch heads, and whose packs are every
+// branch's too (UnionPacks). HistoryWithBranches writes branch heads as
+// refs; Load and Stat compare the branches' commits before the join.
 //
 // docs/workspaces.md describes the design and its numbers.
 package workspace

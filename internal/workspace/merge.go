@@ -94,41 +94,6 @@ func UnionPacks(lists ...[]runstore.WorkspacePack) []runstore.WorkspacePack {
 	return out
 }
 
-// PickState is the state after a join that keeps one branch as it is: the
-// branch's head, with the trunk's packs and the branch's.
-func PickState(trunk, branch *runstore.WorkspaceState) *runstore.WorkspaceState {
-	if branch == nil {
-		return JoinedState(trunk)
-	}
-	var tp []runstore.WorkspacePack
-	if trunk != nil {
-		tp = trunk.Packs
-	}
-	st := *branch
-	st.Packs = UnionPacks(tp, branch.Packs)
-	st.Notes = slices.Clone(branch.Notes)
-	return &st
-}
-
-// JoinedState is kept with the packs of every state of all too, so that
-// every branch's objects stay reachable from the run's state after a join
-// (for `tether workspace export --branch`).
-func JoinedState(kept *runstore.WorkspaceState, all ...*runstore.WorkspaceState) *runstore.WorkspaceState {
-	var st runstore.WorkspaceState
-	if kept != nil {
-		st = *kept
-		st.Notes = slices.Clone(kept.Notes)
-	}
-	lists := [][]runstore.WorkspacePack{st.Packs}
-	for _, a := range all {
-		if a != nil {
-			lists = append(lists, a.Packs)
-		}
-	}
-	st.Packs = UnionPacks(lists...)
-	return &st
-}
-
 // Merge joins the branches of a fan-out. It restores the directory to
 // trunk (the trunk at the fan-out, every branch's merge base), applies
 // each branch in order as a three-way merge (base trunk, ours the
@@ -161,7 +126,7 @@ func (w *Workspace) Merge(ctx context.Context, trunk *runstore.WorkspaceState, b
 		}
 		seenName[b.Name] = true
 	}
-	baseT, _, _, err := w.load(ctx, trunk)
+	baseT, baseTrees, _, err := w.load(ctx, trunk)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -174,8 +139,10 @@ func (w *Workspace) Merge(ctx context.Context, trunk *runstore.WorkspaceState, b
 			return nil, rep, fmt.Errorf("workspace: merge: branch %s: %w", b.Name, err)
 		}
 	}
-	if _, err := w.Restore(ctx, trunk); err != nil {
-		return nil, rep, err
+	if !w.holds(trunk.Commit) {
+		if _, err := w.restoreLoaded(ctx, trunk, baseT, baseTrees, Restored{}); err != nil {
+			return nil, rep, err
+		}
 	}
 	var parents []string
 	commits := trunk.Commits

@@ -206,23 +206,12 @@ func TestStatAcrossBranches(t *testing.T) {
 	assert.Equal(t, map[string]string{"mine": "m"}, tree(t, w.Dir()))
 }
 
-func TestPackListHelpers(t *testing.T) {
+func TestUnionPacks(t *testing.T) {
 	p := func(k string) runstore.WorkspacePack { return runstore.WorkspacePack{Key: k} }
 	assert.Equal(t, []runstore.WorkspacePack{p("a"), p("b"), p("c"), p("d")},
 		UnionPacks([]runstore.WorkspacePack{p("a"), p("b")}, nil, []runstore.WorkspacePack{p("a"), p("c"), p("b"), p("d")}))
 	assert.Nil(t, UnionPacks())
 
-	trunk := &runstore.WorkspaceState{Commit: "t", Packs: []runstore.WorkspacePack{p("a")}, Commits: 1}
-	x := &runstore.WorkspaceState{Commit: "x", Packs: []runstore.WorkspacePack{p("a"), p("x")}, Commits: 2}
-	y := &runstore.WorkspaceState{Commit: "y", Packs: []runstore.WorkspacePack{p("a"), p("y")}, Commits: 3}
-	picked := PickState(trunk, x)
-	assert.Equal(t, "x", picked.Commit)
-	assert.Equal(t, []runstore.WorkspacePack{p("a"), p("x")}, picked.Packs)
-	joined := JoinedState(picked, x, y)
-	assert.Equal(t, "x", joined.Commit)
-	assert.Equal(t, 2, joined.Commits)
-	assert.Equal(t, []runstore.WorkspacePack{p("a"), p("x"), p("y")}, joined.Packs)
-	assert.Len(t, x.Packs, 2, "the inputs are not changed")
 }
 
 func TestHistoryRefusesBadBranchNames(t *testing.T) {

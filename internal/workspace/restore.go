@@ -49,8 +49,7 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	if want == nil {
 		want = &runstore.WorkspaceState{}
 	}
-	x := w.index()
-	if w.live.clean && x.Commit == want.Commit {
+	if w.holds(want.Commit) {
 		rep.Hit = true
 		return rep, nil
 	}
@@ -59,6 +58,19 @@ func (w *Workspace) Restore(ctx context.Context, want *runstore.WorkspaceState) 
 	if err != nil {
 		return rep, err
 	}
+	return w.restoreLoaded(ctx, want, targets, trees, rep)
+}
+
+// holds reports whether the directory holds commit as this process left
+// it: a restore to it has nothing to do.
+func (w *Workspace) holds(commit string) bool {
+	return w.live.clean && w.index().Commit == commit
+}
+
+// restoreLoaded is Restore once want's snapshot is loaded and checked
+// (its targets and trees); rep carries what the load fetched.
+func (w *Workspace) restoreLoaded(ctx context.Context, want *runstore.WorkspaceState, targets []target, trees map[string]plumbing.Hash, rep Restored) (Restored, error) {
+	x := w.index()
 	// What is there now.
 	taken := time.Now().UnixNano()
 	sc, err := scanTree(ctx, w.workdir, scanOpts{lim: w.m.lim, tracked: x.tracked, trackedDir: x.trackedDir})
