@@ -49,22 +49,14 @@ type JoinBranch struct {
 	State *runstore.WorkspaceState `json:"state"`
 }
 
-// DiffStat is a branch's change against the trunk at its fan-out.
-type DiffStat struct {
-	Files   int `json:"files"`
-	Added   int `json:"added"`
-	Removed int `json:"removed"`
-}
-
-// Conflict is a path where a merge found branches changing the same lines
+// DiffStat is a branch's change against the trunk at its fan-out, and
+// Conflict a path where a merge found branches changing the same lines
 // (or one deleting what another changed): the merged file holds git's
 // conflict markers, and the join's output names it with both sides.
-type Conflict struct {
-	Path     string   `json:"path"`
-	Branches []string `json:"branches"`
-	Ours     string   `json:"ours"`
-	Theirs   string   `json:"theirs"`
-}
+type (
+	DiffStat = workspace.DiffStat
+	Conflict = workspace.Conflict
+)
 
 // JoinResult is what the join's workspace work found.
 type JoinResult struct {
@@ -120,7 +112,7 @@ func (a *Activities) JoinWorkspaces(ctx context.Context, req *JoinRequest) (*Joi
 		if err != nil {
 			return nil, fail("measure branch "+b.Name, err)
 		}
-		res.Stats[i] = DiffStat{Files: st.Files, Added: st.Added, Removed: st.Removed}
+		res.Stats[i] = st
 		merge = append(merge, workspace.MergeBranch{Name: b.Name, State: b.State})
 	}
 	if !req.Merge || len(merge) == 0 {
@@ -144,9 +136,7 @@ func (a *Activities) JoinWorkspaces(ctx context.Context, req *JoinRequest) (*Joi
 	if m.Changed {
 		res.Merged = next
 	}
-	for _, c := range m.Conflicts {
-		res.Conflicts = append(res.Conflicts, Conflict{Path: c.Path, Branches: c.Branches, Ours: c.Ours, Theirs: c.Theirs})
-	}
+	res.Conflicts = m.Conflicts
 	a.logger().Info("branches merged", "run", req.RunID, "join", req.JoinID, "branches", len(merge), "conflicts", len(res.Conflicts))
 	return res, nil
 }

@@ -258,15 +258,15 @@ func promptWorkspace(ctx context.Context, ws *workspace.Workspace, req *VisitReq
 		st = &runstore.WorkspaceState{}
 	}
 	data := map[string]any{"commit": st.Commit, "base": st.Base, "files": st.Files, "diff": "", "branches": ""}
-	asks := req.Node.Prompt + strings.Join(req.Node.Run, " ")
-	if ws != nil && st.Commit != "" && strings.Contains(asks, ".workspace.diff") {
+	if ws != nil && st.Commit != "" && req.Node.Mentions(".workspace.diff") {
 		d, err := ws.Diff(ctx, st.Base, st.Commit, maxPromptDiff)
 		if err != nil {
 			d = fmt.Sprintf("(the diff could not be computed: %v)", err)
 		}
 		data["diff"] = d
 	}
-	if ws != nil && len(req.Joined) > 0 && strings.Contains(asks, ".workspace.branches") {
+	// The workflow sends the joined branches only to a node that uses them.
+	if ws != nil && len(req.Joined) > 0 {
 		data["branches"] = branchDiffs(ctx, ws, req.Joined)
 	}
 	return data

@@ -166,7 +166,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
 			ServerRetry: serverRetry, Incremental: incremental,
 		}
-		if asksBranches(node) {
+		if node.Mentions(".workspace.branches") {
 			req.Joined = r.latestJoined()
 		}
 		if node.Kind == graph.KindAgent {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -92,7 +91,7 @@ type branchRun struct {
 	outs map[string]map[string]any
 	// stat is the branch's change against the fan-out, and kept whether
 	// the join kept its files; set by joinWorkspaces.
-	stat activities.DiffStat
+	stat graph.DiffStat
 	kept bool
 	err  error
 }
@@ -237,10 +236,7 @@ func (r *runImpl) ownsBranch(b *branchRun) bool {
 // each branch's change, then keeps the trunk's files, one branch's (pick)
 // or all of them merged (merge), and records the branches in Joined.
 func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *runstore.WorkspaceState, branches []*branchRun) (*runstore.WorkspaceState, []activities.Conflict, error) {
-	mode := graph.JoinTrunk
-	if join.Workspace != nil && join.Workspace.Mode != "" {
-		mode = join.Workspace.Mode
-	}
+	mode := join.Workspace.ModeOrTrunk()
 	req := &activities.JoinRequest{
 		RunID: r.cp.RunID, JoinID: join.ID, Visit: r.cp.Visits[join.ID] + 1, Trunk: trunk,
 		Merge: mode == graph.JoinMerge, Started: workflow.Now(ctx),
@@ -272,7 +268,8 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the worker measured %d branches of %d", join.ID, len(res.Stats), len(branches)), ErrTypeWorkspace, nil)
 	}
 	for i, b := range branches {
-		b.stat = res.Stats[i]
+		st := res.Stats[i]
+		b.stat = graph.DiffStat{Files: st.Files, Added: st.Added, Removed: st.Removed, Lines: st.Added + st.Removed}
 	}
 	decided := trunk
 	switch mode {
@@ -301,26 +298,43 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 // for which pick holds; with by, the one of those with the smallest by
 // (the first of equals). Nil when pick holds for none.
 func pickBranch(join *graph.Node, branches []*branchRun) (*branchRun, error) {
+	graphErr := func(what, src string, b *branchRun, err error) error {
+		msg := fmt.Sprintf("join %q: %s %q: %v", join.ID, what, src, err)
+		if b != nil {
+			msg = fmt.Sprintf("join %q: %s %q on branch %s: %v", join.ID, what, src, b.st.Name, err)
+		}
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeGraph, nil)
+	}
+	// Compiled once for every branch.
+	pick, err := graph.CompilePick(join.Workspace.Pick)
+	if err != nil {
+		return nil, graphErr("pick", join.Workspace.Pick, nil, err)
+	}
+	var by *graph.Program
+	if join.Workspace.By != "" {
+		if by, err = graph.CompileBy(join.Workspace.By); err != nil {
+			return nil, graphErr("by", join.Workspace.By, nil, err)
+		}
+	}
 	var kept *branchRun
 	best := 0.0
 	for _, b := range branches {
 		env := graph.BranchEnv{
-			Branch: b.st.Name, Outputs: b.outs, Last: b.outs[b.st.Last],
-			Diff: graph.DiffStat{Files: b.stat.Files, Added: b.stat.Added, Removed: b.stat.Removed, Lines: b.stat.Added + b.stat.Removed},
+			Branch: b.st.Name, Outputs: b.outs, Last: b.outs[b.st.Last], Diff: b.stat,
 		}
-		ok, err := graph.EvalPick(join.Workspace.Pick, env)
+		ok, err := pick.EvalPick(env)
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: pick %q on branch %s: %v", join.ID, join.Workspace.Pick, b.st.Name, err), ErrTypeGraph, nil)
+			return nil, graphErr("pick", join.Workspace.Pick, b, err)
 		}
 		if !ok {
 			continue
 		}
-		if join.Workspace.By == "" {
+		if by == nil {
 			return b, nil
 		}
-		v, err := graph.EvalBy(join.Workspace.By, env)
+		v, err := by.EvalBy(env)
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: by %q on branch %s: %v", join.ID, join.Workspace.By, b.st.Name, err), ErrTypeGraph, nil)
+			return nil, graphErr("by", join.Workspace.By, b, err)
 		}
 		if kept == nil || v < best {
 			kept, best = b, v
@@ -352,10 +366,7 @@ func (r *runImpl) recordJoined(join string, visit int, trunk *runstore.Workspace
 // joinOutput is the join's output under "workspace": what it did, each
 // branch's head and change, which it kept, and a merge's conflicts.
 func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Conflict) map[string]any {
-	mode := graph.JoinTrunk
-	if join.Workspace != nil && join.Workspace.Mode != "" {
-		mode = join.Workspace.Mode
-	}
+	mode := join.Workspace.ModeOrTrunk()
 	kept := ""
 	var list []any
 	for _, b := range branches {
@@ -368,7 +379,7 @@ func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Con
 		}
 		list = append(list, map[string]any{
 			"name": b.st.Name, "head": head, "kept": b.kept,
-			"files": b.stat.Files, "added": b.stat.Added, "removed": b.stat.Removed, "lines": b.stat.Added + b.stat.Removed,
+			"files": b.stat.Files, "added": b.stat.Added, "removed": b.stat.Removed, "lines": b.stat.Lines,
 		})
 	}
 	conflicts := []any{}
@@ -386,12 +397,6 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
-}
-
-// asksBranches reports whether a node's prompt or command uses
-// .workspace.branches: only then does its visit carry the joined branches.
-func asksBranches(node *graph.Node) bool {
-	return strings.Contains(node.Prompt+strings.Join(node.Run, " "), ".workspace.branches")
 }
 
 // latestJoined are the branches of the latest join.

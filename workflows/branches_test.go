@@ -16,7 +16,7 @@ func branchFor(name string, exit int, lines int) *branchRun {
 		st:   &runstore.BranchState{Name: name, Last: name + "_tests"},
 		sc:   &scope{branch: true, name: name},
 		outs: map[string]map[string]any{name + "_tests": {"exit_code": exit}},
-		stat: activities.DiffStat{Files: 1, Added: lines},
+		stat: graph.DiffStat{Files: 1, Added: lines, Lines: lines},
 	}
 }
 

@@ -42,9 +42,9 @@ type JoinWorkspace struct {
 	By string `json:"by,omitempty" yaml:"by,omitempty"`
 }
 
-// ModeOrTrunk is w's mode, JoinTrunk for a nil w.
+// ModeOrTrunk is w's mode, JoinTrunk for a nil w or one without a mode.
 func (w *JoinWorkspace) ModeOrTrunk() string {
-	if w == nil {
+	if w == nil || w.Mode == "" {
 		return JoinTrunk
 	}
 	return w.Mode

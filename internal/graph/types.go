@@ -10,6 +10,7 @@ package graph
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,6 +156,13 @@ type Node struct {
 	// Pos is where the node was declared; it is not part of the graph's
 	// identity and never encoded.
 	Pos Pos `json:"-" yaml:"-"`
+}
+
+// Mentions reports whether the node's prompt or command holds s (a
+// template field such as ".workspace.diff"): what is costly to compute for
+// a visit is computed only for nodes that use it.
+func (n Node) Mentions(s string) bool {
+	return strings.Contains(n.Prompt, s) || slices.ContainsFunc(n.Run, func(a string) bool { return strings.Contains(a, s) })
 }
 
 // AgentSettings are the node's agent settings, for agent.Request.
