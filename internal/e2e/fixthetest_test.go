@@ -58,33 +58,10 @@ func TestFixTheTestOnS3(t *testing.T) {
 
 func fixTheTest(t *testing.T, b, store string) {
 	started := time.Now()
+	h, fresh, fake, _ := exampleHarness(t, store, "fix")
 	goEnv := goCaches(t)
-	url := "file://" + t.TempDir()
-	if store == "s3" {
-		url = s3Store(t, "fix")
-	}
-	h := newHarness(t, url)
-	fake := cliBackends(t, h)
-	// As a production worker runs them: the agents edit and the oracle's
-	// `go test` builds inside the sandbox, with the Go caches its node's
-	// env names.
-	h.confine()
-	fresh := h.freshWorkerPerVisit()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", url)
-	// Set only now that every real program is up: GOPROXY=off would stop a
-	// cold build of one.
-	for _, kv := range goEnv {
-		name, value, _ := strings.Cut(kv, "=")
-		t.Setenv(name, value)
-	}
-
 	// The example as shipped, on backend b.
-	src, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", "fix-the-test.yaml"))
-	require.NoError(t, err)
-	require.Contains(t, string(src), "&agent claude_code")
-	file := filepath.Join(t.TempDir(), "fix-the-test.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(src), "&agent claude_code", "&agent "+b, 1)), 0o644))
+	file := exampleOn(t, "fix-the-test.yaml", b)
 	code, out := tetherCode(t, "validate", file)
 	require.Equal(t, 0, code, out)
 	require.NotContains(t, out, "warning", "the example is clean on %s", b)

@@ -140,11 +140,7 @@ func TestSplitAndMerge(t *testing.T) {
 func splitAndMerge(t *testing.T, b, store string, conflict bool) {
 	started := time.Now()
 	h, fresh, fake, _ := exampleHarness(t, store, "split")
-	src, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", "split-and-merge.yaml"))
-	require.NoError(t, err)
-	require.Contains(t, string(src), "&agent claude_code")
-	file := filepath.Join(t.TempDir(), "split-and-merge.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(src), "&agent claude_code", "&agent "+b, 1)), 0o644))
+	file := exampleOn(t, "split-and-merge.yaml", b)
 
 	parts := `["` + meanPart + `", "` + maxPart + `"]`
 	if conflict {
@@ -205,8 +201,8 @@ func splitAndMerge(t *testing.T, b, store string, conflict bool) {
 }
 
 // exampleHarness is a harness for an example run through the tether CLI:
-// the real CLIs against the fake model, confined as in production, a fresh
-// worker for every visit, the store on a file system or S3.
+// the real CLIs against the fake model, a fresh worker for every visit,
+// the store on a file system or S3 (in bucket).
 func exampleHarness(t *testing.T, store, bucket string) (*harness, *freshWorkers, *fakemodel.Server, string) {
 	goEnv := goCaches(t)
 	url := "file://" + t.TempDir()
@@ -215,15 +211,32 @@ func exampleHarness(t *testing.T, store, bucket string) (*harness, *freshWorkers
 	}
 	h := newHarness(t, url)
 	fake := cliBackends(t, h)
+	// As a production worker runs them: the agents edit and the oracle's
+	// `go test` builds inside the sandbox, with the Go caches its node's
+	// env names.
 	h.confine()
 	fresh := h.freshWorkerPerVisit()
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", url)
+	// Set only now that every real program is up: GOPROXY=off would stop a
+	// cold build of one.
 	for _, kv := range goEnv {
 		name, value, _ := strings.Cut(kv, "=")
 		t.Setenv(name, value)
 	}
 	return h, fresh, fake, url
+}
+
+// exampleOn writes examples/name with its agents on backend b (the word
+// after &agent, claude_code as shipped) and returns the copy's path.
+func exampleOn(t *testing.T, name, b string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", name))
+	require.NoError(t, err)
+	require.Contains(t, string(src), "&agent claude_code")
+	file := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(src), "&agent claude_code", "&agent "+b, 1)), 0o644))
+	return file
 }
 
 // goTest runs `go test ./...` in dir with the machine's caches.
