@@ -256,3 +256,26 @@ grep CapEff /proc/self/status
 	assert.NotContains(t, r.out, "PATH=", r.out)
 	assert.Contains(t, r.out, "CapEff:\t0000000000000000")
 }
+
+// newCmd is the command that starts l.
+func newCmd(l *Launch) *exec.Cmd {
+	cmd := exec.Command(l.Argv[0], l.Argv[1:]...)
+	cmd.Env = l.Env
+	l.Prepare(cmd)
+	return cmd
+}
+
+// outputOf runs cmd, started from l, and returns what it printed.
+func outputOf(cmd *exec.Cmd, l *Launch) (string, error) {
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	l.Started()
+	err := cmd.Wait()
+	if _, ok := err.(*exec.ExitError); ok {
+		err = nil
+	}
+	return buf.String(), err
+}

@@ -126,7 +126,7 @@ func inner(args []string) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := setLimits(a.mem, a.nproc); err != nil {
+	if err := setLimits(a.nproc); err != nil {
 		return err
 	}
 	if err := restrict(a.rw, a.ro, true); err != nil {
@@ -144,6 +144,9 @@ func inner(args []string) error {
 	}
 	for _, l := range lns {
 		go serveRelay(l, a.socket)
+	}
+	if a.mem > 0 {
+		go watchMemory(a.mem)
 	}
 	code, err := runAsInit(a.prog, a.argv)
 	if err != nil {
@@ -163,15 +166,12 @@ func joinFreshKeyring() error {
 	return nil
 }
 
-// setLimits bounds each process's data segment and the processes of the
-// sandbox's user, where no cgroup does (0 leaves a limit alone). The
-// helper's own threads count against nproc, so it gets a margin.
-func setLimits(mem int64, nproc int) error {
-	if mem > 0 {
-		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: uint64(mem), Max: uint64(mem)}); err != nil {
-			return fmt.Errorf("limit memory: %w", err)
-		}
-	}
+// setLimits bounds the processes of the sandbox's user where no cgroup
+// does (0 leaves it alone). The kernel holds an unprivileged worker's
+// sandbox to it, counted in the sandbox's own user namespace; a root
+// worker's is exempt. The helper's own threads count against it, so it
+// gets a margin.
+func setLimits(nproc int) error {
 	if nproc > 0 {
 		n := uint64(nproc + 64)
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {

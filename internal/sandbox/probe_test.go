@@ -1,10 +1,14 @@
 package sandbox
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -104,6 +108,39 @@ func probe(what, arg string) error {
 			return err
 		}
 		return c.Close()
+	case "get":
+		// A plain GET, straight to the address (a relay, if any, is
+		// there); the body's first line is printed.
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+		resp, err := c.Get(arg)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		return fmt.Errorf("status %d body %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	case "proxy":
+		// CONNECT arg through the proxy the environment names.
+		u := os.Getenv("HTTPS_PROXY")
+		if u == "" {
+			return fmt.Errorf("no HTTPS_PROXY")
+		}
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(u, "http://"), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", arg, arg)
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode == http.StatusOK {
+			return fmt.Errorf("status 200")
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return fmt.Errorf("status %d %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	case "setuid":
 		return unix.Setresuid(0, 0, 0)
 	case "fifo":
