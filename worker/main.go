@@ -50,9 +50,10 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
-	if cfg.Agents.Sandbox, err = confinement(cfg, logger); err != nil {
+	if cfg.Agents.Sandbox, err = confinement(context.Background(), cfg, logger); err != nil {
 		return err
 	}
+	defer cfg.Agents.Sandbox.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

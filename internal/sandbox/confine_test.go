@@ -279,3 +279,25 @@ func outputOf(cmd *exec.Cmd, l *Launch) (string, error) {
 	}
 	return buf.String(), err
 }
+
+// nobodyTests run again with the worker as an unprivileged user (uid
+// 65534), as the Dockerfile runs it.
+var nobodyTests = []string{
+	"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker",
+	"TestNetworkIsTheNodesOnly", "TestNoRawSocketsNoCapabilitiesNotRoot", "TestNoTerminal", "TestHostSocketsDoNotExist",
+	"TestNothingOutlivesTheVisit", "TestNoPrivilegeLeftAndNoHostMounts", "TestMemoryLimitIsEnforced",
+}
+
+func TestConfineAsNobody(t *testing.T) {
+	if testenv.InNobodyChild() {
+		t.Skip("runs the others as uid 65534")
+	}
+	requireLandlock(t)
+	out, err := testenv.RunAsNobody(t, "("+strings.Join(nobodyTests, "|")+")")
+	if err != nil {
+		testenv.Unavailable(t, "cannot run as uid %d: %v", testenv.Nobody, err)
+	}
+	for _, n := range nobodyTests {
+		assert.Contains(t, string(out), "--- PASS: "+n)
+	}
+}

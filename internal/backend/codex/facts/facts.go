@@ -27,7 +27,8 @@ var Sandboxes = map[string]string{
 // Its CLI reports tokens but no price.
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true, NoCost: true,
-	Honours:     []string{agent.SettingPermissions, agent.SettingSystemPrompt, agent.SettingAppendSystemPrompt},
-	Permissions: Sandboxes,
-	Credentials: []string{".codex/auth.json*"},
+	Honours:        []string{agent.SettingPermissions, agent.SettingSystemPrompt, agent.SettingAppendSystemPrompt},
+	Permissions:    Sandboxes,
+	Credentials:    []string{".codex/auth.json*"},
+	ModelEndpoints: []string{"api.openai.com:443"},
 }

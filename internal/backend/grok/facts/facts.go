@@ -17,4 +17,5 @@ var Backend = agent.Facts{
 	Credentials: []string{
 		".grok/user-settings.json*", // holds the API key once given as a flag
 	},
+	ModelEndpoints: []string{"api.x.ai:443"},
 }
