@@ -56,20 +56,20 @@ func TestNetworkAndLimitsProblems(t *testing.T) {
 	for name, c := range map[string]struct {
 		node, code, says string
 	}{
-		"unknown mode":        {`{id: a, kind: tool, run: [x], network: open}`, CodeBadNetwork, `network "open"`},
-		"model on a tool":     {`{id: a, kind: tool, run: [x], network: model}`, CodeBadNetwork, "a tool has no model"},
-		"none on an agent":    {`{id: a, kind: agent, backend: pi, network: none}`, CodeBadNetwork, "cuts it off its own model"},
-		"empty allow":         {`{id: a, kind: tool, run: [x], network: {allow: []}}`, CodeBadNetwork, "allows nothing"},
-		"no port":             {`{id: a, kind: tool, run: [x], network: {allow: [example.com]}}`, CodeBadAllow, "write host:port"},
-		"bad port":            {`{id: a, kind: tool, run: [x], network: {allow: ["example.com:99999"]}}`, CodeBadAllow, "1-65535"},
-		"bad host":            {`{id: a, kind: tool, run: [x], network: {allow: ["exa mple.com:443"]}}`, CodeBadAllow, "not a host name"},
-		"bad memory":          {`{id: a, kind: tool, run: [x], limits: {memory: lots}}`, CodeBadLimits, "not a size"},
-		"tiny memory":         {`{id: a, kind: tool, run: [x], limits: {memory: 1MiB}}`, CodeBadLimits, "too little"},
-		"few pids":            {`{id: a, kind: tool, run: [x], limits: {pids: 2}}`, CodeBadLimits, "at least 16"},
-		"negative cpu":        {`{id: a, kind: agent, backend: pi, limits: {cpu: -1}}`, CodeBadLimits, "cores"},
-		"empty limits":        {`{id: a, kind: tool, run: [x], limits: {}}`, CodeBadLimits, "set nothing"},
-		"network on a human":  {`{id: a, kind: human, question: q, network: none}`, CodeIgnoredField, "network has no effect"},
-		"limits on a join":    {`{id: a, kind: end, limits: {pids: 20}}`, CodeIgnoredField, "limits has no effect"},
+		"unknown mode":       {`{id: a, kind: tool, run: [x], network: open}`, CodeBadNetwork, `network "open"`},
+		"model on a tool":    {`{id: a, kind: tool, run: [x], network: model}`, CodeBadNetwork, "a tool has no model"},
+		"none on an agent":   {`{id: a, kind: agent, backend: pi, network: none}`, CodeBadNetwork, "cuts it off its own model"},
+		"empty allow":        {`{id: a, kind: tool, run: [x], network: {allow: []}}`, CodeBadNetwork, "allows nothing"},
+		"no port":            {`{id: a, kind: tool, run: [x], network: {allow: [example.com]}}`, CodeBadAllow, "write host:port"},
+		"bad port":           {`{id: a, kind: tool, run: [x], network: {allow: ["example.com:99999"]}}`, CodeBadAllow, "1-65535"},
+		"bad host":           {`{id: a, kind: tool, run: [x], network: {allow: ["exa mple.com:443"]}}`, CodeBadAllow, "not a host name"},
+		"bad memory":         {`{id: a, kind: tool, run: [x], limits: {memory: lots}}`, CodeBadLimits, "not a size"},
+		"tiny memory":        {`{id: a, kind: tool, run: [x], limits: {memory: 1MiB}}`, CodeBadLimits, "too little"},
+		"few pids":           {`{id: a, kind: tool, run: [x], limits: {pids: 2}}`, CodeBadLimits, "at least 16"},
+		"negative cpu":       {`{id: a, kind: agent, backend: pi, limits: {cpu: -1}}`, CodeBadLimits, "cores"},
+		"empty limits":       {`{id: a, kind: tool, run: [x], limits: {}}`, CodeBadLimits, "set nothing"},
+		"network on a human": {`{id: a, kind: human, question: q, network: none}`, CodeIgnoredField, "network has no effect"},
+		"limits on a join":   {`{id: a, kind: end, limits: {pids: 20}}`, CodeIgnoredField, "limits has no effect"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := mustParse(t, "start: a\nnodes:\n  - "+c.node+"\n  - {id: z, kind: end}\nedges: [{from: a, to: z}]\n")
