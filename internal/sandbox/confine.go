@@ -133,12 +133,19 @@ func restrict(rw, ro []string, inside bool) error {
 			rules = append(rules, landlock.RWFiles(d).WithIoctlDev())
 		}
 	}
-	// The filesystem, and then IPC scopes (signals and abstract UNIX
-	// sockets reach only processes inside the domain; ABI 6 and later).
-	// BestEffort takes what the kernel offers beyond ABI 1.
+	// The filesystem, and then, outside namespaces, IPC scopes (signals
+	// and abstract UNIX sockets reach only processes inside the domain;
+	// ABI 6 and later). Inside, the PID and network namespaces scope both
+	// already, and the helper, whose threads each restrict themselves
+	// into a domain of their own, must still signal the program it
+	// started from another thread. BestEffort takes what the kernel
+	// offers beyond ABI 1.
 	cfg := landlock.V7.BestEffort()
 	if err := cfg.RestrictPaths(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	if inside {
+		return nil
 	}
 	if err := cfg.RestrictScoped(); err != nil {
 		return fmt.Errorf("landlock scopes: %w", err)

@@ -28,7 +28,7 @@ type innerArgs struct {
 	socket, proxy string
 	relays        []relay
 	mem           int64
-	nproc         int
+	nproc, ready  int
 	probe         bool
 	prog          string
 	argv          []string
@@ -66,6 +66,8 @@ func parseInner(args []string) (innerArgs, error) {
 			a.mem, err = strconv.ParseInt(v, 10, 64)
 		case "--nproc":
 			a.nproc, err = strconv.Atoi(v)
+		case "--ready-fd":
+			a.ready, err = strconv.Atoi(v)
 		default:
 			return a, fmt.Errorf("unknown flag %s", args[0])
 		}
@@ -92,9 +94,22 @@ func parseInner(args []string) (innerArgs, error) {
 // which ends every process left in the namespace.
 func inner(args []string) error {
 	runtime.LockOSThread()
+	// From the start: a signal the worker sends before the program runs
+	// is passed on once it does, instead of killing the helper.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	// Nothing the helper got from bwrap or the worker passes on to the
+	// program but its standard streams.
+	closeOnExec()
 	a, err := parseInner(args)
 	if err != nil {
 		return err
+	}
+	if a.ready > 0 {
+		// The worker signals the program only from now on: before, a
+		// signal to the namespace's first process is lost.
+		_, _ = unix.Write(a.ready, []byte{1})
+		unix.Close(a.ready)
 	}
 	// The program runs as the same user: without this it could ptrace
 	// the helper, which still holds the relays.
@@ -148,12 +163,23 @@ func inner(args []string) error {
 	if a.mem > 0 {
 		go watchMemory(a.mem)
 	}
-	code, err := runAsInit(a.prog, a.argv)
+	code, err := runAsInit(a.prog, a.argv, sigs)
 	if err != nil {
 		return err
 	}
 	os.Exit(code)
 	return nil
+}
+
+// closeOnExec marks every descriptor above the standard streams
+// close-on-exec.
+func closeOnExec() {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }
 
 // joinFreshKeyring gives the helper, and so the program, a new anonymous
@@ -204,7 +230,7 @@ func checkConfined() error {
 // its own, and stays the namespace's first process: it passes on the
 // signals the worker sends to the program's group, reaps orphans, and
 // returns the program's exit status (128+signal when a signal ended it).
-func runAsInit(prog string, argv []string) (int, error) {
+func runAsInit(prog string, argv []string, sigs chan os.Signal) (int, error) {
 	p, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -213,8 +239,6 @@ func runAsInit(prog string, argv []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", prog, err)
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	go func() {
 		for s := range sigs {
 			_ = syscall.Kill(-p.Pid, s.(syscall.Signal))

@@ -26,9 +26,10 @@ type Launch struct {
 	dir   string
 	proxy *egress.Listener
 	cg    *visitCgroup
-	info  *os.File
-	infoW *os.File
-	// pid is the helper's pid outside the sandbox, once bwrap said it.
+	info, infoW   *os.File
+	ready, readyW *os.File
+	// pid is the helper's pid outside the sandbox, once bwrap said it
+	// and the helper said it is ready for signals.
 	pid   atomic.Int64
 	visit *Visit
 }
@@ -101,12 +102,15 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	for _, d := range landlockPaths(ro) {
 		inner = append(inner, "--ro", d)
 	}
-	inner = append(append(append([]string{innerFlag}, inner...), "--", path), args...)
+	inner = append(append(append([]string{innerFlag, "--ready-fd", "4"}, inner...), "--", path), args...)
 	p.RW, p.RO = rw, ro
 	if l.Argv, err = s.bwrapArgv(p, files, inner); err != nil {
 		return nil, err
 	}
 	if l.info, l.infoW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if l.ready, l.readyW, err = os.Pipe(); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	l.Env = env
@@ -130,7 +134,7 @@ func landlockPaths(paths []string) []string {
 // and the visit's cgroup to start in.
 func (l *Launch) Prepare(cmd *exec.Cmd) {
 	if l.infoW != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, l.infoW)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, l.infoW, l.readyW)
 	}
 	if l.cg != nil {
 		if cmd.SysProcAttr == nil {
@@ -148,14 +152,17 @@ func (l *Launch) Started() {
 		return
 	}
 	l.infoW.Close()
-	l.infoW = nil
-	info := l.info
+	l.readyW.Close()
+	l.infoW, l.readyW = nil, nil
+	info, ready := l.info, l.ready
 	go func() {
 		var st struct {
 			ChildPID int64 `json:"child-pid"`
 		}
-		if err := json.NewDecoder(io.LimitReader(info, 4096)).Decode(&st); err == nil && st.ChildPID > 0 {
-			l.pid.Store(st.ChildPID)
+		err := json.NewDecoder(io.LimitReader(info, 4096)).Decode(&st)
+		var b [1]byte
+		if n, _ := ready.Read(b[:]); n == 1 && err == nil && st.ChildPID > 0 {
+			l.pid.CompareAndSwap(0, st.ChildPID)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(info, 1<<16))
 	}()
@@ -193,7 +200,7 @@ func (l *Launch) Finish() (refused []string, oomKilled bool) {
 		l.visit.Note(refused)
 		l.proxy = nil
 	}
-	for _, f := range []**os.File{&l.info, &l.infoW} {
+	for _, f := range []**os.File{&l.info, &l.infoW, &l.ready, &l.readyW} {
 		if *f != nil {
 			(*f).Close()
 			*f = nil
