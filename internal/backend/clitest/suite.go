@@ -19,6 +19,8 @@ import (
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
@@ -37,6 +39,9 @@ type Harness struct {
 	HeartbeatEvery time.Duration
 	// AskUserGrace is what the executor must use (zero: its default).
 	AskUserGrace time.Duration
+	// Sandbox confines the CLI as a production worker does, with the
+	// fake model as its model's endpoint.
+	Sandbox *sandbox.Sandbox
 }
 
 // Suite describes one real-CLI backend to the shared tests.
@@ -92,13 +97,14 @@ func (h *Harness) Options(baseURL, model string) cliexec.Options {
 		Heartbeat:      h.Heartbeat,
 		HeartbeatEvery: h.HeartbeatEvery,
 		TempDir:        h.Scratch,
+		Sandbox:        h.Sandbox,
 	}
 }
 
 func (s Suite) harness(t *testing.T) *Harness {
 	bin := Isolate(t)
 	return &Harness{Fake: fakemodel.Start(t), BinDir: bin, AskUser: AskUserCommand(t),
-		Scratch: t.TempDir(), Timeout: 2 * time.Minute}
+		Scratch: t.TempDir(), Timeout: 2 * time.Minute, Sandbox: sandboxtest.New(t)}
 }
 
 func execute(t *testing.T, b agent.Backend, req agent.Request) agent.Result {
