@@ -25,7 +25,10 @@ var suite = clitest.Suite{
 	MissingID:      "01a22c70-0000-7000-8000-000000000000",
 	AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
 	PendingPrefix:  "call_",
-	ReadOnlyDenial: "blocked by read-only sandbox",
+	// The suite runs Codex under the worker's sandbox, which stands in
+	// for Codex's own (docs/security.md): the working directory is
+	// read-only there, and the write fails on it.
+	ReadOnlyDenial: "Failed to write file",
 	Wire:           fakemodel.Responses,
 }
 
