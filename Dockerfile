@@ -1,4 +1,5 @@
-# The tether-worker image: the worker and the tether CLI, the agent CLIs at
+# The tether-worker image: the worker, its confine helper (tether-confine,
+# beside it) with bubblewrap, and the tether CLI, the agent CLIs at
 # the versions .env pins, and what tool nodes such as `go test` need (the Go
 # toolchain and git), so examples/fix-the-test.yaml runs on it. docker
 # compose passes the versions from .env; a plain `docker build` uses the
@@ -12,6 +13,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether-confine ./internal/sandbox/cmd/tether-confine \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter
 
 FROM golang:${GO_VERSION}-bookworm AS go
@@ -24,7 +26,7 @@ ARG GEMINI_CLI_VERSION=0.61.0
 ARG GROK_CLI_VERSION=0.0.34
 ARG OPENCODE_VERSION=1.18.33
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && npm install -g --no-audit --no-fund \
       @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} \
