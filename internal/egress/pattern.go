@@ -37,7 +37,14 @@ func ParsePattern(s string) (Pattern, error) {
 	if err != nil {
 		return Pattern{}, fmt.Errorf("%w %q: write host:port, e.g. api.example.com:443, *.example.com:443 or [::1]:8080", ErrBadPattern, s)
 	}
-	p := Pattern{Host: strings.TrimSuffix(strings.ToLower(host), ".")}
+	p := Pattern{Host: strings.ToLower(host)}
+	if h, ok := strings.CutSuffix(p.Host, "."); ok {
+		// A fully qualified name; never "*." made into "*".
+		if h == "" || strings.HasSuffix(h, "*") {
+			return Pattern{}, fmt.Errorf("%w %q: %q is not a host name", ErrBadPattern, s, host)
+		}
+		p.Host = h
+	}
 	switch {
 	case port == "*":
 	default:

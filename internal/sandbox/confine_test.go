@@ -285,7 +285,7 @@ func outputOf(cmd *exec.Cmd, l *Launch) (string, error) {
 var nobodyTests = []string{
 	"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker",
 	"TestNetworkIsTheNodesOnly", "TestNoRawSocketsNoCapabilitiesNotRoot", "TestNoTerminal", "TestHostSocketsDoNotExist",
-	"TestNothingOutlivesTheVisit", "TestNoPrivilegeLeftAndNoHostMounts", "TestMemoryLimitIsEnforced", "TestSignalReachesTheProgram",
+	"TestNothingOutlivesTheVisit", "TestNoPrivilegeLeftAndNoHostMounts", "TestMemoryLimitIsEnforced", "TestSignalReachesTheProgram", "TestCLIBinOpensOnlyItsLinks",
 }
 
 func TestConfineAsNobody(t *testing.T) {
