@@ -50,10 +50,16 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
-	if cfg.Agents.Sandbox, err = confinement(context.Background(), cfg, logger); err != nil {
+	sb, err := confinement(context.Background(), cfg, logger)
+	if err != nil {
 		return err
 	}
-	defer cfg.Agents.Sandbox.Close()
+	defer sb.Close()
+	// The agents' executors take a sandbox as one that confines (Codex
+	// then leaves its own off); the visits' admission reads the level.
+	if sb.Confines() {
+		cfg.Agents.Sandbox = sb
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -106,7 +112,7 @@ func run() error {
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
 		PassEnv:             cfg.Agents.PassEnv,
-		Sandbox:             cfg.Agents.Sandbox,
+		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -209,20 +210,21 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 				return
 			}
 			for who, saw := range map[string]string{"the tool node": toolSaw, "the agent": agentSaw} {
-				assert.Contains(t, saw, "attack-done", "%s ran the attack", who)
+				got := strings.Join(results.FindAllString(saw, -1), " ")
+				assert.True(t, strings.Contains(saw, "attack-done"), "%s ran the attack: %s", who, got)
 				for _, target := range []string{"temporal-http", "s3", "postgres", "metadata", "unlisted"} {
-					assert.Regexp(t, target+`=000/000\b`, saw, "%s reached %s straight", who, target)
-					assert.Regexp(t, target+`-proxy=000/(403|000)\b`, saw, "%s reached %s through the proxy", who, target)
+					assert.Regexp(t, target+`=000/000\b`, got, "%s reached %s straight", who, target)
+					assert.Regexp(t, target+`-proxy=000/403\b`, got, "%s reached %s through the proxy", who, target)
 				}
-				assert.Contains(t, saw, "temporal-grpc=failed", "%s reached the frontend's gRPC port", who)
-				assert.NotContains(t, saw, "pwned-accepted")
+				assert.Contains(t, got, "temporal-grpc=failed", "%s reached the frontend's gRPC port", who)
 			}
 			for node, want := range map[string][]string{
 				"probe": {"CONNECT " + httpAddr + " refused: the worker's Temporal frontend HTTP API", "CONNECT " + addr + " refused: the worker's Temporal frontend",
 					"CONNECT " + s3Addr + " refused: the worker's S3 endpoint", "CONNECT " + pg + " refused: the worker's PostgreSQL",
 					"CONNECT 169.254.169.254:80 refused: a link-local or cloud metadata address", "CONNECT example.com:443 refused: not in the node's network allowlist"},
 				"agent": {"CONNECT " + httpAddr + " refused: the worker's Temporal frontend HTTP API", "CONNECT " + s3Addr + " refused: the worker's S3 endpoint",
-					"CONNECT 169.254.169.254:80 refused: not in the node's network allowlist", "CONNECT example.com:443 refused: not in the node's network allowlist"},
+					"CONNECT " + pg + " refused: the worker's PostgreSQL", "CONNECT 169.254.169.254:80 refused: not in the node's network allowlist",
+					"CONNECT example.com:443 refused: not in the node's network allowlist"},
 			} {
 				notes := fmt.Sprint(cp.Outputs[node][activities.NetworkRefusedKey])
 				for _, w := range want {
@@ -235,6 +237,10 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 	assert.Zero(t, pgConns.Load(), "nothing reached PostgreSQL")
 }
 
+// results are the attack's lines: NAME=<http code>/<CONNECT code>, and
+// the gRPC attempt's.
+var results = regexp.MustCompile(`[a-z0-9-]+=(\d{3}/\d{3}|failed|pwned-accepted)`)
+
 // attackScript is what the agent and the tool run: each target straight
 // and through the proxy (a CONNECT tunnel), printing for each
 // NAME=<http code>/<CONNECT code> (000: no answer).
@@ -243,7 +249,9 @@ func attackScript(frontend, httpAddr, s3, pg, temporalCLI, victim, answer string
 	body := fmt.Sprintf(`{"input":[%s]}`, answer)
 	var b strings.Builder
 	b.WriteString("probe() { name=$1; shift; echo \"$name=$(curl -s -m 10 -o /dev/null -w '%{http_code}/%{http_connect}' \"$@\")\"; }\n")
-	for _, via := range []struct{ suffix, flags string }{{"", ""}, {"-proxy", `-p -x "$HTTPS_PROXY"`}} {
+	// Straight past any proxy; then through the proxy, even for the
+	// loopback addresses NO_PROXY sends straight.
+	for _, via := range []struct{ suffix, flags string }{{"", `--noproxy '*'`}, {"-proxy", `--noproxy '' -p -x "$HTTPS_PROXY"`}} {
 		fmt.Fprintf(&b, "probe temporal-http%s %s -X POST -H 'Content-Type: application/json' -d '%s' %s\n", via.suffix, via.flags, body, signal)
 		fmt.Fprintf(&b, "probe s3%s %s http://%s/\n", via.suffix, via.flags, s3)
 		fmt.Fprintf(&b, "probe postgres%s %s http://%s/\n", via.suffix, via.flags, pg)

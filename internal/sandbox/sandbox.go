@@ -244,6 +244,10 @@ func (s *Sandbox) String() string {
 	return str
 }
 
+// Confines reports whether s confines processes at all (a sandbox of
+// LevelNone only refuses nodes, see Admit).
+func (s *Sandbox) Confines() bool { return s != nil && s.Level > LevelNone }
+
 // Admit refuses a node that this sandbox cannot confine as the node asks:
 // below LevelFull, a node with permissions: full or with its own network
 // setting, unless the sandbox is off (a nil s, TETHER_SANDBOX=off).
