@@ -47,11 +47,18 @@ type launchFiles struct {
 // (none for the probe).
 func (s *Sandbox) bwrapArgv(p Policy, f *launchFiles, inner []string) ([]string, error) {
 	a := []string{s.bwrap,
-		"--unshare-all", "--unshare-user", "--disable-userns",
+		// Every namespace but the network's, which the helper makes
+		// itself: one bwrap made would belong to the user namespace
+		// bwrap sets up in before it switches to the sandbox's uid (a
+		// nested one), where the helper could not bind its relays to
+		// privileged ports nor bring the loopback up.
+		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--as-pid-1",
-		// The helper binds relays to privileged ports and drops its
-		// bounding set; it clears both before the program starts.
-		"--cap-drop", "ALL", "--cap-add", "CAP_NET_BIND_SERVICE", "--cap-add", "CAP_SETPCAP",
+		// For the helper only, which makes the network namespace, binds
+		// its relays, then drops every capability (bounding set
+		// included) before the program starts.
+		"--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN",
+		"--cap-add", "CAP_NET_BIND_SERVICE", "--cap-add", "CAP_SETPCAP",
 		"--uid", fmt.Sprint(UID), "--gid", fmt.Sprint(GID), "--hostname", hostname,
 	}
 	if f != nil {

@@ -123,6 +123,9 @@ func inner(args []string) error {
 	if err := joinFreshKeyring(); err != nil {
 		return err
 	}
+	if err := ownNetwork(); err != nil {
+		return err
+	}
 	var lns []relayListener
 	if a.proxy != "" {
 		l, err := net.Listen("tcp", a.proxy)
