@@ -60,8 +60,9 @@ var attackBackends = []string{backend.ClaudeCode, backend.Codex, backend.Pi, bac
 // address and an unlisted host, straight and through the egress proxy.
 // Nothing is reached, the victim's question stays open, the attacker's
 // run completes, and the proxy's refusals are on the visits' outputs. It
-// runs with the worker as root and as uid 65534; with
-// TETHER_ATK_SANDBOX=off (the worker as it was) the victim is answered.
+// runs with the worker as root and as uid 65534. With
+// TETHER_ATK_SANDBOX=off (the worker as it was before) it fails: the
+// first visit's curl answers the victim's question ("pwned").
 func TestAgentCannotReachTheWorkersServices(t *testing.T) {
 	if sandbox.ABI() < 1 {
 		testenv.Unavailable(t, "this kernel has no Landlock")
@@ -168,11 +169,7 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 	answer := fmt.Sprintf(`{"question_id":%q,"text":"pwned"}`, qid)
 	script := attackScript(addr, httpAddr, s3Addr, pg, temporalCLI, victim, answer)
 	cue := "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"
-	backends := attackBackends
-	if !confined {
-		backends = backends[:1] // the control needs one
-	}
-	for _, b := range backends {
+	for _, b := range attackBackends {
 		t.Run(b, func(t *testing.T) {
 			fake.Reset()
 			id := fmt.Sprintf("atk-%s-%d-%s", strings.ReplaceAll(b, "_", "-"), os.Getuid(), token())
@@ -201,14 +198,6 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 			}
 			agentSaw := strings.ReplaceAll(seen.String(), `\"`, `"`)
 			toolSaw := fmt.Sprint(cp.Outputs["probe"]["stdout"])
-			if !confined {
-				// The control: as Tether was, the attack answers the
-				// victim's question.
-				assert.Contains(t, toolSaw+agentSaw, "temporal-http=200", "unconfined, the frontend's HTTP API answered")
-				assert.Eventually(t, func() bool { return !pendingStill(c, victim, qid) }, time.Minute, 100*time.Millisecond,
-					"unconfined, the victim's question was answered (the attack)")
-				return
-			}
 			for who, saw := range map[string]string{"the tool node": toolSaw, "the agent": agentSaw} {
 				got := strings.Join(results.FindAllString(saw, -1), " ")
 				assert.True(t, strings.Contains(saw, "attack-done"), "%s ran the attack: %s", who, got)
