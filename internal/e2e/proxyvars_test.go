@@ -28,7 +28,7 @@ import (
 var honoursProxyVars = map[string]bool{
 	backend.ClaudeCode: true,
 	backend.Codex:      true,
-	backend.Pi:         false,
+	backend.Pi:         true,
 	backend.Gemini:     true,
 	backend.Grok:       false,
 	backend.Opencode:   true,
