@@ -87,6 +87,9 @@ func TestNetworkAndLimitsProblems(t *testing.T) {
 	_, err := Parse([]byte("start: a\nnodes: [{id: a, kind: tool, run: [x], network: {allow: [x], deny: [y]}}, {id: z, kind: end}]\n"), "t.yaml")
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "G002"), err.Error())
+	_, err = Parse([]byte("start: a\nnodes: [{id: a, kind: tool, run: [x], network: {allow: [example.com:443]}}, {id: z, kind: end}]\n"), "t.yaml")
+	require.Error(t, err, "an unquoted pattern in a flow list reads as a mapping")
+	assert.Contains(t, err.Error(), `quoted "host:port"`)
 }
 
 func TestParseSize(t *testing.T) {

@@ -493,6 +493,8 @@ func valueHint(field string) string {
 		return " (write a number of dollars such as 2.50)"
 	case "run", "script", "fallback", "tools", "disallowed_tools", "env":
 		return " (write a list of strings)"
+	case "allow":
+		return ` (write a list of quoted "host:port" patterns: unquoted inside [...], host:443 reads as a mapping)`
 	}
 	return ""
 }

@@ -20,7 +20,7 @@ func (v *validator) checkNetwork(i int, name string) {
 	switch n.Network.Mode {
 	case "":
 		if len(n.Network.Allow) == 0 {
-			v.add(CodeBadNetwork, pos, n.ID, "the network of node %s allows nothing; list host:port patterns, e.g. network: {allow: [proxy.golang.org:443]}, or write network: none", name)
+			v.add(CodeBadNetwork, pos, n.ID, "the network of node %s allows nothing; list host:port patterns, e.g. network: {allow: [\"proxy.golang.org:443\"]}, or write network: none", name)
 		}
 	case NetworkModel:
 		if n.Kind == KindTool {
