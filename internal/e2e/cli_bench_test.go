@@ -17,32 +17,34 @@ import (
 )
 
 // BenchmarkOneVisitVsBareCLI compares a whole `tether run --follow` of a
-// one-visit claude_code persist graph, on a confined worker, with the same
-// turn of `claude -p` run bare, against the same fake model; each
-// iteration runs one of each, in turn, so that the machine's load falls on
-// both alike. It reports the medians and their ratio (`make bench` runs it
-// with -benchtime 8x).
+// one-visit claude_code persist graph with the same turn of `claude -p`
+// run bare, against the same fake model, on a confined worker and on an
+// unconfined one (each with a dev server of its own); each iteration runs
+// one of the three after the other, so that the machine's load falls on
+// all alike. It reports the medians and the ratios to the bare run (`make
+// bench` runs it with -benchtime 8x).
 func BenchmarkOneVisitVsBareCLI(b *testing.B) {
 	bin := testenv.CLIBin(b)
 	fake := fakemodel.Start(b)
-	store := "file://" + b.TempDir()
-	h := newHarness(b, store)
-	h.backends = func(testing.TB) backend.Config {
-		return backend.Config{
-			CLIBin: bin, AnthropicBaseURL: fake.URL(),
-			Models:  map[string]string{backend.ClaudeCode: "claude-fake-1"},
-			APIKeys: map[string]string{backend.ClaudeCode: "k"},
-			TempDir: b.TempDir(),
+	worker := func(confined bool) (addr, store string) {
+		store = "file://" + b.TempDir()
+		h := newHarness(b, store)
+		if !confined {
+			h.sandbox = nil
 		}
+		h.backends = func(testing.TB) backend.Config {
+			return backend.Config{
+				CLIBin: bin, AnthropicBaseURL: fake.URL(),
+				Models:  map[string]string{backend.ClaudeCode: "claude-fake-1"},
+				APIKeys: map[string]string{backend.ClaudeCode: "k"},
+				TempDir: b.TempDir(),
+			}
+		}
+		h.startWorker()
+		return h.srv.Address, store
 	}
-	// TETHER_BENCH_UNCONFINED=1 measures the worker without its
-	// sandbox, to tell the sandbox's share of the difference.
-	if os.Getenv("TETHER_BENCH_UNCONFINED") == "1" {
-		h.sandbox = nil
-	}
-	h.startWorker()
-	b.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	b.Setenv("TETHER_BLOB_URL", store)
+	confinedAddr, confinedStore := worker(true)
+	openAddr, openStore := worker(false)
 	file := filepath.Join(b.TempDir(), "one.yaml")
 	if err := os.WriteFile(file, []byte(`
 name: one
@@ -68,7 +70,9 @@ edges:
 		}
 		return time.Since(start)
 	}
-	run := func(i int) time.Duration {
+	run := func(addr, store string, i int) time.Duration {
+		b.Setenv("TEMPORAL_ADDRESS", addr)
+		b.Setenv("TETHER_BLOB_URL", store)
 		var out strings.Builder
 		start := time.Now()
 		if code := cli.Main([]string{"run", file, "--id", fmt.Sprintf("one-%d-%d", time.Now().UnixNano(), i), "--follow"}, &out, &out); code != cli.ExitOK {
@@ -76,20 +80,24 @@ edges:
 		}
 		return time.Since(start)
 	}
-	// One of each first, to warm the CLI's files and the worker.
+	// One of each first, to warm the CLI's files and the workers.
 	bare()
-	run(-1)
-	var bares, runs []time.Duration
+	run(confinedAddr, confinedStore, -1)
+	run(openAddr, openStore, -1)
+	var bares, confined, open []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		bares = append(bares, bare())
-		runs = append(runs, run(i))
+		confined = append(confined, run(confinedAddr, confinedStore, i))
+		open = append(open, run(openAddr, openStore, i))
 	}
 	b.StopTimer()
-	mb, mr := medianOf(bares), medianOf(runs)
+	mb, mc, mo := medianOf(bares), medianOf(confined), medianOf(open)
 	b.ReportMetric(float64(mb.Milliseconds()), "bare-ms")
-	b.ReportMetric(float64(mr.Milliseconds()), "tether-ms")
-	b.ReportMetric(float64(mr)/float64(mb), "ratio")
+	b.ReportMetric(float64(mc.Milliseconds()), "confined-ms")
+	b.ReportMetric(float64(mo.Milliseconds()), "unconfined-ms")
+	b.ReportMetric(float64(mc)/float64(mb), "confined-ratio")
+	b.ReportMetric(float64(mo)/float64(mb), "unconfined-ratio")
 }
 
 func medianOf(ds []time.Duration) time.Duration {
