@@ -29,7 +29,7 @@ func (a *Activities) confineVisit(ctx context.Context, node graph.Node) (context
 	if err := a.Sandbox.Admit(node.ID, full, node.Network != nil); err != nil {
 		return ctx, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSandboxRefused, err)
 	}
-	v := &sandbox.Visit{Node: node.ID, Model: node.Kind == graph.KindAgent, Set: node.Network != nil}
+	v := &sandbox.Visit{Node: node.ID, Model: node.Kind == graph.KindAgent}
 	if n := node.Network; n != nil {
 		switch n.Mode {
 		case graph.NetworkModel:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -117,7 +118,7 @@ func withoutProxyVars(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if !contains(proxyVars, name) {
+		if !slices.Contains(proxyVars, name) {
 			out = append(out, kv)
 		}
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/tether-run/tether/internal/egress"
@@ -74,12 +75,10 @@ func (l Limits) with(def Limits) Limits {
 type Visit struct {
 	// Node names the node, for messages.
 	Node string
-	// Network is the node's own network setting: Allow are its patterns,
-	// Model adds the endpoints of the agent's model (an agent node's
-	// default), Set says the node wrote one (see Admit).
+	// Allow are the node's own host:port patterns; Model adds the
+	// endpoints of the agent's model (an agent node's default).
 	Allow []egress.Pattern
 	Model bool
-	Set   bool
 	// Limits are the node's own; zero fields take the defaults.
 	Limits Limits
 
@@ -108,7 +107,7 @@ func (v *Visit) Note(refused []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, r := range refused {
-		if !contains(v.refused, r) {
+		if !slices.Contains(v.refused, r) {
 			v.refused = append(v.refused, r)
 		}
 	}
@@ -122,13 +121,4 @@ func (v *Visit) Refused() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]string(nil), v.refused...)
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
