@@ -2,9 +2,8 @@
 // It connects to TEMPORAL_ADDRESS (default 127.0.0.1:7233) in
 // TEMPORAL_NAMESPACE (default "default"), with TLS and a client
 // certificate or API key when TEMPORAL_TLS_* or TEMPORAL_API_KEY say so,
-// polls the task queue "tether" and
-// its own worker queue, and stops gracefully on SIGINT or SIGTERM, sending
-// its last spans before it exits. With OTEL_EXPORTER_OTLP_ENDPOINT set it
+// polls the task queue "tether" and its own worker queue, and stops
+// gracefully on SIGINT or SIGTERM, sending its last spans before it exits. With OTEL_EXPORTER_OTLP_ENDPOINT set it
 // exports traces by OTLP; with TETHER_METRICS_ADDR set it serves Prometheus
 // metrics there at /metrics.
 package main
