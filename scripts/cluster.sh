@@ -26,8 +26,8 @@
 #
 # State lives in TETHER_CLUSTER_DIR (default .tether/cluster); the
 # certificates in its tls/ directory, one subdirectory per role, which no
-# sandbox binds (docs/security.md). Ports start at
-# TETHER_CLUSTER_PORT (default 7233: Temporal's frontend, its HTTP API +10; history +1,
+# sandbox binds (docs/security.md). Ports start at TETHER_CLUSTER_PORT
+# (default 7233: Temporal's frontend, its HTTP API +10; history +1,
 # matching +2, worker +6, membership -300.., metrics +767), S3 on
 # TETHER_CLUSTER_S3_PORT (7070), PostgreSQL on TETHER_CLUSTER_PG_PORT (55432).
 # The workers run bin/tether-worker, or TETHER_CLUSTER_WORKER_BIN.
