@@ -129,6 +129,8 @@ func hint(t config.TemporalTLS, err error) string {
 		return "the frontend does not use TLS: unset TEMPORAL_TLS_* and TEMPORAL_API_KEY, or point TEMPORAL_ADDRESS at one that does"
 	case has("certificate signed by unknown authority"):
 		return "the frontend's certificate is not signed by a CA in " + roots + ": set TEMPORAL_TLS_CA to the CA that signed it"
+	case has("certificate has expired or is not yet valid"):
+		return "the frontend's certificate has expired, or this machine's clock is wrong: renew it (make cluster: scripts/cluster.sh up renews what nears its end)"
 	case has("certificate is valid for", "doesn't contain any IP SANs"):
 		return "the frontend's certificate does not name the host of TEMPORAL_ADDRESS: set TEMPORAL_TLS_SERVER_NAME to a name it carries"
 	case t.CertFile == "" && has("certificate required", "bad certificate", "handshake failure"):

@@ -276,3 +276,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+func TestDialSaysTheFrontendsCertificateExpired(t *testing.T) {
+	dir := t.TempDir()
+	// Issued two years ago: every certificate but the CAs has expired.
+	_, err := pki.Ensure(pki.Options{Dir: dir, Hosts: []string{"127.0.0.1"}, Now: func() time.Time { return time.Now().Add(-2 * pki.LeafLifetime) }})
+	require.NoError(t, err)
+	f := startFrontend(t, dir, "tls")
+	err = dial(t, f.addr, config.TemporalTLS{Enabled: true, CAFile: role(dir, pki.RoleCLI).CAFile})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the frontend's certificate has expired")
+}
