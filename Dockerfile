@@ -1,5 +1,6 @@
 # The tether-worker image: the worker, its confine helper (tether-confine,
-# beside it) with bubblewrap, and the tether CLI, the agent CLIs at
+# beside it) with bubblewrap, the tether CLI and tether-certs (the
+# cluster's certificates, docker-compose.yml's "certs"), the agent CLIs at
 # the versions .env pins, and what tool nodes such as `go test` need (the Go
 # toolchain and git), so examples/fix-the-test.yaml runs on it. docker
 # compose passes the versions from .env; a plain `docker build` uses the
@@ -14,7 +15,8 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether-confine ./internal/sandbox/cmd/tether-confine \
- && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter \
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether-certs ./internal/pki/cmd/certs
 
 FROM golang:${GO_VERSION}-bookworm AS go
 
