@@ -33,6 +33,17 @@ func confinement(ctx context.Context, cfg config.Config, logger *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("TETHER_SANDBOX=%s: %w", cfg.Sandbox, err)
 	}
+	// The frontend's client key and certificate prove the worker to the
+	// cluster: no agent may read them.
+	var cliDirs []string
+	if cfg.Agents.CLIBin != "" {
+		cliDirs = sandbox.CLIBinReadable(cfg.Agents.CLIBin)
+	}
+	for _, f := range []struct{ name, path string }{{"TEMPORAL_TLS_KEY", cfg.TemporalTLS.KeyFile}, {"TEMPORAL_TLS_CERT", cfg.TemporalTLS.CertFile}} {
+		if err := sb.CheckOutside(f.name, f.path, append([]string{cfg.WorkDir, cfg.StateDir}, cliDirs...)...); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case sb == nil:
 		logger.Warn("TETHER_SANDBOX=off: agents and tools run unconfined: they can read everything this worker's user can and reach every network endpoint it can")

@@ -118,3 +118,34 @@ func passwdHome(uid int) string {
 	}
 	return ""
 }
+
+// ErrExposed is a secret file of the worker inside a path a confined
+// process may read.
+var ErrExposed = errors.New("sandbox: a secret of the worker lies where a confined process can read it")
+
+// CheckOutside refuses file (a secret of the worker's: the Temporal client
+// key) when it lies in a path every confined process may read (the system
+// paths, /etc, TETHER_SANDBOX_RW and _RO) or in one of dirs (the worker's
+// work and state directories, the CLIs' installation). An empty file is
+// fine.
+func (s *Sandbox) CheckOutside(what, file string, dirs ...string) error {
+	if s == nil || file == "" {
+		return nil
+	}
+	paths := []string{filepath.Clean(file)}
+	if real, err := filepath.EvalSymlinks(file); err == nil {
+		paths = append(paths, real)
+	}
+	for _, d := range append(append(append(append([]string{}, SystemPaths...), "/etc"), append(s.RW, s.RO...)...), dirs...) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		d = filepath.Clean(d)
+		for _, p := range paths {
+			if p == d || strings.HasPrefix(p, d+string(filepath.Separator)) {
+				return fmt.Errorf("%w: %s=%s is inside %s, which confined agents and tools may read; keep it outside every path they are given (docs/security.md)", ErrExposed, what, file, d)
+			}
+		}
+	}
+	return nil
+}

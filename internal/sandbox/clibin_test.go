@@ -56,3 +56,16 @@ func TestCLIBinOpensOnlyItsLinks(t *testing.T) {
 	assert.ErrorIs(t, CheckCLIBin("/root/.local/bin"), ErrCLIBinInHome)
 	assert.ErrorIs(t, CheckCLIBin("/home/dev/.local/bin"), ErrCLIBinInHome)
 }
+
+// The worker's Temporal client key must lie outside every path a
+// confined process is given.
+func TestSecretsOutsideTheSandbox(t *testing.T) {
+	sb := &Sandbox{RO: []string{"/srv/shared"}, RW: []string{"/var/cache/go"}}
+	for _, p := range []string{"/etc/tether/key.pem", "/srv/shared/tls/key.pem", "/var/cache/go/key.pem", "/usr/local/share/key.pem", "/work/runs/key.pem"} {
+		assert.ErrorIs(t, sb.CheckOutside("TEMPORAL_TLS_KEY", p, "/work"), ErrExposed, p)
+	}
+	assert.NoError(t, sb.CheckOutside("TEMPORAL_TLS_KEY", "/var/lib/tether/tls/key.pem", "/work"))
+	assert.NoError(t, sb.CheckOutside("TEMPORAL_TLS_KEY", ""))
+	var off *Sandbox
+	assert.NoError(t, off.CheckOutside("TEMPORAL_TLS_KEY", "/etc/key.pem"), "with the sandbox off nothing is confined anyway")
+}
