@@ -5,14 +5,14 @@
 // nothing else; and nothing of it outlives the visit.
 //
 // Where the machine allows user namespaces, every confined process runs
-// under bubblewrap (bwrap) in new user, mount, PID, network, IPC, UTS and
-// cgroup namespaces, as a non-zero uid without capabilities, in a new
-// session without a terminal, on a minimal root built from binds with a
-// fresh /proc and /dev; the confine helper (Subcommand, also built alone as
+// under bubblewrap (bwrap) in new user, mount, PID, IPC, UTS and cgroup
+// namespaces, as a non-zero uid without capabilities, in a new session
+// without a terminal, on a minimal root built from binds with a fresh
+// /proc and /dev; the confine helper (Subcommand, also built alone as
 // tether-confine) then runs inside as its first process: it joins a fresh
-// session keyring, relays loopback connections to the worker's egress
-// proxy (internal/egress), applies Landlock and a seccomp filter, and
-// starts the program. Where namespaces are not available the helper alone
+// session keyring, makes a network namespace whose only way out is a relay
+// to the worker's egress proxy (internal/egress), drops its capabilities,
+// applies Landlock and a seccomp filter, and starts the program. Where namespaces are not available the helper alone
 // applies Landlock and the seccomp filter (LevelLandlock), and the worker
 // refuses the nodes whose promises it cannot keep (see Admit).
 package sandbox
