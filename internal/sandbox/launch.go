@@ -23,9 +23,9 @@ type Launch struct {
 	Argv []string
 	Env  []string
 
-	dir   string
-	proxy *egress.Listener
-	cg    *visitCgroup
+	dir           string
+	proxy         *egress.Listener
+	cg            *visitCgroup
 	info, infoW   *os.File
 	ready, readyW *os.File
 	// pid is the helper's pid outside the sandbox, once bwrap said it

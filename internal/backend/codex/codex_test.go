@@ -22,9 +22,9 @@ var suite = clitest.Suite{
 		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
 		return len(m) == 1
 	},
-	MissingID:      "01a22c70-0000-7000-8000-000000000000",
-	AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
-	PendingPrefix:  "call_",
+	MissingID:     "01a22c70-0000-7000-8000-000000000000",
+	AskUserTool:   codex.AskUserNamespace + "\x00ask_user",
+	PendingPrefix: "call_",
 	// The suite runs Codex under the worker's sandbox, which stands in
 	// for Codex's own (docs/security.md): the working directory is
 	// read-only there, and the write fails on it.
