@@ -133,6 +133,15 @@ func TestProxyAllowsTheAllowlistOnly(t *testing.T) {
 	}
 }
 
+func TestGuardServices(t *testing.T) {
+	_, err := NewGuard(context.Background(), []Service{{Name: "metrics listener", Addr: "127.0.0.1:0"}, {Name: "x", Addr: ""}})
+	assert.NoError(t, err, "a port the kernel picks has nothing to refuse yet")
+	for _, addr := range []string{"no-port", "h:99999", "h:-1"} {
+		_, err := NewGuard(context.Background(), []Service{{Name: "s", Addr: addr}})
+		assert.Error(t, err, addr)
+	}
+}
+
 func TestProxyRefusesMetadataWhateverIsAllowed(t *testing.T) {
 	l, sock := proxyFor(t, nil, "*:*", "169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80", "0.0.0.0:80")
 	for _, target := range []string{"169.254.169.254:80", "[fe80::1]:80", "[fd00:ec2::254]:80", "100.100.100.200:80"} {

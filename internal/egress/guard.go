@@ -58,8 +58,14 @@ func NewGuard(ctx context.Context, services []Service) (*Guard, error) {
 			return nil, fmt.Errorf("egress: the address of %s, %q: want host:port", s.Name, s.Addr)
 		}
 		port, err := strconv.Atoi(portStr)
-		if err != nil || port < 1 || port > 65535 {
+		if err != nil || port < 0 || port > 65535 {
 			return nil, fmt.Errorf("egress: the port of %s, %q: want 1-65535", s.Name, s.Addr)
+		}
+		if port == 0 {
+			// A listener on a port the kernel picks (a test's metrics):
+			// no port to refuse, and a loopback one needs an exact
+			// pattern anyway.
+			continue
 		}
 		host = strings.TrimSuffix(strings.ToLower(host), ".")
 		g.byName[net.JoinHostPort(host, portStr)] = s.Name
