@@ -136,6 +136,9 @@ func inner(args []string) error {
 	}
 	for _, r := range a.relays {
 		l, err := net.Listen("tcp", r.listen)
+		if err != nil && strings.HasPrefix(r.listen, "[") && errors.Is(err, unix.EADDRNOTAVAIL) {
+			continue // a kernel without IPv6: localhost is 127.0.0.1 alone
+		}
 		if err != nil {
 			return fmt.Errorf("listen for %s on %s: %w", r.target, r.listen, err)
 		}
