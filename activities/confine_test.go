@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +69,26 @@ func TestToolNetworkAllowlist(t *testing.T) {
 	assert.NotContains(t, out.Output["stdout"], "REACHED-THE-SITE")
 	assert.Contains(t, out.Output["stdout"], "unreachable")
 	assert.NotContains(t, out.Output, NetworkRefusedKey, "no proxy at all for a node without network")
+}
+
+// A tool node's `limits:` reach its sandbox: a visit that goes over its
+// memory is ended, one under it runs.
+func TestToolMemoryLimit(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	a.Sandbox = sandboxtest.New(t)
+	hog := []string{"/bin/sh", "-c", `x=$(head -c 300000000 /dev/zero | tr '\0' a); echo "survived ${#x}"`}
+	out, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "hog", Visit: 1,
+		Node: graph.Node{ID: "hog", Kind: graph.KindTool, Run: hog, Limits: &graph.Limits{Memory: "96MiB"}}})
+	require.NoError(t, err)
+	assert.NotContains(t, out.Output["stdout"], "survived")
+	assert.NotEqual(t, 0, out.Output["exit_code"])
+	if !strings.Contains(a.Sandbox.String(), "a cgroup per visit") {
+		// Without a cgroup, the helper's watch ends it and says why.
+		assert.Contains(t, out.Output["stderr"], "over the node's limit of 96 MiB")
+	}
+
+	out, err = a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "hog", Visit: 2,
+		Node: graph.Node{ID: "hog", Kind: graph.KindTool, Run: hog}})
+	require.NoError(t, err)
+	assert.Contains(t, out.Output["stdout"], "survived 300000000", "the default limit lets it run")
 }
