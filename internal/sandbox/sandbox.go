@@ -238,7 +238,7 @@ func (s *Sandbox) String() string {
 		if s.cgroups != nil {
 			str += ", a cgroup per visit in " + s.cgroups.dir
 		} else {
-			str += fmt.Sprintf(", no cgroup per visit (%v): memory limits per process, no CPU limit", s.noCg)
+			str += fmt.Sprintf(", no cgroup per visit (%v): the helper watches a visit's memory, processes are bounded only for an unprivileged worker, no CPU limit", s.noCg)
 		}
 	}
 	return str
