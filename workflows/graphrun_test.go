@@ -46,6 +46,9 @@ type faultyStore struct {
 	deleted      []string
 	// landedFailed are the keys written and then reported as failed.
 	landedFailed []string
+	// slow delays every put whose key contains slowPut by that long.
+	slowPut string
+	slow    time.Duration
 }
 
 var errInjected = errors.New("injected store fault")
@@ -66,7 +69,12 @@ func (f *faultyStore) Put(ctx context.Context, key string, r io.Reader, size int
 		fail = false
 	}
 	land := f.landThenFail
+	var wait time.Duration
+	if f.slowPut != "" && strings.Contains(key, f.slowPut) {
+		wait = f.slow
+	}
 	f.mu.Unlock()
+	time.Sleep(wait)
 	if fail && !land {
 		return errInjected
 	}

@@ -111,4 +111,13 @@ const (
 	// files away (fanoutShared).
 	changeBranchWorkspaces  = "branch-workspaces"
 	versionBranchWorkspaces = 1
+
+	// changeBranchVisitCounts: a save of a fan-out's progress sends the
+	// store a copy of the visit counts without the visits in flight,
+	// instead of putting that copy in memory while the save is in flight,
+	// where a branch that finished its visit meanwhile counted one visit
+	// too few and looped once more than its `when` allowed
+	// (branch-visit-counts.json).
+	changeBranchVisitCounts  = "branch-visit-counts"
+	versionBranchVisitCounts = 1
 )
