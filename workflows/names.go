@@ -120,4 +120,13 @@ const (
 	// (branch-visit-counts.json).
 	changeBranchVisitCounts  = "branch-visit-counts"
 	versionBranchVisitCounts = 1
+
+	// changeEdgeDelivery: an inbound _session_id counts as delivered by an
+	// edge only when that edge's own `with` mapping produced it (ADR-089
+	// rule 1), not when the run's inputs, which every edge's input starts
+	// from, carried it; the visit then runs fresh and its output says why
+	// (edge-delivery.json). Runs recorded before took the final input's
+	// id (edge-delivery-before.json, where a run input resumed a session).
+	changeEdgeDelivery  = "edge-delivery"
+	versionEdgeDelivery = 1
 )

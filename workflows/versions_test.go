@@ -1,0 +1,260 @@
+package workflows
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// replayed is what one replay of a history did: the version each change
+// id was given, and each activity scheduled, in order, with its input.
+type replayed struct {
+	interceptor.WorkerInterceptorBase
+	versions   map[string][]workflow.Version
+	activities []scheduled
+}
+
+// scheduled is one activity: its type and its input as JSON.
+type scheduled struct {
+	typ   string
+	input map[string]any
+}
+
+func (r *replayed) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &replayedInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, r: r}
+}
+
+type replayedInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	r *replayed
+}
+
+func (i *replayedInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&replayedOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, r: i.r})
+}
+
+type replayedOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	r *replayed
+}
+
+func (o *replayedOutbound) GetVersion(ctx workflow.Context, id string, minSupported, maxSupported workflow.Version) workflow.Version {
+	v := o.Next.GetVersion(ctx, id, minSupported, maxSupported)
+	if !slices.Contains(o.r.versions[id], v) {
+		o.r.versions[id] = append(o.r.versions[id], v)
+	}
+	return v
+}
+
+func (o *replayedOutbound) ExecuteActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
+	s := scheduled{typ: typ}
+	if len(args) > 0 {
+		if b, err := json.Marshal(args[0]); err == nil {
+			_ = json.Unmarshal(b, &s.input)
+		}
+	}
+	o.r.activities = append(o.r.activities, s)
+	return o.Next.ExecuteActivity(ctx, typ, args...)
+}
+
+func histories(t *testing.T) []string {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	return files
+}
+
+// replay replays one history against today's GraphRun and says what it did.
+func replay(t *testing.T, file string) *replayed {
+	t.Helper()
+	r := &replayed{versions: map[string][]workflow.Version{}}
+	rp, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{r}})
+	require.NoError(t, err)
+	rp.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	require.NoError(t, rp.ReplayWorkflowHistoryFromJSONFile(nil, file), "replay %s", filepath.Base(file))
+	return r
+}
+
+// recorded are the activities a history scheduled, in order.
+func recorded(t *testing.T, file string) []scheduled {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var h struct {
+		Events []struct {
+			EventType string `json:"eventType"`
+			Scheduled *struct {
+				ActivityType struct{ Name string } `json:"activityType"`
+				Input        struct {
+					Payloads []struct{ Data string } `json:"payloads"`
+				} `json:"input"`
+			} `json:"activityTaskScheduledEventAttributes"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &h))
+	var out []scheduled
+	for _, e := range h.Events {
+		if e.EventType != "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" || e.Scheduled == nil {
+			continue
+		}
+		s := scheduled{typ: e.Scheduled.ActivityType.Name}
+		if p := e.Scheduled.Input.Payloads; len(p) > 0 {
+			data, err := base64.StdEncoding.DecodeString(p[0].Data)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &s.input))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// conversation is which conversation an activity of a visit resumes:
+// for a Visit, its plan's kind and session; for the two-activity visits
+// of older runs, the session RestoreSession restores and ExecuteNode
+// resumes. Other activities resume none.
+func conversation(s scheduled) string {
+	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+	switch s.typ {
+	case "Visit", "VisitBranch":
+		plan, _ := s.input["session"].(map[string]any)
+		if plan == nil {
+			return "fresh"
+		}
+		return str(plan, "kind") + " " + str(plan, "session_id") + " " + str(plan, "state_ref")
+	case "RestoreSession":
+		return str(s.input, "session_id") + " " + str(s.input, "state_ref")
+	case "ExecuteNode":
+		return str(s.input, "session_id")
+	}
+	return ""
+}
+
+// TestReplayResumesTheSameConversations replays every history and checks
+// that each visit plans to resume the very conversation the recorded run
+// planned (or none, as it did). A replay compares commands, not their
+// inputs: a change of which conversation a visit continues (ADR-089's
+// resolution order) would replay silently without this.
+func TestReplayResumesTheSameConversations(t *testing.T) {
+	for _, f := range histories(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			got, want := replay(t, f).activities, recorded(t, f)
+			require.Len(t, got, len(want))
+			for i := range want {
+				require.Equal(t, want[i].typ, got[i].typ, "activity %d", i)
+				assert.Equal(t, conversation(want[i]), conversation(got[i]), "activity %d (%s)", i, want[i].typ)
+			}
+		})
+	}
+}
+
+// changeIDs are the workflow's GetVersion change ids with their newest
+// version, read from the package's source: every string constant named
+// change… with its version… constant. It also checks that every
+// GetVersion call names one of them (or the parameter through which
+// stopIfOverBudget passes one), so no id escapes the list.
+func changeIDs(t *testing.T) map[string]workflow.Version {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	consts := map[string]string{}
+	var calls []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for i, name := range n.Names {
+					if i < len(n.Values) {
+						if lit, ok := n.Values[i].(*ast.BasicLit); ok {
+							consts[name.Name] = lit.Value
+						}
+					}
+				}
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "GetVersion" {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "workflow" {
+					return true
+				}
+				require.Len(t, n.Args, 4, "%s", fset.Position(n.Pos()))
+				id, ok := n.Args[1].(*ast.Ident)
+				require.True(t, ok, "%s: GetVersion's change id must be a change… constant", fset.Position(n.Pos()))
+				calls = append(calls, id.Name)
+			}
+			return true
+		})
+	}
+	ids := map[string]workflow.Version{}
+	for name, lit := range consts {
+		if !strings.HasPrefix(name, "change") || !strings.HasPrefix(lit, `"`) {
+			continue
+		}
+		id, err := strconv.Unquote(lit)
+		require.NoError(t, err)
+		v, ok := consts["version"+strings.TrimPrefix(name, "change")]
+		require.True(t, ok, "change %s has no version%s constant", name, strings.TrimPrefix(name, "change"))
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		ids[id] = workflow.Version(n)
+	}
+	for _, c := range calls {
+		if c != "change" { // stopIfOverBudget's parameter
+			_, ok := consts[c]
+			require.True(t, ok && strings.HasPrefix(c, "change"), "GetVersion with %s, which is not a change… constant", c)
+		}
+	}
+	require.NotEmpty(t, ids)
+	return ids
+}
+
+// TestEveryChangeReplaysBothBranches: for every GetVersion change id of
+// the workflow, some committed history replays its old branch (the id is
+// asked and given workflow.DefaultVersion: a run recorded before the
+// change, taking the path the change left in place for it) and some
+// history replays its newest version. A new change without a history of
+// each fails here: record the old one from a build before the change, in
+// a temporary worktree, as docs/testing.md says.
+func TestEveryChangeReplaysBothBranches(t *testing.T) {
+	ids := changeIDs(t)
+	seen := map[string]map[workflow.Version][]string{}
+	for _, f := range histories(t) {
+		for id, vs := range replay(t, f).versions {
+			for _, v := range vs {
+				if seen[id] == nil {
+					seen[id] = map[workflow.Version][]string{}
+				}
+				seen[id][v] = append(seen[id][v], filepath.Base(f))
+			}
+		}
+	}
+	for _, id := range sortedKeys(ids) {
+		assert.NotEmpty(t, seen[id][workflow.DefaultVersion], "no history replays the old branch of change %q", id)
+		assert.NotEmpty(t, seen[id][ids[id]], "no history replays version %d of change %q", ids[id], id)
+		t.Logf("%-26s old: %s; new: %s", id, strings.Join(seen[id][workflow.DefaultVersion], ", "), strings.Join(seen[id][ids[id]], ", "))
+	}
+	for id := range seen {
+		_, ok := ids[id]
+		assert.True(t, ok, "a history asks for change %q, which the workflow no longer has", id)
+	}
+}
