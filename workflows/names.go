@@ -51,8 +51,10 @@ func RunWorkflowID(runID string) string { return runID }
 func WorkerQueue(workerID string) string { return TaskQueue + "/" + workerID }
 
 // Workflow changes since the first recorded histories. Each is a
-// workflow.GetVersion change id; its history under testdata/histories
-// proves the new path, and the older histories prove the old one.
+// workflow.GetVersion change id; histories under testdata/histories replay
+// its old path (recorded by the build before it; <id>-before.json where
+// no older history reaches it) and its new one, and
+// TestEveryChangeReplaysBothBranches fails for an id without both.
 const (
 	// changeToolAffinity: tool nodes run on the worker of the last agent
 	// visit (tool-affinity.json).
