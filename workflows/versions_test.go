@@ -26,6 +26,8 @@ type replayed struct {
 	interceptor.WorkerInterceptorBase
 	versions   map[string][]workflow.Version
 	activities []scheduled
+	// local are the local activities run, by type, in order.
+	local []string
 }
 
 // scheduled is one activity: its type and its input as JSON.
@@ -76,6 +78,11 @@ func (o *replayedOutbound) ExecuteActivity(ctx workflow.Context, typ string, arg
 	return o.Next.ExecuteActivity(ctx, typ, args...)
 }
 
+func (o *replayedOutbound) ExecuteLocalActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
+	o.r.local = append(o.r.local, typ)
+	return o.Next.ExecuteLocalActivity(ctx, typ, args...)
+}
+
 func histories(t *testing.T) []string {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "*.json"))
 	require.NoError(t, err)
@@ -94,8 +101,24 @@ func replay(t *testing.T, file string) *replayed {
 	return r
 }
 
-// recorded are the activities a history scheduled, in order.
-func recorded(t *testing.T, file string) []scheduled {
+// payloads are a history event's payloads.
+type payloads struct {
+	Payloads []struct{ Data string } `json:"payloads"`
+}
+
+func (p payloads) first(t *testing.T, into any) {
+	t.Helper()
+	if len(p.Payloads) == 0 {
+		return
+	}
+	data, err := base64.StdEncoding.DecodeString(p.Payloads[0].Data)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, into))
+}
+
+// recorded are the activities a history scheduled, in order, and the
+// types of the local activities it ran.
+func recorded(t *testing.T, file string) ([]scheduled, []string) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
@@ -104,27 +127,30 @@ func recorded(t *testing.T, file string) []scheduled {
 			EventType string `json:"eventType"`
 			Scheduled *struct {
 				ActivityType struct{ Name string } `json:"activityType"`
-				Input        struct {
-					Payloads []struct{ Data string } `json:"payloads"`
-				} `json:"input"`
+				Input        payloads              `json:"input"`
 			} `json:"activityTaskScheduledEventAttributes"`
+			Marker *struct {
+				MarkerName string              `json:"markerName"`
+				Details    map[string]payloads `json:"details"`
+			} `json:"markerRecordedEventAttributes"`
 		} `json:"events"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &h))
 	var out []scheduled
+	var local []string
 	for _, e := range h.Events {
-		if e.EventType != "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" || e.Scheduled == nil {
-			continue
+		switch {
+		case e.EventType == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" && e.Scheduled != nil:
+			s := scheduled{typ: e.Scheduled.ActivityType.Name}
+			e.Scheduled.Input.first(t, &s.input)
+			out = append(out, s)
+		case e.EventType == "EVENT_TYPE_MARKER_RECORDED" && e.Marker != nil && e.Marker.MarkerName == "LocalActivity":
+			var m struct{ ActivityType string }
+			e.Marker.Details["data"].first(t, &m)
+			local = append(local, m.ActivityType)
 		}
-		s := scheduled{typ: e.Scheduled.ActivityType.Name}
-		if p := e.Scheduled.Input.Payloads; len(p) > 0 {
-			data, err := base64.StdEncoding.DecodeString(p[0].Data)
-			require.NoError(t, err)
-			require.NoError(t, json.Unmarshal(data, &s.input))
-		}
-		out = append(out, s)
 	}
-	return out
+	return out, local
 }
 
 // conversation is which conversation an activity of a visit resumes:
@@ -156,12 +182,28 @@ func conversation(s scheduled) string {
 func TestReplayResumesTheSameConversations(t *testing.T) {
 	for _, f := range histories(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			got, want := replay(t, f).activities, recorded(t, f)
+			r := replay(t, f)
+			want, _ := recorded(t, f)
+			got := r.activities
 			require.Len(t, got, len(want))
 			for i := range want {
 				require.Equal(t, want[i].typ, got[i].typ, "activity %d", i)
 				assert.Equal(t, conversation(want[i]), conversation(got[i]), "activity %d (%s)", i, want[i].typ)
 			}
+		})
+	}
+}
+
+// TestReplayRunsTheSameLocalActivities: a replay saves checkpoints and
+// deletes blobs exactly where the recorded run did. A replay matches
+// local activities by their results only, so a change that deletes blobs
+// at another moment (before a checkpoint landed, or never) or saves
+// once more or less replays silently without this.
+func TestReplayRunsTheSameLocalActivities(t *testing.T) {
+	for _, f := range histories(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, want := recorded(t, f)
+			assert.Equal(t, want, replay(t, f).local)
 		})
 	}
 }
