@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// started records each activity's info as the test environment starts it.
+func (s *GraphRunSuite) started() func() map[string][]*activity.Info {
+	var mu sync.Mutex
+	seen := map[string][]*activity.Info{}
+	s.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		i := *info
+		seen[info.ActivityType.Name] = append(seen[info.ActivityType.Name], &i)
+	})
+	return func() map[string][]*activity.Info {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// A visit may take its node's own timeout, else the run's node timeout
+// (an agent) or ten minutes (a tool), plus room to restore and snapshot;
+// its worker is lost after the run's heartbeat timeout.
+func (s *GraphRunSuite) TestVisitTimeouts() {
+	infos := s.started()
+	g := s.parse(`
+name: timeouts
+start: own
+nodes:
+  - {id: own, kind: agent, backend: scripted, prompt: a, timeout: 3m}
+  - {id: agent, kind: agent, backend: scripted, prompt: b}
+  - {id: tool, kind: tool, run: [sh, -c, 'true']}
+  - {id: done, kind: end}
+edges:
+  - {from: own, to: agent}
+  - {from: agent, to: tool}
+  - {from: tool, to: done}
+`)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: g, Options: Options{NodeTimeout: 7 * time.Minute, HeartbeatTimeout: 11 * time.Second}})
+	s.Require().NoError(s.env.GetWorkflowError())
+	visits := infos()["Visit"]
+	s.Require().Len(visits, 3)
+	s.Equal(3*time.Minute+visitOverhead, visits[0].StartToCloseTimeout, "the node's own timeout")
+	s.Equal(7*time.Minute+visitOverhead, visits[1].StartToCloseTimeout, "the run's node timeout")
+	s.Equal(defaultToolTimeout+visitOverhead, visits[2].StartToCloseTimeout, "a tool's default")
+	for _, v := range visits {
+		s.Equal(11*time.Second, v.HeartbeatTimeout)
+	}
+}
+
+// A run resumed from the checkpoint of an agent's ask_user waits for that
+// question's answer and resumes the conversation from the pause ref; it
+// does not run the agent again, which would ask again.
+func (s *GraphRunSuite) TestResumedAskWaitsForItsAnswer() {
+	var waiting *runstore.Checkpoint
+	s.env.RegisterDelayedCallback(func() {
+		waiting = s.latest()
+		s.env.CancelWorkflow() // the worker went away while the run waited
+	}, time.Hour)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(askGraph)})
+	s.Require().Error(s.env.GetWorkflowError())
+	s.Require().NotNil(waiting)
+	s.Require().NotNil(waiting.Pause)
+	s.Require().NotEmpty(waiting.Pause.Backend)
+	before := len(s.writerCalls())
+
+	s.writer().wipe()
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "resumed"})
+	}, time.Hour)
+	cp := *waiting
+	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	s.Require().NoError(env.GetWorkflowError())
+	calls := s.writerCalls()[before:]
+	s.Require().Len(calls, 1, "one visit: the answer, not the question again")
+	s.Require().NotNil(calls[0].Answer)
+	s.Equal("resumed", calls[0].Answer.Text)
+	s.Equal(waiting.Pause.SessionID, calls[0].SessionID, "from the pause ref, on an empty root")
+}
