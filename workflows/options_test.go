@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -90,4 +91,43 @@ func (s *GraphRunSuite) TestResumedAskWaitsForItsAnswer() {
 	s.Require().NotNil(calls[0].Answer)
 	s.Equal("resumed", calls[0].Answer.Text)
 	s.Equal(waiting.Pause.SessionID, calls[0].SessionID, "from the pause ref, on an empty root")
+}
+
+// visitRequests records the Visit requests the run schedules.
+func (s *GraphRunSuite) visitRequests() func() []activities.VisitRequest {
+	var mu sync.Mutex
+	var reqs []activities.VisitRequest
+	s.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != "Visit" {
+			return
+		}
+		var req activities.VisitRequest
+		s.Require().NoError(args.Get(&req))
+		mu.Lock()
+		defer mu.Unlock()
+		reqs = append(reqs, req)
+	})
+	return func() []activities.VisitRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]activities.VisitRequest(nil), reqs...)
+	}
+}
+
+// A persist node's visits pack incrementally (incremental-session-packs),
+// other nodes' never; runs recorded before packed every visit whole.
+func (s *GraphRunSuite) TestOnlyPersistVisitsPackIncrementally() {
+	for _, before := range []bool{false, true} {
+		s.SetupTest()
+		if before {
+			s.env.OnGetVersion(changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks).Return(workflow.DefaultVersion)
+		}
+		reqs := s.visitRequests()
+		_, err := s.run(persistLoop, nil)
+		s.Require().NoError(err)
+		s.Require().Len(reqs(), 6)
+		for _, req := range reqs() {
+			s.Equal(!before && req.NodeID == "writer", req.Incremental, "%s visit %d, before=%v", req.NodeID, req.Visit, before)
+		}
+	}
 }
