@@ -1,6 +1,5 @@
 package workflows
 
-
 // filesGraph writes files on the trunk, in two branches of a fan-out and
 // after their merge; each tool prints what it finds.
 const filesGraph = `

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -130,4 +133,82 @@ func (s *GraphRunSuite) TestOnlyPersistVisitsPackIncrementally() {
 			s.Equal(!before && req.NodeID == "writer", req.Incremental, "%s visit %d, before=%v", req.NodeID, req.Visit, before)
 		}
 	}
+}
+
+// What a run sends each visit: an agent a pause key, a persist agent
+// also a pack key, a tool neither; a slot's recorded digest as it is; the
+// branches of the latest join only to a node whose prompt uses them; and
+// a visit in a named branch as VisitBranch.
+func (s *GraphRunSuite) TestVisitRequestsCarryWhatTheirNodeNeeds() {
+	reqs := s.visitRequests()
+	_, err := s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	var slotDigests []string
+	for _, req := range reqs() {
+		s.NotEmpty(req.PauseTo, "%s: an agent may ask", req.NodeID)
+		s.Equal(req.NodeID == "writer", req.PackTo != "", "%s: only persist packs", req.NodeID)
+		if req.Session != nil && req.Session.Kind == "unpack_own_slot" {
+			slotDigests = append(slotDigests, req.Session.Digest)
+		}
+	}
+	s.Require().Len(slotDigests, 2)
+	for _, d := range slotDigests {
+		s.Regexp(`^sha256:[0-9a-f]{64}$`, d, "a slot without parts is planned with its digest as recorded")
+	}
+
+	s.SetupTest()
+	reqs = s.visitRequests()
+	infos := s.started()
+	g := strings.Replace(filesGraph, "  - {id: last, kind: tool, run: [sh, -c, 'cat base.txt']}",
+		"  - {id: last, kind: tool, run: [sh, -c, 'cat base.txt; echo \"{{.workspace.branches}}\" | grep -c \"## branch\"']}", 1)
+	s.Require().NotEqual(filesGraph, g)
+	_, err = s.run(g, nil)
+	s.Require().NoError(err)
+	for _, req := range reqs() {
+		s.Empty(req.PauseTo, req.NodeID)
+		s.Empty(req.PackTo, req.NodeID)
+		s.Equal(req.NodeID == "last", len(req.Joined) == 2, "%s: the joined branches go only where the prompt uses them", req.NodeID)
+	}
+	s.Equal("base\nmore\n2\n", s.latest().Outputs["last"]["stdout"])
+	var branchVisits []string
+	for _, i := range infos()["VisitBranch"] {
+		branchVisits = append(branchVisits, i.ActivityType.Name)
+	}
+	s.Len(branchVisits, 4, "l1, l2, r1, r2 run as VisitBranch")
+	s.Len(infos()["Visit"], 3, "seed, after and last as Visit")
+}
+
+// A node whose backend is not on the worker runs on its fallback, and its
+// next visit plans for the backend it actually ran on, so it continues
+// that conversation.
+func (s *GraphRunSuite) TestTheNextVisitPlansForTheFallbackThatRan() {
+	g := strings.Replace(persistLoop, "{id: writer, kind: agent, backend: claude_code,", "{id: writer, kind: agent, backend: codex, fallback: [claude_code],", 1)
+	s.Require().NotEqual(persistLoop, g)
+	_, err := s.run(g, nil)
+	s.Require().NoError(err)
+	calls := s.writerCalls()
+	s.Require().Len(calls, 3, "codex is not on this worker: the writer ran on claude_code")
+	s.Empty(calls[0].SessionID)
+	s.Equal("claude_code-s1", calls[1].SessionID, "planned for claude_code, the backend it ran on")
+	s.Equal("claude_code-s1", calls[2].SessionID)
+	s.Equal(backend.ClaudeCode, s.latest().NodeSessions["writer"].Backend)
+}
+
+// An edge without `with` passes the source output's own keys, never its
+// reserved ones; the run records each distinct edge taken once.
+func (s *GraphRunSuite) TestAnEdgeWithoutWithPassesTheOutputsOwnKeys() {
+	_, err := s.run(runInputGraph, map[string]any{"topic": "otters"})
+	s.Require().NoError(err)
+	calls := s.writer().requests()
+	s.Require().Len(calls, 2)
+	s.Equal("turn 1 of claude_code-s1: first", calls[1].Input["text"])
+	s.Equal("otters", calls[1].Input["topic"], "the run's inputs")
+	for _, k := range []string{agent.SessionIDKey, agent.BackendKey, agent.SessionFingerprintKey, agent.UsageKey} {
+		s.NotContains(calls[1].Input, k)
+	}
+
+	s.SetupTest()
+	_, err = s.run(persistLoop, nil)
+	s.Require().NoError(err)
+	s.Equal([]runstore.Transition{{From: "writer", To: "judge"}, {From: "judge", To: "writer"}, {From: "judge", To: "done"}}, s.latest().Transitions)
 }
