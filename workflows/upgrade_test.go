@@ -1,0 +1,64 @@
+package workflows
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/activities"
+)
+
+// notRegisteredFirst makes the first n branch visits fail as a worker of
+// an older build, without VisitBranch, fails them; then may more fail in
+// a way that may pass; the rest run. It returns how many were made.
+func (s *GraphRunSuite) notRegisteredFirst(n, may int) *atomic.Int32 {
+	var calls atomic.Int32
+	s.env.OnActivity(s.acts.VisitBranch, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, req *activities.VisitRequest) (*activities.VisitResult, error) {
+			c := int(calls.Add(1))
+			switch {
+			case c <= n:
+				// As the server hands it back once its own attempts are spent.
+				return nil, temporal.NewNonRetryableApplicationError("unable to find activityType=VisitBranch", activityNotRegistered, nil)
+			case c <= n+may:
+				return nil, temporal.NewNonRetryableApplicationError("the CLI crashed", activities.ErrTypeMayPass, nil)
+			}
+			return s.acts.VisitBranch(ctx, req)
+		})
+	return &calls
+}
+
+// oneBranch fans out to a single branch, so every branch visit is one
+// call.
+const oneBranch = `
+name: one-branch
+start: split
+nodes:
+  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
+  - {id: b, kind: tool, run: [sh, -c, 'true']}
+  - {id: meet, kind: join}
+  - {id: done, kind: end}
+edges:
+  - {from: split, to: b}
+  - {from: b, to: meet}
+  - {from: meet, to: done}
+`
+
+// During a rolling upgrade a branch visit that only workers of an older
+// build polled waits for an upgraded one, up to maxUpgradeWaits times; the
+// waits do not count as restarts of the visit, which still has all of
+// its own for failures that may pass.
+func (s *GraphRunSuite) TestBranchVisitWaitsForAnUpgradedWorker() {
+	calls := s.notRegisteredFirst(5, maxVisitRestarts)
+	_, err := s.run(oneBranch, nil)
+	s.Require().NoError(err)
+	s.Equal(int32(5+maxVisitRestarts+1), calls.Load())
+
+	s.SetupTest()
+	calls = s.notRegisteredFirst(maxUpgradeWaits+1, 0)
+	_, err = s.run(oneBranch, nil)
+	s.requireNodeFailed(err)
+	s.Equal(int32(maxUpgradeWaits+1), calls.Load(), "no wait after the last")
+}
