@@ -62,3 +62,33 @@ func (s *GraphRunSuite) TestBranchVisitWaitsForAnUpgradedWorker() {
 	s.requireNodeFailed(err)
 	s.Equal(int32(maxUpgradeWaits+1), calls.Load(), "no wait after the last")
 }
+
+// A node that fails says which node, which visit and, for an agent, which
+// backend.
+func (s *GraphRunSuite) TestAFailedNodeSaysWhichVisitFailed() {
+	_, err := s.run(`
+name: fails
+start: a
+nodes:
+  - {id: a, kind: agent, backend: scripted, prompt: FAIL}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done}
+`, nil)
+	s.requireNodeFailed(err)
+	s.Contains(err.Error(), `agent node "a" (visit 1, backend scripted): `)
+
+	s.SetupTest()
+	_, err = s.run(`
+name: fails
+start: t
+nodes:
+  - {id: t, kind: tool, run: [/nonexistent/tool]}
+  - {id: done, kind: end}
+edges:
+  - {from: t, to: done}
+`, nil)
+	s.requireNodeFailed(err)
+	s.Contains(err.Error(), `tool node "t" (visit 1): `)
+	s.NotContains(err.Error(), `agent node "t"`)
+}
