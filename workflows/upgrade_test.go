@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runstore"
 )
 
 // notRegisteredFirst makes the first n branch visits fail as a worker of
@@ -91,4 +92,40 @@ edges:
 	s.requireNodeFailed(err)
 	s.Contains(err.Error(), `tool node "t" (visit 1): `)
 	s.NotContains(err.Error(), `agent node "t"`)
+}
+
+// A run that fails records it in the run store: the failed status, the
+// error, and the step that failed; an end node is visited once, as its
+// own step.
+func (s *GraphRunSuite) TestAFailedRunIsRecordedAndAnEndIsAStep() {
+	_, err := s.run(`
+name: fails
+start: a
+nodes:
+  - {id: a, kind: agent, backend: scripted, prompt: hi}
+  - {id: b, kind: agent, backend: scripted, prompt: FAIL}
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: done}
+`, nil)
+	s.Require().Error(err)
+	cp := s.latest()
+	s.Equal(runstore.StatusFailed, cp.Status)
+	s.Contains(cp.Error, "asked to fail")
+	last := cp.Path[len(cp.Path)-1]
+	s.Equal("b", last.Node)
+	s.Equal(1, last.Visit)
+	s.Equal("failed", last.Status)
+	s.Contains(last.Detail, "asked to fail")
+	s.Equal("ok", cp.Path[0].Status)
+
+	s.SetupTest()
+	res, err := s.run(loopGraph, nil)
+	s.Require().NoError(err)
+	cp = s.latest()
+	s.Equal(1, cp.Visits["done"])
+	end := res.Path[len(res.Path)-1]
+	s.Equal(runstore.Step{Node: "done", Visit: 1, Status: "ok", StartedAt: end.StartedAt}, end)
+	s.Equal(cp.PathTotal, res.Visits)
 }
