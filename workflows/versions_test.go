@@ -26,14 +26,19 @@ type replayed struct {
 	interceptor.WorkerInterceptorBase
 	versions   map[string][]workflow.Version
 	activities []scheduled
-	// local are the local activities run, by type, in order.
-	local []string
+	// local are the local activities run, in order.
+	local []named
 }
 
-// scheduled is one activity: its type and its input as JSON.
+// named is a step by its type and its summary (what the Web UI shows).
+type named struct {
+	typ, summary string
+}
+
+// scheduled is one activity: its type, summary and input as JSON.
 type scheduled struct {
-	typ   string
-	input map[string]any
+	typ, summary string
+	input        map[string]any
 }
 
 func (r *replayed) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
@@ -68,7 +73,7 @@ func (o *replayedOutbound) GetVersion(ctx workflow.Context, id string, minSuppor
 //
 //workflowcheck:ignore
 func (o *replayedOutbound) ExecuteActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
-	s := scheduled{typ: typ}
+	s := scheduled{typ: typ, summary: workflow.GetActivityOptions(ctx).Summary}
 	if len(args) > 0 {
 		if b, err := json.Marshal(args[0]); err == nil {
 			_ = json.Unmarshal(b, &s.input)
@@ -79,7 +84,7 @@ func (o *replayedOutbound) ExecuteActivity(ctx workflow.Context, typ string, arg
 }
 
 func (o *replayedOutbound) ExecuteLocalActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
-	o.r.local = append(o.r.local, typ)
+	o.r.local = append(o.r.local, named{typ, workflow.GetLocalActivityOptions(ctx).Summary})
 	return o.Next.ExecuteLocalActivity(ctx, typ, args...)
 }
 
@@ -116,15 +121,34 @@ func (p payloads) first(t *testing.T, into any) {
 	require.NoError(t, json.Unmarshal(data, into))
 }
 
+// payload is one payload of a history event.
+type payload struct{ Data string }
+
+// text decodes a payload holding a string ("" when there is none).
+func (p payload) text(t *testing.T) string {
+	t.Helper()
+	if p.Data == "" {
+		return ""
+	}
+	data, err := base64.StdEncoding.DecodeString(p.Data)
+	require.NoError(t, err)
+	var s string
+	require.NoError(t, json.Unmarshal(data, &s))
+	return s
+}
+
 // recorded are the activities a history scheduled, in order, and the
-// types of the local activities it ran.
-func recorded(t *testing.T, file string) ([]scheduled, []string) {
+// local activities it ran.
+func recorded(t *testing.T, file string) ([]scheduled, []named) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	var h struct {
 		Events []struct {
-			EventType string `json:"eventType"`
+			EventType    string `json:"eventType"`
+			UserMetadata struct {
+				Summary payload `json:"summary"`
+			} `json:"userMetadata"`
 			Scheduled *struct {
 				ActivityType struct{ Name string } `json:"activityType"`
 				Input        payloads              `json:"input"`
@@ -137,17 +161,17 @@ func recorded(t *testing.T, file string) ([]scheduled, []string) {
 	}
 	require.NoError(t, json.Unmarshal(raw, &h))
 	var out []scheduled
-	var local []string
+	var local []named
 	for _, e := range h.Events {
 		switch {
 		case e.EventType == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" && e.Scheduled != nil:
-			s := scheduled{typ: e.Scheduled.ActivityType.Name}
+			s := scheduled{typ: e.Scheduled.ActivityType.Name, summary: e.UserMetadata.Summary.text(t)}
 			e.Scheduled.Input.first(t, &s.input)
 			out = append(out, s)
 		case e.EventType == "EVENT_TYPE_MARKER_RECORDED" && e.Marker != nil && e.Marker.MarkerName == "LocalActivity":
 			var m struct{ ActivityType string }
 			e.Marker.Details["data"].first(t, &m)
-			local = append(local, m.ActivityType)
+			local = append(local, named{m.ActivityType, e.UserMetadata.Summary.text(t)})
 		}
 	}
 	return out, local
@@ -176,9 +200,10 @@ func conversation(s scheduled) string {
 
 // TestReplayResumesTheSameConversations replays every history and checks
 // that each visit plans to resume the very conversation the recorded run
-// planned (or none, as it did). A replay compares commands, not their
-// inputs: a change of which conversation a visit continues (ADR-089's
-// resolution order) would replay silently without this.
+// planned (or none, as it did), under the name the run gave it. A replay
+// compares commands, not their inputs: a change of which conversation a
+// visit continues (ADR-089's resolution order) would replay silently
+// without this.
 func TestReplayResumesTheSameConversations(t *testing.T) {
 	for _, f := range histories(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -189,21 +214,36 @@ func TestReplayResumesTheSameConversations(t *testing.T) {
 			for i := range want {
 				require.Equal(t, want[i].typ, got[i].typ, "activity %d", i)
 				assert.Equal(t, conversation(want[i]), conversation(got[i]), "activity %d (%s)", i, want[i].typ)
+				// The Web UI's name of the step, where the run had one; a
+				// name may have gained a suffix since (a branch visit now
+				// names its branch).
+				if want[i].summary != "" {
+					assert.True(t, strings.HasPrefix(got[i].summary, want[i].summary), "activity %d: %q, the run named it %q", i, got[i].summary, want[i].summary)
+				}
 			}
 		})
 	}
 }
 
 // TestReplayRunsTheSameLocalActivities: a replay saves checkpoints and
-// deletes blobs exactly where the recorded run did. A replay matches
-// local activities by their results only, so a change that deletes blobs
-// at another moment (before a checkpoint landed, or never) or saves
-// once more or less replays silently without this.
+// deletes blobs exactly where the recorded run did, under the names the
+// Web UI showed for them. A replay matches local activities by their
+// results only, so a change that deletes blobs at another moment (before
+// a checkpoint landed, or never) or saves once more or less replays
+// silently without this. (Histories recorded before steps had names have
+// none to compare.)
 func TestReplayRunsTheSameLocalActivities(t *testing.T) {
 	for _, f := range histories(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			_, want := recorded(t, f)
-			assert.Equal(t, want, replay(t, f).local)
+			got := replay(t, f).local
+			require.Len(t, got, len(want))
+			for i := range want {
+				assert.Equal(t, want[i].typ, got[i].typ, "local activity %d", i)
+				if want[i].summary != "" {
+					assert.Equal(t, want[i].summary, got[i].summary, "local activity %d (%s)", i, want[i].typ)
+				}
+			}
 		})
 	}
 }
