@@ -111,6 +111,8 @@ type GraphRunSuite struct {
 	runs   *runstore.Store
 	agents map[string]*fakeAgent
 	acts   *activities.Activities
+	// logs are what the workflow logged in this test's environments.
+	logs *logs
 }
 
 func TestGraphRun(t *testing.T) { suite.Run(t, new(GraphRunSuite)) }
@@ -133,6 +135,8 @@ func (s *GraphRunSuite) SetupTest() {
 		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: WorkerQueue("test"),
 		Workspaces: workspace.NewManager(dir+"/state/workspaces", s.store, workspace.Limits{}, nil),
 	}
+	s.logs = &logs{}
+	s.SetLogger(s.logs)
 	s.env = loadTolerant(s.NewTestWorkflowEnvironment())
 	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	s.env.RegisterActivity(s.acts)
