@@ -186,7 +186,7 @@ func (s *GraphRunSuite) TestResumeInsideAFanoutContinuesEachBranch() {
 	for _, info := range infos {
 		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
 		s.Require().NoError(err)
-		if len(cp.Branches) == 2 && cp.Visits["left"] == 2 && cp.Visits["right"] >= 1 {
+		if n := cp.Visits["left"] + cp.Visits["right"]; len(cp.Branches) == 2 && n > 0 && n < 6 {
 			mid = cp
 			break
 		}
