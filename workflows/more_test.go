@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
@@ -130,4 +131,27 @@ func (s *GraphRunSuite) TestABudgetStopIsRecorded() {
 		s.NotContains(w, "could not record")
 	}
 	s.Contains(strings.Join(s.logs.at("WARN"), "\n"), "budget spent; stopping the run resumably reason=the run's budget is spent: 200 tokens used")
+}
+
+// The state query shows the nodes being visited now, and only those.
+func (s *GraphRunSuite) TestStateShowsOnlyTheNodeBeingVisited() {
+	g := `
+name: gate
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: scripted, prompt: draft}
+  - {id: gate, kind: human, question: "Ship it?"}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: gate}
+  - {from: gate, to: done}
+`
+	var current []string
+	s.env.RegisterDelayedCallback(func() {
+		current = s.queryState().Current
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "gate-1", Text: "yes"})
+	}, time.Hour)
+	_, err := s.run(g, nil)
+	s.Require().NoError(err)
+	s.Equal([]string{"gate"}, current)
 }

@@ -109,7 +109,7 @@ edges:
   - {from: a, to: b}
   - {from: b, to: done}
 `, nil)
-	s.Require().Error(err)
+	s.requireNodeFailed(err)
 	cp := s.latest()
 	s.Equal(runstore.StatusFailed, cp.Status)
 	s.Contains(cp.Error, "asked to fail")
@@ -119,6 +119,9 @@ edges:
 	s.Equal("failed", last.Status)
 	s.Contains(last.Detail, "asked to fail")
 	s.Equal("ok", cp.Path[0].Status)
+	for _, w := range s.logs.at("WARN") {
+		s.NotContains(w, "could not record the failed run")
+	}
 
 	s.SetupTest()
 	res, err := s.run(loopGraph, nil)
