@@ -260,3 +260,34 @@ func TestAnswered(t *testing.T) {
 	assert.False(t, answered([]runstore.Question{{Answered: true}, {}}))
 	assert.True(t, answered([]runstore.Question{{Answered: true}, {Answered: true}}))
 }
+
+// A resume inside a fan-out whose branches have more than one node takes
+// each branch up at its next node, on its own files: a branch's first
+// node is not visited again, and its second sees what the first wrote.
+func (s *GraphRunSuite) TestResumeInsideAFanoutGoesOnAtEachBranchsNextNode() {
+	_, err := s.run(filesGraph, nil)
+	s.Require().NoError(err)
+	infos, err := s.runs.List(s.T().Context(), "run-1")
+	s.Require().NoError(err)
+	var mid *runstore.Checkpoint
+	for _, info := range infos {
+		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
+		s.Require().NoError(err)
+		for _, b := range cp.Branches {
+			if b.Next != nil && (b.Next.Node == "l2" || b.Next.Node == "r2") && mid == nil {
+				mid = cp
+			}
+		}
+	}
+	s.Require().NotNil(mid, "a checkpoint with a branch at its second node")
+	cp := *mid
+	cp.Seq = infos[len(infos)-1].Seq
+	done := s.resume(&cp)
+	s.Require().NoError(done.GetWorkflowError())
+	final := s.latest()
+	for _, n := range []string{"seed", "l1", "l2", "r1", "r2", "meet", "after"} {
+		s.Equal(1, final.Visits[n], n)
+	}
+	s.Equal("base\nL\nbase.txt\nl.txt\n", final.Outputs["l2"]["stdout"])
+	s.Equal("base\nR\nbase.txt\nr.txt\n", final.Outputs["r2"]["stdout"])
+}
