@@ -31,7 +31,9 @@ var digestsSince = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 // without one.
 func checkSessionBlob(run, ref, digest string, data []byte) string {
 	if _, _, err := runstore.ParseRef(run, ref); err != nil {
-		return fmt.Sprintf("the session's ref is not one of this run: %v", err)
+		// The note goes on the output: it names what happened, not the
+		// ref (ADR-089).
+		return "the session's ref is not one of this run's session refs; it is not read"
 	}
 	if digest == "" {
 		if !mintedBefore(ref, digestsSince) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -402,6 +403,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 			}
 		}
 		if res.SessionNote != "" {
+			res.SessionNote = withoutRefs(res.SessionNote)
 			a.logger().Warn("session not resumed; the visit runs fresh", "run", req.RunID, "node", req.NodeID, "plan", req.Session.Kind, "reason", res.SessionNote)
 		}
 	}
@@ -427,6 +429,20 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		res.Output[SessionNoteKey] = res.SessionNote
 	}
 	return nil
+}
+
+// blobKey matches what could be a blob key in a note's text: a run's keys
+// (runs/…) and any path through a sessions folder.
+var blobKey = regexp.MustCompile(`[\w.@+/-]*(?:\bruns/|/sessions/)[\w.@+/-]*`)
+
+// withoutRefs is a session note with anything that looks like a blob key
+// taken out. A note lands on the visit's output, its loop snapshots and
+// its log line, which outlive the blob (ADR-089: no ref on outputs), and
+// part of a note can be an error quoting an untrusted archive: the notes
+// Tether writes name what happened, never a ref, and this holds even for
+// text it did not write.
+func withoutRefs(note string) string {
+	return blobKey.ReplaceAllString(note, "(a blob)")
 }
 
 // settingsChanged says why a node's own conversation (its slot, or the
@@ -526,9 +542,9 @@ func (a *Activities) fetchSlot(ctx context.Context, req *VisitRequest) ([][]byte
 	sp := req.Session
 	type ref struct{ key, digest string }
 	refs := []ref{{sp.StateRef, sp.baseDigest()}}
-	for _, p := range sp.Parts {
+	for i, p := range sp.Parts {
 		if p.Digest == "" {
-			return nil, fmt.Sprintf("the checkpoint records no digest for the session's part %s; it is not unpacked", p.Ref), nil
+			return nil, fmt.Sprintf("the checkpoint records no digest for part %d of the session's slot; it is not unpacked", i+1), nil
 		}
 		refs = append(refs, ref{p.Ref, p.Digest})
 	}
@@ -539,7 +555,7 @@ func (a *Activities) fetchSlot(ctx context.Context, req *VisitRequest) ([][]byte
 		case errors.Is(err, blob.ErrNotFound):
 			return nil, "the session's blob is gone from the store", nil
 		case errors.Is(err, blob.ErrTooLarge):
-			return nil, fmt.Sprintf("the session's blob is larger than any session archive may be: %v", err), nil
+			return nil, fmt.Sprintf("the session's blob is larger than any session archive may be (%d bytes)", a.sessionBlobMax()), nil
 		case err != nil:
 			return nil, "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
 		}

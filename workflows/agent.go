@@ -69,10 +69,13 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	}
 	var lost []string
 	for {
-		plan := r.resolve(node, cur, answer != nil, sc)
+		plan, refused := r.resolve(ctx, node, cur, answer != nil, sc)
 		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
 		if err != nil {
 			return visitResult{}, err
+		}
+		if refused != "" && res.SessionNote == "" && res.Output != nil {
+			res.Output[activities.SessionNoteKey] = refused
 		}
 		lost = append(lost, unnamed...)
 		r.addUsage(node.ID, res.Usage)
@@ -101,16 +104,48 @@ func (r *runImpl) awaitRestoredPause(ctx workflow.Context, node *graph.Node, sc 
 }
 
 // resolve is ADR-089's resolution order for this visit (internal/resolve).
-func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool, sc *scope) resolve.Plan {
+// Besides the plan, it returns why an inbound session id was not taken up
+// (changeEdgeDelivery), for the visit's output to say.
+func (r *runImpl) resolve(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, answering bool, sc *scope) (resolve.Plan, string) {
 	var deliveries []resolve.Delivery
+	id, _ := cur.Input[agent.SessionIDKey].(string)
+	checked := false
 	if cur.From != "" {
-		id, _ := cur.Input[agent.SessionIDKey].(string)
-		deliveries = append(deliveries, resolve.Delivery{From: cur.From, SessionID: id})
+		delivered := id
+		if id != "" && workflow.GetVersion(ctx, changeEdgeDelivery, workflow.DefaultVersion, versionEdgeDelivery) == versionEdgeDelivery {
+			// Rule 1: only what the edge's own mapping produced was
+			// delivered. Runs recorded before took the final input's id,
+			// which may have come from the run's inputs.
+			delivered, checked = r.delivered(cur), true
+		}
+		deliveries = append(deliveries, resolve.Delivery{From: cur.From, SessionID: delivered})
 	}
-	return resolve.Resolve(resolve.Request{
+	plan := resolve.Resolve(resolve.Request{
 		Node: *node, Backend: r.effectiveBackend(node), Input: cur.Input, Deliveries: deliveries, Answering: answering,
 		Outputs: r.cp.Outputs, NodeSessions: r.cp.NodeSessions, Pause: r.pauseOf(sc),
 	})
+	if checked && plan.Kind == resolve.Fresh && node.Session != graph.SessionFresh {
+		return plan, fmt.Sprintf("the inbound session %s was not resumed: %s; started a fresh conversation", id, plan.Reason)
+	}
+	return plan, ""
+}
+
+// delivered is the _session_id that the edge which made cur produced by
+// its own mapping (ADR-089 rule 1).
+func (r *runImpl) delivered(cur runstore.Cursor) string {
+	if cur.Delivered != nil {
+		return *cur.Delivered
+	}
+	// A cursor recorded before edges recorded it: the input's id was
+	// delivered only if an edge from its source to it maps one (an edge
+	// always overwrites the run's inputs with what it maps).
+	for _, e := range r.g.EdgesFrom(cur.From) {
+		if _, ok := e.With[agent.SessionIDKey]; ok && e.To == cur.Node {
+			id, _ := cur.Input[agent.SessionIDKey].(string)
+			return id
+		}
+	}
+	return ""
 }
 
 // oneTrip runs the Visit activity: restore, execute, snapshot and pack on

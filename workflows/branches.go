@@ -208,18 +208,33 @@ func (r *runImpl) saveBranches(ctx workflow.Context, b *branchRun) {
 	defer r.saveMu.Unlock()
 	// Other branches may be inside a visit: the checkpoint counts only
 	// finished visits, so that a resume from it numbers them as now.
-	visits := r.cp.Visits
-	r.cp.Visits = maps.Clone(visits)
-	for _, n := range r.current {
-		if r.cp.Visits[n]--; r.cp.Visits[n] <= 0 {
-			delete(r.cp.Visits, n)
-		}
+	var err error
+	if workflow.GetVersion(ctx, changeBranchVisitCounts, workflow.DefaultVersion, versionBranchVisitCounts) == versionBranchVisitCounts {
+		err = r.saveAs(ctx, func(cp *runstore.Checkpoint) { cp.Visits = finishedVisits(r.cp.Visits, r.current) })
+	} else {
+		// Runs recorded before counted, while the save was in flight, on
+		// the copy it sent: a branch that finished a visit then read one
+		// visit too few, and its writes were lost.
+		visits := r.cp.Visits
+		r.cp.Visits = finishedVisits(visits, r.current)
+		err = r.save(ctx)
+		r.cp.Visits = visits
 	}
-	err := r.save(ctx)
-	r.cp.Visits = visits
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("could not record a fan-out branch's progress; a resume would run its last visit again", "branch", b.st.Name, "error", err.Error())
 	}
+}
+
+// finishedVisits is visits without the visits in progress (one of each
+// node in current).
+func finishedVisits(visits map[string]int, current []string) map[string]int {
+	out := maps.Clone(visits)
+	for _, n := range current {
+		if out[n]--; out[n] <= 0 {
+			delete(out, n)
+		}
+	}
+	return out
 }
 
 // ownsBranch reports whether b's record is one of the checkpoint's.

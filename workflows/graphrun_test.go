@@ -46,6 +46,9 @@ type faultyStore struct {
 	deleted      []string
 	// landedFailed are the keys written and then reported as failed.
 	landedFailed []string
+	// slow delays every put whose key contains slowPut by that long.
+	slowPut string
+	slow    time.Duration
 }
 
 var errInjected = errors.New("injected store fault")
@@ -66,7 +69,12 @@ func (f *faultyStore) Put(ctx context.Context, key string, r io.Reader, size int
 		fail = false
 	}
 	land := f.landThenFail
+	var wait time.Duration
+	if f.slowPut != "" && strings.Contains(key, f.slowPut) {
+		wait = f.slow
+	}
 	f.mu.Unlock()
+	time.Sleep(wait)
 	if fail && !land {
 		return errInjected
 	}
@@ -103,6 +111,8 @@ type GraphRunSuite struct {
 	runs   *runstore.Store
 	agents map[string]*fakeAgent
 	acts   *activities.Activities
+	// logs are what the workflow logged in this test's environments.
+	logs *logs
 }
 
 func TestGraphRun(t *testing.T) { suite.Run(t, new(GraphRunSuite)) }
@@ -125,6 +135,8 @@ func (s *GraphRunSuite) SetupTest() {
 		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: WorkerQueue("test"),
 		Workspaces: workspace.NewManager(dir+"/state/workspaces", s.store, workspace.Limits{}, nil),
 	}
+	s.logs = &logs{}
+	s.SetLogger(s.logs)
 	s.env = loadTolerant(s.NewTestWorkflowEnvironment())
 	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	s.env.RegisterActivity(s.acts)

@@ -44,7 +44,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 	}
 
 	for restarts := 0; ; {
-		plan := r.resolve(node, cur, answering, sc)
+		plan, _ := r.resolve(ctx, node, cur, answering, sc)
 		sessionID, queue, input, err := r.legacyRestore(ctx, node, plan)
 		if err != nil {
 			return visitResult{}, err

@@ -51,8 +51,10 @@ func RunWorkflowID(runID string) string { return runID }
 func WorkerQueue(workerID string) string { return TaskQueue + "/" + workerID }
 
 // Workflow changes since the first recorded histories. Each is a
-// workflow.GetVersion change id; its history under testdata/histories
-// proves the new path, and the older histories prove the old one.
+// workflow.GetVersion change id; histories under testdata/histories replay
+// its old path (recorded by the build before it; <id>-before.json where
+// no older history reaches it) and its new one, and
+// TestEveryChangeReplaysBothBranches fails for an id without both.
 const (
 	// changeToolAffinity: tool nodes run on the worker of the last agent
 	// visit (tool-affinity.json).
@@ -111,4 +113,22 @@ const (
 	// files away (fanoutShared).
 	changeBranchWorkspaces  = "branch-workspaces"
 	versionBranchWorkspaces = 1
+
+	// changeBranchVisitCounts: a save of a fan-out's progress sends the
+	// store a copy of the visit counts without the visits in flight,
+	// instead of putting that copy in memory while the save is in flight,
+	// where a branch that finished its visit meanwhile counted one visit
+	// too few and looped once more than its `when` allowed
+	// (branch-visit-counts.json).
+	changeBranchVisitCounts  = "branch-visit-counts"
+	versionBranchVisitCounts = 1
+
+	// changeEdgeDelivery: an inbound _session_id counts as delivered by an
+	// edge only when that edge's own `with` mapping produced it (ADR-089
+	// rule 1), not when the run's inputs, which every edge's input starts
+	// from, carried it; the visit then runs fresh and its output says why
+	// (edge-delivery.json). Runs recorded before took the final input's
+	// id (edge-delivery-before.json, where a run input resumed a session).
+	changeEdgeDelivery  = "edge-delivery"
+	versionEdgeDelivery = 1
 )

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runstore"
 )
 
 // acts is only used for method expressions: the workflow names activities
@@ -21,7 +22,16 @@ var acts *activities.Activities
 // activity: the store is shared by every worker, and a local activity keeps
 // a regular activity's round trip off every visit's critical path.
 func (r *runImpl) save(ctx workflow.Context) error {
+	return r.saveAs(ctx, nil)
+}
+
+// saveAs saves the next checkpoint as adjust changes it (nil: as it is in
+// memory); memory itself is left as it is.
+func (r *runImpl) saveAs(ctx workflow.Context, adjust func(cp *runstore.Checkpoint)) error {
 	cp := *r.cp
+	if adjust != nil {
+		adjust(&cp)
+	}
 	cp.Seq = r.cp.Seq + 1
 	summary := ""
 	if r.viaVisit {

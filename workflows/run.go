@@ -240,11 +240,11 @@ func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[stri
 		if !ok {
 			continue
 		}
-		input, err := r.edgeInput(e, env)
+		input, delivered, err := r.edgeInput(e, env)
 		if err != nil {
 			return nil, err
 		}
-		next = append(next, runstore.Cursor{Node: e.To, Input: input, From: node.ID})
+		next = append(next, runstore.Cursor{Node: e.To, Input: input, From: node.ID, Delivered: &delivered})
 		r.addTransition(e.From, e.To)
 		if node.Fanout != graph.FanoutAll {
 			break
@@ -260,8 +260,10 @@ func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[stri
 
 // edgeInput is the next node's input: the run inputs, overlaid with either
 // the edge's `with` mapping or, when it has none, the source output without
-// reserved keys (so no session id travels unless an edge maps it).
-func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, error) {
+// reserved keys (so no session id travels unless an edge maps it). It also
+// returns the _session_id the mapping itself produced, the only one the
+// edge delivered.
+func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, string, error) {
 	input := maps.Clone(r.cp.Inputs)
 	if input == nil {
 		input = map[string]any{}
@@ -272,16 +274,17 @@ func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, error)
 				input[k] = env.Output[k]
 			}
 		}
-		return input, nil
+		return input, "", nil
 	}
 	mapped, err := graph.EvalWith(e.With, env)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: with: %v", e.From, e.To, err), ErrTypeGraph, nil)
+		return nil, "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: with: %v", e.From, e.To, err), ErrTypeGraph, nil)
 	}
 	for _, k := range sortedKeys(mapped) {
 		input[k] = mapped[k]
 	}
-	return input, nil
+	delivered, _ := mapped[agent.SessionIDKey].(string)
+	return input, delivered, nil
 }
 
 func (r *runImpl) addTransition(from, to string) {

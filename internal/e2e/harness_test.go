@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/egress"
@@ -58,7 +59,10 @@ type harness struct {
 	checkpointKey []byte
 	// sandbox confines the workers' agents and tools (nil: unconfined).
 	sandbox *sandbox.Sandbox
-	mu      sync.Mutex
+	// scriptedIDs, when set, mints the session ids of the scripted
+	// backend of new workers, so a test can name one before it exists.
+	scriptedIDs func() string
+	mu          sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -100,6 +104,13 @@ func (h *harness) startWorker() string {
 	root := filepath.Join(h.t.TempDir(), fmt.Sprintf("worker-%d", h.n))
 	bs, err := backend.New(h.backendConfig(root))
 	require.NoError(h.t, err)
+	if h.scriptedIDs != nil {
+		for i, b := range bs {
+			if b.Name() == backend.Scripted {
+				bs[i] = scripted.New(scripted.Options{NewID: h.scriptedIDs})
+			}
+		}
+	}
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),

@@ -163,22 +163,27 @@ func Resolve(r Request) Plan {
 		return fresh("no inbound session id")
 	}
 	var eligible []string
+	// failed is the furthest of the three rules a source got to before
+	// one failed it: what a fresh plan's reason names.
+	failed := 1
 	for _, d := range r.Deliveries {
 		if d.SessionID != id || contains(eligible, d.From) {
 			continue
 		}
 		out := r.Outputs[d.From]
 		if s, _ := out[agent.SessionIDKey].(string); s != id {
+			failed = max(failed, 2)
 			continue
 		}
 		if b, _ := out[agent.BackendKey].(string); b != r.Backend {
+			failed = 3
 			continue
 		}
 		eligible = append(eligible, d.From)
 	}
 	if len(eligible) != 1 {
 		if len(eligible) == 0 {
-			return fresh("inbound session id has no stamp-eligible source")
+			return fresh("inbound session id has no stamp-eligible source: " + provenanceRules[failed-1])
 		}
 		return fresh("inbound session id matches more than one source")
 	}
@@ -201,6 +206,14 @@ func Resolve(r Request) Plan {
 		Stripped: stripped,
 		Reason:   "inbound session from " + src + ": has-session check",
 	}
+}
+
+// provenanceRules say why no source was eligible, by the first of ADR-089's
+// three provenance rules that every source failed.
+var provenanceRules = []string{
+	"rule 1 failed: no incoming edge's own mapping delivered it",
+	"rule 2 failed: no source's output carries it as the session it served",
+	"rule 3 failed: its source served it on another backend",
 }
 
 func strip(in map[string]any) map[string]any {

@@ -249,6 +249,29 @@ func TestFreshSaysWhichSourceRuleFailed(t *testing.T) {
 	p = Resolve(req)
 	assert.Equal(t, Fresh, p.Kind)
 	assert.Contains(t, p.Reason, "no stamp-eligible source")
+	assert.Contains(t, p.Reason, "rule 2 failed", "the edges delivered the id; the sources did not serve it")
+
+	// One source served it on another backend: the reason is rule 3's,
+	// whatever the order of the sources.
+	for _, outs := range []map[string]map[string]any{
+		{"a": out(real, "codex", ""), "b": out("other", cc, "")},
+		{"a": out("other", cc, ""), "b": out(real, "codex", "")},
+	} {
+		req.Outputs = outs
+		p = Resolve(req)
+		assert.Equal(t, Fresh, p.Kind)
+		assert.Contains(t, p.Reason, "rule 3 failed", "%v", outs)
+	}
+
+	// The id is in the input, but no edge's own mapping produced it (it
+	// came with the run's inputs): rule 1, even though the source served
+	// exactly that session.
+	req.Deliveries = []Delivery{{From: "a", SessionID: ""}}
+	req.Outputs = map[string]map[string]any{"a": out(real, cc, "")}
+	p = Resolve(req)
+	assert.Equal(t, Fresh, p.Kind)
+	assert.Contains(t, p.Reason, "rule 1 failed: no incoming edge's own mapping delivered it")
+	assert.NotContains(t, p.Input, idK)
 }
 
 // A fork node continues a copy of the inbound conversation (from the

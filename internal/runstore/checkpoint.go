@@ -288,6 +288,12 @@ type Cursor struct {
 	Input map[string]any `json:"input,omitempty"`
 	// From is the node whose edge delivered Input ("" for the start).
 	From string `json:"from,omitempty"`
+	// Delivered is the _session_id that edge's own `with` mapping produced
+	// ("" when it produced none). ADR-089's rule 1 counts only that as
+	// delivered: the rest of Input starts from the run's inputs, which may
+	// carry a _session_id of their own. Nil in cursors recorded before it
+	// was.
+	Delivered *string `json:"delivered,omitempty"`
 }
 
 // NodeSessionSlot is a persist node's last completed visit, exactly as in

@@ -1,0 +1,157 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// A run continues as new, carrying its checkpoint and options, once its
+// history holds ContinueAsNewEvents events (not one later), or when the
+// server suggests it; below that it runs on.
+func (s *GraphRunSuite) TestContinueAsNewAtTheThreshold() {
+	for _, tc := range []struct {
+		name      string
+		length    int
+		suggested bool
+		continues bool
+	}{
+		{"at the threshold", 100, false, true},
+		{"below it", 99, false, false},
+		{"suggested", 1, true, true},
+	} {
+		s.Run(tc.name, func() {
+			s.SetupTest()
+			s.env.SetCurrentHistoryLength(tc.length)
+			s.env.SetContinueAsNewSuggested(tc.suggested)
+			opts := Options{ContinueAsNewEvents: 100, SessionHistory: 3}
+			s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Options: opts})
+			err := s.env.GetWorkflowError()
+			var can *workflow.ContinueAsNewError
+			if !tc.continues {
+				s.Require().NoError(err)
+				return
+			}
+			s.Require().True(errors.As(err, &can), "%v", err)
+			var next GraphRunInput
+			s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+			s.Equal("run-1", next.RunID)
+			s.Equal(opts, next.Options)
+			s.Require().NotNil(next.Checkpoint)
+			s.Equal("writer", next.Checkpoint.Cursor[0].Node, "before any visit")
+			s.Empty(s.writerCalls())
+		})
+	}
+}
+
+// Two edges from a fan-out to the same node open two branches, named
+// apart.
+func (s *GraphRunSuite) TestBranchesToOneNodeAreNamedApart() {
+	g := `
+name: twice
+start: split
+nodes:
+  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
+  - {id: b, kind: tool, run: [sh, -c, 'echo {{.input.n}} > {{.input.n}}.txt']}
+  - {id: meet, kind: join, workspace: merge}
+  - {id: done, kind: end}
+edges:
+  - {from: split, to: b, with: {n: "'one'"}}
+  - {from: split, to: b, with: {n: "'two'"}}
+  - {from: b, to: meet}
+  - {from: meet, to: done}
+`
+	_, err := s.run(g, nil)
+	s.Require().NoError(err)
+	var names []string
+	for _, b := range s.latest().Joined {
+		names = append(names, b.Name)
+		s.True(b.Kept, "%s changed files, so the merge kept it", b.Name)
+	}
+	s.Equal([]string{"b", "b-2"}, names)
+	s.Equal(2, s.latest().Workspace.Files)
+}
+
+// A pick join by the size of each branch's change counts lines added and
+// removed: the branch that adds one line beats the one that adds one and
+// removes one. A branch that changed nothing is not kept by a merge.
+func (s *GraphRunSuite) TestJoinsWeighBranchesByTheirChange() {
+	g := `
+name: pick
+start: split
+nodes:
+  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'echo seed > seed.txt']}
+  - {id: swap, kind: tool, run: [sh, -c, 'rm seed.txt; echo s > s.txt']}
+  - {id: add, kind: tool, run: [sh, -c, 'echo a > a.txt']}
+  - {id: best, kind: join, workspace: {pick: "true", by: diff.lines}}
+  - {id: done, kind: end}
+edges:
+  - {from: split, to: swap}
+  - {from: split, to: add}
+  - {from: swap, to: best}
+  - {from: add, to: best}
+  - {from: best, to: done}
+`
+	_, err := s.run(g, nil)
+	s.Require().NoError(err)
+	ws, _ := s.latest().Outputs["best"]["workspace"].(map[string]any)
+	s.Require().NotNil(ws)
+	s.Equal("add", ws["kept"])
+	lines := map[string]any{}
+	for _, b := range ws["branches"].([]any) {
+		m := b.(map[string]any)
+		lines[m["name"].(string)] = m["lines"]
+	}
+	s.EqualValues(map[string]any{"swap": float64(2), "add": float64(1)}, lines)
+
+	s.SetupTest()
+	_, err = s.run(strings.Replace(strings.Replace(g, `workspace: {pick: "true", by: diff.lines}`, "workspace: merge", 1),
+		"run: [sh, -c, 'rm seed.txt; echo s > s.txt']", "run: [sh, -c, 'true']", 1), nil)
+	s.Require().NoError(err)
+	kept := map[string]bool{}
+	for _, b := range s.latest().Joined {
+		kept[b.Name] = b.Kept
+	}
+	s.Equal(map[string]bool{"swap": false, "add": true}, kept)
+}
+
+// A budget stop is recorded in the run store without a warning that it
+// could not be.
+func (s *GraphRunSuite) TestABudgetStopIsRecorded() {
+	g := s.parse(strings.Replace(persistLoop, "start: writer\n", "start: writer\nbudget: {max_tokens: 150}\n", 1))
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: g})
+	s.Require().Error(s.env.GetWorkflowError())
+	s.Equal(runstore.StatusFailedResumable, s.latest().Status)
+	for _, w := range s.logs.at("WARN") {
+		s.NotContains(w, "could not record")
+	}
+	s.Contains(strings.Join(s.logs.at("WARN"), "\n"), "budget spent; stopping the run resumably reason=the run's budget is spent: 200 tokens used")
+}
+
+// The state query shows the nodes being visited now, and only those.
+func (s *GraphRunSuite) TestStateShowsOnlyTheNodeBeingVisited() {
+	g := `
+name: gate
+start: writer
+nodes:
+  - {id: writer, kind: agent, backend: scripted, prompt: draft}
+  - {id: gate, kind: human, question: "Ship it?"}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: gate}
+  - {from: gate, to: done}
+`
+	var current []string
+	s.env.RegisterDelayedCallback(func() {
+		current = s.queryState().Current
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "gate-1", Text: "yes"})
+	}, time.Hour)
+	_, err := s.run(g, nil)
+	s.Require().NoError(err)
+	s.Equal([]string{"gate"}, current)
+}
