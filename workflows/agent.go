@@ -67,7 +67,10 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		return visitResult{}, err
 	}
-	var lost []string
+	var (
+		lost []string
+		used agent.Usage // by every round of the visit
+	)
 	for {
 		plan := r.resolve(node, cur, answer != nil, sc)
 		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
@@ -76,6 +79,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		lost = append(lost, unnamed...)
 		r.addUsage(node.ID, res.Usage)
+		used = used.Add(res.Usage)
 		r.takeWorkspace(res, sc)
 		if len(res.Questions) > 0 {
 			if answer, err = r.pauseOnQuestion(ctx, node, cur, visitNo, res, sc); err != nil {
@@ -84,6 +88,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 			continue
 		}
 		v := r.commit(ctx, node, res, sc)
+		v.usage = used
 		if len(lost) > 0 && workflow.GetVersion(ctx, changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs) == versionLostAttemptBlobs {
 			v.deleteAfterCommit = append(v.deleteAfterCommit, lost...)
 		}

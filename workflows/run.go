@@ -98,6 +98,8 @@ type visitResult struct {
 	// checkpoint recording the visit fails, the fail-stop keeps it, so the
 	// resumed run takes the answer instead of asking again.
 	answered *runstore.PauseInfo
+	// usage is what the visit cost, every round of it.
+	usage agent.Usage
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -137,28 +139,12 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
-		step.Status = "failed"
-		step.Detail = err.Error()
-		r.addStep(step)
+		r.addStep(failedStep(step, err))
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
-	step.Detail = summary(v.output)
-	r.addStep(step)
+	r.addStep(finishedStep(step, node, v.output, v.usage))
 	return v, nil
-}
-
-// summary is the first line of a visit's text or answer, cut short, for
-// progress lines and the path.
-func summary(out map[string]any) string {
-	var s string
-	for _, k := range []string{"text", "answer"} {
-		if v, ok := out[k].(string); ok && v != "" {
-			s = v
-			break
-		}
-	}
-	return oneLine(s, 100)
 }
 
 func ordinal(n int) string {
@@ -310,7 +296,7 @@ func brief(out map[string]any) string {
 func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.Cursor) (*GraphRunResult, error) {
 	visitNo := r.cp.Visits[node.ID] + 1
 	r.cp.Visits[node.ID] = visitNo
-	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
+	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
 	r.setOutput(node.ID, visitNo, cur.Input)
 	r.cp.Cursor = nil
 	r.cp.Status = runstore.StatusCompleted
