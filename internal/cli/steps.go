@@ -59,5 +59,5 @@ func stepLine(st *workflows.State, s runstore.Step) string {
 
 // pathLine is one visit as `tether status` lists it under path:.
 func pathLine(st *workflows.State, s runstore.Step) string {
-	return strings.TrimRight(fmt.Sprintf("  %-16s visit %-3d %-7s %-8s %s", s.Node, s.Visit, stepOutcome(s), (time.Duration(s.DurationMS) * time.Millisecond).String(), stepDetail(st, s)), " ")
+	return strings.TrimRight(fmt.Sprintf("  %-16s visit %-3d %-7s %-8s %s", s.Node, s.Visit, stepOutcome(s), (time.Duration(s.DurationMS)*time.Millisecond).String(), stepDetail(st, s)), " ")
 }
