@@ -69,6 +69,9 @@ type Activities struct {
 	ShutdownGrace time.Duration
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// Temporal is where CheckRunID looks for other runs under a new run's
+	// id; nil looks in the run store only.
+	Temporal Executions
 
 	live liveSessions
 	// inflight counts this worker's running visits per run: ForgetRun

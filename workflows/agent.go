@@ -225,7 +225,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			again = isAppErrorType(err, activities.ErrTypeMayPass)
 		}
 		if restarts < maxVisitRestarts && again {
-			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
+			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
 			if !workerLost(err) {
 				wait := time.Duration(1<<restarts) * time.Second
 				timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("retry %s visit %d in %s", node.ID, visitNo, wait)})
@@ -239,7 +239,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
 }
 

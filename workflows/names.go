@@ -35,6 +35,9 @@ const (
 	ErrTypeGraph = "InvalidGraph"
 	// ErrTypeWorkspace is a workspace the run cannot start from.
 	ErrTypeWorkspace = "WorkspaceFailed"
+	// ErrTypeRunIDTaken is a new run whose id another run has, in
+	// Temporal or in the run store; it failed before its first visit.
+	ErrTypeRunIDTaken = "RunIDTaken"
 	// ErrTypeBudget is a run stopped because it spent a budget; like
 	// ErrTypeResumable, its details carry the checkpoint to resume from,
 	// once the budget is raised (`tether resume --max-tokens/--max-cost-usd`).
@@ -111,4 +114,11 @@ const (
 	// files away (fanoutShared).
 	changeBranchWorkspaces  = "branch-workspaces"
 	versionBranchWorkspaces = 1
+
+	// changeRunIDCheck: a new run asks the run store and Temporal, in a
+	// CheckRunID local activity before its first visit, whether another
+	// run has its id, and fails at once if one does (run-id-taken.json;
+	// every history recorded since starts with the check).
+	changeRunIDCheck  = "run-id-check"
+	versionRunIDCheck = 1
 )

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -54,7 +55,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			// fail on the graph error.
 			r.cp.Cursor = []runstore.Cursor{cur}
 			r.cp.Status = runstore.StatusFailed
-			r.cp.Error = err.Error()
+			r.cp.Error = activities.ErrorText(err)
 			if serr := r.save(ctx); serr != nil {
 				return nil, r.failResumable(ctx, cur, serr)
 			}
@@ -330,7 +331,7 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 		return err
 	}
 	r.cp.Status = runstore.StatusFailed
-	r.cp.Error = err.Error()
+	r.cp.Error = activities.ErrorText(err)
 	r.setStatus(ctx, r.cp.Status)
 	if serr := r.save(ctx); serr != nil {
 		workflow.GetLogger(ctx).Warn("could not record the failed run in the run store", "error", serr.Error())
@@ -354,12 +355,12 @@ func StopError(err error) (*temporal.ApplicationError, bool) {
 // though the run store never received it.
 func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause error) error {
 	r.cp.Status = runstore.StatusFailedResumable
-	r.cp.Error = cause.Error()
+	r.cp.Error = activities.ErrorText(cause)
 	r.setStatus(ctx, r.cp.Status)
 	cp := *r.cp
-	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", cause.Error())
+	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", activities.ErrorText(cause))
 	telemetry.WorkflowFailStop(ctx)
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("required checkpoint failed at node %q: %v; the run can continue with `tether resume %s`", cur.Node, cause, r.cp.RunID),
+		fmt.Sprintf("required checkpoint failed at node %q: %s; the run can continue with `tether resume %s`", cur.Node, activities.ErrorText(cause), r.cp.RunID),
 		ErrTypeResumable, cause, &cp)
 }

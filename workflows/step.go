@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -49,7 +50,7 @@ func finishedStep(step runstore.Step, node *graph.Node, out map[string]any, usag
 func failedStep(step runstore.Step, err error) runstore.Step {
 	step.Status = "failed"
 	step.Outcome = runstore.OutcomeFailed
-	step.Detail = cut(strings.Join(strings.Fields(err.Error()), " "), runstore.StepDetailBytes)
+	step.Detail = cut(strings.Join(strings.Fields(activities.ErrorText(err)), " "), runstore.StepDetailBytes)
 	return step
 }
 

@@ -40,8 +40,15 @@ func (a *app) start(ctx context.Context, id string, cp *runstore.Checkpoint) err
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A run opened meanwhile is refused, never taken for this one.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Checkpoint: cp})
 	if err != nil {
+		if cp.Seq == 0 {
+			if taken := alreadyStarted(id, err); taken != nil {
+				return taken
+			}
+		}
 		return failedErr(fmt.Errorf("start run %s: %w", id, err))
 	}
 	return nil
@@ -288,6 +295,9 @@ persist nodes start their own conversations.`,
 			} else if err := runstore.ValidateRunID(newID); err != nil {
 				return usageErr("--id: %v", err)
 			}
+			if err := a.claimRunID(ctx, newID); err != nil {
+				return err
+			}
 			cp.RunID = newID
 			// The fork starts from the same files, its branches' too (a
 			// fork taken inside a fan-out goes on with each branch's), in
@@ -307,14 +317,19 @@ persist nodes start their own conversations.`,
 func (a *app) deleteCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete RUN",
-		Short: "Delete a closed run's checkpoints and every session blob under it",
+		Short: "Delete a closed run: its checkpoints, every blob under it, and its executions in Temporal, which frees its id",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.onRun("delete", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
 			rep, err := runs.DeleteRun(ctx, id)
 			if err != nil {
 				return failedErr(fmt.Errorf("delete run %s: %w", id, err))
 			}
-			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total)
+			// The id is free again only once Temporal forgets the run too.
+			execs, err := a.deleteExecutions(ctx, id)
+			if err != nil {
+				return failedErr(fmt.Errorf("run %s: its objects are deleted from the store, but %w; its id stays taken until Temporal's retention removes it", id, err))
+			}
+			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all; %d execution(s) in Temporal\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total, execs)
 			return nil
 		}),
 	}

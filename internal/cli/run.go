@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
@@ -60,6 +58,9 @@ run completed and 1 when it failed.`,
 				return failedErr(err)
 			}
 			ctx := cmd.Context()
+			if err := a.claimRunID(ctx, id); err != nil {
+				return err
+			}
 			if wsRef != "" && wsFrom == "" {
 				return usageErr("--ref needs --workspace: the repository the ref is in")
 			}
@@ -81,16 +82,18 @@ run completed and 1 when it failed.`,
 				ID:                       workflows.RunWorkflowID(id),
 				TaskQueue:                workflows.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-				Memo:                     map[string]any{"graph": g.Name},
-				StaticSummary:            runSummary(g.Name, in),
-				StaticDetails:            runDetails(args[0], in, wsFrom, wsRef),
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				// Without it, a taken id returns the run that has it, as
+				// if this one had started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				Memo:                                     map[string]any{"graph": g.Name},
+				StaticSummary:                            runSummary(g.Name, in),
+				StaticDetails:                            runDetails(args[0], in, wsFrom, wsRef),
 			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws,
 				Options: workflows.Options{HeartbeatTimeout: hbTO}})
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return usageErr("run %q already exists; pick another --id", id)
+				if taken := alreadyStarted(id, err); taken != nil {
+					return taken
 				}
 				return failedErr(fmt.Errorf("start run: %w", err))
 			}

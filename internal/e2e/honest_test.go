@@ -56,6 +56,7 @@ func TestFollowAndStatusShowEachVisitsResult(t *testing.T) {
 	assert.Regexp(t, `(?m)^✓ check +visit 2 +ok +\S+  ok  pkg 0\.1s$`, out)
 	assert.Regexp(t, `(?m)^✗ slow +visit 1 +timeout `, out)
 	assert.Contains(t, out, "run tools-1 completed at done")
+	h.recordHistory("run-id-free-tool-loop", "tools-1")
 
 	status := h.tether(t, dir, "status", "tools-1")
 	assert.Regexp(t, `(?m)^  check +visit 1 +exit 1 .*--- FAIL: TestAdd ⏎ want 3, got 2$`, status)

@@ -160,6 +160,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Metrics:  o.Metrics,
 		Queue:    queue,
 		Logger:   logger,
+		Temporal: c,
 
 		ShutdownGrace: o.ShutdownGrace,
 	}
