@@ -47,7 +47,8 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.stopIfOverBudget(ctx, changeBudgetAtStart, versionBudgetAtStart); err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	return res, r.endCanceled(ctx, err)
 }
 
 // importWorkspace starts a new run's workspace from the source its graph

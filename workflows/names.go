@@ -121,4 +121,10 @@ const (
 	// every history recorded since starts with the check).
 	changeRunIDCheck  = "run-id-check"
 	versionRunIDCheck = 1
+
+	// changeCancelStatus: a run canceled through Temporal says so, in
+	// TetherStatus and a last checkpoint, and ends canceled even when the
+	// cancel reached it inside a visit (cancel-status.json).
+	changeCancelStatus  = "cancel-status"
+	versionCancelStatus = 1
 )

@@ -31,6 +31,11 @@ const (
 	// StatusFailedResumable is a fail-stop: the checkpoint is consistent
 	// and `tether resume` continues from it.
 	StatusFailedResumable = "failed_resumable"
+	// StatusCanceled is a run canceled through Temporal (`tether cancel`,
+	// `temporal workflow cancel`); `tether resume` continues it from its
+	// last checkpoint. A terminated run cannot say so: it stays at the
+	// status it had.
+	StatusCanceled = "canceled"
 )
 
 // Checkpoint is the whole durable state of one run: what the GraphRun
