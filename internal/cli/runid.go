@@ -103,3 +103,13 @@ func (a *app) deleteExecutions(ctx context.Context, id string) (int, error) {
 		}
 	}
 }
+
+// checkpointErr is a command's failure to use checkpoint seq of run: a
+// refusal under the rewind rule (dropped, nothing to run) is the user's
+// choice to change (exit 2); anything else is a failure (exit 1).
+func checkpointErr(run string, seq int64, err error) error {
+	if errors.Is(err, runstore.ErrDropped) || errors.Is(err, runstore.ErrNothingToRun) {
+		return usageErr("run %s checkpoint %d: %v", run, seq, err)
+	}
+	return failedErr(fmt.Errorf("run %s checkpoint %d: %w", run, seq, err))
+}

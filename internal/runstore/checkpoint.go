@@ -446,6 +446,10 @@ type Lineage struct {
 	Run  string `json:"run"`
 	Seq  int64  `json:"seq"`
 	Kind string `json:"kind"` // "fork", "rewind", "resume"
+	// At is a rewind's own checkpoint, the copy of Seq it wrote: the
+	// checkpoints between Seq and At are the ones it dropped (rewind.go).
+	// Rewinds written before At existed leave it 0.
+	At int64 `json:"at,omitempty"`
 }
 
 // Encode serialises a checkpoint, stamping the current format version.
