@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -40,6 +41,9 @@ type CheckRunIDRequest struct {
 func (a *Activities) CheckRunID(ctx context.Context, req *CheckRunIDRequest) (string, error) {
 	holder, err := a.Runs.Holder(ctx, req.RunID)
 	if err != nil {
+		if a.Health.Check(ctx) != nil {
+			return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("check run id %s on worker %s: %s", req.RunID, a.Queue, ErrorText(a.Health.Err())), ErrTypeWorkerUnhealthy, nil)
+		}
 		return "", fmt.Errorf("read the run store: %w", err)
 	}
 	if holder == "" && a.Temporal != nil {

@@ -38,6 +38,9 @@ const (
 	// ErrTypeRunIDTaken is a new run whose id another run has, in
 	// Temporal or in the run store; it failed before its first visit.
 	ErrTypeRunIDTaken = "RunIDTaken"
+	// ErrTypeRunIDUnchecked is a new run that could not check its id (the
+	// run store and Temporal did not answer); it did nothing.
+	ErrTypeRunIDUnchecked = "RunIDUnchecked"
 	// ErrTypeBudget is a run stopped because it spent a budget; like
 	// ErrTypeResumable, its details carry the checkpoint to resume from,
 	// once the budget is raised (`tether resume --max-tokens/--max-cost-usd`).

@@ -33,9 +33,10 @@ func (r *runImpl) claimRunID(ctx workflow.Context) error {
 	req := &activities.CheckRunIDRequest{RunID: r.cp.RunID, Execution: info.WorkflowExecution.RunID}
 	var taken string
 	if err := workflow.ExecuteLocalActivity(lctx, activities.CheckRunIDName, req).Get(ctx, &taken); err != nil {
+		failTaskIfWorkerUnhealthy(r.cp.RunID, err)
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("run %s did not start: could not check that no other run has its id (%s); start it again once the run store and Temporal answer", r.cp.RunID, activities.ErrorText(err)),
-			ErrTypeRunIDTaken, nil)
+			ErrTypeRunIDUnchecked, nil)
 	}
 	if taken != "" {
 		return temporal.NewNonRetryableApplicationError(taken, ErrTypeRunIDTaken, nil)

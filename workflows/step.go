@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/tether-run/tether/activities"
@@ -104,26 +103,25 @@ func number(v any) int {
 		return int(n)
 	case float64:
 		return int(n)
-	case json.Number:
-		i, _ := n.Int64()
-		return int(i)
 	}
 	return 0
 }
 
-// outputUsage is the usage an agent's output carries under agent.UsageKey.
+// outputUsage is the usage an agent's output carries under agent.UsageKey
+// (a visit recorded before visits reported usage has it there only), read
+// field by field: workflow code decodes nothing by reflection.
 func outputUsage(out map[string]any) agent.Usage {
-	raw, ok := out[agent.UsageKey]
+	m, ok := out[agent.UsageKey].(map[string]any)
 	if !ok {
 		return agent.Usage{}
 	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return agent.Usage{}
+	u := agent.Usage{
+		InputTokens:      int64(number(m["input_tokens"])),
+		OutputTokens:     int64(number(m["output_tokens"])),
+		CacheReadTokens:  int64(number(m["cache_read_tokens"])),
+		CacheWriteTokens: int64(number(m["cache_write_tokens"])),
 	}
-	var u agent.Usage
-	if json.Unmarshal(b, &u) != nil {
-		return agent.Usage{}
-	}
+	u.CostUSD, _ = m["cost_usd"].(float64)
+	u.CostKnown, _ = m["cost_known"].(bool)
 	return u
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -96,7 +97,10 @@ func OpenS3(ctx context.Context, c S3Config) (Store, error) {
 	if partSize < s3MinPartSize {
 		return nil, fmt.Errorf("blob: open S3 store: part size %d is below S3's minimum of %d bytes", partSize, s3MinPartSize)
 	}
-	var lo []func(*config.LoadOptions) error
+	// The SDK's own log lines ("falling back to IMDSv1" on every probe of a
+	// machine without credentials) would repeat on a worker's stderr what
+	// the store's errors say once.
+	lo := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if c.Region != "" {
 		lo = append(lo, config.WithRegion(c.Region))
 	}
