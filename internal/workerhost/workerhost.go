@@ -199,9 +199,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                     o.ID,
 		Tuner:                        sharedSlots,
 		DisableEagerActivities:       o.DisableEagerActivities || o.Role != RoleAll,
-		Interceptors:                       o.Interceptors,
-		DisableWorkflowWorker:              o.Role == RoleActivities,
-		LocalActivityWorkerOnly:            o.Role == RoleWorkflows,
+		Interceptors:                 o.Interceptors,
+		DisableWorkflowWorker:        o.Role == RoleActivities,
+		LocalActivityWorkerOnly:      o.Role == RoleWorkflows,
 	})
 	if o.Role != RoleActivities {
 		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
