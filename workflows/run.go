@@ -221,7 +221,7 @@ func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[stri
 			var err error
 			ok, err = graph.EvalWhen(e.When, env)
 			if err != nil {
-				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: when %q: %v", e.From, e.To, e.When, err), ErrTypeGraph, nil)
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", node.ID, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(out), brief(cur.Input), env.Visits), ErrTypeGraph, nil)
 			}
 		}
 		if !ok {
@@ -263,7 +263,7 @@ func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, error)
 	}
 	mapped, err := graph.EvalWith(e.With, env)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: with: %v", e.From, e.To, err), ErrTypeGraph, nil)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", e.From, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(env.Output), brief(env.Input), env.Visits), ErrTypeGraph, nil)
 	}
 	for _, k := range sortedKeys(mapped) {
 		input[k] = mapped[k]

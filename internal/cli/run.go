@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -44,9 +44,14 @@ run completed and 1 when it failed.`,
 			if err != nil {
 				return err
 			}
-			in, err := parseInputs(inputs)
+			// Checked before anything starts: a missing required input, a
+			// name the graph does not declare, a value not of its type.
+			in, notes, err := g.RunInputs(inputs)
 			if err != nil {
-				return err
+				return usageErr("%v", err)
+			}
+			for _, n := range notes {
+				fmt.Fprintln(a.errOut, "note:", n)
 			}
 			if id == "" {
 				id = newRunID(g.Name)
@@ -105,7 +110,7 @@ run completed and 1 when it failed.`,
 			return a.follow(ctx, id)
 		},
 	}
-	cmd.Flags().StringArrayVar(&inputs, "input", nil, "run input as NAME=VALUE (repeatable; VALUE is parsed as JSON when it is valid JSON, else taken as a string)")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "run input as NAME=VALUE (repeatable; VALUE is text unless the graph declares the input's type: number, boolean or json)")
 	cmd.Flags().StringVar(&id, "id", "", "run ID (default: <graph name>-<ulid>)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
 	cmd.Flags().StringVar(&wsFrom, "workspace", "", "start the run's workspace from this directory, or git repository path or URL (default: empty)")
@@ -199,23 +204,6 @@ func (a *app) loadGraph(path string) (*graph.Graph, error) {
 	return g, nil
 }
 
-func parseInputs(kvs []string) (map[string]any, error) {
-	out := map[string]any{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErr("--input %q: want NAME=VALUE", kv)
-		}
-		var parsed any
-		if err := json.Unmarshal([]byte(v), &parsed); err == nil {
-			out[k] = parsed
-		} else {
-			out[k] = v
-		}
-	}
-	return out, nil
-}
-
 // follow prints new path steps and questions until the run closes.
 func (a *app) follow(ctx context.Context, id string) error {
 	c, err := a.temporal()
@@ -293,11 +281,11 @@ func (a *app) finish(id string, result *workflows.GraphRunResult, err error, wit
 	if err != nil {
 		switch appErr, _ := workflows.StopError(err); {
 		case appErr != nil && appErr.Type() == workflows.ErrTypeBudget:
-			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Error())
+			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Message())
 		case appErr != nil:
-			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, appErr.Error(), id)
+			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, activities.ErrorText(appErr), id)
 		default:
-			fmt.Fprintf(a.out, "run %s failed: %v\n", id, err)
+			fmt.Fprintf(a.out, "run %s failed: %s\n", id, activities.ErrorText(err))
 		}
 		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s failed", id)}
 	}

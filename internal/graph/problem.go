@@ -88,6 +88,10 @@ const (
 	CodeBadPick           = "G051" // a pick or by that does not compile
 	CodeUnknownPickOutput = "G052" // a pick or by reads outputs.X for no node X
 	CodeTooManyBranches   = "G053" // a fan-out with more edges than MaxBranches
+
+	CodeTypeMismatch      = "G054" // a when or with does not fit the known types of a tool's or human's output
+	CodeInputNotDelivered = "G055" // a template reads an input that some way into its node does not deliver
+	CodeBadInputType      = "G056" // an input's type is unknown, or its default is not of that type
 )
 
 // CodeInfo describes one problem code.
@@ -147,6 +151,9 @@ var codeTable = []CodeInfo{
 	{CodeBadPick, SeverityError, "a join's pick or by expression does not compile or has the wrong type"},
 	{CodeUnknownPickOutput, SeverityWarning, "a join's pick or by reads the output of a node that does not exist"},
 	{CodeTooManyBranches, SeverityError, "a fan-out could open more branches than one fan-out may have"},
+	{CodeTypeMismatch, SeverityError, "a when or with does not fit the types of a tool's or human's output (a number compared with a string, a field it does not have)"},
+	{CodeInputNotDelivered, SeverityWarning, "a template reads an input that some way into its node does not deliver"},
+	{CodeBadInputType, SeverityError, "an input's type is unknown, or its default is not of that type"},
 }
 
 // Codes lists every problem code, in code order.

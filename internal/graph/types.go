@@ -85,6 +85,9 @@ type Input struct {
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
 	Required    bool   `json:"required,omitempty" yaml:"required,omitempty"`
 	Default     any    `json:"default,omitempty" yaml:"default,omitempty"`
+	// Type is what `tether run --input NAME=VALUE` makes of VALUE: one of
+	// InputTypes; "" is InputString (the text as written).
+	Type string `json:"type,omitempty" yaml:"type,omitempty"`
 }
 
 // Kind is what a node does when visited.

@@ -23,11 +23,14 @@ func Validate(g *Graph) Problems {
 	}
 	v := &validator{g: g, src: g.Source, index: map[string]int{}}
 	v.checkInputs()
+	v.checkInputTypes()
 	v.checkWorkspace()
 	v.checkBudgets()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
+	v.checkTypes()
+	v.checkDelivery()
 	v.checkFlow()
 	v.probs.sortByPos()
 	return v.probs
