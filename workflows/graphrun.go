@@ -117,11 +117,12 @@ type runImpl struct {
 
 // question is a pending question and, once answered, its answer.
 type question struct {
-	ID       string
-	Node     string
-	Text     string
-	Answered bool
-	Answer   string
+	ID         string
+	Node       string
+	Text       string
+	Answered   bool
+	Answer     string
+	AllowEmpty bool
 }
 
 func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
@@ -201,7 +202,12 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 			return "accepted", nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
-			_, err := r.findQuestion(a)
+			q, err := r.findQuestion(a)
+			if err == nil && strings.TrimSpace(a.Text) == "" && !q.AllowEmpty {
+				// Only the update refuses it: a validator's refusal leaves
+				// no trace in history, where a signal's answer is recorded.
+				return fmt.Errorf("%w: %q needs a non-empty answer (its node does not set allow_empty)", ErrEmptyAnswer, q.ID)
+			}
 			return err
 		}},
 	); err != nil {
@@ -225,6 +231,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 var (
 	ErrUnknownQuestion = errors.New("no pending question with this id")
 	ErrAlreadyAnswered = errors.New("question already answered")
+	ErrEmptyAnswer     = errors.New("empty answer")
 )
 
 func (r *runImpl) findQuestion(a Answer) (*question, error) {
@@ -302,7 +309,7 @@ func (r *runImpl) register(node string, qs []runstore.Question) []*question {
 	for _, q := range qs {
 		existing := r.lookup(q.ID)
 		if existing == nil {
-			existing = &question{ID: q.ID, Node: node, Text: q.Text}
+			existing = &question{ID: q.ID, Node: node, Text: q.Text, AllowEmpty: q.AllowEmpty}
 			r.questions = append(r.questions, existing)
 		}
 		mine = append(mine, existing)
@@ -342,7 +349,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty})
 		}
 	}
 	return s
@@ -396,7 +403,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty})
 			}
 		}
 	}

@@ -30,6 +30,8 @@ const (
 	ExitOK     = 0
 	ExitFailed = 1
 	ExitUsage  = 2
+	// ExitDetached is --follow interrupted (Ctrl-C): the run goes on.
+	ExitDetached = 130
 )
 
 // exitError carries an exit code out of a command.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,6 +217,11 @@ func (a *app) follow(ctx context.Context, id string) error {
 	var result workflows.GraphRunResult
 	go func() { done <- run.Get(ctx, &result) }()
 
+	// Ctrl-C leaves the run going on, and says so.
+	interrupted, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
+	defer stopSignals()
+	ws := a.workers("the run")
+	var lastWorkerCheck time.Time
 	printed := 0
 	asked := map[string]bool{}
 	// shown is the progress last printed per running visit.
@@ -223,6 +230,11 @@ func (a *app) follow(ctx context.Context, id string) error {
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	poll := func() {
+		// First: a run with no worker answers no query.
+		if time.Since(lastWorkerCheck) >= time.Second {
+			lastWorkerCheck = time.Now()
+			ws.check(ctx, a.out)
+		}
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		st, err := a.queryState(qctx, id)
@@ -269,7 +281,11 @@ func (a *app) follow(ctx context.Context, id string) error {
 			return a.finish(id, &result, err, len(usage) == 0)
 		case <-tick.C:
 			poll()
-		case <-ctx.Done():
+		case <-interrupted.Done():
+			if ctx.Err() == nil {
+				fmt.Fprintf(a.out, "detached from run %s; it goes on without you. Follow it again with `tether status %s --follow`, stop it with `tether cancel %s`\n", id, id, id)
+				return &exitError{code: ExitDetached, err: fmt.Errorf("detached from run %s", id)}
+			}
 			return ctx.Err()
 		}
 	}

@@ -417,6 +417,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"model", n.Model != "", []Kind{KindAgent}},
 		{"workdir", n.Workdir != "", []Kind{KindAgent}},
 		{"question", n.Question != "", []Kind{KindHuman}},
+		{"allow_empty", n.AllowEmpty, []Kind{KindHuman}},
 		{"permissions", n.Permissions != "", []Kind{KindAgent}},
 		{"tools", n.Tools != nil, []Kind{KindAgent}},
 		{"disallowed_tools", n.DisallowedTools != nil, []Kind{KindAgent}},

@@ -374,6 +374,9 @@ type Question struct {
 	Text     string `json:"text"`
 	Answered bool   `json:"answered,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// AllowEmpty says the question takes an empty answer (a human node's
+	// allow_empty); others refuse one.
+	AllowEmpty bool `json:"allow_empty,omitempty"`
 }
 
 // LoopSnapshot is an earlier output of a node that was visited again.
