@@ -169,7 +169,9 @@ func TestSmallThings(t *testing.T) {
 	// Ctrl-C on --follow.
 	var follow lockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- cli.Main([]string{"run", writeGraph(t, "ask2.yaml", askGraph), "--id", "cc-1", "--follow"}, &follow, &follow) }()
+	go func() {
+		done <- cli.Main([]string{"run", writeGraph(t, "ask2.yaml", askGraph), "--id", "cc-1", "--follow"}, &follow, &follow)
+	}()
 	waitFor(t, &follow, "? ask asks [ask-1]", time.Minute)
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
 	select {
