@@ -1,4 +1,5 @@
-# The tether-worker image: the worker and the tether CLI, the agent CLIs at
+# The tether-worker image: the worker, the tether CLI and tether-certs (the
+# cluster's certificates, docker-compose.yml's "certs"), the agent CLIs at
 # the versions .env pins, and what tool nodes such as `go test` need (the Go
 # toolchain and git), so examples/fix-the-test.yaml runs on it. docker
 # compose passes the versions from .env; a plain `docker build` uses the
@@ -12,7 +13,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
- && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter \
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether-certs ./internal/pki/cmd/certs
 
 FROM golang:${GO_VERSION}-bookworm AS go
 
