@@ -22,7 +22,7 @@ const CheckRunIDName = "CheckRunID"
 // Executions is what CheckRunID asks Temporal (client.Client has it).
 type Executions interface {
 	ListWorkflow(ctx context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
-	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
+	DescribeWorkflow(ctx context.Context, workflowID, runID string) (*client.WorkflowExecutionDescription, error)
 }
 
 var _ Executions = client.Client(nil)
@@ -74,7 +74,7 @@ func TemporalHolder(ctx context.Context, c Executions, id, except string) (strin
 		if runID == except {
 			continue
 		}
-		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		d, err := c.DescribeWorkflow(ctx, id, runID)
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			continue
@@ -82,7 +82,7 @@ func TemporalHolder(ctx context.Context, c Executions, id, except string) (strin
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Temporal has run %q (%s)", id, ExecutionStatus(d.GetWorkflowExecutionInfo().GetStatus())), nil
+		return fmt.Sprintf("Temporal has run %q (%s)", id, ExecutionStatus(d.RawResponse.GetWorkflowExecutionInfo().GetStatus())), nil
 	}
 	return "", nil
 }

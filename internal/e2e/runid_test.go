@@ -126,7 +126,7 @@ func (h *harness) deleteExecutions(id string) {
 		require.NoError(h.t, err)
 	}
 	require.Eventually(h.t, func() bool {
-		_, err := h.c.DescribeWorkflowExecution(context.Background(), id, "")
+		_, err := h.c.DescribeWorkflow(context.Background(), id, "")
 		return err != nil
 	}, runWait, 100*time.Millisecond)
 }

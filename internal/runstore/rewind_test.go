@@ -49,7 +49,7 @@ func TestRewindDropsTheCheckpointsBetween(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(14), latest.Seq, "a refused rewind writes nothing")
 
-	rep, err = s.Rewind(ctx, "a1", 3)
+	_, err = s.Rewind(ctx, "a1", 3)
 	require.NoError(t, err)
 	drops, err = s.Drops(ctx, "a1")
 	require.NoError(t, err)
