@@ -16,10 +16,15 @@ import (
 // store and Temporal, and fails with the reason `tether run` gives when
 // either knows the id. It writes nothing: the store holds the other run's
 // checkpoints, which a failure record of this one would mix with.
-// Executions recorded before changeRunIDCheck start without asking.
+// Only the first execution of a chain asks: one continued as new, retried
+// or reset from it is the same run. Executions recorded before
+// changeRunIDCheck start without asking.
 func (r *runImpl) claimRunID(ctx workflow.Context) error {
 	info := workflow.GetInfo(ctx)
-	if cp := r.in.Checkpoint; cp != nil && (cp.Seq != 0 || info.ContinuedExecutionRunID != "") {
+	if cp := r.in.Checkpoint; cp != nil && cp.Seq != 0 {
+		return nil
+	}
+	if info.ContinuedExecutionRunID != "" || (info.FirstRunID != "" && info.FirstRunID != info.WorkflowExecution.RunID) {
 		return nil
 	}
 	if workflow.GetVersion(ctx, changeRunIDCheck, workflow.DefaultVersion, versionRunIDCheck) != versionRunIDCheck {
