@@ -119,7 +119,9 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	case errors.As(err, &exit):
 		out["exit_code"] = exit.Code
 	case errors.Is(err, agent.ErrNotInstalled):
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %q is not installed on this worker", node.ID, argv[0]), ErrTypeBadRequest, err)
+		// Not the agent CLIs' advice (scripts/tools.sh clis): a tool's
+		// program is the graph's, and every worker needs it.
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: cannot run %q on worker %s: it is not on the worker's PATH, or not executable; install it on every worker (or name it by absolute path in the node's run), then `tether resume` the run", node.ID, argv[0], a.Queue), ErrTypeBadRequest, nil)
 	default:
 		return nil, err
 	}

@@ -67,7 +67,10 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		return visitResult{}, err
 	}
-	var lost []string
+	var (
+		lost []string
+		used agent.Usage // by every round of the visit
+	)
 	for {
 		plan, refused := r.resolve(ctx, node, cur, answer != nil, sc)
 		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
@@ -79,6 +82,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		lost = append(lost, unnamed...)
 		r.addUsage(node.ID, res.Usage)
+		used = used.Add(res.Usage)
 		r.takeWorkspace(res, sc)
 		if len(res.Questions) > 0 {
 			if answer, err = r.pauseOnQuestion(ctx, node, cur, visitNo, res, sc); err != nil {
@@ -87,6 +91,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 			continue
 		}
 		v := r.commit(ctx, node, res, sc)
+		v.usage = used
 		if len(lost) > 0 && workflow.GetVersion(ctx, changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs) == versionLostAttemptBlobs {
 			v.deleteAfterCommit = append(v.deleteAfterCommit, lost...)
 		}
@@ -255,7 +260,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			again = isAppErrorType(err, activities.ErrTypeMayPass)
 		}
 		if restarts < maxVisitRestarts && again {
-			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
+			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
 			if !workerLost(err) {
 				wait := time.Duration(1<<restarts) * time.Second
 				timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("retry %s visit %d in %s", node.ID, visitNo, wait)})
@@ -269,7 +274,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
 }
 

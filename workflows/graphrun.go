@@ -27,6 +27,9 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.claimRunID(ctx); err != nil {
+		return nil, err
+	}
 	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
 		if in.Checkpoint == nil {
 			// A new run has a workspace from its first visit: the one
@@ -44,7 +47,8 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.stopIfOverBudget(ctx, changeBudgetAtStart, versionBudgetAtStart); err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	return res, r.endCanceled(ctx, err)
 }
 
 // importWorkspace starts a new run's workspace from the source its graph
@@ -78,7 +82,7 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 	var st runstore.WorkspaceState
 	req := &activities.ImportRequest{RunID: r.cp.RunID, From: from, Ref: ref, Started: workflow.Now(ctx)}
 	if err := workflow.ExecuteActivity(actx, acts.ImportWorkspace, req).Get(ctx, &st); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %v", r.g.Name, from, err), ErrTypeWorkspace, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %s", r.g.Name, from, activities.ErrorText(err)), ErrTypeWorkspace, err)
 	}
 	r.cp.Workspace = &st
 	return nil
@@ -113,11 +117,12 @@ type runImpl struct {
 
 // question is a pending question and, once answered, its answer.
 type question struct {
-	ID       string
-	Node     string
-	Text     string
-	Answered bool
-	Answer   string
+	ID         string
+	Node       string
+	Text       string
+	Answered   bool
+	Answer     string
+	AllowEmpty bool
 }
 
 func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
@@ -197,7 +202,12 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 			return "accepted", nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
-			_, err := r.findQuestion(a)
+			q, err := r.findQuestion(a)
+			if err == nil && strings.TrimSpace(a.Text) == "" && !q.AllowEmpty {
+				// Only the update refuses it: a validator's refusal leaves
+				// no trace in history, where a signal's answer is recorded.
+				return fmt.Errorf("%w: %q needs a non-empty answer (its node does not set allow_empty)", ErrEmptyAnswer, q.ID)
+			}
 			return err
 		}},
 	); err != nil {
@@ -221,6 +231,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 var (
 	ErrUnknownQuestion = errors.New("no pending question with this id")
 	ErrAlreadyAnswered = errors.New("question already answered")
+	ErrEmptyAnswer     = errors.New("empty answer")
 )
 
 func (r *runImpl) findQuestion(a Answer) (*question, error) {
@@ -298,7 +309,7 @@ func (r *runImpl) register(node string, qs []runstore.Question) []*question {
 	for _, q := range qs {
 		existing := r.lookup(q.ID)
 		if existing == nil {
-			existing = &question{ID: q.ID, Node: node, Text: q.Text}
+			existing = &question{ID: q.ID, Node: node, Text: q.Text, AllowEmpty: q.AllowEmpty}
 			r.questions = append(r.questions, existing)
 		}
 		mine = append(mine, existing)
@@ -338,7 +349,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty})
 		}
 	}
 	return s
@@ -392,7 +403,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty})
 			}
 		}
 	}

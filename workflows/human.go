@@ -16,7 +16,7 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		text = node.Question
 	}
-	qs := []runstore.Question{{ID: qid, Text: text}}
+	qs := []runstore.Question{{ID: qid, Text: text, AllowEmpty: node.AllowEmpty}}
 	// A run resumed from a fail-stop that came after this very question was
 	// answered takes that answer, instead of asking again.
 	if p := r.cp.Pause; !inBranch && p != nil && p.NodeID == node.ID && p.Backend == "" && p.Visit == visitNo && answered(p.Questions) {

@@ -87,6 +87,7 @@ func (s *GraphRunSuite) TestResumedAskWaitsForItsAnswer() {
 		env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "resumed"})
 	}, time.Hour)
 	cp := *waiting
+	cp.Seq = s.latest().Seq // the cancel recorded a last checkpoint after it
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
 	calls := s.writerCalls()[before:]

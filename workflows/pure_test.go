@@ -25,17 +25,6 @@ func TestOrdinal(t *testing.T) {
 	}
 }
 
-// A visit's summary is its text's first line, else its answer's, cut at
-// 100 bytes.
-func TestSummary(t *testing.T) {
-	assert.Equal(t, "first …", summary(map[string]any{"text": "first\nsecond", "answer": "no"}))
-	assert.Equal(t, "yes", summary(map[string]any{"text": "", "answer": "yes"}))
-	assert.Equal(t, "", summary(map[string]any{"exit_code": 0}))
-	long := strings.Repeat("x", 101)
-	assert.Equal(t, strings.Repeat("x", 100)+"…", summary(map[string]any{"text": long}))
-	assert.Equal(t, long[:100], summary(map[string]any{"text": long[:100]}))
-}
-
 // brief shows a node's output in an error: its own keys, each value cut
 // at 80 bytes, never a reserved key.
 func TestBrief(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -54,7 +55,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			// fail on the graph error.
 			r.cp.Cursor = []runstore.Cursor{cur}
 			r.cp.Status = runstore.StatusFailed
-			r.cp.Error = err.Error()
+			r.cp.Error = activities.ErrorText(err)
 			if serr := r.save(ctx); serr != nil {
 				return nil, r.failResumable(ctx, cur, serr)
 			}
@@ -98,6 +99,8 @@ type visitResult struct {
 	// checkpoint recording the visit fails, the fail-stop keeps it, so the
 	// resumed run takes the answer instead of asking again.
 	answered *runstore.PauseInfo
+	// usage is what the visit cost, every round of it.
+	usage agent.Usage
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -137,28 +140,12 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
-		step.Status = "failed"
-		step.Detail = err.Error()
-		r.addStep(step)
+		r.addStep(failedStep(step, err))
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
-	step.Detail = summary(v.output)
-	r.addStep(step)
+	r.addStep(finishedStep(step, node, v.output, v.usage))
 	return v, nil
-}
-
-// summary is the first line of a visit's text or answer, cut short, for
-// progress lines and the path.
-func summary(out map[string]any) string {
-	var s string
-	for _, k := range []string{"text", "answer"} {
-		if v, ok := out[k].(string); ok && v != "" {
-			s = v
-			break
-		}
-	}
-	return oneLine(s, 100)
 }
 
 func ordinal(n int) string {
@@ -234,7 +221,7 @@ func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[stri
 			var err error
 			ok, err = graph.EvalWhen(e.When, env)
 			if err != nil {
-				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: when %q: %v", e.From, e.To, e.When, err), ErrTypeGraph, nil)
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", node.ID, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(out), brief(cur.Input), env.Visits), ErrTypeGraph, nil)
 			}
 		}
 		if !ok {
@@ -278,7 +265,7 @@ func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, string
 	}
 	mapped, err := graph.EvalWith(e.With, env)
 	if err != nil {
-		return nil, "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge %s -> %s: with: %v", e.From, e.To, err), ErrTypeGraph, nil)
+		return nil, "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", e.From, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(env.Output), brief(env.Input), env.Visits), ErrTypeGraph, nil)
 	}
 	for _, k := range sortedKeys(mapped) {
 		input[k] = mapped[k]
@@ -313,7 +300,7 @@ func brief(out map[string]any) string {
 func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.Cursor) (*GraphRunResult, error) {
 	visitNo := r.cp.Visits[node.ID] + 1
 	r.cp.Visits[node.ID] = visitNo
-	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
+	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
 	r.setOutput(node.ID, visitNo, cur.Input)
 	r.cp.Cursor = nil
 	r.cp.Status = runstore.StatusCompleted
@@ -347,7 +334,7 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 		return err
 	}
 	r.cp.Status = runstore.StatusFailed
-	r.cp.Error = err.Error()
+	r.cp.Error = activities.ErrorText(err)
 	r.setStatus(ctx, r.cp.Status)
 	if serr := r.save(ctx); serr != nil {
 		workflow.GetLogger(ctx).Warn("could not record the failed run in the run store", "error", serr.Error())
@@ -371,12 +358,12 @@ func StopError(err error) (*temporal.ApplicationError, bool) {
 // though the run store never received it.
 func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause error) error {
 	r.cp.Status = runstore.StatusFailedResumable
-	r.cp.Error = cause.Error()
+	r.cp.Error = activities.ErrorText(cause)
 	r.setStatus(ctx, r.cp.Status)
 	cp := *r.cp
-	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", cause.Error())
+	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", activities.ErrorText(cause))
 	telemetry.WorkflowFailStop(ctx)
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("required checkpoint failed at node %q: %v; the run can continue with `tether resume %s`", cur.Node, cause, r.cp.RunID),
+		fmt.Sprintf("required checkpoint failed at node %q: %s; the run can continue with `tether resume %s`", cur.Node, activities.ErrorText(cause), r.cp.RunID),
 		ErrTypeResumable, cause, &cp)
 }

@@ -186,4 +186,6 @@ type PendingQuestion struct {
 	ID   string `json:"id"`
 	Node string `json:"node"`
 	Text string `json:"text"`
+	// AllowEmpty says the question takes an empty answer.
+	AllowEmpty bool `json:"allow_empty,omitempty"`
 }

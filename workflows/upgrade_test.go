@@ -129,6 +129,6 @@ edges:
 	cp = s.latest()
 	s.Equal(1, cp.Visits["done"])
 	end := res.Path[len(res.Path)-1]
-	s.Equal(runstore.Step{Node: "done", Visit: 1, Status: "ok", StartedAt: end.StartedAt}, end)
+	s.Equal(runstore.Step{Node: "done", Visit: 1, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: end.StartedAt}, end)
 	s.Equal(cp.PathTotal, res.Visits)
 }

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/render"
@@ -79,17 +80,25 @@ func statusOf(d *workflowservice.DescribeWorkflowExecutionResponse) enumspb.Work
 }
 
 func (a *app) statusCmd() *cobra.Command {
-	var asJSON, pending bool
+	var asJSON, pending, follow bool
 	cmd := &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show a run: status, current node, visits, pending questions, path",
 		Long: `Show a run. A live run is asked through the workflow's "state" query;
 when no worker is up, or Temporal no longer holds the run, the latest
-checkpoint in the run store answers instead.`,
+checkpoint in the run store answers instead.
+
+With --follow, an open run is followed as tether run --follow does: each
+visit so far, then each new one, until the run ends (Ctrl-C detaches).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			ctx := cmd.Context()
+			if follow {
+				if d, err := a.describe(ctx, id); err == nil && statusOf(d) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+					return a.follow(ctx, id)
+				}
+			}
 			st, source, described, err := a.loadState(ctx, id)
 			if err != nil {
 				return err
@@ -114,6 +123,7 @@ checkpoint in the run store answers instead.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the state as JSON")
 	cmd.Flags().BoolVar(&pending, "pending", false, "print only the ids of pending questions, one per line (for scripts)")
+	cmd.Flags().BoolVar(&follow, "follow", false, "follow an open run until it ends")
 	return cmd
 }
 
@@ -145,6 +155,9 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 				return st, "live query", described, nil
 			}
 			live = "the run is open but no worker answered its state query (" + rootCause(err) + ")"
+			if pollers, perr := a.livePollers(ctx); perr == nil && len(pollers) == 0 {
+				live = fmt.Sprintf("the run is open, but no worker is polling task queue %q: start tether-worker", workflows.TaskQueue)
+			}
 		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
 			live = "Temporal does not know the run"
 		default:
@@ -154,7 +167,7 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 	cp, err := a.latestCheckpoint(ctx, id)
 	if err != nil {
 		if errors.Is(err, runstore.ErrNoCheckpoint) {
-			return nil, "", nil, failedErr(fmt.Errorf("run %q not found: %s, and the run store %s has no checkpoint of it", id, live, a.cfg.BlobURL))
+			return a.withoutCheckpoint(ctx, id, temporalStatus, live, described)
 		}
 		storeErr := fmt.Sprintf("the run store %s failed: %s", a.cfg.BlobURL, rootCause(err))
 		if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
@@ -245,7 +258,7 @@ func (a *app) printState(st *workflows.State, source string) {
 	if len(st.Path) > 0 {
 		fmt.Fprintln(w, "path:")
 		for _, s := range st.Path {
-			fmt.Fprintf(w, "  %-16s visit %-3d %-7s %-8s %s\n", s.Node, s.Visit, s.Status, (time.Duration(s.DurationMS) * time.Millisecond).String(), s.Detail)
+			fmt.Fprintln(w, pathLine(st, s))
 		}
 	}
 	for _, l := range nodeUsages(st) {
@@ -280,6 +293,14 @@ fire and forget.`,
 			if err != nil {
 				return failedErr(err)
 			}
+			if strings.TrimSpace(text) == "" {
+				if err := a.emptyAllowed(cmd.Context(), id, qid); err != nil {
+					return err
+				}
+			}
+			// The answer waits for a worker: say so when none is up.
+			stop := a.workers("the answer").watch(cmd.Context(), a.errOut)
+			defer stop()
 			ans := workflows.Answer{QuestionID: qid, Text: text}
 			if signal {
 				if err := c.SignalWorkflow(cmd.Context(), id, "", workflows.SignalAnswer, ans); err != nil {
@@ -296,18 +317,37 @@ fire and forget.`,
 				err = h.Get(cmd.Context(), nil)
 			}
 			if err != nil {
+				stop()
 				var nf *serviceerror.NotFound
 				if errors.As(err, &nf) {
-					return failedErr(fmt.Errorf("run %s is not open: %w", id, err))
+					return failedErr(fmt.Errorf("run %s is not open: %s", id, activities.ErrorText(err)))
 				}
-				return usageErr("answer refused by run %s: %v", id, err)
+				return usageErr("answer refused by run %s: %s", id, activities.ErrorText(err))
 			}
+			stop()
 			fmt.Fprintf(a.out, "answer to %s accepted by run %s\n", qid, id)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&signal, "signal", false, "send as a signal instead of an update")
 	return cmd
+}
+
+// emptyAllowed refuses an empty answer unless the question takes one
+// (a human node's allow_empty), which only the live run can say.
+func (a *app) emptyAllowed(ctx context.Context, id, qid string) error {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := a.queryState(qctx, id)
+	if err != nil {
+		return usageErr("the answer to %s is empty, and run %s could not say whether the question takes an empty answer (%s); give a non-empty answer", qid, id, rootCause(err))
+	}
+	for _, q := range st.Questions {
+		if q.ID == qid && q.AllowEmpty {
+			return nil
+		}
+	}
+	return usageErr("the answer to %s is empty; the question needs one (its node does not set allow_empty). Give the answer as the last argument, quoted: tether answer %s %s \"…\"", qid, id, qid)
 }
 
 func (a *app) validateCmd() *cobra.Command {

@@ -31,6 +31,8 @@ const (
 	ExitOK     = 0
 	ExitFailed = 1
 	ExitUsage  = 2
+	// ExitDetached is --follow interrupted (Ctrl-C): the run goes on.
+	ExitDetached = 130
 )
 
 // exitError carries an exit code out of a command.
@@ -155,6 +157,7 @@ TETHER_BLOB_URL (file://.tether/store) and TETHER_UI (http://127.0.0.1:8233).`,
 		a.resumeCmd(), a.rewindCmd(), a.forkCmd(), a.deleteCmd(), a.checkpointsCmd(),
 		a.workspaceCmd(), a.storeCmd(),
 	)
+	root.AddCommand(a.cancelCmd(), a.versionCmd(), a.logsCmd())
 	return root
 }
 

@@ -2,10 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +14,9 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -46,9 +46,14 @@ run completed and 1 when it failed.`,
 			if err != nil {
 				return err
 			}
-			in, err := parseInputs(inputs)
+			// Checked before anything starts: a missing required input, a
+			// name the graph does not declare, a value not of its type.
+			in, notes, err := g.RunInputs(inputs)
 			if err != nil {
-				return err
+				return usageErr("%v", err)
+			}
+			for _, n := range notes {
+				fmt.Fprintln(a.errOut, "note:", n)
 			}
 			if id == "" {
 				id = newRunID(g.Name)
@@ -60,6 +65,9 @@ run completed and 1 when it failed.`,
 				return failedErr(err)
 			}
 			ctx := cmd.Context()
+			if err := a.claimRunID(ctx, id); err != nil {
+				return err
+			}
 			if wsRef != "" && wsFrom == "" {
 				return usageErr("--ref needs --workspace: the repository the ref is in")
 			}
@@ -81,16 +89,18 @@ run completed and 1 when it failed.`,
 				ID:                       workflows.RunWorkflowID(id),
 				TaskQueue:                workflows.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-				Memo:                     map[string]any{"graph": g.Name},
-				StaticSummary:            runSummary(g.Name, in),
-				StaticDetails:            runDetails(args[0], in, wsFrom, wsRef),
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				// Without it, a taken id returns the run that has it, as
+				// if this one had started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				Memo:                                     map[string]any{"graph": g.Name},
+				StaticSummary:                            runSummary(g.Name, in),
+				StaticDetails:                            runDetails(args[0], in, wsFrom, wsRef),
 			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws,
 				Options: workflows.Options{HeartbeatTimeout: hbTO}})
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return usageErr("run %q already exists; pick another --id", id)
+				if taken := alreadyStarted(id, err); taken != nil {
+					return taken
 				}
 				return failedErr(fmt.Errorf("start run: %w", err))
 			}
@@ -102,7 +112,7 @@ run completed and 1 when it failed.`,
 			return a.follow(ctx, id)
 		},
 	}
-	cmd.Flags().StringArrayVar(&inputs, "input", nil, "run input as NAME=VALUE (repeatable; VALUE is parsed as JSON when it is valid JSON, else taken as a string)")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "run input as NAME=VALUE (repeatable; VALUE is text unless the graph declares the input's type: number, boolean or json)")
 	cmd.Flags().StringVar(&id, "id", "", "run ID (default: <graph name>-<ulid>)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
 	cmd.Flags().StringVar(&wsFrom, "workspace", "", "start the run's workspace from this directory, or git repository path or URL (default: empty)")
@@ -196,23 +206,6 @@ func (a *app) loadGraph(path string) (*graph.Graph, error) {
 	return g, nil
 }
 
-func parseInputs(kvs []string) (map[string]any, error) {
-	out := map[string]any{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErr("--input %q: want NAME=VALUE", kv)
-		}
-		var parsed any
-		if err := json.Unmarshal([]byte(v), &parsed); err == nil {
-			out[k] = parsed
-		} else {
-			out[k] = v
-		}
-	}
-	return out, nil
-}
-
 // follow prints new path steps and questions until the run closes.
 func (a *app) follow(ctx context.Context, id string) error {
 	c, err := a.temporal()
@@ -224,6 +217,11 @@ func (a *app) follow(ctx context.Context, id string) error {
 	var result workflows.GraphRunResult
 	go func() { done <- run.Get(ctx, &result) }()
 
+	// Ctrl-C leaves the run going on, and says so.
+	interrupted, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
+	defer stopSignals()
+	ws := a.workers("the run")
+	var lastWorkerCheck time.Time
 	printed := 0
 	asked := map[string]bool{}
 	// shown is the progress last printed per running visit.
@@ -232,6 +230,11 @@ func (a *app) follow(ctx context.Context, id string) error {
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	poll := func() {
+		// First: a run with no worker answers no query.
+		if time.Since(lastWorkerCheck) >= time.Second {
+			lastWorkerCheck = time.Now()
+			ws.check(ctx, a.out)
+		}
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		st, err := a.queryState(qctx, id)
@@ -242,11 +245,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 		if fresh := st.Steps - printed; fresh > 0 {
 			first := max(len(st.Path)-fresh, 0)
 			for _, s := range st.Path[first:] {
-				detail := s.Detail
-				if u, ok := stepUsage(st, s.Node, s.Visit, s.Status); ok {
-					detail = strings.TrimSpace(usageText(u) + "  " + detail)
-				}
-				a.printStep(s.Node, s.Visit, s.Status, s.DurationMS, detail)
+				fmt.Fprintln(a.out, stepLine(st, s))
 			}
 			printed = st.Steps
 		}
@@ -272,41 +271,37 @@ func (a *app) follow(ctx context.Context, id string) error {
 		select {
 		case err := <-done:
 			poll()
+			var usage []string
 			if last != nil {
-				for _, l := range nodeUsages(last) {
-					fmt.Fprintf(a.out, "usage: %s\n", l)
-				}
+				usage = nodeUsages(last)
 			}
-			return a.finish(id, &result, err)
+			for _, l := range usage {
+				fmt.Fprintf(a.out, "usage: %s\n", l)
+			}
+			return a.finish(id, &result, err, len(usage) == 0)
 		case <-tick.C:
 			poll()
-		case <-ctx.Done():
+		case <-interrupted.Done():
+			if ctx.Err() == nil {
+				fmt.Fprintf(a.out, "detached from run %s; it goes on without you. Follow it again with `tether status %s --follow`, stop it with `tether cancel %s`\n", id, id, id)
+				return &exitError{code: ExitDetached, err: fmt.Errorf("detached from run %s", id)}
+			}
 			return ctx.Err()
 		}
 	}
 }
 
-func (a *app) printStep(node string, visit int, status string, ms int64, detail string) {
-	mark := "✓"
-	if status != "ok" {
-		mark = "✗"
-	}
-	line := fmt.Sprintf("%s %-16s visit %-3d %-7s %s", mark, node, visit, status, (time.Duration(ms) * time.Millisecond).String())
-	if detail != "" {
-		line += "  " + detail
-	}
-	fmt.Fprintln(a.out, line)
-}
-
-func (a *app) finish(id string, result *workflows.GraphRunResult, err error) error {
+// finish says how the followed run ended; withUsage adds what it cost,
+// unless the lines before said it already.
+func (a *app) finish(id string, result *workflows.GraphRunResult, err error, withUsage bool) error {
 	if err != nil {
 		switch appErr, _ := workflows.StopError(err); {
 		case appErr != nil && appErr.Type() == workflows.ErrTypeBudget:
-			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Error())
+			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Message())
 		case appErr != nil:
-			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, appErr.Error(), id)
+			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, activities.ErrorText(appErr), id)
 		default:
-			fmt.Fprintf(a.out, "run %s failed: %v\n", id, err)
+			fmt.Fprintf(a.out, "run %s failed: %s\n", id, activities.ErrorText(err))
 		}
 		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s failed", id)}
 	}
@@ -315,7 +310,7 @@ func (a *app) finish(id string, result *workflows.GraphRunResult, err error) err
 		path = append(path, s.Node)
 	}
 	fmt.Fprintf(a.out, "run %s completed at %s after %d visits\n", id, result.EndNode, result.Visits)
-	if !result.Usage.IsZero() {
+	if withUsage && !result.Usage.IsZero() {
 		fmt.Fprintf(a.out, "  usage: %s\n", usageDetail(result.Usage))
 	}
 	fmt.Fprintf(a.out, "  path: %s\n", strings.Join(path, " → "))

@@ -146,10 +146,13 @@ func (p *Program) EvalBool(env Env) (bool, error) {
 		return false, err
 	}
 	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("graph: when %q gave %v (%T), not a boolean; compare it, e.g. %s == true", p.src, v, v, p.src)
+	switch {
+	case ok:
+		return b, nil
+	case v == nil:
+		return false, fmt.Errorf("graph: when %q gave nil, not a boolean: a key it reads is not there; give a default, e.g. (%s) ?? false, or compare it, e.g. %s == true", p.src, p.src, p.src)
 	}
-	return b, nil
+	return false, fmt.Errorf("graph: when %q gave %v (%T), not a boolean; compare it, e.g. %s == true", p.src, v, v, p.src)
 }
 
 // EvalWhen compiles and runs an edge's when against env. An empty when is

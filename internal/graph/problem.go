@@ -92,6 +92,10 @@ const (
 	CodeBadNetwork = "G054" // network is not model, none or {allow: [...]}, or not for this kind of node
 	CodeBadAllow   = "G055" // an allow entry that is not a host:port pattern
 	CodeBadLimits  = "G056" // a limit that is not a size, a count or a number of cores
+	// Types and inputs (docs/graph.md, "Inputs").
+	CodeTypeMismatch      = "G057" // a when or with does not fit the known types of a tool's or human's output
+	CodeInputNotDelivered = "G058" // a template reads an input that some way into its node does not deliver
+	CodeBadInputType      = "G059" // an input's type is unknown, or its default is not of that type
 )
 
 // CodeInfo describes one problem code.
@@ -154,6 +158,10 @@ var codeTable = []CodeInfo{
 	{CodeBadNetwork, SeverityError, "a network other than model, none or {allow: [...]}, or one its kind of node cannot use"},
 	{CodeBadAllow, SeverityError, "a network allow entry that is not a host:port pattern"},
 	{CodeBadLimits, SeverityError, "a limit that is not a size, a count or a number of cores, or is too small to run anything"},
+
+	{CodeTypeMismatch, SeverityError, "a when or with does not fit the types of a tool's or human's output (a number compared with a string, a field it does not have)"},
+	{CodeInputNotDelivered, SeverityWarning, "a template reads an input that some way into its node does not deliver"},
+	{CodeBadInputType, SeverityError, "an input's type is unknown, or its default is not of that type"},
 }
 
 // Codes lists every problem code, in code order.

@@ -3,6 +3,8 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -63,9 +65,18 @@ func RenderPrompt(tmpl string, data PromptData) (string, error) {
 	var b strings.Builder
 	if err := t.Execute(&b, map[string]any{"input": orEmpty(data.Input), "output": orEmpty(data.Output),
 		"visit": data.Visit, "workspace": orEmpty(data.Workspace)}); err != nil {
-		return "", fmt.Errorf("graph: prompt: %w", err)
+		// Say what the template had to read from: the values it saw.
+		return "", fmt.Errorf("graph: prompt: %w; the input it was given has %s", err, keyList(data.Input))
 	}
 	return b.String(), nil
+}
+
+// keyList names a map's keys, sorted, or says it is empty.
+func keyList(m map[string]any) string {
+	if len(m) == 0 {
+		return "no keys"
+	}
+	return "keys " + strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 // CheckPrompt reports what is wrong with a prompt template without running
@@ -91,10 +102,7 @@ func CheckPrompt(src string) error {
 // top-level data with a name other than input, output, visit and workspace. rootDot
 // says whether dot is still the top-level data here (with and range move it).
 func checkPromptNode(n parse.Node, rootDot bool, bad *[]string) {
-	note := func(ident []string, prefix string) {
-		if len(ident) == 0 {
-			return
-		}
+	walkRootFields(n, rootDot, func(ident []string, prefix string) {
 		for _, ok := range promptFields {
 			if ident[0] == ok {
 				return
@@ -107,7 +115,32 @@ func checkPromptNode(n parse.Node, rootDot bool, bad *[]string) {
 			}
 		}
 		*bad = append(*bad, ref)
+	})
+}
+
+// InputsRead lists the names a template reads as .input.NAME (or
+// $.input.NAME), each once, in the order written; nil for a template that
+// does not parse.
+func InputsRead(src string) []string {
+	t, err := parsePrompt(src)
+	if err != nil || t.Tree == nil {
+		return nil
 	}
+	var out []string
+	walkRootFields(t.Tree.Root, true, func(ident []string, _ string) {
+		if len(ident) > 1 && ident[0] == "input" && !slices.Contains(out, ident[1]) {
+			out = append(out, ident[1])
+		}
+	})
+	return out
+}
+
+// walkRootFields calls note with each field chain read from the template's
+// top-level data (".input.x" as [input x], "$.input.x" with prefix "$").
+// rootDot says whether dot is still the top-level data here (with and
+// range move it).
+func walkRootFields(n parse.Node, rootDot bool, note func(ident []string, prefix string)) {
+	walk := func(n parse.Node, rootDot bool) { walkRootFields(n, rootDot, note) }
 	switch x := n.(type) {
 	case nil:
 	case *parse.ListNode:
@@ -115,23 +148,23 @@ func checkPromptNode(n parse.Node, rootDot bool, bad *[]string) {
 			return
 		}
 		for _, c := range x.Nodes {
-			checkPromptNode(c, rootDot, bad)
+			walk(c, rootDot)
 		}
 	case *parse.ActionNode:
-		checkPromptNode(x.Pipe, rootDot, bad)
+		walk(x.Pipe, rootDot)
 	case *parse.PipeNode:
 		if x == nil {
 			return
 		}
 		for _, c := range x.Cmds {
-			checkPromptNode(c, rootDot, bad)
+			walk(c, rootDot)
 		}
 	case *parse.CommandNode:
 		for _, a := range x.Args {
-			checkPromptNode(a, rootDot, bad)
+			walk(a, rootDot)
 		}
 	case *parse.FieldNode:
-		if rootDot {
+		if rootDot && len(x.Ident) > 0 {
 			note(x.Ident, "")
 		}
 	case *parse.VariableNode:
@@ -139,20 +172,20 @@ func checkPromptNode(n parse.Node, rootDot bool, bad *[]string) {
 			note(x.Ident[1:], "$")
 		}
 	case *parse.ChainNode:
-		checkPromptNode(x.Node, rootDot, bad)
+		walk(x.Node, rootDot)
 	case *parse.IfNode:
-		checkPromptNode(x.Pipe, rootDot, bad)
-		checkPromptNode(x.List, rootDot, bad)
-		checkPromptNode(x.ElseList, rootDot, bad)
+		walk(x.Pipe, rootDot)
+		walk(x.List, rootDot)
+		walk(x.ElseList, rootDot)
 	case *parse.WithNode:
-		checkPromptNode(x.Pipe, rootDot, bad)
-		checkPromptNode(x.List, false, bad)
-		checkPromptNode(x.ElseList, rootDot, bad)
+		walk(x.Pipe, rootDot)
+		walk(x.List, false)
+		walk(x.ElseList, rootDot)
 	case *parse.RangeNode:
-		checkPromptNode(x.Pipe, rootDot, bad)
-		checkPromptNode(x.List, false, bad)
-		checkPromptNode(x.ElseList, rootDot, bad)
+		walk(x.Pipe, rootDot)
+		walk(x.List, false)
+		walk(x.ElseList, rootDot)
 	case *parse.TemplateNode:
-		checkPromptNode(x.Pipe, rootDot, bad)
+		walk(x.Pipe, rootDot)
 	}
 }

@@ -85,6 +85,9 @@ type Input struct {
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
 	Required    bool   `json:"required,omitempty" yaml:"required,omitempty"`
 	Default     any    `json:"default,omitempty" yaml:"default,omitempty"`
+	// Type is what `tether run --input NAME=VALUE` makes of VALUE: one of
+	// InputTypes; "" is InputString (the text as written).
+	Type string `json:"type,omitempty" yaml:"type,omitempty"`
 }
 
 // Kind is what a node does when visited.
@@ -133,8 +136,9 @@ type Node struct {
 	SystemPrompt       string   `json:"system_prompt,omitempty" yaml:"system_prompt,omitempty"`
 	AppendSystemPrompt string   `json:"append_system_prompt,omitempty" yaml:"append_system_prompt,omitempty"`
 
-	// Human nodes.
-	Question string `json:"question,omitempty" yaml:"question,omitempty"`
+	// Human nodes. An empty answer is refused unless AllowEmpty.
+	Question   string `json:"question,omitempty" yaml:"question,omitempty"`
+	AllowEmpty bool   `json:"allow_empty,omitempty" yaml:"allow_empty,omitempty"`
 
 	// Tool nodes.
 	Run []string `json:"run,omitempty" yaml:"run,omitempty"`

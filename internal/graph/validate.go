@@ -23,11 +23,14 @@ func Validate(g *Graph) Problems {
 	}
 	v := &validator{g: g, src: g.Source, index: map[string]int{}}
 	v.checkInputs()
+	v.checkInputTypes()
 	v.checkWorkspace()
 	v.checkBudgets()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
+	v.checkTypes()
+	v.checkDelivery()
 	v.checkFlow()
 	v.probs.sortByPos()
 	return v.probs
@@ -419,6 +422,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"model", n.Model != "", []Kind{KindAgent}},
 		{"workdir", n.Workdir != "", []Kind{KindAgent}},
 		{"question", n.Question != "", []Kind{KindHuman}},
+		{"allow_empty", n.AllowEmpty, []Kind{KindHuman}},
 		{"permissions", n.Permissions != "", []Kind{KindAgent}},
 		{"tools", n.Tools != nil, []Kind{KindAgent}},
 		{"disallowed_tools", n.DisallowedTools != nil, []Kind{KindAgent}},

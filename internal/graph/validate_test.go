@@ -56,6 +56,7 @@ func TestValidateBrokenReportsEveryProblemWithPosition(t *testing.T) {
 		"73:11 G020 writer",
 		"78:13 G021 writer",
 		"82:5 G037 writer",
+		"88:11 G057 ask",
 		"109:5 G035 stop",
 	}, brief(ps))
 	assert.True(t, ps.HasErrors())
@@ -264,6 +265,47 @@ nodes:
 edges:
   - {from: t, to: done}
 `, "4:30"},
+		{"a tool's exit code compared with a string", CodeTypeMismatch, `
+start: t
+nodes:
+  - {id: t, kind: tool, run: [go, test]}
+  - {id: done, kind: end}
+  - {id: failed, kind: end}
+edges:
+  - {from: t, to: done, when: 'output.exit_code == "0"'}
+  - {from: t, to: failed}
+`, "8:31"},
+		{"a human's answer read as a field it does not have", CodeTypeMismatch, `
+start: h
+nodes:
+  - {id: h, kind: human, question: ok?}
+  - {id: done, kind: end}
+edges:
+  - {from: h, to: done, with: {verdict: output.approved}}
+`, "7:41"},
+		{"a prompt reads an input its first visit is not given", CodeInputNotDelivered, `
+start: writer
+inputs:
+  - {name: topic, required: true}
+nodes:
+  - {id: writer, kind: agent, backend: scripted, prompt: "write {{.input.topic}}; fix {{.input.feedback}}"}
+  - {id: check, kind: tool, run: [true]}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: check}
+  - {from: check, to: done, when: output.exit_code == 0}
+  - {from: check, to: writer, with: {feedback: output.stderr}}
+`, "6:5"},
+		{"an input's default not of its type", CodeBadInputType, `
+start: t
+inputs:
+  - {name: version, default: 1.10}
+nodes:
+  - {id: t, kind: tool, run: [echo, "{{.input.version}}"]}
+  - {id: done, kind: end}
+edges:
+  - {from: t, to: done}
+`, "4:30"},
 		{"node id outside the safe alphabet", CodeBadID, `
 start: "a b"
 nodes:
@@ -361,7 +403,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
 		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability,
 		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput, CodeTooManyBranches,
-		CodeBadNetwork, CodeBadAllow, CodeBadLimits} {
+		CodeBadNetwork, CodeBadAllow, CodeBadLimits,
+		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

@@ -149,6 +149,17 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 
 // Get reads checkpoint seq of run.
 func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
+	cp, err := s.getBare(ctx, run, seq)
+	if err != nil {
+		return nil, err
+	}
+	s.joinPath(ctx, run, cp)
+	return cp, nil
+}
+
+// getBare is Get without the path's stored blocks: enough to read a
+// checkpoint's status, cursor and lineage.
+func (s *Store) getBare(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
 	if err := ValidateRunID(run); err != nil {
 		return nil, err
 	}
@@ -177,7 +188,6 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 	if cp.RunID != run || cp.Seq != seq {
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d holds run %q checkpoint %d; the store is corrupt", run, seq, cp.RunID, cp.Seq)
 	}
-	s.joinPath(ctx, run, cp)
 	return cp, nil
 }
 

@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+// visitActivityTypes are the activities that carry out a visit, whose
+// input and result `tether logs` reads from a run's history.
+var visitActivityTypes = []string{"Visit", "VisitBranch", "ExecuteNode", "RunTool"}
+
+// visitRecord is one attempt of a visit as the history holds it.
+type visitRecord struct {
+	req     visitInput
+	output  map[string]any
+	failure string
+	pending bool
+	seq     int // order in the run's histories
+}
+
+// visitInput is what every visit activity's request has in common.
+type visitInput struct {
+	NodeID     string                   `json:"node_id"`
+	Visit      int                      `json:"visit"`
+	Node       graph.Node               `json:"node"`
+	Backend    string                   `json:"backend"`
+	Input      map[string]any           `json:"input"`
+	PrevOutput map[string]any           `json:"prev_output"`
+	Workspace  *runstore.WorkspaceState `json:"workspace"`
+	Answer     *agent.Answer            `json:"answer"`
+	BranchName string                   `json:"branch_name"`
+}
+
+func (a *app) logsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "logs RUN [NODE [VISIT]]",
+		Short: "Print what a run's visits were given and what they said: prompt, output, stdout and stderr",
+		Long: `Print each visit of RUN (of NODE, or only its visit VISIT): the prompt
+it ran with, rendered again from the input Temporal recorded for it, its
+output, and a tool's exit code, stdout and stderr (their last 4 KiB). A visit
+that asked a person shows each round, with the answer it was given.
+
+It reads the run's histories in Temporal. Once Temporal's retention has
+removed them, it prints what the run store kept instead: each visit's
+summary on the path, and a node's latest output.`,
+		Args: cobra.RangeArgs(1, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, node, visit := args[0], "", 0
+			if len(args) > 1 {
+				node = args[1]
+			}
+			if len(args) > 2 {
+				n, err := strconv.Atoi(args[2])
+				if err != nil || n < 1 {
+					return usageErr("VISIT %q is not a visit number (1, 2, …)", args[2])
+				}
+				visit = n
+			}
+			recs, err := a.visitRecords(cmd.Context(), id)
+			if err != nil {
+				return failedErr(err)
+			}
+			recs = slices.DeleteFunc(recs, func(r visitRecord) bool {
+				return (node != "" && r.req.NodeID != node) || (visit != 0 && r.req.Visit != visit)
+			})
+			if len(recs) > 0 {
+				for _, r := range recs {
+					printVisit(a.out, r)
+				}
+				return nil
+			}
+			return a.logsFromStore(cmd.Context(), id, node, visit)
+		},
+	}
+}
+
+// visitRecords reads the visit activities of every execution of run id,
+// oldest first.
+func (a *app) visitRecords(ctx context.Context, id string) ([]visitRecord, error) {
+	c, err := a.temporal()
+	if err != nil {
+		return nil, err
+	}
+	var execs []*commonpb.WorkflowExecution
+	var page []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id), NextPageToken: page})
+		if err != nil {
+			return nil, fmt.Errorf("list the executions of run %s: %w", id, err)
+		}
+		infos := resp.GetExecutions()
+		slices.SortFunc(infos, func(x, y *workflowpb.WorkflowExecutionInfo) int {
+			return x.GetStartTime().AsTime().Compare(y.GetStartTime().AsTime())
+		})
+		for _, e := range infos {
+			execs = append(execs, e.GetExecution())
+		}
+		if page = resp.GetNextPageToken(); len(page) == 0 {
+			break
+		}
+	}
+	dc := converter.GetDefaultDataConverter()
+	var recs []visitRecord
+	for _, e := range execs {
+		byID := map[int64]int{} // scheduled event id -> index in recs
+		it := c.GetWorkflowHistory(ctx, id, e.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("read the history of run %s: %w", id, err)
+			}
+			record(ev, dc, byID, &recs)
+		}
+	}
+	return recs, nil
+}
+
+// record adds what one history event says about a visit.
+func record(ev *historypb.HistoryEvent, dc converter.DataConverter, byID map[int64]int, recs *[]visitRecord) {
+	switch {
+	case ev.GetActivityTaskScheduledEventAttributes() != nil:
+		at := ev.GetActivityTaskScheduledEventAttributes()
+		if !slices.Contains(visitActivityTypes, at.GetActivityType().GetName()) {
+			return
+		}
+		var in visitInput
+		if dc.FromPayloads(at.GetInput(), &in) != nil || in.NodeID == "" {
+			return
+		}
+		byID[ev.GetEventId()] = len(*recs)
+		*recs = append(*recs, visitRecord{req: in, pending: true, seq: len(*recs)})
+	case ev.GetActivityTaskCompletedEventAttributes() != nil:
+		at := ev.GetActivityTaskCompletedEventAttributes()
+		i, ok := byID[at.GetScheduledEventId()]
+		if !ok {
+			return
+		}
+		r := &(*recs)[i]
+		r.pending = false
+		var res struct {
+			Output map[string]any `json:"output"`
+		}
+		if dc.FromPayloads(at.GetResult(), &res) == nil && res.Output != nil {
+			r.output = res.Output
+			return
+		}
+		var out map[string]any // RunTool's result is the output itself
+		if dc.FromPayloads(at.GetResult(), &out) == nil {
+			r.output = out
+		}
+	case ev.GetActivityTaskFailedEventAttributes() != nil:
+		at := ev.GetActivityTaskFailedEventAttributes()
+		if i, ok := byID[at.GetScheduledEventId()]; ok {
+			(*recs)[i].pending = false
+			(*recs)[i].failure = activities.ErrorText(temporal.GetDefaultFailureConverter().FailureToError(at.GetFailure()))
+		}
+	case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+		at := ev.GetActivityTaskTimedOutEventAttributes()
+		if i, ok := byID[at.GetScheduledEventId()]; ok {
+			(*recs)[i].pending = false
+			(*recs)[i].failure = activities.ErrorText(temporal.GetDefaultFailureConverter().FailureToError(at.GetFailure()))
+		}
+	}
+}
+
+// printVisit prints one attempt of a visit.
+func printVisit(w io.Writer, r visitRecord) {
+	in := r.req
+	head := fmt.Sprintf("== %s visit %d · %s", in.NodeID, in.Visit, in.Node.Kind)
+	if in.Backend != "" {
+		head += " · " + in.Backend
+	}
+	if in.BranchName != "" {
+		head += " · branch " + in.BranchName
+	}
+	fmt.Fprintln(w, head+" ==")
+	switch in.Node.Kind {
+	case graph.KindTool:
+		argv := make([]string, len(in.Node.Run))
+		for i, arg := range in.Node.Run {
+			s, err := graph.RenderPrompt(arg, graph.PromptData{Input: in.Input, Visit: in.Visit, Workspace: promptWorkspace(in.Workspace)})
+			if err != nil {
+				s = arg
+			}
+			argv[i] = s
+		}
+		section(w, "command", strings.Join(argv, " "))
+	default:
+		if in.Answer != nil {
+			section(w, "answer given (the conversation goes on from its question)", in.Answer.Text)
+		} else {
+			p, err := graph.RenderPrompt(in.Node.Prompt, graph.PromptData{Input: in.Input, Output: in.PrevOutput, Visit: in.Visit, Workspace: promptWorkspace(in.Workspace)})
+			if err != nil {
+				p = fmt.Sprintf("(the prompt cannot be rendered: %v)", err)
+			}
+			section(w, "prompt (rendered again from the input Temporal recorded)", p)
+		}
+	}
+	switch {
+	case r.pending:
+		fmt.Fprintln(w, "-- running (no result yet) --")
+	case r.failure != "":
+		section(w, "failed", r.failure)
+	case in.Node.Kind == graph.KindTool:
+		section(w, "exit", fmt.Sprintf("exit code %v, timed out: %v, %v ms", r.output["exit_code"], r.output["timed_out"], r.output["duration_ms"]))
+		section(w, "stdout (its last 4 KiB)", fmt.Sprint(r.output["stdout"]))
+		section(w, "stderr (its last 4 KiB)", fmt.Sprint(r.output["stderr"]))
+	default:
+		if t, ok := r.output["text"].(string); ok {
+			section(w, "output", t)
+		}
+		var rest []string
+		for _, k := range slices.Sorted(maps.Keys(r.output)) {
+			if k != "text" && !strings.HasPrefix(k, "_") {
+				rest = append(rest, fmt.Sprintf("%s: %v", k, r.output[k]))
+			}
+		}
+		if len(rest) > 0 {
+			section(w, "output fields", strings.Join(rest, "\n"))
+		}
+		if u, ok := outputUsage(r.output); ok {
+			section(w, "usage", usageDetail(u))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func section(w io.Writer, title, body string) {
+	fmt.Fprintf(w, "-- %s --\n%s\n", title, strings.TrimRight(body, "\n"))
+}
+
+// promptWorkspace is what a prompt saw as .workspace, but the diff, which
+// no history keeps.
+func promptWorkspace(st *runstore.WorkspaceState) map[string]any {
+	if st == nil {
+		st = &runstore.WorkspaceState{}
+	}
+	return map[string]any{"commit": st.Commit, "base": st.Base, "files": st.Files,
+		"diff": "(the diff this visit saw is not kept; `tether workspace RUN diff` shows the run's)", "branches": ""}
+}
+
+// logsFromStore prints what the run store kept of the visits asked for,
+// when Temporal no longer has the run's history.
+func (a *app) logsFromStore(ctx context.Context, id, node string, visit int) error {
+	runs, err := a.store(ctx)
+	if err != nil {
+		return failedErr(err)
+	}
+	cp, err := runs.Latest(ctx, id)
+	if err != nil {
+		return failedErr(fmt.Errorf("run %s: Temporal has no history of it, and the run store: %w", id, err))
+	}
+	fmt.Fprintf(a.out, "(Temporal has no history of run %s; from the run store, checkpoint %d: each visit's summary, and each node's latest output)\n", id, cp.Seq)
+	st := workflows.StateOf(cp)
+	shown := 0
+	for _, s := range cp.Path {
+		if (node != "" && s.Node != node) || (visit != 0 && s.Visit != visit) {
+			continue
+		}
+		shown++
+		fmt.Fprintln(a.out, pathLine(st, s))
+		if cp.Visits[s.Node] == s.Visit {
+			if out := cp.Outputs[s.Node]; out != nil {
+				for _, k := range slices.Sorted(maps.Keys(out)) {
+					if !strings.HasPrefix(k, "_") {
+						fmt.Fprintf(a.out, "    %s: %v\n", k, out[k])
+					}
+				}
+			}
+		}
+	}
+	if shown == 0 {
+		return failedErr(fmt.Errorf("run %s has no visit %s", id, strings.TrimSpace(node+" "+visitText(visit))))
+	}
+	return nil
+}
+
+func visitText(v int) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.Itoa(v)
+}

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/cli"
+)
+
+// Item 7: type and template mistakes are caught by validation, and what
+// only shows at run time says node, edge, expression and the values seen.
+func TestTypeAndTemplateMistakes(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+
+	// A number compared with a string: an error, never a silent false.
+	mismatch := writeGraph(t, "mismatch.yaml", `
+name: mismatch
+start: check
+nodes:
+  - {id: check, kind: tool, run: ["false"]}
+  - {id: passed, kind: end}
+  - {id: failed, kind: end}
+edges:
+  - {from: check, to: passed, when: 'output.exit_code == "0"'}
+  - {from: check, to: failed}
+`)
+	code, out := tetherCode(t, "validate", mismatch)
+	assert.Equal(t, cli.ExitUsage, code, out)
+	assert.Regexp(t, `mismatch\.yaml:9:\d+: G057 error: the when of edge check -> passed does not fit the output of tool node check: invalid operation: == \(mismatched types int and string\)`, out)
+	code, out = tetherCode(t, "run", mismatch)
+	assert.Equal(t, cli.ExitUsage, code, "refused before it starts: %s", out)
+
+	// A template reading an input its first visit is not given: a warning
+	// with the way in, and at run time a failure that names the keys.
+	feedback := writeGraph(t, "feedback.yaml", `
+name: feedback
+start: writer
+inputs:
+  - {name: topic, required: true}
+nodes:
+  - {id: writer, kind: agent, backend: scripted, prompt: "write about {{.input.topic}}; fix {{.input.feedback}}"}
+  - {id: check, kind: tool, run: ["true"]}
+  - {id: done, kind: end}
+edges:
+  - {from: writer, to: check}
+  - {from: check, to: done, when: output.exit_code == 0}
+  - {from: check, to: writer, with: {feedback: output.stderr}}
+`)
+	code, out = tetherCode(t, "validate", feedback)
+	assert.Equal(t, cli.ExitOK, code, out)
+	assert.Contains(t, out, "G058 warning: node writer reads .input.feedback, but the run's start (path: start → writer; inputs it always has: topic) does not deliver it")
+	code, out = tetherCode(t, "run", feedback, "--id", "fb-1", "--input", "topic=otters", "--follow")
+	assert.Equal(t, cli.ExitFailed, code, out)
+	assert.Contains(t, out, "G058 warning", "run prints the warning before it starts")
+	assert.Regexp(t, `node "writer".*map has no entry for key "feedback".*the input it was given has keys topic`, out)
+
+	// A when that is not a boolean at run time names node, edge,
+	// expression and the values it saw.
+	approved := writeGraph(t, "approved.yaml", `
+name: approved
+start: judge
+nodes:
+  - {id: judge, kind: agent, backend: scripted, script: ['JSON: {"verdict": "yes"}']}
+  - {id: done, kind: end}
+  - {id: again, kind: end}
+edges:
+  - {from: judge, to: done, when: output.approved}
+  - {from: judge, to: again}
+`)
+	code, out = tetherCode(t, "run", approved, "--id", "ap-1", "--follow")
+	assert.Equal(t, cli.ExitFailed, code, out)
+	st := h.tether(t, dir, "status", "ap-1")
+	t.Logf("run:\n%s\nstatus:\n%s", out, st)
+	assert.Regexp(t, `error: +node judge, edge judge -> done: when "output.approved" gave nil, not a boolean.*the values it saw: output \{.*verdict="yes".*\}, input \{\}, visits 1`, st)
+}
+
+// Item 8: inputs are checked before a run starts, and are strings unless
+// the graph declares a type.
+func TestInputsAreCheckedBeforeTheRunStarts(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	file := writeGraph(t, "inputs.yaml", `
+name: inputs
+start: echo
+inputs:
+  - {name: topic, required: true}
+  - {name: version, default: "1.0"}
+  - {name: rounds, type: number, default: 2}
+nodes:
+  - {id: echo, kind: tool, run: [echo, "{{.input.topic}} {{.input.version}} {{.input.rounds}}"]}
+  - {id: done, kind: end}
+edges:
+  - {from: echo, to: done, with: {said: output.stdout}}
+`)
+	h.tether(t, dir, "validate", file)
+
+	code, out := tetherCode(t, "run", file, "--id", "in-1")
+	assert.Equal(t, cli.ExitUsage, code, out)
+	assert.Contains(t, out, "graph inputs needs input(s) topic; pass them with --input NAME=VALUE")
+	assert.Equal(t, 0, h.executions("in-1"), "nothing started")
+
+	code, out = tetherCode(t, "run", file, "--id", "in-1", "--input", "topic=x", "--input", "topci=y")
+	assert.Equal(t, cli.ExitUsage, code, out)
+	assert.Contains(t, out, `graph inputs has no input topci; did you mean "topic"? its inputs are topic, version, rounds`)
+	code, out = tetherCode(t, "run", file, "--id", "in-1", "--input", "topic=x", "--input", "rounds=many")
+	assert.Equal(t, cli.ExitUsage, code, out)
+	assert.Contains(t, out, `input rounds is a number, and "many" is not one`)
+	assert.Equal(t, 0, h.executions("in-1"), "nothing started")
+
+	out = h.tether(t, dir, "run", file, "--id", "in-1", "--input", "topic=1.10", "--input", "version=1.10", "--input", "rounds=3", "--follow")
+	assert.Contains(t, out, "run in-1 completed")
+	cp, err := h.runs.Latest(context.Background(), "in-1")
+	require.NoError(t, err)
+	assert.Equal(t, "1.10", cp.Inputs["topic"], "a string stays as typed")
+	assert.Equal(t, "1.10", cp.Inputs["version"])
+	assert.Equal(t, 3.0, cp.Inputs["rounds"])
+	assert.Equal(t, "1.10 1.10 3\n", cp.Outputs["done"]["said"])
+}
