@@ -8,7 +8,6 @@ package claude
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend/claude/facts"
 	"github.com/tether-run/tether/internal/backend/cliexec"
-	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
@@ -47,25 +45,25 @@ type Options struct {
 	PermissionMode string
 }
 
-// Executor runs Claude Code visits.
-type Executor struct {
+// driver is Claude Code's part of a visit (cliexec.Executor runs the rest).
+type driver struct {
 	opts Options
 	cli  cliexec.CLI
 }
 
-var _ agent.Backend = (*Executor)(nil)
-
 // New returns an executor.
-func New(opts Options) *Executor {
-	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "claude"}}
+func New(opts Options) *cliexec.Executor {
+	d := newDriver(opts)
+	return &cliexec.Executor{CLI: d.cli, Driver: d, Layout: sessionLayout}
 }
 
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, PermissionMode: o.Vars[facts.PermissionModeVar]})
+}
 
-// Packer returns the claude_code session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+func newDriver(opts Options) *driver {
+	return &driver{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}}
 }
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
@@ -82,7 +80,7 @@ type visitSettings struct {
 	tools, disallowedTools                                  []string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
+func (e *driver) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	return visitSettings{
 		model:              e.cli.ModelFor(req.Model),
@@ -94,12 +92,10 @@ func (e *Executor) settings(req agent.Request) visitSettings {
 	}
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs
-// (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req agent.Request) string {
+// Conversation is what defines the conversation a visit of req runs.
+func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
 	v := e.settings(req)
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
+	return cliexec.Conversation{
 		Model:              v.model,
 		SystemPrompt:       v.systemPrompt,
 		AppendSystemPrompt: v.appendSystemPrompt,
@@ -108,60 +104,21 @@ func (e *Executor) Fingerprint(req agent.Request) string {
 		DisallowedTools:    v.disallowedTools,
 		Permission:         v.permissionMode,
 		MCPTools:           e.cli.MCPTools(),
-	})
+	}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	visit, err := e.cli.Begin(req)
+// Launch says how visit v of req runs the CLI.
+func (e *driver) Launch(_ context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	args, err := e.args(req, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	defer visit.Close()
-	args, err := e.args(req, visit)
-	if err != nil {
-		return res, err
-	}
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
-			return res, fmt.Errorf("%w: claude_code session %s is not in %s (for working directory %s): %s",
-				agent.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
-		}
-		var ee *agent.ExitError
-		if errors.As(runErr, &ee) {
-			ee.StderrTail = tailWithResult(ee.StderrTail, st)
-		}
-		return res, runErr
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.result
-	res.Usage = st.usage()
-	ask, err := visit.Interaction(st.askUserID)
-	if err != nil {
-		return res, fmt.Errorf("claude_code: %w", err)
-	}
-	if ask != nil {
-		res.NeedsInteraction = ask
-		return res, nil
-	}
-	if st.isError {
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: tailWithResult(out.StderrTail, st)}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("claude_code: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	res.Structured = cliexec.Structured(res.Text)
-	return res, nil
+	st := &stream{track: cliexec.NewTracker(Name, req)}
+	return cliexec.Launch{Args: args, Env: e.env(req), Output: st,
+		Gone: func(stderr string) bool { return missingSession(stderr, st.errors) }}, nil
 }
 
-func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
+func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
 	v := e.settings(req)
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
 	if visit.Model != "" {
@@ -214,9 +171,9 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 	return a, nil
 }
 
-// env is the CLI's environment: the base and the names the worker and the
-// node pass (cliexec.Environ), plus the visit's root and endpoint.
-func (e *Executor) env(req agent.Request) []string {
+// env is what the executor sets in the CLI's environment: the visit's
+// root and endpoint.
+func (e *driver) env(req agent.Request) []string {
 	env := req.Env
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
@@ -231,7 +188,7 @@ func (e *Executor) env(req agent.Request) []string {
 	if e.settings(req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")
 	}
-	return e.cli.Environ(req, set...)
+	return set
 }
 
 func missingSession(stderr string, errs []string) bool {
@@ -247,25 +204,18 @@ func missingSession(stderr string, errs []string) bool {
 	return false
 }
 
-// tailWithResult adds what the CLI reported as its error result (on stdout)
-// to the stderr tail, since Claude Code puts API errors there.
-func tailWithResult(stderr string, st stream) string {
-	var parts []string
-	if st.isError || len(st.errors) > 0 {
-		parts = append(parts, st.errors...)
-		if st.result != "" {
-			parts = append(parts, st.result)
+// Report is what the stream said about the visit. Claude Code puts API
+// errors in its error result, on stdout: they go before the stderr tail.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.result, Usage: s.usage(), AskUserID: s.askUserID, Failed: s.isError}
+	if s.isError || len(s.errors) > 0 {
+		parts := append([]string(nil), s.errors...)
+		if s.result != "" {
+			parts = append(parts, s.result)
 		}
+		r.Failure = strings.Join(parts, "\n")
 	}
-	if stderr != "" {
-		parts = append(parts, stderr)
-	}
-	return strings.Join(parts, "\n")
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
+	return r
 }
 
 // stream follows Claude Code's stream-json output.
@@ -330,7 +280,8 @@ type modelUsage struct {
 	CostBasis string `json:"costBasis"`
 }
 
-func (s *stream) line(b []byte) {
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return
@@ -413,6 +364,3 @@ func resultUsage(models map[string]modelUsage) agent.Usage {
 	}
 	return sum
 }
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }

@@ -16,7 +16,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, e *Executor, s agent.Settings) []string {
+func argv(t *testing.T, e *driver, s agent.Settings) []string {
 	t.Helper()
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
@@ -27,21 +27,21 @@ func argv(t *testing.T, e *Executor, s agent.Settings) []string {
 }
 
 func TestPermissionsMapToPermissionMode(t *testing.T) {
-	e := New(Options{PermissionMode: "plan"})
+	e := newDriver(Options{PermissionMode: "plan"})
 	for level, mode := range map[string]string{
 		"": "plan", agent.PermissionReadOnly: "dontAsk", agent.PermissionEdit: "acceptEdits", agent.PermissionFull: "bypassPermissions",
 	} {
 		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "--permission-mode")
 		assert.Equal(t, mode, got, "permissions %q", level)
 	}
-	_, set := clitest.Flag(argv(t, New(Options{}), agent.Settings{}), "--permission-mode")
+	_, set := clitest.Flag(argv(t, newDriver(Options{}), agent.Settings{}), "--permission-mode")
 	assert.False(t, set, "no setting anywhere keeps the CLI's default")
-	full := New(Options{}).env(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}})
+	full := newDriver(Options{}).env(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Equal(t, os.Geteuid() == 0, slices.Contains(full, "IS_SANDBOX=1"), "bypassPermissions as root needs IS_SANDBOX=1")
 }
 
 func TestToolsAndPromptsOverrideDefaults(t *testing.T) {
-	e := New(Options{Tools: []string{"Read"}, DisallowedTools: []string{"WebFetch"}, SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
+	e := newDriver(Options{Tools: []string{"Read"}, DisallowedTools: []string{"WebFetch"}, SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
 	a := argv(t, e, agent.Settings{})
 	tools, _ := clitest.Flag(a, "--tools")
 	denied, _ := clitest.Flag(a, "--disallowedTools")
@@ -63,8 +63,9 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_WORKER", "w")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://worker-wide")
 	t.Setenv("ANTHROPIC_API_KEY", "worker-key")
-	e := New(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
-	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}})
+	e := newDriver(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
+	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}}
+	env := e.cli.Environ(req, e.env(req)...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "TETHER_TEST_WORKER=w")
 	assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
@@ -76,13 +77,13 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	}
 	// The key is the executor's (the worker's configuration read it once):
 	// without one, the CLI gets none, whatever the worker's environment.
-	for _, kv := range New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
+	for _, kv := range newDriver(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
 		assert.False(t, strings.HasPrefix(kv, "ANTHROPIC_API_KEY="), kv)
 	}
 }
 
 func TestTimeoutSetting(t *testing.T) {
-	e := New(Options{Options: cliexec.Options{Timeout: time.Hour}})
+	e := newDriver(Options{Options: cliexec.Options{Timeout: time.Hour}})
 	v := &cliexec.Visit{}
 	assert.Equal(t, time.Hour, e.cli.Spec(context.Background(), agent.Request{}, v).Timeout)
 	assert.Equal(t, time.Minute, e.cli.Spec(context.Background(), agent.Request{Settings: agent.Settings{Timeout: time.Minute}}, v).Timeout)
@@ -100,4 +101,13 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, PermissionMode: "acceptEdits"}).Fingerprint(agent.Request{}),
 		e.Fingerprint(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionEdit}}),
 		"a node's edit is the worker's acceptEdits")
+	a := New(Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Bash", "Read"}}).Fingerprint(agent.Request{}), "tool order does not matter")
+	for name, other := range map[string]Options{
+		"allowed tools": {Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read"}},
+		"bypass":        {Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}, PermissionMode: "bypassPermissions"},
+		"ask_user tool": {Options: cliexec.Options{Model: "m1", AskUser: []string{"x"}}, AllowedTools: []string{"Read", "Bash"}},
+	} {
+		assert.NotEqual(t, a.Fingerprint(agent.Request{}), New(other).Fingerprint(agent.Request{}), name)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/testenv/files"
@@ -39,13 +41,17 @@ type Harness struct {
 	AskUserGrace time.Duration
 }
 
-// Suite describes one real-CLI backend to the shared tests.
+// Suite describes one real-CLI backend to the shared tests. What the
+// backend says of itself (its facts: name, wire, settings it honours)
+// the suite reads from the catalogue.
 type Suite struct {
-	// New builds the executor under test from h.
-	New func(h *Harness) agent.Backend
-	// HasSessionFiles reports whether the CLI wrote session id under env, by
-	// the backend's documented layout.
-	HasSessionFiles func(env agent.Env, id string) bool
+	// Backend builds the executor under test from the options the
+	// worker's configuration would give it: the backend's Configured.
+	Backend func(cliexec.Options) agent.Backend
+	// SessionGlob is where the CLI writes a session, by the backend's
+	// documented layout: a glob below the state root in which {id} stands
+	// for the session id (or for {id8}, its first 8 characters).
+	SessionGlob string
 	// MissingID is a well-formed session id that does not exist.
 	MissingID string
 	// AskUserTool is the tool name the fake model sees for ask_user; empty
@@ -60,16 +66,39 @@ type Suite struct {
 	// then (their names are in HiddenWhenReadOnly).
 	ReadOnlyDenial     string
 	HiddenWhenReadOnly []string
-	// Wire is the API the CLI speaks to the fake model, which decides how
-	// the model's usage reaches the CLI (see Expect).
-	Wire fakemodel.API
 }
 
-// Expect is the usage a CLI speaking wire reports for what the fake model
-// counted: the Messages API reports cache writes, the OpenAI APIs count
-// them as plain input. No suite's model has a price, so no cost is known.
-func Expect(wire fakemodel.API, u fakemodel.Usage) agent.Usage {
-	if wire == fakemodel.Anthropic {
+// facts are the catalogue's facts of the suite's backend.
+func (s Suite) facts(t testing.TB) agent.Facts {
+	t.Helper()
+	f, ok := catalogue.Lookup(s.Backend(cliexec.Options{}).Name())
+	require.True(t, ok, "the suite's backend is not in the catalogue")
+	return f
+}
+
+// New builds the executor under test for h: the options of h.Options, at
+// the fake model's endpoint for the backend's wire, with its test model.
+func (s Suite) New(h *Harness) agent.Backend {
+	return s.Backend(h.For(s.Backend(cliexec.Options{}).Name()))
+}
+
+// HasSessionFiles reports whether the CLI wrote session id under env, by
+// SessionGlob.
+func (s Suite) HasSessionFiles(env agent.Env, id string) bool {
+	pat := strings.ReplaceAll(s.SessionGlob, "{id}", id)
+	if len(id) >= 8 {
+		pat = strings.ReplaceAll(pat, "{id8}", id[:8])
+	}
+	m, _ := filepath.Glob(filepath.Join(env.StateRoot, filepath.FromSlash(pat)))
+	return len(m) == 1
+}
+
+// Expect is the usage a CLI speaking wire (agent.Facts.Wire) reports for
+// what the fake model counted: the Messages API reports cache writes, the
+// OpenAI APIs count them as plain input. No suite's model has a price, so
+// no cost is known.
+func Expect(wire string, u fakemodel.Usage) agent.Usage {
+	if wire == agent.WireAnthropic {
 		return agent.Usage{InputTokens: int64(u.Input), OutputTokens: int64(u.Output),
 			CacheReadTokens: int64(u.CacheRead), CacheWriteTokens: int64(u.CacheWrite)}
 	}
@@ -95,7 +124,19 @@ func (h *Harness) Options(baseURL, model string) cliexec.Options {
 	}
 }
 
-func (s Suite) harness(t *testing.T) *Harness {
+// For is Options for backend name: the fake model's endpoint for the
+// backend's wire, and Model(name).
+func (h *Harness) For(name string) cliexec.Options {
+	f, _ := catalogue.Lookup(name)
+	return h.Options(BaseURL(h.Fake, f.Wire), Model(name))
+}
+
+func (s Suite) harness(t *testing.T) *Harness { return NewHarness(t) }
+
+// NewHarness isolates the test (Isolate) and starts the fake model: what a
+// backend's own real-CLI tests run against, beside the suite.
+func NewHarness(t *testing.T) *Harness {
+	t.Helper()
 	bin := Isolate(t)
 	return &Harness{Fake: fakemodel.Start(t), BinDir: bin, AskUser: AskUserCommand(t),
 		Scratch: t.TempDir(), Timeout: 2 * time.Minute}
@@ -118,6 +159,7 @@ func lastPrompts(t *testing.T, f *fakemodel.Server) []string {
 // Run runs the shared tests; every one starts from an empty state root and
 // a fresh HOME.
 func Run(t *testing.T, s Suite) {
+	t.Run("Fingerprint", func(t *testing.T) { fingerprint(t, s) })
 	t.Run("FreshSessionReportsID", func(t *testing.T) {
 		h := s.harness(t)
 		env := NewEnv(t)
@@ -517,20 +559,20 @@ func visitUsage(t *testing.T, s Suite) {
 		t.Helper()
 		h.Fake.Reset()
 		res := execute(t, b, req)
-		assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
+		assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
 		return res
 	}
 	first := visit(agent.Request{Prompt: "alpha", Env: env})
 	// One request, which writes the conversation's system tokens to the cache.
-	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 20, Output: 8, CacheWrite: 1000}), first.Usage)
+	assert.Equal(t, Expect(s.facts(t).Wire, fakemodel.Usage{Input: 20, Output: 8, CacheWrite: 1000}), first.Usage)
 	assert.False(t, first.Usage.CostKnown, "the fake model has no price")
 	assert.Zero(t, first.Usage.CostUSD)
 
 	second := visit(agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
-	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 40, Output: 10, CacheRead: 1000}), second.Usage)
+	assert.Equal(t, Expect(s.facts(t).Wire, fakemodel.Usage{Input: 40, Output: 10, CacheRead: 1000}), second.Usage)
 
 	forked := visit(agent.Request{Prompt: "gamma", SessionID: first.SessionID, Fork: true, Env: env})
-	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 60, Output: 12, CacheRead: 1000}), forked.Usage,
+	assert.Equal(t, Expect(s.facts(t).Wire, fakemodel.Usage{Input: 60, Output: 12, CacheRead: 1000}), forked.Usage,
 		"a fork of the two-turn conversation counts only its own turn")
 
 	// A visit of several requests (tool calls) sums them.
@@ -539,7 +581,7 @@ func visitUsage(t *testing.T, s Suite) {
 	res := execute(t, b, agent.Request{Prompt: fileTask, Env: env, Settings: agent.Settings{Permissions: agent.PermissionEdit}})
 	turns := h.Fake.Turns()
 	require.Greater(t, len(turns), 2, "the file task takes a request per tool call")
-	assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
+	assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
 }
 
 // progress: while the CLI runs, the executor reports what it does (its tool
@@ -580,4 +622,35 @@ func progress(t *testing.T, s Suite) {
 	assert.GreaterOrEqual(t, last.ToolCalls, 2)
 	assert.Equal(t, agent.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
 	assert.Equal(t, res.Usage.Tokens(), last.Usage.Tokens(), "the tokens so far end at the visit's")
+}
+
+// fingerprint checks what a visit's fingerprint covers: the model and
+// every setting the backend honours, each level its own, and not the
+// endpoint, the key, the timeout or where scratch files go.
+func fingerprint(t *testing.T, s Suite) {
+	f := s.facts(t)
+	a := s.Backend(cliexec.Options{Model: "m1"})
+	b := s.Backend(cliexec.Options{Model: "m1", BaseURL: "http://elsewhere/v1", APIKey: "other", Timeout: time.Hour, TempDir: t.TempDir()})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), b.Fingerprint(agent.Request{}), "endpoint, key, timeout and scratch are not part of it")
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
+	settings := map[string]agent.Settings{}
+	honours := func(s string) bool { return slices.Contains(f.Honours, s) }
+	if honours(agent.SettingPermissions) {
+		for _, level := range catalogue.Permissions() {
+			settings[level] = agent.Settings{Permissions: level}
+		}
+	}
+	if honours(agent.SettingTools) {
+		settings["tools"] = agent.Settings{Tools: []string{"read"}}
+	}
+	if honours(agent.SettingDisallowedTools) {
+		settings["disallowed_tools"] = agent.Settings{DisallowedTools: []string{"bash"}}
+	}
+	if honours(agent.SettingSystemPrompt) {
+		settings["system_prompt"] = agent.Settings{SystemPrompt: "be brief"}
+	}
+	if honours(agent.SettingAppendSystemPrompt) {
+		settings["append_system_prompt"] = agent.Settings{AppendSystemPrompt: "and kind"}
+	}
+	DistinctFingerprints(t, a, settings)
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -61,7 +60,7 @@ type Options struct {
 // read-only, or none is set and Codex's own default (read-only) applies.
 // Network access, which Codex's sandbox also removes, stays (see
 // docs/security.md).
-func (e *Executor) confinedReadOnly(req agent.Request) bool {
+func (e *driver) confinedReadOnly(req agent.Request) bool {
 	if e.cli.Sandbox == nil {
 		return false
 	}
@@ -69,28 +68,28 @@ func (e *Executor) confinedReadOnly(req agent.Request) bool {
 	return v.sandbox == "" || v.sandbox == "read-only"
 }
 
-// Executor runs Codex visits.
-type Executor struct {
+// driver is Codex's part of a visit (cliexec.Executor runs the rest).
+type driver struct {
 	opts Options
 	cli  cliexec.CLI
 }
 
-var _ agent.Backend = (*Executor)(nil)
-
 // New returns an executor.
-func New(opts Options) *Executor {
+func New(opts Options) *cliexec.Executor {
+	d := newDriver(opts)
+	return &cliexec.Executor{CLI: d.cli, Driver: d, Layout: layout}
+}
+
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, Sandbox: o.Vars[facts.SandboxVar]})
+}
+
+func newDriver(opts Options) *driver {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "codex"}}
-}
-
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the codex session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+	return &driver{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}}
 }
 
 // Bypass is the permission a node's full level maps to: no sandbox and
@@ -109,7 +108,7 @@ type visitSettings struct {
 	sandbox string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
+func (e *driver) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	def := e.opts.Sandbox
 	if e.opts.Bypass {
@@ -123,29 +122,23 @@ func (e *Executor) settings(req agent.Request) visitSettings {
 	}
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs:
-// backend, model, base and developer instructions, the sandbox as the
-// permission, and the MCP tools.
-func (e *Executor) Fingerprint(req agent.Request) string {
+// Conversation is what defines the conversation a visit of req runs:
+// model, base and developer instructions, the sandbox as the permission,
+// and the MCP tools.
+func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
 	v := e.settings(req)
 	perm := "sandbox:" + v.sandbox
 	if v.sandbox == Bypass {
 		perm = Bypass
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{Backend: Name, Model: v.model,
+	return cliexec.Conversation{Model: v.model,
 		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
-		Permission: perm, MCPTools: e.cli.MCPTools()})
+		Permission: perm, MCPTools: e.cli.MCPTools()}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
-	st := stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
+// Launch says how visit v of req runs the CLI.
+func (e *driver) Launch(ctx context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	st := &stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
 	if req.SessionID != "" {
 		// The CLI reports the thread's running total, which a resumed or
 		// forked thread carries on from this one's last count.
@@ -156,52 +149,15 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		// starts where this read ended, not at its first line.
 		st.resumed, st.resumedID = base, req.SessionID
 	}
-	spec := e.cli.Spec(ctx, req, visit)
-	args, err := e.args(req, visit)
+	args, err := e.args(req, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
-	spec.ReadOnlyDir = e.confinedReadOnly(req)
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
-			return res, fmt.Errorf("%w: codex session %s has no rollout under %s: %s",
-				agent.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
-		}
-		return res, cliexec.ReportFailure(runErr, st.failure)
-	}
-	res.SessionID = st.threadID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage()
-	pending := ""
-	if st.askUser && res.SessionID != "" {
-		path := st.rollout.path // the thread's, if the visit followed it
-		if path == "" {
-			path = rolloutPath(ctx, req.Env, res.SessionID)
-		}
-		pending = pendingCallID(path)
-	}
-	ask, err := visit.Interaction(pending)
-	if err != nil {
-		return res, fmt.Errorf("codex: %w", err)
-	}
-	if ask != nil {
-		res.NeedsInteraction = ask
-		return res, nil
-	}
-	if st.failure != "" && !st.completed {
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("codex: the CLI reported no thread id (stderr: %s)", out.StderrTail)
-	}
-	res.Structured = cliexec.Structured(res.Text)
-	return res, nil
+	return cliexec.Launch{Args: args, Env: e.env(req), Output: st, ReadOnlyDir: e.confinedReadOnly(req),
+		Gone: func(stderr string) bool { return strings.Contains(stderr, "no rollout found") }}, nil
 }
 
-func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
+func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
 	v := e.settings(req)
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
@@ -256,9 +212,8 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 	return append(a, "-"), nil
 }
 
-func (e *Executor) env(req agent.Request) []string {
-	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + e.opts.APIKey}
-	return e.cli.Environ(req, set...)
+func (e *driver) env(req agent.Request) []string {
+	return []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + e.opts.APIKey}
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are a subset
@@ -269,15 +224,6 @@ func tomlString(s string) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return strings.TrimSpace(b.String())
-}
-
-func errorLine(stderr string) string {
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "Error:") {
-			return l
-		}
-	}
-	return stderr
 }
 
 // stream follows `codex exec --json` events.
@@ -342,7 +288,8 @@ func (u tokenUsage) usage() agent.Usage {
 	}
 }
 
-func (s *stream) line(b []byte) {
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return
@@ -421,6 +368,22 @@ func (s *stream) follow() {
 	if s.rollout.read() {
 		s.track.SetUsage(s.rollout.usage().Sub(s.base))
 	}
+}
+
+// Report is what the events said about the visit. Codex passes no
+// tool-use id to MCP servers, so an ask_user call's comes from the
+// thread's rollout.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.threadID, Text: s.text, Usage: s.usage(), Failure: s.failure,
+		Failed: s.failure != "" && !s.completed}
+	if s.askUser && s.threadID != "" {
+		path := s.rollout.path // the thread's, if the visit followed it
+		if path == "" {
+			path = rolloutPath(s.ctx, s.env, s.threadID)
+		}
+		r.AskUserID = pendingCallID(path)
+	}
+	return r
 }
 
 // usage is the visit's usage: the thread's total when the visit ended (from
@@ -508,7 +471,7 @@ func (r *rollout) usage() agent.Usage {
 // rolloutPath is the rollout file of a thread in env, or "" when there is
 // none; the packer's path code finds it, as it does for HasSession.
 func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
-	path, err := newPacker(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
+	path, err := packer.New(Name, env, packer.DefaultLimits(), layout).SessionFile(ctx, threadID)
 	if err != nil {
 		return ""
 	}
@@ -556,6 +519,3 @@ func pendingCallID(path string) string {
 // AskUserNamespace is the tool namespace Codex puts the ask_user MCP tool in
 // (the model calls ask_user inside namespace mcp__tether).
 const AskUserNamespace = "mcp__" + askuser.ServerName
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }

@@ -8,11 +8,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 )
 
-// newPacker returns the packer of Codex sessions in env: the state root is
+// layout is where Codex keeps a session in env: the state root is
 // CODEX_HOME, and a session is its rollout file
 //
 //	sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl
@@ -20,9 +19,7 @@ import (
 // found by its id in any date directory, and restored under the same
 // relative path. The rollout records the working directory inside; Codex
 // resumes from the rollout alone.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, packer.OneFile{Match: isRolloutPath, Find: findRollouts}, opts...)
-}
+var layout = packer.OneFile{Match: isRolloutPath, Find: findRollouts}
 
 var (
 	yearDir      = regexp.MustCompile(`^[0-9]{4}$`)

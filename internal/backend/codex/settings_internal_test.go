@@ -14,7 +14,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, e *Executor, s agent.Settings) []string {
+func argv(t *testing.T, e *driver, s agent.Settings) []string {
 	t.Helper()
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func configs(argv []string) []string {
 }
 
 func TestPermissionsMapToSandbox(t *testing.T) {
-	e := New(Options{Sandbox: "read-only"})
+	e := newDriver(Options{Sandbox: "read-only"})
 	for level, want := range map[string]string{"": "read-only", agent.PermissionReadOnly: "read-only", agent.PermissionEdit: "workspace-write"} {
 		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "-s")
 		assert.Equal(t, want, got, "permissions %q", level)
@@ -43,14 +43,14 @@ func TestPermissionsMapToSandbox(t *testing.T) {
 	full := argv(t, e, agent.Settings{Permissions: agent.PermissionFull})
 	assert.Contains(t, full, "--dangerously-bypass-approvals-and-sandbox")
 	assert.NotContains(t, full, "-s")
-	ro := argv(t, New(Options{Bypass: true}), agent.Settings{Permissions: agent.PermissionReadOnly})
+	ro := argv(t, newDriver(Options{Bypass: true}), agent.Settings{Permissions: agent.PermissionReadOnly})
 	assert.NotContains(t, ro, "--dangerously-bypass-approvals-and-sandbox", "a node's read-only wins over the worker's bypass")
 	got, _ := clitest.Flag(ro, "-s")
 	assert.Equal(t, "read-only", got)
 }
 
 func TestPromptsMapToInstructions(t *testing.T) {
-	e := New(Options{DeveloperInstructions: "worker dev"})
+	e := newDriver(Options{DeveloperInstructions: "worker dev"})
 	assert.Contains(t, configs(argv(t, e, agent.Settings{})), `developer_instructions="worker dev"`)
 	a := argv(t, e, agent.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
 	cs := configs(a)
@@ -66,8 +66,9 @@ func TestPromptsMapToInstructions(t *testing.T) {
 func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "worker-key")
 	t.Setenv("TETHER_TEST_NODE", "n")
-	e := New(Options{Options: cliexec.Options{APIKey: "k"}})
-	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}})
+	e := newDriver(Options{Options: cliexec.Options{APIKey: "k"}})
+	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}}
+	env := e.cli.Environ(req, e.env(req)...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "CODEX_HOME=/r")
 	assert.Contains(t, env, APIKeyVar+"=k")
@@ -76,7 +77,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	}
 	// Without a key of its own the executor passes none: it never reads
 	// the worker's environment for one.
-	assert.Contains(t, New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
+	assert.Contains(t, newDriver(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
@@ -89,4 +90,7 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 		"append":    {AppendSystemPrompt: "x"},
 	})
 	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}), seen["full"])
+	ww := New(Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write"})
+	assert.NotEqual(t, ww.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, ww.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(agent.Request{}))
 }

@@ -79,33 +79,28 @@ const noMCPServer = "tether-no-mcp-server"
 // --approval-mode (see facts.ApprovalModes).
 var ApprovalModes = facts.ApprovalModes
 
-// Executor runs Gemini CLI visits.
-type Executor struct {
+// driver is Gemini CLI's part of a visit (cliexec.Executor runs the rest).
+type driver struct {
 	opts Options
 	cli  cliexec.CLI
 }
 
-var _ agent.Backend = (*Executor)(nil)
+// Configured is the executor as the worker's configuration sets it up:
+// Gemini CLI cannot call Tether's ask_user tool, so its ask_user is the
+// reply convention.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
+}
 
 // New returns an executor.
-func New(opts Options) *Executor {
+func New(opts Options) *cliexec.Executor {
 	// Gemini CLI cannot call Tether's ask_user tool: its ask_user is a
 	// convention in the reply, so no visit is ended early for it.
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "gemini"}
+	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}
 	cli.AskUser = nil
-	return &Executor{opts: opts, cli: cli}
+	d := &driver{opts: opts, cli: cli}
+	return &cliexec.Executor{CLI: cli, Driver: d, Layout: layout, Convention: opts.AskUserConvention}
 }
-
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the gemini session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
-}
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
@@ -114,7 +109,7 @@ type visitSettings struct {
 	tools, disallowedTools                                []string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
+func (e *driver) settings(req agent.Request) visitSettings {
 	s := req.Settings
 	return visitSettings{
 		model:              e.cli.ModelFor(req.Model),
@@ -128,102 +123,67 @@ func (e *Executor) settings(req agent.Request) visitSettings {
 
 // appendSystemPrompt is the node's appended system prompt, else the
 // executor's, followed by the ask_user convention when it is on.
-func (e *Executor) appendSystemPrompt(req agent.Request) string {
+func (e *driver) appendSystemPrompt(req agent.Request) string {
 	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs
-// (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req agent.Request) string {
+// Conversation is what defines the conversation a visit of req runs.
+func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
 	v := e.settings(req)
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
+	return cliexec.Conversation{
 		Model:              v.model,
 		SystemPrompt:       v.systemPrompt,
 		AppendSystemPrompt: v.appendSystemPrompt,
 		Tools:              v.tools,
 		DisallowedTools:    v.disallowedTools,
 		Permission:         v.approvalMode,
-	})
+	}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	if err := e.cli.Check(req); err != nil {
-		return res, err
-	}
-	// A missing session fails before Begin creates the state root and the
-	// scratch directory.
+// CheckSession finds the file of the session req resumes or forks.
+func (e *driver) CheckSession(ctx context.Context, req agent.Request) error {
+	_, err := e.sessionFile(ctx, req)
+	return err
+}
+
+// Launch says how visit v of req runs the CLI: the project pinned, a fork
+// copied, the visit's settings written.
+func (e *driver) Launch(ctx context.Context, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
 	session, err := e.sessionFile(ctx, req)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
 	if err := pinProject(req.Env); err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
 	resume := req.SessionID
 	if req.Fork && session != "" {
 		if resume, err = fork(session); err != nil {
-			return res, err
+			return cliexec.Launch{}, err
 		}
 	}
 	v := e.settings(req)
 	if err := e.writeSettings(req, v); err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
 	set, err := e.env(req, visit, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(v, visit, resume), set, st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		if resume != "" && strings.Contains(out.StderrTail, "Invalid session identifier") {
-			return res, fmt.Errorf("%w: gemini session %s is not in %s: %s",
-				agent.ErrNoSession, resume, req.Env.StateRoot, strings.TrimSpace(out.StderrTail))
-		}
-		return res, cliexec.ReportFailure(runErr, strings.Join(st.errors, "\n"))
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage
-	if st.status != "success" || len(st.errors) > 0 {
-		msg := strings.Join(st.errors, "\n")
-		if st.status == "" {
-			msg = strings.TrimSpace("the CLI reported no result\n" + msg)
-		}
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: strings.TrimSpace(msg + "\n" + out.StderrTail)}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("gemini: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	cliexec.FinishReply(&res, e.opts.AskUserConvention)
-	return res, nil
+	return cliexec.Launch{Args: e.args(v, visit, resume), Env: set, Output: &stream{track: cliexec.NewTracker(Name, req)},
+		Gone: func(stderr string) bool { return strings.Contains(stderr, "Invalid session identifier") }}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
 // new one, found by the packer's own path code (what HasSession finds)
 // and checked to hold that very id.
-func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+func (e *driver) sessionFile(ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
-	p, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
-	if errors.Is(err, packer.ErrNoSession) {
-		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
-	}
+	p, err := packer.New(Name, req.Env, packer.DefaultLimits(), layout).SessionFile(ctx, req.SessionID)
 	if err != nil {
-		return "", fmt.Errorf("gemini: find session %s: %w", req.SessionID, err)
+		return "", cliexec.NoSession(Name, req.SessionID, err)
 	}
 	id, err := sessionIDOf(p)
 	if err != nil {
@@ -235,7 +195,7 @@ func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, 
 	return p, nil
 }
 
-func (e *Executor) args(v visitSettings, visit *cliexec.Visit, resume string) []string {
+func (e *driver) args(v visitSettings, visit *cliexec.Visit, resume string) []string {
 	// The prompt comes on stdin; -p "" makes the run headless and adds
 	// nothing to it.
 	a := []string{"-p", "", "--output-format", "stream-json", "--skip-trust"}
@@ -256,7 +216,7 @@ func (e *Executor) args(v visitSettings, visit *cliexec.Visit, resume string) []
 
 // env is the CLI's environment: the base and the names the worker and the
 // node pass (cliexec.Environ), plus the visit's home, endpoint and key.
-func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
+func (e *driver) env(req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
 	set := []string{
 		"GEMINI_CLI_HOME=" + req.Env.StateRoot,
 		// The CLI would start itself a second time to raise node's heap
@@ -278,7 +238,7 @@ func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings)
 		}
 		set = append(set, "GEMINI_SYSTEM_MD="+p)
 	}
-	return e.cli.Environ(req, set...), nil
+	return set, nil
 }
 
 // writeSettings writes the visit's user settings, <root>/.gemini/settings.json:
@@ -289,7 +249,7 @@ func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings)
 // so the settings live in the state root, where the packer never takes
 // them (settings*.json is on its deny list) and the next visit rewrites
 // them.
-func (e *Executor) writeSettings(req agent.Request, v visitSettings) error {
+func (e *driver) writeSettings(req agent.Request, v visitSettings) error {
 	s := map[string]any{
 		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 		"privacy":   map[string]any{"usageStatisticsEnabled": false},
@@ -364,7 +324,19 @@ var toolTitles = map[string]string{
 	"run_shell_command": "Bash", "list_directory": "LS", "grep_search": "Grep", "glob": "Glob",
 }
 
-func (s *stream) line(b []byte) {
+// Report is what the events said about the visit: it failed unless its
+// result said success and no error came before.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.text, Usage: s.usage, Failure: strings.Join(s.errors, "\n"),
+		Failed: s.status != "success" || len(s.errors) > 0}
+	if s.status == "" {
+		r.Failure = strings.TrimSpace("the CLI reported no result\n" + r.Failure)
+	}
+	return r
+}
+
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 )
 
@@ -22,7 +21,7 @@ const ProjectSlug = "tether"
 // relative to the state root (GEMINI_CLI_HOME).
 const ChatsDir = ".gemini/tmp/" + ProjectSlug + "/chats"
 
-// newPacker returns the packer of Gemini CLI sessions in env: the state root
+// layout is where Gemini CLI keeps a session in env: the state root
 // is GEMINI_CLI_HOME, and a session is the one JSONL file Gemini CLI names
 //
 //	.gemini/tmp/tether/chats/session-<stamp>-<first 8 characters of id>.jsonl
@@ -31,9 +30,7 @@ const ChatsDir = ".gemini/tmp/" + ProjectSlug + "/chats"
 // a session imported from a file). The first line of the file is the
 // session's metadata ({"sessionId": …, "projectHash": …}); every further
 // line a message. It is restored under the same name.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, packer.OneFile{Match: isSessionPath, Find: findSessions}, opts...)
-}
+var layout = packer.OneFile{Match: isSessionPath, Find: findSessions}
 
 var sessionName = regexp.MustCompile(`^session-[0-9][0-9T-]*-([A-Za-z0-9_-]{8})\.jsonl$`)
 

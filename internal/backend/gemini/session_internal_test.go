@@ -44,7 +44,7 @@ func TestFork(t *testing.T) {
 		`{"id":"m1","type":"user","content":[{"text":"alpha"}]}` + "\n" +
 		`{"$set":{"sessionId":"` + id + `"}}` + "\n"
 	files.Write(t, env.StateRoot, orig, body)
-	p := newPacker(env, packer.DefaultLimits())
+	p := packer.New(Name, env, packer.DefaultLimits(), layout)
 	file, err := p.SessionFile(t.Context(), id)
 	require.NoError(t, err)
 

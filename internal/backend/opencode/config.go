@@ -64,7 +64,7 @@ func permissionRules(v visitSettings, askUser bool) map[string]string {
 // directory (never into the state root, so no packer sees it) and returns
 // its path. It names the key's variable, never the key: opencode reads
 // {env:NAME} itself.
-func (e *Executor) writeConfig(visit *cliexec.Visit, v visitSettings) (string, error) {
+func (e *driver) writeConfig(visit *cliexec.Visit, v visitSettings) (string, error) {
 	// The title agent would send every new session's first prompt to the
 	// model a second time, for a title nobody reads.
 	agents := map[string]any{"title": map[string]any{"disable": true}}

@@ -7,7 +7,6 @@ import (
 	"path"
 	"regexp"
 
-	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/packer"
 )
 
@@ -23,12 +22,10 @@ import (
 // it first (see sync).
 const SessionsDir = "sessions"
 
-// newPacker returns the packer of opencode sessions in env: a session is
+// layout is where opencode sessions are in env: a session is
 // the one file SessionsDir/<id>.json, restored under the same name. The
 // database, the CLI's logs, caches and credentials are never packed.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, packer.OneFile{Match: isSessionPath, Find: findSessions}, opts...)
-}
+var layout = packer.OneFile{Match: isSessionPath, Find: findSessions}
 
 // sessionID is what a session id may hold to name a file: opencode's are
 // ses_ and 26 base62 characters.

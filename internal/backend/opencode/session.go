@@ -87,7 +87,7 @@ func writeSynced(root, id string, s synced) error {
 // record says the database already holds this export for this directory,
 // the executor imports the export with its directory set to the visit's
 // (`opencode import` replaces a session of the same id and keeps the id).
-func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.Visit, set []string, id string) error {
+func (e *driver) sync(ctx context.Context, req agent.Request, visit *cliexec.Visit, id string) error {
 	root := req.Env.StateRoot
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(exportName(id))))
 	if err != nil {
@@ -125,7 +125,7 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 		return fmt.Errorf("opencode: %w", err)
 	}
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, set, ""
+	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, e.bookkeepingEnv(req, visit), ""
 	spec.Stop = nil // only the visit's own run is ended for ask_user
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
@@ -137,9 +137,9 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 
 // export writes session id's export into the root (SessionsDir/<id>.json)
 // and records that the database holds it.
-func (e *Executor) export(ctx context.Context, req agent.Request, visit *cliexec.Visit, set []string, id string) error {
+func (e *driver) export(ctx context.Context, req agent.Request, visit *cliexec.Visit, id string) error {
 	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, set, ""
+	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, e.bookkeepingEnv(req, visit), ""
 	// The ask_user grace ended the visit's run; the export must not be
 	// ended by it too (measured: it was, after 30 s under load, and
 	// printed nothing).

@@ -13,7 +13,6 @@ package pi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,16 +78,25 @@ type Cost struct {
 	Input, Output, CacheRead, CacheWrite float64
 }
 
-// Executor runs pi visits.
-type Executor struct {
+// driver is pi's part of a visit (cliexec.Executor runs the rest).
+type driver struct {
 	opts Options
 	cli  cliexec.CLI
 }
 
-var _ agent.Backend = (*Executor)(nil)
-
 // New returns an executor.
-func New(opts Options) *Executor {
+func New(opts Options) *cliexec.Executor {
+	d := newDriver(opts)
+	return &cliexec.Executor{CLI: d.cli, Driver: d, Layout: layout, Convention: opts.AskUserConvention}
+}
+
+// Configured is the executor as the worker's configuration sets it up:
+// pi has no MCP client, so its ask_user is the reply convention.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
+}
+
+func newDriver(opts Options) *driver {
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "OPENAI_API_KEY"
 	}
@@ -97,27 +105,19 @@ func New(opts Options) *Executor {
 	}
 	// pi has no MCP client: its ask_user is a convention in the reply, so
 	// no visit is ended early for it.
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "pi"}
+	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}
 	cli.AskUser = nil
-	return &Executor{opts: opts, cli: cli}
+	return &driver{opts: opts, cli: cli}
 }
 
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the pi session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
-}
-
-func (e *Executor) provider() string {
+func (e *driver) provider() string {
 	if e.opts.BaseURL != "" {
 		return ProviderID
 	}
 	return e.opts.Provider
 }
 
-func (e *Executor) appendSystemPrompt(req agent.Request) string {
+func (e *driver) appendSystemPrompt(req agent.Request) string {
 	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
 }
 
@@ -132,7 +132,7 @@ var PermissionTools = facts.PermissionTools
 // default): the node's tools, else the executor's; cut down to the node's
 // permission level when it has one, and without the node's
 // disallowed_tools.
-func (e *Executor) visitTools(req agent.Request) []string {
+func (e *driver) visitTools(req agent.Request) []string {
 	s := req.Settings
 	tools := cliexec.PickList(s.Tools, e.opts.Tools)
 	if allowed, ok := PermissionTools[s.Permissions]; ok {
@@ -162,98 +162,67 @@ func keep(in []string, pass func(string) bool) []string {
 	return out
 }
 
-func (e *Executor) systemPrompt(req agent.Request) string {
+func (e *driver) systemPrompt(req agent.Request) string {
 	return cliexec.Pick(req.Settings.SystemPrompt, e.opts.SystemPrompt)
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs:
-// backend, provider/model, system prompt, the appended system prompt
-// (ask_user convention included) and the tools.
-func (e *Executor) Fingerprint(req agent.Request) string {
+// Conversation is what defines the conversation a visit of req runs:
+// provider/model, system prompt, the appended system prompt (ask_user
+// convention included) and the tools.
+func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
 	tools := e.visitTools(req)
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
+	return cliexec.Conversation{
 		Model:              e.provider() + "/" + e.cli.ModelFor(req.Model),
 		SystemPrompt:       e.systemPrompt(req),
 		AppendSystemPrompt: e.appendSystemPrompt(req),
 		Tools:              tools,
-	})
+	}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	if err := e.cli.Check(req); err != nil {
-		return res, err
-	}
-	// A missing session fails before Begin creates the state root and the
-	// scratch directory.
+// CheckSession finds the file of the session req resumes or forks, and
+// makes it belong to the visit's working directory.
+func (e *driver) CheckSession(ctx context.Context, req agent.Request) error {
+	_, err := e.sessionFile(ctx, req)
+	return err
+}
+
+// Launch says how visit v of req runs the CLI: the provider goes in the
+// visit's own agent directory.
+func (e *driver) Launch(ctx context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
 	session, err := e.sessionFile(ctx, req)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
-	agentDir := filepath.Join(visit.Dir, "agent")
+	agentDir := filepath.Join(v.Dir, "agent")
 	if e.opts.BaseURL != "" {
-		if err := e.writeModels(visit); err != nil {
-			return res, err
+		if err := e.writeModels(v); err != nil {
+			return cliexec.Launch{}, err
 		}
 	} else if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		return res, fmt.Errorf("pi: %w", err)
+		return cliexec.Launch{}, fmt.Errorf("pi: %w", err)
 	}
-
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(req, agentDir), st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		return res, cliexec.ReportFailure(runErr, st.errorMessage)
-	}
-	if st.stopReason == "error" || st.stopReason == "aborted" {
-		// pi exits 0 when the model call failed; the failure is in its
-		// output.
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: strings.TrimSpace("model call failed (" + st.stopReason + "): " + st.errorMessage + "\n" + out.StderrTail)}
-	}
-	if st.sessionID == "" {
-		return res, fmt.Errorf("pi: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage
 	// pi prices every call from the model's rates: its own table for a
 	// built-in provider, the executor's Cost for one it defines. A model
 	// defined without rates costs 0, which is not a price.
-	res.Usage.CostKnown = e.opts.BaseURL == "" || e.opts.Cost != nil
-	if !res.Usage.CostKnown {
-		res.Usage.CostUSD = 0
-	}
-	cliexec.FinishReply(&res, e.opts.AskUserConvention)
-	return res, nil
+	priced := e.opts.BaseURL == "" || e.opts.Cost != nil
+	st := &stream{track: cliexec.NewTracker(Name, req), priced: priced}
+	return cliexec.Launch{Args: e.args(req, v.Model, session), Env: e.env(req, agentDir), Output: st}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
 // new one. pi given a --session file that does not exist starts a new
 // session silently, so absence is decided here, by the packer's path code
 // (the same that answers HasSession).
-func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+func (e *driver) sessionFile(ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
-	session, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
-	if errors.Is(err, packer.ErrNoSession) {
-		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
-	}
+	session, err := packer.New(Name, req.Env, packer.DefaultLimits(), layout).SessionFile(ctx, req.SessionID)
 	if err != nil {
-		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
+		return "", cliexec.NoSession(Name, req.SessionID, err)
 	}
 	if err := adoptWorkdir(session, req.Env.Workdir); err != nil {
 		return "", err
@@ -261,7 +230,7 @@ func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, 
 	return session, nil
 }
 
-func (e *Executor) writeModels(visit *cliexec.Visit) error {
+func (e *driver) writeModels(visit *cliexec.Visit) error {
 	prov := map[string]any{
 		"baseUrl": e.opts.BaseURL,
 		"api":     e.opts.API,
@@ -286,7 +255,7 @@ func (e *Executor) writeModels(visit *cliexec.Visit) error {
 	return nil
 }
 
-func (e *Executor) args(req agent.Request, model, session string) []string {
+func (e *driver) args(req agent.Request, model, session string) []string {
 	a := []string{"-p", "--mode", "json", "--session-dir", req.Env.StateRoot}
 	switch {
 	case session != "" && req.Fork:
@@ -318,7 +287,7 @@ func (e *Executor) args(req agent.Request, model, session string) []string {
 	return a
 }
 
-func (e *Executor) env(req agent.Request, agentDir string) []string {
+func (e *driver) env(req agent.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if e.opts.BaseURL != "" {
 		set = append(set, APIKeyVar+"="+e.opts.APIKey)
@@ -326,7 +295,7 @@ func (e *Executor) env(req agent.Request, agentDir string) []string {
 		// A built-in provider reads its own variable.
 		set = append(set, e.opts.APIKeyEnv+"="+key)
 	}
-	return e.cli.Environ(req, set...)
+	return set
 }
 
 // stream follows `pi --mode json` events.
@@ -336,7 +305,8 @@ type stream struct {
 	stopReason   string
 	errorMessage string
 
-	track *cliexec.Tracker
+	track  *cliexec.Tracker
+	priced bool
 	// live is the tail of the text block being streamed.
 	live string
 	// usage sums the usage of the visit's assistant messages.
@@ -378,7 +348,22 @@ type messageUsage struct {
 	} `json:"cost"`
 }
 
-func (s *stream) line(b []byte) {
+// Report is what the events said about the visit. pi exits 0 when the
+// model call failed; the failure is in its output.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.text, Usage: s.usage, Failure: s.errorMessage}
+	r.Usage.CostKnown = s.priced
+	if !s.priced {
+		r.Usage.CostUSD = 0
+	}
+	if s.stopReason == "error" || s.stopReason == "aborted" {
+		r.Failed, r.Failure = true, "model call failed ("+s.stopReason+"): "+s.errorMessage
+	}
+	return r
+}
+
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return
@@ -430,6 +415,3 @@ func toolTitle(name string) string {
 	}
 	return strings.ToUpper(name[:1]) + name[1:]
 }
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }

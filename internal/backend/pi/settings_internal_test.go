@@ -11,12 +11,12 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(e *Executor, s agent.Settings) []string {
+func argv(e *driver, s agent.Settings) []string {
 	return e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, "m", "")
 }
 
 func TestPermissionsMapToTools(t *testing.T) {
-	e := New(Options{})
+	e := newDriver(Options{})
 	for level, want := range map[string]string{
 		agent.PermissionReadOnly: "read,grep,find,ls",
 		agent.PermissionEdit:     "read,grep,find,ls,edit,write",
@@ -30,7 +30,7 @@ func TestPermissionsMapToTools(t *testing.T) {
 }
 
 func TestToolsPermissionsAndDenylistCombine(t *testing.T) {
-	e := New(Options{Tools: []string{"read"}})
+	e := newDriver(Options{Tools: []string{"read"}})
 	cases := []struct {
 		s    agent.Settings
 		want string
@@ -45,12 +45,12 @@ func TestToolsPermissionsAndDenylistCombine(t *testing.T) {
 		assert.Equal(t, c.want, got, "%+v", c.s)
 	}
 	assert.Contains(t, argv(e, agent.Settings{DisallowedTools: []string{"read"}}), "--no-tools")
-	got, _ := clitest.Flag(argv(New(Options{}), agent.Settings{DisallowedTools: []string{"bash"}}), "--tools")
+	got, _ := clitest.Flag(argv(newDriver(Options{}), agent.Settings{DisallowedTools: []string{"bash"}}), "--tools")
 	assert.Equal(t, "read,edit,write", got, "a denylist alone cuts pi's default set")
 }
 
 func TestPromptFlags(t *testing.T) {
-	e := New(Options{SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
+	e := newDriver(Options{SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
 	a := argv(e, agent.Settings{SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
 	sys, _ := clitest.Flag(a, "--system-prompt")
 	add, _ := clitest.Flag(a, "--append-system-prompt")
@@ -64,23 +64,28 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_SECRET", "s3cret")
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("OPENAI_API_KEY", "provider-key")
-	env := New(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}}).env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}, "/agent")
+	d := newDriver(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}})
+	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}
+	env := d.cli.Environ(req, d.env(req, "/agent")...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, APIKeyVar+"=k")
 	for _, kv := range env {
 		assert.NotContains(t, kv, "s3cret")
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="))
 	}
-	builtin := New(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"}).env(agent.Request{}, "/agent")
+	builtin := newDriver(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"}).env(agent.Request{}, "/agent")
 	assert.Contains(t, builtin, "OPENAI_API_KEY=k", "a built-in provider gets the key under its own variable")
 	// The key is the executor's (the worker's configuration read it once):
 	// the executor never reads the worker's environment for one.
-	for _, kv := range New(Options{Provider: "openai"}).env(agent.Request{}, "/agent") {
+	for _, kv := range newDriver(Options{Provider: "openai"}).env(agent.Request{}, "/agent") {
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), kv)
 	}
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
+	a := New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}, AskUserConvention: true})
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}).Fingerprint(agent.Request{}), "the ask_user convention")
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}, AskUserConvention: true, Tools: []string{}}).Fingerprint(agent.Request{}), "no tools at all")
 	clitest.DistinctFingerprints(t, New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}), map[string]agent.Settings{
 		"read-only":  {Permissions: agent.PermissionReadOnly},
 		"edit":       {Permissions: agent.PermissionEdit},
