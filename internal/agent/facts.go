@@ -47,6 +47,9 @@ type Facts struct {
 	// Wire is the model API the CLI speaks (WireAnthropic, WireResponses,
 	// WireChat, WireGemini): what an endpoint in its base URL must answer.
 	Wire string
+	// MCP marks a CLI whose MCP client can call Tether's ask_user tool;
+	// the others ask through the reply convention.
+	MCP bool
 	// Vars are the worker's environment variables the backend is
 	// configured by: internal/config reads them for it, the registry
 	// hands them to its constructor, and the docs list them.

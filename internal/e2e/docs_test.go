@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,4 +71,48 @@ func declares(t *testing.T, dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// Every test, benchmark and fuzz target the documentation names in
+// backticks exists (a function or a suite method of some _test.go file):
+// a doc that cites a test that was renamed or dropped claims a proof
+// that is not there.
+func TestDocsNameOnlyTestsThatExist(t *testing.T) {
+	root := testenv.Root()
+	declared := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (?:\([^)]*\) )?((?:Test|Benchmark|Fuzz)\w+)\(`)
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			declared[string(m[1])] = true
+		}
+		return nil
+	}))
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, filepath.Join(root, "README.md"))
+	cited := regexp.MustCompile("`(?:[a-z0-9_/]+\\.)?((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)")
+	checked := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		for _, m := range cited.FindAllStringSubmatch(string(b), -1) {
+			checked++
+			assert.True(t, declared[m[1]], "%s cites %s, which no test file declares", rel, m[1])
+		}
+	}
+	assert.Greater(t, checked, 50, "the test found the docs' tests")
 }

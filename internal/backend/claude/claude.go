@@ -45,25 +45,15 @@ type Options struct {
 	PermissionMode string
 }
 
-// driver is Claude Code's part of a visit (cliexec.Executor runs the rest).
-type driver struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-// New returns an executor.
+// New returns an executor: the visit every CLI runs, with Claude Code's
+// options as its driver.
 func New(opts Options) *cliexec.Executor {
-	d := newDriver(opts)
-	return &cliexec.Executor{CLI: d.cli, Driver: d, Layout: sessionLayout}
+	return cliexec.New(facts.Backend, opts.Options, opts, sessionLayout, false)
 }
 
 // Configured is the executor as the worker's configuration sets it up.
 func Configured(o cliexec.Options) agent.Backend {
 	return New(Options{Options: o, PermissionMode: o.Vars[facts.PermissionModeVar]})
-}
-
-func newDriver(opts Options) *driver {
-	return &driver{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}}
 }
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
@@ -76,50 +66,42 @@ var PermissionModes = facts.PermissionModes
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
 type visitSettings struct {
-	model, systemPrompt, appendSystemPrompt, permissionMode string
-	tools, disallowedTools                                  []string
+	cliexec.Merged
+	permissionMode string
 }
 
-func (e *driver) settings(req agent.Request) visitSettings {
-	s := req.Settings
-	return visitSettings{
-		model:              e.cli.ModelFor(req.Model),
-		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
-		appendSystemPrompt: cliexec.Pick(s.AppendSystemPrompt, e.opts.AppendSystemPrompt),
-		permissionMode:     cliexec.Pick(PermissionModes[s.Permissions], e.opts.PermissionMode),
-		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
-		disallowedTools:    cliexec.PickList(s.DisallowedTools, e.opts.DisallowedTools),
-	}
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, DisallowedTools: o.DisallowedTools}), permissionMode: cliexec.Pick(PermissionModes[req.Settings.Permissions], o.PermissionMode)}
 }
 
 // Conversation is what defines the conversation a visit of req runs.
-func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
-	v := e.settings(req)
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
 	return cliexec.Conversation{
-		Model:              v.model,
-		SystemPrompt:       v.systemPrompt,
-		AppendSystemPrompt: v.appendSystemPrompt,
-		Tools:              v.tools,
-		AllowedTools:       e.opts.AllowedTools,
-		DisallowedTools:    v.disallowedTools,
+		Model:              v.Model,
+		SystemPrompt:       v.SystemPrompt,
+		AppendSystemPrompt: v.AppendSystemPrompt,
+		Tools:              v.Tools,
+		AllowedTools:       o.AllowedTools,
+		DisallowedTools:    v.DisallowedTools,
 		Permission:         v.permissionMode,
-		MCPTools:           e.cli.MCPTools(),
+		MCPTools:           c.MCPTools(),
 	}
 }
 
 // Launch says how visit v of req runs the CLI.
-func (e *driver) Launch(_ context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
-	args, err := e.args(req, v)
+func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	args, err := o.args(c, req, v)
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
 	st := &stream{track: cliexec.NewTracker(Name, req)}
-	return cliexec.Launch{Args: args, Env: e.env(req), Output: st,
+	return cliexec.Launch{Args: args, Env: o.env(c, req), Output: st,
 		Gone: func(stderr string) bool { return missingSession(stderr, st.errors) }}, nil
 }
 
-func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
-	v := e.settings(req)
+func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) ([]string, error) {
+	v := o.settings(c, req)
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
 	if visit.Model != "" {
 		a = append(a, "--model", visit.Model)
@@ -130,21 +112,21 @@ func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error)
 			a = append(a, "--fork-session")
 		}
 	}
-	if v.systemPrompt != "" {
-		a = append(a, "--system-prompt", v.systemPrompt)
+	if v.SystemPrompt != "" {
+		a = append(a, "--system-prompt", v.SystemPrompt)
 	}
-	if v.appendSystemPrompt != "" {
-		a = append(a, "--append-system-prompt", v.appendSystemPrompt)
+	if v.AppendSystemPrompt != "" {
+		a = append(a, "--append-system-prompt", v.AppendSystemPrompt)
 	}
-	if v.tools != nil {
-		a = append(a, "--tools", strings.Join(v.tools, ","))
+	if v.Tools != nil {
+		a = append(a, "--tools", strings.Join(v.Tools, ","))
 	}
 	if v.permissionMode != "" {
 		a = append(a, "--permission-mode", v.permissionMode)
 	}
-	allowed := append([]string(nil), e.opts.AllowedTools...)
-	if e.opts.AskUser != nil {
-		cmd := askuser.Command(e.opts.AskUser, visit.Record)
+	allowed := append([]string(nil), o.AllowedTools...)
+	if o.AskUser != nil {
+		cmd := askuser.Command(o.AskUser, visit.Record)
 		cfg := map[string]any{"mcpServers": map[string]any{askuser.ServerName: map[string]any{
 			"type": "stdio", "command": cmd[0], "args": cmd[1:],
 			// Load the tool up front: deferred MCP tools are only
@@ -165,27 +147,27 @@ func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error)
 	if len(allowed) > 0 {
 		a = append(a, "--allowedTools", strings.Join(allowed, ","))
 	}
-	if len(v.disallowedTools) > 0 {
-		a = append(a, "--disallowedTools", strings.Join(v.disallowedTools, ","))
+	if len(v.DisallowedTools) > 0 {
+		a = append(a, "--disallowedTools", strings.Join(v.DisallowedTools, ","))
 	}
 	return a, nil
 }
 
 // env is what the executor sets in the CLI's environment: the visit's
 // root and endpoint.
-func (e *driver) env(req agent.Request) []string {
+func (o Options) env(c *cliexec.CLI, req agent.Request) []string {
 	env := req.Env
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, "ANTHROPIC_API_KEY="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, "ANTHROPIC_API_KEY="+o.APIKey)
 	}
-	if e.opts.BaseURL != "" {
-		set = append(set, "ANTHROPIC_BASE_URL="+e.opts.BaseURL)
+	if o.BaseURL != "" {
+		set = append(set, "ANTHROPIC_BASE_URL="+o.BaseURL)
 	}
-	if e.settings(req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
+	if o.settings(c, req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")
 	}
 	return set

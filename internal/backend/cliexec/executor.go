@@ -33,11 +33,11 @@ type Executor struct {
 type Driver interface {
 	// Conversation is what defines the conversation a visit of req runs:
 	// the fields of its fingerprint.
-	Conversation(req agent.Request) Conversation
+	Conversation(c *CLI, req agent.Request) Conversation
 	// Launch prepares visit v of req (files the CLI reads, a session to
 	// import or fork) and says how to run the CLI. It runs after the
 	// visit's scratch directory exists, before the CLI starts.
-	Launch(ctx context.Context, req agent.Request, v *Visit) (Launch, error)
+	Launch(ctx context.Context, c *CLI, req agent.Request, v *Visit) (Launch, error)
 }
 
 // Launch is how a visit runs its CLI, as its Driver prepared it.
@@ -81,17 +81,30 @@ type Report struct {
 // Checker is a Driver that checks the session a request resumes before
 // anything is made for the visit: a missing one is agent.ErrNoSession.
 type Checker interface {
-	CheckSession(ctx context.Context, req agent.Request) error
+	CheckSession(ctx context.Context, c *CLI, req agent.Request) error
 }
 
 // Finisher is a Driver with work after a run that reached a session
 // (written before the result is returned, also when the visit asks the
 // user): opencode exports the session it packs.
 type Finisher interface {
-	Finish(ctx context.Context, req agent.Request, v *Visit, sessionID string) error
+	Finish(ctx context.Context, c *CLI, req agent.Request, v *Visit, sessionID string) error
 }
 
 var _ agent.Backend = (*Executor)(nil)
+
+// New returns the executor of backend f (its facts name it and its
+// program) running its CLI with the common options o and driver d, its
+// sessions where layout says (nil: it keeps none). convention turns the
+// ask_user reply convention on, in place of the ask_user MCP tool, which
+// only a CLI whose facts say it has an MCP client (agent.Facts.MCP) is
+// given.
+func New(f agent.Facts, o Options, d Driver, layout packer.Layout, convention bool) *Executor {
+	if !f.MCP || convention {
+		o.AskUser = nil
+	}
+	return &Executor{CLI: CLI{Options: o, Backend: f.Name, Bin: f.CLI}, Driver: d, Layout: layout, Convention: convention}
+}
 
 // Name is the backend's name.
 func (e *Executor) Name() string { return e.CLI.Backend }
@@ -111,7 +124,7 @@ func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
 // Fingerprint hashes what defines the conversation a visit of req runs
 // (see Conversation for the fields).
 func (e *Executor) Fingerprint(req agent.Request) string {
-	c := e.Driver.Conversation(req)
+	c := e.Driver.Conversation(&e.CLI, req)
 	c.Backend = e.CLI.Backend
 	return Fingerprint(c)
 }
@@ -128,7 +141,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	}
 	if c, ok := e.Driver.(Checker); ok && req.SessionID != "" {
 		// Before Begin makes the state root and the scratch directory.
-		if err := c.CheckSession(ctx, req); err != nil {
+		if err := c.CheckSession(ctx, &e.CLI, req); err != nil {
 			return res, err
 		}
 	}
@@ -137,7 +150,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, err
 	}
 	defer visit.Close()
-	l, err := e.Driver.Launch(ctx, req, visit)
+	l, err := e.Driver.Launch(ctx, &e.CLI, req, visit)
 	if err != nil {
 		return res, err
 	}
@@ -183,7 +196,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 
 func (e *Executor) finish(ctx context.Context, req agent.Request, v *Visit, id string) error {
 	if f, ok := e.Driver.(Finisher); ok && id != "" {
-		return f.Finish(ctx, req, v, id)
+		return f.Finish(ctx, &e.CLI, req, v, id)
 	}
 	return nil
 }

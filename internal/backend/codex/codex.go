@@ -60,36 +60,26 @@ type Options struct {
 // read-only, or none is set and Codex's own default (read-only) applies.
 // Network access, which Codex's sandbox also removes, stays (see
 // docs/security.md).
-func (e *driver) confinedReadOnly(req agent.Request) bool {
-	if e.cli.Sandbox == nil {
+func (o Options) confinedReadOnly(c *cliexec.CLI, req agent.Request) bool {
+	if c.Sandbox == nil {
 		return false
 	}
-	v := e.settings(req)
+	v := o.settings(c, req)
 	return v.sandbox == "" || v.sandbox == "read-only"
 }
 
-// driver is Codex's part of a visit (cliexec.Executor runs the rest).
-type driver struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-// New returns an executor.
+// New returns an executor: the visit every CLI runs, with Codex's options
+// as its driver.
 func New(opts Options) *cliexec.Executor {
-	d := newDriver(opts)
-	return &cliexec.Executor{CLI: d.cli, Driver: d, Layout: layout}
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, false)
 }
 
 // Configured is the executor as the worker's configuration sets it up.
 func Configured(o cliexec.Options) agent.Backend {
 	return New(Options{Options: o, Sandbox: o.Vars[facts.SandboxVar]})
-}
-
-func newDriver(opts Options) *driver {
-	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
-	}
-	return &driver{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}}
 }
 
 // Bypass is the permission a node's full level maps to: no sandbox and
@@ -108,16 +98,16 @@ type visitSettings struct {
 	sandbox string
 }
 
-func (e *driver) settings(req agent.Request) visitSettings {
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
 	s := req.Settings
-	def := e.opts.Sandbox
-	if e.opts.Bypass {
+	def := o.Sandbox
+	if o.Bypass {
 		def = Bypass
 	}
 	return visitSettings{
-		model:                 e.cli.ModelFor(req.Model),
-		baseInstructions:      cliexec.Pick(s.SystemPrompt, e.opts.BaseInstructions),
-		developerInstructions: cliexec.Pick(s.AppendSystemPrompt, e.opts.DeveloperInstructions),
+		model:                 c.ModelFor(req.Model),
+		baseInstructions:      cliexec.Pick(s.SystemPrompt, o.BaseInstructions),
+		developerInstructions: cliexec.Pick(s.AppendSystemPrompt, o.DeveloperInstructions),
 		sandbox:               cliexec.Pick(Sandboxes[s.Permissions], def),
 	}
 }
@@ -125,19 +115,19 @@ func (e *driver) settings(req agent.Request) visitSettings {
 // Conversation is what defines the conversation a visit of req runs:
 // model, base and developer instructions, the sandbox as the permission,
 // and the MCP tools.
-func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
-	v := e.settings(req)
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
 	perm := "sandbox:" + v.sandbox
 	if v.sandbox == Bypass {
 		perm = Bypass
 	}
 	return cliexec.Conversation{Model: v.model,
 		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
-		Permission: perm, MCPTools: e.cli.MCPTools()}
+		Permission: perm, MCPTools: c.MCPTools()}
 }
 
 // Launch says how visit v of req runs the CLI.
-func (e *driver) Launch(ctx context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
 	st := &stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
 	if req.SessionID != "" {
 		// The CLI reports the thread's running total, which a resumed or
@@ -149,29 +139,29 @@ func (e *driver) Launch(ctx context.Context, req agent.Request, v *cliexec.Visit
 		// starts where this read ended, not at its first line.
 		st.resumed, st.resumedID = base, req.SessionID
 	}
-	args, err := e.args(req, v)
+	args, err := o.args(c, req, v)
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
-	return cliexec.Launch{Args: args, Env: e.env(req), Output: st, ReadOnlyDir: e.confinedReadOnly(req),
+	return cliexec.Launch{Args: args, Env: o.env(c, req), Output: st, ReadOnlyDir: o.confinedReadOnly(c, req),
 		Gone: func(stderr string) bool { return strings.Contains(stderr, "no rollout found") }}, nil
 }
 
-func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
-	v := e.settings(req)
+func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) ([]string, error) {
+	v := o.settings(c, req)
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
 		"-c", "analytics.enabled=false",
 		"-c", "check_for_update_on_startup=false",
 		"-c", "model_provider=" + tomlString(ProviderID),
 		"-c", "model_providers." + ProviderID + "={name=" + tomlString(ProviderID) +
-			",base_url=" + tomlString(e.opts.BaseURL) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
+			",base_url=" + tomlString(o.BaseURL) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
 	}
 	if visit.Model != "" {
 		a = append(a, "-m", visit.Model)
 	}
 	switch {
-	case v.sandbox == Bypass || e.cli.Sandbox != nil:
+	case v.sandbox == Bypass || c.Sandbox != nil:
 		// Inside the worker's sandbox Codex's own cannot run (bubblewrap
 		// must change mounts, which a Landlock domain forbids); the
 		// worker's box bounds what Codex reaches instead, and keeps its
@@ -192,8 +182,8 @@ func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error)
 	if v.developerInstructions != "" {
 		a = append(a, "-c", "developer_instructions="+tomlString(v.developerInstructions))
 	}
-	if e.opts.AskUser != nil {
-		cmd := askuser.Command(e.opts.AskUser, visit.Record)
+	if o.AskUser != nil {
+		cmd := askuser.Command(o.AskUser, visit.Record)
 		var args []string
 		for _, s := range cmd[1:] {
 			args = append(args, tomlString(s))
@@ -212,8 +202,8 @@ func (e *driver) args(req agent.Request, visit *cliexec.Visit) ([]string, error)
 	return append(a, "-"), nil
 }
 
-func (e *driver) env(req agent.Request) []string {
-	return []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + e.opts.APIKey}
+func (o Options) env(c *cliexec.CLI, req agent.Request) []string {
+	return []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + o.APIKey}
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are a subset

@@ -79,77 +79,52 @@ const noMCPServer = "tether-no-mcp-server"
 // --approval-mode (see facts.ApprovalModes).
 var ApprovalModes = facts.ApprovalModes
 
-// driver is Gemini CLI's part of a visit (cliexec.Executor runs the rest).
-type driver struct {
-	opts Options
-	cli  cliexec.CLI
+// New returns an executor: the visit every CLI runs, with Gemini CLI's
+// options as its driver. Gemini CLI cannot call Tether's ask_user tool:
+// its ask_user is the reply convention.
+func New(opts Options) *cliexec.Executor {
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, opts.AskUserConvention)
 }
 
-// Configured is the executor as the worker's configuration sets it up:
-// Gemini CLI cannot call Tether's ask_user tool, so its ask_user is the
-// reply convention.
+// Configured is the executor as the worker's configuration sets it up.
 func Configured(o cliexec.Options) agent.Backend {
 	return New(Options{Options: o, AskUserConvention: true})
-}
-
-// New returns an executor.
-func New(opts Options) *cliexec.Executor {
-	// Gemini CLI cannot call Tether's ask_user tool: its ask_user is a
-	// convention in the reply, so no visit is ended early for it.
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}
-	cli.AskUser = nil
-	d := &driver{opts: opts, cli: cli}
-	return &cliexec.Executor{CLI: cli, Driver: d, Layout: layout, Convention: opts.AskUserConvention}
 }
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
 type visitSettings struct {
-	model, systemPrompt, appendSystemPrompt, approvalMode string
-	tools, disallowedTools                                []string
+	cliexec.Merged
+	approvalMode string
 }
 
-func (e *driver) settings(req agent.Request) visitSettings {
-	s := req.Settings
-	return visitSettings{
-		model:              e.cli.ModelFor(req.Model),
-		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
-		appendSystemPrompt: e.appendSystemPrompt(req),
-		approvalMode:       cliexec.Pick(ApprovalModes[s.Permissions], e.opts.ApprovalMode),
-		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
-		disallowedTools:    s.DisallowedTools,
-	}
-}
-
-// appendSystemPrompt is the node's appended system prompt, else the
-// executor's, followed by the ask_user convention when it is on.
-func (e *driver) appendSystemPrompt(req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, Convention: o.AskUserConvention}), approvalMode: cliexec.Pick(ApprovalModes[req.Settings.Permissions], o.ApprovalMode)}
 }
 
 // Conversation is what defines the conversation a visit of req runs.
-func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
-	v := e.settings(req)
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
 	return cliexec.Conversation{
-		Model:              v.model,
-		SystemPrompt:       v.systemPrompt,
-		AppendSystemPrompt: v.appendSystemPrompt,
-		Tools:              v.tools,
-		DisallowedTools:    v.disallowedTools,
+		Model:              v.Model,
+		SystemPrompt:       v.SystemPrompt,
+		AppendSystemPrompt: v.AppendSystemPrompt,
+		Tools:              v.Tools,
+		DisallowedTools:    v.DisallowedTools,
 		Permission:         v.approvalMode,
 	}
 }
 
 // CheckSession finds the file of the session req resumes or forks.
-func (e *driver) CheckSession(ctx context.Context, req agent.Request) error {
-	_, err := e.sessionFile(ctx, req)
+func (o Options) CheckSession(ctx context.Context, c *cliexec.CLI, req agent.Request) error {
+	_, err := o.sessionFile(c, ctx, req)
 	return err
 }
 
 // Launch says how visit v of req runs the CLI: the project pinned, a fork
 // copied, the visit's settings written.
-func (e *driver) Launch(ctx context.Context, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
-	session, err := e.sessionFile(ctx, req)
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
+	session, err := o.sessionFile(c, ctx, req)
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
@@ -162,22 +137,22 @@ func (e *driver) Launch(ctx context.Context, req agent.Request, visit *cliexec.V
 			return cliexec.Launch{}, err
 		}
 	}
-	v := e.settings(req)
-	if err := e.writeSettings(req, v); err != nil {
+	v := o.settings(c, req)
+	if err := o.writeSettings(c, req, v); err != nil {
 		return cliexec.Launch{}, err
 	}
-	set, err := e.env(req, visit, v)
+	set, err := o.env(c, req, visit, v)
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
-	return cliexec.Launch{Args: e.args(v, visit, resume), Env: set, Output: &stream{track: cliexec.NewTracker(Name, req)},
+	return cliexec.Launch{Args: o.args(c, v, visit, resume), Env: set, Output: &stream{track: cliexec.NewTracker(Name, req)},
 		Gone: func(stderr string) bool { return strings.Contains(stderr, "Invalid session identifier") }}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
 // new one, found by the packer's own path code (what HasSession finds)
 // and checked to hold that very id.
-func (e *driver) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
@@ -195,7 +170,7 @@ func (e *driver) sessionFile(ctx context.Context, req agent.Request) (string, er
 	return p, nil
 }
 
-func (e *driver) args(v visitSettings, visit *cliexec.Visit, resume string) []string {
+func (o Options) args(c *cliexec.CLI, v visitSettings, visit *cliexec.Visit, resume string) []string {
 	// The prompt comes on stdin; -p "" makes the run headless and adds
 	// nothing to it.
 	a := []string{"-p", "", "--output-format", "stream-json", "--skip-trust"}
@@ -216,7 +191,7 @@ func (e *driver) args(v visitSettings, visit *cliexec.Visit, resume string) []st
 
 // env is the CLI's environment: the base and the names the worker and the
 // node pass (cliexec.Environ), plus the visit's home, endpoint and key.
-func (e *driver) env(req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
+func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
 	set := []string{
 		"GEMINI_CLI_HOME=" + req.Env.StateRoot,
 		// The CLI would start itself a second time to raise node's heap
@@ -225,14 +200,14 @@ func (e *driver) env(req agent.Request, visit *cliexec.Visit, v visitSettings) (
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 		"NO_COLOR=1",
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, "GEMINI_API_KEY="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, "GEMINI_API_KEY="+o.APIKey)
 	}
-	if e.opts.BaseURL != "" {
-		set = append(set, "GOOGLE_GEMINI_BASE_URL="+e.opts.BaseURL)
+	if o.BaseURL != "" {
+		set = append(set, "GOOGLE_GEMINI_BASE_URL="+o.BaseURL)
 	}
-	if v.systemPrompt != "" {
-		p, err := visit.WriteFile("system.md", []byte(v.systemPrompt))
+	if v.SystemPrompt != "" {
+		p, err := visit.WriteFile("system.md", []byte(v.SystemPrompt))
 		if err != nil {
 			return nil, fmt.Errorf("gemini: %w", err)
 		}
@@ -249,7 +224,7 @@ func (e *driver) env(req agent.Request, visit *cliexec.Visit, v visitSettings) (
 // so the settings live in the state root, where the packer never takes
 // them (settings*.json is on its deny list) and the next visit rewrites
 // them.
-func (e *driver) writeSettings(req agent.Request, v visitSettings) error {
+func (o Options) writeSettings(c *cliexec.CLI, req agent.Request, v visitSettings) error {
 	s := map[string]any{
 		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 		"privacy":   map[string]any{"usageStatisticsEnabled": false},
@@ -257,11 +232,11 @@ func (e *driver) writeSettings(req agent.Request, v visitSettings) error {
 		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
 	}
 	tools := map[string]any{}
-	if v.tools != nil {
-		tools["core"] = v.tools
+	if v.Tools != nil {
+		tools["core"] = v.Tools
 	}
-	if len(v.disallowedTools) > 0 {
-		tools["exclude"] = v.disallowedTools
+	if len(v.DisallowedTools) > 0 {
+		tools["exclude"] = v.DisallowedTools
 	}
 	if len(tools) > 0 {
 		s["tools"] = tools
@@ -274,13 +249,13 @@ func (e *driver) writeSettings(req agent.Request, v visitSettings) error {
 		return err
 	}
 	memory := filepath.Join(req.Env.StateRoot, ".gemini", "GEMINI.md")
-	if v.appendSystemPrompt == "" {
+	if v.AppendSystemPrompt == "" {
 		if err := os.Remove(memory); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("gemini: %w", err)
 		}
 		return nil
 	}
-	return writeState(req.Env.StateRoot, ".gemini/GEMINI.md", []byte(v.appendSystemPrompt+"\n"))
+	return writeState(req.Env.StateRoot, ".gemini/GEMINI.md", []byte(v.AppendSystemPrompt+"\n"))
 }
 
 // stream follows `gemini --output-format stream-json` events.

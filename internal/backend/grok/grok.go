@@ -56,62 +56,55 @@ type Options struct {
 	AskUserConvention bool
 }
 
-// driver is grok's part of a visit (cliexec.Executor runs the rest).
-type driver struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-// Configured is the executor as the worker's configuration sets it up:
-// its ask_user is the reply convention.
-func Configured(o cliexec.Options) agent.Backend {
-	return New(Options{Options: o, AskUserConvention: true})
-}
-
-// New returns an executor. It has no layout: grok keeps no conversation
-// Tether could carry.
+// New returns an executor: the visit every CLI runs, with grok's options
+// as its driver. It has no layout: grok keeps no conversation Tether
+// could carry. Its MCP servers would have to live in the workspace: its
+// ask_user is the reply convention.
 func New(opts Options) *cliexec.Executor {
 	if opts.MaxToolRounds <= 0 {
 		opts.MaxToolRounds = DefaultMaxToolRounds
 	}
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}
-	cli.AskUser = nil // its MCP servers would have to live in the workspace
-	return &cliexec.Executor{CLI: cli, Driver: &driver{opts: opts, cli: cli}, Convention: opts.AskUserConvention}
+	return cliexec.New(facts.Backend, opts.Options, opts, nil, opts.AskUserConvention)
+}
+
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
 }
 
 // Conversation is what defines a visit's conversation: the model and the
 // ask_user convention.
-func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
-	c := cliexec.Conversation{Model: e.cli.ModelFor(req.Model)}
-	if e.opts.AskUserConvention {
-		c.AppendSystemPrompt = AskUserInstructions
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	conv := cliexec.Conversation{Model: c.ModelFor(req.Model)}
+	if o.AskUserConvention {
+		conv.AppendSystemPrompt = AskUserInstructions
 	}
-	return c
+	return conv
 }
 
 // Launch says how visit v runs the CLI: the prompt is an argument, with
 // the ask_user convention's instructions after it (the CLI has no flag
 // for a system prompt).
-func (e *driver) Launch(_ context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
 	prompt := v.Prompt
-	if e.opts.AskUserConvention {
+	if o.AskUserConvention {
 		prompt += "\n\n" + AskUserInstructions
 	}
 	args := []string{
 		// "=" keeps a prompt that starts with "-" a value, not a flag.
 		"--prompt=" + prompt,
 		"--directory", req.Env.Workdir,
-		"--max-tool-rounds", strconv.Itoa(e.opts.MaxToolRounds),
+		"--max-tool-rounds", strconv.Itoa(o.MaxToolRounds),
 	}
 	if v.Model != "" {
 		args = append(args, "--model", v.Model)
 	}
 	set := []string{}
-	if e.opts.BaseURL != "" {
-		set = append(set, "GROK_BASE_URL="+e.opts.BaseURL)
+	if o.BaseURL != "" {
+		set = append(set, "GROK_BASE_URL="+o.BaseURL)
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, "GROK_API_KEY="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, "GROK_API_KEY="+o.APIKey)
 	}
 	return cliexec.Launch{Args: args, Env: set, PromptInArgs: true, Output: &stream{track: cliexec.NewTracker(Name, req)}}, nil
 }

@@ -20,10 +20,10 @@ func TestPermissionRules(t *testing.T) {
 		"full":      {visitSettings{permissions: agent.PermissionFull}, map[string]string{"*": "allow", "edit": "allow", "bash": "allow"}},
 		// A tool list denies the rest; each listed tool keeps the level's
 		// action, write is governed by edit.
-		"tools under read-only": {visitSettings{permissions: agent.PermissionReadOnly, tools: []string{"read", "write", "bash"}},
+		"tools under read-only": {visitSettings{permissions: agent.PermissionReadOnly, Merged: cliexec.Merged{Tools: []string{"read", "write", "bash"}}},
 			map[string]string{"*": "deny", "read": "allow", "edit": "deny", "bash": "deny"}},
-		"tools": {visitSettings{tools: []string{"read", "write"}}, map[string]string{"*": "deny", "read": "allow", "edit": "allow"}},
-		"disallowed": {visitSettings{permissions: agent.PermissionFull, disallowedTools: []string{"bash", "webfetch"}},
+		"tools": {visitSettings{Merged: cliexec.Merged{Tools: []string{"read", "write"}}}, map[string]string{"*": "deny", "read": "allow", "edit": "allow"}},
+		"disallowed": {visitSettings{permissions: agent.PermissionFull, Merged: cliexec.Merged{DisallowedTools: []string{"bash", "webfetch"}}},
 			map[string]string{"*": "allow", "edit": "allow", "bash": "deny", "webfetch": "deny"}},
 	} {
 		assert.Equal(t, c.want, permissionRules(c.v, false), name)

@@ -76,56 +76,39 @@ func Configured(o cliexec.Options) agent.Backend {
 	return New(Options{Options: o, AskUserConvention: o.AskUser == nil})
 }
 
-// New returns an executor.
+// New returns an executor: the visit every CLI runs, with opencode's
+// options as its driver.
 func New(opts Options) *cliexec.Executor {
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}
-	if opts.AskUserConvention {
-		cli.AskUser = nil
-	}
-	return &cliexec.Executor{CLI: cli, Driver: &driver{opts: opts, cli: cli}, Layout: layout, Convention: opts.AskUserConvention}
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, opts.AskUserConvention)
 }
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
 type visitSettings struct {
-	model, systemPrompt, appendSystemPrompt, permissions string
-	tools, disallowedTools                               []string
+	cliexec.Merged
+	permissions string
 }
 
-func (e *driver) settings(req agent.Request) visitSettings {
-	s := req.Settings
-	return visitSettings{
-		model:              e.cli.ModelFor(req.Model),
-		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
-		appendSystemPrompt: e.appendSystemPrompt(req),
-		permissions:        s.Permissions,
-		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
-		disallowedTools:    s.DisallowedTools,
-	}
-}
-
-// appendSystemPrompt is the node's appended system prompt, else the
-// executor's, followed by the ask_user convention when it is on.
-func (e *driver) appendSystemPrompt(req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, Convention: o.AskUserConvention}), permissions: req.Settings.Permissions}
 }
 
 // Conversation is what defines the conversation a visit of req runs.
-func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
-	v := e.settings(req)
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
 	return cliexec.Conversation{
-		Model:              v.model,
-		SystemPrompt:       v.systemPrompt,
-		AppendSystemPrompt: v.appendSystemPrompt,
-		Tools:              v.tools,
-		DisallowedTools:    v.disallowedTools,
+		Model:              v.Model,
+		SystemPrompt:       v.SystemPrompt,
+		AppendSystemPrompt: v.AppendSystemPrompt,
+		Tools:              v.Tools,
+		DisallowedTools:    v.DisallowedTools,
 		Permission:         v.permissions,
-		MCPTools:           e.cli.MCPTools(),
+		MCPTools:           c.MCPTools(),
 	}
 }
 
 // CheckSession finds the export of the session req resumes or forks.
-func (e *driver) CheckSession(ctx context.Context, req agent.Request) error {
+func (o Options) CheckSession(ctx context.Context, c *cliexec.CLI, req agent.Request) error {
 	if _, err := packer.New(Name, req.Env, packer.DefaultLimits(), layout).SessionFile(ctx, req.SessionID); err != nil {
 		return cliexec.NoSession(Name, req.SessionID, err)
 	}
@@ -140,15 +123,15 @@ const bookkeeping = "bookkeeping.json"
 // Launch says how visit v of req runs the CLI: the visit's configuration
 // written, and a resumed session's export imported into the root's
 // database unless it holds it already (sync).
-func (e *driver) Launch(ctx context.Context, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
-	v := e.settings(req)
-	if v.model == "" && e.opts.BaseURL != "" {
-		return cliexec.Launch{}, fmt.Errorf("opencode: no model for the provider at %s: name one on the node or give the worker a default (%s)", e.opts.BaseURL, agent.ModelVar(Name))
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
+	v := o.settings(c, req)
+	if v.Model == "" && o.BaseURL != "" {
+		return cliexec.Launch{}, fmt.Errorf("opencode: no model for the provider at %s: name one on the node or give the worker a default (%s)", o.BaseURL, agent.ModelVar(Name))
 	}
 	if err := quietConfigDir(req.Env.StateRoot); err != nil {
 		return cliexec.Launch{}, err
 	}
-	config, err := e.writeConfig(visit, v)
+	config, err := o.writeConfig(c, visit, v)
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
@@ -156,7 +139,7 @@ func (e *driver) Launch(ctx context.Context, req agent.Request, visit *cliexec.V
 		return cliexec.Launch{}, fmt.Errorf("opencode: %w", err)
 	}
 	if req.SessionID != "" {
-		if err := e.sync(ctx, req, visit, req.SessionID); err != nil {
+		if err := o.sync(ctx, c, req, visit, req.SessionID); err != nil {
 			return cliexec.Launch{}, err
 		}
 		if !req.Fork {
@@ -168,28 +151,28 @@ func (e *driver) Launch(ctx context.Context, req agent.Request, visit *cliexec.V
 			}
 		}
 	}
-	st := &stream{track: cliexec.NewTracker(Name, req), ownProviders: e.opts.BaseURL == ""}
-	return cliexec.Launch{Args: e.args(v, req), Env: e.env(req, config), Output: st}, nil
+	st := &stream{track: cliexec.NewTracker(Name, req), ownProviders: o.BaseURL == ""}
+	return cliexec.Launch{Args: o.args(c, v, req), Env: o.env(c, req, config), Output: st}, nil
 }
 
 // Finish writes the session's export, which is what its packer packs:
 // after every visit that completes, and after one that asked the user
 // (the database holds the session up to the tool's result, also when the
 // turn was ended for it).
-func (e *driver) Finish(ctx context.Context, req agent.Request, visit *cliexec.Visit, id string) error {
-	return e.export(ctx, req, visit, id)
+func (o Options) Finish(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, id string) error {
+	return o.export(ctx, c, req, visit, id)
 }
 
 // bookkeepingEnv is the environment of export and import runs.
-func (e *driver) bookkeepingEnv(req agent.Request, visit *cliexec.Visit) []string {
-	return e.cli.Environ(req, e.env(req, filepath.Join(visit.Dir, bookkeeping))...)
+func (o Options) bookkeepingEnv(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) []string {
+	return c.Environ(req, o.env(c, req, filepath.Join(visit.Dir, bookkeeping))...)
 }
 
-func (e *driver) args(v visitSettings, req agent.Request) []string {
+func (o Options) args(c *cliexec.CLI, v visitSettings, req agent.Request) []string {
 	// The prompt comes on stdin: opencode quotes a message argument that
 	// holds a space. --pure loads no plugin from npm.
 	a := []string{"run", "--format", "json", "--pure"}
-	if m := e.modelRef(v.model); m != "" {
+	if m := o.modelRef(c, v.Model); m != "" {
 		a = append(a, "--model", m)
 	}
 	if req.SessionID != "" {
@@ -202,8 +185,8 @@ func (e *driver) args(v visitSettings, req agent.Request) []string {
 }
 
 // modelRef is the model as opencode names it: provider/model.
-func (e *driver) modelRef(model string) string {
-	if model == "" || e.opts.BaseURL == "" {
+func (o Options) modelRef(c *cliexec.CLI, model string) string {
+	if model == "" || o.BaseURL == "" {
 		return model
 	}
 	return ProviderID + "/" + model
@@ -212,7 +195,7 @@ func (e *driver) modelRef(model string) string {
 // env is what the executor sets in the CLI's environment: every directory
 // opencode writes in the state root, the visit's configuration and key, and the switches that
 // keep a headless run off the network and quick.
-func (e *driver) env(req agent.Request, config string) []string {
+func (o Options) env(c *cliexec.CLI, req agent.Request, config string) []string {
 	root := req.Env.StateRoot
 	set := []string{
 		"XDG_DATA_HOME=" + filepath.Join(root, ".local", "share"),
@@ -234,8 +217,8 @@ func (e *driver) env(req agent.Request, config string) []string {
 		"OPENCODE_DISABLE_TERMINAL_TITLE=1",
 		"NO_COLOR=1",
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, KeyEnv+"="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, KeyEnv+"="+o.APIKey)
 	}
 	return set
 }

@@ -87,7 +87,7 @@ func writeSynced(root, id string, s synced) error {
 // record says the database already holds this export for this directory,
 // the executor imports the export with its directory set to the visit's
 // (`opencode import` replaces a session of the same id and keeps the id).
-func (e *driver) sync(ctx context.Context, req agent.Request, visit *cliexec.Visit, id string) error {
+func (o Options) sync(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, id string) error {
 	root := req.Env.StateRoot
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(exportName(id))))
 	if err != nil {
@@ -124,8 +124,8 @@ func (e *driver) sync(ctx context.Context, req agent.Request, visit *cliexec.Vis
 	if err != nil {
 		return fmt.Errorf("opencode: %w", err)
 	}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, e.bookkeepingEnv(req, visit), ""
+	spec := c.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, o.bookkeepingEnv(c, req, visit), ""
 	spec.Stop = nil // only the visit's own run is ended for ask_user
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
@@ -137,9 +137,9 @@ func (e *driver) sync(ctx context.Context, req agent.Request, visit *cliexec.Vis
 
 // export writes session id's export into the root (SessionsDir/<id>.json)
 // and records that the database holds it.
-func (e *driver) export(ctx context.Context, req agent.Request, visit *cliexec.Visit, id string) error {
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, e.bookkeepingEnv(req, visit), ""
+func (o Options) export(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, id string) error {
+	spec := c.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, o.bookkeepingEnv(c, req, visit), ""
 	// The ask_user grace ended the visit's run; the export must not be
 	// ended by it too (measured: it was, after 30 s under load, and
 	// printed nothing).

@@ -78,47 +78,32 @@ type Cost struct {
 	Input, Output, CacheRead, CacheWrite float64
 }
 
-// driver is pi's part of a visit (cliexec.Executor runs the rest).
-type driver struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-// New returns an executor.
+// New returns an executor: the visit every CLI runs, with pi's options as
+// its driver. pi has no MCP client: its ask_user is the reply convention.
 func New(opts Options) *cliexec.Executor {
-	d := newDriver(opts)
-	return &cliexec.Executor{CLI: d.cli, Driver: d, Layout: layout, Convention: opts.AskUserConvention}
-}
-
-// Configured is the executor as the worker's configuration sets it up:
-// pi has no MCP client, so its ask_user is the reply convention.
-func Configured(o cliexec.Options) agent.Backend {
-	return New(Options{Options: o, AskUserConvention: true})
-}
-
-func newDriver(opts Options) *driver {
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "OPENAI_API_KEY"
 	}
 	if opts.API == "" {
 		opts.API = "openai-completions"
 	}
-	// pi has no MCP client: its ask_user is a convention in the reply, so
-	// no visit is ended early for it.
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: facts.Backend.CLI}
-	cli.AskUser = nil
-	return &driver{opts: opts, cli: cli}
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, opts.AskUserConvention)
 }
 
-func (e *driver) provider() string {
-	if e.opts.BaseURL != "" {
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
+}
+
+func (o Options) provider(c *cliexec.CLI) string {
+	if o.BaseURL != "" {
 		return ProviderID
 	}
-	return e.opts.Provider
+	return o.Provider
 }
 
-func (e *driver) appendSystemPrompt(req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
+func (o Options) appendSystemPrompt(c *cliexec.CLI, req agent.Request) string {
+	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, o.AppendSystemPrompt, o.AskUserConvention)
 }
 
 // DefaultTools are the tools pi enables when not told otherwise.
@@ -132,9 +117,9 @@ var PermissionTools = facts.PermissionTools
 // default): the node's tools, else the executor's; cut down to the node's
 // permission level when it has one, and without the node's
 // disallowed_tools.
-func (e *driver) visitTools(req agent.Request) []string {
+func (o Options) visitTools(c *cliexec.CLI, req agent.Request) []string {
 	s := req.Settings
-	tools := cliexec.PickList(s.Tools, e.opts.Tools)
+	tools := cliexec.PickList(s.Tools, o.Tools)
 	if allowed, ok := PermissionTools[s.Permissions]; ok {
 		if s.Tools == nil {
 			tools = allowed
@@ -162,43 +147,43 @@ func keep(in []string, pass func(string) bool) []string {
 	return out
 }
 
-func (e *driver) systemPrompt(req agent.Request) string {
-	return cliexec.Pick(req.Settings.SystemPrompt, e.opts.SystemPrompt)
+func (o Options) systemPrompt(c *cliexec.CLI, req agent.Request) string {
+	return cliexec.Pick(req.Settings.SystemPrompt, o.SystemPrompt)
 }
 
 // Conversation is what defines the conversation a visit of req runs:
 // provider/model, system prompt, the appended system prompt (ask_user
 // convention included) and the tools.
-func (e *driver) Conversation(req agent.Request) cliexec.Conversation {
-	tools := e.visitTools(req)
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	tools := o.visitTools(c, req)
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
 	}
 	return cliexec.Conversation{
-		Model:              e.provider() + "/" + e.cli.ModelFor(req.Model),
-		SystemPrompt:       e.systemPrompt(req),
-		AppendSystemPrompt: e.appendSystemPrompt(req),
+		Model:              o.provider(c) + "/" + c.ModelFor(req.Model),
+		SystemPrompt:       o.systemPrompt(c, req),
+		AppendSystemPrompt: o.appendSystemPrompt(c, req),
 		Tools:              tools,
 	}
 }
 
 // CheckSession finds the file of the session req resumes or forks, and
 // makes it belong to the visit's working directory.
-func (e *driver) CheckSession(ctx context.Context, req agent.Request) error {
-	_, err := e.sessionFile(ctx, req)
+func (o Options) CheckSession(ctx context.Context, c *cliexec.CLI, req agent.Request) error {
+	_, err := o.sessionFile(c, ctx, req)
 	return err
 }
 
 // Launch says how visit v of req runs the CLI: the provider goes in the
 // visit's own agent directory.
-func (e *driver) Launch(ctx context.Context, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
-	session, err := e.sessionFile(ctx, req)
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	session, err := o.sessionFile(c, ctx, req)
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
 	agentDir := filepath.Join(v.Dir, "agent")
-	if e.opts.BaseURL != "" {
-		if err := e.writeModels(v); err != nil {
+	if o.BaseURL != "" {
+		if err := o.writeModels(c, v); err != nil {
 			return cliexec.Launch{}, err
 		}
 	} else if err := os.MkdirAll(agentDir, 0o700); err != nil {
@@ -207,16 +192,16 @@ func (e *driver) Launch(ctx context.Context, req agent.Request, v *cliexec.Visit
 	// pi prices every call from the model's rates: its own table for a
 	// built-in provider, the executor's Cost for one it defines. A model
 	// defined without rates costs 0, which is not a price.
-	priced := e.opts.BaseURL == "" || e.opts.Cost != nil
+	priced := o.BaseURL == "" || o.Cost != nil
 	st := &stream{track: cliexec.NewTracker(Name, req), priced: priced}
-	return cliexec.Launch{Args: e.args(req, v.Model, session), Env: e.env(req, agentDir), Output: st}, nil
+	return cliexec.Launch{Args: o.args(c, req, v.Model, session), Env: o.env(c, req, agentDir), Output: st}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
 // new one. pi given a --session file that does not exist starts a new
 // session silently, so absence is decided here, by the packer's path code
 // (the same that answers HasSession).
-func (e *driver) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
@@ -230,18 +215,18 @@ func (e *driver) sessionFile(ctx context.Context, req agent.Request) (string, er
 	return session, nil
 }
 
-func (e *driver) writeModels(visit *cliexec.Visit) error {
+func (o Options) writeModels(c *cliexec.CLI, visit *cliexec.Visit) error {
 	prov := map[string]any{
-		"baseUrl": e.opts.BaseURL,
-		"api":     e.opts.API,
+		"baseUrl": o.BaseURL,
+		"api":     o.API,
 		// pi resolves a value naming an environment variable to its value.
 		"apiKey": APIKeyVar,
 		"models": []any{map[string]any{"id": visit.Model}},
 	}
-	if e.opts.Compat != nil {
-		prov["compat"] = e.opts.Compat
+	if o.Compat != nil {
+		prov["compat"] = o.Compat
 	}
-	if c := e.opts.Cost; c != nil {
+	if c := o.Cost; c != nil {
 		model := prov["models"].([]any)[0].(map[string]any)
 		model["cost"] = map[string]float64{"input": c.Input, "output": c.Output, "cacheRead": c.CacheRead, "cacheWrite": c.CacheWrite}
 	}
@@ -255,7 +240,7 @@ func (e *driver) writeModels(visit *cliexec.Visit) error {
 	return nil
 }
 
-func (e *driver) args(req agent.Request, model, session string) []string {
+func (o Options) args(c *cliexec.CLI, req agent.Request, model, session string) []string {
 	a := []string{"-p", "--mode", "json", "--session-dir", req.Env.StateRoot}
 	switch {
 	case session != "" && req.Fork:
@@ -263,19 +248,19 @@ func (e *driver) args(req agent.Request, model, session string) []string {
 	case session != "":
 		a = append(a, "--session", session)
 	}
-	if p := e.provider(); p != "" {
+	if p := o.provider(c); p != "" {
 		a = append(a, "--provider", p)
 	}
 	if model != "" {
 		a = append(a, "--model", model)
 	}
-	if s := e.systemPrompt(req); s != "" {
+	if s := o.systemPrompt(c, req); s != "" {
 		a = append(a, "--system-prompt", s)
 	}
-	if s := e.appendSystemPrompt(req); s != "" {
+	if s := o.appendSystemPrompt(c, req); s != "" {
 		a = append(a, "--append-system-prompt", s)
 	}
-	switch tools := e.visitTools(req); {
+	switch tools := o.visitTools(c, req); {
 	case tools == nil:
 	case len(tools) == 0:
 		a = append(a, "--no-tools")
@@ -287,13 +272,13 @@ func (e *driver) args(req agent.Request, model, session string) []string {
 	return a
 }
 
-func (e *driver) env(req agent.Request, agentDir string) []string {
+func (o Options) env(c *cliexec.CLI, req agent.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
-	if e.opts.BaseURL != "" {
-		set = append(set, APIKeyVar+"="+e.opts.APIKey)
-	} else if key := e.opts.APIKey; key != "" {
+	if o.BaseURL != "" {
+		set = append(set, APIKeyVar+"="+o.APIKey)
+	} else if key := o.APIKey; key != "" {
 		// A built-in provider reads its own variable.
-		set = append(set, e.opts.APIKeyEnv+"="+key)
+		set = append(set, o.APIKeyEnv+"="+key)
 	}
 	return set
 }

@@ -24,7 +24,7 @@ const PermissionModeVar = "TETHER_CLAUDE_PERMISSION_MODE"
 // Backend are the backend's facts.
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true,
-	CLI: "claude", Pin: "AGENT_CLI_CLAUDE_CODE", Wire: agent.WireAnthropic,
+	MCP: true, CLI: "claude", Pin: "AGENT_CLI_CLAUDE_CODE", Wire: agent.WireAnthropic,
 	Vars: []agent.Var{
 		{Name: "ANTHROPIC_BASE_URL", Role: agent.VarBaseURL, Doc: "Claude Code's Messages API endpoint"},
 		{Name: "ANTHROPIC_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},

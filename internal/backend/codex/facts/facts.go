@@ -30,7 +30,7 @@ const SandboxVar = "TETHER_CODEX_SANDBOX"
 
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true, NoCost: true,
-	CLI: "codex", Pin: "AGENT_CLI_CODEX", Wire: agent.WireResponses,
+	MCP: true, CLI: "codex", Pin: "AGENT_CLI_CODEX", Wire: agent.WireResponses,
 	Vars: []agent.Var{
 		{Name: "OPENAI_BASE_URL", Role: agent.VarBaseURL, Doc: "Codex's Responses API endpoint, with its /v1"},
 		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
