@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -115,4 +117,56 @@ func TestDocsNameOnlyTestsThatExist(t *testing.T) {
 		}
 	}
 	assert.Greater(t, checked, 50, "the test found the docs' tests")
+}
+
+// A line of the documentation that names three or more backends (in
+// backticks) names all of them, all that run a CLI, or all with the
+// persist capability, unless it says the list goes on ("…", "e.g."):
+// a hand-written partial list of backends is how the docs fell behind
+// each new one. The generated tables (go generate ./internal/backend)
+// are right by construction.
+func TestDocsListEveryBackend(t *testing.T) {
+	root := testenv.Root()
+	var all, clis, persist []string
+	for _, b := range catalogue.All() {
+		if !b.Implemented {
+			continue
+		}
+		all = append(all, b.Name)
+		if b.CLI != "" {
+			clis = append(clis, b.Name)
+		}
+		if b.Persist {
+			persist = append(persist, b.Name)
+		}
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, filepath.Join(root, "README.md"))
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		generated := false
+		for i, line := range strings.Split(string(b), "\n") {
+			switch {
+			case strings.HasPrefix(line, "<!-- generated: "):
+				generated = true
+			case strings.HasPrefix(line, "<!-- end of generated: "):
+				generated = false
+			}
+			if generated || strings.Contains(line, "…") || strings.Contains(line, "e.g.") {
+				continue
+			}
+			var named []string
+			for _, n := range all {
+				if strings.Contains(line, "`"+n+"`") {
+					named = append(named, n)
+				}
+			}
+			if len(named) >= 3 && !slices.Equal(named, all) && !slices.Equal(named, clis) && !slices.Equal(named, persist) {
+				t.Errorf("%s:%d names the backends %v, not all of them (%v): list them all, point to backends.md, or say the list goes on", rel, i+1, named, all)
+			}
+		}
+	}
 }
