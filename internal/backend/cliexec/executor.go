@@ -76,10 +76,14 @@ type Report struct {
 	// visit that failed although the CLI exited normally.
 	Failure string
 	Failed  bool
+	// Err fails the visit with itself: what reading the CLI's files hit
+	// (agent.ErrUnsafeFile), whatever the CLI did.
+	Err error
 }
 
-// Checker is a Driver that checks the session a request resumes before
-// anything is made for the visit: a missing one is agent.ErrNoSession.
+// Checker is a Driver that checks more of the session a request resumes,
+// once the executor found its main file, before anything is made for the
+// visit.
 type Checker interface {
 	CheckSession(ctx context.Context, c *CLI, req agent.Request) error
 }
@@ -139,10 +143,18 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		// Resolution never plans a resume on a backend without persist.
 		return res, fmt.Errorf("%w: %s cannot resume a conversation (%s)", agent.ErrNoSession, e.CLI.Backend, req.SessionID)
 	}
-	if c, ok := e.Driver.(Checker); ok && req.SessionID != "" {
-		// Before Begin makes the state root and the scratch directory.
-		if err := c.CheckSession(ctx, &e.CLI, req); err != nil {
-			return res, err
+	if req.SessionID != "" {
+		// Before Begin makes the state root and the scratch directory,
+		// and before the CLI reads anything of it: the session's main file
+		// is there, and a plain file (the agent of an earlier visit could
+		// have put a link to a secret or to /dev/zero in its place).
+		if _, err := packer.New(e.CLI.Backend, req.Env, packer.DefaultLimits(), e.Layout).SessionFile(ctx, req.SessionID); err != nil {
+			return res, NoSession(e.CLI.Backend, req.SessionID, err)
+		}
+		if c, ok := e.Driver.(Checker); ok {
+			if err := c.CheckSession(ctx, &e.CLI, req); err != nil {
+				return res, err
+			}
 		}
 	}
 	visit, err := e.CLI.Begin(req)
@@ -161,6 +173,9 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	}
 	out, runErr := Run(ctx, spec)
 	rep := l.Output.Report()
+	if rep.Err != nil {
+		return res, fmt.Errorf("%s: %w", e.CLI.Backend, rep.Err)
+	}
 	if runErr != nil {
 		if req.SessionID != "" && l.Gone != nil && l.Gone(out.StderrTail) {
 			return res, fmt.Errorf("%w: %s session %s is not in %s (working directory %s): %s",
@@ -207,11 +222,16 @@ func firstLine(s string) string {
 }
 
 // NoSession turns the packer's word that a session is missing into
-// agent.ErrNoSession, and any other failure to find it into an error of
+// agent.ErrNoSession, a link or special file in its place into
+// agent.ErrUnsafeFile, and any other failure to find it into an error of
 // the backend: what a Checker returns.
 func NoSession(backendName, id string, err error) error {
-	if errors.Is(err, packer.ErrNoSession) {
+	switch {
+	case errors.Is(err, packer.ErrNoSession):
 		return fmt.Errorf("%w: %v", agent.ErrNoSession, err)
+	case errors.Is(err, packer.ErrLinkEntry), errors.Is(err, packer.ErrSpecialEntry), errors.Is(err, packer.ErrExists):
+		// The agent put something else where its session file goes.
+		return fmt.Errorf("%w: %s session %s: %v", agent.ErrUnsafeFile, backendName, id, err)
 	}
 	return fmt.Errorf("%s: find session %s: %w", backendName, id, err)
 }

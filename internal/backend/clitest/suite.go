@@ -3,6 +3,7 @@ package clitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,6 +315,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("EditWritesAndEditsFiles", func(t *testing.T) { editFiles(t, s) })
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
+	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
 	t.Run("NotInstalled", func(t *testing.T) {
 		h := s.harness(t)
 		h.BinDir = t.TempDir()
@@ -653,4 +656,50 @@ func fingerprint(t *testing.T, s Suite) {
 		settings["append_system_prompt"] = agent.Settings{AppendSystemPrompt: "and kind"}
 	}
 	DistinctFingerprints(t, a, settings)
+}
+
+// planted checks that what an agent plants where the worker reads is
+// refused with the typed error, the visit failing and the worker going
+// on: the agent, through the real CLI's own shell tool, links its
+// ask_user record to /dev/zero; and a session file an earlier visit's
+// agent replaced with a link to /dev/zero or a FIFO is refused on the
+// resume, before the CLI starts, without a read or a wait.
+func planted(t *testing.T, s Suite) {
+	ctx := context.Background()
+	h := s.harness(t)
+	b := s.New(h)
+	f := s.facts(t)
+	req := agent.Request{Env: NewEnv(t),
+		Prompt: fmt.Sprintf(`%s for d in %s/tether-visit-*; do ln -s /dev/zero "$d/ask-user.json"; done`, fakemodel.CueShell, h.Scratch)}
+	if slices.Contains(f.Honours, agent.SettingPermissions) {
+		req.Settings.Permissions = agent.PermissionFull
+	}
+	_, err := b.Execute(ctx, req)
+	require.ErrorIs(t, err, agent.ErrUnsafeFile, "the ask_user record the agent linked to /dev/zero")
+	assert.Equal(t, "UnsafeFile", agent.ErrorType(err))
+	ran := false
+	for _, r := range h.Fake.Requests() {
+		ran = ran || r.ToolResult != ""
+	}
+	require.True(t, ran, "the agent's shell command ran")
+	if !f.Persist {
+		return
+	}
+	env := NewEnv(t)
+	res := execute(t, b, agent.Request{Prompt: "alpha", Env: env})
+	file, err := b.Packer(env).(interface {
+		SessionFile(context.Context, string) (string, error)
+	}).SessionFile(ctx, res.SessionID)
+	require.NoError(t, err)
+	for name, plant := range map[string]func(string) error{
+		"link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"fifo":              func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	} {
+		require.NoError(t, os.Remove(file))
+		require.NoError(t, plant(file), name)
+		before := len(h.Fake.Requests())
+		_, err := b.Execute(ctx, agent.Request{Prompt: "beta", SessionID: res.SessionID, Env: env})
+		require.ErrorIs(t, err, agent.ErrUnsafeFile, "a session file swapped for a %s", name)
+		assert.Len(t, h.Fake.Requests(), before, "refused before the CLI starts")
+	}
 }

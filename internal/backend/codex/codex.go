@@ -11,9 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -21,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/codex/facts"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/untrusted"
 )
 
 // Name is the backend's name in graphs and the catalogue.
@@ -132,8 +134,14 @@ func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, 
 	if req.SessionID != "" {
 		// The CLI reports the thread's running total, which a resumed or
 		// forked thread carries on from this one's last count.
-		base := rollout{path: rolloutPath(ctx, req.Env, req.SessionID)}
-		base.read()
+		path, err := rolloutPath(ctx, req.Env, req.SessionID)
+		if err != nil {
+			return cliexec.Launch{}, err
+		}
+		base := rollout{root: req.Env.StateRoot, path: path}
+		if _, err := base.read(); err != nil {
+			return cliexec.Launch{}, err
+		}
 		st.base = base.usage()
 		// A resumed thread goes on writing the same rollout: following it
 		// starts where this read ended, not at its first line.
@@ -236,6 +244,9 @@ type stream struct {
 	// as read for base.
 	resumed   rollout
 	resumedID string
+	// err is what made the rollout unreadable (agent.ErrUnsafeFile): it
+	// fails the visit.
+	err error
 }
 
 type event struct {
@@ -345,17 +356,26 @@ func (s *stream) follow() {
 	if s.threadID == "" || s.total != nil {
 		return
 	}
+	if s.err != nil {
+		return
+	}
 	if s.rollout.path == "" {
 		if s.threadID == s.resumedID && s.resumed.path != "" {
 			s.rollout = s.resumed
 		} else {
-			s.rollout.path = rolloutPath(s.ctx, s.env, s.threadID)
+			s.rollout.root = s.env.StateRoot
+			s.rollout.path, s.err = rolloutPath(s.ctx, s.env, s.threadID)
 		}
 		if s.rollout.path == "" {
 			return
 		}
 	}
-	if s.rollout.read() {
+	changed, err := s.rollout.read()
+	if err != nil {
+		s.err = err
+		return
+	}
+	if changed {
 		s.track.SetUsage(s.rollout.usage().Sub(s.base))
 	}
 }
@@ -366,13 +386,16 @@ func (s *stream) follow() {
 func (s *stream) Report() cliexec.Report {
 	r := cliexec.Report{SessionID: s.threadID, Text: s.text, Usage: s.usage(), Failure: s.failure,
 		Failed: s.failure != "" && !s.completed}
-	if s.askUser && s.threadID != "" {
+	if s.askUser && s.threadID != "" && s.err == nil {
 		path := s.rollout.path // the thread's, if the visit followed it
 		if path == "" {
-			path = rolloutPath(s.ctx, s.env, s.threadID)
+			path, s.err = rolloutPath(s.ctx, s.env, s.threadID)
 		}
-		r.AskUserID = pendingCallID(path)
+		if s.err == nil {
+			r.AskUserID, s.err = pendingCallID(s.env.StateRoot, path)
+		}
 	}
+	r.Err = s.err
 	return r
 }
 
@@ -402,31 +425,43 @@ func shellCommand(cmd string) string {
 }
 
 // rollout follows the token counts in a thread's rollout file: `codex exec
-// --json` prints usage only when the turn completes.
+// --json` prints usage only when the turn completes. The rollout lies in
+// the state root, where the agent can write: it is read as untrusted.
 type rollout struct {
-	path  string
-	off   int64
-	total *tokenUsage
+	root, path string
+	off        int64
+	total      *tokenUsage
 }
 
+// maxRollout caps a rollout: a session file Tether would pack.
+const maxRollout = packer.DefaultMaxFileBytes
+
 // read takes in the whole lines appended since the last read and reports
-// whether they held a new token count.
-func (r *rollout) read() bool {
+// whether they held a new token count. A rollout that is gone reads as
+// nothing new; one that is a link, not a regular file, or over maxRollout
+// is agent.ErrUnsafeFile.
+func (r *rollout) read() (bool, error) {
 	if r.path == "" {
-		return false
+		return false, nil
 	}
-	f, err := os.Open(r.path)
+	f, err := openRollout(r.root, r.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(r.off, io.SeekStart); err != nil {
-		return false
+		return false, nil
 	}
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(f.Limit(maxRollout - r.off))
+	if err != nil {
+		return false, err
+	}
 	end := bytes.LastIndexByte(data, '\n')
-	if err != nil || end < 0 {
-		return false
+	if end < 0 {
+		return false, nil
 	}
 	r.off += int64(end + 1)
 	changed := false
@@ -447,7 +482,15 @@ func (r *rollout) read() bool {
 			r.total, changed = &t, true
 		}
 	}
-	return changed
+	return changed, nil
+}
+
+func openRollout(root, path string) (*untrusted.File, error) {
+	rel, err := untrusted.Rel(root, path)
+	if err != nil {
+		return nil, err
+	}
+	return untrusted.Open(root, rel)
 }
 
 // usage is the latest total read (zero before any).
@@ -459,51 +502,64 @@ func (r *rollout) usage() agent.Usage {
 }
 
 // rolloutPath is the rollout file of a thread in env, or "" when there is
-// none; the packer's path code finds it, as it does for HasSession.
-func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
+// none; the packer's path code finds it, as it does for HasSession. A
+// rollout that is a link or a special file is agent.ErrUnsafeFile.
+func rolloutPath(ctx context.Context, env agent.Env, threadID string) (string, error) {
 	path, err := packer.New(Name, env, packer.DefaultLimits(), layout).SessionFile(ctx, threadID)
-	if err != nil {
-		return ""
+	switch {
+	case errors.Is(err, packer.ErrLinkEntry), errors.Is(err, packer.ErrSpecialEntry), errors.Is(err, packer.ErrExists):
+		return "", fmt.Errorf("%w: codex rollout of thread %s: %v", agent.ErrUnsafeFile, threadID, err)
+	case err != nil:
+		return "", nil
 	}
-	return path
+	return path, nil
 }
 
+// maxRolloutLine caps one line of a rollout read for the pending call id.
+const maxRolloutLine = 64 << 20
+
 // pendingCallID finds the call_id of the session's last ask_user call in its
-// rollout (the file at path): Codex passes no tool-use id to MCP servers and
-// its --json items carry their own ids, so the rollout is the one place that
-// has it.
-func pendingCallID(path string) string {
+// rollout (the file at path, below root): Codex passes no tool-use id to
+// MCP servers and its --json items carry their own ids, so the rollout is
+// the one place that has it.
+func pendingCallID(root, path string) (string, error) {
 	if path == "" {
-		return ""
+		return "", nil
 	}
-	f, err := os.Open(path)
+	f, err := openRollout(root, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return ""
+		return "", err
 	}
 	defer f.Close()
 	var id string
-	r := bufio.NewReaderSize(f, 64*1024)
-	for {
-		line, err := r.ReadBytes('\n')
-		if bytes.Contains(line, []byte(`"function_call"`)) && bytes.Contains(line, []byte(askuser.ToolName)) {
-			var rec struct {
-				Payload struct {
-					Type      string `json:"type"`
-					Name      string `json:"name"`
-					Namespace string `json:"namespace"`
-					CallID    string `json:"call_id"`
-				} `json:"payload"`
-			}
-			if json.Unmarshal(line, &rec) == nil && rec.Payload.Type == "function_call" &&
-				(rec.Payload.Name == askuser.ToolName && rec.Payload.Namespace == AskUserNamespace ||
-					rec.Payload.Name == AskUserNamespace+"__"+askuser.ToolName) {
-				id = rec.Payload.CallID
-			}
+	sc := bufio.NewScanner(f.Limit(maxRollout))
+	sc.Buffer(make([]byte, 64<<10), maxRolloutLine)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"function_call"`)) || !bytes.Contains(line, []byte(askuser.ToolName)) {
+			continue
 		}
-		if err != nil {
-			return id
+		var rec struct {
+			Payload struct {
+				Type      string `json:"type"`
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+				CallID    string `json:"call_id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Payload.Type == "function_call" &&
+			(rec.Payload.Name == askuser.ToolName && rec.Payload.Namespace == AskUserNamespace ||
+				rec.Payload.Name == AskUserNamespace+"__"+askuser.ToolName) {
+			id = rec.Payload.CallID
 		}
 	}
+	if err := sc.Err(); err != nil && errors.Is(err, agent.ErrUnsafeFile) {
+		return "", err
+	}
+	return id, nil
 }
 
 // AskUserNamespace is the tool namespace Codex puts the ask_user MCP tool in

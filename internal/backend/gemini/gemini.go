@@ -133,7 +133,7 @@ func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, 
 	}
 	resume := req.SessionID
 	if req.Fork && session != "" {
-		if resume, err = fork(session); err != nil {
+		if resume, err = fork(req.Env.StateRoot, session); err != nil {
 			return cliexec.Launch{}, err
 		}
 	}
@@ -160,7 +160,7 @@ func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Requ
 	if err != nil {
 		return "", cliexec.NoSession(Name, req.SessionID, err)
 	}
-	id, err := sessionIDOf(p)
+	id, err := sessionIDOf(req.Env.StateRoot, p)
 	if err != nil {
 		return "", fmt.Errorf("gemini: read session %s: %w", req.SessionID, err)
 	}

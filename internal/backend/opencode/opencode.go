@@ -26,7 +26,6 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/opencode/facts"
-	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
@@ -105,14 +104,6 @@ func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Convers
 		Permission:         v.permissions,
 		MCPTools:           c.MCPTools(),
 	}
-}
-
-// CheckSession finds the export of the session req resumes or forks.
-func (o Options) CheckSession(ctx context.Context, c *cliexec.CLI, req agent.Request) error {
-	if _, err := packer.New(Name, req.Env, packer.DefaultLimits(), layout).SessionFile(ctx, req.SessionID); err != nil {
-		return cliexec.NoSession(Name, req.SessionID, err)
-	}
-	return nil
 }
 
 // bookkeeping is the file, in the visit's scratch directory, of the

@@ -209,7 +209,7 @@ func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Requ
 	if err != nil {
 		return "", cliexec.NoSession(Name, req.SessionID, err)
 	}
-	if err := adoptWorkdir(session, req.Env.Workdir); err != nil {
+	if err := adoptWorkdir(req.Env.StateRoot, session, req.Env.Workdir); err != nil {
 		return "", err
 	}
 	return session, nil
