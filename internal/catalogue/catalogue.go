@@ -13,11 +13,16 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	claude "github.com/tether-run/tether/internal/backend/claude/facts"
+	claudesession "github.com/tether-run/tether/internal/backend/claude/session"
 	codex "github.com/tether-run/tether/internal/backend/codex/facts"
+	codexsession "github.com/tether-run/tether/internal/backend/codex/session"
 	gemini "github.com/tether-run/tether/internal/backend/gemini/facts"
+	geminisession "github.com/tether-run/tether/internal/backend/gemini/session"
 	grok "github.com/tether-run/tether/internal/backend/grok/facts"
 	opencode "github.com/tether-run/tether/internal/backend/opencode/facts"
+	opencodesession "github.com/tether-run/tether/internal/backend/opencode/session"
 	pi "github.com/tether-run/tether/internal/backend/pi/facts"
+	pisession "github.com/tether-run/tether/internal/backend/pi/session"
 	scripted "github.com/tether-run/tether/internal/backend/scripted/facts"
 	scriptedsession "github.com/tether-run/tether/internal/backend/scripted/session"
 	"github.com/tether-run/tether/internal/transcript"
@@ -31,12 +36,12 @@ import (
 // lists its constructor for the worker and its variables in the docs.
 var entries = []entry{
 	{scripted.Backend, &scriptedsession.Transcript},
-	{claude.Backend, nil},
-	{codex.Backend, nil},
-	{pi.Backend, nil},
-	{gemini.Backend, nil},
+	{claude.Backend, &claudesession.Transcript},
+	{codex.Backend, &codexsession.Transcript},
+	{pi.Backend, &pisession.Transcript},
+	{gemini.Backend, &geminisession.Transcript},
 	{grok.Backend, nil},
-	{opencode.Backend, nil},
+	{opencode.Backend, &opencodesession.Transcript},
 	// Known to ADR-089 as a backend without the persist capability; this
 	// build has no executor for it (its CLI, kimi-cli on the Python
 	// registry, cannot be installed where Tether is built and tested:

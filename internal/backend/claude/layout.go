@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/claude/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
@@ -71,9 +72,9 @@ func places(env agent.Env, id string) ([]packer.Place, error) {
 	}
 	proj := "projects/" + projectSlug(dir) + "/"
 	return []packer.Place{
-		{Name: "project/" + id + ".jsonl", Path: proj + id + ".jsonl", Primary: true},
-		{Name: "project/" + id, Path: proj + id, Dir: true},
-		{Name: "tasks/" + id, Path: "tasks/" + id, Dir: true},
+		{Name: session.TranscriptName(id), Path: proj + id + ".jsonl", Primary: true},
+		{Name: session.FolderName(id), Path: proj + id, Dir: true},
+		{Name: session.TasksName(id), Path: "tasks/" + id, Dir: true},
 	}, nil
 }
 

@@ -20,10 +20,14 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv/files"
+	"github.com/tether-run/tether/internal/transcript"
 )
 
 // Harness is what a suite's New gets to build an executor: the fake model,
@@ -316,6 +320,10 @@ func Run(t *testing.T, s Suite) {
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
 	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
+	if s.facts(t).Persist {
+		// A backend without persist keeps no session to read.
+		t.Run("TranscriptReadsTheSession", func(t *testing.T) { transcriptOf(t, s) })
+	}
 	t.Run("NotInstalled", func(t *testing.T) {
 		h := s.harness(t)
 		h.BinDir = t.TempDir()
@@ -632,7 +640,7 @@ func progress(t *testing.T, s Suite) {
 // endpoint, the key, the timeout or where scratch files go.
 func fingerprint(t *testing.T, s Suite) {
 	f := s.facts(t)
-	a := s.Backend(cliexec.Options{Model: "m1"})
+	a := s.Backend(cliexec.Options{Model: "m1", BaseURL: "http://a/v1"})
 	b := s.Backend(cliexec.Options{Model: "m1", BaseURL: "http://elsewhere/v1", APIKey: "other", Timeout: time.Hour, TempDir: t.TempDir()})
 	assert.Equal(t, a.Fingerprint(agent.Request{}), b.Fingerprint(agent.Request{}), "endpoint, key, timeout and scratch are not part of it")
 	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
@@ -702,4 +710,89 @@ func planted(t *testing.T, s Suite) {
 		require.ErrorIs(t, err, agent.ErrUnsafeFile, "a session file swapped for a %s", name)
 		assert.Len(t, h.Fake.Requests(), before, "refused before the CLI starts")
 	}
+}
+
+// transcriptOf runs three visits of one session through the real CLI (a
+// file written, a shell command run on the first resume, a plain turn on
+// the second), packs it as the worker does (whole, then a delta), stores
+// it, and reads it back as the console does (conversation.Read): every
+// prompt as a user entry of its turn, the model's replies, each tool call
+// with its arguments and its result.
+func transcriptOf(t *testing.T, s Suite) {
+	ctx := context.Background()
+	f := s.facts(t)
+	h := s.harness(t)
+	b := s.New(h)
+	env := NewEnv(t)
+	var settings agent.Settings
+	if slices.Contains(f.Honours, agent.SettingPermissions) {
+		settings.Permissions = agent.PermissionFull
+	}
+	prompts := []string{
+		"write the notes\nWRITE_FILE: notes.txt\nfirst line\nEND_FILE",
+		"now list them\n" + fakemodel.CueShell + " ls notes.txt",
+		"and that is all",
+	}
+	first := execute(t, b, agent.Request{Prompt: prompts[0], Env: env, Settings: settings})
+	pk := b.Packer(env).(interface {
+		PackDelta(context.Context, string, *packer.Manifest) ([]byte, *packer.Manifest, error)
+	})
+	base, m, err := pk.PackDelta(ctx, first.SessionID, nil)
+	require.NoError(t, err)
+	for _, p := range prompts[1:] {
+		execute(t, b, agent.Request{Prompt: p, SessionID: first.SessionID, Env: env, Settings: settings})
+	}
+	delta, _, err := pk.PackDelta(ctx, first.SessionID, m)
+	require.NoError(t, err)
+
+	store := blob.NewMem()
+	const run = "transcript-run"
+	slot := runstore.NodeSessionSlot{Backend: f.Name, SessionID: first.SessionID}
+	for i, data := range [][]byte{base, delta} {
+		ref := runstore.SessionKey(run, "writer", fmt.Sprintf("01J0000000000000000000000%d", i))
+		require.NoError(t, blob.PutBytes(ctx, store, ref, data))
+		if i == 0 {
+			slot.StateRef, slot.Digest = ref, packer.Digest(data)
+		} else {
+			slot.Parts = append(slot.Parts, runstore.SessionPart{Ref: ref, Digest: packer.Digest(data), Size: int64(len(data))})
+		}
+	}
+	page, err := conversation.Read(ctx, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	require.NoError(t, err)
+	require.Zero(t, page.Next)
+
+	var users []string
+	calls := map[string]transcript.Entry{}
+	results := map[string]transcript.Entry{}
+	replies := map[int]string{}
+	for _, e := range page.Entries {
+		switch e.Kind {
+		case transcript.User:
+			users = append(users, e.Text)
+			assert.Equal(t, len(users), e.Turn, "each prompt opens its turn")
+		case transcript.Assistant:
+			replies[e.Turn] += e.Text
+		case transcript.ToolCall:
+			calls[e.CallID] = e
+		case transcript.ToolResult:
+			results[e.CallID] = e
+		}
+	}
+	assert.Equal(t, prompts, users, "the prompts, once each, in order")
+	for turn := 1; turn <= 3; turn++ {
+		assert.Contains(t, replies[turn], fmt.Sprintf("turn %d: ", turn), "the reply of turn %d", turn)
+	}
+	wrote, listed := false, false
+	for id, c := range calls {
+		r, ok := results[id]
+		assert.True(t, ok, "the call %s (%s) has its result", id, c.Tool)
+		switch {
+		case c.Turn == 1 && strings.Contains(c.Input, "notes.txt") && strings.Contains(c.Input, "first line"):
+			wrote = true
+		case c.Turn == 2 && strings.Contains(c.Input, "ls notes.txt"):
+			listed = ok && strings.Contains(r.Text, "notes.txt") && !r.IsError
+		}
+	}
+	assert.True(t, wrote, "turn 1 wrote notes.txt with its content: %+v", calls)
+	assert.True(t, listed, "turn 2 ran ls and saw its output: %+v %+v", calls, results)
 }

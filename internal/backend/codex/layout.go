@@ -5,9 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"regexp"
-	"strings"
 
+	"github.com/tether-run/tether/internal/backend/codex/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
@@ -21,24 +20,9 @@ import (
 // resumes from the rollout alone.
 var layout = packer.OneFile{Match: isRolloutPath, Find: findRollouts}
 
-var (
-	yearDir      = regexp.MustCompile(`^[0-9]{4}$`)
-	monthDayDir  = regexp.MustCompile(`^[0-9]{2}$`)
-	rolloutStamp = regexp.MustCompile(`^rollout-[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-`)
-)
-
-// isRollout reports whether file is the rollout file name of session id.
-func isRollout(file, id string) bool {
-	loc := rolloutStamp.FindStringIndex(file)
-	return loc != nil && file[loc[1]:] == id+".jsonl"
-}
-
-// isRolloutPath reports whether rel is sessions/YYYY/MM/DD/<rollout of id>.
-func isRolloutPath(rel, id string) bool {
-	c := strings.Split(rel, "/")
-	return len(c) == 5 && c[0] == "sessions" && yearDir.MatchString(c[1]) &&
-		monthDayDir.MatchString(c[2]) && monthDayDir.MatchString(c[3]) && isRollout(c[4], id)
-}
+// isRolloutPath reports whether rel is sessions/YYYY/MM/DD/<rollout of id>
+// (the session leaf's name rules, which the console reads archives with).
+var isRolloutPath = session.IsRolloutPath
 
 // findRollouts lists the files of every date directory. A date directory
 // that is a link or not a directory is skipped, as it cannot hold a
@@ -59,7 +43,7 @@ func findRollouts(root *os.Root, _ string) ([]string, error) {
 			switch {
 			case depth == 3:
 				out = append(out, rel)
-			case e.IsDir() && (depth == 0 && yearDir.MatchString(e.Name()) || depth > 0 && monthDayDir.MatchString(e.Name())):
+			case e.IsDir() && (depth == 0 && session.YearDir(e.Name()) || depth > 0 && session.MonthDayDir(e.Name())):
 				if err := walk(rel, depth+1); err != nil {
 					return err
 				}

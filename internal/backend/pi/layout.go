@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"regexp"
 
+	"github.com/tether-run/tether/internal/backend/pi/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
@@ -21,13 +21,9 @@ import (
 // name.
 var layout = packer.OneFile{Match: isSessionFile, Find: findFiles}
 
-var sessionStamp = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{3}Z_`)
-
-// isSessionFile reports whether name is pi's file name for session id.
-func isSessionFile(name, id string) bool {
-	loc := sessionStamp.FindStringIndex(name)
-	return loc != nil && name[loc[1]:] == id+".jsonl"
-}
+// isSessionFile reports whether name is pi's file name for session id
+// (the session leaf's rule, which the console reads archives with).
+var isSessionFile = session.IsFile
 
 // findFiles lists the flat session directory.
 func findFiles(root *os.Root, _ string) ([]string, error) {
