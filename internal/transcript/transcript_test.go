@@ -82,7 +82,21 @@ func TestLinesStopWhenThePageIsFull(t *testing.T) {
 func FuzzTranscriptReaders(f *testing.F) {
 	f.Add([]byte(`{"id":"s","backend":"scripted","format_version":1}` + "\n" + `{"seq":1,"kind":"message","role":"user","text":"hi"}`))
 	f.Add([]byte("{\n}\n[1,2]\n\"x\"\nnull\n{\"type\":\"message\"}"))
-	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"role":"user"},"parts":[{"type":"text","text":"hi"}]}]}`))
+	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"role":"user"},"parts":[{"type":"text","text":"hi"}]},` +
+		`{"info":{"role":"assistant"},"parts":[{"type":"tool","tool":"bash","callID":"c","state":{"status":"completed","input":{"command":"ls"},"output":"a"}}]}]}`))
+	// One line of each CLI's session file, as the CLIs write them.
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"hi"}}` + "\n" +
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}}]}}` + "\n" +
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"}]}]}}`))
+	f.Add([]byte(`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"c"}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"a"}}`))
+	f.Add([]byte(`{"type":"session","version":3,"id":"x"}` + "\n" +
+		`{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"bash","arguments":{}}]}}` + "\n" +
+		`{"type":"message","message":{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{"type":"text","text":"a"}]}}`))
+	f.Add([]byte(`{"sessionId":"x","kind":"main"}` + "\n" + `{"id":"1","type":"user","content":[{"text":"hi"}]}` + "\n" +
+		`{"id":"2","type":"gemini","content":"","toolCalls":[{"id":"c","name":"ls","args":{}}]}` + "\n" +
+		`{"id":"3","type":"user","content":[{"functionResponse":{"id":"c","name":"ls","response":{"output":"a"}}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, name := range catalogue.Known() {
 			r, ok := catalogue.Transcript(name)
