@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,5 +24,16 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		have, err := os.ReadFile(filepath.Join(root, rel))
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(have), "%s is out of date: run go generate ./internal/backend", rel)
+	}
+}
+
+// Every backend this build runs has a section of its own in
+// docs/backends.md: how it is driven and what was measured of it, which
+// no generator can write.
+func TestEveryBackendHasItsSection(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testenv.Root(), "docs", "backends.md"))
+	require.NoError(t, err)
+	for _, f := range implemented() {
+		assert.Regexp(t, `(?m)^##+ `+regexp.QuoteMeta(f.Name)+`$`, string(b), "docs/backends.md has no section for %s", f.Name)
 	}
 }
