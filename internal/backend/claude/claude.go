@@ -77,16 +77,9 @@ func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
 // Conversation is what defines the conversation a visit of req runs.
 func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
 	v := o.settings(c, req)
-	return cliexec.Conversation{
-		Model:              v.Model,
-		SystemPrompt:       v.SystemPrompt,
-		AppendSystemPrompt: v.AppendSystemPrompt,
-		Tools:              v.Tools,
-		AllowedTools:       o.AllowedTools,
-		DisallowedTools:    v.DisallowedTools,
-		Permission:         v.permissionMode,
-		MCPTools:           c.MCPTools(),
-	}
+	conv := v.Conversation(v.permissionMode)
+	conv.AllowedTools, conv.MCPTools = o.AllowedTools, c.MCPTools()
+	return conv
 }
 
 // Launch says how visit v of req runs the CLI.

@@ -18,8 +18,6 @@ import (
 func TestClaudeCode(t *testing.T) {
 	clitest.Run(t, clitest.Suite{
 		Backend:        claude.Configured,
-		SessionGlob:    "projects/*/{id}.jsonl",
-		MissingID:      "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
 		AskUserTool:    claude.AskUserTool,
 		PendingPrefix:  "toolu_",
 		ReadOnlyDenial: "Permission to use",

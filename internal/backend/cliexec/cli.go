@@ -213,3 +213,11 @@ func (c CLI) Merge(req agent.Request, d Defaults) Merged {
 		DisallowedTools:    PickList(s.DisallowedTools, d.DisallowedTools),
 	}
 }
+
+// Conversation is what m defines of a visit's conversation, with the
+// permission the backend maps the node's level to; an executor adds the
+// fields of its own (allowed tools, MCP tools).
+func (m Merged) Conversation(permission string) Conversation {
+	return Conversation{Model: m.Model, SystemPrompt: m.SystemPrompt, AppendSystemPrompt: m.AppendSystemPrompt,
+		Tools: m.Tools, DisallowedTools: m.DisallowedTools, Permission: permission}
+}

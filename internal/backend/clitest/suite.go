@@ -54,12 +54,6 @@ type Suite struct {
 	// Backend builds the executor under test from the options the
 	// worker's configuration would give it: the backend's Configured.
 	Backend func(cliexec.Options) agent.Backend
-	// SessionGlob is where the CLI writes a session, by the backend's
-	// documented layout: a glob below the state root in which {id} stands
-	// for the session id (or for {id8}, its first 8 characters).
-	SessionGlob string
-	// MissingID is a well-formed session id that does not exist.
-	MissingID string
 	// AskUserTool is the tool name the fake model sees for ask_user; empty
 	// for a backend that asks through the structured-output convention.
 	AskUserTool string
@@ -88,15 +82,16 @@ func (s Suite) New(h *Harness) agent.Backend {
 	return s.Backend(h.For(s.Backend(cliexec.Options{}).Name()))
 }
 
-// HasSessionFiles reports whether the CLI wrote session id under env, by
-// SessionGlob.
-func (s Suite) HasSessionFiles(env agent.Env, id string) bool {
-	pat := strings.ReplaceAll(s.SessionGlob, "{id}", id)
-	if len(id) >= 8 {
-		pat = strings.ReplaceAll(pat, "{id8}", id[:8])
-	}
-	m, _ := filepath.Glob(filepath.Join(env.StateRoot, filepath.FromSlash(pat)))
-	return len(m) == 1
+// missingID is a well-formed session id (for every CLI's layout) that
+// no test creates.
+const missingID = "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00"
+
+// hasSession reports whether the backend's packer finds session id, as
+// the CLI wrote it, under env: what the worker packs is what the CLI
+// resumes from.
+func hasSession(b agent.Backend, env agent.Env, id string) bool {
+	p := b.Packer(env)
+	return p != nil && p.HasSession(context.Background(), id)
 }
 
 // Expect is the usage a CLI speaking wire (agent.Facts.Wire) reports for
@@ -177,7 +172,7 @@ func Run(t *testing.T, s Suite) {
 		assert.Equal(t, "turn 1: alpha", res.Text)
 		assert.Nil(t, res.NeedsInteraction)
 		assert.Len(t, res.Fingerprint, 64)
-		assert.True(t, s.HasSessionFiles(env, res.SessionID), "session %s on disk under %s", res.SessionID, env.StateRoot)
+		assert.True(t, hasSession(b, env, res.SessionID), "session %s on disk under %s", res.SessionID, env.StateRoot)
 		assert.Equal(t, []string{"alpha"}, lastPrompts(t, h.Fake))
 	})
 	t.Run("ResumeContinues", func(t *testing.T) {
@@ -196,7 +191,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("ResumeMissingIsNoSession", func(t *testing.T) {
 		h := s.harness(t)
 		env := NewEnv(t)
-		_, err := s.New(h).Execute(context.Background(), agent.Request{Prompt: "x", SessionID: s.MissingID, Env: env})
+		_, err := s.New(h).Execute(context.Background(), agent.Request{Prompt: "x", SessionID: missingID, Env: env})
 		require.ErrorIs(t, err, agent.ErrNoSession)
 		assert.Equal(t, "NoSession", agent.ErrorType(err))
 		t.Logf("error: %v", err)
@@ -220,7 +215,7 @@ func Run(t *testing.T, s Suite) {
 		require.NotNil(t, asked.NeedsInteraction, "no interaction; final text %q", asked.Text)
 		assert.Equal(t, []agent.Question{{ID: "q1", Text: "which colour?"}}, asked.NeedsInteraction.Questions)
 		require.NotEmpty(t, asked.SessionID)
-		assert.True(t, s.HasSessionFiles(env, asked.SessionID), "session files are on disk while paused")
+		assert.True(t, hasSession(b, env, asked.SessionID), "session files are on disk while paused")
 		if s.PendingPrefix != "" {
 			assert.True(t, strings.HasPrefix(asked.NeedsInteraction.PendingToolUseID, s.PendingPrefix),
 				"pending tool use id %q", asked.NeedsInteraction.PendingToolUseID)

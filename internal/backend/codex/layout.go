@@ -18,11 +18,7 @@ import (
 // found by its id in any date directory, and restored under the same
 // relative path. The rollout records the working directory inside; Codex
 // resumes from the rollout alone.
-var layout = packer.OneFile{Match: isRolloutPath, Find: findRollouts}
-
-// isRolloutPath reports whether rel is sessions/YYYY/MM/DD/<rollout of id>
-// (the session leaf's name rules, which the console reads archives with).
-var isRolloutPath = session.IsRolloutPath
+var layout = packer.OneFile{Match: session.IsRolloutPath, Find: findRollouts}
 
 // findRollouts lists the files of every date directory. A date directory
 // that is a link or not a directory is skipped, as it cannot hold a

@@ -105,14 +105,8 @@ func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
 // Conversation is what defines the conversation a visit of req runs.
 func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
 	v := o.settings(c, req)
-	return cliexec.Conversation{
-		Model:              v.Model,
-		SystemPrompt:       v.SystemPrompt,
-		AppendSystemPrompt: v.AppendSystemPrompt,
-		Tools:              v.Tools,
-		DisallowedTools:    v.DisallowedTools,
-		Permission:         v.approvalMode,
-	}
+	conv := v.Conversation(v.approvalMode)
+	return conv
 }
 
 // CheckSession finds the file of the session req resumes or forks.

@@ -27,10 +27,7 @@ const (
 // a session imported from a file). The first line of the file is the
 // session's metadata ({"sessionId": …, "projectHash": …}); every further
 // line a message. It is restored under the same name.
-var layout = packer.OneFile{Match: isSessionPath, Find: findSessions}
-
-// isSessionPath reports whether rel is ChatsDir/<session file of id>.
-var isSessionPath = session.IsPath
+var layout = packer.OneFile{Match: session.IsPath, Find: findSessions}
 
 // findSessions lists the pinned project's chats directory.
 func findSessions(root *os.Root, _ string) ([]string, error) {

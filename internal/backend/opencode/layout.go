@@ -17,13 +17,10 @@ const SessionsDir = session.Dir
 // layout is where opencode sessions are in env: a session is
 // the one file SessionsDir/<id>.json, restored under the same name. The
 // database, the CLI's logs, caches and credentials are never packed.
-var layout = packer.OneFile{Match: isSessionPath, Find: findSessions}
+var layout = packer.OneFile{Match: session.IsExport, Find: findSessions}
 
 // exportName is the export's path for id, relative to the state root.
 func exportName(id string) string { return session.ExportName(id) }
-
-// isSessionPath reports whether rel is session id's export.
-var isSessionPath = session.IsExport
 
 // findSessions lists SessionsDir.
 func findSessions(root *os.Root, _ string) ([]string, error) {

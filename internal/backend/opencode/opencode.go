@@ -95,15 +95,9 @@ func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
 // Conversation is what defines the conversation a visit of req runs.
 func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
 	v := o.settings(c, req)
-	return cliexec.Conversation{
-		Model:              v.Model,
-		SystemPrompt:       v.SystemPrompt,
-		AppendSystemPrompt: v.AppendSystemPrompt,
-		Tools:              v.Tools,
-		DisallowedTools:    v.DisallowedTools,
-		Permission:         v.permissions,
-		MCPTools:           c.MCPTools(),
-	}
+	conv := v.Conversation(v.permissions)
+	conv.MCPTools = c.MCPTools()
+	return conv
 }
 
 // bookkeeping is the file, in the visit's scratch directory, of the

@@ -10,8 +10,6 @@ import (
 func TestOpencode(t *testing.T) {
 	clitest.Run(t, clitest.Suite{
 		Backend:            opencode.Configured,
-		SessionGlob:        opencode.SessionsDir + "/{id}.json",
-		MissingID:          "ses_0badf00d0000000000000000aa",
 		AskUserTool:        opencode.AskUserTool,
 		PendingPrefix:      "call_",
 		HiddenWhenReadOnly: []string{"write", "edit", "bash"},

@@ -19,11 +19,7 @@ import (
 // and '.' replaced by '-' (2026-11-30T12-27-00-123Z) and id is the session's
 // uuid (pi 0.73.1, SessionManager.newSession). It is restored under the same
 // name.
-var layout = packer.OneFile{Match: isSessionFile, Find: findFiles}
-
-// isSessionFile reports whether name is pi's file name for session id
-// (the session leaf's rule, which the console reads archives with).
-var isSessionFile = session.IsFile
+var layout = packer.OneFile{Match: session.IsFile, Find: findFiles}
 
 // findFiles lists the flat session directory.
 func findFiles(root *os.Root, _ string) ([]string, error) {

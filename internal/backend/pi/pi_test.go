@@ -15,8 +15,6 @@ import (
 func TestPi(t *testing.T) {
 	clitest.Run(t, clitest.Suite{
 		Backend:            pi.Configured,
-		SessionGlob:        "*_{id}.jsonl",
-		MissingID:          "01a22c71-0000-7000-8000-000000000000",
 		HiddenWhenReadOnly: []string{"write", "edit", "bash"},
 	})
 }
