@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sandbox"
 )
