@@ -1,5 +1,6 @@
-# The tether-worker image: the worker and the tether CLI, the agent CLIs
-# .env pins (every AGENT_CLI_<X>=<package>@<version> line, read from .env
+# The tether-worker image: the worker, the tether CLI and tether-certs (the
+# cluster's certificates, docker-compose.yml's "certs"), the agent CLIs .env
+# pins (every AGENT_CLI_<X>=<package>@<version> line, read from .env
 # itself, so a new backend's CLI needs no line here), and what tool nodes
 # such as `go test` need (the Go toolchain and git), so
 # examples/fix-the-test.yaml runs on it. docker compose passes the
@@ -14,7 +15,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
- && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter \
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether-certs ./internal/pki/cmd/certs
 
 FROM golang:${GO_VERSION}-bookworm AS go
 

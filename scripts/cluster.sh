@@ -7,7 +7,9 @@
 #                PostgreSQL), or an existing server named by TETHER_PG_URL
 #   Temporal     the server built from go.temporal.io/server, all services in
 #                one process, deploy/temporal/config/tether.yaml, schemas
-#                applied by deploy/temporal/setup-postgres.sh
+#                applied by deploy/temporal/setup-postgres.sh; mutual TLS on
+#                the frontend (gRPC and HTTP API) and between its services,
+#                with certificates issued for this cluster (internal/pki)
 #   S3           versitygw on 127.0.0.1, bucket "tether"
 #   workers      N tether-worker processes, each with its own empty HOME,
 #                state and work roots
@@ -22,10 +24,13 @@
 #                                           empty its disks (HOME, state, work)
 #   scripts/cluster.sh start|stop|restart postgres|temporal|s3
 #
-# State lives in TETHER_CLUSTER_DIR (default .tether/cluster). Ports start at
-# TETHER_CLUSTER_PORT (default 7233: Temporal's frontend; history +1,
+# State lives in TETHER_CLUSTER_DIR (default .tether/cluster); the
+# certificates in its tls/ directory, one subdirectory per role, which no
+# sandbox binds (docs/security.md). Ports start at TETHER_CLUSTER_PORT
+# (default 7233: Temporal's frontend, its HTTP API +10; history +1,
 # matching +2, worker +6, membership -300.., metrics +767), S3 on
 # TETHER_CLUSTER_S3_PORT (7070), PostgreSQL on TETHER_CLUSTER_PG_PORT (55432).
+# The workers run bin/tether-worker, or TETHER_CLUSTER_WORKER_BIN.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -104,7 +109,27 @@ secrets() {
 	export TETHER_PG_USER TETHER_PG_PASSWORD TETHER_PG_HOST TETHER_PG_PORT
 }
 
+# certs issues the cluster's certificates, or renews those about to
+# expire (internal/pki).
+certs() {
+	mkdir -p "$dir/log"
+	(cd "$root" && go run ./internal/pki/cmd/certs -dir "$dir/tls" -hosts 127.0.0.1,localhost,::1) >>"$dir/log/certs.log" 2>&1 ||
+		die "issuing the cluster's certificates failed; see $dir/log/certs.log"
+}
+
+# tls_env ROLE: the client certificate of ROLE (cli, worker) under the
+# names tether reads and under the Temporal CLI's.
+tls_env() {
+	local d=$dir/tls/$1
+	cat <<EOF
+export TEMPORAL_TLS_CERT='$d/cert.pem' TEMPORAL_TLS_CLIENT_CERT_PATH='$d/cert.pem'
+export TEMPORAL_TLS_KEY='$d/key.pem' TEMPORAL_TLS_CLIENT_KEY_PATH='$d/key.pem'
+export TEMPORAL_TLS_CA='$d/ca.pem' TEMPORAL_TLS_SERVER_CA_CERT_PATH='$d/ca.pem'
+EOF
+}
+
 client_env() {
+	tls_env cli
 	cat <<EOF
 export TEMPORAL_ADDRESS=127.0.0.1:$port
 export TEMPORAL_NAMESPACE=default
@@ -182,7 +207,11 @@ stop_postgres() {
 
 # --- Temporal --------------------------------------------------------------
 
-temporal_cli() { "$root/bin/temporal" --address "127.0.0.1:$port" "$@"; }
+temporal_cli() {
+	local d=$dir/tls/cli
+	"$root/bin/temporal" --address "127.0.0.1:$port" \
+		--tls-cert-path "$d/cert.pem" --tls-key-path "$d/key.pem" --tls-ca-path "$d/ca.pem" "$@"
+}
 start_temporal() {
 	if running temporal; then return 0; fi
 	local server
@@ -194,8 +223,9 @@ start_temporal() {
 	SQL_TOOL="$root/bin/temporal-server-sql" SCHEMA_DIR="$mod/schema/postgresql/v12" \
 		sh "$root/deploy/temporal/setup-postgres.sh" >>"$dir/log/schema.log" 2>&1 ||
 		die "schema setup failed; see $dir/log/schema.log"
+	[ -f "$dir/tls/server/frontend.pem" ] || certs
 	TETHER_TEMPORAL_PORT=$port TETHER_TEMPORAL_DYNAMIC_CONFIG="$root/deploy/temporal/config/dynamicconfig/tether.yaml" \
-		spawn temporal "$server" --root "$root/deploy/temporal" --config config --env tether --allow-no-auth start
+		TETHER_TEMPORAL_TLS_DIR="$dir/tls/server" spawn temporal "$server" --root "$root/deploy/temporal" --config config --env tether --allow-no-auth start
 	wait_for "Temporal at 127.0.0.1:$port" 90 temporal_cli operator cluster health
 	if ! temporal_cli operator namespace describe --namespace default >/dev/null 2>&1; then
 		wait_for "namespace default" 60 temporal_cli operator namespace create --namespace default --retention 72h
@@ -204,7 +234,7 @@ start_temporal() {
 	# cache refreshes; workers that start before then cannot register
 	# Tether's search attributes in it.
 	wait_for "namespace default to be served" 60 temporal_cli operator search-attribute list --namespace default
-	say "temporal up on 127.0.0.1:$port (server v$TEMPORAL_VERSION on PostgreSQL)"
+	say "temporal up on 127.0.0.1:$port (server v$TEMPORAL_VERSION on PostgreSQL, mutual TLS)"
 }
 
 # --- S3 --------------------------------------------------------------------
@@ -228,12 +258,14 @@ worker_start() {
 	local i=$1 w=$dir/workers/w$1
 	if running "worker-$i"; then return 0; fi
 	mkdir -p "$w/home" "$w/state" "$w/work"
-	[ -x "$root/bin/tether-worker" ] || (cd "$root" && make -s build)
+	local bin=${TETHER_CLUSTER_WORKER_BIN:-$root/bin/tether-worker}
+	[ -x "$bin" ] || (cd "$root" && make -s build)
 	(
 		eval "$(client_env)"
+		eval "$(tls_env worker)"
 		export HOME="$w/home" TETHER_HOME="$w/home/.tether" TETHER_STATE_DIR="$w/state" TETHER_WORK_DIR="$w/work" \
 			TETHER_WORKER_ID="cluster-w$i"
-		spawn "worker-$i" "$root/bin/tether-worker"
+		spawn "worker-$i" "$bin"
 	)
 	say "worker $i up (cluster-w$i, roots in $w)"
 }
@@ -257,6 +289,7 @@ up() {
 	secrets
 	mkdir -p "$dir/log"
 	chmod 755 "$dir"
+	certs
 	start_postgres
 	start_s3
 	start_temporal
@@ -340,5 +373,5 @@ start | stop | restart)
 	*) die "$cmd postgres|temporal|s3" ;;
 	esac
 	;;
-*) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+*) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 // Command tether-worker runs Tether's GraphRun workflow and its activities.
 // It connects to TEMPORAL_ADDRESS (default 127.0.0.1:7233) in
-// TEMPORAL_NAMESPACE (default "default"), polls the task queue "tether" and
-// its own worker queue, and stops gracefully on SIGINT or SIGTERM, sending
-// its last spans before it exits. With OTEL_EXPORTER_OTLP_ENDPOINT set it
+// TEMPORAL_NAMESPACE (default "default"), with TLS and a client
+// certificate or API key when TEMPORAL_TLS_* or TEMPORAL_API_KEY say so,
+// polls the task queue "tether" and its own worker queue, and stops
+// gracefully on SIGINT or SIGTERM, sending its last spans before it exits. With OTEL_EXPORTER_OTLP_ENDPOINT set it
 // exports traces by OTLP; with TETHER_METRICS_ADDR set it serves Prometheus
 // metrics there at /metrics.
 package main
@@ -25,6 +26,7 @@ import (
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
+	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/internal/workerhost"
 )
 
@@ -79,10 +81,8 @@ func run() error {
 		logger.Warn(w, "store", cfg.BlobURL)
 	}
 
-	c, err := client.Dial(client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.Namespace,
-		Logger:    tlog.NewStructuredLogger(logger),
+	c, err := temporalclient.Dial(cfg, client.Options{
+		Logger: tlog.NewStructuredLogger(logger),
 		// The worker's own interceptors come from workerhost; these trace
 		// the client's calls.
 		Interceptors:   tel.ClientInterceptors(),

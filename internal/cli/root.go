@@ -19,6 +19,7 @@ import (
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
+	"github.com/tether-run/tether/internal/temporalclient"
 )
 
 // cliStoreRetry is how long a CLI command waits out a store outage
@@ -63,7 +64,7 @@ func (a *app) temporal() (client.Client, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
-	opts := client.Options{HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Logger: quietLogger{}}
+	opts := client.Options{Logger: quietLogger{}}
 	if a.cfg.OTLPEndpoint != "" {
 		// A run's trace starts at the `tether` command that started it.
 		// Set up once: a dial that failed is tried again with the same one.
@@ -75,7 +76,7 @@ func (a *app) temporal() (client.Client, error) {
 		}
 		opts.Interceptors = a.tel.ClientInterceptors()
 	}
-	c, err := client.Dial(opts)
+	c, err := temporalclient.Dial(a.cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s: %w; start it with `make run` (dev server) or set TEMPORAL_ADDRESS", a.cfg.TemporalAddress, err)
 	}

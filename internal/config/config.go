@@ -32,6 +32,9 @@ type Config struct {
 	TemporalAddress string
 	// Namespace is the Temporal namespace runs live in.
 	Namespace string
+	// TemporalTLS is how to authenticate to the frontend (TEMPORAL_TLS_*,
+	// TEMPORAL_API_KEY).
+	TemporalTLS TemporalTLS
 	// Home is Tether's local directory (.tether by default).
 	Home string
 	// BlobURL is the blob store: file:///path, s3://bucket/prefix?… or
@@ -159,7 +162,8 @@ func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx contex
 }
 
 // FromEnv reads the settings from the environment: TEMPORAL_ADDRESS,
-// TEMPORAL_NAMESPACE, TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
+// TEMPORAL_NAMESPACE, the frontend's TLS and API key (TemporalTLS),
+// TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
 // TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR, TETHER_PPROF,
 // OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), the
 // worker's settings documented on Config, and the agents' (TETHER_CLI_BIN,
@@ -222,6 +226,10 @@ func readEnv() (Config, error) {
 			Vars:    catalogue.Vars(getenv),
 			PassEnv: names(getenv("TETHER_PASS_ENV")),
 		},
+	}
+	var err error
+	if c.TemporalTLS, err = temporalTLS(); err != nil {
+		return c, err
 	}
 	switch v := getenv("TETHER_PPROF"); v {
 	case "", "0", "false":

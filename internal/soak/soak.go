@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -87,7 +88,7 @@ func New(ctx context.Context, o Options) (*Soak, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: quietLogger})
+	c, err := temporalclient.Dial(cfg, client.Options{Logger: quietLogger})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the cluster up? make cluster)", cfg.TemporalAddress, err)
 	}
