@@ -62,12 +62,6 @@ const ProviderID = "tether"
 // the variable, never the key.
 const KeyEnv = "TETHER_OPENCODE_API_KEY"
 
-// driver is opencode's part of a visit (cliexec.Executor runs the rest).
-type driver struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
 // Configured is the executor as the worker's configuration sets it up:
 // it calls the ask_user MCP server when the worker has one, and follows
 // the reply convention when not.
