@@ -1,4 +1,5 @@
-# The tether-worker image: the worker, the tether CLI and tether-certs (the
+# The tether-worker image: the worker, its confine helper (tether-confine,
+# beside it) with bubblewrap, the tether CLI and tether-certs (the
 # cluster's certificates, docker-compose.yml's "certs"), the agent CLIs .env
 # pins (every AGENT_CLI_<X>=<package>@<version> line, read from .env
 # itself, so a new backend's CLI needs no line here), and what tool nodes
@@ -15,6 +16,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether-confine ./internal/sandbox/cmd/tether-confine \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether-certs ./internal/pki/cmd/certs
 
@@ -23,7 +25,7 @@ FROM golang:${GO_VERSION}-bookworm AS go
 FROM node:${NODE_VERSION}-bookworm-slim
 COPY .env /tmp/tether-pins.env
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && npm install -g --no-audit --no-fund $(sed -n 's/^AGENT_CLI_[A-Z0-9_]*=//p' /tmp/tether-pins.env) \
  && npm cache clean --force \

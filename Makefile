@@ -8,14 +8,15 @@ export GOFLAGS ?= -buildvcs=false
 
 all: build tools
 
-## build: the tether CLI and the tether-worker binary, into bin/
+## build: the tether CLI, the tether-worker binary and its confine helper, into bin/
 build:
 	$(GO) build -o bin/tether ./starter
 	$(GO) build -o bin/tether-worker ./worker
+	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
 
-## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs
+## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap
 tools:
-	bash scripts/tools.sh temporal versitygw clis >/dev/null
+	bash scripts/tools.sh temporal versitygw clis sandbox >/dev/null
 
 ## run: dev server + worker + the review-loop demo, answered automatically
 run: build

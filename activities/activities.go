@@ -373,12 +373,20 @@ func (a *Activities) ExecuteNode(ctx context.Context, req *ExecuteRequest) (*Exe
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
-	return a.runAgent(ctx, agentRun{
+	ctx, confined, err := a.confineVisit(ctx, req.Node)
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.runAgent(ctx, agentRun{
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: req.Input, prev: req.PrevOutput, sessionID: sessionID,
 		fork: req.Node.Session == graph.SessionFork && sessionID != "", answer: req.Answer,
 		packTo: req.PackTo, pauseTo: req.PauseTo,
 	})
+	if err == nil {
+		noteRefused(res.Output, confined)
+	}
+	return res, err
 }
 
 // agentRun is one execution of an agent on this worker.

@@ -29,7 +29,13 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
 	}
-	return a.runTool(ctx, req.Node, req.Visit, req.Input, nil, env.Workdir)
+	ctx, confined, err := a.confineVisit(ctx, req.Node)
+	if err != nil {
+		return nil, err
+	}
+	out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, nil, env.Workdir)
+	noteRefused(out, confined)
+	return out, err
 }
 
 // runTool runs a tool node's argv in dir. Each argv element is a template

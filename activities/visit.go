@@ -192,19 +192,24 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 	}
 
 	var asked bool
+	runCtx, confined, err := a.confineVisit(ctx, req.Node)
+	if err != nil {
+		return nil, err
+	}
 	switch req.Node.Kind {
 	case graph.KindTool:
-		out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd)
+		out, err := a.runTool(runCtx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd)
 		if err != nil {
 			return nil, err
 		}
 		res.Output = out
 	case graph.KindAgent:
-		if err := a.visitAgent(ctx, req, cwd, promptWorkspace(ctx, ws, req), res); err != nil {
+		if err := a.visitAgent(runCtx, req, cwd, promptWorkspace(ctx, ws, req), res); err != nil {
 			return nil, err
 		}
 		asked = len(res.Questions) > 0
 	}
+	noteRefused(res.Output, confined)
 
 	if ws != nil && (!req.Branch || req.BranchName != "") {
 		msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)

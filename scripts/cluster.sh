@@ -265,6 +265,9 @@ worker_start() {
 		eval "$(tls_env worker)"
 		export HOME="$w/home" TETHER_HOME="$w/home/.tether" TETHER_STATE_DIR="$w/state" TETHER_WORK_DIR="$w/work" \
 			TETHER_WORKER_ID="cluster-w$i"
+		# Temporal's other services and PostgreSQL, which no agent or tool
+		# may reach (the worker adds the frontend, its HTTP API and S3).
+		export TETHER_SANDBOX_DENY="temporal-history=127.0.0.1:$((port + 1)),temporal-matching=127.0.0.1:$((port + 2)),temporal-worker=127.0.0.1:$((port + 6)),temporal-metrics=127.0.0.1:$((port + 767)),temporal-membership=127.0.0.1:$((port - 300)),temporal-membership=127.0.0.1:$((port - 299)),temporal-membership=127.0.0.1:$((port - 298)),temporal-membership=127.0.0.1:$((port - 294)),postgresql=$TETHER_PG_HOST:$TETHER_PG_PORT"
 		spawn "worker-$i" "$bin"
 	)
 	say "worker $i up (cluster-w$i, roots in $w)"

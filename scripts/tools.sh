@@ -9,6 +9,9 @@
 #   versitygw        an S3-compatible server for the blob store's S3 backend
 #   clis             the agent CLIs (Claude Code, Codex, pi, Gemini CLI,
 #                    grok, opencode) from the npm registry
+#   sandbox          bubblewrap (bwrap), which confines agents and tools, and
+#                    curl, which the sandbox's attack tests use: Debian's,
+#                    with apt-get (as root), when they are missing
 #   kimi             the Kimi CLI (kimi-cli) from the Python registry, into a
 #                    virtual environment in .tools/kimi (not part of "all":
 #                    see docs/backends.md, it does not install on this machine)
@@ -18,7 +21,7 @@
 # at once are safe: each builds in its own temporary directory and the
 # first to finish renames it into place; installs into one directory are
 # serialised by a lock.
-# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|kimi|all|versions]...
+# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|sandbox|kimi|all|versions]...
 # ("versions" prints what each tool is built or installed at, one per line.)
 set -euo pipefail
 
@@ -112,6 +115,23 @@ kimi() {
 	echo "$dir/bin"
 }
 
+# sandbox installs bubblewrap and curl from Debian's archive, like the
+# cluster's PostgreSQL, when they are missing; it prints bwrap's path.
+sandbox() {
+	local missing=()
+	command -v bwrap >/dev/null || missing+=(bubblewrap)
+	command -v curl >/dev/null || missing+=(curl)
+	if [ ${#missing[@]} -gt 0 ]; then
+		if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+			echo "tools: install ${missing[*]} (Debian: apt-get install ${missing[*]}); the sandbox needs bubblewrap" >&2
+			exit 1
+		fi
+		echo "tools: installing ${missing[*]} with apt-get" >&2
+		apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+	fi
+	command -v bwrap
+}
+
 temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
 temporal_server() {
 	go_tool temporal-server "v$TEMPORAL_VERSION" 12 go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
@@ -126,12 +146,13 @@ for t in "$@"; do
 	versitygw) versitygw ;;
 	clis) clis ;;
 	kimi) kimi ;;
-	all) temporal && temporal_server && versitygw && clis ;;
+	sandbox) sandbox ;;
+	all) temporal && temporal_server && versitygw && clis && sandbox ;;
 	versions)
 		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION"
 		agent_clis | sed 's/^\(.*\)@\([^@]*\)$/\1 \2/'
 		printf '%s %s\n' kimi-cli "$KIMI_CLI_VERSION"
 		;;
-	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, kimi, all or versions)" >&2; exit 2 ;;
+	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, sandbox, kimi, all or versions)" >&2; exit 2 ;;
 	esac
 done

@@ -52,9 +52,16 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
-	sb, err := confinement(cfg, logger)
+	sb, err := confinement(context.Background(), cfg, logger)
 	if err != nil {
 		return err
+	}
+	defer sb.Close()
+	// The agents' executors take a sandbox as one that confines (Codex
+	// then leaves its own off); the visits' admission reads the level.
+	agentSandbox := sb
+	if !sb.Confines() {
+		agentSandbox = nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -93,7 +100,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	backends, err := defaultBackends(cfg.Agents, sb, logger)
+	backends, err := defaultBackends(cfg.Agents, agentSandbox, logger)
 	if err != nil {
 		return err
 	}

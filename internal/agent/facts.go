@@ -63,6 +63,10 @@ type Facts struct {
 	// session archive and no workspace snapshot ever holds one, whichever
 	// backend's tree it turns up in.
 	Credentials []string
+	// ModelEndpoints are the host:port the CLI reaches its model at when
+	// the worker names no endpoint of its own: what a confined visit of
+	// an agent node may reach by default (`network: model`).
+	ModelEndpoints []string
 }
 
 // The model APIs a CLI may speak (Facts.Wire).

@@ -20,8 +20,8 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/treepolicy"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -84,12 +84,17 @@ type Config struct {
 	// the same key. Printed or logged, it shows as [redacted].
 	CheckpointKey Secret
 	// Sandbox is how agent CLIs and tool nodes are confined
-	// (TETHER_SANDBOX: landlock, off, or auto, the default: landlock where
-	// the kernel has it); SandboxRW and SandboxRO are paths every confined
-	// process may also write, or read (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO,
-	// separated like PATH). See internal/sandbox.
+	// (TETHER_SANDBOX: auto, the default, full, landlock or off);
+	// SandboxRW and SandboxRO are paths every confined process may also
+	// write, or read (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO, separated like
+	// PATH); SandboxDeny are services of the worker's no confined process
+	// may reach besides those it knows (TETHER_SANDBOX_DENY); Cgroup is
+	// where visit cgroups go (TETHER_CGROUP). See internal/sandbox and
+	// sandbox.go here.
 	Sandbox              string
 	SandboxRW, SandboxRO []string
+	SandboxDeny          []egress.Service
+	Cgroup               string
 	// Agents configures the agent backends: where their CLIs are, each
 	// backend's own variables (endpoint, key, model, settings), the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
@@ -241,13 +246,9 @@ func readEnv() (Config, error) {
 	default:
 		return c, fmt.Errorf("TETHER_PPROF=%q: want 1 or 0", v)
 	}
-	mode, err := sandbox.ParseMode(getenv("TETHER_SANDBOX"))
-	if err != nil {
-		return c, fmt.Errorf("TETHER_SANDBOX=%q: %v", getenv("TETHER_SANDBOX"), err)
+	if err := c.readSandbox(); err != nil {
+		return c, err
 	}
-	c.Sandbox = mode
-	c.SandboxRW = filepath.SplitList(getenv("TETHER_SANDBOX_RW"))
-	c.SandboxRO = filepath.SplitList(getenv("TETHER_SANDBOX_RO"))
 	redact, err := treepolicy.ParseRedactMode(getenv(treepolicy.RedactEnv))
 	if err != nil {
 		return c, err

@@ -22,7 +22,6 @@ func TestGrokRun(t *testing.T) {
 	url := "file://" + t.TempDir()
 	h := newHarness(t, url)
 	fake := cliBackends(t, h)
-	h.confine()
 	fresh := h.freshWorkerPerVisit()
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", url)

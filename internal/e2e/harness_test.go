@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,9 +22,11 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
+	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/workflows"
@@ -75,6 +76,7 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	h.blobs = b
 	h.runs = runstore.New(b)
 	h.backends = func(testing.TB) backend.Config { return backend.Config{} }
+	h.confine()
 	return h
 }
 
@@ -298,22 +300,20 @@ func (h *harness) tether(t *testing.T, dir string, args ...string) string {
 	return out
 }
 
-// testLogger keeps workers quiet unless TETHER_TEST_LOG=1.
 // confine makes the workers started from now on confine their agents and
-// tools as a production worker does by default (this test binary is its
-// own confine helper, see TestMain).
-func (h *harness) confine() {
+// tools as a production worker does by default: the small helper under
+// bubblewrap, with the dev server's frontend and HTTP API declared as the
+// worker's services. newHarness calls it; a test that needs unconfined
+// workers sets h.sandbox to nil.
+func (h *harness) confine(opts ...sandboxtest.Option) {
 	h.t.Helper()
-	self, err := os.Executable()
-	require.NoError(h.t, err)
-	sb, err := sandbox.New(sandbox.ModeLandlock, []string{self, sandbox.Subcommand}, nil, nil)
-	if errors.Is(err, sandbox.ErrUnsupported) {
-		testenv.Unavailable(h.t, "this kernel has no Landlock")
-	}
-	require.NoError(h.t, err)
-	h.sandbox = sb
+	opts = append(opts, sandboxtest.WithServices(
+		egress.Service{Name: "Temporal frontend", Addr: h.srv.Address},
+		egress.Service{Name: "Temporal frontend HTTP API", Addr: h.srv.HTTPAddress}))
+	h.sandbox = sandboxtest.New(h.t, opts...)
 }
 
+// testLogger keeps workers quiet unless TETHER_TEST_LOG=1.
 func testLogger() *slog.Logger {
 	if os.Getenv("TETHER_TEST_LOG") == "1" {
 		return slog.Default()

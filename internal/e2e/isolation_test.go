@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/workflows"
@@ -113,11 +114,8 @@ func TestAgentIsolationWorker(t *testing.T) {
 	if os.Getenv(isoSandbox) != sandbox.ModeOff {
 		// What tether-worker does at start.
 		require.NoError(t, sandbox.HideEnviron())
-		self, err := os.Executable()
-		require.NoError(t, err)
-		sb, err = sandbox.New(sandbox.ModeLandlock, []string{self, sandbox.Subcommand}, nil, nil)
-		require.NoError(t, err)
-		require.True(t, sb.Namespaces, "PID namespaces work on this machine: %v", sb.NoNamespaces)
+		sb = sandboxtest.New(t)
+		require.Equal(t, sandbox.LevelFull, sb.Level)
 		t.Logf("uid %d: %s", os.Getuid(), sb)
 	}
 

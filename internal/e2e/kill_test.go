@@ -21,6 +21,7 @@ import (
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/workflows"
 )
@@ -36,6 +37,10 @@ func buildWorker(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "tether-worker")
 	out, err := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "worker")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	// Its confine helper beside it, where `make build` puts it.
+	helper, err := os.ReadFile(sandboxtest.Helper(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(bin), "tether-confine"), helper, 0o755))
 	return bin
 }
 

@@ -213,7 +213,6 @@ func exampleHarness(t *testing.T, store, bucket string) (*harness, *freshWorkers
 	// As a production worker runs them: the agents edit and the oracle's
 	// `go test` builds inside the sandbox, with the Go caches its node's
 	// env names.
-	h.confine()
 	fresh := h.freshWorkerPerVisit()
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", url)

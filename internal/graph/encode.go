@@ -137,6 +137,9 @@ func (e *emitter) value(v reflect.Value, indent int) error {
 	if w, ok := valueOf[JoinWorkspace](v); ok {
 		v = reflect.ValueOf(w.dslValue()) // a string or the pick mapping
 	}
+	if n, ok := valueOf[Network](v); ok {
+		v = reflect.ValueOf(n.dslValue()) // a string or the allow mapping
+	}
 	switch kindOf(v) {
 	case reflect.Map:
 		es, err := entries(v)

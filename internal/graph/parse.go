@@ -245,6 +245,8 @@ func (d *decoder) decodeStruct(n ast.Node, path, what string, v reflect.Value) {
 				hint = fmt.Sprintf("did you mean %q? ", s)
 			} else if v.Type() == reflect.TypeFor[JoinWorkspace]() {
 				hint = fmt.Sprintf("a join's workspace is one of %s; ", joinForms)
+			} else if v.Type() == reflect.TypeFor[networkAllowForm]() {
+				hint = fmt.Sprintf("a node's network is %s; ", networkForms)
 			} else if other := misplaced(v.Type(), key); other != "" {
 				hint = fmt.Sprintf("%q is a field of %s; ", key, other)
 			}
@@ -304,6 +306,11 @@ func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.
 	// A join's workspace is a string or a mapping.
 	if fv.Type() == reflect.TypeFor[*JoinWorkspace]() {
 		d.decodeJoinWorkspace(n, path, what, nodeID, fv)
+		return
+	}
+	// So is a node's network.
+	if fv.Type() == reflect.TypeFor[*Network]() {
+		d.decodeNetwork(n, path, what, nodeID, fv)
 		return
 	}
 
@@ -420,6 +427,30 @@ func (d *decoder) decodeJoinWorkspace(n ast.Node, path, what, nodeID string, fv 
 	}
 }
 
+// decodeNetwork reads a node's network: a scalar is a mode (which Validate
+// checks), a mapping the allow form, whose keys are checked here like any
+// struct's.
+func (d *decoder) decodeNetwork(n ast.Node, path, what, nodeID string, fv reflect.Value) {
+	r := d.resolve(n)
+	if isNull(r) {
+		return
+	}
+	switch v := r.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		var f networkAllowForm
+		d.decodeStruct(n, path, "the network of "+what, reflect.ValueOf(&f).Elem())
+		fv.Set(reflect.ValueOf(&Network{Allow: f.Allow}))
+	case ast.ScalarNode:
+		mode, ok := v.GetValue().(string)
+		if !ok {
+			mode = fmt.Sprint(v.GetValue())
+		}
+		fv.Set(reflect.ValueOf(&Network{Mode: mode}))
+	default:
+		d.add(CodeBadValue, posOf(n), nodeID, "bad value for network in %s: %s; write %s", what, describe(r), networkForms)
+	}
+}
+
 func (d *decoder) describeItem(list string, i int, item ast.Node) string {
 	ps, _ := d.pairs(item)
 	switch list {
@@ -462,6 +493,8 @@ func valueHint(field string) string {
 		return " (write a number of dollars such as 2.50)"
 	case "run", "script", "fallback", "tools", "disallowed_tools", "env":
 		return " (write a list of strings)"
+	case "allow":
+		return ` (write a list of quoted "host:port" patterns: unquoted inside [...], host:443 reads as a mapping)`
 	}
 	return ""
 }

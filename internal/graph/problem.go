@@ -88,6 +88,10 @@ const (
 	CodeBadPick           = "G051" // a pick or by that does not compile
 	CodeUnknownPickOutput = "G052" // a pick or by reads outputs.X for no node X
 	CodeTooManyBranches   = "G053" // a fan-out with more edges than MaxBranches
+	// Confinement (docs/graph.md, "Network and limits").
+	CodeBadNetwork = "G054" // network is not model, none or {allow: [...]}, or not for this kind of node
+	CodeBadAllow   = "G055" // an allow entry that is not a host:port pattern
+	CodeBadLimits  = "G056" // a limit that is not a size, a count or a number of cores
 )
 
 // CodeInfo describes one problem code.
@@ -147,6 +151,9 @@ var codeTable = []CodeInfo{
 	{CodeBadPick, SeverityError, "a join's pick or by expression does not compile or has the wrong type"},
 	{CodeUnknownPickOutput, SeverityWarning, "a join's pick or by reads the output of a node that does not exist"},
 	{CodeTooManyBranches, SeverityError, "a fan-out could open more branches than one fan-out may have"},
+	{CodeBadNetwork, SeverityError, "a network other than model, none or {allow: [...]}, or one its kind of node cannot use"},
+	{CodeBadAllow, SeverityError, "a network allow entry that is not a host:port pattern"},
+	{CodeBadLimits, SeverityError, "a limit that is not a size, a count or a number of cores, or is too small to run anything"},
 }
 
 // Codes lists every problem code, in code order.

@@ -87,6 +87,11 @@ func TestSchemaRejectsWhatTheDSLRejects(t *testing.T) {
 		"bad permissions":         "start: a\nnodes: [{id: a, kind: agent, backend: pi, permissions: write}]\n",
 		"env with a value":        "start: a\nnodes: [{id: a, kind: agent, backend: pi, env: [A=b]}]\n",
 		"workspace without from":  "start: a\nnodes: [{id: a, kind: end}]\nworkspace: {ref: main}\n",
+		"bad network":             "start: a\nnodes: [{id: a, kind: tool, run: [x], network: open}]\n",
+		"allow without a port":    "start: a\nnodes: [{id: a, kind: tool, run: [x], network: {allow: [example.com]}}]\n",
+		"network on an end":       "start: a\nnodes: [{id: a, kind: end, network: none}]\n",
+		"bad memory":              "start: a\nnodes: [{id: a, kind: tool, run: [x], limits: {memory: lots}}]\n",
+		"few pids":                "start: a\nnodes: [{id: a, kind: tool, run: [x], limits: {pids: 2}}]\n",
 	}
 	for name, src := range bad {
 		assert.Error(t, sch.Validate(yamlInstance(t, []byte(src))), name)

@@ -144,6 +144,11 @@ type Node struct {
 	// bounds one visit.
 	Env     []string `json:"env,omitempty" yaml:"env,omitempty"`
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// Network is what the node's processes may reach (nil: the default,
+	// NetworkModel for an agent, NetworkNone for a tool); Limits bound
+	// what one visit may use (nil: the worker's defaults).
+	Network *Network `json:"network,omitempty" yaml:"network,omitempty"`
+	Limits  *Limits  `json:"limits,omitempty" yaml:"limits,omitempty"`
 
 	// Budget, on an agent node, bounds what its visits together may spend.
 	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`

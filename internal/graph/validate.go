@@ -142,6 +142,11 @@ func (v *validator) checkNodes() {
 		}
 
 		switch n.Kind {
+		case KindAgent, KindTool:
+			v.checkNetwork(i, name)
+			v.checkLimits(i, name)
+		}
+		switch n.Kind {
 		case KindAgent:
 			v.checkAgent(i, name)
 		case KindTool:
@@ -422,6 +427,8 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"run", len(n.Run) > 0, []Kind{KindTool}},
 		{"env", len(n.Env) > 0, []Kind{KindAgent, KindTool}},
 		{"timeout", n.Timeout != 0, []Kind{KindAgent, KindTool}},
+		{"network", n.Network != nil, []Kind{KindAgent, KindTool}},
+		{"limits", n.Limits != nil, []Kind{KindAgent, KindTool}},
 		{"budget", n.Budget != nil, []Kind{KindAgent}},
 		{"fanout", n.Fanout != "", []Kind{KindAgent, KindHuman, KindTool, KindJoin}},
 		{"workspace", n.Workspace != nil, []Kind{KindJoin}},

@@ -1,72 +1,63 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
 
-// Subcommand is the worker's hidden subcommand that confines itself and
-// execs a program: `tether-worker confine [--rw PATH]... [--ro PATH]... --
-// PROGRAM [ARG]...`.
+// Subcommand is the worker's hidden subcommand that is the confine helper:
+// `tether-worker confine [--rw PATH]... [--ro PATH]... -- PROGRAM
+// [ARG]...` (LevelLandlock), or `tether-worker confine --inner …` as the
+// first process inside bubblewrap (LevelFull). tether-confine is the same
+// helper built alone, which starts in a few milliseconds instead of the
+// worker's few hundred.
 const Subcommand = "confine"
 
 // ExitConfine is the helper's exit status when it could not confine itself
-// or exec the program: the program never ran.
+// or start the program: the program never ran.
 const ExitConfine = 126
 
-// SystemPaths are what every confined process may read and execute: the
-// system's programs and libraries, and /proc and /sys, which a process
-// needs about itself (Landlock keeps other processes' private files in
-// /proc out of reach). /etc is added entry by entry, without etcDenied.
-var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys"}
+// devFiles are the device files a confined process may read and write. No
+// /dev/tty: a confined process has no terminal.
+var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
-// etcDenied are the entries of /etc no confined process may read: password
-// hashes, sudo rules, SSH host keys, TLS private keys.
-var etcDenied = []string{"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssh", "security", "ssl/private"}
-
-// devFiles are the device files a confined process may read and write.
-var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
-
-// Main is the confine subcommand: it restricts itself to the system paths
-// and the paths its flags name, then replaces itself with the program. It
-// returns only on failure, with ExitConfine.
+// Main is the confine helper: it confines itself to what its flags say,
+// then runs the program. It returns only on failure, with ExitConfine.
 func Main(args []string) int {
-	// confine returns only when the program could not be started.
-	fmt.Fprintln(os.Stderr, "tether-worker confine:", confine(args))
+	var err error
+	if len(args) > 0 && args[0] == innerFlag {
+		err = inner(args[1:])
+	} else {
+		err = landlockOnly(args)
+	}
+	fmt.Fprintln(os.Stderr, "tether confine:", err)
 	return ExitConfine
 }
 
-func confine(args []string) error {
+// landlockOnly confines the helper with Landlock, the seccomp filter and
+// an empty capability set, then replaces it with the program: the
+// confinement of a machine without namespaces.
+func landlockOnly(args []string) error {
 	// Capability sets and the bounding set belong to a thread: dropping
 	// them, and the exec that must inherit the drop, happen on one.
 	runtime.LockOSThread()
 	var rw, ro []string
-	var tmp string
-	init, ns := false, false
 	for len(args) > 0 && args[0] != "--" {
-		if args[0] == "--init" || args[0] == "--ns" {
-			init, ns = init || args[0] == "--init", ns || args[0] == "--ns"
-			args = args[1:]
-			continue
+		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro") {
+			return fmt.Errorf("usage: %s [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG ...]", Subcommand)
 		}
-		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro" && args[0] != "--tmp") {
-			return fmt.Errorf("usage: %s [--ns] [--tmp DIR] [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG ...]", Subcommand)
-		}
-		switch args[0] {
-		case "--rw":
+		if args[0] == "--rw" {
 			rw = append(rw, args[1])
-		case "--ro":
+		} else {
 			ro = append(ro, args[1])
-		default:
-			tmp = args[1]
 		}
 		args = args[2:]
 	}
@@ -77,62 +68,29 @@ func confine(args []string) error {
 	if !filepath.IsAbs(prog) {
 		return fmt.Errorf("program %q: want an absolute path", prog)
 	}
-	if ns {
-		var rest []string
-		if tmp != "" {
-			rest = append(rest, "--tmp", tmp)
-		}
-		for _, d := range rw {
-			rest = append(rest, "--rw", d)
-		}
-		for _, d := range ro {
-			rest = append(rest, "--ro", d)
-		}
-		code, err := runInNamespaces(append(append(rest, "--"), argv...))
-		if err != nil {
-			return err
-		}
-		os.Exit(code)
-	}
-	if init {
-		// First process of a new PID and mount namespace: a /proc of its
-		// own lists only the visit's processes.
-		if err := mountProc(); err != nil {
-			return err
-		}
-		// Some programs write to /tmp whatever TMPDIR says (Codex's
-		// sandbox does): they get the visit's own.
-		if tmp != "" {
-			if err := privateTmp(tmp, rw, ro); err != nil {
-				return err
-			}
-			rw = append(rw, tmp)
-		}
-	}
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := Restrict(rw, ro); err != nil {
+	if err := restrict(rw, ro, false); err != nil {
 		return err
 	}
-	if init {
-		code, err := runAsInit(prog, argv)
-		if err != nil {
-			return err
-		}
-		os.Exit(code)
+	if err := installSeccomp(); err != nil {
+		return err
 	}
 	err := syscall.Exec(prog, argv, os.Environ())
 	return fmt.Errorf("exec %s: %w", prog, err)
 }
 
-// Restrict confines the calling process, and everything it starts from now
+// restrict confines the calling process, and everything it starts from now
 // on, to the system paths, rw (read, write, execute) and ro (read,
 // execute). Paths that do not exist are left out. It fails, rather than
-// leave the process unconfined, on a kernel without Landlock.
-func Restrict(rw, ro []string) error {
+// leave the process unconfined, on a kernel without Landlock. inside says
+// the process is in the sandbox's own namespaces, where /dev/pts and
+// /dev/shm are its own; outside them they are the machine's and stay out
+// of reach.
+func restrict(rw, ro []string, inside bool) error {
 	if ABI() < 1 {
-		return fmt.Errorf("%w: refusing to run the program unconfined", ErrUnsupported)
+		return fmt.Errorf("%w: the kernel offers no Landlock: refusing to run the program unconfined", ErrUnsupported)
 	}
 	var rules []landlock.Rule
 	add := func(paths []string, write bool) {
@@ -155,22 +113,39 @@ func Restrict(rw, ro []string) error {
 	}
 	add(SystemPaths, false)
 	add(etcPaths(), false)
+	add([]string{"/proc"}, false)
+	add(sysPaths, false)
+	if !inside {
+		add([]string{"/sys"}, false)
+	}
 	add(ro, false)
 	add(rw, true)
-	for _, d := range devFiles {
+	devs := slices.Clone(devFiles)
+	if inside {
+		devs = append(devs, "/dev/ptmx")
+		add([]string{"/dev/shm"}, true)
+		if exists("/dev/pts") {
+			rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev())
+		}
+	}
+	for _, d := range devs {
 		if exists(d) {
 			rules = append(rules, landlock.RWFiles(d).WithIoctlDev())
 		}
 	}
-	if exists("/dev/pts") {
-		rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev())
-	}
-	// The filesystem, and then IPC scopes (signals and abstract UNIX
-	// sockets reach only processes inside the domain; ABI 6 and later).
-	// BestEffort takes what the kernel offers beyond ABI 1.
+	// The filesystem, and then, outside namespaces, IPC scopes (signals
+	// and abstract UNIX sockets reach only processes inside the domain;
+	// ABI 6 and later). Inside, the PID and network namespaces scope both
+	// already, and the helper, whose threads each restrict themselves
+	// into a domain of their own, must still signal the program it
+	// started from another thread. BestEffort takes what the kernel
+	// offers beyond ABI 1.
 	cfg := landlock.V7.BestEffort()
 	if err := cfg.RestrictPaths(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	if inside {
+		return nil
 	}
 	if err := cfg.RestrictScoped(); err != nil {
 		return fmt.Errorf("landlock scopes: %w", err)
@@ -214,68 +189,41 @@ func deniedBelow(rel string) bool {
 	return false
 }
 
-// privateTmp mounts dir on /tmp, then mounts back, at their own paths, the
-// entries of rw and ro that lay under the old /tmp (the visit's own
-// directories often do), so that the program sees a /tmp of its own and
-// still every path it was given. Landlock grants what is below a mount
-// point what its parent has (dir is writable), so the ro entries are
-// mounted read-only.
-func privateTmp(dir string, rw, ro []string) error {
-	type kept struct {
-		path    string
-		fd      int
-		dir, ro bool
+// dropCapabilities empties the bounding set (so that a root program gets
+// nothing back at exec), the ambient set and the helper's own sets. Without
+// CAP_SETPCAP the bounding set cannot be changed, and then exec grants a
+// non-root program nothing from it anyway.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
-	var ks []kept
-	keep := append(append([]string(nil), rw...), ro...)
-	for i, p := range keep {
-		if !filepath.IsAbs(p) {
-			continue
+	for c := 0; c <= lastCap(); c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d: %w", c, err)
 		}
-		p = filepath.Clean(p)
-		if !strings.HasPrefix(p, "/tmp/") {
-			continue
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", p, err)
-		}
-		ks = append(ks, kept{p, fd, st.IsDir(), i >= len(rw) && !slices.Contains(clean(rw), p)})
 	}
-	// Parents before children: a child is mounted inside its parent's
-	// mount.
-	slices.SortFunc(ks, func(a, b kept) int { return len(a.path) - len(b.path) })
-	if err := unix.Mount(dir, "/tmp", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind %s on /tmp: %w", dir, err)
-	}
-	for _, k := range ks {
-		if k.dir {
-			if err := os.MkdirAll(k.path, 0o700); err != nil {
-				return fmt.Errorf("mount point %s: %w", k.path, err)
-			}
-		} else {
-			if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
-				return fmt.Errorf("mount point %s: %w", k.path, err)
-			}
-			f, err := os.OpenFile(k.path, os.O_CREATE|os.O_RDONLY, 0o600)
-			if err != nil {
-				return fmt.Errorf("mount point %s: %w", k.path, err)
-			}
-			f.Close()
-		}
-		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", k.fd), k.path, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind %s back: %w", k.path, err)
-		}
-		if k.ro {
-			if err := unix.Mount("", k.path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-				return fmt.Errorf("make %s read-only: %w", k.path, err)
-			}
-		}
-		unix.Close(k.fd)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
 	}
 	return nil
+}
+
+// lastCap is the kernel's highest capability number.
+func lastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	n := 0
+	if err == nil {
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+	}
+	if n <= 0 {
+		return unix.CAP_LAST_CAP
+	}
+	return n
 }

@@ -1,11 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,48 +18,90 @@ import (
 	"github.com/tether-run/tether/internal/testenv"
 )
 
-// The test binary is its own confine helper, as tether-worker is.
+// The test binary is its own confine helper, as tether-worker is, and its
+// own probe (see probe_test.go) inside the sandbox.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == Subcommand {
 		os.Exit(Main(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == probeCommand {
+		os.Exit(probeMain(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
 
 const canary = "TETHER_SANDBOX_CANARY"
 
-// confined runs script with /bin/sh inside the sandbox of this test binary,
-// with policy p, and returns its combined output and exit code.
-func confined(t *testing.T, p Policy, script string, env ...string) (string, int) {
-	return confinedIn(t, helper(t, false), p, script, env...)
+var (
+	fullOnce sync.Once
+	fullSB   *Sandbox
+	fullErr  error
+)
+
+// full is the whole sandbox of this test binary; a machine without it
+// fails the test under CI and skips it elsewhere.
+func full(t *testing.T) *Sandbox {
+	t.Helper()
+	fullOnce.Do(func() {
+		self, err := os.Executable()
+		if err != nil {
+			fullErr = err
+			return
+		}
+		fullSB, fullErr = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, Subcommand}, Services: testServices})
+	})
+	if fullErr != nil {
+		testenv.Unavailable(t, "the full sandbox: %v", fullErr)
+	}
+	return fullSB
 }
 
-// helper is the sandbox of this test binary, with or without namespaces.
-func helper(t *testing.T, namespaces bool) *Sandbox {
+// landlockOnlySandbox is the confinement of a machine without namespaces.
+func landlockOnlySandbox(t *testing.T) *Sandbox {
 	t.Helper()
+	requireLandlock(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	sb := &Sandbox{Helper: []string{self, Subcommand}}
-	if namespaces {
-		require.NoError(t, probeNamespaces(sb.Helper), "PID namespaces work on this machine")
-		sb.Namespaces = true
-	}
-	return sb
+	return &Sandbox{Helper: []string{self, Subcommand}, Level: LevelLandlock}
 }
 
-func confinedIn(t *testing.T, sb *Sandbox, p Policy, script string, env ...string) (string, int) {
+// result is what one confined run left.
+type result struct {
+	out     string
+	code    int
+	refused []string
+	oom     bool
+}
+
+// confined runs script with /bin/sh under sb with policy p.
+func confined(t *testing.T, sb *Sandbox, p Policy, script string, env ...string) result {
 	t.Helper()
-	argv := sb.Command(p, "/bin/sh", []string{"-c", script})
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
+	return confinedProgram(t, sb, p, "/bin/sh", []string{"-c", script}, env...)
+}
+
+func confinedProgram(t *testing.T, sb *Sandbox, p Policy, prog string, args []string, env ...string) result {
+	t.Helper()
+	v := &Visit{Node: "test"}
+	l, err := sb.Launch(p, prog, args, append(os.Environ(), env...), v)
+	require.NoError(t, err)
+	cmd := exec.Command(l.Argv[0], l.Argv[1:]...)
+	cmd.Env = l.Env
+	cmd.Dir = p.Dir
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	l.Prepare(cmd)
+	require.NoError(t, cmd.Start())
+	l.Started()
+	err = cmd.Wait()
+	refused, oom := l.Finish()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else {
 		require.NoError(t, err)
 	}
-	return string(out), code
+	assert.Equal(t, refused, v.Refused(), "the visit carries the refusals")
+	return result{buf.String(), code, refused, oom}
 }
 
 func requireLandlock(t *testing.T) {
@@ -66,60 +111,82 @@ func requireLandlock(t *testing.T) {
 	}
 }
 
-// On this project's machines Landlock is there, so the default mode
-// confines: a worker never silently runs agents unconfined where it could
-// confine them.
-func TestLandlockIsEnforcedByDefault(t *testing.T) {
+// On this project's machines the whole sandbox is there, so the default
+// mode uses it: a worker never silently runs agents with less.
+func TestFullSandboxIsTheDefault(t *testing.T) {
 	requireLandlock(t)
-	sb, err := New(ModeAuto, []string{"/proc/self/exe", Subcommand}, nil, nil)
+	self, err := os.Executable()
 	require.NoError(t, err)
-	require.NotNil(t, sb, "auto mode confines where the kernel has Landlock")
-	assert.Contains(t, sb.String(), "landlock")
-	off, err := New(ModeOff, []string{"x"}, nil, nil)
+	sb, err := New(context.Background(), Config{Mode: ModeAuto, Helper: []string{self, Subcommand}})
+	require.NoError(t, err)
+	t.Cleanup(func() { sb.Close() })
+	if sb.Level != LevelFull {
+		testenv.Unavailable(t, "the full sandbox: %v", sb.Why)
+	}
+	assert.Contains(t, sb.String(), "bubblewrap")
+	off, err := New(context.Background(), Config{Mode: ModeOff, Helper: []string{"x"}})
 	require.NoError(t, err)
 	assert.Nil(t, off)
-	assert.Equal(t, "none", off.String())
+	assert.Contains(t, off.String(), "none")
 	_, err = ParseMode("bwrap")
 	assert.Error(t, err)
+	_, err = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, Subcommand}, Bwrap: "/nonexistent/bwrap"})
+	assert.ErrorIs(t, err, ErrUnsupported, "full mode refuses to start without what it needs")
 }
 
 // A confined process reads and writes inside its paths, reads the system,
-// and gets EACCES everywhere else; the program it runs is exec'd.
+// and finds nothing else; the program it runs is started.
 func TestConfineDeniesOutsideAllowsInside(t *testing.T) {
-	requireLandlock(t)
-	base := t.TempDir()
-	inside, ro, outside := filepath.Join(base, "run-a"), filepath.Join(base, "cli"), filepath.Join(base, "run-b")
-	for _, d := range []string{inside, ro, outside} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("OTHER-RUN-SECRET"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(ro, "tool.txt"), []byte("cli-file"), 0o644))
-
-	out, code := confined(t, Policy{RW: []string{inside}, RO: []string{ro}}, `
+	for _, lv := range levels(t) {
+		t.Run(lv.name, func(t *testing.T) {
+			base := testenv.NobodyTempDir(t)
+			inside, ro, outside := filepath.Join(base, "run-a"), filepath.Join(base, "cli"), filepath.Join(base, "run-b")
+			for _, d := range []string{inside, ro, outside} {
+				require.NoError(t, os.MkdirAll(d, 0o755))
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("OTHER-RUN-SECRET"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(ro, "tool.txt"), []byte("cli-file"), 0o644))
+			r := confined(t, lv.sb, Policy{RW: []string{inside}, RO: []string{ro}, Dir: inside}, `
 cat `+outside+`/secret.txt; echo "read-outside=$?"
-ls `+base+`; echo "list-parent=$?"
+echo "listed: $(ls `+base+` 2>/dev/null | tr '\n' ' ')"
 echo hi > `+ro+`/new.txt; echo "write-ro=$?"
 cat `+ro+`/tool.txt; echo
 echo written > `+inside+`/x.txt && cat `+inside+`/x.txt
 mkdir `+inside+`/d && mv `+inside+`/x.txt `+inside+`/d/y.txt && echo renamed
 head -c 4 /usr/bin/env >/dev/null && echo system-read
-echo pid=$$
+cat /etc/shadow; echo "shadow=$?"
+cat /etc/passwd >/dev/null; echo "passwd=$?"
 `)
-	assert.Equal(t, 0, code, out)
-	assert.NotContains(t, out, "OTHER-RUN-SECRET")
-	assert.Contains(t, out, "read-outside=1")
-	assert.Contains(t, out, "list-parent=2")
-	assert.Contains(t, out, "write-ro=")
-	assert.NotContains(t, out, "write-ro=0")
-	assert.Contains(t, out, "cli-file")
-	assert.Contains(t, out, "written")
-	assert.Contains(t, out, "renamed", "a rename between directories of the run works")
-	assert.Contains(t, out, "system-read")
-	assert.NoFileExists(t, filepath.Join(ro, "new.txt"))
+			assert.Equal(t, 0, r.code, r.out)
+			assert.NotContains(t, r.out, "OTHER-RUN-SECRET")
+			assert.NotContains(t, r.out, "read-outside=0")
+			assert.NotRegexp(t, `listed: .*run-b`, r.out, "the parent shows nothing but what the process may reach")
+			assert.Contains(t, r.out, "write-ro=")
+			assert.NotContains(t, r.out, "write-ro=0")
+			assert.Contains(t, r.out, "cli-file")
+			assert.Contains(t, r.out, "written")
+			assert.Contains(t, r.out, "renamed", "a rename between directories of the run works")
+			assert.Contains(t, r.out, "system-read")
+			assert.Contains(t, r.out, "passwd=0")
+			assert.NotContains(t, r.out, "shadow=0")
+			assert.NoFileExists(t, filepath.Join(ro, "new.txt"))
+		})
+	}
+}
+
+type level struct {
+	name string
+	sb   *Sandbox
+}
+
+// levels are the confinements a test runs under: the full sandbox, and
+// Landlock alone (a machine without namespaces).
+func levels(t *testing.T) []level {
+	return []level{{"full", full(t)}, {"landlock", landlockOnlySandbox(t)}}
 }
 
 // The helper fails closed: a bad command line or a program that cannot be
-// exec'd exits ExitConfine without running anything.
+// started exits ExitConfine without running anything.
 func TestConfineFailsClosed(t *testing.T) {
 	requireLandlock(t)
 	self, err := os.Executable()
@@ -129,89 +196,108 @@ func TestConfineFailsClosed(t *testing.T) {
 		{Subcommand, "--", "sh"},
 		{Subcommand, "--", "/nonexistent/program"},
 		{Subcommand, "--bogus", "x", "--", "/bin/true"},
+		{Subcommand, innerFlag, "--bogus", "x", "--", "/bin/true"},
+		{Subcommand, innerFlag, "--", "relative"},
 	} {
 		out, err := exec.Command(self, args...).CombinedOutput()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "%v: %s", args, out)
 		assert.Equal(t, ExitConfine, ee.ExitCode(), "%v: %s", args, out)
-		assert.Contains(t, string(out), "tether-worker confine:")
+		assert.Contains(t, string(out), "tether confine:")
 	}
 }
 
-// The worker's environment is out of reach: a confined process, even as
-// root, cannot read /proc/<pid>/environ of the worker (non-dumpable, and
-// the program holds no CAP_SYS_PTRACE), and in its own PID namespace it
-// does not even see the worker or a sibling visit, while its own
-// environment is readable. Secret files of /etc are denied, and the mount
-// table cannot be changed to get the worker's /proc back.
+// The worker's environment and other visits are out of reach: in its own
+// PID namespace the process sees neither the worker nor a sibling, and
+// cannot read their environment, while its own is readable.
 func TestConfineHidesOtherProcesses(t *testing.T) {
-	requireLandlock(t)
+	sb := full(t)
 	sibling := exec.Command("/bin/sleep", "30")
 	sibling.Env = []string{canary + "=SIBLING-CANARY-2"}
 	require.NoError(t, sibling.Start())
 	t.Cleanup(func() { _ = sibling.Process.Kill(); _ = sibling.Wait() })
-	// The worker's secret is in its initial environment, as a real
-	// worker's is: a child started with it stands in for the worker.
 	worker := exec.Command("/bin/sleep", "30")
 	worker.Env = []string{canary + "=WORKER-CANARY-1"}
 	require.NoError(t, worker.Start())
 	t.Cleanup(func() { _ = worker.Process.Kill(); _ = worker.Wait() })
 	time.Sleep(50 * time.Millisecond)
-	script := `
-cat /proc/` + strconv.Itoa(worker.Process.Pid) + `/environ; echo "worker=$?"
-cat /proc/` + strconv.Itoa(sibling.Process.Pid) + `/environ; echo "sibling=$?"
+	r := confined(t, sb, Policy{RW: []string{testenv.NobodyTempDir(t)}}, `
+cat /proc/`+strconv.Itoa(worker.Process.Pid)+`/environ; echo "worker=$?"
+cat /proc/`+strconv.Itoa(sibling.Process.Pid)+`/environ; echo "sibling=$?"
 grep -a -h CANARY /proc/[0-9]*/environ 2>/dev/null | grep -v OWN-CANARY
 cat /proc/self/environ | tr '\0' '\n' | grep OWN-CANARY
 ls /proc | grep -c '^[0-9]' | sed 's/^/processes=/'
-cat /etc/shadow; echo "shadow=$?"
-cat /etc/passwd >/dev/null; echo "passwd=$?"
-umount /proc 2>/dev/null; echo "umount=$?"
-`
-	out, code := confinedIn(t, helper(t, true), Policy{RW: []string{t.TempDir()}}, script, canary+"=OWN-CANARY-3")
-	assert.Equal(t, 0, code, out)
-	assert.NotContains(t, out, "WORKER-CANARY-1")
-	assert.NotContains(t, out, "SIBLING-CANARY-2")
-	assert.Contains(t, out, "worker=1")
-	assert.Contains(t, out, "sibling=1")
-	assert.Contains(t, out, "OWN-CANARY-3", "a process still reads its own environment")
-	assert.Regexp(t, `processes=[1-9]\b`, out, "only the visit's few processes are listed")
-	assert.Contains(t, out, "passwd=0")
-	assert.NotContains(t, out, "umount=0")
-	if _, err := os.Stat("/etc/shadow"); err == nil {
-		assert.Contains(t, out, "shadow=1")
-	}
-	t.Log(strings.TrimSpace(out))
+cat /proc/1/environ >/dev/null 2>&1; echo "helper=$?"
+`, canary+"=OWN-CANARY-3")
+	assert.Equal(t, 0, r.code, r.out)
+	assert.NotContains(t, r.out, "WORKER-CANARY-1")
+	assert.NotContains(t, r.out, "SIBLING-CANARY-2")
+	assert.NotContains(t, r.out, "worker=0")
+	assert.NotContains(t, r.out, "sibling=0")
+	assert.NotContains(t, r.out, "helper=0", "the helper is not dumpable")
+	assert.Contains(t, r.out, "OWN-CANARY-3", "a process still reads its own environment")
+	assert.Regexp(t, `processes=[1-9]\b`, r.out, "only the visit's few processes are listed")
+	t.Log(strings.TrimSpace(r.out))
 }
 
 // Without namespaces (a container that forbids them), the worker's own
 // environment still stays hidden: it is non-dumpable and the confined
-// program has no CAP_SYS_PTRACE to override that, even as root.
+// program has no capability to override that, even as root.
 func TestConfineWithoutNamespacesHidesNonDumpableWorker(t *testing.T) {
-	requireLandlock(t)
+	sb := landlockOnlySandbox(t)
 	// The test process plays the worker.
 	require.NoError(t, HideEnviron())
-	out, code := confined(t, Policy{RW: []string{t.TempDir()}}, `
+	r := confined(t, sb, Policy{RW: []string{testenv.NobodyTempDir(t)}}, `
 head -c 100 /proc/`+strconv.Itoa(os.Getpid())+`/environ; echo "worker=$?"
 grep CapEff /proc/self/status
 `)
-	assert.Equal(t, 0, code, out)
-	assert.Contains(t, out, "worker=1", out)
-	assert.NotContains(t, out, "PATH=", out)
+	assert.Equal(t, 0, r.code, r.out)
+	assert.Contains(t, r.out, "worker=1", r.out)
+	assert.NotContains(t, r.out, "PATH=", r.out)
+	assert.Contains(t, r.out, "CapEff:\t0000000000000000")
 }
 
-// The same tests with the worker as an unprivileged user (uid 65534), as
-// the Dockerfile runs it: the helper then makes a user namespace too.
+// newCmd is the command that starts l.
+func newCmd(l *Launch) *exec.Cmd {
+	cmd := exec.Command(l.Argv[0], l.Argv[1:]...)
+	cmd.Env = l.Env
+	l.Prepare(cmd)
+	return cmd
+}
+
+// outputOf runs cmd, started from l, and returns what it printed.
+func outputOf(cmd *exec.Cmd, l *Launch) (string, error) {
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	l.Started()
+	err := cmd.Wait()
+	if _, ok := err.(*exec.ExitError); ok {
+		err = nil
+	}
+	return buf.String(), err
+}
+
+// nobodyTests run again with the worker as an unprivileged user (uid
+// 65534), as the Dockerfile runs it.
+var nobodyTests = []string{
+	"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker",
+	"TestNetworkIsTheNodesOnly", "TestNoRawSocketsNoCapabilitiesNotRoot", "TestNoTerminal", "TestHostSocketsDoNotExist",
+	"TestNothingOutlivesTheVisit", "TestNoPrivilegeLeftAndNoHostMounts", "TestMemoryLimitIsEnforced", "TestSignalReachesTheProgram", "TestCLIBinOpensOnlyItsLinks",
+}
+
 func TestConfineAsNobody(t *testing.T) {
 	if testenv.InNobodyChild() {
 		t.Skip("runs the others as uid 65534")
 	}
 	requireLandlock(t)
-	names := "(TestConfineDeniesOutsideAllowsInside|TestConfineHidesOtherProcesses|TestConfineWithoutNamespacesHidesNonDumpableWorker)"
-	out, err := testenv.RunAsNobody(t, names)
+	out, err := testenv.RunAsNobody(t, "("+strings.Join(nobodyTests, "|")+")")
 	if err != nil {
 		testenv.Unavailable(t, "cannot run as uid %d: %v", testenv.Nobody, err)
 	}
-	for _, n := range []string{"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker"} {
+	for _, n := range nobodyTests {
 		assert.Contains(t, string(out), "--- PASS: "+n)
 	}
 }

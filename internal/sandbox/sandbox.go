@@ -1,55 +1,97 @@
 // Package sandbox confines the processes a worker starts for a visit (agent
-// CLIs and tool nodes) so that they see their run's working directory, their
-// own CLI home and scratch space, and read-only system paths: never the
-// worker's environment, its store credentials, other runs' directories or
-// other processes' memory.
+// CLIs and tool nodes) to one rule: a confined process reads and writes its
+// run's working directory, its state root and its scratch space, reads the
+// system paths it needs, reaches the network endpoints its node allows, and
+// nothing else; and nothing of it outlives the visit.
 //
-// The confinement is Landlock (Linux 5.13 and later), applied by a small
-// helper that the worker re-executes (its own binary with Subcommand): the
-// helper restricts itself, then execs the program, so the worker stays
-// unconfined and every process the program starts inherits the domain.
-// Landlock also refuses a confined process ptrace-mode access to any process
-// outside its domain, which is what keeps /proc/<pid>/environ of the worker
-// and of sibling visits unreadable, even to root.
+// Where the machine allows user namespaces, every confined process runs
+// under bubblewrap (bwrap) in new user, mount, PID, IPC, UTS and cgroup
+// namespaces, as a non-zero uid without capabilities, in a new session
+// without a terminal, on a minimal root built from binds with a fresh
+// /proc and /dev; the confine helper (Subcommand, also built alone as
+// tether-confine) then runs inside as its first process: it joins a fresh
+// session keyring, makes a network namespace whose only way out is a relay
+// to the worker's egress proxy (internal/egress), drops its capabilities,
+// applies Landlock and a seccomp filter, and starts the program. Where namespaces are not available the helper alone
+// applies Landlock and the seccomp filter (LevelLandlock), and the worker
+// refuses the nodes whose promises it cannot keep (see Admit).
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-run/tether/internal/egress"
 )
 
 // Modes of confinement, as TETHER_SANDBOX spells them.
 const (
-	// ModeAuto is Landlock when the kernel has it, else no confinement
-	// (the worker says so in its log at start).
+	// ModeAuto is the strongest confinement the machine offers; the
+	// worker says at start which one that is.
 	ModeAuto = "auto"
-	// ModeLandlock requires Landlock: a worker on a kernel without it
-	// refuses to start.
+	// ModeFull requires namespaces (bubblewrap), Landlock and seccomp: a
+	// worker that cannot have them refuses to start.
+	ModeFull = "full"
+	// ModeLandlock requires at least Landlock; it still uses namespaces
+	// where the machine allows them.
 	ModeLandlock = "landlock"
-	// ModeOff runs every process unconfined.
+	// ModeOff runs every process unconfined, and is the only way to run
+	// the nodes a weaker sandbox refuses.
 	ModeOff = "off"
 )
 
-// ErrUnsupported is returned when Landlock is required but the kernel does
-// not offer it.
-var ErrUnsupported = errors.New("sandbox: the kernel does not offer Landlock")
+// Level is the confinement in force.
+type Level int
+
+// Levels, weakest first.
+const (
+	// LevelNone runs processes unconfined (ModeAuto without Landlock).
+	LevelNone Level = iota
+	// LevelLandlock is Landlock, the seccomp filter and dropped
+	// capabilities, without namespaces: no network confinement, no
+	// private /proc, /dev or IPC.
+	LevelLandlock
+	// LevelFull is everything the package doc describes.
+	LevelFull
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelFull:
+		return "namespaces (bubblewrap) + landlock + seccomp + egress proxy"
+	case LevelLandlock:
+		return "landlock + seccomp, no namespaces"
+	}
+	return "none"
+}
+
+// ErrUnsupported is returned when a mode requires what the machine does
+// not offer.
+var ErrUnsupported = errors.New("sandbox: the machine does not offer the confinement required")
+
+// ErrRefused is a node that a worker without namespaces will not run
+// unless TETHER_SANDBOX=off says so (see Admit).
+var ErrRefused = errors.New("sandbox: this worker cannot confine the node as it asks")
 
 // ParseMode reads a TETHER_SANDBOX value ("" is ModeAuto).
 func ParseMode(s string) (string, error) {
 	switch s {
 	case "", ModeAuto:
 		return ModeAuto, nil
-	case ModeLandlock, ModeOff:
+	case ModeFull, ModeLandlock, ModeOff:
 		return s, nil
 	}
-	return "", fmt.Errorf("want %s, %s or %s", ModeLandlock, ModeOff, ModeAuto)
+	return "", fmt.Errorf("want %s, %s, %s or %s", ModeAuto, ModeFull, ModeLandlock, ModeOff)
 }
 
 // ABI is the kernel's Landlock ABI version; 0 means none (not built in, not
@@ -62,88 +104,176 @@ func ABI() int {
 	return v
 }
 
-// Sandbox is how a worker confines the processes it starts. A nil
-// *Sandbox runs them unconfined.
-type Sandbox struct {
-	// Helper is the argv that starts the confine helper (the worker's own
-	// executable and Subcommand).
+// Config is how a worker wants its processes confined.
+type Config struct {
+	// Mode is one of the modes above.
+	Mode string
+	// Helper is the argv that starts the confine helper: tether-confine,
+	// or the worker's own executable and Subcommand.
 	Helper []string
+	// Bwrap is bubblewrap's path; empty looks it up in PATH.
+	Bwrap string
 	// RW and RO are paths every confined process may also write, or read
-	// and execute (the operator's TETHER_SANDBOX_RW and TETHER_SANDBOX_RO).
+	// and execute (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO).
 	RW, RO []string
-	// Namespaces runs each confined program in a PID and mount namespace
-	// of its own, where /proc lists only the visit's processes. New sets
-	// it when the machine allows it; NoNamespaces says why not.
-	Namespaces   bool
-	NoNamespaces error
+	// Services are the worker's own endpoints, never reachable from a
+	// confined process.
+	Services []egress.Service
+	// Cgroup is "auto" (a delegated cgroup v2 subtree where there is
+	// one), "off", or the directory visit cgroups are made in
+	// (TETHER_CGROUP).
+	Cgroup string
+	// Limits are the defaults of a node without limits.
+	Limits Limits
+	// RunDir holds the per-visit sockets and generated files; empty: a
+	// private directory under the system's temporary directory.
+	RunDir string
+	Logger *slog.Logger
 }
 
-// New returns the sandbox of mode with helper, or nil for ModeOff and for
-// ModeAuto on a kernel without Landlock. ModeLandlock on such a kernel is
-// ErrUnsupported.
-func New(mode string, helper []string, rw, ro []string) (*Sandbox, error) {
-	switch mode {
-	case ModeOff:
-		return nil, nil
-	case ModeAuto, "":
-		if ABI() < 1 {
-			return nil, nil
-		}
-	case ModeLandlock:
-		if ABI() < 1 {
-			return nil, fmt.Errorf("%w; TETHER_SANDBOX=landlock needs Linux 5.13 or later with landlock in the lsm= boot list (or set TETHER_SANDBOX=off and accept that agents can read what the worker holds)", ErrUnsupported)
-		}
-	default:
-		return nil, fmt.Errorf("sandbox: unknown mode %q", mode)
+// Sandbox is how a worker confines the processes it starts. A nil
+// *Sandbox runs them unconfined (TETHER_SANDBOX=off).
+type Sandbox struct {
+	// Helper is the argv that starts the confine helper.
+	Helper []string
+	// RW and RO are paths every confined process may also write, or read.
+	RW, RO []string
+	// Level is what is in force; Why says why it is not LevelFull.
+	Level Level
+	Why   error
+	// Defaults are the limits of a node without its own.
+	Defaults Limits
+
+	bwrap   string
+	guard   *egress.Guard
+	cgroups *cgroupParent
+	noCg    error
+	runDir  string
+	log     *slog.Logger
+}
+
+// New builds the sandbox that cfg asks for, probing what the machine
+// offers: nil for ModeOff, ErrUnsupported when the mode requires more
+// than there is.
+func New(ctx context.Context, cfg Config) (*Sandbox, error) {
+	mode, err := ParseMode(cfg.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if len(helper) == 0 {
+	if mode == ModeOff {
+		return nil, nil
+	}
+	if len(cfg.Helper) == 0 {
 		return nil, fmt.Errorf("sandbox: no helper to confine processes with")
 	}
-	s := &Sandbox{Helper: slices.Clone(helper), RW: rw, RO: ro}
-	s.NoNamespaces = probeNamespaces(s.Helper)
-	s.Namespaces = s.NoNamespaces == nil
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Sandbox{Helper: slices.Clone(cfg.Helper), RW: clean(cfg.RW), RO: clean(cfg.RO), Defaults: cfg.Limits.orDefaults(), log: log}
+	if ABI() < 1 {
+		s.Why = errors.New("the kernel offers no Landlock (Linux 5.13 or later with landlock in the lsm= boot list)")
+	} else {
+		s.Level = LevelLandlock
+		s.Why = s.probeFull(ctx, cfg)
+		if s.Why == nil {
+			s.Level = LevelFull
+		}
+	}
+	switch {
+	case mode == ModeFull && s.Level < LevelFull:
+		return nil, fmt.Errorf("%w: TETHER_SANDBOX=full needs user namespaces, bubblewrap, Landlock and seccomp: %v (install bubblewrap, allow unprivileged user namespaces, or set TETHER_SANDBOX=auto to run with less)", ErrUnsupported, s.Why)
+	case mode == ModeLandlock && s.Level < LevelLandlock:
+		return nil, fmt.Errorf("%w: TETHER_SANDBOX=landlock: %v (or set TETHER_SANDBOX=off and accept that agents can read what the worker holds)", ErrUnsupported, s.Why)
+	}
+	if s.Level == LevelFull {
+		if s.guard, err = egress.NewGuard(ctx, cfg.Services); err != nil {
+			return nil, err
+		}
+		if s.runDir, err = privateDir(cfg.RunDir); err != nil {
+			return nil, err
+		}
+		s.cgroups, s.noCg = openCgroups(cfg.Cgroup)
+	}
 	return s, nil
+}
+
+// probeFull checks that bwrap runs the helper in every namespace, as a
+// non-root user without capabilities, and that the helper confines itself
+// there; nil means LevelFull is available.
+func (s *Sandbox) probeFull(ctx context.Context, cfg Config) error {
+	bw := cfg.Bwrap
+	if bw == "" {
+		p, err := exec.LookPath("bwrap")
+		if err != nil {
+			return errors.New("bubblewrap (bwrap) is not installed")
+		}
+		bw = p
+	}
+	s.bwrap = bw
+	argv, err := s.bwrapArgv(Policy{}, nil, []string{innerFlag, probeFlag, "--", "/"})
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bubblewrap cannot make the namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if !strings.Contains(string(out), probeOK) {
+		return fmt.Errorf("the helper did not confine itself inside bubblewrap: %s", strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // String says what is in force, for the worker's log.
 func (s *Sandbox) String() string {
 	if s == nil {
-		return "none"
+		return "none (TETHER_SANDBOX=off)"
 	}
-	if !s.Namespaces {
-		return fmt.Sprintf("landlock (ABI %d), no PID namespace (%v)", ABI(), s.NoNamespaces)
+	str := s.Level.String()
+	if s.Level >= LevelLandlock {
+		str += fmt.Sprintf(" (Landlock ABI %d)", ABI())
 	}
-	return fmt.Sprintf("landlock (ABI %d) + PID namespace", ABI())
-}
-
-// Policy is what one confined process may reach besides the system paths
-// (SystemPaths): RW paths it may read, write and execute, RO paths it may
-// read and execute.
-type Policy struct {
-	RW, RO []string
-	// Tmp, with namespaces, is mounted on /tmp for the program.
-	Tmp string
-}
-
-// Command is the argv that runs path with args under s, confined to p and
-// to the sandbox's own extra paths: the helper, its flags, "--", then the
-// program.
-func (s *Sandbox) Command(p Policy, path string, args []string) []string {
-	argv := slices.Clone(s.Helper)
-	if s.Namespaces {
-		argv = append(argv, "--ns")
-		if p.Tmp != "" {
-			argv = append(argv, "--tmp", p.Tmp)
+	if s.Level == LevelFull {
+		if s.cgroups != nil {
+			str += ", a cgroup per visit in " + s.cgroups.dir
+		} else {
+			str += fmt.Sprintf(", no cgroup per visit (%v): the helper watches a visit's memory, processes are bounded only for an unprivileged worker, no CPU limit", s.noCg)
 		}
 	}
-	for _, d := range clean(append(slices.Clone(p.RW), s.RW...)) {
-		argv = append(argv, "--rw", d)
+	return str
+}
+
+// Confines reports whether s confines processes at all (a sandbox of
+// LevelNone only refuses nodes, see Admit).
+func (s *Sandbox) Confines() bool { return s != nil && s.Level > LevelNone }
+
+// Admit refuses a node that this sandbox cannot confine as the node asks:
+// below LevelFull, a node with permissions: full or with its own network
+// setting, unless the sandbox is off (a nil s, TETHER_SANDBOX=off).
+func (s *Sandbox) Admit(node string, fullPermissions, network bool) error {
+	if s == nil || s.Level == LevelFull {
+		return nil
 	}
-	for _, d := range clean(append(slices.Clone(p.RO), s.RO...)) {
-		argv = append(argv, "--ro", d)
+	var what string
+	switch {
+	case fullPermissions:
+		what = "permissions: full"
+	case network:
+		what = "a network: setting"
+	default:
+		return nil
 	}
-	argv = append(argv, "--", path)
-	return append(argv, args...)
+	return fmt.Errorf("%w: node %s has %s, but this worker runs agents with %s because %v; run it on a worker with user namespaces and bubblewrap, or set TETHER_SANDBOX=off on this one to run it with no confinement at all",
+		ErrRefused, node, what, s.Level, s.Why)
+}
+
+// Close removes the sandbox's private directory.
+func (s *Sandbox) Close() error {
+	if s == nil || s.runDir == "" {
+		return nil
+	}
+	return os.RemoveAll(s.runDir)
 }
 
 // clean drops empty and relative paths and duplicates, keeping order.
@@ -185,8 +315,7 @@ func EnvPaths(env []string, vars []string) []string {
 // HideEnviron makes this process non-dumpable: /proc/<pid>/environ, mem,
 // maps and fd of the worker become readable only to a process with
 // CAP_SYS_PTRACE, so a child running as the same unprivileged user cannot
-// read the worker's secrets. Root keeps the capability; that case is what
-// Landlock covers.
+// read the worker's secrets.
 func HideEnviron() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: prctl(PR_SET_DUMPABLE, 0): %w", err)
@@ -199,4 +328,20 @@ func HideEnviron() error {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// privateDir is dir, or a new directory under the system's temporary
+// directory, readable by this user only.
+func privateDir(dir string) (string, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "tether-sandbox-")
+		if err != nil {
+			return "", fmt.Errorf("sandbox: %w", err)
+		}
+		return d, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	return dir, nil
 }

@@ -3,6 +3,9 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +30,8 @@ var DevServerArgs = []string{
 type Server struct {
 	dev *testsuite.DevServer
 	log *syncBuffer
-	// Address is the frontend's host:port.
-	Address string
+	// Address is the frontend's host:port; HTTPAddress its HTTP API's.
+	Address, HTTPAddress string
 }
 
 // Client returns a new client; the caller closes it.
@@ -49,13 +52,16 @@ func DevServer(t testing.TB) *Server {
 	t.Helper()
 	path := Tool(t, "temporal")
 	buf := &syncBuffer{}
+	// The HTTP API on a port the test knows (the dev server picks one at
+	// random otherwise), so that tests can attack and guard it.
+	httpPort := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  path,
 		ClientOptions: &client.Options{Namespace: "default", Logger: log.NewStructuredLogger(discard())},
 		LogLevel:      "warn",
-		ExtraArgs:     DevServerArgs,
+		ExtraArgs:     append(slices.Clone(DevServerArgs), "--http-port", strconv.Itoa(httpPort)),
 		Stdout:        buf,
 		Stderr:        buf,
 	})
@@ -63,7 +69,7 @@ func DevServer(t testing.TB) *Server {
 		Unavailable(t, "start Temporal dev server %s: %v", path, err)
 		return nil
 	}
-	s := &Server{dev: dev, log: buf, Address: dev.FrontendHostPort()}
+	s := &Server{dev: dev, log: buf, Address: dev.FrontendHostPort(), HTTPAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort))}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("dev server log:\n%s", buf.String())

@@ -9,7 +9,10 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
+	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/sandbox"
 )
 
 // CLI is what every CLI executor does alike: it starts a visit the same way,
@@ -112,15 +115,30 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 	_ = os.MkdirAll(s.TempDir, 0o700)
 	if c.Sandbox != nil {
 		s.Sandbox, s.Confinement = c.Sandbox, c.confinement(req, v, s.TempDir)
+		s.ModelEndpoints = c.ModelEndpoints()
 	}
 	return s
+}
+
+// ModelEndpoints are the host:port of the CLI's model: its BaseURL's, or
+// the defaults its backend's facts name when the worker sets none.
+func (c CLI) ModelEndpoints() []string {
+	if c.BaseURL != "" {
+		p, err := egress.EndpointOf(c.BaseURL)
+		if err != nil {
+			return nil
+		}
+		return []string{p.String()}
+	}
+	f, _ := catalogue.Lookup(c.Backend)
+	return f.ModelEndpoints
 }
 
 // confinement is what a confined visit may reach: its state root and
 // scratch directory (with tmp, its temporary directory, in it), its home
 // (the executor's, else one of the visit's own, never the worker's), and
-// the CLI's installation (BinDir's parent, where npm keeps the packages its
-// links point into) and ask_user server.
+// the CLI's installation (BinDir and where its links lead, see
+// sandbox.CLIBinReadable) and ask_user server.
 func (c CLI) confinement(req agent.Request, v *Visit, tmp string) Confinement {
 	cf := Confinement{
 		Home:     c.Home,
@@ -132,7 +150,7 @@ func (c CLI) confinement(req agent.Request, v *Visit, tmp string) Confinement {
 	}
 	_ = os.MkdirAll(cf.Home, 0o700)
 	if c.BinDir != "" {
-		cf.Readable = append(cf.Readable, filepath.Dir(filepath.Clean(c.BinDir)))
+		cf.Readable = append(cf.Readable, sandbox.CLIBinReadable(c.BinDir)...)
 	}
 	if len(c.AskUser) > 0 && filepath.IsAbs(c.AskUser[0]) {
 		cf.Readable = append(cf.Readable, c.AskUser[0])

@@ -2,6 +2,7 @@ package cliexec
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 )
 
 func TestFingerprintIsCanonical(t *testing.T) {
@@ -171,7 +173,7 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	_, err := Run(context.Background(), Spec{
 		Backend: "t", Bin: "/bin/true", Dir: dir,
 		Env:         []string{"HOME=/root", "TMPDIR=/tmp", "GOCACHE=" + cache},
-		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, sandbox.Subcommand}, RO: []string{"/extra"}},
+		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, sandbox.Subcommand}, RO: []string{"/extra"}, Level: sandbox.LevelLandlock},
 		Confinement: Confinement{Home: home, TempDir: tmp, Writable: []string{"/state"}, Readable: []string{"/cli"}},
 		OnLine:      func(b []byte) { lines = append(lines, string(b)) },
 	})
@@ -183,6 +185,40 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	}
 	assert.Equal(t, "HOME="+home, lines[1])
 	assert.Equal(t, "TMPDIR="+tmp, lines[2])
+}
+
+// A confined run, under the full sandbox, keeps what an unconfined one
+// does: its lines and stdin, a graceful stop (SIGTERM reaches the program
+// through the sandbox's helper, which bubblewrap would not pass on), and
+// a timeout that kills everything it started.
+func TestRunConfinedFull(t *testing.T) {
+	sb := sandboxtest.New(t)
+	dir, home, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	conf := Confinement{Home: home, TempDir: tmp}
+	bin := script(t, "trap 'echo stopped-gracefully; exit 0' TERM; cat; echo; echo \"uid=$(id -u) home=$HOME\"; while :; do sleep 0.05; done")
+	stop := time.Now().Add(time.Second)
+	var lines []string
+	out, err := Run(context.Background(), Spec{Backend: "t", Bin: bin, Dir: dir, Stdin: "prompt", Sandbox: sb, Confinement: conf,
+		OnLine: func(b []byte) { lines = append(lines, string(b)) },
+		Stop:   func() bool { return time.Now().After(stop) }, StopGrace: 20 * time.Second})
+	require.NoError(t, err)
+	assert.True(t, out.Stopped)
+	assert.Equal(t, []string{"prompt", fmt.Sprintf("uid=%d home=%s", sandbox.UID, home), "stopped-gracefully"}, lines)
+	assert.Less(t, out.Duration, 15*time.Second, "the program ended on SIGTERM, not on the grace's SIGKILL")
+
+	marker := "tether-cliexec-confined-" + filepath.Base(t.TempDir())
+	bin = script(t, "(setsid sh -c 'trap \"\" TERM; exec sleep 300' "+marker+" &)\nsleep 300\n")
+	start := time.Now()
+	_, err = Run(context.Background(), Spec{Backend: "t", Bin: bin, Dir: dir, Sandbox: sb, Confinement: conf, Timeout: 500 * time.Millisecond})
+	require.ErrorIs(t, err, agent.ErrTimeout)
+	assert.Less(t, time.Since(start), 30*time.Second)
+	deadline := time.Now().Add(time.Minute)
+	for len(survivors(marker)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a process of the timed-out visit survived its kill by a minute: %q", survivors(marker))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // An unconfined visit's CLI keeps its temporary files in the visit's

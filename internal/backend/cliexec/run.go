@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/sandbox"
 )
 
@@ -80,6 +81,10 @@ type Spec struct {
 	// it unconfined.
 	Sandbox *sandbox.Sandbox
 	Confinement
+	// ModelEndpoints are the host:port of the agent's model, which a
+	// confined agent may reach unless its node says otherwise (the
+	// visit's sandbox.Visit in the run's context).
+	ModelEndpoints []string
 }
 
 // Confinement is what a confined program may reach besides the system
@@ -163,11 +168,12 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	// thread stays locked to this call until Wait.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p, err := s.start(path, grace)
+	p, err := s.start(ctx, path, grace)
 	if err != nil {
 		return Outcome{}, err
 	}
 	defer p.stdout.Close()
+	defer p.finish()
 	go p.read(s)
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- p.cmd.Wait() }()
@@ -200,7 +206,9 @@ func (s Spec) program() (string, error) {
 // proc is one started process: its command, the read end of its stdout,
 // the tail of its stderr, and the stdout lines counted so far.
 type proc struct {
-	cmd      *exec.Cmd
+	cmd *exec.Cmd
+	// launch is the program's confinement, while it runs.
+	launch   *sandbox.Launch
 	stdout   *os.File
 	tail     *TailBuffer
 	began    time.Time
@@ -209,23 +217,33 @@ type proc struct {
 	readDone chan struct{}
 }
 
-// start starts the program in its own process group, which dies with the
-// worker, with the prompt on stdin.
-func (s Spec) start(path string, grace time.Duration) (*proc, error) {
+// start starts the program in a session and process group of its own
+// (no controlling terminal), which dies with the worker, with the prompt
+// on stdin; confined when the spec has a sandbox.
+func (s Spec) start(ctx context.Context, path string, grace time.Duration) (*proc, error) {
 	argv, env := append([]string{path}, s.Args...), s.environ()
+	var launch *sandbox.Launch
 	if s.Sandbox != nil {
-		argv = s.confined(path, env)
+		l, err := s.Sandbox.Launch(s.policy(ctx, path, env), path, s.Args, env, sandbox.VisitOf(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Backend, err)
+		}
+		launch, argv, env = l, l.Argv, l.Env
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(s.Stdin)
 	// Pdeathsig: if the worker dies (SIGKILL, OOM), the CLI dies with it
-	// instead of running on as an orphan.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// instead of running on as an orphan. Setsid: a terminal the worker
+	// was started from is never the CLI's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if launch != nil {
+		launch.Prepare(cmd)
+	}
 	// Stderr is copied by os/exec; WaitDelay bounds that copy when a process
 	// that escaped the group still holds the pipe.
-	p := &proc{cmd: cmd, tail: NewTailBuffer(stderrTailBytes), readDone: make(chan struct{})}
+	p := &proc{cmd: cmd, launch: launch, tail: NewTailBuffer(stderrTailBytes), readDone: make(chan struct{})}
 	cmd.Stderr = p.tail
 	if s.Stderr != nil {
 		cmd.Stderr = io.MultiWriter(p.tail, s.Stderr)
@@ -234,6 +252,7 @@ func (s Spec) start(path string, grace time.Duration) (*proc, error) {
 	// Stdout is a plain pipe read here, so that Wait does not depend on it.
 	pr, pw, err := os.Pipe()
 	if err != nil {
+		p.finish()
 		return nil, fmt.Errorf("%s: %w", s.Backend, err)
 	}
 	cmd.Stdout = pw
@@ -242,17 +261,38 @@ func (s Spec) start(path string, grace time.Duration) (*proc, error) {
 	pw.Close()
 	if err != nil {
 		pr.Close()
+		p.finish()
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, fmt.Errorf("%w: %s: %v", agent.ErrNotInstalled, s.Backend, err)
 		}
 		return nil, fmt.Errorf("%s: start %s: %w", s.Backend, path, err)
 	}
+	if launch != nil {
+		launch.Started()
+	}
 	p.stdout = pr
 	return p, nil
 }
 
-// kill signals the whole process group.
-func (p *proc) kill(sig syscall.Signal) { _ = syscall.Kill(-p.cmd.Process.Pid, sig) }
+// finish ends the program's confinement: its cgroup, its egress proxy
+// (whose refusals its visit keeps), its files.
+func (p *proc) finish() {
+	if p.launch != nil {
+		p.launch.Finish()
+		p.launch = nil
+	}
+}
+
+// kill signals the whole process group; a confined program gets any
+// signal but SIGKILL through its sandbox's helper, since bubblewrap,
+// which leads the group, would die of it at once and take the program
+// with it.
+func (p *proc) kill(sig syscall.Signal) {
+	if sig != syscall.SIGKILL && p.launch.Signal(sig) {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+}
 
 // read hands stdout to the spec's writer, or line by line to OnLine,
 // counting lines for the heartbeat, until the last holder of the pipe is
@@ -373,20 +413,37 @@ func (s Spec) environ() []string {
 	return env
 }
 
-// confined is the argv that runs the program at path, with environment
-// env, under the spec's sandbox.
-func (s Spec) confined(path string, env []string) []string {
+// policy is what the program at path, with environment env, may reach
+// under the spec's sandbox: its paths, and the network of its visit (the
+// model's endpoints by default for an agent, nothing for a tool).
+func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Policy {
 	p := sandbox.Policy{
-		RW:  append(append([]string{s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
-		RO:  append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
-		Tmp: s.TempDir,
+		RW:   append(append([]string{s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
+		RO:   append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
+		Tmp:  s.TempDir,
+		Home: s.Home,
+		Dir:  s.Dir,
 	}
 	if s.ReadOnlyDir {
 		p.RO = append(p.RO, s.Dir)
 	} else {
 		p.RW = append(p.RW, s.Dir)
 	}
-	return s.Sandbox.Command(p, path, s.Args)
+	v := sandbox.VisitOf(ctx)
+	if v == nil || v.Model {
+		for _, e := range s.ModelEndpoints {
+			// An endpoint that does not parse is not reached: the visit
+			// fails where it talks to its model, never runs unconfined.
+			if pat, err := egress.ParsePattern(e); err == nil {
+				p.Allow = append(p.Allow, pat)
+			}
+		}
+	}
+	if v != nil {
+		p.Allow = append(p.Allow, v.Allow...)
+		p.Limits = v.Limits
+	}
+	return p
 }
 
 // setEnv is env with name set to value, in place of any value it had.

@@ -11,12 +11,16 @@ import (
 // BaseURL is where the fake model answers a CLI that speaks wire
 // (agent.Facts.Wire): the Messages and Gemini APIs at its root, the
 // OpenAI APIs below /v1, as the CLIs' base URL variables take them.
-func BaseURL(f *fakemodel.Server, wire string) string {
+func BaseURL(f *fakemodel.Server, wire string) string { return baseAt(f.URL(), wire) }
+
+// baseAt is the base URL of a CLI that speaks wire for a fake model at
+// root.
+func baseAt(root, wire string) string {
 	switch wire {
 	case agent.WireResponses, agent.WireChat:
-		return f.URL() + "/v1"
+		return root + "/v1"
 	}
-	return f.URL()
+	return root
 }
 
 // Model is the model the tests give backend name: any name does for the
@@ -27,7 +31,11 @@ func Model(name string) string { return "fake-" + strings.ReplaceAll(name, "_", 
 // of the catalogue, pointed at the fake model f: its endpoint for the
 // backend's wire, a fake key and Model. A backend added to the catalogue
 // is in every test that runs all of them.
-func FakeVars(f *fakemodel.Server) map[string]map[string]string {
+func FakeVars(f *fakemodel.Server) map[string]map[string]string { return VarsAt(f.URL()) }
+
+// VarsAt is FakeVars for a fake model reached at root (a forwarder of it,
+// say).
+func VarsAt(root string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, b := range catalogue.All() {
 		if !b.Implemented || b.CLI == "" {
@@ -37,7 +45,7 @@ func FakeVars(f *fakemodel.Server) map[string]map[string]string {
 		for _, v := range b.Vars {
 			switch v.Role {
 			case agent.VarBaseURL:
-				vs[v.Name] = BaseURL(f, b.Wire)
+				vs[v.Name] = baseAt(root, b.Wire)
 			case agent.VarAPIKey:
 				vs[v.Name] = "k"
 			case agent.VarModel:

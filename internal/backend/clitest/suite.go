@@ -26,6 +26,8 @@ import (
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv/files"
 	"github.com/tether-run/tether/internal/transcript"
 )
@@ -45,6 +47,9 @@ type Harness struct {
 	HeartbeatEvery time.Duration
 	// AskUserGrace is what the executor must use (zero: its default).
 	AskUserGrace time.Duration
+	// Sandbox confines the CLI as a production worker does, with the
+	// fake model as its model's endpoint.
+	Sandbox *sandbox.Sandbox
 }
 
 // Suite describes one real-CLI backend to the shared tests. What the
@@ -122,6 +127,7 @@ func (h *Harness) Options(baseURL, model string) cliexec.Options {
 		Heartbeat:      h.Heartbeat,
 		HeartbeatEvery: h.HeartbeatEvery,
 		TempDir:        h.Scratch,
+		Sandbox:        h.Sandbox,
 	}
 }
 
@@ -140,7 +146,7 @@ func NewHarness(t *testing.T) *Harness {
 	t.Helper()
 	bin := Isolate(t)
 	return &Harness{Fake: fakemodel.Start(t), BinDir: bin, AskUser: AskUserCommand(t),
-		Scratch: t.TempDir(), Timeout: 2 * time.Minute}
+		Scratch: t.TempDir(), Timeout: 2 * time.Minute, Sandbox: sandboxtest.New(t)}
 }
 
 func execute(t *testing.T, b agent.Backend, req agent.Request) agent.Result {

@@ -59,7 +59,7 @@ func varsTable() string {
 			clis = append(clis, code(f.CLI))
 		}
 	}
-	fmt.Fprintf(&b, "| `TETHER_CLI_BIN` | every CLI backend | the directory holding the agent CLIs (%s); default: `PATH` |\n", strings.Join(clis, ", "))
+	fmt.Fprintf(&b, "| `TETHER_CLI_BIN` | every CLI backend | the directory holding the agent CLIs (%s), never inside a home directory (the worker refuses to start: a confined agent reads the bin directory and where its links lead); default: `PATH` |\n", strings.Join(clis, ", "))
 	type row struct {
 		backends, docs []string
 	}

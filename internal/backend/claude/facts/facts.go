@@ -37,4 +37,5 @@ var Backend = agent.Facts{
 		".credentials.json*", // OAuth tokens
 		".claude.json*",      // account state
 	},
+	ModelEndpoints: []string{"api.anthropic.com:443"},
 }

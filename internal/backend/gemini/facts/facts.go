@@ -35,4 +35,5 @@ var Backend = agent.Facts{
 		".gemini/google_accounts.json*", // the signed-in account
 		".gemini/settings.json*",        // may hold API keys
 	},
+	ModelEndpoints: []string{"generativelanguage.googleapis.com:443"},
 }

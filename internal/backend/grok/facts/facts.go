@@ -23,4 +23,5 @@ var Backend = agent.Facts{
 	Credentials: []string{
 		".grok/user-settings.json*", // holds the API key once given as a flag
 	},
+	ModelEndpoints: []string{"api.x.ai:443"},
 }

@@ -35,6 +35,7 @@ var Backend = agent.Facts{
 		".pi/agent/auth.json*",
 		".pi/agent/models.json*", // provider keys
 	},
+	ModelEndpoints: []string{"api.openai.com:443"},
 }
 
 func joined(m map[string][]string) map[string]string {

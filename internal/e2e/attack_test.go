@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/clitest"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/fakemodel"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
+	"github.com/tether-run/tether/internal/testenv"
+	"github.com/tether-run/tether/internal/workerhost"
+	"github.com/tether-run/tether/workflows"
+)
+
+// What the parent hands the worker process of the attack test.
+const (
+	atkTemporal = "TETHER_ATK_TEMPORAL"
+	atkHTTP     = "TETHER_ATK_TEMPORAL_HTTP"
+	atkS3       = "TETHER_ATK_S3"
+	atkCLIBin   = "TETHER_ATK_CLI_BIN"
+	atkAskUser  = "TETHER_ATK_ASK_USER"
+	atkCLI      = "TETHER_ATK_TEMPORAL_CLI"
+	// atkSandbox=off runs the worker unconfined, as Tether did before:
+	// the attack then answers the victim's question.
+	atkSandbox = "TETHER_ATK_SANDBOX"
+	atkChild   = "TestAgentCannotReachTheWorkersServicesWorker"
+)
+
+// attackBackends are the CLIs with a shell tool the fake model can drive.
+var attackBackends = []string{"claude_code", "codex", "pi", "gemini", "opencode"}
+
+// TestAgentCannotReachTheWorkersServices is finding 1 of the attack on
+// the old sandbox: a `permissions: full` agent answered another run's
+// question through the Temporal frontend's HTTP API. Here a victim run
+// waits on "deploy to production?"; then, for every CLI with a shell
+// tool, an agent (and a tool node before it, whose allowlist even names
+// the frontend) runs curl and the temporal CLI against the frontend's
+// HTTP API and gRPC port, the S3 endpoint, PostgreSQL, the metadata
+// address and an unlisted host, straight and through the egress proxy.
+// Nothing is reached, the victim's question stays open, the attacker's
+// run completes, and the proxy's refusals are on the visits' outputs. It
+// runs with the worker as root and as uid 65534. With
+// TETHER_ATK_SANDBOX=off (the worker as it was before) it fails: the
+// first visit's curl answers the victim's question ("pwned").
+func TestAgentCannotReachTheWorkersServices(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		testenv.Unavailable(t, "this kernel has no Landlock")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		testenv.Unavailable(t, "curl, the attack's tool, is not installed (apt-get install curl)")
+	}
+	srv := testenv.DevServer(t)
+	s3 := testenv.VersityGW(t)
+	bin := clitest.Isolate(t)
+	ask := clitest.AskUserCommand(t)[0]
+	require.NoError(t, os.Chmod(ask, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(ask), 0o755))
+	env := []string{
+		atkTemporal + "=" + srv.Address, atkHTTP + "=" + srv.HTTPAddress, atkS3 + "=" + strings.TrimPrefix(s3.Endpoint, "http://"),
+		atkCLIBin + "=" + bin, atkAskUser + "=" + ask, atkCLI + "=" + testenv.Tool(t, "temporal"),
+		// Built here: the child as uid 65534 cannot write the build cache.
+		"TETHER_ATK_HELPER=" + sandboxtest.Helper(t),
+	}
+	if v := os.Getenv(atkSandbox); v != "" {
+		env = append(env, atkSandbox+"="+v)
+	}
+	t.Run("root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("the test does not run as root here")
+		}
+		self, err := os.Executable()
+		require.NoError(t, err)
+		cmd := exec.CommandContext(t.Context(), self, "-test.run=^"+atkChild+"$", "-test.v", "-test.count=1", "-test.timeout=40m")
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "worker as root:\n%s", out)
+		require.Contains(t, string(out), "--- PASS: "+atkChild, "%s", out)
+		t.Logf("worker as root:\n%s", out)
+	})
+	t.Run("nobody", func(t *testing.T) {
+		out, err := testenv.RunAsNobody(t, atkChild, env...)
+		if err != nil {
+			testenv.Unavailable(t, "cannot run the worker as uid %d: %v", testenv.Nobody, err)
+		}
+		require.Contains(t, string(out), "--- PASS: "+atkChild, "%s", out)
+	})
+}
+
+// TestAgentCannotReachTheWorkersServicesWorker is the worker half, in a
+// process of its own (as root, or as uid 65534).
+func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
+	addr := os.Getenv(atkTemporal)
+	if addr == "" {
+		t.Skip("run by TestAgentCannotReachTheWorkersServices")
+	}
+	httpAddr, s3Addr, temporalCLI := os.Getenv(atkHTTP), os.Getenv(atkS3), os.Getenv(atkCLI)
+	confined := os.Getenv(atkSandbox) != sandbox.ModeOff
+	base := t.TempDir()
+	t.Setenv("HOME", filepath.Join(base, "home"))
+	pg, pgConns := listener(t) // stands for PostgreSQL
+
+	var sb *sandbox.Sandbox
+	if confined {
+		require.NoError(t, sandbox.HideEnviron())
+		var err error
+		sb, err = sandbox.New(context.Background(), sandbox.Config{
+			Mode: sandbox.ModeFull, Helper: []string{os.Getenv("TETHER_ATK_HELPER")}, RO: []string{temporalCLI},
+			Services: []egress.Service{{Name: "Temporal frontend", Addr: addr}, {Name: "Temporal frontend HTTP API", Addr: httpAddr},
+				{Name: "S3 endpoint", Addr: s3Addr}, {Name: "PostgreSQL", Addr: pg}},
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { sb.Close() })
+		t.Logf("uid %d: %s", os.Getuid(), sb)
+	}
+	fake := fakemodel.Start(t)
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: "default"})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	blobs, err := blob.Open(context.Background(), "file://"+filepath.Join(base, "store"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = blobs.Close() })
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "tmp"), 0o700))
+	bs, err := backend.New(backend.Config{
+		CLIBin: os.Getenv(atkCLIBin), Vars: clitest.FakeVars(fake),
+		AskUser: []string{os.Getenv(atkAskUser)}, TempDir: filepath.Join(base, "tmp"), Home: filepath.Join(base, "clihome"), Sandbox: sb,
+	})
+	require.NoError(t, err)
+	w, err := workerhost.Start(c, workerhost.Options{
+		ID: fmt.Sprintf("atk-%d-%d", os.Getuid(), time.Now().UnixNano()), Blobs: blobs, Backends: bs,
+		StateDir: filepath.Join(base, "state"), WorkDir: filepath.Join(base, "work"), Sandbox: sb, Logger: testLogger(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	runs := runstore.New(blobs)
+
+	// The victim: a run waiting on a person's answer.
+	victim := fmt.Sprintf("victim-%d-%s", os.Getuid(), token())
+	vg, err := graph.Parse([]byte("name: victim\nstart: deploy\nnodes:\n  - {id: deploy, kind: human, question: deploy to production?}\n  - {id: done, kind: end}\nedges: [{from: deploy, to: done}]\n"), "victim.yaml")
+	require.NoError(t, err)
+	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowType, &workflows.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
+	require.NoError(t, err)
+	qid := waitPending(t, c, victim)
+
+	answer := fmt.Sprintf(`{"question_id":%q,"text":"pwned"}`, qid)
+	script := attackScript(addr, httpAddr, s3Addr, pg, temporalCLI, victim, answer)
+	cue := "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"
+	for _, b := range attackBackends {
+		t.Run(b, func(t *testing.T) {
+			fake.Reset()
+			id := fmt.Sprintf("atk-%s-%d-%s", strings.ReplaceAll(b, "_", "-"), os.Getuid(), token())
+			g := &graph.Graph{Name: "attack", Start: "probe", Nodes: []graph.Node{
+				{ID: "probe", Kind: graph.KindTool, Run: []string{"/bin/sh", "-c", cue},
+					// Even a node that names the frontend does not reach it.
+					Network: &graph.Network{Allow: []string{addr, httpAddr, "127.0.0.1:*", "169.254.169.254:80"}}},
+				{ID: "agent", Kind: graph.KindAgent, Backend: b, Permissions: "full",
+					Prompt: "Look around.\n" + fakemodel.CueShell + " " + cue},
+				{ID: "done", Kind: graph.KindEnd},
+			}, Edges: []graph.Edge{{From: "probe", To: "agent"}, {From: "agent", To: "done"}}}
+			require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), runWait)
+			defer cancel()
+			var res workflows.GraphRunResult
+			require.NoError(t, run.Get(ctx, &res), "the attacker's run completes")
+			cp, err := runs.Latest(context.Background(), id)
+			require.NoError(t, err)
+
+			var seen strings.Builder
+			for _, r := range fake.Requests() {
+				seen.Write(r.Body)
+			}
+			agentSaw := strings.ReplaceAll(seen.String(), `\"`, `"`)
+			toolSaw := fmt.Sprint(cp.Outputs["probe"]["stdout"])
+			for who, saw := range map[string]string{"the tool node": toolSaw, "the agent": agentSaw} {
+				got := strings.Join(results.FindAllString(saw, -1), " ")
+				assert.True(t, strings.Contains(saw, "attack-done"), "%s ran the attack: %s", who, got)
+				for _, target := range []string{"temporal-http", "s3", "postgres", "metadata", "unlisted"} {
+					assert.Regexp(t, target+`=000/000\b`, got, "%s reached %s straight", who, target)
+					assert.Regexp(t, target+`-proxy=000/403\b`, got, "%s reached %s through the proxy", who, target)
+				}
+				assert.Contains(t, got, "temporal-grpc=failed", "%s reached the frontend's gRPC port", who)
+			}
+			for node, want := range map[string][]string{
+				"probe": {"CONNECT " + httpAddr + " refused: the worker's Temporal frontend HTTP API", "CONNECT " + addr + " refused: the worker's Temporal frontend",
+					"CONNECT " + s3Addr + " refused: the worker's S3 endpoint", "CONNECT " + pg + " refused: the worker's PostgreSQL",
+					"CONNECT 169.254.169.254:80 refused: a link-local or cloud metadata address", "CONNECT example.com:443 refused: not in the node's network allowlist"},
+				"agent": {"CONNECT " + httpAddr + " refused: the worker's Temporal frontend HTTP API", "CONNECT " + s3Addr + " refused: the worker's S3 endpoint",
+					"CONNECT " + pg + " refused: the worker's PostgreSQL", "CONNECT 169.254.169.254:80 refused: not in the node's network allowlist",
+					"CONNECT example.com:443 refused: not in the node's network allowlist"},
+			} {
+				notes := fmt.Sprint(cp.Outputs[node][activities.NetworkRefusedKey])
+				for _, w := range want {
+					assert.Contains(t, notes, w, "node %s's output notes the refusal", node)
+				}
+			}
+			assert.True(t, pendingStill(c, victim, qid), "the victim's question is still open")
+		})
+	}
+	assert.Zero(t, pgConns.Load(), "nothing reached PostgreSQL")
+}
+
+// results are the attack's lines: NAME=<http code>/<CONNECT code>, and
+// the gRPC attempt's.
+var results = regexp.MustCompile(`[a-z0-9-]+=(\d{3}/\d{3}|failed|pwned-accepted)`)
+
+// attackScript is what the agent and the tool run: each target straight
+// and through the proxy (a CONNECT tunnel), printing for each
+// NAME=<http code>/<CONNECT code> (000: no answer).
+func attackScript(frontend, httpAddr, s3, pg, temporalCLI, victim, answer string) string {
+	signal := fmt.Sprintf("http://%s/api/v1/namespaces/default/workflows/%s/signal/answer", httpAddr, victim)
+	body := fmt.Sprintf(`{"input":[%s]}`, answer)
+	var b strings.Builder
+	b.WriteString("probe() { name=$1; shift; echo \"$name=$(curl -s -m 10 -o /dev/null -w '%{http_code}/%{http_connect}' \"$@\")\"; }\n")
+	// Straight past any proxy; then through the proxy, even for the
+	// loopback addresses NO_PROXY sends straight.
+	for _, via := range []struct{ suffix, flags string }{{"", `--noproxy '*'`}, {"-proxy", `--noproxy '' -p -x "$HTTPS_PROXY"`}} {
+		fmt.Fprintf(&b, "probe temporal-http%s %s -X POST -H 'Content-Type: application/json' -d '%s' %s\n", via.suffix, via.flags, body, signal)
+		fmt.Fprintf(&b, "probe s3%s %s http://%s/\n", via.suffix, via.flags, s3)
+		fmt.Fprintf(&b, "probe postgres%s %s http://%s/\n", via.suffix, via.flags, pg)
+		fmt.Fprintf(&b, "probe metadata%s %s http://169.254.169.254/latest/meta-data/\n", via.suffix, via.flags)
+		fmt.Fprintf(&b, "probe unlisted%s %s https://example.com/\n", via.suffix, via.flags)
+	}
+	fmt.Fprintf(&b, "if %s workflow signal --client-connect-timeout 10s --command-timeout 20s --address %s --namespace default --workflow-id %s --name answer --input '%s' >/dev/null 2>&1; then echo temporal-grpc=pwned-accepted; else echo temporal-grpc=failed; fi\n",
+		temporalCLI, frontend, victim, answer)
+	b.WriteString("echo attack-done\n")
+	return b.String()
+}
+
+// listener accepts and counts connections on 127.0.0.1 until the test
+// ends.
+func listener(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), &n
+}
+
+// waitPending waits for run's first question and returns its id.
+func waitPending(t *testing.T, c client.Client, run string) string {
+	t.Helper()
+	deadline := time.Now().Add(runWait)
+	for time.Now().Before(deadline) {
+		if st, err := queryState(c, run); err == nil && len(st.Questions) > 0 {
+			return st.Questions[0].ID
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("run %s asked nothing", run)
+	return ""
+}
+
+// pendingStill reports whether run still waits on question qid.
+func pendingStill(c client.Client, run, qid string) bool {
+	st, err := queryState(c, run)
+	if err != nil || st.Status != runstore.StatusWaiting {
+		return false
+	}
+	for _, q := range st.Questions {
+		if q.ID == qid {
+			return true
+		}
+	}
+	return false
+}
+
+func queryState(c client.Client, run string) (*workflows.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(ctx, run, "", workflows.QueryState)
+	if err != nil {
+		return nil, err
+	}
+	var st workflows.State
+	return &st, v.Get(&st)
+}

@@ -1,0 +1,38 @@
+package sandbox
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Where the worker has a delegated cgroup v2 (TETHER_TEST_CGROUP names
+// one, or the test's own is), each visit gets a cgroup of its own that
+// holds its memory and process limits and is gone after the visit. A
+// machine without one keeps the limits with the helper instead
+// (TestMemoryLimitIsEnforced), so this test only runs where there is one.
+func TestVisitCgroup(t *testing.T) {
+	var c *cgroupParent
+	var err error
+	if dir := os.Getenv("TETHER_TEST_CGROUP"); dir != "" {
+		c, err = useCgroup(dir)
+	} else {
+		c, err = ownCgroup()
+	}
+	if err != nil {
+		t.Skipf("no delegated cgroup v2 here (%v): the helper keeps the limits instead, see TestMemoryLimitIsEnforced", err)
+	}
+	sb := *full(t)
+	sb.cgroups = c
+	me := self(t)
+	p := Policy{RO: []string{me}, Limits: Limits{MemoryBytes: 96 << 20, Pids: 32}}
+	big := confinedProgram(t, &sb, p, me, []string{probeCommand, "alloc", "512"})
+	assert.True(t, big.oom, "the cgroup killed the visit over its memory: %s", big.out)
+	many := confined(t, &sb, p, `for i in $(seq 60); do sleep 5 & done; wait; echo all-started`)
+	assert.NotContains(t, many.out, "all-started", "the cgroup bounds the processes")
+	ents, _ := os.ReadDir(c.dir)
+	for _, e := range ents {
+		assert.NotRegexp(t, `^visit-`, e.Name(), "a visit's cgroup outlived it")
+	}
+}

@@ -1,0 +1,126 @@
+package sandbox
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tether-run/tether/internal/egress"
+)
+
+// hostEntry is one line of the sandbox's /etc/hosts.
+type hostEntry struct{ addr, name string }
+
+// relay is one loopback listener inside the sandbox: what connects to
+// listen is tunnelled to target through the egress proxy.
+type relay struct{ listen, target string }
+
+// netPlan is how a sandbox with an allowlist reaches the egress proxy:
+// proxy is the loopback address programs that honour the standard proxy
+// variables use; relays let the others (Node's fetch, for one) reach each
+// exact host:port by its own name or address, which hosts maps to a
+// loopback address of its own.
+type netPlan struct {
+	proxy  string
+	relays []relay
+	hosts  []hostEntry
+}
+
+// defaultProxyPort is where the proxy listens inside unless a relay needs
+// that port.
+const defaultProxyPort = 3128
+
+// planNetwork lays out the relays for allow: an exact loopback address
+// listens as itself, localhost on both loopback addresses, an exact name
+// on 127.0.0.N (N from 2) which hosts gives it; a pattern with a wildcard,
+// or another address, is reached through the proxy only.
+func planNetwork(allow []egress.Pattern) netPlan {
+	var n netPlan
+	names := map[string]string{}
+	seen := map[string]bool{}
+	add := func(listen, target string) {
+		if !seen[listen] {
+			seen[listen] = true
+			n.relays = append(n.relays, relay{listen, target})
+		}
+	}
+	next := 2
+	for _, p := range allow {
+		if !p.Exact() {
+			continue
+		}
+		port := strconv.Itoa(p.Port)
+		if p.IsAddr() {
+			a := netip.MustParseAddr(p.Host)
+			if a.IsLoopback() {
+				add(net.JoinHostPort(p.Host, port), p.String())
+			}
+			continue
+		}
+		if p.Host == "localhost" {
+			add(net.JoinHostPort("127.0.0.1", port), p.String())
+			add(net.JoinHostPort("::1", port), p.String())
+			continue
+		}
+		addr, ok := names[p.Host]
+		if !ok {
+			if next > 254 {
+				continue
+			}
+			addr = fmt.Sprintf("127.0.0.%d", next)
+			next++
+			names[p.Host] = addr
+			n.hosts = append(n.hosts, hostEntry{addr, p.Host})
+		}
+		add(net.JoinHostPort(addr, port), p.String())
+	}
+	port := defaultProxyPort
+	for seen[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] {
+		port++
+	}
+	n.proxy = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return n
+}
+
+// env are the variables that send proxy-aware programs to the proxy. The
+// sandbox's own loopback is left direct: a test server a tool starts
+// inside is there, and the relays listen there.
+func (n netPlan) env() []string {
+	url := "http://" + n.proxy
+	noProxy := "localhost,127.0.0.1,::1"
+	var out []string
+	for _, v := range []string{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"} {
+		out = append(out, v+"="+url)
+	}
+	// Node 22.21 and 24.5 and later make fetch honour the variables
+	// with this; older Node reaches exact endpoints through the relays.
+	return append(out, "no_proxy="+noProxy, "NO_PROXY="+noProxy, "NODE_USE_ENV_PROXY=1")
+}
+
+// flags are the helper's flags for the plan.
+func (n netPlan) flags() []string {
+	out := []string{"--socket", EgressSocket, "--proxy", n.proxy}
+	for _, r := range n.relays {
+		out = append(out, "--relay", r.listen+"="+r.target)
+	}
+	return out
+}
+
+// proxyVars are the variables a confined program must not get from the
+// worker: they would point it at the worker's own proxy settings.
+var proxyVars = []string{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY", "NODE_USE_ENV_PROXY"}
+
+// withoutProxyVars is env without proxyVars.
+func withoutProxyVars(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(proxyVars, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
