@@ -59,8 +59,9 @@ func run() error {
 	defer sb.Close()
 	// The agents' executors take a sandbox as one that confines (Codex
 	// then leaves its own off); the visits' admission reads the level.
-	if sb.Confines() {
-		cfg.Agents.Sandbox = sb
+	agentSandbox := sb
+	if !sb.Confines() {
+		agentSandbox = nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,7 +100,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	backends, err := defaultBackends(cfg.Agents, logger)
+	backends, err := defaultBackends(cfg.Agents, agentSandbox, logger)
 	if err != nil {
 		return err
 	}

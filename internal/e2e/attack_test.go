@@ -48,7 +48,7 @@ const (
 )
 
 // attackBackends are the CLIs with a shell tool the fake model can drive.
-var attackBackends = []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Opencode}
+var attackBackends = []string{"claude_code", "codex", "pi", "gemini", "opencode"}
 
 // TestAgentCannotReachTheWorkersServices is finding 1 of the attack on
 // the old sandbox: a `permissions: full` agent answered another run's
@@ -142,10 +142,7 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 	t.Cleanup(func() { _ = blobs.Close() })
 	require.NoError(t, os.MkdirAll(filepath.Join(base, "tmp"), 0o700))
 	bs, err := backend.New(backend.Config{
-		CLIBin: os.Getenv(atkCLIBin), AnthropicBaseURL: fake.URL(), OpenAIBaseURL: fake.URL() + "/v1", GeminiBaseURL: fake.URL(),
-		Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
-			backend.Gemini: "fake-gemini-1", backend.Opencode: "fake-opencode-1"},
-		APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k", backend.Opencode: "k"},
+		CLIBin: os.Getenv(atkCLIBin), Vars: clitest.FakeVars(fake),
 		AskUser: []string{os.Getenv(atkAskUser)}, TempDir: filepath.Join(base, "tmp"), Home: filepath.Join(base, "clihome"), Sandbox: sb,
 	})
 	require.NoError(t, err)

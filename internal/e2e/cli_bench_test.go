@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/testenv"
@@ -34,9 +35,7 @@ func BenchmarkOneVisitVsBareCLI(b *testing.B) {
 		}
 		h.backends = func(testing.TB) backend.Config {
 			return backend.Config{
-				CLIBin: bin, AnthropicBaseURL: fake.URL(),
-				Models:  map[string]string{backend.ClaudeCode: "claude-fake-1"},
-				APIKeys: map[string]string{backend.ClaudeCode: "k"},
+				CLIBin: bin, Vars: map[string]map[string]string{"claude_code": clitest.FakeVars(fake)["claude_code"]},
 				TempDir: b.TempDir(),
 			}
 		}

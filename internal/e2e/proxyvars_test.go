@@ -26,12 +26,12 @@ import (
 // through the sandbox's relay, which every test of a confined CLI uses
 // (docs/security.md, "Network").
 var honoursProxyVars = map[string]bool{
-	backend.ClaudeCode: true,
-	backend.Codex:      true,
-	backend.Pi:         true,
-	backend.Gemini:     true,
-	backend.Grok:       false,
-	backend.Opencode:   true,
+	"claude_code": true,
+	"codex":       true,
+	"pi":          true,
+	"gemini":      true,
+	"grok":        false,
+	"opencode":    true,
 }
 
 // TestWhichCLIsHonourTheProxyVariables puts each CLI's model at an
@@ -47,10 +47,7 @@ func TestWhichCLIsHonourTheProxyVariables(t *testing.T) {
 	fwd := forward(t, addr, strings.TrimPrefix(fake.URL(), "http://"))
 	url := "http://" + fwd
 	bs, err := backend.New(backend.Config{
-		CLIBin: bin, AnthropicBaseURL: url, OpenAIBaseURL: url + "/v1", GrokBaseURL: url + "/v1", GeminiBaseURL: url,
-		Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
-			backend.Gemini: "fake-gemini-1", backend.Grok: "fake-grok-1", backend.Opencode: "fake-opencode-1"},
-		APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k", backend.Grok: "k", backend.Opencode: "k"},
+		CLIBin: bin, Vars: clitest.VarsAt(url),
 		TempDir: t.TempDir(), Sandbox: sandboxtest.New(t),
 	})
 	require.NoError(t, err)
