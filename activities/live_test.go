@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
@@ -20,9 +19,9 @@ import (
 // session id: what a has-session check would answer there.
 func liveOn(t *testing.T, a *Activities, id string) bool {
 	t.Helper()
-	b, ok := a.Backends.Get(backend.Scripted)
+	b, ok := a.Backends.Get("scripted")
 	require.True(t, ok)
-	env := agent.Env{StateRoot: filepath.Join(a.StateDir, "runs", "r1", backend.Scripted), Workdir: filepath.Join(a.WorkDir, "r1")}
+	env := agent.Env{StateRoot: filepath.Join(a.StateDir, "runs", "r1", "scripted"), Workdir: filepath.Join(a.WorkDir, "r1")}
 	return b.Packer(env).HasSession(context.Background(), id)
 }
 
@@ -63,10 +62,10 @@ func TestRefusedSlotRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
 			store := blob.NewMem()
 			a := newActs(t, store)
 			now := time.Now()
-			v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: backend.Scripted, PackTo: refAt(now, 1), Started: now})
+			v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", PackTo: refAt(now, 1), Started: now})
 			require.NoError(t, err)
 			v2, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: backend.Scripted, Started: now, PackTo: refAt(now, 2),
+				RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now, PackTo: refAt(now, 2),
 				Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v1.PackDigest},
 			})
 			require.NoError(t, err)
@@ -75,7 +74,7 @@ func TestRefusedSlotRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
 			require.True(t, liveOn(t, a, v1.SessionID), "the worker still holds the session live")
 
 			res, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: backend.Scripted, Started: now,
+				RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now,
 				Input:   map[string]any{agent.SessionIDKey: v1.SessionID, agent.SessionFingerprintKey: v1.Fingerprint, "topic": "x"},
 				Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, Fingerprint: v1.Fingerprint, StateRef: v1.PackedTo, Digest: digest, Stripped: map[string]any{"topic": "x"}},
 			})
@@ -92,7 +91,7 @@ func TestRefusedSlotRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
 // says it is done. A fresh conversation told a lost answer (a long
 // prompt) says so instead. The prompt shows the session keys.
 var asksTwice = graph.Node{
-	ID: "writer", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist,
+	ID: "writer", Kind: graph.KindAgent, Backend: "scripted", Session: graph.SessionPersist,
 	Prompt: `pick id=[{{with index .input "_session_id"}}{{.}}{{end}}] fp=[{{with index .input "_session_fingerprint"}}{{.}}{{end}}]`,
 	Script: []string{
 		`{{if gt (len .Prompt) 60}}turn {{.Turn}}: fresh, told {{.Prompt}}{{else}}ASK: first?{{end}}`,
@@ -113,11 +112,11 @@ func TestRefusedPauseBlobRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
 			a := newActs(t, store)
 			now := time.Now()
 			refA, refB := pauseRef(now, 1), pauseRef(now, 2)
-			first, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: backend.Scripted, PauseTo: refA, Started: now})
+			first, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", PauseTo: refA, Started: now})
 			require.NoError(t, err)
 			require.Len(t, first.Questions, 1)
 			second, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: backend.Scripted, PauseTo: refB, Started: now,
+				RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", PauseTo: refB, Started: now,
 				Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: first.SessionID, StateRef: refA, Digest: first.PackDigest},
 				Answer:  &agent.Answer{Text: "one"},
 			})
@@ -128,7 +127,7 @@ func TestRefusedPauseBlobRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
 			require.True(t, liveOn(t, a, first.SessionID), "the worker still holds the session live")
 
 			res, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: backend.Scripted, Started: now,
+				RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", Started: now,
 				Input:   map[string]any{agent.SessionIDKey: first.SessionID, agent.SessionFingerprintKey: first.Fingerprint},
 				Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: first.SessionID, Fingerprint: first.Fingerprint, StateRef: refA, Digest: digest, Stripped: map[string]any{}},
 				Answer:  &agent.Answer{Text: "teal"},

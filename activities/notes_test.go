@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
@@ -73,7 +72,7 @@ func TestSessionNotesNameNoRef(t *testing.T) {
 			plan := tc.plan
 			plan.Kind, plan.SessionID, plan.Stripped = resolve.UnpackOwnSlot.String(), v1.SessionID, map[string]any{}
 			res, err := a.Visit(ctx, &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: backend.Scripted, Started: now,
+				RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: "scripted", Started: now,
 				Input: map[string]any{agent.SessionIDKey: v1.SessionID}, Session: &plan,
 			})
 			require.NoError(t, err)

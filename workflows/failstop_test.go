@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -137,7 +136,7 @@ func (s *GraphRunSuite) TestRewindToAMissingSlotBlobRunsFreshOnTheSameWorker() {
 	s.Require().NotNil(target)
 	ref := target.NodeSessions["writer"].StateRef
 	s.Require().NoError(s.store.Store.Delete(context.Background(), ref))
-	root := s.acts.StateDir + "/runs/run-1/" + backend.ClaudeCode
+	root := s.acts.StateDir + "/runs/run-1/" + "claude_code"
 	s.Require().Len(s.writer().disks[root]["claude_code-s1"], 3, "the worker holds the session live")
 	before := len(s.writerCalls())
 
@@ -197,7 +196,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsOnEveryPath() {
 			s.Require().ErrorAs(err, &appErr)
 			s.Equal(ErrTypeGraph, appErr.Type())
 			s.Contains(appErr.Error(), `node "left" has session: persist inside a fan-out branch`)
-			for _, r := range s.agents[backend.Scripted].requests() {
+			for _, r := range s.agents["scripted"].requests() {
 				s.NotEqual("left", r.NodeID, "the persist node never ran")
 			}
 			s.Equal(graph.SessionPersist, nodeOf(&s.latest().Graph, "left").Session)

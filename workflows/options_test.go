@@ -12,7 +12,6 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -192,7 +191,7 @@ func (s *GraphRunSuite) TestTheNextVisitPlansForTheFallbackThatRan() {
 	s.Empty(calls[0].SessionID)
 	s.Equal("claude_code-s1", calls[1].SessionID, "planned for claude_code, the backend it ran on")
 	s.Equal("claude_code-s1", calls[2].SessionID)
-	s.Equal(backend.ClaudeCode, s.latest().NodeSessions["writer"].Backend)
+	s.Equal("claude_code", s.latest().NodeSessions["writer"].Backend)
 }
 
 // An edge without `with` passes the source output's own keys, never its

@@ -106,7 +106,7 @@ func (h *harness) startWorker() string {
 	require.NoError(h.t, err)
 	if h.scriptedIDs != nil {
 		for i, b := range bs {
-			if b.Name() == backend.Scripted {
+			if b.Name() == "scripted" {
 				bs[i] = scripted.New(scripted.Options{NewID: h.scriptedIDs})
 			}
 		}
