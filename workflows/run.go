@@ -98,6 +98,8 @@ type visitResult struct {
 	// checkpoint recording the visit fails, the fail-stop keeps it, so the
 	// resumed run takes the answer instead of asking again.
 	answered *runstore.PauseInfo
+	// guidance are the notes the visit took, for its path step.
+	guidance []runstore.Guidance
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -144,6 +146,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	r.setOutput(node.ID, visitNo, v.output)
 	step.Detail = summary(v.output)
+	step.Guidance = v.guidance
 	r.addStep(step)
 	return v, nil
 }
