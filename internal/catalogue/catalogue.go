@@ -19,6 +19,8 @@ import (
 	opencode "github.com/tether-run/tether/internal/backend/opencode/facts"
 	pi "github.com/tether-run/tether/internal/backend/pi/facts"
 	scripted "github.com/tether-run/tether/internal/backend/scripted/facts"
+	scriptedsession "github.com/tether-run/tether/internal/backend/scripted/session"
+	"github.com/tether-run/tether/internal/transcript"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -48,6 +50,19 @@ var backends = []agent.Facts{
 	// docs/backends.md), so a graph naming it is refused (G046) instead of
 	// failing at run time.
 	{Name: Kimi},
+}
+
+// transcripts are the transcript readers of the backends that keep a
+// session, by name.
+var transcripts = map[string]transcript.Reader{
+	Scripted: scriptedsession.Transcript,
+}
+
+// Transcript returns the reader of backend name's conversations, for a
+// person to read them (internal/conversation).
+func Transcript(name string) (transcript.Reader, bool) {
+	r, ok := transcripts[name]
+	return r, ok
 }
 
 // All returns every backend's facts, in catalogue order.
