@@ -57,6 +57,9 @@ type harness struct {
 	checkpointKey []byte
 	// sandbox confines the workers' agents and tools (nil: unconfined).
 	sandbox *sandbox.Sandbox
+	// blobURL is the store's TETHER_BLOB_URL, for processes the test
+	// starts (tether console).
+	blobURL string
 	mu      sync.Mutex
 }
 
@@ -72,7 +75,7 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	b, err := blob.Open(context.Background(), blobURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	h.blobs = b
+	h.blobs, h.blobURL = b, blobURL
 	h.runs = runstore.New(b)
 	h.backends = func(testing.TB) backend.Config { return backend.Config{} }
 	return h
