@@ -83,7 +83,9 @@ type VisitRequest struct {
 
 // SessionPlan is what session resolution decided to restore.
 type SessionPlan struct {
-	// Kind is the resolve.Kind's name, for logs.
+	// Kind is the resolve.Kind's name: the visit compares the
+	// fingerprint only for a slot or a pause plan, and notes a slot that
+	// could not be restored.
 	Kind      string `json:"kind"`
 	SessionID string `json:"session_id"`
 	// Fingerprint is the conversation's recorded fingerprint.

@@ -69,9 +69,17 @@ go_tool() {
 	echo "$root/bin/$name"
 }
 
+# agent_clis prints the npm package@version of every AGENT_CLI_<X> line of
+# .env, one a line, in order: each backend's pin (agent.Facts.Pin).
+agent_clis() { sed -n 's/^AGENT_CLI_[A-Z0-9_]*=//p' "$root/.env"; }
+
 clis() {
 	local dir="$root/.tools/npm"
-	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION gemini-cli@$GEMINI_CLI_VERSION grok@$GROK_CLI_VERSION opencode@$OPENCODE_VERSION"
+	# The stamp names each CLI by its line (AGENT_CLI_GEMINI_CLI: gemini-cli)
+	# and version: claude-code@2.1.332 codex@0.171.0 ...
+	local want
+	want=$(sed -n 's/^AGENT_CLI_\([A-Z0-9_]*\)=.*@\([^@]*\)$/\1@\2/p' "$root/.env" | tr 'A-Z_' 'a-z-' | tr '\n' ' ')
+	want=${want% }
 	mkdir -p "$dir"
 	(
 		flock 9
@@ -80,13 +88,8 @@ clis() {
 		fi
 		echo "tools: installing agent CLIs from the npm registry into $dir ($want)" >&2
 		[ -f "$dir/package.json" ] || echo '{"name":"tether-clis","private":true}' >"$dir/package.json"
-		npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-			"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
-			"@openai/codex@$CODEX_VERSION" \
-			"@mariozechner/pi-coding-agent@$PI_VERSION" \
-			"@google/gemini-cli@$GEMINI_CLI_VERSION" \
-			"@vibe-kit/grok-cli@$GROK_CLI_VERSION" \
-			"opencode-ai@$OPENCODE_VERSION" >&2
+		# shellcheck disable=SC2046 # one word a package
+		npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $(agent_clis) >&2
 		echo "$want" >"$dir/.versions"
 	) 9>"$dir/.lock"
 	echo "$dir/node_modules/.bin"
@@ -143,9 +146,9 @@ for t in "$@"; do
 	kimi) kimi ;;
 	all) temporal && temporal_server && versitygw && clis ;;
 	versions)
-		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION" \
-			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION" \
-			gemini-cli "$GEMINI_CLI_VERSION" grok "$GROK_CLI_VERSION" opencode "$OPENCODE_VERSION" kimi-cli "$KIMI_CLI_VERSION"
+		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION"
+		agent_clis | sed 's/^\(.*\)@\([^@]*\)$/\1 \2/'
+		printf '%s %s\n' kimi-cli "$KIMI_CLI_VERSION"
 		;;
 	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, chromium, kimi, all or versions)" >&2; exit 2 ;;
 	esac

@@ -50,7 +50,8 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
-	if cfg.Agents.Sandbox, err = confinement(cfg, logger); err != nil {
+	sb, err := confinement(cfg, logger)
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -92,7 +93,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	backends, err := defaultBackends(cfg.Agents, logger)
+	backends, err := defaultBackends(cfg.Agents, sb, logger)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func run() error {
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
 		PassEnv:             cfg.Agents.PassEnv,
-		Sandbox:             cfg.Agents.Sandbox,
+		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,

@@ -65,7 +65,7 @@ const (
 	// any worker, which restores the run's workspace and the session,
 	// runs, then snapshots and packs (one-trip-visit.json and the
 	// workspace histories). Runs recorded before it keep the two-activity
-	// visit on a worker's own queue (agent_legacy.go).
+	// visit on a worker's own queue (legacy.go).
 	changeOneTripVisit  = "one-trip-visit"
 	versionOneTripVisit = 1
 	// changeWorkspaceImport: a new run whose graph names its workspace's
