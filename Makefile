@@ -76,7 +76,7 @@ bench: tools
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
 	TETHER_RECORD_HISTORIES=1 $(GO) test -count 1 -timeout 20m ./internal/e2e \
-		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker'
+		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery'
 
 clean:
 	rm -rf bin .tether

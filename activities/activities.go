@@ -69,6 +69,12 @@ type Activities struct {
 	ShutdownGrace time.Duration
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// Temporal is where CheckRunID looks for other runs under a new run's
+	// id; nil looks in the run store only.
+	Temporal Executions
+	// Health is whether this worker's store works (health.go); nil is
+	// always healthy.
+	Health *Health
 
 	live liveSessions
 	// inflight counts this worker's running visits per run: ForgetRun
@@ -301,6 +307,11 @@ func (a *Activities) SaveCheckpoint(ctx context.Context, req *CheckpointRequest)
 		return temporal.NewNonRetryableApplicationError("SaveCheckpoint needs a checkpoint with a run id and a positive seq", ErrTypeBadRequest, nil)
 	}
 	if err := a.Runs.Save(ctx, req.Checkpoint.RunID, req.Checkpoint); err != nil {
+		if !errors.Is(err, runstore.ErrSeqTaken) && a.Health.Check(ctx) != nil {
+			// This worker's store is broken, not the run's: the workflow
+			// hands its task to another worker instead of fail-stopping.
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("save checkpoint %d of run %s on worker %s: %s", req.Checkpoint.Seq, req.Checkpoint.RunID, a.Queue, ErrorText(a.Health.Err())), ErrTypeWorkerUnhealthy, nil)
+		}
 		return fmt.Errorf("save checkpoint %d of run %s: %w", req.Checkpoint.Seq, req.Checkpoint.RunID, err)
 	}
 	return nil

@@ -143,6 +143,9 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		req = &own
 		defer func() { err = onlyLostWorkersRetry(err) }()
 	}
+	// Before the line above turns a failure final for the server: a visit
+	// that failed on this worker's broken store goes to another worker.
+	defer func() { res, err = a.storeFault(ctx, res, err) }()
 	started := time.Now()
 	a.inflight.add(req.RunID, 1)
 	defer a.inflight.add(req.RunID, -1)

@@ -114,6 +114,7 @@ func run() error {
 		Metrics:             tel.Metrics(),
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
+		OnHealth:            tel.SetHealth,
 	})
 	if err != nil {
 		return err

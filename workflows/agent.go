@@ -67,7 +67,10 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		return visitResult{}, err
 	}
-	var lost []string
+	var (
+		lost []string
+		used agent.Usage // by every round of the visit
+	)
 	// A person's notes go with the visit's prompt, once: not again with
 	// the answer to a question the visit asked.
 	notes := r.guidanceFor(ctx, node.ID)
@@ -80,6 +83,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		lost = append(lost, unnamed...)
 		r.addUsage(node.ID, res.Usage)
+		used = used.Add(res.Usage)
 		r.takeWorkspace(res, sc)
 		guidance = nil
 		if len(res.Questions) > 0 {
@@ -89,6 +93,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 			continue
 		}
 		v := r.commit(ctx, node, res, sc)
+		v.usage = used
 		if len(notes) > 0 {
 			r.tookGuidance(node.ID, notes)
 			v.guidance = notes
@@ -229,7 +234,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			again = isAppErrorType(err, activities.ErrTypeMayPass)
 		}
 		if restarts < maxVisitRestarts && again {
-			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
+			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
 			if !workerLost(err) {
 				wait := time.Duration(1<<restarts) * time.Second
 				timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("retry %s visit %d in %s", node.ID, visitNo, wait)})
@@ -243,7 +248,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
 }
 

@@ -27,6 +27,9 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.claimRunID(ctx); err != nil {
+		return nil, err
+	}
 	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
 		if in.Checkpoint == nil {
 			// A new run has a workspace from its first visit: the one
@@ -44,7 +47,8 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.stopIfOverBudget(ctx, changeBudgetAtStart, versionBudgetAtStart); err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	return res, r.endCanceled(ctx, err)
 }
 
 // importWorkspace starts a new run's workspace from the source its graph
@@ -78,7 +82,7 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 	var st runstore.WorkspaceState
 	req := &activities.ImportRequest{RunID: r.cp.RunID, From: from, Ref: ref, Started: workflow.Now(ctx)}
 	if err := workflow.ExecuteActivity(actx, acts.ImportWorkspace, req).Get(ctx, &st); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %v", r.g.Name, from, err), ErrTypeWorkspace, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %s", r.g.Name, from, activities.ErrorText(err)), ErrTypeWorkspace, err)
 	}
 	r.cp.Workspace = &st
 	return nil

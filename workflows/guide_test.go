@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/backend"
 )
 
 const guideGraph = `
@@ -47,7 +46,7 @@ func (s *GraphRunSuite) TestGuideReachesTheNextVisit() {
 	s.Require().NoError(err)
 	s.Equal("writer>ask>again>done", pathOf(res))
 
-	calls := s.agents[backend.Scripted].calls
+	calls := s.agents["scripted"].requests()
 	s.Require().Len(calls, 2)
 	s.NotContains(calls[0].Prompt, activities.GuidanceIntro)
 	s.True(strings.HasSuffix(calls[1].Prompt, "second writer\n\n"+activities.GuidanceIntro+"\n- keep it under 50 words"), calls[1].Prompt)

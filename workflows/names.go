@@ -38,6 +38,12 @@ const (
 	ErrTypeGraph = "InvalidGraph"
 	// ErrTypeWorkspace is a workspace the run cannot start from.
 	ErrTypeWorkspace = "WorkspaceFailed"
+	// ErrTypeRunIDTaken is a new run whose id another run has, in
+	// Temporal or in the run store; it failed before its first visit.
+	ErrTypeRunIDTaken = "RunIDTaken"
+	// ErrTypeRunIDUnchecked is a new run that could not check its id (the
+	// run store and Temporal did not answer); it did nothing.
+	ErrTypeRunIDUnchecked = "RunIDUnchecked"
 	// ErrTypeBudget is a run stopped because it spent a budget; like
 	// ErrTypeResumable, its details carry the checkpoint to resume from,
 	// once the budget is raised (`tether resume --max-tokens/--max-cost-usd`).
@@ -126,4 +132,17 @@ const (
 	// (join-pick-why.json). The branch kept is the same as before.
 	changeJoinWhy  = "join-pick-why"
 	versionJoinWhy = 1
+
+	// changeRunIDCheck: a new run asks the run store and Temporal, in a
+	// CheckRunID local activity before its first visit, whether another
+	// run has its id, and fails at once if one does (run-id-taken.json;
+	// every history recorded since starts with the check).
+	changeRunIDCheck  = "run-id-check"
+	versionRunIDCheck = 1
+
+	// changeCancelStatus: a run canceled through Temporal says so, in
+	// TetherStatus and a last checkpoint, and ends canceled even when the
+	// cancel reached it inside a visit (cancel-status.json).
+	changeCancelStatus  = "cancel-status"
+	versionCancelStatus = 1
 )

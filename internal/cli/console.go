@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tether-run/tether/internal/console"
 	"github.com/tether-run/tether/internal/runstore"
@@ -107,21 +106,7 @@ func (c consoleActions) Guide(ctx context.Context, run, node, text, by string) (
 }
 
 func (c consoleActions) Cancel(ctx context.Context, run string) (string, error) {
-	d, err := c.a.describe(ctx, run)
-	if err != nil {
-		return "", failedErr(fmt.Errorf("describe run %s: %w", run, err))
-	}
-	if statusOf(d) != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return "", usageErr("run %s is not running; there is nothing to cancel", run)
-	}
-	cl, err := c.a.temporal()
-	if err != nil {
-		return "", failedErr(err)
-	}
-	if err := cl.CancelWorkflow(ctx, run, ""); err != nil {
-		return "", failedErr(fmt.Errorf("cancel run %s: %w", run, err))
-	}
-	return fmt.Sprintf("run %s is being canceled: a visit in flight stops, and the run ends canceled. Its checkpoints stay (tether resume %s)", run, run), nil
+	return c.a.cancel(ctx, run)
 }
 
 func (c consoleActions) Resume(ctx context.Context, run string) (string, error) {
@@ -153,7 +138,7 @@ func (c consoleActions) Delete(ctx context.Context, run string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return deleteRun(ctx, run, runs)
+	return c.a.deleteRun(ctx, run, runs)
 }
 
 // closed is onRun's check for the console: the run must be closed, and

@@ -245,7 +245,7 @@ func (a *app) printState(st *workflows.State, source string) {
 	if len(st.Path) > 0 {
 		fmt.Fprintln(w, "path:")
 		for _, s := range st.Path {
-			fmt.Fprintf(w, "  %-16s visit %-3d %-7s %-8s %s\n", s.Node, s.Visit, s.Status, (time.Duration(s.DurationMS) * time.Millisecond).String(), s.Detail)
+			fmt.Fprintln(w, pathLine(st, s))
 		}
 	}
 	for _, l := range nodeUsages(st) {

@@ -40,8 +40,15 @@ func (a *app) start(ctx context.Context, id string, cp *runstore.Checkpoint) err
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A run opened meanwhile is refused, never taken for this one.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Checkpoint: cp})
 	if err != nil {
+		if cp.Seq == 0 {
+			if taken := alreadyStarted(id, err); taken != nil {
+				return taken
+			}
+		}
 		return failedErr(fmt.Errorf("start run %s: %w", id, err))
 	}
 	return nil
@@ -215,14 +222,20 @@ func (a *app) rewindCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rewind RUN --to SEQ",
 		Short: "Rewind a closed run to an earlier checkpoint and run on from there",
-		Long: `Rewind a closed run to checkpoint SEQ (see tether checkpoints RUN). A new
-checkpoint, a copy of SEQ, is written first; then the session blobs that only
-later checkpoints named are deleted; then a new execution continues from it.
+		Long: `Rewind a closed run to checkpoint SEQ (see tether checkpoints RUN) and run on
+from there, its files and conversations with it.
 
-A persist node continues the conversation SEQ names only if that slot's
-blob still exists: a run deletes a node's previous slot once a newer one is
-committed, so rewinding past a later visit of the node usually starts that
-node fresh (it never resumes a conversation it cannot restore).`,
+A new checkpoint, a copy of SEQ, is written first; then the blobs (session
+blobs, workspace packs) that only the checkpoints after SEQ named are
+deleted. Those checkpoints are then dropped by this rewind: tether
+checkpoints marks them, and rewind --to, fork --at and workspace --at refuse
+them. A checkpoint at which the run had ended is refused too: nothing would
+run (fork the run instead). The rule is in docs/storage.md.
+
+A persist node continues the conversation SEQ names when SEQ's slot or one
+of the node's last few slots kept for rewinds (retained_sessions) is it;
+otherwise it starts fresh (it never resumes a conversation it cannot
+restore).`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.onRun("rewind", func() (err error) { seq, err = atoi(to); return err }, func(ctx context.Context, id string, runs *runstore.Store) error {
 			msg, warnings, err := a.rewind(ctx, id, seq, runs)
@@ -259,7 +272,7 @@ func (a *app) rewind(ctx context.Context, id string, seq int64, runs *runstore.S
 	}
 	rep, err := runs.Rewind(ctx, id, seq, opts...)
 	if err != nil {
-		return "", nil, failedErr(fmt.Errorf("rewind run %s to checkpoint %d: %w", id, seq, err))
+		return "", nil, checkpointErr(id, seq, err)
 	}
 	var warnings []string
 	for _, e := range rep.Errors {
@@ -319,8 +332,8 @@ func (a *app) fork(ctx context.Context, id string, seq int64, newID string, runs
 		err error
 	)
 	if seq > 0 {
-		if src, err = runs.Get(ctx, id, seq); err != nil {
-			return "", "", failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+		if src, err = runs.GetWhole(ctx, id, seq); err != nil {
+			return "", "", checkpointErr(id, seq, err)
 		}
 	} else if src, err = runs.Latest(ctx, id); err != nil {
 		return "", "", failedErr(fmt.Errorf("run %s: %w", id, err))
@@ -335,6 +348,9 @@ func (a *app) fork(ctx context.Context, id string, seq int64, newID string, runs
 		newID = newRunID(cp.Graph.Name)
 	} else if err := runstore.ValidateRunID(newID); err != nil {
 		return "", "", usageErr("--id: %v", err)
+	}
+	if err := a.claimRunID(ctx, newID); err != nil {
+		return "", "", err
 	}
 	cp.RunID = newID
 	// The fork starts from the same files, its branches' too (a fork
@@ -352,10 +368,10 @@ func (a *app) fork(ctx context.Context, id string, seq int64, newID string, runs
 func (a *app) deleteCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete RUN",
-		Short: "Delete a closed run's checkpoints and every session blob under it",
+		Short: "Delete a closed run: its checkpoints, every blob under it, and its executions in Temporal, which frees its id",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.onRun("delete", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
-			msg, err := deleteRun(ctx, id, runs)
+			msg, err := a.deleteRun(ctx, id, runs)
 			if err != nil {
 				return err
 			}
@@ -365,14 +381,20 @@ func (a *app) deleteCmd() *cobra.Command {
 	}
 }
 
-// deleteRun deletes closed run id's blobs: `tether delete`, and the
-// console's Delete (the caller checked the run is closed).
-func deleteRun(ctx context.Context, id string, runs *runstore.Store) (string, error) {
+// deleteRun deletes closed run id's blobs and its executions in Temporal:
+// `tether delete`, and the console's Delete (the caller checked the run
+// is closed).
+func (a *app) deleteRun(ctx context.Context, id string, runs *runstore.Store) (string, error) {
 	rep, err := runs.DeleteRun(ctx, id)
 	if err != nil {
 		return "", failedErr(fmt.Errorf("delete run %s: %w", id, err))
 	}
-	return fmt.Sprintf("run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total), nil
+	// The id is free again only once Temporal forgets the run too.
+	execs, err := a.deleteExecutions(ctx, id)
+	if err != nil {
+		return "", failedErr(fmt.Errorf("run %s: its objects are deleted from the store, but %w; its id stays taken until Temporal's retention removes it", id, err))
+	}
+	return fmt.Sprintf("run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all; %d execution(s) in Temporal\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total, execs), nil
 }
 
 func (a *app) checkpointsCmd() *cobra.Command {
@@ -387,6 +409,10 @@ func (a *app) checkpointsCmd() *cobra.Command {
 			}
 			if len(infos) == 0 {
 				return failedErr(fmt.Errorf("run %s has no checkpoints in %s", id, a.cfg.BlobURL))
+			}
+			drops, err := runs.Drops(ctx, id)
+			if err != nil {
+				return failedErr(err)
 			}
 			fmt.Fprintf(a.out, "%-5s %-17s %-20s %-7s %s\n", "SEQ", "STATUS", "NEXT", "VISITS", "SESSIONS")
 			for _, info := range infos {
@@ -405,7 +431,14 @@ func (a *app) checkpointsCmd() *cobra.Command {
 				if cp.Pause != nil {
 					sess = append(sess, "paused:"+cp.Pause.NodeID)
 				}
-				fmt.Fprintf(a.out, "%-5d %-17s %-20s %-7d %s\n", cp.Seq, cp.Status, strings.Join(next, ","), cp.PathTotal, strings.Join(sess, " "))
+				line := fmt.Sprintf("%-5d %-17s %-20s %-7d %s", cp.Seq, cp.Status, strings.Join(next, ","), cp.PathTotal, strings.Join(sess, " "))
+				for _, d := range drops {
+					if d.Covers(cp.Seq) {
+						line = fmt.Sprintf("%-5d %-17s dropped by the rewind to %d (checkpoint %d)", cp.Seq, "dropped", d.To, d.At)
+						break
+					}
+				}
+				fmt.Fprintln(a.out, strings.TrimRight(line, " "))
 			}
 			return nil
 		}),

@@ -149,7 +149,7 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 
 // Get reads checkpoint seq of run.
 func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
-	cp, err := s.get(ctx, run, seq)
+	cp, err := s.getBare(ctx, run, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 // still counts every step. It is what a list of runs, or a search through
 // a run's checkpoints, needs.
 func (s *Store) Peek(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
-	cp, err := s.get(ctx, run, seq)
+	cp, err := s.getBare(ctx, run, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,9 @@ func (s *Store) Peek(ctx context.Context, run string, seq int64) (*Checkpoint, e
 	return cp, nil
 }
 
-func (s *Store) get(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
+// getBare is Get without the path's stored blocks: enough to read a
+// checkpoint's status, cursor and lineage.
+func (s *Store) getBare(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
 	if err := ValidateRunID(run); err != nil {
 		return nil, err
 	}
