@@ -142,6 +142,9 @@ func (s *Server) findCheckpoint(ctx context.Context, run string, holds func(*run
 		if l := last.Lineage; l != nil && l.Kind == "rewind" && l.Run == run {
 			from = l.Seq
 			lo, hi := 0, end
+			if i := index(all, l.At); l.At > 0 && i >= 0 {
+				lo, hi = i, i // the rewind says where it wrote its checkpoint
+			}
 			for lo < hi {
 				mid := (lo + hi) / 2
 				cp, err := s.peek(ctx, run, all[mid])

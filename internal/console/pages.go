@@ -270,6 +270,11 @@ func statusClass(s string) string {
 		return "st-" + s
 	case "canceled", "terminated", "timed_out", "continued_as_new":
 		return "st-closed"
+	case "timed out", "exited":
+		return "st-failed"
+	}
+	if strings.HasPrefix(s, "exit ") {
+		return "st-failed"
 	}
 	return "st-other"
 }

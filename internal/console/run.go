@@ -87,6 +87,23 @@ type stepView struct {
 	Duration time.Duration
 	URL      string
 	JoinURL  string
+	// Result is the outcome as a person reads it: "ok", "exit 1", "timed
+	// out", "failed".
+	Result string
+}
+
+// resultOf is a step's outcome in words; steps recorded before outcomes
+// were kept have only their status.
+func resultOf(st runstore.Step) string {
+	switch st.Outcome {
+	case runstore.OutcomeExited:
+		return fmt.Sprintf("exit %d", st.ExitCode)
+	case runstore.OutcomeTimedOut:
+		return "timed out"
+	case "":
+		return st.Status
+	}
+	return st.Outcome
 }
 
 type timelineView struct {
@@ -198,7 +215,11 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 		v.Nodes = append(v.Nodes, nodeUsage{Node: n, Visits: st.Visits[n], Usage: st.Usage[n]})
 	}
 	v.Timeline = s.timeline(ctx, run, st, v.Graph, atoiDefault(q.Get("page"), 1))
-	v.CPs = s.checkpoints(ctx, run, all, atoiDefault(q.Get("cps"), 1), v.Open)
+	var drop *runstore.Drop
+	if cp != nil && cp.Lineage != nil && cp.Lineage.Kind == "rewind" && cp.Lineage.At > 0 {
+		drop = &runstore.Drop{To: cp.Lineage.Seq, At: cp.Lineage.At}
+	}
+	v.CPs = s.checkpoints(ctx, run, all, atoiDefault(q.Get("cps"), 1), v.Open, drop)
 	if hasQuestions(v.Graph) {
 		v.Answered = s.answers(ctx, run)
 	}
@@ -313,6 +334,7 @@ func (s *Server) timeline(ctx context.Context, run string, st *workflows.State, 
 			sv.Started = t
 		}
 		sv.Duration = time.Duration(sv.DurationMS) * time.Millisecond
+		sv.Result = resultOf(sv.Step)
 		if g != nil {
 			if n, ok := g.Node(sv.Node); ok {
 				sv.Backend = n.Backend
@@ -342,7 +364,9 @@ func (s *Server) timeline(ctx context.Context, run string, st *workflows.State, 
 
 // checkpoints is one page of the run's checkpoints, newest first, each
 // with what it recorded and the actions it allows.
-func (s *Server) checkpoints(ctx context.Context, run string, all []int64, pageNo int, open bool) checkpointsView {
+// drop is what the run's latest rewind dropped (nil: none): those
+// checkpoints are shown as dropped, without actions.
+func (s *Server) checkpoints(ctx context.Context, run string, all []int64, pageNo int, open bool, drop *runstore.Drop) checkpointsView {
 	cv := checkpointsView{Total: len(all), Page: pageNo, Pages: max(1, (len(all)+checkpointsPerPage-1)/checkpointsPerPage)}
 	if cv.Page < 1 || cv.Page > cv.Pages {
 		cv.Page = 1
@@ -366,11 +390,20 @@ func (s *Server) checkpoints(ctx context.Context, run string, all []int64, pageN
 		} else {
 			row.Status = "unreadable: " + err.Error()
 		}
+		if drop != nil && drop.Covers(row.Seq) {
+			row.Status = "dropped"
+			row.Next = fmt.Sprintf("by the rewind to %d", drop.To)
+			cv.Rows = append(cv.Rows, row)
+			continue
+		}
 		base := "/runs/" + url.PathEscape(run) + "/act/"
 		if !open {
 			row.Rewind = fmt.Sprintf("%srewind?seq=%d", base, row.Seq)
 		}
 		row.ForkURL = fmt.Sprintf("%sfork?seq=%d", base, row.Seq)
+		if row.Status == runstore.StatusCompleted || len(row.Next) == 0 {
+			row.Rewind = "" // nothing would run from there
+		}
 		cv.Rows = append(cv.Rows, row)
 	}
 	base := "/runs/" + url.PathEscape(run)

@@ -26,6 +26,7 @@ type visitView struct {
 	Started  time.Time
 	Duration time.Duration
 	Running  bool
+	Result   string
 	// Checkpoint is the one saved right after the visit.
 	Checkpoint int64
 	Text       string
@@ -91,6 +92,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if v.Step != nil {
+		v.Result = resultOf(*v.Step)
 		v.Guidance = v.Step.Guidance
 		if t, err := time.Parse(time.RFC3339Nano, v.Step.StartedAt); err == nil {
 			v.Started = t
@@ -99,6 +101,9 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if v.Step == nil || v.Step.Status != "failed" {
 		v.output(cp.Outputs[node])
+	}
+	if v.Step != nil && !v.Step.Usage.IsZero() {
+		v.Usage = v.Step.Usage // every round of the visit, asked questions included
 	}
 	if visit > 1 {
 		v.PrevURL = visitURL(run, node, visit-1)
