@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/internal/console"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
@@ -90,6 +91,10 @@ func (c consoleActions) Live(ctx context.Context, run string) (*console.Live, er
 		Events:   d.GetWorkflowExecutionInfo().GetHistoryLength(),
 		Running:  pendingProgress(d),
 	}, nil
+}
+
+func (c consoleActions) Graph(ctx context.Context, run string) (*graph.Graph, error) {
+	return c.a.runGraph(ctx, run)
 }
 
 func (c consoleActions) Answer(ctx context.Context, run, question, text, by string) error {

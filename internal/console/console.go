@@ -37,6 +37,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 	"github.com/tether-run/tether/workflows"
@@ -56,6 +57,9 @@ type Actions interface {
 	State(ctx context.Context, run string) (*RunState, error)
 	// Live is what a live page polls: cheap, from Temporal alone.
 	Live(ctx context.Context, run string) (*Live, error)
+	// Graph is the graph the run executes, as Temporal recorded its input
+	// (else the run store's): for a run that has no checkpoint yet.
+	Graph(ctx context.Context, run string) (*graph.Graph, error)
 	// Answer answers a question through the "answer" update; by names
 	// who answered (the Temporal client's identity).
 	Answer(ctx context.Context, run, question, text, by string) error

@@ -191,24 +191,30 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 			v.Note = fmt.Sprintf("The run's latest checkpoint could not be read: %v", err)
 		}
 	}
+	var tk taken
 	if cp != nil {
 		v.Graph = &cp.Graph
 		v.Lineage = cp.Lineage
-		current := st.Current
-		if !v.Open {
-			current = nil
-		}
-		g := layout(&cp.Graph, taken{visits: mergeVisits(cp.Visits, st.Visits), transitions: cp.Transitions, current: current, link: func(node string, visit int) string {
-			return visitURL(run, node, visit)
-		}})
-		v.SVG = &g
 		v.Budgets = budgets(cp, st)
-		for _, n := range cp.Graph.Nodes {
+		v.Joins = joinsOf(run, cp)
+		tk = taken{visits: cp.Visits, transitions: cp.Transitions}
+	} else if g, err := s.opts.Actions.Graph(ctx, run); err == nil {
+		// A run before its first checkpoint: the graph it was started with.
+		v.Graph = g
+	}
+	if v.Graph != nil {
+		tk.visits = mergeVisits(tk.visits, st.Visits)
+		if v.Open {
+			tk.current = st.Current
+		}
+		tk.link = func(node string, visit int) string { return visitURL(run, node, visit) }
+		g := layout(v.Graph, tk)
+		v.SVG = &g
+		for _, n := range v.Graph.Nodes {
 			if n.Kind == graph.KindAgent {
 				v.Agents = append(v.Agents, n.ID)
 			}
 		}
-		v.Joins = joinsOf(run, cp)
 	}
 	v.Total = st.TotalUsage
 	for _, n := range sortedNodes(st.Usage) {

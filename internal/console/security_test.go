@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
@@ -26,6 +27,9 @@ func (a *stubActions) State(context.Context, string) (*RunState, error) {
 	return &RunState{State: &workflows.State{RunID: "r", Graph: "g", Status: "waiting", Questions: []workflows.PendingQuestion{{ID: "q-1", Node: "ask", Text: "Ship <b>it</b>?"}}}, Temporal: "running"}, nil
 }
 func (a *stubActions) Live(context.Context, string) (*Live, error) { return &Live{}, nil }
+func (a *stubActions) Graph(context.Context, string) (*graph.Graph, error) {
+	return &graph.Graph{Name: "g", Start: "ask", Nodes: []graph.Node{{ID: "ask", Kind: graph.KindHuman}}}, nil
+}
 func (a *stubActions) Answer(_ context.Context, _, q, text, _ string) error {
 	if q != "q-1" {
 		return errors.New("answer refused: no pending question with this id")

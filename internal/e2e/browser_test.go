@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,17 +82,21 @@ func newTab(t *testing.T, ctx context.Context) context.Context {
 // css is a CSS selector.
 type css = chromedp.CSS
 
-// do runs browser actions, bounded by runWait, and fails the test with
+// do runs browser actions, bounded by browserWait, and fails the test with
 // what the page showed when one fails.
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	run(t, ctx, chromedp.Steps(steps...))
 }
 
+// browserWait bounds one browser action: a page of the console answers
+// in well under a second, so an action that takes minutes is stuck.
+const browserWait = 2 * time.Minute
+
 // run runs one browser action and returns its value, as do.
 func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
-	tctx, cancel := context.WithTimeout(ctx, runWait)
+	tctx, cancel := context.WithTimeout(ctx, browserWait)
 	defer cancel()
 	v, err := chromedp.Run(tctx, a)
 	if err != nil {
@@ -173,6 +178,23 @@ var tetherBin = sync.OnceValues(func() (string, error) {
 type consoleProc struct {
 	URL string
 	out *lockedBuffer
+	pid int
+}
+
+// peakRSS is the most memory the console process has held (VmHWM).
+func (c *consoleProc) peakRSS(t testing.TB) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", c.pid)
+	return 0
 }
 
 var consoleAddr = regexp.MustCompile(`console: (http://\S+)/ `)
@@ -180,7 +202,7 @@ var consoleAddr = regexp.MustCompile(`console: (http://\S+)/ `)
 // startConsole runs `tether console` against the harness's dev server
 // and store (a process of its own, as a person starts it), with args and
 // env added, and returns its address once it listens.
-func startConsole(t *testing.T, h *harness, env []string, args ...string) *consoleProc {
+func startConsole(t testing.TB, h *harness, env []string, args ...string) *consoleProc {
 	t.Helper()
 	bin, err := tetherBin()
 	require.NoError(t, err, "build tether")
@@ -217,7 +239,7 @@ func startConsole(t *testing.T, h *harness, env []string, args ...string) *conso
 	select {
 	case u, ok := <-lines:
 		require.True(t, ok, "tether console exited: %s", out.String())
-		return &consoleProc{URL: u, out: out}
+		return &consoleProc{URL: u, out: out, pid: cmd.Process.Pid}
 	case <-time.After(time.Minute):
 		t.Fatalf("tether console did not say where it listens: %s", out.String())
 	}
