@@ -422,6 +422,8 @@ type agentRun struct {
 	lostAnswer string
 	// workspace is what the prompt sees as .workspace.
 	workspace map[string]any
+	// guidance are people's notes for this visit, after the prompt.
+	guidance []string
 }
 
 // request is the backend request of the run, without its prompt.
@@ -444,6 +446,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	if r.lostAnswer != "" {
 		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer
 	}
+	prompt += guidanceText(r.guidance)
 
 	// A worker that is shutting down (a pod being recycled) ends the CLI
 	// and says so, so the workflow restarts the visit on another worker

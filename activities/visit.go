@@ -77,6 +77,9 @@ type VisitRequest struct {
 	// that may pass is returned as ErrTypeMayPass, so that the workflow,
 	// not the server, decides whether to start the visit again.
 	ServerRetry bool `json:"server_retry,omitempty"`
+	// Guidance are notes people sent the node (the guide signal): an
+	// agent visit adds them after its prompt (GuidanceIntro).
+	Guidance []string `json:"guidance,omitempty"`
 }
 
 // SessionPlan is what session resolution decided to restore.
@@ -416,7 +419,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
 		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
-		incremental: req.Incremental, extend: extend,
+		incremental: req.Incremental, extend: extend, guidance: req.Guidance,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {

@@ -12,6 +12,9 @@
 #   sandbox          bubblewrap (bwrap), which confines agents and tools, and
 #                    curl, which the sandbox's attack tests use: Debian's,
 #                    with apt-get (as root), when they are missing
+#   chromium         Debian's chromium, which the console's browser tests
+#                    drive: the machine's own, else installed with apt (as
+#                    root; not part of "all")
 #   kimi             the Kimi CLI (kimi-cli) from the Python registry, into a
 #                    virtual environment in .tools/kimi (not part of "all":
 #                    see docs/backends.md, it does not install on this machine)
@@ -21,7 +24,7 @@
 # at once are safe: each builds in its own temporary directory and the
 # first to finish renames it into place; installs into one directory are
 # serialised by a lock.
-# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|sandbox|kimi|all|versions]...
+# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|sandbox|chromium|kimi|all|versions]...
 # ("versions" prints what each tool is built or installed at, one per line.)
 set -euo pipefail
 
@@ -132,6 +135,20 @@ sandbox() {
 	command -v bwrap
 }
 
+# chromium prints the browser's path, installing Debian's package first
+# when the machine has none (the way .ci/run installs PostgreSQL).
+chromium() {
+	local b
+	b=$(command -v chromium || command -v chromium-browser || true)
+	if [ -z "$b" ]; then
+		[ "$(id -u)" = 0 ] || { echo "tools: chromium is not installed; install it with: sudo apt-get install chromium" >&2; exit 1; }
+		echo "tools: installing chromium with apt" >&2
+		apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2
+		b=$(command -v chromium)
+	fi
+	echo "$b"
+}
+
 temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
 temporal_server() {
 	go_tool temporal-server "v$TEMPORAL_VERSION" 12 go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
@@ -145,6 +162,7 @@ for t in "$@"; do
 	temporal-server) temporal_server ;;
 	versitygw) versitygw ;;
 	clis) clis ;;
+	chromium) chromium ;;
 	kimi) kimi ;;
 	sandbox) sandbox ;;
 	all) temporal && temporal_server && versitygw && clis && sandbox ;;
@@ -153,6 +171,6 @@ for t in "$@"; do
 		agent_clis | sed 's/^\(.*\)@\([^@]*\)$/\1 \2/'
 		printf '%s %s\n' kimi-cli "$KIMI_CLI_VERSION"
 		;;
-	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, sandbox, kimi, all or versions)" >&2; exit 2 ;;
+	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, sandbox, chromium, kimi, all or versions)" >&2; exit 2 ;;
 	esac
 done

@@ -71,9 +71,13 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		lost []string
 		used agent.Usage // by every round of the visit
 	)
+	// A person's notes go with the visit's prompt, once: not again with
+	// the answer to a question the visit asked.
+	notes := r.guidanceFor(ctx, node.ID)
+	guidance := guidanceTexts(notes)
 	for {
 		plan, refused := r.resolve(ctx, node, cur, answer != nil, sc)
-		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
+		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, guidance, sc)
 		if err != nil {
 			return visitResult{}, err
 		}
@@ -84,6 +88,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		r.addUsage(node.ID, res.Usage)
 		used = used.Add(res.Usage)
 		r.takeWorkspace(res, sc)
+		guidance = nil
 		if len(res.Questions) > 0 {
 			if answer, err = r.pauseOnQuestion(ctx, node, cur, visitNo, res, sc); err != nil {
 				return visitResult{}, err
@@ -92,6 +97,10 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		v := r.commit(ctx, node, res, sc)
 		v.usage = used
+		if len(notes) > 0 {
+			r.tookGuidance(node.ID, notes)
+			v.guidance = notes
+		}
 		if len(lost) > 0 && workflow.GetVersion(ctx, changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs) == versionLostAttemptBlobs {
 			v.deleteAfterCommit = append(v.deleteAfterCommit, lost...)
 		}
@@ -162,7 +171,7 @@ func (r *runImpl) delivered(cur runstore.Cursor) string {
 // Besides the result, it returns the blob keys that attempts other than
 // the one that produced it were given (see unnamedKeys): no checkpoint
 // names them, so they are garbage once the visit is committed.
-func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, sc *scope) (*activities.VisitResult, []string, error) {
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, sc *scope) (*activities.VisitResult, []string, error) {
 	log := workflow.GetLogger(ctx)
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
@@ -204,7 +213,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
 			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
 			Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
-			ServerRetry: serverRetry, Incremental: incremental,
+			ServerRetry: serverRetry, Incremental: incremental, Guidance: guidance,
 		}
 		if node.Mentions(".workspace.branches") {
 			req.Joined = r.latestJoined()

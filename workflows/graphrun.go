@@ -213,6 +213,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
+	r.receiveGuidance(ctx)
 	ch := workflow.GetSignalChannel(ctx, SignalAnswer)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -369,6 +370,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 		Steps:      cp.PathTotal,
 		Error:      cp.Error,
 		Checkpoint: cp.Seq,
+		Guidance:   slices.Clone(cp.Guidance),
 	}
 	for _, c := range cp.Cursor {
 		s.Current = append(s.Current, c.Node)

@@ -18,6 +18,9 @@ const (
 	UpdateAnswer = "answer"
 	// QueryState returns the run's State.
 	QueryState = "state"
+	// SignalGuide delivers a Guide: a person's note to an agent node, added
+	// to the prompt of its next visit (`tether guide`, the console).
+	SignalGuide = "guide"
 )
 
 // Error types of GraphRun's failures; `tether` and callers branch on them.
@@ -137,6 +140,18 @@ const (
 	// id (edge-delivery-before.json, where a run input resumed a session).
 	changeEdgeDelivery  = "edge-delivery"
 	versionEdgeDelivery = 1
+
+	// changeGuide: an agent visit takes the notes a person sent its node
+	// with the guide signal, and its path step records them
+	// (guide.json). Runs recorded before never had a note to take.
+	changeGuide  = "guide"
+	versionGuide = 1
+
+	// changeJoinWhy: a pick join's output says why it kept the branch it
+	// kept: its pick and by expressions and each branch's values of them
+	// (join-pick-why.json). The branch kept is the same as before.
+	changeJoinWhy  = "join-pick-why"
+	versionJoinWhy = 1
 
 	// changeRunIDCheck: a new run asks the run store and Temporal, in a
 	// CheckRunID local activity before its first visit, whether another

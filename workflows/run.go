@@ -99,6 +99,8 @@ type visitResult struct {
 	// checkpoint recording the visit fails, the fail-stop keeps it, so the
 	// resumed run takes the answer instead of asking again.
 	answered *runstore.PauseInfo
+	// guidance are the notes the visit took, for its path step.
+	guidance []runstore.Guidance
 	// usage is what the visit cost, every round of it.
 	usage agent.Usage
 }
@@ -144,7 +146,9 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
-	r.addStep(finishedStep(step, node, v.output, v.usage))
+	step = finishedStep(step, node, v.output, v.usage)
+	step.Guidance = v.guidance
+	r.addStep(step)
 	return v, nil
 }
 

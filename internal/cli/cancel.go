@@ -31,35 +31,43 @@ terminated with temporal workflow terminate runs no more code and keeps the
 TetherStatus it had: filter with ExecutionStatus="Running".)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, ctx := args[0], cmd.Context()
-			c, err := a.temporal()
+			msg, err := a.cancel(cmd.Context(), args[0])
 			if err != nil {
-				return failedErr(err)
+				return err
 			}
-			d, err := a.describe(ctx, id)
-			if err != nil {
-				return failedErr(fmt.Errorf("describe run %s: %w", id, err))
-			}
-			switch statusOf(d) {
-			case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-			case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
-				return failedErr(fmt.Errorf("run %s is not known to Temporal at %s", id, a.cfg.TemporalAddress))
-			default:
-				return usageErr("run %s is not open (%s); nothing to cancel", id, temporalStatusName(statusOf(d)))
-			}
-			if err := c.CancelWorkflow(ctx, id, ""); err != nil {
-				return failedErr(fmt.Errorf("cancel run %s: %w", id, err))
-			}
-			wctx, cancel := context.WithTimeout(ctx, cancelWait)
-			defer cancel()
-			if err := c.GetWorkflow(wctx, id, "").Get(wctx, nil); err != nil && wctx.Err() != nil {
-				fmt.Fprintf(a.out, "cancel of run %s requested; it ends when a worker handles it (none did within %s: is a worker up?)\n", id, cancelWait)
-				return nil
-			}
-			fmt.Fprintf(a.out, "run %s canceled; continue it with `tether resume %s`\n", id, id)
+			fmt.Fprintln(a.out, msg)
 			return nil
 		},
 	}
+}
+
+// cancel cancels open run id and waits a while for it to close: `tether
+// cancel`, and the console's Cancel.
+func (a *app) cancel(ctx context.Context, id string) (string, error) {
+	c, err := a.temporal()
+	if err != nil {
+		return "", failedErr(err)
+	}
+	d, err := a.describe(ctx, id)
+	if err != nil {
+		return "", failedErr(fmt.Errorf("describe run %s: %w", id, err))
+	}
+	switch statusOf(d) {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
+		return "", failedErr(fmt.Errorf("run %s is not known to Temporal at %s", id, a.cfg.TemporalAddress))
+	default:
+		return "", usageErr("run %s is not open (%s); nothing to cancel", id, temporalStatusName(statusOf(d)))
+	}
+	if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+		return "", failedErr(fmt.Errorf("cancel run %s: %w", id, err))
+	}
+	wctx, cancel := context.WithTimeout(ctx, cancelWait)
+	defer cancel()
+	if err := c.GetWorkflow(wctx, id, "").Get(wctx, nil); err != nil && wctx.Err() != nil {
+		return fmt.Sprintf("cancel of run %s requested; it ends when a worker handles it (none did within %s: is a worker up?)", id, cancelWait), nil
+	}
+	return fmt.Sprintf("run %s canceled; continue it with `tether resume %s`", id, id), nil
 }
 
 func (a *app) versionCmd() *cobra.Command {

@@ -309,20 +309,9 @@ fire and forget.`,
 				fmt.Fprintf(a.out, "answer to %s sent to run %s\n", qid, id)
 				return nil
 			}
-			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-				WorkflowID: id, UpdateName: workflows.UpdateAnswer, Args: []any{ans},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err == nil {
-				err = h.Get(cmd.Context(), nil)
-			}
-			if err != nil {
+			if err := answer(cmd.Context(), c, id, ans); err != nil {
 				stop()
-				var nf *serviceerror.NotFound
-				if errors.As(err, &nf) {
-					return failedErr(fmt.Errorf("run %s is not open: %s", id, activities.ErrorText(err)))
-				}
-				return usageErr("answer refused by run %s: %s", id, activities.ErrorText(err))
+				return err
 			}
 			stop()
 			fmt.Fprintf(a.out, "answer to %s accepted by run %s\n", qid, id)
@@ -348,6 +337,27 @@ func (a *app) emptyAllowed(ctx context.Context, id, qid string) error {
 		}
 	}
 	return usageErr("the answer to %s is empty; the question needs one (its node does not set allow_empty). Give the answer as the last argument, quoted: tether answer %s %s \"…\"", qid, id, qid)
+}
+
+// answer sends ans to run id as the "answer" update and waits for the
+// run to take it: the run's own refusal (an unknown or answered question)
+// comes back as a usage error. `tether answer` and the console use it.
+func answer(ctx context.Context, c client.Client, id string, ans workflows.Answer) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateAnswer, Args: []any{ans},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return failedErr(fmt.Errorf("run %s is not open: %s", id, activities.ErrorText(err)))
+		}
+		return usageErr("answer refused by run %s: %s", id, activities.ErrorText(err))
+	}
+	return nil
 }
 
 func (a *app) validateCmd() *cobra.Command {

@@ -83,6 +83,10 @@ type Config struct {
 	// set, and then the bucket must be trusted. Workers and `tether` need
 	// the same key. Printed or logged, it shows as [redacted].
 	CheckpointKey Secret
+	// ConsoleToken is what `tether console` asks every visitor for
+	// (TETHER_CONSOLE_TOKEN); nil: none, and then the console listens on
+	// loopback only. Printed or logged, it shows as [redacted].
+	ConsoleToken Secret
 	// Sandbox is how agent CLIs and tool nodes are confined
 	// (TETHER_SANDBOX: auto, the default, full, landlock or off);
 	// SandboxRW and SandboxRO are paths every confined process may also
@@ -299,6 +303,11 @@ func readEnv() (Config, error) {
 			return c, fmt.Errorf("%s: want 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -hex 32`), got %d characters", runstore.KeyEnv, len(strings.TrimSpace(v)))
 		}
 		c.CheckpointKey = key
+	}
+	// The console's own name for it (console.TokenEnv); config does not
+	// import the console.
+	if v := strings.TrimSpace(getenv("TETHER_CONSOLE_TOKEN")); v != "" {
+		c.ConsoleToken = Secret(v)
 	}
 	return c, nil
 }

@@ -62,7 +62,10 @@ type harness struct {
 	// scriptedIDs, when set, mints the session ids of the scripted
 	// backend of new workers, so a test can name one before it exists.
 	scriptedIDs func() string
-	mu          sync.Mutex
+	// blobURL is the store's TETHER_BLOB_URL, for processes the test
+	// starts (tether console).
+	blobURL string
+	mu      sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -77,7 +80,7 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	b, err := blob.Open(context.Background(), blobURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	h.blobs = b
+	h.blobs, h.blobURL = b, blobURL
 	h.runs = runstore.New(b)
 	h.backends = func(testing.TB) backend.Config { return backend.Config{} }
 	h.confine()

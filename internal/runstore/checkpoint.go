@@ -107,6 +107,9 @@ type Checkpoint struct {
 	// it got, so that a resume or rewind to this checkpoint continues
 	// every branch where it stood. Nil outside a fan-out.
 	Branches []BranchState `json:"branches,omitempty"`
+	// Guidance are the notes people sent agent nodes (the guide signal)
+	// that no visit has taken yet, oldest first.
+	Guidance []Guidance `json:"guidance,omitempty"`
 	// Joined are the branches of the latest fan-outs that reached their
 	// join (at most MaxJoined, newest last, without their snapshots'
 	// notes): what `tether workspace log --all`, `export --branch` and a
@@ -427,6 +430,17 @@ type Step struct {
 	// killed. A tool step with OutcomeOK exited 0.
 	ExitCode int  `json:"exit_code,omitempty"`
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Guidance are the notes the visit took, after its prompt.
+	Guidance []Guidance `json:"guidance,omitempty"`
+}
+
+// Guidance is a note a person sent an agent node for its next visit.
+type Guidance struct {
+	Node string `json:"node"`
+	Text string `json:"text"`
+	By   string `json:"by,omitempty"`
+	// At is when the run received it (RFC 3339, the workflow's clock).
+	At string `json:"at,omitempty"`
 }
 
 // Step outcomes.
