@@ -146,6 +146,7 @@ func TestConsoleSteersARunningLoop(t *testing.T) {
 		chromedp.SendKeys(css(`#questions textarea[name=text]`), "revise"),
 		chromedp.Click(css(`#questions button[type=submit]`)),
 	)
+	waitText(t, ctx, "#flash", "Your answer to judge-1 was accepted by run "+id)
 	require.Equal(t, "judge-2", h.waitQuestion(id).ID)
 	second := turnsOf(fake, "Draft 2 of the notes.")
 	require.NotEmpty(t, second)
