@@ -77,7 +77,6 @@ type Activities struct {
 	// maxSessionBlob overrides the cap on a session blob read (tests);
 	// zero is the packer's own.
 	maxSessionBlob int64
-	progress       progressBoard
 }
 
 // liveSessions remembers, per live session on this worker, the digest of
@@ -403,6 +402,9 @@ type agentRun struct {
 	lostAnswer string
 	// workspace is what the prompt sees as .workspace.
 	workspace map[string]any
+	// lost is what earlier attempts of the visit did before they were
+	// interrupted: the agent is told, before its prompt (retry.go).
+	lost *agent.Interruption
 }
 
 // request is the backend request of the run, without its prompt.
@@ -425,6 +427,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	if r.lostAnswer != "" {
 		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer
 	}
+	if r.lost != nil {
+		prompt = r.lost.Note() + "\n\n" + prompt
+	}
 
 	// A worker that is shutting down (a pod being recycled) ends the CLI
 	// and says so, so the workflow restarts the visit on another worker
@@ -439,8 +444,8 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	// The heartbeats carry the visit's latest progress (bounded), so that
 	// `tether status` shows what a long visit is doing.
 	if key := progressKey(ctx); key != "" {
-		a.progress.begin(key, agent.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
-		breq.Progress = func(p agent.Progress) { a.progress.update(key, p) }
+		visitProgress.begin(key, agent.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
+		breq.Progress = func(p agent.Progress) { visitProgress.update(key, p) }
 	}
 	res, err := r.b.Execute(runCtx, breq)
 	stop()
@@ -470,6 +475,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	out[agent.SessionFingerprintKey] = res.Fingerprint
 	if !res.Usage.IsZero() {
 		out[agent.UsageKey] = res.Usage
+	}
+	if r.lost != nil {
+		out[agent.RetryNoteKey] = r.lost.Note()
 	}
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
@@ -585,7 +593,10 @@ func HeartbeatOnRetry(ctx context.Context, op, key string, attempt int, err erro
 	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
 		return
 	}
-	activity.RecordHeartbeat(ctx, fmt.Sprintf("store %s %s: attempt %d failed (%v); retrying", op, key, attempt, err))
+	note := fmt.Sprintf("store %s %s: attempt %d failed (%v); retrying", op, key, attempt, err)
+	// The visit's progress stays first: it is what `tether status` shows,
+	// and what an attempt after this one, should it be lost, reads back.
+	activity.RecordHeartbeat(ctx, append(visitProgress.details(progressKey(ctx)), note)...)
 }
 
 // untilWorkerStops returns a context that is cancelled once the worker
@@ -636,8 +647,8 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	// Every heartbeat of the attempt carries its visit's latest progress,
 	// once the visit has begun (see runAgent).
 	key := progressKey(ctx)
-	a.progress.hold(key)
-	activity.RecordHeartbeat(ctx, a.progress.details(key)...)
+	visitProgress.hold(key)
+	activity.RecordHeartbeat(ctx, visitProgress.details(key)...)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -649,12 +660,12 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, a.progress.details(key)...)
+				activity.RecordHeartbeat(ctx, visitProgress.details(key)...)
 			}
 		}
 	}()
 	return func() {
 		close(done)
-		a.progress.release(key)
+		visitProgress.release(key)
 	}
 }

@@ -109,6 +109,9 @@ type runImpl struct {
 	// search attributes.
 	viaVisit bool
 	vis      visibility
+	// retryNotes are the latest visits that ran again after an
+	// interrupted attempt (retrynote.go), for the run's details.
+	retryNotes []retryNote
 }
 
 // question is a pending question and, once answered, its answer.

@@ -111,4 +111,12 @@ const (
 	// files away (fanoutShared).
 	changeBranchWorkspaces  = "branch-workspaces"
 	versionBranchWorkspaces = 1
+
+	// changeRetryNote: a visit the run starts again after its activity
+	// was lost or failed in a way that may pass tells the next activity
+	// what the last one had done (VisitRequest.RetryOf), so that its
+	// agent or tool is told (retry-note.json). Visits the server starts
+	// again read it from the lost attempt's heartbeats themselves.
+	changeRetryNote  = "retry-note"
+	versionRetryNote = 1
 )

@@ -143,6 +143,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
+	r.noteRetry(ctx, node.ID, visitNo, v.output)
 	step.Detail = summary(v.output)
 	r.addStep(step)
 	return v, nil
