@@ -88,6 +88,10 @@ const (
 	CodeBadPick           = "G051" // a pick or by that does not compile
 	CodeUnknownPickOutput = "G052" // a pick or by reads outputs.X for no node X
 	CodeTooManyBranches   = "G053" // a fan-out with more edges than MaxBranches
+	// Notices (docs/graph.md, "Notifications").
+	CodeBadNotifyEvent = "G061" // a notify route names an event that does not exist
+	CodeBadNotifyTo    = "G062" // a notify route's to names something that cannot be an endpoint
+	CodeBadOptions     = "G063" // a human node's options: empty, repeated, too many or too long
 )
 
 // CodeInfo describes one problem code.
@@ -147,6 +151,9 @@ var codeTable = []CodeInfo{
 	{CodeBadPick, SeverityError, "a join's pick or by expression does not compile or has the wrong type"},
 	{CodeUnknownPickOutput, SeverityWarning, "a join's pick or by reads the output of a node that does not exist"},
 	{CodeTooManyBranches, SeverityError, "a fan-out could open more branches than one fan-out may have"},
+	{CodeBadNotifyEvent, SeverityError, "a notify route names an unknown event"},
+	{CodeBadNotifyTo, SeverityError, "a notify route's to is not an endpoint name"},
+	{CodeBadOptions, SeverityError, "a human node's options are empty, repeated, too many or too long"},
 }
 
 // Codes lists every problem code, in code order.

@@ -25,6 +25,7 @@ func Validate(g *Graph) Problems {
 	v.checkInputs()
 	v.checkWorkspace()
 	v.checkBudgets()
+	v.checkNotify()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
@@ -157,6 +158,7 @@ func (v *validator) checkNodes() {
 				v.add(CodeMissingQuestion, v.at(path+".question", path), n.ID, "human node %s has no question; write what the person should answer, e.g. question: Publish the draft?", name)
 			}
 			v.checkTemplate(n.Question, "the question of node "+name, v.at(path+".question", path), n.ID)
+			v.checkOptions(i, name)
 		}
 		v.checkIgnoredFields(i, name)
 	}
@@ -414,6 +416,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"model", n.Model != "", []Kind{KindAgent}},
 		{"workdir", n.Workdir != "", []Kind{KindAgent}},
 		{"question", n.Question != "", []Kind{KindHuman}},
+		{"options", len(n.Options) > 0, []Kind{KindHuman}},
 		{"permissions", n.Permissions != "", []Kind{KindAgent}},
 		{"tools", n.Tools != nil, []Kind{KindAgent}},
 		{"disallowed_tools", n.DisallowedTools != nil, []Kind{KindAgent}},

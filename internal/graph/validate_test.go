@@ -360,7 +360,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 	}
 	for _, c := range []string{CodeMissingStart, CodeUnknownStart, CodeNoEnd, CodeJoinWithoutFanout, CodeBranchNoJoin, CodePersistInBranch, CodeIgnoredField, CodeUnknownEdgeFrom, CodeBadWhen, CodeBadWith, CodeMissingID, CodeUnknownKind, CodeBadPrompt, CodeJoinsDiffer, CodeBadID,
 		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability,
-		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput, CodeTooManyBranches} {
+		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput, CodeTooManyBranches,
+		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
