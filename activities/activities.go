@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify"
 	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
@@ -69,6 +70,8 @@ type Activities struct {
 	ShutdownGrace time.Duration
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// Notifier sends the runs' notices (TETHER_NOTIFY); nil sends none.
+	Notifier *notify.Sender
 
 	live liveSessions
 	// inflight counts this worker's running visits per run: ForgetRun

@@ -18,6 +18,9 @@ const (
 	UpdateAnswer = "answer"
 	// QueryState returns the run's State.
 	QueryState = "state"
+	// NoticeWorkflowType is Notice's registered name: the workflow that
+	// delivers one notice of a run to one endpoint.
+	NoticeWorkflowType = "TetherNotice"
 )
 
 // Error types of GraphRun's failures; `tether` and callers branch on them.
@@ -119,4 +122,12 @@ const (
 	// again read it from the lost attempt's heartbeats themselves.
 	changeRetryNote  = "retry-note"
 	versionRetryNote = 1
+
+	// changeNotices: a run tells people when it waits for them (a notice
+	// per question) and when it fails, completes or spends a budget, each
+	// notice a TetherNotice child workflow per endpoint (notice.go;
+	// notices.json). The endpoints come from the worker, through a local
+	// activity, once per execution.
+	changeNotices  = "notices"
+	versionNotices = 1
 )

@@ -186,4 +186,6 @@ type PendingQuestion struct {
 	ID   string `json:"id"`
 	Node string `json:"node"`
 	Text string `json:"text"`
+	// Options are the answers a human node offers (its options:).
+	Options []string `json:"options,omitempty"`
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/tether-run/tether/internal/answerlink"
@@ -221,3 +223,22 @@ func (s *Sender) transportError(ctx context.Context, ep Endpoint, err error) err
 	}
 	return fmt.Errorf("%w: endpoint %s (%s): %v", ErrRefused, ep.Name, ep.Host(), cause)
 }
+
+// String keeps the secret, the link key and the endpoints' URLs out of
+// anything that prints a sender.
+func (s *Sender) String() string {
+	if s == nil {
+		return "notify: off"
+	}
+	names := make([]string, len(s.Endpoints))
+	for i, ep := range s.Endpoints {
+		names[i] = ep.Name + " (" + ep.Format + ", " + ep.Host() + ")"
+	}
+	return "notify: " + strings.Join(names, ", ")
+}
+
+// GoString is String, for %#v.
+func (s *Sender) GoString() string { return s.String() }
+
+// LogValue is String, for slog.
+func (s *Sender) LogValue() slog.Value { return slog.StringValue(s.String()) }

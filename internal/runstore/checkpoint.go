@@ -369,6 +369,9 @@ type Question struct {
 	Text     string `json:"text"`
 	Answered bool   `json:"answered,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// Notice names the notice sent for the question (its event key), so
+	// that a run resumed while it waits does not send it again.
+	Notice string `json:"notice,omitempty"`
 }
 
 // LoopSnapshot is an earlier output of a node that was visited again.
