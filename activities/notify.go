@@ -50,7 +50,11 @@ func (a *Activities) Notify(ctx context.Context, n *notify.Notice) error {
 	if a.Notifier == nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s has no %s, so it cannot send notice %s to %q; give every worker the same %s", a.Queue, notify.Env, n.Key, n.Endpoint, notify.Env), ErrTypeNoticeRefused, nil)
 	}
+	// Heartbeats let a lost worker's attempt be retried after the
+	// heartbeat timeout, not the attempt's whole time.
+	stop := a.heartbeat(ctx)
 	err := a.Notifier.Send(ctx, *n)
+	stop()
 	switch {
 	case err == nil:
 		a.logger().Info("notice sent", "run", n.Run, "event", n.Event, "endpoint", n.Endpoint, "key", n.Key)

@@ -40,6 +40,7 @@ type notices struct {
 // noticePatience in all; the workflow itself is bounded a little beyond.
 const (
 	noticeAttempt     = 20 * time.Second
+	noticeHeartbeat   = 5 * time.Second
 	noticeFirstRetry  = time.Second
 	noticeMaxInterval = 5 * time.Minute
 	noticePatience    = 24 * time.Hour
@@ -52,6 +53,7 @@ func Notice(ctx workflow.Context, n *notify.Notice) error {
 		Summary:                fmt.Sprintf("send %s notice of run %s to %s", n.Event, n.Run, n.Endpoint),
 		TaskQueue:              TaskQueue,
 		StartToCloseTimeout:    noticeAttempt,
+		HeartbeatTimeout:       noticeHeartbeat,
 		ScheduleToCloseTimeout: noticePatience,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        noticeFirstRetry,

@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/testenv"
@@ -57,7 +58,9 @@ type harness struct {
 	checkpointKey []byte
 	// sandbox confines the workers' agents and tools (nil: unconfined).
 	sandbox *sandbox.Sandbox
-	mu      sync.Mutex
+	// notify sends the new workers' notices (nil: none).
+	notify *notify.Sender
+	mu     sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -102,6 +105,7 @@ func (h *harness) startWorker() string {
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
+		Notify: h.notify,
 	})
 	require.NoError(h.t, err)
 	h.worker = w
