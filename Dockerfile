@@ -1,9 +1,11 @@
 # The tether-worker image: the worker, the tether CLI and tether-certs (the
-# cluster's certificates, docker-compose.yml's "certs"), the agent CLIs at
-# the versions .env pins, and what tool nodes such as `go test` need (the Go
-# toolchain and git), so examples/fix-the-test.yaml runs on it. docker
-# compose passes the versions from .env; a plain `docker build` uses the
-# defaults below, which the compose test keeps equal to .env.
+# cluster's certificates, docker-compose.yml's "certs"), the agent CLIs
+# .env pins (every AGENT_CLI_<X>=<package>@<version> line, read from .env
+# itself, so a new backend's CLI needs no line here), and what tool nodes
+# such as `go test` need (the Go toolchain and git), so
+# examples/fix-the-test.yaml runs on it. docker compose passes the
+# toolchain versions from .env; a plain `docker build` uses the defaults
+# below, which the compose test keeps equal to .env.
 ARG GO_VERSION=1.26.8
 ARG NODE_VERSION=20
 
@@ -19,23 +21,13 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
 FROM golang:${GO_VERSION}-bookworm AS go
 
 FROM node:${NODE_VERSION}-bookworm-slim
-ARG CLAUDE_CODE_VERSION=2.1.332
-ARG CODEX_VERSION=0.171.0
-ARG PI_VERSION=0.73.1
-ARG GEMINI_CLI_VERSION=0.61.0
-ARG GROK_CLI_VERSION=0.0.34
-ARG OPENCODE_VERSION=1.18.33
+COPY .env /tmp/tether-pins.env
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
- && npm install -g --no-audit --no-fund \
-      @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} \
-      @openai/codex@${CODEX_VERSION} \
-      @mariozechner/pi-coding-agent@${PI_VERSION} \
-      @google/gemini-cli@${GEMINI_CLI_VERSION} \
-      @vibe-kit/grok-cli@${GROK_CLI_VERSION} \
-      opencode-ai@${OPENCODE_VERSION} \
- && npm cache clean --force
+ && npm install -g --no-audit --no-fund $(sed -n 's/^AGENT_CLI_[A-Z0-9_]*=//p' /tmp/tether-pins.env) \
+ && npm cache clean --force \
+ && rm /tmp/tether-pins.env
 COPY --from=go /usr/local/go /usr/local/go
 ENV PATH=/usr/local/go/bin:$PATH
 COPY --from=build /out/ /usr/local/bin/

@@ -4,7 +4,7 @@ SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build tools run test test-loaded mutate lint fuzz bench histories cluster cluster-down soak soak-short clean
+.PHONY: all build tools run console screenshots test test-loaded mutate lint fuzz bench histories cluster cluster-down soak soak-short clean
 
 all: build tools
 
@@ -21,6 +21,14 @@ tools:
 run: build
 	bash scripts/tools.sh temporal >/dev/null
 	bash scripts/demo.sh examples/review-loop.yaml
+
+## console: the web console on 127.0.0.1:8080, for the Temporal server and store the environment names
+console: build
+	bin/tether console
+
+## screenshots: docs/console/*.png, taken by the console's browser tests
+screenshots: build
+	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -timeout 60m ./internal/e2e -run 'TestConsole'
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
@@ -68,7 +76,7 @@ bench: tools
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
 	TETHER_RECORD_HISTORIES=1 $(GO) test -count 1 -timeout 20m ./internal/e2e \
-		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker'
+		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery'
 
 clean:
 	rm -rf bin .tether

@@ -72,6 +72,12 @@ type Activities struct {
 	Metrics *telemetry.Metrics
 	// Notifier sends the runs' notices (TETHER_NOTIFY); nil sends none.
 	Notifier *notify.Sender
+	// Temporal is where CheckRunID looks for other runs under a new run's
+	// id; nil looks in the run store only.
+	Temporal Executions
+	// Health is whether this worker's store works (health.go); nil is
+	// always healthy.
+	Health *Health
 
 	live liveSessions
 	// inflight counts this worker's running visits per run: ForgetRun
@@ -303,6 +309,11 @@ func (a *Activities) SaveCheckpoint(ctx context.Context, req *CheckpointRequest)
 		return temporal.NewNonRetryableApplicationError("SaveCheckpoint needs a checkpoint with a run id and a positive seq", ErrTypeBadRequest, nil)
 	}
 	if err := a.Runs.Save(ctx, req.Checkpoint.RunID, req.Checkpoint); err != nil {
+		if !errors.Is(err, runstore.ErrSeqTaken) && a.Health.Check(ctx) != nil {
+			// This worker's store is broken, not the run's: the workflow
+			// hands its task to another worker instead of fail-stopping.
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("save checkpoint %d of run %s on worker %s: %s", req.Checkpoint.Seq, req.Checkpoint.RunID, a.Queue, ErrorText(a.Health.Err())), ErrTypeWorkerUnhealthy, nil)
+		}
 		return fmt.Errorf("save checkpoint %d of run %s: %w", req.Checkpoint.Seq, req.Checkpoint.RunID, err)
 	}
 	return nil
@@ -408,6 +419,8 @@ type agentRun struct {
 	// lost is what earlier attempts of the visit did before they were
 	// interrupted: the agent is told, before its prompt (retry.go).
 	lost *agent.Interruption
+	// guidance are people's notes for this visit, after the prompt.
+	guidance []string
 }
 
 // request is the backend request of the run, without its prompt.
@@ -433,6 +446,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	if r.lost != nil {
 		prompt = r.lost.Note() + "\n\n" + prompt
 	}
+	prompt += guidanceText(r.guidance)
 
 	// A worker that is shutting down (a pod being recycled) ends the CLI
 	// and says so, so the workflow restarts the visit on another worker

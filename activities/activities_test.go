@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/scripted"
@@ -47,7 +46,7 @@ func newActs(t *testing.T, store blob.Store) *Activities {
 	}
 }
 
-var writer = graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist, Prompt: "hello {{.visit}}"}
+var writer = graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: "scripted", Session: graph.SessionPersist, Prompt: "hello {{.visit}}"}
 
 func appType(err error) string {
 	var appErr *temporal.ApplicationError
@@ -60,12 +59,12 @@ func appType(err error) string {
 func TestExecutePacksAndStamps(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	key := runstore.SessionKey("r1", "writer", "01J00000000000000000000000")
-	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, PackTo: key})
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted", PackTo: key})
 	require.NoError(t, err)
 	assert.True(t, res.Packed, res.PackError)
 	assert.NotEmpty(t, res.PackDigest)
 	assert.Equal(t, res.SessionID, res.Output[agent.SessionIDKey])
-	assert.Equal(t, backend.Scripted, res.Output[agent.BackendKey])
+	assert.Equal(t, "scripted", res.Output[agent.BackendKey])
 	assert.Equal(t, res.Fingerprint, res.Output[agent.SessionFingerprintKey])
 	assert.NotContains(t, res.Output, agent.SessionStateBlobKey)
 	assert.Equal(t, "tether/test", res.Queue)
@@ -73,7 +72,7 @@ func TestExecutePacksAndStamps(t *testing.T) {
 	require.NoError(t, err)
 
 	// A retry of the same visit re-puts identical bytes under the same key.
-	_, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, SessionID: res.SessionID, PackTo: runstore.SessionKey("r1", "writer", "01J00000000000000000000001")})
+	_, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted", SessionID: res.SessionID, PackTo: runstore.SessionKey("r1", "writer", "01J00000000000000000000001")})
 	require.NoError(t, err)
 }
 
@@ -81,7 +80,7 @@ func TestExecutePacksAndStamps(t *testing.T) {
 // would run it twice.
 func TestExecuteReportsPackFailure(t *testing.T) {
 	a := newActs(t, brokenStore{blob.NewMem()})
-	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, PackTo: runstore.SessionKey("r1", "writer", "01J00000000000000000000000")})
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted", PackTo: runstore.SessionKey("r1", "writer", "01J00000000000000000000000")})
 	require.NoError(t, err)
 	assert.False(t, res.Packed)
 	assert.Contains(t, res.PackError, "disk on fire")
@@ -89,21 +88,21 @@ func TestExecuteReportsPackFailure(t *testing.T) {
 
 func TestExecuteMissingSessionIsTyped(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	_, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: backend.Scripted, SessionID: "sc-01J00000000000000000000000"})
+	_, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: "scripted", SessionID: "sc-01J00000000000000000000000"})
 	assert.Equal(t, "NoSession", appType(err))
 }
 
 func TestExecuteFallsBackWhenBackendMissing(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	n := writer
-	n.Backend, n.Fallback = backend.Pi, []string{backend.Scripted}
-	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Pi, SessionID: "pi-session"})
+	n.Backend, n.Fallback = "pi", []string{"scripted"}
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: "pi", SessionID: "pi-session"})
 	require.NoError(t, err)
-	assert.Equal(t, backend.Scripted, res.Backend, "the effective backend is the one that ran")
+	assert.Equal(t, "scripted", res.Backend, "the effective backend is the one that ran")
 	assert.NotEqual(t, "pi-session", res.SessionID, "a session id never moves to another backend")
 
 	n.Fallback = nil
-	_, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Pi})
+	_, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: "pi"})
 	assert.Equal(t, "NotInstalled", appType(err))
 }
 
@@ -111,7 +110,7 @@ func TestRestoreDistinguishesAbsenceFromFaults(t *testing.T) {
 	ctx := context.Background()
 	a := newActs(t, blob.NewMem())
 	ref := runstore.SessionKey("r1", "writer", "01J00000000000000000000000")
-	req := &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: "sc-x", StateRef: ref}
+	req := &RestoreRequest{RunID: "r1", Node: writer, Backend: "scripted", SessionID: "sc-x", StateRef: ref}
 
 	_, err := a.RestoreSession(ctx, req)
 	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "a missing blob strips and runs fresh")
@@ -127,7 +126,7 @@ func TestRestoreDistinguishesAbsenceFromFaults(t *testing.T) {
 	assert.ErrorIs(t, err, errFault)
 
 	// Has-session answers for the live root only.
-	res, err := a.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: "sc-nope"})
+	res, err := a.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: "scripted", SessionID: "sc-nope"})
 	require.NoError(t, err)
 	assert.False(t, res.Present)
 	assert.Equal(t, "tether/test", res.Queue)
@@ -138,16 +137,16 @@ func TestRestoreRoundTripsAPackedSession(t *testing.T) {
 	store := blob.NewMem()
 	a := newActs(t, store)
 	key := runstore.SessionKey("r1", "writer", "01J00000000000000000000000")
-	res, err := a.ExecuteNode(ctx, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, PackTo: key})
+	res, err := a.ExecuteNode(ctx, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted", PackTo: key})
 	require.NoError(t, err)
 	require.True(t, res.Packed)
 
 	// Another worker, with an empty root.
 	b := newActs(t, store)
-	rr, err := b.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: res.SessionID, StateRef: key})
+	rr, err := b.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: "scripted", SessionID: res.SessionID, StateRef: key})
 	require.NoError(t, err)
 	assert.True(t, rr.Present)
-	res2, err := b.ExecuteNode(ctx, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: backend.Scripted, SessionID: res.SessionID})
+	res2, err := b.ExecuteNode(ctx, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: "scripted", SessionID: res.SessionID})
 	require.NoError(t, err)
 	assert.Equal(t, res.SessionID, res2.SessionID)
 }
@@ -192,9 +191,9 @@ func TestRunToolTailsAndRelativeProgram(t *testing.T) {
 
 func TestEnvRefusesEscapingWorkdir(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	_, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "../../etc"})
+	_, err := a.liveEnv("scripted", "r1", graph.Node{ID: "n", Workdir: "../../etc"})
 	require.Error(t, err)
-	env, err := a.liveEnv(backend.Scripted, "r1", graph.Node{ID: "n", Workdir: "sub/dir"})
+	env, err := a.liveEnv("scripted", "r1", graph.Node{ID: "n", Workdir: "sub/dir"})
 	require.NoError(t, err)
 	assert.Contains(t, env.Workdir, "/work/r1/sub/dir")
 }
@@ -207,7 +206,7 @@ func TestExecuteCutsHugeReplies(t *testing.T) {
 	n.Prompt = "{{.input.big}}"
 	n.Script = []string{"{{.Prompt}}"}
 	big := strings.Repeat("é", MaxOutputText) // 2 bytes each: twice the cap
-	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Scripted, Input: map[string]any{"big": big}})
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: "scripted", Input: map[string]any{"big": big}})
 	require.NoError(t, err)
 	text := res.Output["text"].(string)
 	assert.Less(t, len(text), MaxOutputText+200)
@@ -215,7 +214,7 @@ func TestExecuteCutsHugeReplies(t *testing.T) {
 	assert.Contains(t, text, "more bytes cut")
 	assert.Equal(t, true, res.Output["text_truncated"])
 
-	res, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: backend.Scripted, Input: map[string]any{"big": "small"}})
+	res, err = a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: n, Backend: "scripted", Input: map[string]any{"big": "small"}})
 	require.NoError(t, err)
 	assert.Equal(t, "small", res.Output["text"])
 	assert.NotContains(t, res.Output, "text_truncated")
@@ -243,7 +242,7 @@ func TestLiveSessionSkipsItsOwnRestoreOnlyWhileUntouched(t *testing.T) {
 	visit := func(n int, plan *SessionPlan) *VisitResult {
 		t.Helper()
 		res, err := a.Visit(context.Background(), &VisitRequest{
-			RunID: "r1", NodeID: "writer", Visit: n, Node: writer, Backend: backend.Scripted, Session: plan,
+			RunID: "r1", NodeID: "writer", Visit: n, Node: writer, Backend: "scripted", Session: plan,
 			PackTo: runstore.SessionKey("r1", "writer", fmt.Sprintf("01J%023d", n)), Started: time.Unix(1_800_000_000, 0),
 		})
 		require.NoError(t, err)
@@ -273,16 +272,16 @@ func TestFallbackRunsWhenTheCLIIsMissing(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	a.Backends = append(a.Backends, claude.New(claude.Options{Options: cliexec.Options{BinDir: t.TempDir()}}))
 	var _ Availability = claude.New(claude.Options{})
-	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: backend.ClaudeCode, Fallback: []string{backend.Scripted}, Session: graph.SessionPersist, Prompt: "hello"}
+	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: "claude_code", Fallback: []string{"scripted"}, Session: graph.SessionPersist, Prompt: "hello"}
 	res, err := a.Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
+		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: "claude_code",
 		Input:   map[string]any{agent.SessionIDKey: "claude-session", agent.SessionFingerprintKey: "fp"},
 		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: "claude-session", StateRef: "runs/r1/sessions/writer/01J00000000000000000000000", Stripped: map[string]any{}},
 		Started: time.Unix(1_800_000_000, 0),
 	})
 	require.NoError(t, err)
-	assert.Equal(t, backend.Scripted, res.Backend)
-	assert.Equal(t, backend.Scripted, res.Output[agent.BackendKey])
+	assert.Equal(t, "scripted", res.Backend)
+	assert.Equal(t, "scripted", res.Output[agent.BackendKey])
 	assert.NotEqual(t, "claude-session", res.SessionID)
 	assert.Contains(t, res.SessionNote, "fallback")
 	assert.Contains(t, res.Output[SessionNoteKey], "fallback")

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	sessionpack "github.com/tether-run/tether/internal/packer"
@@ -24,7 +23,7 @@ import (
 // slot the workflow would commit from it.
 func incrementalVisit(t *testing.T, a *Activities, n int, slot runstore.NodeSessionSlot, now time.Time) (*VisitResult, runstore.NodeSessionSlot) {
 	t.Helper()
-	req := &VisitRequest{RunID: "r1", NodeID: "writer", Visit: n, Node: padWriter, Backend: backend.Scripted,
+	req := &VisitRequest{RunID: "r1", NodeID: "writer", Visit: n, Node: padWriter, Backend: "scripted",
 		PackTo: refAt(now, byte(n)), Started: now, Incremental: true}
 	if slot.StateRef != "" {
 		req.Session = &SessionPlan{Kind: "unpack_own_slot", SessionID: slot.SessionID, StateRef: slot.StateRef,
@@ -102,7 +101,7 @@ func TestIncrementalSlotGrowsAndRestores(t *testing.T) {
 		bad.Parts = append([]runstore.SessionPart(nil), slot.Parts...)
 		bad.Parts[len(bad.Parts)-1].Digest = "sha256:" + strings.Repeat("0", 64)
 		c := newActs(t, store)
-		r, err := c.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 5, Node: padWriter, Backend: backend.Scripted,
+		r, err := c.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 5, Node: padWriter, Backend: "scripted",
 			PackTo: refAt(now, 5), Started: now, Incremental: true,
 			Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: bad.SessionID, StateRef: bad.StateRef, Digest: bad.Digest, Parts: bad.Parts, Stripped: map[string]any{}}})
 		require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
@@ -22,7 +21,7 @@ import (
 // answer, it says what it heard. Its prompt shows the session keys its
 // input arrived with.
 var asker = graph.Node{
-	ID: "writer", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist,
+	ID: "writer", Kind: graph.KindAgent, Backend: "scripted", Session: graph.SessionPersist,
 	Prompt: `pick id=[{{with index .input "_session_id"}}{{.}}{{end}}] fp=[{{with index .input "_session_fingerprint"}}{{.}}{{end}}]`,
 	Script: []string{
 		`{{if gt (len .Prompt) 60}}turn {{.Turn}}: fresh, told {{.Prompt}}{{else}}ASK: which color?{{end}}`,
@@ -41,7 +40,7 @@ func pauseRef(t time.Time, entropy byte) string {
 func answerOnNewWorker(t *testing.T, store blob.Store, sessionID, ref, digest string) *VisitResult {
 	t.Helper()
 	res, err := newActs(t, store).Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, Started: time.Now(),
+		RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: "scripted", Started: time.Now(),
 		Input:   map[string]any{agent.SessionIDKey: sessionID, agent.SessionFingerprintKey: "fp-planned"},
 		Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: sessionID, StateRef: ref, Digest: digest, Stripped: map[string]any{}},
 		Answer:  &agent.Answer{Text: "teal"},
@@ -61,7 +60,7 @@ func TestCorruptPauseBlobRunsFreshWithTheAnswer(t *testing.T) {
 	store := blob.NewMem()
 	// Minted after digests were recorded, so a digest is required of it.
 	ref := pauseRef(digestsSince.Add(time.Minute), 1)
-	asked, err := newActs(t, store).Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, PauseTo: ref, Started: time.Now()})
+	asked, err := newActs(t, store).Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: "scripted", PauseTo: ref, Started: time.Now()})
 	require.NoError(t, err)
 	require.Len(t, asked.Questions, 1)
 	require.True(t, asked.Packed, asked.PackError)

@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -26,7 +25,7 @@ import (
 // A visit's output carries its usage under the reserved key.
 func TestExecuteOutputCarriesUsage(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted})
+	res, err := a.ExecuteNode(context.Background(), &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted"})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 1: hello 1", res.Output["text"])
 	assert.Equal(t, scripted.Usage("hello 1", "turn 1: hello 1"), res.Output[agent.UsageKey])

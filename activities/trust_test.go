@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/blob"
@@ -34,7 +33,7 @@ func refAt(t time.Time, entropy byte) string {
 // echoWriter is a persist writer whose reply is its prompt, which shows
 // the session keys its input arrived with.
 var echoWriter = graph.Node{
-	ID: "writer", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist,
+	ID: "writer", Kind: graph.KindAgent, Backend: "scripted", Session: graph.SessionPersist,
 	Prompt: `visit {{.visit}} id=[{{with index .input "_session_id"}}{{.}}{{end}}] fp=[{{with index .input "_session_fingerprint"}}{{.}}{{end}}]`,
 	Script: []string{"{{.Prompt}}"},
 }
@@ -44,11 +43,11 @@ var echoWriter = graph.Node{
 func twoSlots(t *testing.T, store blob.Store, now time.Time) (*VisitResult, *VisitResult) {
 	t.Helper()
 	a := newActs(t, store)
-	v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: backend.Scripted, PackTo: refAt(now, 1), Started: now})
+	v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", PackTo: refAt(now, 1), Started: now})
 	require.NoError(t, err)
 	require.True(t, v1.Packed, v1.PackError)
 	v2, err := a.Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: backend.Scripted, Started: now,
+		RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now,
 		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v1.PackDigest},
 		PackTo:  refAt(now, 2),
 	})
@@ -65,7 +64,7 @@ func visitOnNewWorker(t *testing.T, store blob.Store, sessionID, ref, digest str
 	t.Helper()
 	b := newActs(t, store)
 	res, err := b.Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: backend.Scripted, Started: time.Now(),
+		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: "scripted", Started: time.Now(),
 		Input:   map[string]any{agent.SessionIDKey: sessionID, agent.SessionFingerprintKey: "fp-planned"},
 		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: sessionID, StateRef: ref, Digest: digest, Stripped: map[string]any{}},
 	})
@@ -141,10 +140,10 @@ func TestFallbackStripsTheSessionKeys(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	a.Backends = append(a.Backends, claude.New(claude.Options{Options: cliexec.Options{BinDir: t.TempDir()}}))
 	node := echoWriter
-	node.Backend, node.Fallback = backend.ClaudeCode, []string{backend.Scripted}
+	node.Backend, node.Fallback = "claude_code", []string{"scripted"}
 	node.Prompt += ` topic=[{{index .input "topic"}}]`
 	res, err := a.Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: backend.ClaudeCode,
+		RunID: "r1", NodeID: "writer", Visit: 2, Node: node, Backend: "claude_code",
 		Input:   map[string]any{agent.SessionIDKey: "claude-session", agent.SessionFingerprintKey: "fp", "topic": "x"},
 		Session: &SessionPlan{Kind: "unpack_own_slot", SessionID: "claude-session", StateRef: refAt(time.Now(), 1), Stripped: map[string]any{"topic": "x"}},
 		Started: time.Now(),
@@ -191,7 +190,7 @@ func TestRestoreSessionIsCappedAndChecked(t *testing.T) {
 	endless := &endlessStore{Store: blob.NewMem()}
 	a := newActs(t, endless)
 	a.maxSessionBlob = 1 << 20
-	_, err := a.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: backend.Scripted, SessionID: "s", StateRef: refAt(time.Now(), 1)})
+	_, err := a.RestoreSession(ctx, &RestoreRequest{RunID: "r1", Node: writer, Backend: "scripted", SessionID: "s", StateRef: refAt(time.Now(), 1)})
 	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "%v", err)
 	assert.ErrorIs(t, err, blob.ErrTooLarge)
 	assert.Less(t, endless.served, int64(2<<20), "the read stops at the cap")
@@ -199,7 +198,7 @@ func TestRestoreSessionIsCappedAndChecked(t *testing.T) {
 	store := blob.NewMem()
 	v1, v2 := twoSlots(t, store, digestsSince.Add(time.Minute))
 	b := newActs(t, store)
-	req := &RestoreRequest{RunID: "r1", Node: echoWriter, Backend: backend.Scripted, SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v2.PackDigest}
+	req := &RestoreRequest{RunID: "r1", Node: echoWriter, Backend: "scripted", SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v2.PackDigest}
 	_, err = b.RestoreSession(ctx, req)
 	assert.Equal(t, ErrTypeSessionUnavailable, appType(err), "a blob that differs from its digest: %v", err)
 	req.Digest = ""
@@ -217,11 +216,11 @@ func TestRunIDCannotLeaveTheWorkRoot(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	outside := filepath.Join(filepath.Dir(a.WorkDir), "escaped")
 	for _, run := range []string{"../escaped", "../../x", "..", ".", "a/../../escaped", "/abs"} {
-		_, err := a.liveEnv(backend.Scripted, run, graph.Node{ID: "n"})
+		_, err := a.liveEnv("scripted", run, graph.Node{ID: "n"})
 		assert.Error(t, err, "run id %q", run)
 		_, err = a.Visit(context.Background(), &VisitRequest{RunID: run, NodeID: "n", Node: graph.Node{ID: "n", Kind: graph.KindTool, Run: []string{"true"}}, Started: time.Now()})
 		assert.Equal(t, ErrTypeBadRequest, appType(err), "run id %q: %v", run, err)
-		_, err = a.RestoreSession(context.Background(), &RestoreRequest{RunID: run, Node: writer, Backend: backend.Scripted, SessionID: "s"})
+		_, err = a.RestoreSession(context.Background(), &RestoreRequest{RunID: run, Node: writer, Backend: "scripted", SessionID: "s"})
 		assert.Equal(t, ErrTypeBadRequest, appType(err), "run id %q: %v", run, err)
 	}
 	_, err := os.Stat(outside)

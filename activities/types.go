@@ -26,6 +26,11 @@ const (
 	// visit itself, with new keys and after a pause, a bounded number of
 	// times.
 	ErrTypeMayPass = "VisitMayPass"
+	// ErrTypeWorkerUnhealthy: a checkpoint could not be saved because
+	// this worker's store fails a probe (activities.Health). The workflow
+	// fails its task instead, so that another worker runs it again: one
+	// worker's broken store never fail-stops a run.
+	ErrTypeWorkerUnhealthy = "WorkerUnhealthy"
 )
 
 // Registered names of the activities the workflow runs as local

@@ -80,11 +80,16 @@ type VisitRequest struct {
 	// workflow started it again after they were lost or failed in a way
 	// that may pass (see retry.go); nil on a first start.
 	RetryOf *agent.Interruption `json:"retry_of,omitempty"`
+	// Guidance are notes people sent the node (the guide signal): an
+	// agent visit adds them after its prompt (GuidanceIntro).
+	Guidance []string `json:"guidance,omitempty"`
 }
 
 // SessionPlan is what session resolution decided to restore.
 type SessionPlan struct {
-	// Kind is the resolve.Kind's name, for logs.
+	// Kind is the resolve.Kind's name: the visit compares the
+	// fingerprint only for a slot or a pause plan, and notes a slot that
+	// could not be restored.
 	Kind      string `json:"kind"`
 	SessionID string `json:"session_id"`
 	// Fingerprint is the conversation's recorded fingerprint.
@@ -150,6 +155,9 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		req = &own
 		defer func() { err = onlyLostWorkersRetry(err) }()
 	}
+	// Before the line above turns a failure final for the server: a visit
+	// that failed on this worker's broken store goes to another worker.
+	defer func() { res, err = a.storeFault(ctx, res, err) }()
 	started := time.Now()
 	a.inflight.add(req.RunID, 1)
 	defer a.inflight.add(req.RunID, -1)
@@ -422,7 +430,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
 		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
-		incremental: req.Incremental, extend: extend, lost: lost,
+		incremental: req.Incremental, extend: extend, lost: lost, guidance: req.Guidance,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
@@ -68,7 +67,7 @@ func benchVisits(b *testing.B, node graph.Node) {
 // worker (the common case): restore hits, execute, snapshot the change and
 // pack the session side by side.
 func BenchmarkVisitPersistWorkspace(b *testing.B) {
-	benchVisits(b, graph.Node{ID: "w", Kind: graph.KindAgent, Backend: backend.Scripted, Session: graph.SessionPersist, Prompt: "go",
+	benchVisits(b, graph.Node{ID: "w", Kind: graph.KindAgent, Backend: "scripted", Session: graph.SessionPersist, Prompt: "go",
 		Script: []string{"WRITE: notes.txt = visit {{.Visit}}\nok"}})
 }
 

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
@@ -79,7 +78,7 @@ func TestVisitRefusesAConversationUnderOtherSettings(t *testing.T) {
 	v1, _ := twoSlots(t, store, time.Now())
 	for _, kind := range []resolve.Kind{resolve.UnpackOwnSlot, resolve.UnpackPause} {
 		res, err := newActs(t, store).Visit(context.Background(), &VisitRequest{
-			RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: backend.Scripted, Started: time.Now(),
+			RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: "scripted", Started: time.Now(),
 			Input:   map[string]any{agent.SessionIDKey: v1.SessionID, agent.SessionFingerprintKey: "fp-other"},
 			Session: &SessionPlan{Kind: kind.String(), SessionID: v1.SessionID, Fingerprint: "fp-other", StateRef: v1.PackedTo, Digest: v1.PackDigest},
 		})
@@ -90,7 +89,7 @@ func TestVisitRefusesAConversationUnderOtherSettings(t *testing.T) {
 	}
 	// The recorded fingerprint is today's: the conversation continues.
 	res, err := newActs(t, store).Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: backend.Scripted, Started: time.Now(),
+		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: "scripted", Started: time.Now(),
 		Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, Fingerprint: v1.Fingerprint, StateRef: v1.PackedTo, Digest: v1.PackDigest},
 	})
 	require.NoError(t, err)
@@ -98,7 +97,7 @@ func TestVisitRefusesAConversationUnderOtherSettings(t *testing.T) {
 	assert.Equal(t, v1.SessionID, res.SessionID)
 	// inherit takes another node's conversation, whose settings differ by design.
 	res, err = newActs(t, store).Visit(context.Background(), &VisitRequest{
-		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: backend.Scripted, Started: time.Now(),
+		RunID: "r1", NodeID: "writer", Visit: 3, Node: echoWriter, Backend: "scripted", Started: time.Now(),
 		Session: &SessionPlan{Kind: resolve.UnpackSourceSlot.String(), SessionID: v1.SessionID, Fingerprint: "fp-other", StateRef: v1.PackedTo, Digest: v1.PackDigest},
 	})
 	require.NoError(t, err)
@@ -112,10 +111,10 @@ func TestVisitRefusesAConversationUnderOtherSettings(t *testing.T) {
 func TestVisitHasSessionPlan(t *testing.T) {
 	store := blob.NewMem()
 	a := newActs(t, store)
-	v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: backend.Scripted, Started: time.Now()})
+	v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", Started: time.Now()})
 	require.NoError(t, err)
 	plan := func() *VisitRequest {
-		return &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: backend.Scripted, Started: time.Now(),
+		return &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: time.Now(),
 			Input:   map[string]any{agent.SessionIDKey: v1.SessionID},
 			Session: &SessionPlan{Kind: resolve.HasSession.String(), SessionID: v1.SessionID}}
 	}
@@ -139,17 +138,17 @@ func TestVisitAnswerGoesToTheConversationOrThePrompt(t *testing.T) {
 	store := blob.NewMem()
 	ref := pauseRef(digestsSince.Add(time.Minute), 3)
 	a := newActs(t, store)
-	asked, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, PauseTo: ref, Started: time.Now()})
+	asked, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: "scripted", PauseTo: ref, Started: time.Now()})
 	require.NoError(t, err)
 	require.True(t, asked.Packed)
 	// On the same worker, a plan that keeps the session: the answer goes to it.
-	res, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, Started: time.Now(),
+	res, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: "scripted", Started: time.Now(),
 		Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: asked.SessionID, StateRef: ref, Digest: asked.PackDigest},
 		Answer:  &agent.Answer{Text: "teal"}})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 2: painted it teal", res.Output["text"])
 	// With no plan at all (nothing to restore), the answer rides the prompt.
-	res, err = newActs(t, store).Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted, Started: time.Now(),
+	res, err = newActs(t, store).Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: "scripted", Started: time.Now(),
 		Answer: &agent.Answer{Text: "teal"}})
 	require.NoError(t, err)
 	text, _ := res.Output["text"].(string)
@@ -161,7 +160,7 @@ func TestVisitAnswerGoesToTheConversationOrThePrompt(t *testing.T) {
 // ended, evicting the run removes its live sessions.
 func TestVisitEndsItsInflightCount(t *testing.T) {
 	a := newActs(t, blob.NewMem())
-	_, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: backend.Scripted, Started: time.Now()})
+	_, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", Started: time.Now()})
 	require.NoError(t, err)
 	require.DirExists(t, filepath.Join(a.StateDir, "runs", "r1"))
 	assert.False(t, a.inflight.running("r1"))
@@ -211,12 +210,12 @@ func TestVisitOutcomeIsCountedAndCommitted(t *testing.T) {
 	a.Workspaces = workspace.NewManager(filepath.Join(a.StateDir, "workspaces"), store, workspace.Limits{}, nil)
 	a.Backends = Backends{writesAFile{a.Backends[0]}}
 
-	asked, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: backend.Scripted,
+	asked, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asker, Backend: "scripted",
 		PauseTo: pauseRef(time.Now(), 1), Started: time.Now(), Workspace: &runstore.WorkspaceState{}})
 	require.NoError(t, err)
 	require.Len(t, asked.Questions, 1)
 	require.NotNil(t, asked.Workspace)
-	plain, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: backend.Scripted,
+	plain, err := a.Visit(ctx, &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 2, Node: writer, Backend: "scripted",
 		Started: time.Now(), Workspace: asked.Workspace})
 	require.NoError(t, err)
 	require.Empty(t, plain.Questions)
@@ -295,12 +294,12 @@ func TestVisitAgentRunsInItsRunsOwnRoots(t *testing.T) {
 	var envs []agent.Env
 	a.Backends = Backends{seesItsEnv{a.Backends[0], &envs}}
 	for _, run := range []string{"r1", "r2"} {
-		_, err := a.Visit(context.Background(), &VisitRequest{RunID: run, NodeID: "writer", Visit: 1, Node: writer, Backend: backend.Scripted, Started: time.Now()})
+		_, err := a.Visit(context.Background(), &VisitRequest{RunID: run, NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted", Started: time.Now()})
 		require.NoError(t, err)
 	}
 	require.Len(t, envs, 2)
 	for i, run := range []string{"r1", "r2"} {
-		assert.Equal(t, filepath.Join(a.StateDir, "runs", run, backend.Scripted), envs[i].StateRoot)
+		assert.Equal(t, filepath.Join(a.StateDir, "runs", run, "scripted"), envs[i].StateRoot)
 		assert.Equal(t, filepath.Join(a.WorkDir, run), envs[i].Workdir)
 		assert.DirExists(t, envs[i].StateRoot)
 		assert.DirExists(t, envs[i].Workdir)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# demo.sh is `make run`: it starts a dev server and a worker, runs a graph
-# with --follow, answers its human approval through `tether answer`, prints
-# the path taken and the Web UI address, and stops only what it started.
+# demo.sh is `make run`: it starts a dev server, a worker and the console,
+# runs a graph with --follow, answers its human approval through `tether
+# answer`, prints the path taken, the Web UI address and the run's page on
+# the console, and stops only what it started (DEMO_KEEP=1 keeps them up
+# until Ctrl-C, to look around the console).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 graph=${1:-examples/review-loop.yaml}
@@ -25,7 +27,25 @@ echo "demo: starting tether-worker (log in $TETHER_HOME/worker.log)"
 "$root/bin/tether-worker" >"$TETHER_HOME/worker.log" 2>&1 &
 pids+=("$!")
 
+console_addr=${TETHER_CONSOLE_ADDR:-127.0.0.1:8080}
+echo "demo: starting tether console (log in $TETHER_HOME/console.log)"
+"$tether" console --addr "$console_addr" >"$TETHER_HOME/console.log" 2>&1 &
+pids+=("$!")
+console=""
+for _ in $(seq 1 50); do
+	console=$(sed -n 's/^console: \(http:[^ ]*\) .*/\1/p' "$TETHER_HOME/console.log")
+	[ -n "$console" ] && break
+	kill -0 "${pids[-1]}" 2>/dev/null || break
+	sleep 0.2
+done
+if [ -n "$console" ]; then
+	echo "demo: console $console"
+else
+	echo "demo: the console did not start (is $console_addr taken? set TETHER_CONSOLE_ADDR); see $TETHER_HOME/console.log"
+fi
+
 run="demo-$(date +%Y%m%d-%H%M%S)"
+[ -z "$console" ] || echo "demo: watch the run at ${console}runs/$run"
 "$tether" run "$graph" --id "$run" --follow &
 follower=$!
 
@@ -45,3 +65,11 @@ wait "$follower"
 echo
 echo "demo: the path on the graph:"
 "$tether" graph "$graph" --run "$run" --format mermaid
+if [ -n "$console" ]; then
+	echo
+	echo "demo: the run on the console: ${console}runs/$run"
+	if [ "${DEMO_KEEP:-}" = 1 ]; then
+		echo "demo: the dev server, worker and console stay up until Ctrl-C"
+		wait
+	fi
+fi

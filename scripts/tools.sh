@@ -9,6 +9,9 @@
 #   versitygw        an S3-compatible server for the blob store's S3 backend
 #   clis             the agent CLIs (Claude Code, Codex, pi, Gemini CLI,
 #                    grok, opencode) from the npm registry
+#   chromium         Debian's chromium, which the console's browser tests
+#                    drive: the machine's own, else installed with apt (as
+#                    root; not part of "all")
 #   kimi             the Kimi CLI (kimi-cli) from the Python registry, into a
 #                    virtual environment in .tools/kimi (not part of "all":
 #                    see docs/backends.md, it does not install on this machine)
@@ -18,7 +21,7 @@
 # at once are safe: each builds in its own temporary directory and the
 # first to finish renames it into place; installs into one directory are
 # serialised by a lock.
-# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|kimi|all|versions]...
+# Usage: scripts/tools.sh [temporal|temporal-server|versitygw|clis|chromium|kimi|all|versions]...
 # ("versions" prints what each tool is built or installed at, one per line.)
 set -euo pipefail
 
@@ -66,9 +69,17 @@ go_tool() {
 	echo "$root/bin/$name"
 }
 
+# agent_clis prints the npm package@version of every AGENT_CLI_<X> line of
+# .env, one a line, in order: each backend's pin (agent.Facts.Pin).
+agent_clis() { sed -n 's/^AGENT_CLI_[A-Z0-9_]*=//p' "$root/.env"; }
+
 clis() {
 	local dir="$root/.tools/npm"
-	local want="claude-code@$CLAUDE_CODE_VERSION codex@$CODEX_VERSION pi@$PI_VERSION gemini-cli@$GEMINI_CLI_VERSION grok@$GROK_CLI_VERSION opencode@$OPENCODE_VERSION"
+	# The stamp names each CLI by its line (AGENT_CLI_GEMINI_CLI: gemini-cli)
+	# and version: claude-code@2.1.332 codex@0.171.0 ...
+	local want
+	want=$(sed -n 's/^AGENT_CLI_\([A-Z0-9_]*\)=.*@\([^@]*\)$/\1@\2/p' "$root/.env" | tr 'A-Z_' 'a-z-' | tr '\n' ' ')
+	want=${want% }
 	mkdir -p "$dir"
 	(
 		flock 9
@@ -77,13 +88,8 @@ clis() {
 		fi
 		echo "tools: installing agent CLIs from the npm registry into $dir ($want)" >&2
 		[ -f "$dir/package.json" ] || echo '{"name":"tether-clis","private":true}' >"$dir/package.json"
-		npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-			"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
-			"@openai/codex@$CODEX_VERSION" \
-			"@mariozechner/pi-coding-agent@$PI_VERSION" \
-			"@google/gemini-cli@$GEMINI_CLI_VERSION" \
-			"@vibe-kit/grok-cli@$GROK_CLI_VERSION" \
-			"opencode-ai@$OPENCODE_VERSION" >&2
+		# shellcheck disable=SC2046 # one word a package
+		npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $(agent_clis) >&2
 		echo "$want" >"$dir/.versions"
 	) 9>"$dir/.lock"
 	echo "$dir/node_modules/.bin"
@@ -109,6 +115,20 @@ kimi() {
 	echo "$dir/bin"
 }
 
+# chromium prints the browser's path, installing Debian's package first
+# when the machine has none (the way .ci/run installs PostgreSQL).
+chromium() {
+	local b
+	b=$(command -v chromium || command -v chromium-browser || true)
+	if [ -z "$b" ]; then
+		[ "$(id -u)" = 0 ] || { echo "tools: chromium is not installed; install it with: sudo apt-get install chromium" >&2; exit 1; }
+		echo "tools: installing chromium with apt" >&2
+		apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2
+		b=$(command -v chromium)
+	fi
+	echo "$b"
+}
+
 temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
 temporal_server() {
 	go_tool temporal-server "v$TEMPORAL_VERSION" 12 go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
@@ -122,13 +142,14 @@ for t in "$@"; do
 	temporal-server) temporal_server ;;
 	versitygw) versitygw ;;
 	clis) clis ;;
+	chromium) chromium ;;
 	kimi) kimi ;;
 	all) temporal && temporal_server && versitygw && clis ;;
 	versions)
-		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION" \
-			claude-code "$CLAUDE_CODE_VERSION" codex "$CODEX_VERSION" pi "$PI_VERSION" \
-			gemini-cli "$GEMINI_CLI_VERSION" grok "$GROK_CLI_VERSION" opencode "$OPENCODE_VERSION" kimi-cli "$KIMI_CLI_VERSION"
+		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION"
+		agent_clis | sed 's/^\(.*\)@\([^@]*\)$/\1 \2/'
+		printf '%s %s\n' kimi-cli "$KIMI_CLI_VERSION"
 		;;
-	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, kimi, all or versions)" >&2; exit 2 ;;
+	*) echo "tools: unknown tool $t (want temporal, temporal-server, versitygw, clis, chromium, kimi, all or versions)" >&2; exit 2 ;;
 	esac
 done

@@ -7,12 +7,15 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/sandbox"
 )
 
 // defaultBackends offers every known backend, configured from the
-// environment (config.FromEnv), with ask_user served by this very binary
-// (see askuser.Subcommand in main).
-func defaultBackends(cfg backend.Config, logger *slog.Logger) (activities.Backends, error) {
+// environment (config.FromEnv), confined by sb, with ask_user served by
+// this very binary (see askuser.Subcommand in main).
+func defaultBackends(agents config.Agents, sb *sandbox.Sandbox, logger *slog.Logger) (activities.Backends, error) {
+	cfg := backend.Config{CLIBin: agents.CLIBin, Vars: agents.Vars, PassEnv: agents.PassEnv, Redact: agents.Redact, Sandbox: sb}
 	if self, err := os.Executable(); err == nil {
 		cfg.AskUser = []string{self, askuser.Subcommand}
 	}

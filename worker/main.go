@@ -52,7 +52,8 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
-	if cfg.Agents.Sandbox, err = confinement(cfg, logger); err != nil {
+	sb, err := confinement(cfg, logger)
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -95,7 +96,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	backends, err := defaultBackends(cfg.Agents, logger)
+	backends, err := defaultBackends(cfg.Agents, sb, logger)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func run() error {
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
 		PassEnv:             cfg.Agents.PassEnv,
-		Sandbox:             cfg.Agents.Sandbox,
+		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,
@@ -117,6 +118,7 @@ func run() error {
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
 		Notify:              cfg.Notify,
+		OnHealth:            tel.SetHealth,
 	})
 	if err != nil {
 		return err

@@ -67,16 +67,25 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	if err != nil {
 		return visitResult{}, err
 	}
-	var lost []string
+	var (
+		lost []string
+		used agent.Usage // by every round of the visit
+	)
+	// A person's notes go with the visit's prompt, once: not again with
+	// the answer to a question the visit asked.
+	notes := r.guidanceFor(ctx, node.ID)
+	guidance := guidanceTexts(notes)
 	for {
 		plan := r.resolve(node, cur, answer != nil, sc)
-		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, sc)
+		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, guidance, sc)
 		if err != nil {
 			return visitResult{}, err
 		}
 		lost = append(lost, unnamed...)
 		r.addUsage(node.ID, res.Usage)
+		used = used.Add(res.Usage)
 		r.takeWorkspace(res, sc)
+		guidance = nil
 		if len(res.Questions) > 0 {
 			if answer, err = r.pauseOnQuestion(ctx, node, cur, visitNo, res, sc); err != nil {
 				return visitResult{}, err
@@ -84,6 +93,11 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 			continue
 		}
 		v := r.commit(ctx, node, res, sc)
+		v.usage = used
+		if len(notes) > 0 {
+			r.tookGuidance(node.ID, notes)
+			v.guidance = notes
+		}
 		if len(lost) > 0 && workflow.GetVersion(ctx, changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs) == versionLostAttemptBlobs {
 			v.deleteAfterCommit = append(v.deleteAfterCommit, lost...)
 		}
@@ -122,7 +136,7 @@ func (r *runImpl) resolve(node *graph.Node, cur runstore.Cursor, answering bool,
 // Besides the result, it returns the blob keys that attempts other than
 // the one that produced it were given (see unnamedKeys): no checkpoint
 // names them, so they are garbage once the visit is committed.
-func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, sc *scope) (*activities.VisitResult, []string, error) {
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, sc *scope) (*activities.VisitResult, []string, error) {
 	log := workflow.GetLogger(ctx)
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
@@ -165,7 +179,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
 			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
 			Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
-			ServerRetry: serverRetry, Incremental: incremental, RetryOf: retryOf,
+			ServerRetry: serverRetry, Incremental: incremental, RetryOf: retryOf, Guidance: guidance,
 		}
 		if node.Mentions(".workspace.branches") {
 			req.Joined = r.latestJoined()
@@ -221,7 +235,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 			again = isAppErrorType(err, activities.ErrTypeMayPass)
 		}
 		if restarts < maxVisitRestarts && again {
-			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", err.Error())
+			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
 			if workflow.GetVersion(ctx, changeRetryNote, workflow.DefaultVersion, versionRetryNote) == versionRetryNote {
 				retryOf = lostFacts(err, retryOf)
 				actx = workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), " · again after an interrupted attempt"))
@@ -239,7 +253,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNodeFailed, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
 }
 

@@ -66,7 +66,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 	if !ok {
 		return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", join), ErrTypeGraph, nil)
 	}
-	decided, conflicts, err := r.joinWorkspaces(ctx, node, trunk, branches)
+	decided, conflicts, explain, err := r.joinWorkspaces(ctx, node, trunk, branches)
 	if err != nil {
 		return runstore.Cursor{}, err
 	}
@@ -76,7 +76,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 		r.cp.Workspace = decided
 		r.cp.Branches = nil
 	}
-	input := map[string]any{"branches": joined, "workspace": joinOutput(node, branches, conflicts)}
+	input := map[string]any{"branches": joined, "workspace": joinOutput(node, branches, conflicts, explain)}
 	return runstore.Cursor{Node: join, Input: input, From: starts[0].From}, nil
 }
 
@@ -94,6 +94,11 @@ type branchRun struct {
 	stat graph.DiffStat
 	kept bool
 	err  error
+	// pick, by and why are the branch's values of a pick join's
+	// expressions, and the error one of them gave (changeJoinWhy).
+	pick *bool
+	by   *float64
+	why  string
 }
 
 // openBranches starts a branch per cursor, or, for a trunk fan-out that a
@@ -235,7 +240,9 @@ func (r *runImpl) ownsBranch(b *branchRun) bool {
 // joinWorkspaces decides what the workspace is after join: it measures
 // each branch's change, then keeps the trunk's files, one branch's (pick)
 // or all of them merged (merge), and records the branches in Joined.
-func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *runstore.WorkspaceState, branches []*branchRun) (*runstore.WorkspaceState, []activities.Conflict, error) {
+// explain says the branches carry the values the pick saw
+// (changeJoinWhy).
+func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *runstore.WorkspaceState, branches []*branchRun) (decided *runstore.WorkspaceState, conflicts []activities.Conflict, explain bool, err error) {
 	mode := join.Workspace.ModeOrTrunk()
 	req := &activities.JoinRequest{
 		RunID: r.cp.RunID, JoinID: join.ID, Visit: r.cp.Visits[join.ID] + 1, Trunk: trunk,
@@ -262,21 +269,22 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 	})
 	var res activities.JoinResult
 	if err := workflow.ExecuteActivity(actx, acts.JoinWorkspaces, req).Get(ctx, &res); err != nil {
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the branches' workspaces could not be joined: %v; the run can continue with `tether resume %s` once the cause is fixed", join.ID, err, r.cp.RunID), ErrTypeWorkspace, err)
+		return nil, nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the branches' workspaces could not be joined: %v; the run can continue with `tether resume %s` once the cause is fixed", join.ID, err, r.cp.RunID), ErrTypeWorkspace, err)
 	}
 	if len(res.Stats) != len(branches) {
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the worker measured %d branches of %d", join.ID, len(res.Stats), len(branches)), ErrTypeWorkspace, nil)
+		return nil, nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the worker measured %d branches of %d", join.ID, len(res.Stats), len(branches)), ErrTypeWorkspace, nil)
 	}
 	for i, b := range branches {
 		st := res.Stats[i]
 		b.stat = graph.DiffStat{Files: st.Files, Added: st.Added, Removed: st.Removed, Lines: st.Added + st.Removed}
 	}
-	decided := trunk
+	decided = trunk
 	switch mode {
 	case graph.JoinPick:
-		kept, err := pickBranch(join, branches)
+		explain = workflow.GetVersion(ctx, changeJoinWhy, workflow.DefaultVersion, versionJoinWhy) == versionJoinWhy
+		kept, err := pickBranch(join, branches, explain)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if kept != nil {
 			kept.kept = true
@@ -291,13 +299,16 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 		}
 	}
 	r.recordJoined(join.ID, req.Visit, trunk, branches)
-	return decided, res.Conflicts, nil
+	return decided, res.Conflicts, explain, nil
 }
 
 // pickBranch is the branch a pick join keeps: the first, in branch order,
 // for which pick holds; with by, the one of those with the smallest by
-// (the first of equals). Nil when pick holds for none.
-func pickBranch(join *graph.Node, branches []*branchRun) (*branchRun, error) {
+// (the first of equals). Nil when pick holds for none. With explain, it
+// records each branch's values on it, and evaluates pick on the branches
+// after the one it kept too (an error there is recorded, not raised: the
+// decision is the one it always was).
+func pickBranch(join *graph.Node, branches []*branchRun, explain bool) (*branchRun, error) {
 	graphErr := func(what, src string, b *branchRun, err error) error {
 		msg := fmt.Sprintf("join %q: %s %q: %v", join.ID, what, src, err)
 		if b != nil {
@@ -322,19 +333,34 @@ func pickBranch(join *graph.Node, branches []*branchRun) (*branchRun, error) {
 		env := graph.BranchEnv{
 			Branch: b.st.Name, Outputs: b.outs, Last: b.outs[b.st.Last], Diff: b.stat,
 		}
+		decided := kept != nil && by == nil
 		ok, err := pick.EvalPick(env)
+		if err != nil && decided {
+			b.why = err.Error()
+			continue
+		}
 		if err != nil {
 			return nil, graphErr("pick", join.Workspace.Pick, b, err)
 		}
-		if !ok {
+		if explain {
+			b.pick = &ok
+		}
+		if !ok || decided {
 			continue
 		}
 		if by == nil {
-			return b, nil
+			if !explain {
+				return b, nil
+			}
+			kept = b
+			continue
 		}
 		v, err := by.EvalBy(env)
 		if err != nil {
 			return nil, graphErr("by", join.Workspace.By, b, err)
+		}
+		if explain {
+			b.by = &v
 		}
 		if kept == nil || v < best {
 			kept, best = b, v
@@ -365,7 +391,7 @@ func (r *runImpl) recordJoined(join string, visit int, trunk *runstore.Workspace
 
 // joinOutput is the join's output under "workspace": what it did, each
 // branch's head and change, which it kept, and a merge's conflicts.
-func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Conflict) map[string]any {
+func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Conflict, explain bool) map[string]any {
 	mode := join.Workspace.ModeOrTrunk()
 	kept := ""
 	var list []any
@@ -377,10 +403,20 @@ func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Con
 		if b.kept && mode == graph.JoinPick {
 			kept = b.st.Name
 		}
-		list = append(list, map[string]any{
+		entry := map[string]any{
 			"name": b.st.Name, "head": head, "kept": b.kept,
 			"files": b.stat.Files, "added": b.stat.Added, "removed": b.stat.Removed, "lines": b.stat.Lines,
-		})
+		}
+		if explain {
+			entry["pick_value"], entry["by_value"], entry["why"] = nil, nil, b.why
+			if b.pick != nil {
+				entry["pick_value"] = *b.pick
+			}
+			if b.by != nil {
+				entry["by_value"] = *b.by
+			}
+		}
+		list = append(list, entry)
 	}
 	conflicts := []any{}
 	if mode == graph.JoinMerge {
@@ -388,7 +424,11 @@ func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Con
 			conflicts = append(conflicts, map[string]any{"path": c.Path, "branches": toAny(c.Branches), "ours": c.Ours, "theirs": c.Theirs})
 		}
 	}
-	return map[string]any{"mode": mode, "kept": kept, "branches": list, "conflicts": conflicts}
+	out := map[string]any{"mode": mode, "kept": kept, "branches": list, "conflicts": conflicts}
+	if explain {
+		out["pick"], out["by"] = join.Workspace.Pick, join.Workspace.By
+	}
+	return out
 }
 
 func toAny(ss []string) []any {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // fakeAgent is an in-process agent for workflow unit tests. It keeps each
@@ -48,7 +48,7 @@ type fakeAgent struct {
 }
 
 func newFakeAgent(name string) *fakeAgent {
-	return &fakeAgent{name: name, disks: map[string]map[string][]string{}, persist: backend.HasPersist(name)}
+	return &fakeAgent{name: name, disks: map[string]map[string][]string{}, persist: catalogue.HasPersist(name)}
 }
 
 func (f *fakeAgent) Name() string { return f.name }

@@ -27,6 +27,9 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.claimRunID(ctx); err != nil {
+		return nil, err
+	}
 	res, err := r.execute(ctx)
 	r.noticeEnd(ctx, res, err)
 	return res, err
@@ -52,7 +55,8 @@ func (r *runImpl) execute(ctx workflow.Context) (*GraphRunResult, error) {
 	if err := r.stopIfOverBudget(ctx, changeBudgetAtStart, versionBudgetAtStart); err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	return res, r.endCanceled(ctx, err)
 }
 
 // importWorkspace starts a new run's workspace from the source its graph
@@ -86,7 +90,7 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 	var st runstore.WorkspaceState
 	req := &activities.ImportRequest{RunID: r.cp.RunID, From: from, Ref: ref, Started: workflow.Now(ctx)}
 	if err := workflow.ExecuteActivity(actx, acts.ImportWorkspace, req).Get(ctx, &st); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %v", r.g.Name, from, err), ErrTypeWorkspace, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %s", r.g.Name, from, activities.ErrorText(err)), ErrTypeWorkspace, err)
 	}
 	r.cp.Workspace = &st
 	return nil
@@ -216,6 +220,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
+	r.receiveGuidance(ctx)
 	ch := workflow.GetSignalChannel(ctx, SignalAnswer)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -383,6 +388,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 		Steps:      cp.PathTotal,
 		Error:      cp.Error,
 		Checkpoint: cp.Seq,
+		Guidance:   slices.Clone(cp.Guidance),
 	}
 	for _, c := range cp.Cursor {
 		s.Current = append(s.Current, c.Node)

@@ -25,7 +25,6 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -114,7 +113,7 @@ func (s *GraphRunSuite) SetupTest() {
 	s.runs = runstore.New(s.store)
 	s.agents = map[string]*fakeAgent{}
 	var bs activities.Backends
-	for _, name := range []string{backend.Scripted, backend.ClaudeCode, backend.Kimi} {
+	for _, name := range []string{"scripted", "claude_code", "kimi"} {
 		a := newFakeAgent(name)
 		s.agents[name] = a
 		bs = append(bs, a)
@@ -218,7 +217,7 @@ func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 	s.Equal("fp-scripted", out[agent.SessionFingerprintKey])
 	// The mapped feedback reached the prompt; the default input carried
 	// the declared input's default.
-	calls := s.agents[backend.Scripted].requests()
+	calls := s.agents["scripted"].requests()
 	s.Contains(calls[2].Prompt, "fix: more otters")
 	s.Contains(calls[0].Prompt, "write about otters (visit 1)")
 	// Outputs and loop snapshots keep the agent's output, without the
@@ -300,7 +299,7 @@ edges:
 	s.Require().ErrorAs(err, &appErr)
 	s.Equal(ErrTypeMaxVisits, appErr.Type())
 	s.Contains(appErr.Error(), "4th time but max_visits is 3")
-	s.Len(s.agents[backend.Scripted].requests(), 3)
+	s.Len(s.agents["scripted"].requests(), 3)
 }
 
 const fanoutGraph = `

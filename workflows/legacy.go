@@ -64,7 +64,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 				log.Warn("the worker holding this visit's session is gone; restarting the visit on another worker", "node", node.ID, "visit", visitNo, "restart", restarts, "error", err.Error())
 				continue
 			}
-			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent node %q (visit %d, backend %s): %v", node.ID, visitNo, eff, err), ErrTypeNodeFailed, err)
+			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent node %q (visit %d, backend %s): %s", node.ID, visitNo, eff, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 		}
 
 		if len(res.Questions) > 0 {
@@ -242,13 +242,13 @@ func (r *runImpl) legacyVisitTool(ctx workflow.Context, node *graph.Node, cur ru
 			return visitResult{output: out}, nil
 		}
 		if !workerLost(err) {
-			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %v", node.ID, err), ErrTypeNodeFailed, err)
+			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %s", node.ID, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 		}
 		workflow.GetLogger(ctx).Warn("the worker of the last agent visit is gone; running the tool on any worker, without that agent's files", "node", node.ID)
 		r.lastQueue = ""
 	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.RunTool, req).Get(ctx, &out); err != nil {
-		return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %v", node.ID, err), ErrTypeNodeFailed, err)
+		return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %s", node.ID, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
 	return visitResult{output: out}, nil
 }

@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/tether-run/tether/internal/backend"
 )
 
 // A run recorded before one-trip visits keeps its two-activity visits; its
@@ -18,6 +16,6 @@ func (s *GraphRunSuite) TestLegacyVisitsRecordDigests() {
 	s.Require().Len(calls, 3)
 	s.Equal("claude_code-s1", calls[2].SessionID, "the legacy path resumed through the digest-checked restore")
 	slot := s.latest().NodeSessions["writer"]
-	s.Equal(backend.ClaudeCode, slot.Backend)
+	s.Equal("claude_code", slot.Backend)
 	s.Regexp(`^sha256:[0-9a-f]{64}$`, slot.Digest, "a legacy visit's slot records the digest of its blob")
 }

@@ -21,6 +21,9 @@ const (
 	// NoticeWorkflowType is Notice's registered name: the workflow that
 	// delivers one notice of a run to one endpoint.
 	NoticeWorkflowType = "TetherNotice"
+	// SignalGuide delivers a Guide: a person's note to an agent node, added
+	// to the prompt of its next visit (`tether guide`, the console).
+	SignalGuide = "guide"
 )
 
 // Error types of GraphRun's failures; `tether` and callers branch on them.
@@ -38,6 +41,12 @@ const (
 	ErrTypeGraph = "InvalidGraph"
 	// ErrTypeWorkspace is a workspace the run cannot start from.
 	ErrTypeWorkspace = "WorkspaceFailed"
+	// ErrTypeRunIDTaken is a new run whose id another run has, in
+	// Temporal or in the run store; it failed before its first visit.
+	ErrTypeRunIDTaken = "RunIDTaken"
+	// ErrTypeRunIDUnchecked is a new run that could not check its id (the
+	// run store and Temporal did not answer); it did nothing.
+	ErrTypeRunIDUnchecked = "RunIDUnchecked"
 	// ErrTypeBudget is a run stopped because it spent a budget; like
 	// ErrTypeResumable, its details carry the checkpoint to resume from,
 	// once the budget is raised (`tether resume --max-tokens/--max-cost-usd`).
@@ -65,7 +74,7 @@ const (
 	// any worker, which restores the run's workspace and the session,
 	// runs, then snapshots and packs (one-trip-visit.json and the
 	// workspace histories). Runs recorded before it keep the two-activity
-	// visit on a worker's own queue (agent_legacy.go).
+	// visit on a worker's own queue (legacy.go).
 	changeOneTripVisit  = "one-trip-visit"
 	versionOneTripVisit = 1
 	// changeWorkspaceImport: a new run whose graph names its workspace's
@@ -130,4 +139,28 @@ const (
 	// activity, once per execution.
 	changeNotices  = "notices"
 	versionNotices = 1
+	// changeGuide: an agent visit takes the notes a person sent its node
+	// with the guide signal, and its path step records them
+	// (guide.json). Runs recorded before never had a note to take.
+	changeGuide  = "guide"
+	versionGuide = 1
+
+	// changeJoinWhy: a pick join's output says why it kept the branch it
+	// kept: its pick and by expressions and each branch's values of them
+	// (join-pick-why.json). The branch kept is the same as before.
+	changeJoinWhy  = "join-pick-why"
+	versionJoinWhy = 1
+
+	// changeRunIDCheck: a new run asks the run store and Temporal, in a
+	// CheckRunID local activity before its first visit, whether another
+	// run has its id, and fails at once if one does (run-id-taken.json;
+	// every history recorded since starts with the check).
+	changeRunIDCheck  = "run-id-check"
+	versionRunIDCheck = 1
+
+	// changeCancelStatus: a run canceled through Temporal says so, in
+	// TetherStatus and a last checkpoint, and ends canceled even when the
+	// cancel reached it inside a visit (cancel-status.json).
+	changeCancelStatus  = "cancel-status"
+	versionCancelStatus = 1
 )

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -37,7 +36,7 @@ edges:
   - {from: judge, to: writer}
 `
 
-func (s *GraphRunSuite) writer() *fakeAgent { return s.agents[backend.ClaudeCode] }
+func (s *GraphRunSuite) writer() *fakeAgent { return s.agents["claude_code"] }
 
 func (s *GraphRunSuite) writerCalls() []agent.Request {
 	var out []agent.Request
@@ -52,7 +51,7 @@ func (s *GraphRunSuite) writerCalls() []agent.Request {
 // wipeOnJudge empties the writer's live roots whenever the judge runs, i.e.
 // between two writer visits, as if each visit landed on a new pod.
 func (s *GraphRunSuite) wipeOnJudge(also func()) {
-	s.agents[backend.Scripted].onExecute = func(agent.Request) {
+	s.agents["scripted"].onExecute = func(agent.Request) {
 		s.writer().wipe()
 		if also != nil {
 			also()
@@ -88,7 +87,7 @@ func (s *GraphRunSuite) TestPersistResumesOwnSlotAcrossWipedRoots() {
 	cp := s.latest()
 	s.Contains(cp.Outputs["writer"]["text"], "turn 3 of claude_code-s1: draft 1 | draft 2 | draft 3")
 	slot := cp.NodeSessions["writer"]
-	s.Equal(runstore.NodeSessionSlot{Backend: backend.ClaudeCode, SessionID: "claude_code-s1", Fingerprint: "fp-claude_code", StateRef: slot.StateRef, Digest: slot.Digest, Size: slot.Size}, slot)
+	s.Equal(runstore.NodeSessionSlot{Backend: "claude_code", SessionID: "claude_code-s1", Fingerprint: "fp-claude_code", StateRef: slot.StateRef, Digest: slot.Digest, Size: slot.Size}, slot)
 	s.Positive(slot.Size, "the slot records the size of its blob")
 	s.Regexp(`^sha256:[0-9a-f]{64}$`, slot.Digest, "the slot records the digest of its blob")
 	s.NotContains(s.checkpointJSON(), "_session_state")
@@ -296,7 +295,7 @@ func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 	s.NotEmpty(slot.StateRef)
 	_, err = s.store.Stat(context.Background(), slot.StateRef)
 	s.Require().NoError(err, "the new slot's blob is kept")
-	for _, c := range s.agents[backend.Scripted].requests() {
+	for _, c := range s.agents["scripted"].requests() {
 		s.NotEqual("judge", c.NodeID, "the judge never ran")
 	}
 
@@ -318,7 +317,7 @@ func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 // Pack/Put fail: the slot is invalidated (never the old one restored) and
 // the next visit runs fresh.
 func (s *GraphRunSuite) TestPackFailureInvalidatesSlot() {
-	s.agents[backend.Scripted].onExecute = func(r agent.Request) {
+	s.agents["scripted"].onExecute = func(r agent.Request) {
 		if r.Visit == 1 {
 			s.writer().packErr = context.DeadlineExceeded
 		} else {
@@ -370,7 +369,7 @@ func (s *GraphRunSuite) TestInheritWithWipedRootRunsFresh() {
 // session is live on the worker.
 func (s *GraphRunSuite) TestLiteralSessionIDIsNotProvenance() {
 	// Make "claude_code-s99" physically present in the live root.
-	root := filepath.Join(s.acts.StateDir, "runs", "run-1", backend.ClaudeCode) // the run's live root
+	root := filepath.Join(s.acts.StateDir, "runs", "run-1", "claude_code") // the run's live root
 	s.writer().disks[root] = map[string][]string{"claude_code-s99": {"someone else's"}}
 	_, err := s.run(strings.Replace(inheritGraph, "_session_id: output._session_id", "_session_id: \"'claude_code-s99'\"", 1), nil)
 	s.Require().NoError(err)
@@ -383,7 +382,7 @@ func (s *GraphRunSuite) TestLiteralSessionIDIsNotProvenance() {
 func (s *GraphRunSuite) TestPersistOnKimiRunsFresh() {
 	_, err := s.run(strings.Replace(persistLoop, "backend: claude_code", "backend: kimi", 1), nil)
 	s.Require().NoError(err)
-	for _, c := range s.agents[backend.Kimi].requests() {
+	for _, c := range s.agents["kimi"].requests() {
 		s.Empty(c.SessionID)
 	}
 	s.Empty(s.latest().NodeSessions)
@@ -412,7 +411,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	// the run retained for rewinds.
 	_, err = s.store.Stat(context.Background(), target.NodeSessions["writer"].StateRef)
 	s.Require().NoError(err, "the rewind target's slot blob is retained")
-	root := filepath.Join(s.acts.StateDir, "runs", "run-1", backend.ClaudeCode) // the run's live root
+	root := filepath.Join(s.acts.StateDir, "runs", "run-1", "claude_code") // the run's live root
 	s.Len(s.writer().disks[root]["claude_code-s1"], 3, "the live root holds the later, stale conversation")
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
@@ -497,7 +496,7 @@ func (s *GraphRunSuite) TestInheritFromAPersistSourceUnpacksItsSlot() {
 // the worker's default model) does not continue that conversation: it
 // starts a fresh one and says why in its output.
 func (s *GraphRunSuite) TestChangedSettingsStartAFreshConversation() {
-	s.agents[backend.Scripted].onExecute = func(agent.Request) { s.writer().defaultModel = "model-2" }
+	s.agents["scripted"].onExecute = func(agent.Request) { s.writer().defaultModel = "model-2" }
 	_, err := s.run(persistLoop, nil)
 	s.Require().NoError(err)
 	calls := s.writerCalls()

@@ -39,10 +39,23 @@ func (r *runImpl) save(ctx workflow.Context) error {
 		},
 	})
 	err := workflow.ExecuteLocalActivity(lctx, activities.SaveCheckpointName, &activities.CheckpointRequest{Checkpoint: &cp}).Get(ctx, nil)
+	failTaskIfWorkerUnhealthy(r.cp.RunID, err)
 	// The number is used up even when the save failed: the write may have
 	// landed before the error, and a checkpoint is never overwritten.
 	r.cp.Seq = cp.Seq
 	return err
+}
+
+// failTaskIfWorkerUnhealthy fails the workflow task when a local activity
+// found this worker's own store broken (its probe failed too), not the
+// run's: the task records nothing, a healthy worker runs it again, and
+// this one takes no task until its store answers (activities.Health). A
+// panic is how workflow code fails its task. One worker's broken store so
+// never fail-stops a run.
+func failTaskIfWorkerUnhealthy(run string, err error) {
+	if isAppErrorType(err, activities.ErrTypeWorkerUnhealthy) {
+		panic(fmt.Sprintf("run %s: %s", run, activities.ErrorText(err)))
+	}
 }
 
 // deleteBlobs removes blobs that no durable checkpoint names any more. It

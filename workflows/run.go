@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -54,7 +55,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			// fail on the graph error.
 			r.cp.Cursor = []runstore.Cursor{cur}
 			r.cp.Status = runstore.StatusFailed
-			r.cp.Error = err.Error()
+			r.cp.Error = activities.ErrorText(err)
 			if serr := r.save(ctx); serr != nil {
 				return nil, r.failResumable(ctx, cur, serr)
 			}
@@ -98,6 +99,10 @@ type visitResult struct {
 	// checkpoint recording the visit fails, the fail-stop keeps it, so the
 	// resumed run takes the answer instead of asking again.
 	answered *runstore.PauseInfo
+	// guidance are the notes the visit took, for its path step.
+	guidance []runstore.Guidance
+	// usage is what the visit cost, every round of it.
+	usage agent.Usage
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -137,29 +142,15 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
-		step.Status = "failed"
-		step.Detail = err.Error()
-		r.addStep(step)
+		r.addStep(failedStep(step, err))
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
 	r.noteRetry(ctx, node.ID, visitNo, v.output)
-	step.Detail = summary(v.output)
+	step = finishedStep(step, node, v.output, v.usage)
+	step.Guidance = v.guidance
 	r.addStep(step)
 	return v, nil
-}
-
-// summary is the first line of a visit's text or answer, cut short, for
-// progress lines and the path.
-func summary(out map[string]any) string {
-	var s string
-	for _, k := range []string{"text", "answer"} {
-		if v, ok := out[k].(string); ok && v != "" {
-			s = v
-			break
-		}
-	}
-	return oneLine(s, 100)
 }
 
 func ordinal(n int) string {
@@ -311,7 +302,7 @@ func brief(out map[string]any) string {
 func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.Cursor) (*GraphRunResult, error) {
 	visitNo := r.cp.Visits[node.ID] + 1
 	r.cp.Visits[node.ID] = visitNo
-	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
+	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
 	r.setOutput(node.ID, visitNo, cur.Input)
 	r.cp.Cursor = nil
 	r.cp.Status = runstore.StatusCompleted
@@ -345,7 +336,7 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 		return err
 	}
 	r.cp.Status = runstore.StatusFailed
-	r.cp.Error = err.Error()
+	r.cp.Error = activities.ErrorText(err)
 	r.setStatus(ctx, r.cp.Status)
 	if serr := r.save(ctx); serr != nil {
 		workflow.GetLogger(ctx).Warn("could not record the failed run in the run store", "error", serr.Error())
@@ -369,12 +360,12 @@ func StopError(err error) (*temporal.ApplicationError, bool) {
 // though the run store never received it.
 func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause error) error {
 	r.cp.Status = runstore.StatusFailedResumable
-	r.cp.Error = cause.Error()
+	r.cp.Error = activities.ErrorText(cause)
 	r.setStatus(ctx, r.cp.Status)
 	cp := *r.cp
-	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", cause.Error())
+	workflow.GetLogger(ctx).Error("required checkpoint failed; failing the run resumably", "node", cur.Node, "error", activities.ErrorText(cause))
 	telemetry.WorkflowFailStop(ctx)
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("required checkpoint failed at node %q: %v; the run can continue with `tether resume %s`", cur.Node, cause, r.cp.RunID),
+		fmt.Sprintf("required checkpoint failed at node %q: %s; the run can continue with `tether resume %s`", cur.Node, activities.ErrorText(cause), r.cp.RunID),
 		ErrTypeResumable, cause, &cp)
 }

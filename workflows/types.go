@@ -131,6 +131,22 @@ type Answer struct {
 	Text       string `json:"text"`
 }
 
+// Guide is a person's note to an agent node, sent as the `guide` signal:
+// the node's next visit gets it after its prompt, as guidance. By names
+// who sent it.
+type Guide struct {
+	Node string `json:"node"`
+	Text string `json:"text"`
+	By   string `json:"by,omitempty"`
+}
+
+// MaxGuideText bounds one note's text, and MaxGuidance the notes waiting
+// for one node.
+const (
+	MaxGuideText = 4096
+	MaxGuidance  = 20
+)
+
 // State is what the `state` query returns. It never carries a session blob
 // or a state ref.
 type State struct {
@@ -152,6 +168,8 @@ type State struct {
 	Error string `json:"error,omitempty"`
 	// Checkpoint is the sequence number of the last saved checkpoint.
 	Checkpoint int64 `json:"checkpoint"`
+	// Guidance are the notes waiting for their node's next visit.
+	Guidance []runstore.Guidance `json:"guidance,omitempty"`
 }
 
 // SessionView is a persist node's conversation, without its state ref.

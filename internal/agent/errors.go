@@ -14,6 +14,11 @@ var (
 	ErrExit         = errors.New("backend: CLI exited non-zero")
 	ErrTimeout      = errors.New("backend: visit timed out")
 	ErrScript       = errors.New("backend: scripted failure")
+	// ErrUnsafeFile: a file the worker reads from where the agent could
+	// write (its ask_user record, a session or rollout file, an export)
+	// is a link, not a regular file, or over its size cap
+	// (internal/untrusted). The visit fails; the worker goes on.
+	ErrUnsafeFile = errors.New("backend: a file the agent could write is not one the worker reads")
 )
 
 // ErrorType names a typed failure for Temporal application errors.
@@ -29,6 +34,8 @@ func ErrorType(err error) string {
 		return "Timeout"
 	case errors.Is(err, ErrScript):
 		return "ScriptedFailure"
+	case errors.Is(err, ErrUnsafeFile):
+		return "UnsafeFile"
 	default:
 		return ""
 	}

@@ -1,5 +1,7 @@
 package agent
 
+import "strings"
+
 // Names of the agent settings that not every backend can apply, as the
 // graph DSL spells them.
 const (
@@ -34,10 +36,80 @@ type Facts struct {
 	// Permissions says what each permission level (Permission*) becomes
 	// for the backend's CLI: a mode, a sandbox, a tool list.
 	Permissions map[string]string
+	// CLI is the program the backend runs, looked up in the worker's CLI
+	// bin directory (TETHER_CLI_BIN) or PATH; empty for one that runs no
+	// program.
+	CLI string
+	// Pin is the variable of the repository's .env that pins the CLI:
+	// AGENT_CLI_<X>=<npm package>@<version>. scripts/tools.sh and the
+	// worker image install every such line.
+	Pin string
+	// Wire is the model API the CLI speaks (WireAnthropic, WireResponses,
+	// WireChat, WireGemini): what an endpoint in its base URL must answer.
+	Wire string
+	// MCP marks a CLI whose MCP client can call Tether's ask_user tool;
+	// the others ask through the reply convention.
+	MCP bool
+	// Vars are the worker's environment variables the backend is
+	// configured by: internal/config reads them for it, the registry
+	// hands them to its constructor, and the docs list them.
+	Vars []Var
+	// Script marks the backend that reads a node's script (the scripted
+	// agent): graph validation warns of a script on any other.
+	Script bool
 	// Credentials are the CLI's login and account files, as
 	// slash-separated patterns in treepolicy's syntax (a name, "prefix*",
 	// "*suffix", or a tail of a path such as ".codex/auth.json*"). No
 	// session archive and no workspace snapshot ever holds one, whichever
 	// backend's tree it turns up in.
 	Credentials []string
+}
+
+// The model APIs a CLI may speak (Facts.Wire).
+const (
+	WireAnthropic = "messages"         // Anthropic's Messages API: POST <base>/v1/messages
+	WireResponses = "responses"        // OpenAI's Responses API: POST <base, with /v1>/responses
+	WireChat      = "chat-completions" // OpenAI's Chat Completions: POST <base, with /v1>/chat/completions
+	WireGemini    = "generate-content" // the Gemini API: POST <base>/v1beta/models/<model>:generateContent
+)
+
+// Var is a worker environment variable a backend reads.
+type Var struct {
+	Name string
+	// Role says what the backend does with it.
+	Role VarRole
+	// Doc says what it sets, in one line, for the docs' tables.
+	Doc string
+}
+
+// VarRole is what a backend does with one of its variables.
+type VarRole string
+
+// The roles of a backend's variables.
+const (
+	// VarBaseURL is the model endpoint (cliexec.Options.BaseURL).
+	VarBaseURL VarRole = "base_url"
+	// VarAPIKey is the endpoint's key (cliexec.Options.APIKey): it reaches
+	// the CLI in its environment only, and no log line shows it.
+	VarAPIKey VarRole = "api_key"
+	// VarModel is the default model (cliexec.Options.Model).
+	VarModel VarRole = "model"
+	// VarSetting is a default of the backend's own, read by its
+	// constructor.
+	VarSetting VarRole = "setting"
+)
+
+// ModelVar is the name of the variable that holds backend name's default
+// model: TETHER_MODEL_ and the name in capitals.
+func ModelVar(name string) string { return "TETHER_MODEL_" + strings.ToUpper(name) }
+
+// Var returns the backend's variable of role r (the first, for
+// VarSetting), and whether it has one.
+func (f Facts) Var(r VarRole) (Var, bool) {
+	for _, v := range f.Vars {
+		if v.Role == r {
+			return v, true
+		}
+	}
+	return Var{}, false
 }

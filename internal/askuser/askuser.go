@@ -24,7 +24,9 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/untrusted"
 )
 
 const (
@@ -56,10 +58,15 @@ type Input struct {
 	Questions []string `json:"questions"`
 }
 
+// maxRecordBytes caps the record a visit's questions make.
+const maxRecordBytes = 1 << 20
+
 // ReadRecord reads the record at path; it returns nil and no error when the
-// agent asked nothing (no file).
+// agent asked nothing (no file). The record lies where the agent can
+// write, so it is read as untrusted: a link, a FIFO or a device in its
+// place, or a record over 1 MiB, is agent.ErrUnsafeFile.
 func ReadRecord(path string) (*Record, error) {
-	b, err := os.ReadFile(path)
+	b, err := untrusted.ReadFile(filepath.Dir(path), filepath.Base(path), maxRecordBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -104,3 +104,22 @@ func TestSubcommandOverStdio(t *testing.T) {
 func TestMainNeedsRecord(t *testing.T) {
 	assert.Equal(t, 2, askuser.Main(nil))
 }
+
+// The record lies in the visit's scratch directory, where the agent can
+// write: one it linked to a secret of the worker or to /dev/zero is
+// refused with the typed error, naming no byte of the target; the worker
+// neither reads it nor runs out of memory.
+func TestReadRecordRefusesALinkedRecord(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "credentials")
+	require.NoError(t, os.WriteFile(secret, []byte("aws_access_key_id = AKIA-TETHER-TEST\n"), 0o600))
+	for _, target := range []string{secret, "/dev/zero"} {
+		dir := t.TempDir()
+		record := filepath.Join(dir, "ask-user.json")
+		require.NoError(t, os.Symlink(target, record))
+		rec, err := askuser.ReadRecord(record)
+		require.ErrorIs(t, err, agent.ErrUnsafeFile, target)
+		assert.Nil(t, rec)
+		assert.NotContains(t, err.Error(), "invalid character", "nothing of the target was parsed")
+		assert.NotContains(t, err.Error(), "AKIA")
+	}
+}

@@ -10,55 +10,24 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend/claude"
 	"github.com/tether-run/tether/internal/backend/cliexec"
-	"github.com/tether-run/tether/internal/backend/codex"
-	"github.com/tether-run/tether/internal/backend/gemini"
-	"github.com/tether-run/tether/internal/backend/grok"
-	"github.com/tether-run/tether/internal/backend/opencode"
-	"github.com/tether-run/tether/internal/backend/pi"
-	"github.com/tether-run/tether/internal/backend/scripted"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sandbox"
 )
 
-// Config says how a worker runs each backend. The worker's configuration
+// Config says how a worker runs the backends. The worker's configuration
 // (internal/config) reads it from the environment; its zero value runs
 // every CLI from PATH with the CLIs' own endpoints and models, and no key.
 type Config struct {
-	// CLIBin is the directory holding claude, codex and pi
-	// (TETHER_CLI_BIN); empty: PATH.
+	// CLIBin is the directory holding the CLIs (TETHER_CLI_BIN); empty:
+	// PATH.
 	CLIBin string
-	// AnthropicBaseURL is Claude Code's Messages API endpoint
-	// (ANTHROPIC_BASE_URL); empty: the CLI's default.
-	AnthropicBaseURL string
-	// OpenAIBaseURL is the Responses API endpoint Codex uses and the Chat
-	// Completions endpoint pi and opencode use (OPENAI_BASE_URL); empty:
-	// their defaults (for opencode: the providers of its own
-	// configuration).
-	OpenAIBaseURL string
-	// GeminiBaseURL is the Gemini API endpoint Gemini CLI uses
-	// (GOOGLE_GEMINI_BASE_URL, without /v1beta); empty: its default.
-	GeminiBaseURL string
-	// GrokBaseURL is the chat completions endpoint grok uses
-	// (GROK_BASE_URL); empty: the CLI's default (api.x.ai).
-	GrokBaseURL string
-	// Models are the default model of each CLI backend, by backend name
-	// (TETHER_MODEL_CLAUDE_CODE, TETHER_MODEL_CODEX, TETHER_MODEL_PI,
-	// TETHER_MODEL_GEMINI, TETHER_MODEL_GROK, TETHER_MODEL_OPENCODE).
-	Models map[string]string
-	// APIKeys are the model endpoints' keys, by backend name
-	// (ANTHROPIC_API_KEY for claude_code, OPENAI_API_KEY for codex, pi
-	// and opencode, GEMINI_API_KEY for gemini). Each reaches its CLI in its environment only; String and
-	// LogValue never show them.
-	APIKeys map[string]string
-	// ClaudePermissionMode is Claude Code's --permission-mode
-	// (TETHER_CLAUDE_PERMISSION_MODE) and CodexSandbox Codex's sandbox
-	// (TETHER_CODEX_SANDBOX); empty keeps each CLI's default, which does
-	// not let the agent edit files unattended. They are defaults only: a
-	// node's permissions override them.
-	ClaudePermissionMode string
-	CodexSandbox         string
+	// Vars are the worker's values of each backend's variables
+	// (agent.Facts.Vars: its endpoint, key, model and settings of its
+	// own), by backend name and then variable name. Keys reach their CLI
+	// in its environment only; String and LogValue never show them.
+	Vars map[string]map[string]string
 	// PassEnv names worker environment variables every agent CLI gets
 	// besides the minimal base (cliexec.BaseEnv) and the node's own env
 	// (TETHER_PASS_ENV, comma-separated).
@@ -98,19 +67,14 @@ func (c Config) String() string {
 // GoString is String, so that %#v shows no key either.
 func (c Config) GoString() string { return c.String() }
 
-// LogValue is the configuration as a log line shows it: which backends
-// have a key, never the key.
+// LogValue is the configuration as a log line shows it: every variable
+// but the keys, and which backends have a key, never the key.
 func (c Config) LogValue() slog.Value {
+	vars, keyed := catalogue.Shown(c.Vars)
 	return slog.GroupValue(
 		slog.String("cli_bin", c.CLIBin),
-		slog.String("anthropic_base_url", c.AnthropicBaseURL),
-		slog.String("openai_base_url", c.OpenAIBaseURL),
-		slog.String("gemini_base_url", c.GeminiBaseURL),
-		slog.String("grok_base_url", c.GrokBaseURL),
-		slog.Any("models", c.Models),
-		slog.Any("api_keys_for", slices.Sorted(maps.Keys(c.APIKeys))),
-		slog.String("claude_permission_mode", c.ClaudePermissionMode),
-		slog.String("codex_sandbox", c.CodexSandbox),
+		slog.Any("vars", vars),
+		slog.Any("api_keys_for", slices.Compact(keyed)),
 		slog.Any("pass_env", c.PassEnv),
 		slog.String("redact", c.Redact.String()),
 		slog.Any("ask_user", c.AskUser),
@@ -134,21 +98,37 @@ func New(cfg Config) ([]agent.Backend, error) {
 			return nil, fmt.Errorf("backend: the agent CLIs' home: %w", err)
 		}
 	}
-	cli := func(name, baseURL string) cliexec.Options {
-		return cliexec.Options{
-			BinDir: binDir, BaseURL: baseURL, APIKey: cfg.APIKeys[name], Model: cfg.Models[name],
-			AskUser: cfg.AskUser, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv, Home: cfg.Home, Redact: cfg.Redact,
-			Sandbox: cfg.Sandbox,
+	var out []agent.Backend
+	for _, f := range catalogue.All() {
+		if !f.Implemented {
+			continue
+		}
+		build, ok := constructors[f.Name]
+		if !ok {
+			return nil, fmt.Errorf("backend: the catalogue lists %s but this build has no constructor for it; run go generate ./internal/backend", f.Name)
+		}
+		out = append(out, build(options(f, cfg, binDir)))
+	}
+	return out, nil
+}
+
+// options are the executor options of backend f: the worker-wide ones,
+// and its variables, with the endpoint, key and model they name.
+func options(f agent.Facts, cfg Config, binDir string) cliexec.Options {
+	vars := maps.Clone(cfg.Vars[f.Name])
+	o := cliexec.Options{
+		BinDir: binDir, AskUser: cfg.AskUser, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv,
+		Home: cfg.Home, Redact: cfg.Redact, Sandbox: cfg.Sandbox, Vars: vars,
+	}
+	for _, v := range f.Vars {
+		switch v.Role {
+		case agent.VarBaseURL:
+			o.BaseURL = vars[v.Name]
+		case agent.VarAPIKey:
+			o.APIKey = vars[v.Name]
+		case agent.VarModel:
+			o.Model = vars[v.Name]
 		}
 	}
-	return []agent.Backend{
-		scripted.New(scripted.Options{Redact: cfg.Redact}),
-		claude.New(claude.Options{Options: cli(ClaudeCode, cfg.AnthropicBaseURL), PermissionMode: cfg.ClaudePermissionMode}),
-		codex.New(codex.Options{Options: cli(Codex, cfg.OpenAIBaseURL), Sandbox: cfg.CodexSandbox}),
-		pi.New(pi.Options{Options: cli(Pi, cfg.OpenAIBaseURL), AskUserConvention: true}),
-		gemini.New(gemini.Options{Options: cli(Gemini, cfg.GeminiBaseURL), AskUserConvention: true}),
-		grok.New(grok.Options{Options: cli(Grok, cfg.GrokBaseURL), AskUserConvention: true}),
-		// opencode calls the ask_user MCP server when the worker has one.
-		opencode.New(opencode.Options{Options: cli(Opencode, cfg.OpenAIBaseURL), AskUserConvention: cfg.AskUser == nil}),
-	}, nil
+	return o
 }

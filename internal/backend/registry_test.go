@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // The catalogue and the worker's backends are one registry: every backend
@@ -23,13 +24,13 @@ func TestCatalogueAndWorkerBackendsAgree(t *testing.T) {
 	var names []string
 	for _, b := range bs {
 		names = append(names, b.Name())
-		info, ok := backend.Lookup(b.Name())
+		info, ok := catalogue.Lookup(b.Name())
 		require.True(t, ok, "%s is not in the catalogue", b.Name())
 		assert.True(t, info.Implemented, "%s runs but the catalogue says it is not implemented", b.Name())
 		env := agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
 		assert.Equal(t, info.Persist, b.Packer(env) != nil, "%s: persist capability and packer disagree", b.Name())
 	}
-	assert.ElementsMatch(t, backend.Implemented(), names)
+	assert.ElementsMatch(t, catalogue.Implemented(), names)
 }
 
 // A worker's backend configuration holds the model endpoints' keys; a log
@@ -37,13 +38,18 @@ func TestCatalogueAndWorkerBackendsAgree(t *testing.T) {
 // key.
 func TestConfigNeverShowsKeys(t *testing.T) {
 	const key = "sk-ant-api03-tether-test-key-0123456789"
-	cfg := backend.Config{CLIBin: "/opt/bin", APIKeys: map[string]string{backend.ClaudeCode: key, backend.Codex: key}}
+	cfg := backend.Config{CLIBin: "/opt/bin", Vars: map[string]map[string]string{
+		"claude_code": {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": "http://model"},
+		"codex":       {"OPENAI_API_KEY": key},
+		"elsewhere":   {"WHATEVER": key},
+	}}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("backends", "config", cfg)
 	for _, s := range []string{buf.String(), fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", struct{ C backend.Config }{cfg})} {
 		assert.NotContains(t, s, key)
 		assert.Contains(t, s, "/opt/bin")
-		assert.Contains(t, s, backend.Codex)
+		assert.Contains(t, s, "codex")
+		assert.Contains(t, s, "http://model")
 	}
 }
 
@@ -64,12 +70,12 @@ func TestHonoursIsWhatTheExecutorsApply(t *testing.T) {
 	}
 	require.Len(t, set, len(agent.AllSettings))
 	for _, b := range bs {
-		info, _ := backend.Lookup(b.Name())
+		info, _ := catalogue.Lookup(b.Name())
 		env := agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()}
 		plain := b.Fingerprint(agent.Request{Env: env})
 		for _, s := range agent.AllSettings {
 			changed := b.Fingerprint(agent.Request{Env: env, Settings: set[s]}) != plain
-			assert.Equal(t, backend.Honours(b.Name(), s), changed, "%s: setting %s; its facts honour %v", b.Name(), s, info.Honours)
+			assert.Equal(t, catalogue.Honours(b.Name(), s), changed, "%s: setting %s; its facts honour %v", b.Name(), s, info.Honours)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3 upload shape: blobs up to one part go up in a single PutObject; larger
@@ -96,7 +97,10 @@ func OpenS3(ctx context.Context, c S3Config) (Store, error) {
 	if partSize < s3MinPartSize {
 		return nil, fmt.Errorf("blob: open S3 store: part size %d is below S3's minimum of %d bytes", partSize, s3MinPartSize)
 	}
-	var lo []func(*config.LoadOptions) error
+	// The SDK's own log lines ("falling back to IMDSv1" on every probe of a
+	// machine without credentials) would repeat on a worker's stderr what
+	// the store's errors say once.
+	lo := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if c.Region != "" {
 		lo = append(lo, config.WithRegion(c.Region))
 	}

@@ -13,41 +13,65 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	claude "github.com/tether-run/tether/internal/backend/claude/facts"
+	claudesession "github.com/tether-run/tether/internal/backend/claude/session"
 	codex "github.com/tether-run/tether/internal/backend/codex/facts"
+	codexsession "github.com/tether-run/tether/internal/backend/codex/session"
 	gemini "github.com/tether-run/tether/internal/backend/gemini/facts"
+	geminisession "github.com/tether-run/tether/internal/backend/gemini/session"
 	grok "github.com/tether-run/tether/internal/backend/grok/facts"
 	opencode "github.com/tether-run/tether/internal/backend/opencode/facts"
+	opencodesession "github.com/tether-run/tether/internal/backend/opencode/session"
 	pi "github.com/tether-run/tether/internal/backend/pi/facts"
+	pisession "github.com/tether-run/tether/internal/backend/pi/session"
 	scripted "github.com/tether-run/tether/internal/backend/scripted/facts"
+	scriptedsession "github.com/tether-run/tether/internal/backend/scripted/session"
+	"github.com/tether-run/tether/internal/transcript"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
-// Names of the known backends.
-const (
-	Scripted   = scripted.Name
-	ClaudeCode = claude.Name
-	Codex      = codex.Name
-	Pi         = pi.Name
-	Gemini     = gemini.Name
-	Grok       = grok.Name
-	Opencode   = opencode.Name
-	Kimi       = "kimi"
-)
-
-var backends = []agent.Facts{
-	scripted.Backend,
-	claude.Backend,
-	codex.Backend,
-	pi.Backend,
-	gemini.Backend,
-	grok.Backend,
-	opencode.Backend,
+// entries is the registration of every backend: one line each, the facts
+// its folder declares (internal/backend/<name>/facts) and, for one that
+// keeps a session, its transcript reader (internal/backend/<name>/session).
+// A new backend is a line here; `go generate ./internal/backend` then
+// lists its constructor for the worker and its variables in the docs.
+var entries = []entry{
+	{scripted.Backend, &scriptedsession.Transcript},
+	{claude.Backend, &claudesession.Transcript},
+	{codex.Backend, &codexsession.Transcript},
+	{pi.Backend, &pisession.Transcript},
+	{gemini.Backend, &geminisession.Transcript},
+	{grok.Backend, nil},
+	{opencode.Backend, &opencodesession.Transcript},
 	// Known to ADR-089 as a backend without the persist capability; this
 	// build has no executor for it (its CLI, kimi-cli on the Python
 	// registry, cannot be installed where Tether is built and tested:
 	// docs/backends.md), so a graph naming it is refused (G046) instead of
 	// failing at run time.
-	{Name: Kimi},
+	{agent.Facts{Name: "kimi"}, nil},
+}
+
+type entry struct {
+	facts      agent.Facts
+	transcript *transcript.Reader
+}
+
+var backends = func() []agent.Facts {
+	out := make([]agent.Facts, len(entries))
+	for i, e := range entries {
+		out[i] = e.facts
+	}
+	return out
+}()
+
+// Transcript returns the reader of backend name's conversations, for a
+// person to read them (internal/conversation).
+func Transcript(name string) (transcript.Reader, bool) {
+	for _, e := range entries {
+		if e.facts.Name == name && e.transcript != nil {
+			return *e.transcript, true
+		}
+	}
+	return transcript.Reader{}, false
 }
 
 // All returns every backend's facts, in catalogue order.
@@ -81,6 +105,12 @@ func Implemented() []string {
 		}
 	}
 	return out
+}
+
+// ReadsScript reports whether backend name reads a node's script.
+func ReadsScript(name string) bool {
+	b, ok := Lookup(name)
+	return ok && b.Script
 }
 
 // HasPersist reports whether name is a backend with the persist capability.

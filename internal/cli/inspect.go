@@ -245,7 +245,7 @@ func (a *app) printState(st *workflows.State, source string) {
 	if len(st.Path) > 0 {
 		fmt.Fprintln(w, "path:")
 		for _, s := range st.Path {
-			fmt.Fprintf(w, "  %-16s visit %-3d %-7s %-8s %s\n", s.Node, s.Visit, s.Status, (time.Duration(s.DurationMS) * time.Millisecond).String(), s.Detail)
+			fmt.Fprintln(w, pathLine(st, s))
 		}
 	}
 	for _, l := range nodeUsages(st) {
@@ -288,19 +288,8 @@ fire and forget.`,
 				fmt.Fprintf(a.out, "answer to %s sent to run %s\n", qid, id)
 				return nil
 			}
-			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-				WorkflowID: id, UpdateName: workflows.UpdateAnswer, Args: []any{ans},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err == nil {
-				err = h.Get(cmd.Context(), nil)
-			}
-			if err != nil {
-				var nf *serviceerror.NotFound
-				if errors.As(err, &nf) {
-					return failedErr(fmt.Errorf("run %s is not open: %w", id, err))
-				}
-				return usageErr("answer refused by run %s: %v", id, err)
+			if err := answer(cmd.Context(), c, id, ans); err != nil {
+				return err
 			}
 			fmt.Fprintf(a.out, "answer to %s accepted by run %s\n", qid, id)
 			return nil
@@ -308,6 +297,27 @@ fire and forget.`,
 	}
 	cmd.Flags().BoolVar(&signal, "signal", false, "send as a signal instead of an update")
 	return cmd
+}
+
+// answer sends ans to run id as the "answer" update and waits for the
+// run to take it: the run's own refusal (an unknown or answered question)
+// comes back as a usage error. `tether answer` and the console use it.
+func answer(ctx context.Context, c client.Client, id string, ans workflows.Answer) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateAnswer, Args: []any{ans},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return failedErr(fmt.Errorf("run %s is not open: %w", id, err))
+		}
+		return usageErr("answer refused by run %s: %v", id, err)
+	}
+	return nil
 }
 
 func (a *app) validateCmd() *cobra.Command {

@@ -40,8 +40,15 @@ func (a *app) start(ctx context.Context, id string, cp *runstore.Checkpoint) err
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A run opened meanwhile is refused, never taken for this one.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Checkpoint: cp})
 	if err != nil {
+		if cp.Seq == 0 {
+			if taken := alreadyStarted(id, err); taken != nil {
+				return taken
+			}
+		}
 		return failedErr(fmt.Errorf("start run %s: %w", id, err))
 	}
 	return nil
@@ -116,20 +123,6 @@ func (a *app) onRun(verb string, parse func() error, body func(ctx context.Conte
 	}
 }
 
-// launched starts cp as run id, says so with the message, and with follow
-// prints the run's progress until it ends: the tail of resume, rewind and
-// fork.
-func (a *app) launched(ctx context.Context, id string, cp *runstore.Checkpoint, follow bool, format string, args ...any) error {
-	if err := a.start(ctx, id, cp); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.out, format, args...)
-	if follow {
-		return a.follow(ctx, id)
-	}
-	return nil
-}
-
 func (a *app) resumeCmd() *cobra.Command {
 	var (
 		follow    bool
@@ -143,22 +136,15 @@ func (a *app) resumeCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			ctx := cmd.Context()
-			if err := a.requireClosed(ctx, id, "resume"); err != nil {
-				return err
-			}
-			cp, from, err := a.resumableCheckpoint(ctx, id)
+			msg, err := a.resume(cmd.Context(), id, onNode, maxTokens, maxCost)
 			if err != nil {
 				return err
 			}
-			if err := raiseBudget(cp, onNode, maxTokens, maxCost); err != nil {
-				return err
+			fmt.Fprint(a.out, msg)
+			if follow {
+				return a.follow(cmd.Context(), id)
 			}
-			if msg := workflows.OverBudget(cp); msg != "" {
-				return usageErr("run %s: %s, so it would stop again before its next visit; raise that budget: `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", id, msg, id)
-			}
-			cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}
-			return a.launched(ctx, id, cp, follow, "run %s resumed from %s\n", id, from)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
@@ -166,6 +152,30 @@ func (a *app) resumeCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&maxCost, "max-cost-usd", 0, "set the run's max_cost_usd budget (with --node, that node's) before resuming")
 	cmd.Flags().StringVar(&onNode, "node", "", "with --max-tokens or --max-cost-usd: the node whose budget to set")
 	return cmd
+}
+
+// resume starts a new execution of closed run id from the checkpoint it
+// stopped at, with a budget raised first when asked: `tether resume`, and
+// the console's Resume.
+func (a *app) resume(ctx context.Context, id, onNode string, maxTokens int64, maxCost float64) (string, error) {
+	if err := a.requireClosed(ctx, id, "resume"); err != nil {
+		return "", err
+	}
+	cp, from, err := a.resumableCheckpoint(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if err := raiseBudget(cp, onNode, maxTokens, maxCost); err != nil {
+		return "", err
+	}
+	if msg := workflows.OverBudget(cp); msg != "" {
+		return "", usageErr("run %s: %s, so it would stop again before its next visit; raise that budget: `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", id, msg, id)
+	}
+	cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}
+	if err := a.start(ctx, id, cp); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("run %s resumed from %s\n", id, from), nil
 }
 
 // raiseBudget sets the budget a resumed run continues under: the run's,
@@ -212,39 +222,67 @@ func (a *app) rewindCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rewind RUN --to SEQ",
 		Short: "Rewind a closed run to an earlier checkpoint and run on from there",
-		Long: `Rewind a closed run to checkpoint SEQ (see tether checkpoints RUN). A new
-checkpoint, a copy of SEQ, is written first; then the session blobs that only
-later checkpoints named are deleted; then a new execution continues from it.
+		Long: `Rewind a closed run to checkpoint SEQ (see tether checkpoints RUN) and run on
+from there, its files and conversations with it.
 
-A persist node continues the conversation SEQ names only if that slot's
-blob still exists: a run deletes a node's previous slot once a newer one is
-committed, so rewinding past a later visit of the node usually starts that
-node fresh (it never resumes a conversation it cannot restore).`,
+A new checkpoint, a copy of SEQ, is written first; then the blobs (session
+blobs, workspace packs) that only the checkpoints after SEQ named are
+deleted. Those checkpoints are then dropped by this rewind: tether
+checkpoints marks them, and rewind --to, fork --at and workspace --at refuse
+them. A checkpoint at which the run had ended is refused too: nothing would
+run (fork the run instead). The rule is in docs/storage.md.
+
+A persist node continues the conversation SEQ names when SEQ's slot or one
+of the node's last few slots kept for rewinds (retained_sessions) is it;
+otherwise it starts fresh (it never resumes a conversation it cannot
+restore).`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.onRun("rewind", func() (err error) { seq, err = atoi(to); return err }, func(ctx context.Context, id string, runs *runstore.Store) error {
-			var opts []runstore.RewindOption
-			g, ok, err := a.temporalGraph(ctx, id)
+			msg, warnings, err := a.rewind(ctx, id, seq, runs)
+			for _, w := range warnings {
+				fmt.Fprintln(a.errOut, w)
+			}
 			if err != nil {
-				return failedErr(err)
+				return err
 			}
-			if ok {
-				opts = append(opts, runstore.RewindGraph(*g))
+			fmt.Fprint(a.out, msg)
+			if follow {
+				return a.follow(ctx, id)
 			}
-			rep, err := runs.Rewind(ctx, id, seq, opts...)
-			if err != nil {
-				return failedErr(fmt.Errorf("rewind run %s to checkpoint %d: %w", id, seq, err))
-			}
-			for _, e := range rep.Errors {
-				fmt.Fprintf(a.errOut, "warning: %v (tether delete removes it with the run)\n", e)
-			}
-			cp := rep.Checkpoint
-			return a.launched(ctx, id, cp, follow, "run %s rewound to checkpoint %d (new checkpoint %d, %d blob(s) dropped)\n", id, seq, cp.Seq, len(rep.Dropped))
+			return nil
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "checkpoint sequence number to rewind to (required)")
 	_ = cmd.MarkFlagRequired("to")
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
 	return cmd
+}
+
+// rewind rewinds closed run id to checkpoint seq and starts it again from
+// there: `tether rewind`, and the console's Rewind. The warnings name the
+// blobs it could not delete.
+func (a *app) rewind(ctx context.Context, id string, seq int64, runs *runstore.Store) (string, []string, error) {
+	var opts []runstore.RewindOption
+	g, ok, err := a.temporalGraph(ctx, id)
+	if err != nil {
+		return "", nil, failedErr(err)
+	}
+	if ok {
+		opts = append(opts, runstore.RewindGraph(*g))
+	}
+	rep, err := runs.Rewind(ctx, id, seq, opts...)
+	if err != nil {
+		return "", nil, checkpointErr(id, seq, err)
+	}
+	var warnings []string
+	for _, e := range rep.Errors {
+		warnings = append(warnings, fmt.Sprintf("warning: %v (tether delete removes it with the run)", e))
+	}
+	cp := rep.Checkpoint
+	if err := a.start(ctx, id, cp); err != nil {
+		return "", warnings, err
+	}
+	return fmt.Sprintf("run %s rewound to checkpoint %d (new checkpoint %d, %d blob(s) dropped)\n", id, seq, cp.Seq, len(rep.Dropped)), warnings, nil
 }
 
 func (a *app) forkCmd() *cobra.Command {
@@ -261,41 +299,22 @@ run keeps the outputs and visits but no session refs of either kind: its
 persist nodes start their own conversations.`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.onRun("", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
-			var (
-				src *runstore.Checkpoint
-				err error
-			)
+			var seq int64
 			if at != "" {
-				seq, err := atoi(at)
-				if err != nil {
+				var err error
+				if seq, err = atoi(at); err != nil {
 					return err
 				}
-				src, err = runs.Get(ctx, id, seq)
-				if err != nil {
-					return failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
-				}
-			} else if src, err = runs.Latest(ctx, id); err != nil {
-				return failedErr(fmt.Errorf("run %s: %w", id, err))
 			}
-			// A fork runs the source run's graph as Temporal recorded it,
-			// while Temporal holds that run; the bucket's copy otherwise.
-			if _, err := a.trustedGraph(ctx, id, src); err != nil {
+			forked, msg, err := a.fork(ctx, id, seq, newID, runs)
+			if err != nil {
 				return err
 			}
-			cp := runstore.Fork(src)
-			if newID == "" {
-				newID = newRunID(cp.Graph.Name)
-			} else if err := runstore.ValidateRunID(newID); err != nil {
-				return usageErr("--id: %v", err)
+			fmt.Fprint(a.out, msg)
+			if follow {
+				return a.follow(ctx, forked)
 			}
-			cp.RunID = newID
-			// The fork starts from the same files, its branches' too (a
-			// fork taken inside a fan-out goes on with each branch's), in
-			// a copy of its own.
-			if err := runs.CopyWorkspaces(ctx, id, newID, cp); err != nil {
-				return failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
-			}
-			return a.launched(ctx, newID, cp, follow, "run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID))
+			return nil
 		}),
 	}
 	cmd.Flags().StringVar(&at, "at", "", "checkpoint sequence number (default: latest)")
@@ -304,20 +323,78 @@ persist nodes start their own conversations.`,
 	return cmd
 }
 
+// fork starts run newID (a new id when empty) from checkpoint seq of run
+// id (0: its latest) with a copy of its files: `tether fork`, and the
+// console's Fork.
+func (a *app) fork(ctx context.Context, id string, seq int64, newID string, runs *runstore.Store) (string, string, error) {
+	var (
+		src *runstore.Checkpoint
+		err error
+	)
+	if seq > 0 {
+		if src, err = runs.GetWhole(ctx, id, seq); err != nil {
+			return "", "", checkpointErr(id, seq, err)
+		}
+	} else if src, err = runs.Latest(ctx, id); err != nil {
+		return "", "", failedErr(fmt.Errorf("run %s: %w", id, err))
+	}
+	// A fork runs the source run's graph as Temporal recorded it, while
+	// Temporal holds that run; the bucket's copy otherwise.
+	if _, err := a.trustedGraph(ctx, id, src); err != nil {
+		return "", "", err
+	}
+	cp := runstore.Fork(src)
+	if newID == "" {
+		newID = newRunID(cp.Graph.Name)
+	} else if err := runstore.ValidateRunID(newID); err != nil {
+		return "", "", usageErr("--id: %v", err)
+	}
+	if err := a.claimRunID(ctx, newID); err != nil {
+		return "", "", err
+	}
+	cp.RunID = newID
+	// The fork starts from the same files, its branches' too (a fork
+	// taken inside a fan-out goes on with each branch's), in a copy of
+	// its own.
+	if err := runs.CopyWorkspaces(ctx, id, newID, cp); err != nil {
+		return "", "", failedErr(fmt.Errorf("fork the workspace of run %s: %w", id, err))
+	}
+	if err := a.start(ctx, newID, cp); err != nil {
+		return "", "", err
+	}
+	return newID, fmt.Sprintf("run %s forked from %s checkpoint %d\n  web ui: %s\n", newID, id, src.Seq, a.cfg.RunURL(newID)), nil
+}
+
 func (a *app) deleteCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete RUN",
-		Short: "Delete a closed run's checkpoints and every session blob under it",
+		Short: "Delete a closed run: its checkpoints, every blob under it, and its executions in Temporal, which frees its id",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.onRun("delete", nil, func(ctx context.Context, id string, runs *runstore.Store) error {
-			rep, err := runs.DeleteRun(ctx, id)
+			msg, err := a.deleteRun(ctx, id, runs)
 			if err != nil {
-				return failedErr(fmt.Errorf("delete run %s: %w", id, err))
+				return err
 			}
-			fmt.Fprintf(a.out, "run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total)
+			fmt.Fprint(a.out, msg)
 			return nil
 		}),
 	}
+}
+
+// deleteRun deletes closed run id's blobs and its executions in Temporal:
+// `tether delete`, and the console's Delete (the caller checked the run
+// is closed).
+func (a *app) deleteRun(ctx context.Context, id string, runs *runstore.Store) (string, error) {
+	rep, err := runs.DeleteRun(ctx, id)
+	if err != nil {
+		return "", failedErr(fmt.Errorf("delete run %s: %w", id, err))
+	}
+	// The id is free again only once Temporal forgets the run too.
+	execs, err := a.deleteExecutions(ctx, id)
+	if err != nil {
+		return "", failedErr(fmt.Errorf("run %s: its objects are deleted from the store, but %w; its id stays taken until Temporal's retention removes it", id, err))
+	}
+	return fmt.Sprintf("run %s deleted: %d checkpoint(s), %d session blob(s), %d workspace pack(s), %d path block(s), %d object(s) in all; %d execution(s) in Temporal\n", id, rep.Checkpoints, rep.Sessions, rep.WorkspacePacks, rep.PathBlocks, rep.Total, execs), nil
 }
 
 func (a *app) checkpointsCmd() *cobra.Command {
@@ -332,6 +409,10 @@ func (a *app) checkpointsCmd() *cobra.Command {
 			}
 			if len(infos) == 0 {
 				return failedErr(fmt.Errorf("run %s has no checkpoints in %s", id, a.cfg.BlobURL))
+			}
+			drops, err := runs.Drops(ctx, id)
+			if err != nil {
+				return failedErr(err)
 			}
 			fmt.Fprintf(a.out, "%-5s %-17s %-20s %-7s %s\n", "SEQ", "STATUS", "NEXT", "VISITS", "SESSIONS")
 			for _, info := range infos {
@@ -350,7 +431,14 @@ func (a *app) checkpointsCmd() *cobra.Command {
 				if cp.Pause != nil {
 					sess = append(sess, "paused:"+cp.Pause.NodeID)
 				}
-				fmt.Fprintf(a.out, "%-5d %-17s %-20s %-7d %s\n", cp.Seq, cp.Status, strings.Join(next, ","), cp.PathTotal, strings.Join(sess, " "))
+				line := fmt.Sprintf("%-5d %-17s %-20s %-7d %s", cp.Seq, cp.Status, strings.Join(next, ","), cp.PathTotal, strings.Join(sess, " "))
+				for _, d := range drops {
+					if d.Covers(cp.Seq) {
+						line = fmt.Sprintf("%-5d %-17s dropped by the rewind to %d (checkpoint %d)", cp.Seq, "dropped", d.To, d.At)
+						break
+					}
+				}
+				fmt.Fprintln(a.out, strings.TrimRight(line, " "))
 			}
 			return nil
 		}),

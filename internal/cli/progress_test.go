@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -46,4 +47,21 @@ func TestStepUsage(t *testing.T) {
 	_, ok = stepUsage(st, "writer", 2, "failed")
 	assert.False(t, ok, "a failed visit left the output as it was")
 	assert.Equal(t, []string{"writer visit 2: 15 tokens (in 10, out 5, cache read 0, cache write 0), $0.5000"}, nodeUsages(st))
+}
+
+// A step's line says how its visit ended and what it cost: a tool's exit
+// code or timeout and its last lines, an agent's own usage, whichever
+// visit of the node it was.
+func TestStepLines(t *testing.T) {
+	st := &workflows.State{Visits: map[string]int{"writer": 2}}
+	w1 := runstore.Step{Node: "writer", Visit: 1, Status: "ok", Outcome: runstore.OutcomeOK, DurationMS: 1200, Detail: "drafted",
+		Usage: agent.Usage{InputTokens: 1200, CostUSD: 0.0123, CostKnown: true}}
+	assert.Equal(t, "✓ writer           visit 1   ok      1.2s  1.2k tokens, $0.0123  drafted", stepLine(st, w1))
+	check := runstore.Step{Node: "check", Visit: 2, Status: "ok", Outcome: runstore.OutcomeExited, ExitCode: 1, DurationMS: 512, Detail: "--- FAIL: TestAdd ⏎ FAIL"}
+	assert.Equal(t, "✗ check            visit 2   exit 1  512ms  --- FAIL: TestAdd ⏎ FAIL", stepLine(st, check))
+	slow := runstore.Step{Node: "slow", Visit: 1, Status: "ok", Outcome: runstore.OutcomeTimedOut, ExitCode: -1, TimedOut: true, DurationMS: 2177}
+	assert.Equal(t, "✗ slow             visit 1   timeout 2.177s", stepLine(st, slow))
+	assert.Equal(t, "  check            visit 2   exit 1  512ms    --- FAIL: TestAdd ⏎ FAIL", pathLine(st, check))
+	old := runstore.Step{Node: "judge", Visit: 1, Status: "failed", Detail: "boom"}
+	assert.Equal(t, "✗ judge            visit 1   failed  0s  boom", stepLine(st, old), "a step recorded before outcomes")
 }

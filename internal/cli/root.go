@@ -153,8 +153,9 @@ TETHER_BLOB_URL (file://.tether/store) and TETHER_UI (http://127.0.0.1:8233).`,
 	root.AddCommand(
 		a.runCmd(), a.statusCmd(), a.answerCmd(), a.validateCmd(), a.graphCmd(),
 		a.resumeCmd(), a.rewindCmd(), a.forkCmd(), a.deleteCmd(), a.checkpointsCmd(),
-		a.workspaceCmd(), a.storeCmd(),
+		a.workspaceCmd(), a.storeCmd(), a.guideCmd(), a.consoleCmd(),
 	)
+	root.AddCommand(a.cancelCmd(), a.versionCmd())
 	return root
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
@@ -60,6 +58,9 @@ run completed and 1 when it failed.`,
 				return failedErr(err)
 			}
 			ctx := cmd.Context()
+			if err := a.claimRunID(ctx, id); err != nil {
+				return err
+			}
 			if wsRef != "" && wsFrom == "" {
 				return usageErr("--ref needs --workspace: the repository the ref is in")
 			}
@@ -81,16 +82,18 @@ run completed and 1 when it failed.`,
 				ID:                       workflows.RunWorkflowID(id),
 				TaskQueue:                workflows.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-				Memo:                     map[string]any{"graph": g.Name},
-				StaticSummary:            runSummary(g.Name, in),
-				StaticDetails:            runDetails(args[0], in, wsFrom, wsRef),
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				// Without it, a taken id returns the run that has it, as
+				// if this one had started.
+				WorkflowExecutionErrorWhenAlreadyStarted: true,
+				Memo:                                     map[string]any{"graph": g.Name},
+				StaticSummary:                            runSummary(g.Name, in),
+				StaticDetails:                            runDetails(args[0], in, wsFrom, wsRef),
 			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws,
 				Options: workflows.Options{HeartbeatTimeout: hbTO}})
 			if err != nil {
-				var started *serviceerror.WorkflowExecutionAlreadyStarted
-				if errors.As(err, &started) {
-					return usageErr("run %q already exists; pick another --id", id)
+				if taken := alreadyStarted(id, err); taken != nil {
+					return taken
 				}
 				return failedErr(fmt.Errorf("start run: %w", err))
 			}
@@ -242,11 +245,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 		if fresh := st.Steps - printed; fresh > 0 {
 			first := max(len(st.Path)-fresh, 0)
 			for _, s := range st.Path[first:] {
-				detail := s.Detail
-				if u, ok := stepUsage(st, s.Node, s.Visit, s.Status); ok {
-					detail = strings.TrimSpace(usageText(u) + "  " + detail)
-				}
-				a.printStep(s.Node, s.Visit, s.Status, s.DurationMS, detail)
+				fmt.Fprintln(a.out, stepLine(st, s))
 			}
 			printed = st.Steps
 		}
@@ -272,12 +271,14 @@ func (a *app) follow(ctx context.Context, id string) error {
 		select {
 		case err := <-done:
 			poll()
+			var usage []string
 			if last != nil {
-				for _, l := range nodeUsages(last) {
-					fmt.Fprintf(a.out, "usage: %s\n", l)
-				}
+				usage = nodeUsages(last)
 			}
-			return a.finish(id, &result, err)
+			for _, l := range usage {
+				fmt.Fprintf(a.out, "usage: %s\n", l)
+			}
+			return a.finish(id, &result, err, len(usage) == 0)
 		case <-tick.C:
 			poll()
 		case <-ctx.Done():
@@ -286,19 +287,9 @@ func (a *app) follow(ctx context.Context, id string) error {
 	}
 }
 
-func (a *app) printStep(node string, visit int, status string, ms int64, detail string) {
-	mark := "✓"
-	if status != "ok" {
-		mark = "✗"
-	}
-	line := fmt.Sprintf("%s %-16s visit %-3d %-7s %s", mark, node, visit, status, (time.Duration(ms) * time.Millisecond).String())
-	if detail != "" {
-		line += "  " + detail
-	}
-	fmt.Fprintln(a.out, line)
-}
-
-func (a *app) finish(id string, result *workflows.GraphRunResult, err error) error {
+// finish says how the followed run ended; withUsage adds what it cost,
+// unless the lines before said it already.
+func (a *app) finish(id string, result *workflows.GraphRunResult, err error, withUsage bool) error {
 	if err != nil {
 		switch appErr, _ := workflows.StopError(err); {
 		case appErr != nil && appErr.Type() == workflows.ErrTypeBudget:
@@ -315,7 +306,7 @@ func (a *app) finish(id string, result *workflows.GraphRunResult, err error) err
 		path = append(path, s.Node)
 	}
 	fmt.Fprintf(a.out, "run %s completed at %s after %d visits\n", id, result.EndNode, result.Visits)
-	if !result.Usage.IsZero() {
+	if withUsage && !result.Usage.IsZero() {
 		fmt.Fprintf(a.out, "  usage: %s\n", usageDetail(result.Usage))
 	}
 	fmt.Fprintf(a.out, "  path: %s\n", strings.Join(path, " → "))

@@ -187,9 +187,9 @@ func (a *app) workspaceAt(ctx context.Context, id, at string, need bool) (*runst
 		if err != nil {
 			return nil, nil, err
 		}
-		cp, err = runs.Get(ctx, id, seq)
+		cp, err = runs.GetWhole(ctx, id, seq)
 		if err != nil {
-			return nil, nil, failedErr(fmt.Errorf("run %s checkpoint %d: %w", id, seq, err))
+			return nil, nil, checkpointErr(id, seq, err)
 		}
 	} else if cp, err = runs.Latest(ctx, id); err != nil {
 		return nil, nil, failedErr(fmt.Errorf("run %s: %w", id, err))

@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/answerlink"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/notify"
-	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/treepolicy"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -85,6 +85,10 @@ type Config struct {
 	// set, and then the bucket must be trusted. Workers and `tether` need
 	// the same key. Printed or logged, it shows as [redacted].
 	CheckpointKey Secret
+	// ConsoleToken is what `tether console` asks every visitor for
+	// (TETHER_CONSOLE_TOKEN); nil: none, and then the console listens on
+	// loopback only. Printed or logged, it shows as [redacted].
+	ConsoleToken Secret
 	// Sandbox is how agent CLIs and tool nodes are confined
 	// (TETHER_SANDBOX: landlock, off, or auto, the default: landlock where
 	// the kernel has it); SandboxRW and SandboxRO are paths every confined
@@ -106,12 +110,49 @@ type Config struct {
 	// valid (TETHER_LINK_TTL, default 7 days).
 	LinkKey Secret
 	LinkTTL time.Duration
-	// Agents configures the agent backends (the variables are named on
-	// backend.Config): endpoints, keys, models, permissions, the worker
+	// Agents configures the agent backends: where their CLIs are, each
+	// backend's own variables (endpoint, key, model, settings), the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
 	// what packing a session does with a secret (TETHER_REDACT). Its
 	// String and LogValue never show a key.
-	Agents backend.Config
+	Agents Agents
+}
+
+// Agents is how the worker runs its agent backends, as plain values: the
+// worker hands them to the registry (internal/backend).
+type Agents struct {
+	// CLIBin is the directory holding the agent CLIs (TETHER_CLI_BIN);
+	// empty: PATH.
+	CLIBin string
+	// Vars are the values of every backend's variables (agent.Facts.Vars,
+	// read in a loop over the catalogue), by backend name and then
+	// variable name; unset ones are left out.
+	Vars map[string]map[string]string
+	// PassEnv names worker variables every agent CLI and tool node gets
+	// (TETHER_PASS_ENV, comma-separated).
+	PassEnv []string
+	// Redact is what packing a session or snapshotting a workspace does
+	// with a secret-looking token (TETHER_REDACT).
+	Redact treepolicy.RedactMode
+}
+
+// String describes the agents' configuration without its keys.
+func (a Agents) String() string { return fmt.Sprint(a.LogValue()) }
+
+// GoString is String, so that %#v shows no key either.
+func (a Agents) GoString() string { return a.String() }
+
+// LogValue shows every variable but the keys, and which backends have a
+// key.
+func (a Agents) LogValue() slog.Value {
+	vars, keyed := catalogue.Shown(a.Vars)
+	return slog.GroupValue(
+		slog.String("cli_bin", a.CLIBin),
+		slog.Any("vars", vars),
+		slog.Any("api_keys_for", keyed),
+		slog.Any("pass_env", a.PassEnv),
+		slog.String("redact", a.Redact.String()),
+	)
 }
 
 // Secret is key material that prints and logs as [redacted].
@@ -145,8 +186,8 @@ func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx contex
 // TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
 // TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR, TETHER_PPROF,
 // OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), the
-// worker's settings documented on Config, and the agents' (endpoints,
-// ANTHROPIC_API_KEY and OPENAI_API_KEY, TETHER_REDACT, ...). A malformed
+// worker's settings documented on Config, and the agents' (TETHER_CLI_BIN,
+// every backend's variables as its facts name them, TETHER_REDACT, ...). A malformed
 // value is an error that names its variable.
 func FromEnv() (Config, error) {
 	readMu.Lock()
@@ -200,30 +241,15 @@ func readEnv() (Config, error) {
 		MetricsAddr:     getenv("TETHER_METRICS_ADDR"),
 		OTLPEndpoint:    env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 		WorkerID:        getenv("TETHER_WORKER_ID"),
-		Agents: backend.Config{
-			CLIBin:               getenv("TETHER_CLI_BIN"),
-			AnthropicBaseURL:     getenv("ANTHROPIC_BASE_URL"),
-			OpenAIBaseURL:        getenv("OPENAI_BASE_URL"),
-			GeminiBaseURL:        getenv("GOOGLE_GEMINI_BASE_URL"),
-			GrokBaseURL:          getenv("GROK_BASE_URL"),
-			Models:               map[string]string{},
-			APIKeys:              map[string]string{},
-			ClaudePermissionMode: getenv("TETHER_CLAUDE_PERMISSION_MODE"),
-			CodexSandbox:         getenv("TETHER_CODEX_SANDBOX"),
-			PassEnv:              names(getenv("TETHER_PASS_ENV")),
+		Agents: Agents{
+			CLIBin:  getenv("TETHER_CLI_BIN"),
+			Vars:    catalogue.Vars(getenv),
+			PassEnv: names(getenv("TETHER_PASS_ENV")),
 		},
 	}
 	var err error
 	if c.TemporalTLS, err = temporalTLS(); err != nil {
 		return c, err
-	}
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Grok, backend.Opencode} {
-		if m := getenv("TETHER_MODEL_" + strings.ToUpper(b)); m != "" {
-			c.Agents.Models[b] = m
-		}
-		if k := getenv(apiKeyVars[b]); k != "" {
-			c.Agents.APIKeys[b] = k
-		}
 	}
 	switch v := getenv("TETHER_PPROF"); v {
 	case "", "0", "false":
@@ -242,7 +268,7 @@ func readEnv() (Config, error) {
 	c.Sandbox = mode
 	c.SandboxRW = filepath.SplitList(getenv("TETHER_SANDBOX_RW"))
 	c.SandboxRO = filepath.SplitList(getenv("TETHER_SANDBOX_RO"))
-	redact, err := packer.ParseRedactMode(getenv(packer.RedactEnv))
+	redact, err := treepolicy.ParseRedactMode(getenv(treepolicy.RedactEnv))
 	if err != nil {
 		return c, err
 	}
@@ -292,6 +318,11 @@ func readEnv() (Config, error) {
 			return c, fmt.Errorf("%s: want 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -hex 32`), got %d characters", runstore.KeyEnv, len(strings.TrimSpace(v)))
 		}
 		c.CheckpointKey = key
+	}
+	// The console's own name for it (console.TokenEnv); config does not
+	// import the console.
+	if v := strings.TrimSpace(getenv("TETHER_CONSOLE_TOKEN")); v != "" {
+		c.ConsoleToken = Secret(v)
 	}
 	if err := c.readNotify(); err != nil {
 		return c, err
@@ -351,16 +382,6 @@ func (c Config) StoreTrustWarning() string {
 		return ""
 	}
 	return "the run store's checkpoints are not authenticated: whoever can write to the bucket controls every run's graph (the argv of its tool nodes), digests and workspace; set " + runstore.KeyEnv + " on every worker and tether, or use encrypt=true (docs/security.md)"
-}
-
-// apiKeyVars names the worker's variable that holds each CLI backend's key.
-var apiKeyVars = map[string]string{
-	backend.ClaudeCode: "ANTHROPIC_API_KEY",
-	backend.Codex:      "OPENAI_API_KEY",
-	backend.Pi:         "OPENAI_API_KEY",
-	backend.Gemini:     "GEMINI_API_KEY",
-	backend.Grok:       "GROK_API_KEY",
-	backend.Opencode:   "OPENAI_API_KEY",
 }
 
 // workspaceLimits reads the TETHER_WORKSPACE_* variables over the

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/treepolicy"
 	"github.com/tether-run/tether/internal/workspace"
 )
 
@@ -67,7 +69,7 @@ func TestWorkerSettings(t *testing.T) {
 	want.MaxFiles, want.MaxTotalBytes, want.MaxPathBytes = 500, 2<<30, 1024
 	assert.Equal(t, want, c.WorkspaceLimits)
 	assert.Equal(t, []string{"GOCACHE", "GOPATH"}, c.Agents.PassEnv)
-	assert.Equal(t, map[string]string{"claude_code": "claude-x"}, c.Agents.Models)
+	assert.Equal(t, map[string]map[string]string{"claude_code": {"TETHER_MODEL_CLAUDE_CODE": "claude-x"}}, c.Agents.Vars)
 }
 
 func TestMalformedSettingsNameTheirVariable(t *testing.T) {
@@ -118,19 +120,28 @@ func TestAgentSettings(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-openai-worker")
 	t.Setenv("TETHER_REDACT", "")
 	c := fromEnv(t)
-	assert.Equal(t, map[string]string{"claude_code": "sk-ant-worker", "codex": "sk-openai-worker", "pi": "sk-openai-worker", "opencode": "sk-openai-worker"}, c.Agents.APIKeys)
-	assert.Equal(t, packer.RedactDetect, c.Agents.Redact)
-	assert.NotContains(t, fmt.Sprintf("%v %+v", c, c), "sk-", "a printed configuration shows no key")
+	keys := map[string]string{}
+	for b, vs := range c.Agents.Vars {
+		f, _ := catalogue.Lookup(b)
+		k, _ := f.Var(agent.VarAPIKey)
+		keys[b] = vs[k.Name]
+	}
+	assert.Equal(t, map[string]string{"claude_code": "sk-ant-worker", "codex": "sk-openai-worker", "pi": "sk-openai-worker", "opencode": "sk-openai-worker"}, keys,
+		"each backend's key is read from the variable its facts name")
+	assert.Equal(t, treepolicy.RedactDetect, c.Agents.Redact)
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", c, "agents", c.Agents)
+	assert.NotContains(t, fmt.Sprintf("%v %+v %#v %s", c, c, c.Agents, logged.String()), "sk-", "a printed or logged configuration shows no key")
 
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	t.Setenv("TETHER_REDACT", "refuse")
 	c = fromEnv(t)
-	assert.NotContains(t, c.Agents.APIKeys, "claude_code", "an unset key is no key")
-	assert.Equal(t, packer.RedactRefuse, c.Agents.Redact)
+	assert.NotContains(t, c.Agents.Vars, "claude_code", "an unset key is no key")
+	assert.Equal(t, treepolicy.RedactRefuse, c.Agents.Redact)
 
 	t.Setenv("TETHER_REDACT", "maybe")
 	_, err := FromEnv()
-	assert.ErrorIs(t, err, packer.ErrRedactMode)
+	assert.ErrorIs(t, err, treepolicy.ErrRedactMode)
 }
 
 // Variables names what FromEnv reads (what a deployment may set), and

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
@@ -47,7 +46,7 @@ func TestRunLifecycleCommands(t *testing.T) {
 	h := newHarness(t, "file://"+dir)
 	h.startWorker()
 	id := "lifecycle"
-	run := h.start(id, persistGraph(t, backend.Scripted), nil)
+	run := h.start(id, persistGraph(t, "scripted"), nil)
 	q := h.waitQuestion(id)
 	h.answer(id, q.ID, "revise")
 	q = h.waitQuestion(id)
@@ -137,7 +136,7 @@ func TestRunLifecycleCommands(t *testing.T) {
 	require.Equal(t, cli.ExitOK, code, out)
 	printed, err := graph.Parse([]byte(out), "printed.yaml")
 	require.NoError(t, err, out)
-	want, err := graph.Encode(persistGraph(t, backend.Scripted))
+	want, err := graph.Encode(persistGraph(t, "scripted"))
 	require.NoError(t, err)
 	again, err := graph.Encode(printed)
 	require.NoError(t, err)

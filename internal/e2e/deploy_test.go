@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/testenv"
 )
@@ -143,11 +144,28 @@ func composeProblems(t *testing.T, root, path string) []string {
 			}
 		}
 	}
-	for _, cliName := range []string{"claude-code", "codex", "pi", "gemini-cli", "opencode", "kimi-cli"} {
-		arg := strings.ToUpper(strings.ReplaceAll(cliName, "-", "_")) + "_VERSION"
-		if tools[cliName] != pins[arg] {
-			bad("scripts/tools.sh installs %s %s, .env pins %s", cliName, tools[cliName], pins[arg])
+	// Every CLI backend's pin is an AGENT_CLI_ line of .env, which the
+	// image installs from .env itself and scripts/tools.sh from the same
+	// lines.
+	if !regexp.MustCompile(`(?m)^COPY \.env `).Match(docker) || !strings.Contains(string(docker), "AGENT_CLI_") {
+		bad("the Dockerfile does not install the agent CLIs of .env's AGENT_CLI_ lines")
+	}
+	for _, b := range catalogue.All() {
+		if _, pinned := pins[b.Pin]; b.Implemented && b.CLI != "" && (!strings.HasPrefix(b.Pin, "AGENT_CLI_") || !pinned) {
+			bad("backend %s runs %s but names no AGENT_CLI_ line of .env as its pin (%q)", b.Name, b.CLI, b.Pin)
 		}
+	}
+	for arg, spec := range pins {
+		if !strings.HasPrefix(arg, "AGENT_CLI_") {
+			continue
+		}
+		i := strings.LastIndex(spec, "@")
+		if i <= 0 || tools[spec[:i]] != spec[i+1:] {
+			bad("scripts/tools.sh does not install %s=%s", arg, spec)
+		}
+	}
+	if tools["kimi-cli"] != pins["KIMI_CLI_VERSION"] {
+		bad("scripts/tools.sh installs kimi-cli %s, .env pins %s", tools["kimi-cli"], pins["KIMI_CLI_VERSION"])
 	}
 	return problems
 }

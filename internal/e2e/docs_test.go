@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -70,4 +73,100 @@ func declares(t *testing.T, dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// Every test, benchmark and fuzz target the documentation names in
+// backticks exists (a function or a suite method of some _test.go file):
+// a doc that cites a test that was renamed or dropped claims a proof
+// that is not there.
+func TestDocsNameOnlyTestsThatExist(t *testing.T) {
+	root := testenv.Root()
+	declared := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (?:\([^)]*\) )?((?:Test|Benchmark|Fuzz)\w+)\(`)
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			declared[string(m[1])] = true
+		}
+		return nil
+	}))
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, filepath.Join(root, "README.md"))
+	cited := regexp.MustCompile("`(?:[a-z0-9_/]+\\.)?((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)")
+	checked := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		for _, m := range cited.FindAllStringSubmatch(string(b), -1) {
+			checked++
+			assert.True(t, declared[m[1]], "%s cites %s, which no test file declares", rel, m[1])
+		}
+	}
+	assert.Greater(t, checked, 50, "the test found the docs' tests")
+}
+
+// A line of the documentation that names three or more backends (in
+// backticks) names all of them, all that run a CLI, or all with the
+// persist capability, unless it says the list goes on ("…", "e.g."):
+// a hand-written partial list of backends is how the docs fell behind
+// each new one. The generated tables (go generate ./internal/backend)
+// are right by construction.
+func TestDocsListEveryBackend(t *testing.T) {
+	root := testenv.Root()
+	var all, clis, persist []string
+	for _, b := range catalogue.All() {
+		if !b.Implemented {
+			continue
+		}
+		all = append(all, b.Name)
+		if b.CLI != "" {
+			clis = append(clis, b.Name)
+		}
+		if b.Persist {
+			persist = append(persist, b.Name)
+		}
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, filepath.Join(root, "README.md"))
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		generated := false
+		for i, line := range strings.Split(string(b), "\n") {
+			switch {
+			case strings.HasPrefix(line, "<!-- generated: "):
+				generated = true
+			case strings.HasPrefix(line, "<!-- end of generated: "):
+				generated = false
+			}
+			if generated || strings.Contains(line, "…") || strings.Contains(line, "e.g.") {
+				continue
+			}
+			var named []string
+			for _, n := range all {
+				if strings.Contains(line, "`"+n+"`") {
+					named = append(named, n)
+				}
+			}
+			if len(named) >= 3 && !slices.Equal(named, all) && !slices.Equal(named, clis) && !slices.Equal(named, persist) {
+				t.Errorf("%s:%d names the backends %v, not all of them (%v): list them all, point to backends.md, or say the list goes on", rel, i+1, named, all)
+			}
+		}
+	}
 }

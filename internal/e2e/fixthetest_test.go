@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/testenv"
 )
@@ -43,7 +43,7 @@ const (
 // the change as a diff and approves, a person approves, and the exported
 // workspace builds and passes its tests with the real Go toolchain.
 func TestFixTheTest(t *testing.T) {
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini, backend.Opencode} {
+	for _, b := range clitest.CLIBackends(true) {
 		t.Run(b, func(t *testing.T) {
 			fixTheTest(t, b, "fs")
 		})
@@ -53,7 +53,7 @@ func TestFixTheTest(t *testing.T) {
 // TestFixTheTestOnS3 is the same run with the blob and run store on a real
 // S3 server, on the cheapest CLI.
 func TestFixTheTestOnS3(t *testing.T) {
-	fixTheTest(t, backend.Codex, "s3")
+	fixTheTest(t, "codex", "s3")
 }
 
 func fixTheTest(t *testing.T, b, store string) {
@@ -141,7 +141,7 @@ func fixTheTest(t *testing.T, b, store string) {
 	// No CLI wrote under the test process's HOME: each worker gave its CLIs
 	// a home of its own (only the go commands' telemetry lands here).
 	assert.Empty(t, filesUnder(t, os.Getenv("HOME"), ".config/go"), "files an agent CLI wrote in the shared HOME")
-	if b == backend.ClaudeCode {
+	if b == "claude_code" {
 		var homes []string
 		for _, root := range fresh.Roots {
 			homes = append(homes, filesUnder(t, filepath.Join(root, "home"), "")...)

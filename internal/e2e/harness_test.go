@@ -60,7 +60,10 @@ type harness struct {
 	sandbox *sandbox.Sandbox
 	// notify sends the new workers' notices (nil: none).
 	notify *notify.Sender
-	mu     sync.Mutex
+	// blobURL is the store's TETHER_BLOB_URL, for processes the test
+	// starts (tether console).
+	blobURL string
+	mu      sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -75,7 +78,7 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	b, err := blob.Open(context.Background(), blobURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	h.blobs = b
+	h.blobs, h.blobURL = b, blobURL
 	h.runs = runstore.New(b)
 	h.backends = func(testing.TB) backend.Config { return backend.Config{} }
 	return h

@@ -132,11 +132,11 @@ func TestAgentIsolationWorker(t *testing.T) {
 	other := "other-run-" + token()
 	otherSecret := "iso-other-run-secret-" + token()
 	hidden := "hidden-run-" + token() // named in no prompt: only a listing shows it
-	for _, d := range []string{filepath.Join(workDir, other), filepath.Join(workDir, hidden), filepath.Join(stateDir, "runs", hidden, backend.ClaudeCode)} {
+	for _, d := range []string{filepath.Join(workDir, other), filepath.Join(workDir, hidden), filepath.Join(stateDir, "runs", hidden, "claude_code")} {
 		require.NoError(t, os.MkdirAll(d, 0o700))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(workDir, other, "secret.txt"), []byte(otherSecret+"\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(stateDir, "runs", hidden, backend.ClaudeCode, "session.jsonl"), []byte(otherSecret+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(stateDir, "runs", hidden, "claude_code", "session.jsonl"), []byte(otherSecret+"\n"), 0o600))
 	secrets = append(secrets, homeSecret, otherSecret, hidden)
 
 	fake := fakemodel.Start(t)
@@ -147,13 +147,8 @@ func TestAgentIsolationWorker(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = blobs.Close() })
 	bs, err := backend.New(backend.Config{
-		CLIBin:           os.Getenv(isoCLIBin),
-		AnthropicBaseURL: fake.URL(),
-		OpenAIBaseURL:    fake.URL() + "/v1",
-		GeminiBaseURL:    fake.URL(),
-		Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
-			backend.Gemini: "fake-gemini-1"},
-		APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k"},
+		CLIBin:  os.Getenv(isoCLIBin),
+		Vars:    clitest.FakeVars(fake),
 		AskUser: []string{os.Getenv(isoAskUser)},
 		TempDir: filepath.Join(base, "tmp"),
 		Sandbox: sb,
@@ -177,8 +172,8 @@ func TestAgentIsolationWorker(t *testing.T) {
 	// Codex's own workspace-write sandbox nests inside the box: its file
 	// edits still work, and it reads no more than the box allows.
 	for _, v := range []struct{ backend, permissions string }{
-		{backend.ClaudeCode, "full"}, {backend.Codex, "full"}, {backend.Pi, "full"}, {backend.Gemini, "full"},
-		{backend.Codex, "edit"}, {backend.Codex, "read-only"},
+		{"claude_code", "full"}, {"codex", "full"}, {"pi", "full"}, {"gemini", "full"},
+		{"codex", "edit"}, {"codex", "read-only"},
 	} {
 		b := v.backend
 		t.Run(b+"/"+v.permissions, func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/testenv"
 )
@@ -129,7 +128,7 @@ const (
 // change the same lines: the merge routes to the resolver, which sees each
 // part's diff and settles the file. The conflict variant runs on S3.
 func TestSplitAndMerge(t *testing.T) {
-	for _, b := range []string{backend.ClaudeCode, backend.Codex, backend.Pi} {
+	for _, b := range []string{"claude_code", "codex", "pi"} {
 		t.Run(b, func(t *testing.T) {
 			t.Run("clean", func(t *testing.T) { splitAndMerge(t, b, "fs", false) })
 			t.Run("conflict", func(t *testing.T) { splitAndMerge(t, b, "s3", true) })

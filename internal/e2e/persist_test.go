@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/clitest"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -26,19 +28,7 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 	fake := fakemodel.Start(t)
 	ask := clitest.AskUserCommand(t)
 	h.backends = func(testing.TB) backend.Config {
-		return backend.Config{
-			CLIBin:           bin,
-			AnthropicBaseURL: fake.URL(),
-			OpenAIBaseURL:    fake.URL() + "/v1",
-			GrokBaseURL:      fake.URL() + "/v1",
-			GeminiBaseURL:    fake.URL(),
-			Models: map[string]string{backend.ClaudeCode: "claude-fake-1", backend.Codex: "fake-codex-1", backend.Pi: "fake-pi-1",
-				backend.Gemini: "fake-gemini-1", backend.Grok: "fake-grok-1", backend.Opencode: "fake-opencode-1"},
-			APIKeys: map[string]string{backend.ClaudeCode: "k", backend.Codex: "k", backend.Pi: "k", backend.Gemini: "k", backend.Grok: "k",
-				backend.Opencode: "k"},
-			AskUser: ask,
-			TempDir: t.TempDir(),
-		}
+		return backend.Config{CLIBin: bin, Vars: clitest.FakeVars(fake), AskUser: ask, TempDir: t.TempDir()}
 	}
 	return fake
 }
@@ -46,7 +36,7 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 func persistGraph(t *testing.T, backendName string) *graph.Graph {
 	t.Helper()
 	script := ""
-	if backendName == backend.Scripted {
+	if backendName == "scripted" {
 		script = `, script: ["turn {{.Turn}}: {{range .History}}{{.Prompt}} | {{end}}{{.Prompt}}"]`
 	}
 	src := fmt.Sprintf(`
@@ -67,19 +57,20 @@ edges:
 	return g
 }
 
-// TestPersistAcrossWorkers is issue 6's end-to-end proof for each backend:
+// TestPersistAcrossWorkers is issue 6's end-to-end proof for each backend
+// with the persist capability (every one the catalogue lists):
 // a persist writer loops three visits through a judge, and between visits
 // the worker is stopped and a new one starts with an empty state root. The
 // writer's third reply shows it saw turns 1 and 2: its conversation came
 // back from the blob store, not from any disk.
 func TestPersistAcrossWorkers(t *testing.T) {
-	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Codex, backend.Pi, backend.Gemini} {
-		t.Run(b, func(t *testing.T) {
+	for _, b := range persistBackends() {
+		t.Run(b.Name, func(t *testing.T) {
 			h := newHarness(t, "")
-			if b != backend.Scripted {
+			if b.CLI != "" {
 				cliBackends(t, h)
 			}
-			persistLoop(t, h, b)
+			persistLoop(t, h, b.Name)
 		})
 	}
 }
@@ -88,7 +79,19 @@ func TestPersistAcrossWorkers(t *testing.T) {
 // real S3 server (versitygw).
 func TestPersistAcrossWorkersOnS3(t *testing.T) {
 	h := newHarness(t, s3Store(t, "e2e"))
-	persistLoop(t, h, backend.Scripted)
+	persistLoop(t, h, "scripted")
+}
+
+// persistBackends are the backends with the persist capability, in
+// catalogue order.
+func persistBackends() []agent.Facts {
+	var out []agent.Facts
+	for _, b := range catalogue.All() {
+		if b.Implemented && b.Persist {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func persistLoop(t *testing.T, h *harness, b string) {
@@ -141,7 +144,7 @@ func persistLoop(t *testing.T, h *harness, b string) {
 		require.Empty(t, slot.Parts, "visit 3 packed the whole session again")
 		require.GreaterOrEqual(t, slots[1].Parts[0].Size, slots[1].Size, "only when the parts outweighed the base")
 	}
-	if b == backend.Scripted {
+	if b == "scripted" {
 		h.recordHistory("persist-loop-workspace", id)
 		h.recordHistory("persist-loop-incremental", id)
 	}
@@ -151,12 +154,12 @@ func persistLoop(t *testing.T, h *harness, b string) {
 // visit; the worker is replaced while the run waits; after the answer the
 // visit resumes the same conversation from the pause ref on the new worker.
 func TestAskUserAcrossWorkers(t *testing.T) {
-	for _, b := range []string{backend.Scripted, backend.ClaudeCode, backend.Gemini} {
+	for _, b := range []string{"scripted", "claude_code", "gemini"} {
 		t.Run(b, func(t *testing.T) {
 			h := newHarness(t, "")
 			prompt := `"ASK_USER: which color?"`
 			script := ""
-			if b == backend.Scripted {
+			if b == "scripted" {
 				prompt = `"pick a color"`
 				script = `, script: ["ASK: which color?", "turn {{.Turn}}: painted it after hearing {{.Prompt}}"]`
 			} else {
@@ -197,7 +200,7 @@ edges:
 			text, _ := cp.Outputs["writer"]["text"].(string)
 			require.Contains(t, text, "teal")
 			require.Contains(t, text, "turn 2")
-			if b == backend.Scripted {
+			if b == "scripted" {
 				h.recordHistory("ask-user-workspace", id)
 			}
 		})
@@ -240,7 +243,7 @@ func TestFailStopThenResume(t *testing.T) {
 	// The writer's first visit succeeds, but the required checkpoint that
 	// would commit its slot fails.
 	faults.set(true)
-	run := h.start(id, persistGraph(t, backend.Scripted), nil)
+	run := h.start(id, persistGraph(t, "scripted"), nil)
 	_, err := h.result(run)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "FailedResumable")

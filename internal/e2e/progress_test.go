@@ -15,10 +15,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/fakemodel"
 )
 
 // A Claude Code visit writes a file, then the fake model takes 30 s over
@@ -77,7 +75,7 @@ edges:
 	}
 	assert.Equal(t, "writer", seen.Node)
 	assert.Equal(t, 1, seen.Visit)
-	assert.Equal(t, backend.ClaudeCode, seen.Backend)
+	assert.Equal(t, "claude_code", seen.Backend)
 	assert.Positive(t, seen.Usage.Tokens(), "tokens so far")
 	assert.GreaterOrEqual(t, seen.ToolCalls, 1)
 
@@ -103,7 +101,7 @@ edges:
 	require.NoError(t, err)
 	var u agent.Usage
 	require.NoError(t, json.Unmarshal(raw, &u))
-	assert.Equal(t, clitest.Expect(fakemodel.Anthropic, fake.Usage()), u)
+	assert.Equal(t, clitest.Expect(agent.WireAnthropic, fake.Usage()), u)
 	assert.Greater(t, len(fake.Turns()), 2, "Read, Write, then the final reply")
 
 	code, out = tetherCode(t, "status", id)

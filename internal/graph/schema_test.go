@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/backend"
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 const schemaPath = "../../docs/graph.schema.json"
@@ -115,11 +115,11 @@ func TestSchemaEnumsMatchGo(t *testing.T) {
 	}
 	assert.Equal(t, kinds, schemaEnum(t, schema, "kind"))
 	assert.Equal(t, SessionModes(), schemaEnum(t, schema, "session"))
-	assert.Equal(t, backend.Implemented(), schemaEnum(t, schema, "backend"))
+	assert.Equal(t, catalogue.Implemented(), schemaEnum(t, schema, "backend"))
 	node := schema["$defs"].(map[string]any)["node"].(map[string]any)
 	fanout := node["properties"].(map[string]any)["fanout"].(map[string]any)
 	assert.Equal(t, []any{FanoutAll}, fanout["enum"])
-	assert.Equal(t, backend.Permissions(), schemaEnum(t, schema, "permissions"))
+	assert.Equal(t, catalogue.Permissions(), schemaEnum(t, schema, "permissions"))
 }
 
 func TestSchemaFieldsMatchGo(t *testing.T) {

@@ -436,8 +436,8 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		}
 		v.add(CodeIgnoredField, v.at(path+"."+f.key, path), n.ID, "%s has no effect on %s node %s (it belongs to %s nodes); remove it or change the kind", f.key, n.Kind, name, kindList(f.kinds))
 	}
-	if n.Kind == KindAgent && len(n.Script) > 0 && n.Backend != "" && n.Backend != catalogue.Scripted {
-		v.add(CodeIgnoredField, v.at(path+".script", path), n.ID, "script has no effect on node %s: only the %s backend reads it, and this node runs on %s; remove it or switch the backend", name, catalogue.Scripted, n.Backend)
+	if n.Kind == KindAgent && len(n.Script) > 0 && n.Backend != "" && !catalogue.ReadsScript(n.Backend) {
+		v.add(CodeIgnoredField, v.at(path+".script", path), n.ID, "script has no effect on node %s: only the %s backend reads it, and this node runs on %s; remove it or switch the backend", name, strings.Join(scriptReaders(), ", "), n.Backend)
 	}
 }
 
@@ -586,6 +586,17 @@ func persistBackends() []string {
 	for _, b := range catalogue.Implemented() {
 		if catalogue.HasPersist(b) {
 			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// scriptReaders names the backends that read a node's script.
+func scriptReaders() []string {
+	var out []string
+	for _, b := range catalogue.All() {
+		if b.Script {
+			out = append(out, b.Name)
 		}
 	}
 	return out

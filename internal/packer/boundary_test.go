@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/packer/archive"
 )
 
 // headerOf returns a header whose JSON is exactly n bytes.
@@ -29,27 +31,27 @@ func headerOf(t *testing.T, n int) Header {
 // payload after it; one byte more is refused on either side.
 func TestHeaderCapIsInclusive(t *testing.T) {
 	var buf bytes.Buffer
-	require.NoError(t, appendPrefix(&buf, headerOf(t, maxHeaderBytes)))
-	h, payload, err := splitBlob(buf.Bytes())
+	require.NoError(t, appendPrefix(&buf, headerOf(t, archive.MaxHeaderBytes)))
+	h, payload, err := archive.Split(buf.Bytes())
 	require.NoError(t, err, "a header of exactly the cap, ending the blob")
-	assert.Equal(t, headerOf(t, maxHeaderBytes), h)
+	assert.Equal(t, headerOf(t, archive.MaxHeaderBytes), h)
 	assert.Empty(t, payload)
 
 	buf.Reset()
-	assert.ErrorIs(t, appendPrefix(&buf, headerOf(t, maxHeaderBytes+1)), ErrTooLarge)
+	assert.ErrorIs(t, appendPrefix(&buf, headerOf(t, archive.MaxHeaderBytes+1)), ErrTooLarge)
 
 	// A blob that claims a header one byte longer than the cap, or longer
 	// than the blob, is corrupt.
 	var ok bytes.Buffer
 	require.NoError(t, appendPrefix(&ok, headerOf(t, 100)))
 	b := ok.Bytes()
-	b[len(magic)+2+3]++ // header length 101: one past the blob's end
-	_, _, err = splitBlob(b)
+	b[len("TETHRPAK")+2+3]++ // header length 101: one past the blob's end
+	_, _, err = archive.Split(b)
 	assert.ErrorIs(t, err, ErrCorrupt)
-	big := make([]byte, prefixLen+maxHeaderBytes+1)
-	copy(big, ok.Bytes()[:len(magic)+2])
-	big[len(magic)+2], big[len(magic)+3], big[len(magic)+4], big[len(magic)+5] = 0, 1, 0, 1 // 65537
-	_, _, err = splitBlob(big)
+	big := make([]byte, archive.PrefixBytes+archive.MaxHeaderBytes+1)
+	copy(big, ok.Bytes()[:len("TETHRPAK")+2])
+	big[len("TETHRPAK")+2], big[len("TETHRPAK")+3], big[len("TETHRPAK")+4], big[len("TETHRPAK")+5] = 0, 1, 0, 1 // 65537
+	_, _, err = archive.Split(big)
 	assert.ErrorIs(t, err, ErrCorrupt)
 }
 
@@ -75,11 +77,11 @@ func TestLimitsDefaults(t *testing.T) {
 // tar header per entry at the longest path, slack, and the prefix. A
 // change to it changes what a worker refuses to read.
 func TestMaxBlobBytes(t *testing.T) {
-	want := int64(512<<20) + 10_000*(4096+2048) + 1<<20 + 64<<10 + int64(prefixLen)
+	want := int64(512<<20) + 10_000*(4096+2048) + 1<<20 + 64<<10 + int64(archive.PrefixBytes)
 	assert.Equal(t, want, MaxBlobBytes(DefaultLimits()))
 	assert.Equal(t, want, MaxBlobBytes(Limits{}))
 	small := Limits{MaxTotalBytes: 1000, MaxFiles: 2, MaxFileBytes: 10, MaxDepth: 2, MaxPathBytes: 100}
-	assert.Equal(t, int64(1000+2*(100+2048)+1<<20+64<<10+prefixLen), MaxBlobBytes(small))
+	assert.Equal(t, int64(1000+2*(100+2048)+1<<20+64<<10+archive.PrefixBytes), MaxBlobBytes(small))
 }
 
 // Every stale part goes, not only the first: a session whose later copy

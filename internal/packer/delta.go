@@ -9,6 +9,8 @@ import (
 	"hash"
 	"io"
 	"os"
+
+	"github.com/tether-run/tether/internal/packer/archive"
 )
 
 // Incremental packs. A CLI's session files only grow between compactions:
@@ -21,25 +23,14 @@ import (
 // places the assembled session exactly as UnpackSession places an archive,
 // with every check that applies to one.
 
-// PAX records of a delta's file entries. Every file entry of a delta names
-// the sha256 of the whole file it leaves behind; an entry that appends
-// also names the size and sha256 of the prefix it follows.
-const (
-	paxOffset = "TETHER.offset"
-	paxPrefix = "TETHER.prefix_sha256"
-	paxSum    = "TETHER.sha256"
-)
-
 // MaxParts bounds the archives UnpackParts assembles: a base and its
 // deltas. A caller merges deltas (packs the whole session again) long
 // before this.
 const MaxParts = 1024
 
 // ErrBrokenChain: a delta that does not follow what the archives before it
-// left (a file it extends is missing, of another size or content, or the
-// result is not the file the delta was packed from), or a list of parts
-// that does not start with a whole archive. It is also an ErrCorrupt.
-var ErrBrokenChain error = &subError{msg: "packer: delta does not follow the archives before it", parent: ErrCorrupt}
+// left (archive.ErrBrokenChain). It is also an ErrCorrupt.
+var ErrBrokenChain = archive.ErrBrokenChain
 
 // Manifest is what a session held when it was packed or unpacked: the size
 // and sha256 of each file, by archive name. PackDelta compares the live

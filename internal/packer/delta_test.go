@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/packer/archive"
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
@@ -205,15 +206,15 @@ func TestUnpackPartsRefusesBrokenChains(t *testing.T) {
 		{"a whole archive as a delta", [][]byte{base, base}, ErrBrokenChain},
 		{"another session", [][]byte{base, craftWith(t, otherID, d1)}, ErrHeaderMismatch},
 		{"wrong prefix", [][]byte{base, craftDelta(&tar.Header{Name: main, Size: 4, PAXRecords: map[string]string{
-			paxOffset: strconv.FormatInt(m0.Files[main].Size, 10), paxPrefix: sum("not it"), paxSum: sum("x")}})}, ErrBrokenChain},
+			archive.PAXOffset: strconv.FormatInt(m0.Files[main].Size, 10), archive.PAXPrefix: sum("not it"), archive.PAXSum: sum("x")}})}, ErrBrokenChain},
 		{"wrong result", [][]byte{base, craftDelta(&tar.Header{Name: main, Size: 4, PAXRecords: map[string]string{
-			paxOffset: strconv.FormatInt(m0.Files[main].Size, 10), paxPrefix: m0.Files[main].SHA256, paxSum: sum("x")}})}, ErrBrokenChain},
+			archive.PAXOffset: strconv.FormatInt(m0.Files[main].Size, 10), archive.PAXPrefix: m0.Files[main].SHA256, archive.PAXSum: sum("x")}})}, ErrBrokenChain},
 		{"appends to nothing", [][]byte{base, craftDelta(&tar.Header{Name: "project/" + testID + "/subagents/new.jsonl", Size: 4, PAXRecords: map[string]string{
-			paxOffset: "0", paxPrefix: sum(""), paxSum: sum("abcd")}})}, ErrBrokenChain},
-		{"escapes", [][]byte{base, craftDelta(&tar.Header{Name: "../../etc/passwd", Size: 4, PAXRecords: map[string]string{paxSum: sum("abcd")}})}, ErrUnsafePath},
-		{"off the whitelist", [][]byte{base, craftDelta(&tar.Header{Name: "project/other.jsonl", Size: 4, PAXRecords: map[string]string{paxSum: sum("abcd")}})}, ErrNotWhitelisted},
+			archive.PAXOffset: "0", archive.PAXPrefix: sum(""), archive.PAXSum: sum("abcd")}})}, ErrBrokenChain},
+		{"escapes", [][]byte{base, craftDelta(&tar.Header{Name: "../../etc/passwd", Size: 4, PAXRecords: map[string]string{archive.PAXSum: sum("abcd")}})}, ErrUnsafePath},
+		{"off the whitelist", [][]byte{base, craftDelta(&tar.Header{Name: "project/other.jsonl", Size: 4, PAXRecords: map[string]string{archive.PAXSum: sum("abcd")}})}, ErrNotWhitelisted},
 		{"a link", [][]byte{base, craftDelta(&tar.Header{Name: main, Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})}, ErrLinkEntry},
-		{"a credential", [][]byte{base, craftDelta(&tar.Header{Name: "project/" + testID + "/.credentials.json", Size: 4, PAXRecords: map[string]string{paxSum: sum("abcd")}})}, ErrDenied},
+		{"a credential", [][]byte{base, craftDelta(&tar.Header{Name: "project/" + testID + "/.credentials.json", Size: 4, PAXRecords: map[string]string{archive.PAXSum: sum("abcd")}})}, ErrDenied},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -341,7 +342,7 @@ func TestGrownFilesAreJudgedByTheirSample(t *testing.T) {
 			s.appendTo(s.main(), `{"type":"assistant","text":"appended"}`+"\n")
 			d, m1 := s.pack(m0)
 			stream := string(decompressed(t, d))
-			appended := strings.Contains(stream, paxOffset)
+			appended := strings.Contains(stream, archive.PAXOffset)
 			if at >= 0 {
 				assert.False(t, appended, "a rewrite the sample covers packs the file whole")
 			} else {

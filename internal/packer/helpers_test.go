@@ -12,7 +12,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
+
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/packer/archive"
 )
 
 const (
@@ -23,7 +25,7 @@ const (
 // decompressed returns an archive's tar stream.
 func decompressed(t testing.TB, blob []byte) []byte {
 	t.Helper()
-	_, payload, err := splitBlob(blob)
+	_, payload, err := archive.Split(blob)
 	require.NoError(t, err)
 	dec, err := zstd.NewReader(bytes.NewReader(payload))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/packer/archive"
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
@@ -98,7 +99,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		}},
 		{name: "corrupt zstd", want: ErrCorrupt, blob: func(t testing.TB) []byte {
 			b := good(t)
-			_, payload, _ := splitBlob(b)
+			_, payload, _ := archive.Split(b)
 			off := len(b) - len(payload)
 			for i := off + 6; i < len(b); i += 3 {
 				b[i] ^= 0x5a
@@ -119,16 +120,16 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		{name: "empty blob", want: ErrCorrupt, blob: func(testing.TB) []byte { return nil }},
 		{name: "unknown format version", want: ErrFormatVersion, blob: func(t testing.TB) []byte {
 			b := good(t)
-			b[len(magic)+1] = 99
+			b[len("TETHRPAK")+1] = 99
 			return b
 		}},
 		{name: "header garbage", want: ErrCorrupt, blob: func(t testing.TB) []byte {
 			b := good(t)
-			b[prefixLen] = '['
+			b[archive.PrefixBytes] = '['
 			return b
 		}},
 		{name: "header length past the end", want: ErrCorrupt, blob: func(t testing.TB) []byte {
-			b := good(t)[:prefixLen+4]
+			b := good(t)[:archive.PrefixBytes+4]
 			return b
 		}},
 		{name: "trailing garbage after the frame", want: ErrCorrupt, blob: func(t testing.TB) []byte {

@@ -3,19 +3,21 @@ package packer
 import (
 	"fmt"
 
+	"github.com/tether-run/tether/internal/packer/archive"
+
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Default caps, applied to every field of Limits left zero.
 const (
-	DefaultMaxTotalBytes int64 = 512 << 20
-	DefaultMaxFiles            = 10_000
-	DefaultMaxFileBytes  int64 = 256 << 20
+	DefaultMaxTotalBytes = archive.DefaultMaxTotalBytes
+	DefaultMaxFiles      = archive.DefaultMaxFiles
+	DefaultMaxFileBytes  = archive.DefaultMaxFileBytes
 	// DefaultMaxDepth caps the directories on the way to a path below the
 	// state root.
-	DefaultMaxDepth = 64
+	DefaultMaxDepth = archive.DefaultMaxDepth
 	// DefaultMaxPathBytes is Linux's PATH_MAX.
-	DefaultMaxPathBytes = 4096
+	DefaultMaxPathBytes = archive.DefaultMaxPathBytes
 )
 
 // Limits caps what one session archive may hold: the one limits type of
@@ -27,15 +29,7 @@ type Limits = treepolicy.Limits
 
 // DefaultLimits returns the defaults: 512 MiB in total, 10,000 entries,
 // 256 MiB for a single file, paths at most 64 components and 4,096 bytes.
-func DefaultLimits() Limits {
-	return Limits{
-		MaxTotalBytes: DefaultMaxTotalBytes,
-		MaxFiles:      DefaultMaxFiles,
-		MaxFileBytes:  DefaultMaxFileBytes,
-		MaxDepth:      DefaultMaxDepth,
-		MaxPathBytes:  DefaultMaxPathBytes,
-	}
-}
+func DefaultLimits() Limits { return archive.DefaultLimits() }
 
 // withDefaults fills the zero fields of l from DefaultLimits.
 func withDefaults(l Limits) Limits { return l.Or(DefaultLimits()) }
@@ -56,16 +50,6 @@ func MaxBlobBytes(l Limits) int64 {
 	return maxBlobBytes(withDefaults(l))
 }
 
-// maxStreamBytes caps the decompressed tar stream: the files plus tar headers
-// (a path of MaxPathBytes costs a PAX header of about that much plus two
-// 512-byte blocks) and the end-of-archive blocks. It stops a compression
-// bomb made of headers rather than contents.
-func maxStreamBytes(l Limits) int64 {
-	return l.MaxTotalBytes + int64(l.MaxFiles)*(int64(l.MaxPathBytes)+2048) + 1<<20
-}
+func maxStreamBytes(l Limits) int64 { return archive.MaxStreamBytes(l) }
 
-// maxBlobBytes caps the compressed blob; zstd never expands data by more than
-// a tiny fraction, so a blob bigger than the stream cap cannot be ours.
-func maxBlobBytes(l Limits) int64 {
-	return maxStreamBytes(l) + int64(maxHeaderBytes+prefixLen)
-}
+func maxBlobBytes(l Limits) int64 { return archive.MaxBlobBytes(l) }

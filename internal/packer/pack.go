@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/tether-run/tether/internal/packer/archive"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -338,10 +339,10 @@ func (p *Packer) writeEntries(ctx context.Context, root *os.Root, h Header, entr
 		}
 		th.Typeflag, th.Mode, th.Size = tar.TypeReg, fileMode, e.info.Size()-e.offset
 		if h.Kind == KindDelta {
-			th.PAXRecords = map[string]string{paxSum: e.sum}
+			th.PAXRecords = map[string]string{archive.PAXSum: e.sum}
 			if e.offset > 0 {
-				th.PAXRecords[paxOffset] = strconv.FormatInt(e.offset, 10)
-				th.PAXRecords[paxPrefix] = e.prefix
+				th.PAXRecords[archive.PAXOffset] = strconv.FormatInt(e.offset, 10)
+				th.PAXRecords[archive.PAXPrefix] = e.prefix
 			}
 		}
 		if err := tw.WriteHeader(th); err != nil {

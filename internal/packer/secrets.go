@@ -2,8 +2,6 @@ package packer
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/tether-run/tether/internal/treepolicy"
 )
@@ -33,23 +31,14 @@ const (
 // maxSecretWarnings caps the warnings one pack logs.
 const maxSecretWarnings = 10
 
-// ParseRedactMode reads a TETHER_REDACT value; empty means detect. Any
-// other value is ErrRedactMode.
-func ParseRedactMode(s string) (RedactMode, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "detect":
-		return RedactDetect, nil
-	case "refuse":
-		return RedactRefuse, nil
-	}
-	return 0, fmt.Errorf("%w: %s=%q; use detect or refuse", ErrRedactMode, RedactEnv, s)
-}
+// ParseRedactMode reads a TETHER_REDACT value (treepolicy.ParseRedactMode).
+func ParseRedactMode(s string) (RedactMode, error) { return treepolicy.ParseRedactMode(s) }
 
 var (
 	// ErrSecret: a session file holds a token shaped like an API key, and
 	// the packer runs with RedactRefuse.
 	ErrSecret = errors.New("packer: a session file holds a secret-looking token")
 	// ErrRedactMode: TETHER_REDACT holds something other than detect or
-	// refuse.
-	ErrRedactMode = errors.New("packer: unknown redact mode")
+	// refuse (treepolicy.ErrRedactMode).
+	ErrRedactMode = treepolicy.ErrRedactMode
 )

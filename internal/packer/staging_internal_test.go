@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/packer/archive"
 )
 
 // Every staging directory a crashed unpack left an hour ago or more is
@@ -39,7 +41,7 @@ func TestSweepStagingRemovesEveryStaleDirectory(t *testing.T) {
 // reads whole, one byte more fails.
 func TestCapReaderIsInclusive(t *testing.T) {
 	read := func(n int) (int, error) {
-		c := &capReader{ctx: context.Background(), r: bytes.NewReader(make([]byte, n)), left: 10}
+		c := &archive.CapReader{Ctx: context.Background(), R: bytes.NewReader(make([]byte, n)), Left: 10}
 		total, buf := 0, make([]byte, 64)
 		for range 100 { // a bound: a reader stuck at 0 bytes fails, not hangs
 			k, err := c.Read(buf)

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/tether-run/tether/internal/packer/archive"
 )
 
 const (
@@ -26,8 +26,6 @@ const (
 	// staleStaging is how old a staging directory left by a crashed unpack
 	// must be before the next unpack in the same root removes it.
 	staleStaging = time.Hour
-	// maxWindow caps the zstd window a frame may ask for; ours use 8 MiB.
-	maxWindow = 64 << 20
 )
 
 // UnpackSession restores an archive made by PackSession into the live root,
@@ -74,7 +72,7 @@ func (p *Packer) payload(id string, blob []byte) (Header, []byte, error) {
 	if int64(len(blob)) > maxBlobBytes(p.limits) {
 		return Header{}, nil, fmt.Errorf("%w: blob of %d bytes", ErrTooLarge, len(blob))
 	}
-	h, payload, err := splitBlob(blob)
+	h, payload, err := archive.Split(blob)
 	if err != nil {
 		return Header{}, nil, err
 	}
@@ -139,7 +137,7 @@ func (p *Packer) extract(ctx context.Context, stage *os.Root, stageAbs, id strin
 	if err := dec.Reset(bytes.NewReader(payload)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	return p.extractTar(ctx, stage, stageAbs, id, &capReader{ctx: ctx, r: dec, left: maxStreamBytes(p.limits)})
+	return p.extractTar(ctx, stage, stageAbs, id, &archive.CapReader{Ctx: ctx, R: dec, Left: maxStreamBytes(p.limits)})
 }
 
 // extractTar is extract over the tar stream itself.
@@ -175,7 +173,7 @@ func (p *Packer) extractTar(ctx context.Context, stage *os.Root, stageAbs, id st
 			break
 		}
 		if err != nil {
-			return nil, streamErr(err)
+			return nil, archive.StreamErr(err)
 		}
 		name, pl, rel, err := p.checkEntry(th, id, resolve)
 		if err != nil {
@@ -227,7 +225,7 @@ func (p *Packer) extractTar(ctx context.Context, stage *os.Root, stageAbs, id st
 			return nil, fmt.Errorf("entry %q: %w", name, err)
 		}
 	}
-	if err := drain(stream); err != nil {
+	if err := archive.Drain(stream); err != nil {
 		return nil, err
 	}
 	if !hasPrimary(slices.Collect(maps.Values(parts))) {
@@ -324,30 +322,9 @@ func writeStaged(stage *os.Root, made map[string]bool, rel string, r io.Reader, 
 		err = cerr
 	}
 	if err != nil {
-		return streamErr(err)
+		return archive.StreamErr(err)
 	}
 	return nil
-}
-
-// drain reads what follows the tar end-of-archive marker to the end of the
-// zstd frame, which makes the decoder verify the frame's checksum. Only
-// zero padding may follow.
-func drain(r io.Reader) error {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		for _, b := range buf[:n] {
-			if b != 0 {
-				return fmt.Errorf("%w: data after the end of the archive", ErrCorrupt)
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return streamErr(err)
-		}
-	}
 }
 
 // stagingErr classifies a failure to create an entry in the fresh staging
@@ -357,55 +334,6 @@ func stagingErr(err error) error {
 		return fmt.Errorf("%w: entries clash: %v", ErrCorrupt, err)
 	}
 	return err
-}
-
-func streamErr(err error) error {
-	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
-		return fmt.Errorf("%w: %v", ErrTooLarge, err)
-	}
-	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && !isStreamErr(pe.Err) {
-		return err // a local file system failure, not the archive's fault
-	}
-	return fmt.Errorf("%w: %v", ErrCorrupt, err)
-}
-
-func isStreamErr(err error) bool {
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tar.ErrHeader)
-}
-
-// capReader fails with ErrTooLarge once more than left bytes were read,
-// and with the context's error once it is done (checked every MiB, so a
-// single huge entry cannot outlive a deadline).
-type capReader struct {
-	ctx       context.Context
-	r         io.Reader
-	left      int64
-	sinceTick int64
-}
-
-func (c *capReader) Read(b []byte) (int, error) {
-	if c.sinceTick >= 1<<20 {
-		c.sinceTick = 0
-		if err := c.ctx.Err(); err != nil {
-			return 0, err
-		}
-	}
-	// Asking for one byte past the cap tells a stream that ends exactly at
-	// the cap from one that goes on.
-	if int64(len(b)) > c.left+1 {
-		b = b[:c.left+1]
-	}
-	n, err := c.r.Read(b)
-	if int64(n) > c.left {
-		return 0, fmt.Errorf("%w: decompressed stream over the cap", ErrTooLarge)
-	}
-	c.left -= int64(n)
-	c.sinceTick += int64(n)
-	return n, err
 }
 
 // syncTree fsyncs dir and every folder below it, so the renames that

@@ -6,13 +6,12 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
 const (
-	cc   = backend.ClaudeCode
+	cc   = "claude_code"
 	idK  = agent.SessionIDKey
 	fpK  = agent.SessionFingerprintKey
 	bkK  = agent.BackendKey
@@ -74,7 +73,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "a slot of another backend is not this node's conversation",
 			req: Request{Node: persistNode("w"), Backend: cc, Input: map[string]any{},
-				NodeSessions: map[string]runstore.NodeSessionSlot{"w": {Backend: backend.Codex, SessionID: "s1", StateRef: "r/w/1"}}},
+				NodeSessions: map[string]runstore.NodeSessionSlot{"w": {Backend: "codex", SessionID: "s1", StateRef: "r/w/1"}}},
 			want: want{kind: Fresh},
 		},
 		{
@@ -129,7 +128,7 @@ func TestResolve(t *testing.T) {
 			req: Request{Node: persistNode("w"), Backend: cc,
 				Input:      map[string]any{idK: real},
 				Deliveries: []Delivery{{From: "src", SessionID: real}},
-				Outputs:    map[string]map[string]any{"src": out(real, backend.Codex, "")}},
+				Outputs:    map[string]map[string]any{"src": out(real, "codex", "")}},
 			want: want{kind: Fresh},
 		},
 		{
@@ -149,14 +148,14 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "kimi has no persist capability: strip and fresh",
-			req: Request{Node: graph.Node{ID: "w", Kind: graph.KindAgent, Backend: backend.Kimi, Session: graph.SessionPersist}, Backend: backend.Kimi,
+			req: Request{Node: graph.Node{ID: "w", Kind: graph.KindAgent, Backend: "kimi", Session: graph.SessionPersist}, Backend: "kimi",
 				Input:        map[string]any{idK: real},
-				NodeSessions: map[string]runstore.NodeSessionSlot{"w": {Backend: backend.Kimi, SessionID: "s", StateRef: "r"}}},
+				NodeSessions: map[string]runstore.NodeSessionSlot{"w": {Backend: "kimi", SessionID: "s", StateRef: "r"}}},
 			want: want{kind: Fresh},
 		},
 		{
 			name: "grok has no persist capability: strip and fresh",
-			req:  Request{Node: graph.Node{ID: "w", Kind: graph.KindAgent, Backend: backend.Grok, Session: graph.SessionPersist}, Backend: backend.Grok, Input: map[string]any{idK: real}},
+			req:  Request{Node: graph.Node{ID: "w", Kind: graph.KindAgent, Backend: "grok", Session: graph.SessionPersist}, Backend: "grok", Input: map[string]any{idK: real}},
 			want: want{kind: Fresh},
 		},
 		{

@@ -31,6 +31,11 @@ const (
 	// StatusFailedResumable is a fail-stop: the checkpoint is consistent
 	// and `tether resume` continues from it.
 	StatusFailedResumable = "failed_resumable"
+	// StatusCanceled is a run canceled through Temporal (`tether cancel`,
+	// `temporal workflow cancel`); `tether resume` continues it from its
+	// last checkpoint. A terminated run cannot say so: it stays at the
+	// status it had.
+	StatusCanceled = "canceled"
 )
 
 // Checkpoint is the whole durable state of one run: what the GraphRun
@@ -102,6 +107,9 @@ type Checkpoint struct {
 	// it got, so that a resume or rewind to this checkpoint continues
 	// every branch where it stood. Nil outside a fan-out.
 	Branches []BranchState `json:"branches,omitempty"`
+	// Guidance are the notes people sent agent nodes (the guide signal)
+	// that no visit has taken yet, oldest first.
+	Guidance []Guidance `json:"guidance,omitempty"`
 	// Joined are the branches of the latest fan-outs that reached their
 	// join (at most MaxJoined, newest last, without their snapshots'
 	// notes): what `tether workspace log --all`, `export --branch` and a
@@ -381,15 +389,68 @@ type LoopSnapshot struct {
 	Output map[string]any `json:"output,omitempty"`
 }
 
-// Step is one visit in a run's path.
+// Step is one visit in a run's path: when it ran, and what that visit
+// itself produced, in brief. Outputs keep only each node's latest output,
+// so a step is the one place where an earlier visit's cost, exit code and
+// output remain; a timeline of a run reads them from here.
+//
+// Every checkpoint carries up to 200 recent steps (and continue-as-new
+// all of them), so a step stays small: figures and one line, never an
+// output. Steps recorded before Outcome existed have it and the fields
+// after it empty.
 type Step struct {
-	Node       string `json:"node"`
-	Visit      int    `json:"visit"`
+	Node  string `json:"node"`
+	Visit int    `json:"visit"`
+	// Status is "ok" once the visit finished and "failed" when it did
+	// not. A tool that exited non-zero finished: Outcome says how.
 	Status     string `json:"status"`
 	StartedAt  string `json:"started_at,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
-	Detail     string `json:"detail,omitempty"`
+	// Detail is one line of the visit's output, at most StepDetailBytes:
+	// an agent's reply, a human's answer, a tool's last line of stderr
+	// (of stdout when stderr is empty; its last few lines, joined by
+	// " ⏎ ", when it exited non-zero or timed out), or the error of a
+	// visit that failed.
+	Detail string `json:"detail,omitempty"`
+	// Outcome is one of OutcomeOK, OutcomeExited, OutcomeTimedOut or
+	// OutcomeFailed.
+	Outcome string `json:"outcome,omitempty"`
+	// Usage is what this visit alone cost, every round of an agent that
+	// asked the user included; zero when the node is no agent or its CLI
+	// reported nothing.
+	Usage agent.Usage `json:"usage,omitzero"`
+	// ExitCode is a tool visit's exit code when it was not 0 (-1 when the
+	// tool timed out); TimedOut says it ran past its timeout and was
+	// killed. A tool step with OutcomeOK exited 0.
+	ExitCode int  `json:"exit_code,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Guidance are the notes the visit took, after its prompt.
+	Guidance []Guidance `json:"guidance,omitempty"`
 }
+
+// Guidance is a note a person sent an agent node for its next visit.
+type Guidance struct {
+	Node string `json:"node"`
+	Text string `json:"text"`
+	By   string `json:"by,omitempty"`
+	// At is when the run received it (RFC 3339, the workflow's clock).
+	At string `json:"at,omitempty"`
+}
+
+// Step outcomes.
+const (
+	// OutcomeOK: the visit finished (a tool exited 0).
+	OutcomeOK = "ok"
+	// OutcomeExited: a tool exited with a code other than 0.
+	OutcomeExited = "exited"
+	// OutcomeTimedOut: a tool ran past its timeout and was killed.
+	OutcomeTimedOut = "timed_out"
+	// OutcomeFailed: the visit did not finish; Detail says why.
+	OutcomeFailed = "failed"
+)
+
+// StepDetailBytes bounds Step.Detail.
+const StepDetailBytes = 300
 
 // Transition is an edge a run took.
 type Transition struct {
@@ -402,6 +463,10 @@ type Lineage struct {
 	Run  string `json:"run"`
 	Seq  int64  `json:"seq"`
 	Kind string `json:"kind"` // "fork", "rewind", "resume"
+	// At is a rewind's own checkpoint, the copy of Seq it wrote: the
+	// checkpoints between Seq and At are the ones it dropped (rewind.go).
+	// Rewinds written before At existed leave it 0.
+	At int64 `json:"at,omitempty"`
 }
 
 // Encode serialises a checkpoint, stamping the current format version.

@@ -78,8 +78,11 @@ func RewindGraph(g graph.Graph) RewindOption {
 // Rewind makes checkpoint seq of run the run's latest again: it writes a
 // copy of it under the next free sequence number first, then deletes the
 // blobs that only later checkpoints named (ADR-089: checkpoint without the
-// dropped refs first, then delete). A failed delete leaves the blob for
-// DeleteRun; it does not fail the rewind.
+// dropped refs first, then delete), which drops those checkpoints (the
+// rule is in rewind.go). A failed delete leaves the blob for DeleteRun; it
+// does not fail the rewind. A checkpoint an earlier rewind dropped is
+// refused (ErrDropped), and so is one at which the run had ended
+// (ErrNothingToRun).
 //
 // With RewindGraph, the new checkpoint runs that graph instead of the one
 // stored in seq: the caller took it from a source it trusts more than the
@@ -89,8 +92,11 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64, opts ...Rewin
 	for _, opt := range opts {
 		opt(&o)
 	}
-	target, err := s.Get(ctx, run, seq)
+	target, err := s.GetWhole(ctx, run, seq)
 	if err != nil {
+		return nil, err
+	}
+	if err := ended(run, target); err != nil {
 		return nil, err
 	}
 	infos, err := s.List(ctx, run)
@@ -102,7 +108,7 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64, opts ...Rewin
 	var last int64
 	for _, info := range infos {
 		last = max(last, info.Seq)
-		cp, err := s.Get(ctx, run, info.Seq)
+		cp, err := s.getBare(ctx, run, info.Seq)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +126,7 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64, opts ...Rewin
 	cp.Seq = last + 1
 	cp.Status = StatusRunning
 	cp.Error = ""
-	cp.Lineage = &Lineage{Run: run, Seq: seq, Kind: "rewind"}
+	cp.Lineage = &Lineage{Run: run, Seq: seq, Kind: "rewind", At: cp.Seq}
 	if o.graph != nil {
 		cp.Graph = *o.graph
 	}

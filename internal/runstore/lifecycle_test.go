@@ -53,9 +53,10 @@ func TestRewindDropsOnlyLaterRefsAfterItsCheckpoint(t *testing.T) {
 	slot1, slot2 := key(SessionKey("r", "w", "01J00000000000000000000001")), key(SessionKey("r", "w", "01J00000000000000000000002"))
 	pause2 := key(PauseKey("r", "w", "01J00000000000000000000003"))
 	pack1, pack2 := key(WorkspacePackKey("r", d1)), key(WorkspacePackKey("r", d2))
-	cp1 := &Checkpoint{Seq: 1, NodeSessions: map[string]NodeSessionSlot{"w": {Backend: "pi", SessionID: "s", StateRef: slot1}},
+	next := []Cursor{{Node: "w"}}
+	cp1 := &Checkpoint{Seq: 1, Cursor: next, NodeSessions: map[string]NodeSessionSlot{"w": {Backend: "pi", SessionID: "s", StateRef: slot1}},
 		Workspace: &WorkspaceState{Commit: "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1", Packs: []WorkspacePack{{Key: pack1}}}}
-	cp2 := &Checkpoint{Seq: 2, NodeSessions: map[string]NodeSessionSlot{"w": {Backend: "pi", SessionID: "s", StateRef: slot2}},
+	cp2 := &Checkpoint{Seq: 2, Cursor: next, NodeSessions: map[string]NodeSessionSlot{"w": {Backend: "pi", SessionID: "s", StateRef: slot2}},
 		RetainedSessions: map[string][]string{"w": {slot1}}, Pause: &PauseInfo{NodeID: "w", BackendSessionStateRef: pause2},
 		Workspace: &WorkspaceState{Commit: "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2", Packs: []WorkspacePack{{Key: pack1}, {Key: pack2}}}}
 	require.NoError(t, store.Save(ctx, "r", cp1))
@@ -66,7 +67,7 @@ func TestRewindDropsOnlyLaterRefsAfterItsCheckpoint(t *testing.T) {
 	assert.ElementsMatch(t, []string{slot2, pause2, pack2}, rep.Dropped)
 	assert.Empty(t, rep.Errors)
 	assert.Equal(t, int64(3), rep.Checkpoint.Seq)
-	assert.Equal(t, &Lineage{Run: "r", Seq: 1, Kind: "rewind"}, rep.Checkpoint.Lineage)
+	assert.Equal(t, &Lineage{Run: "r", Seq: 1, Kind: "rewind", At: 3}, rep.Checkpoint.Lineage)
 	latest, err := store.Latest(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, slot1, latest.NodeSessions["w"].StateRef)
@@ -87,7 +88,7 @@ func TestRewindDeletesNothingWhenItsCheckpointFails(t *testing.T) {
 	store := New(mem)
 	slot2 := SessionKey("r", "w", "01J00000000000000000000002")
 	require.NoError(t, blob.PutBytes(ctx, mem, slot2, []byte("x")))
-	require.NoError(t, store.Save(ctx, "r", &Checkpoint{Seq: 1}))
+	require.NoError(t, store.Save(ctx, "r", &Checkpoint{Seq: 1, Cursor: []Cursor{{Node: "w"}}}))
 	require.NoError(t, store.Save(ctx, "r", &Checkpoint{Seq: 2, NodeSessions: map[string]NodeSessionSlot{"w": {StateRef: slot2}}}))
 	// Seq 3 is taken by something else already: the save fails.
 	require.NoError(t, blob.PutBytes(ctx, mem, checkpointKey("r", 3), []byte("{}")))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,11 +101,15 @@ func (w *writtenBlocks) digest(run string, first int, steps []Step) (string, boo
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, ok := w.known[blockID(run, first)]
-	if !ok || time.Since(m.at) >= blockMemory || !slices.Equal(m.steps, steps) {
+	if !ok || time.Since(m.at) >= blockMemory || !slices.EqualFunc(m.steps, steps, sameStep) {
 		return "", false
 	}
 	return m.digest, true
 }
+
+// sameStep compares two steps whole, whatever fields a step gains (it
+// holds slices, so == does not apply).
+func sameStep(a, b Step) bool { return reflect.DeepEqual(a, b) }
 
 func (w *writtenBlocks) add(run string, first int, steps []Step, digest string) {
 	w.mu.Lock()

@@ -149,6 +149,35 @@ func (s *Store) Save(ctx context.Context, run string, cp *Checkpoint) error {
 
 // Get reads checkpoint seq of run.
 func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
+	cp, err := s.getBare(ctx, run, seq)
+	if err != nil {
+		return nil, err
+	}
+	s.joinPath(ctx, run, cp)
+	return cp, nil
+}
+
+// Peek reads checkpoint seq of run as Get does, but leaves its path blocks
+// unread: its Path holds only the steps stored inline (the newest, fewer
+// than PathBlockSteps of them when the path has blocks), while PathTotal
+// still counts every step. It is what a list of runs, or a search through
+// a run's checkpoints, needs.
+func (s *Store) Peek(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
+	cp, err := s.getBare(ctx, run, seq)
+	if err != nil {
+		return nil, err
+	}
+	if len(cp.PathBlocks) > 0 {
+		at := min(max(cp.PathBlocksAt, 0), len(cp.Path))
+		cp.Path = cp.Path[at:]
+		cp.PathBlocks, cp.PathBlocksAt = nil, 0
+	}
+	return cp, nil
+}
+
+// getBare is Get without the path's stored blocks: enough to read a
+// checkpoint's status, cursor and lineage.
+func (s *Store) getBare(ctx context.Context, run string, seq int64) (*Checkpoint, error) {
 	if err := ValidateRunID(run); err != nil {
 		return nil, err
 	}
@@ -177,7 +206,6 @@ func (s *Store) Get(ctx context.Context, run string, seq int64) (*Checkpoint, er
 	if cp.RunID != run || cp.Seq != seq {
 		return nil, fmt.Errorf("runstore: run %q checkpoint %d holds run %q checkpoint %d; the store is corrupt", run, seq, cp.RunID, cp.Seq)
 	}
-	s.joinPath(ctx, run, cp)
 	return cp, nil
 }
 

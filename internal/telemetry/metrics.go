@@ -159,12 +159,16 @@ func (t *Telemetry) startMetrics(addr string, profiling bool, res *resource.Reso
 		// The handler's default is to panic.
 		OnError: func(err error) { t.logger.Warn("telemetry: SDK metric dropped", "err", err) },
 	})
-	if t.metrics, err = NewMetrics(t.meter); err != nil {
+	if t.metrics, err = NewMetrics(t.meter); err == nil {
+		err = t.observeHealth(t.meter.Meter(tracerName))
+	}
+	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc(HealthPath, t.serveHealth)
 	if profiling {
 		mux.HandleFunc(ProfilesPath, pprof.Index)
 		mux.HandleFunc(ProfilesPath+"cmdline", pprof.Cmdline)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -75,6 +76,8 @@ type Telemetry struct {
 	metrics *Metrics
 	server  *http.Server
 	addr    string
+	// unhealthy is why the worker cannot serve ("" while it can).
+	unhealthy atomic.Value
 }
 
 // Setup turns on what o asks for. The caller calls Shutdown before it

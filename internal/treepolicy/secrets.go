@@ -2,6 +2,8 @@ package treepolicy
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -31,6 +33,22 @@ func (m RedactMode) String() string {
 	}
 	return "detect"
 }
+
+// ParseRedactMode reads a TETHER_REDACT value; empty means detect. Any
+// other value is ErrRedactMode.
+func ParseRedactMode(s string) (RedactMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "detect":
+		return RedactDetect, nil
+	case "refuse":
+		return RedactRefuse, nil
+	}
+	return 0, fmt.Errorf("%w: %s=%q; use detect or refuse", ErrRedactMode, RedactEnv, s)
+}
+
+// ErrRedactMode: TETHER_REDACT holds something other than detect or
+// refuse.
+var ErrRedactMode = errors.New("packer: unknown redact mode")
 
 // Kinds of key the scanner knows. A finding names its kind, never its value.
 const (

@@ -83,6 +83,9 @@ type Options struct {
 	// runs a workflow task decides which notices a run sends, and any
 	// worker may send them.
 	Notify *notify.Sender
+	// OnHealth, if set, hears when the worker turns unhealthy (its store
+	// fails a probe: it takes no visit meanwhile) and healthy again.
+	OnHealth func(healthy bool, cause error)
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -122,13 +125,19 @@ const DefaultMaxConcurrentVisits = 16
 
 // Host is a running worker.
 type Host struct {
-	ID     string
-	Queue  string
-	shared worker.Worker
-	own    worker.Worker
-	logger *slog.Logger
-	grace  time.Duration
+	ID        string
+	Queue     string
+	shared    worker.Worker
+	own       worker.Worker
+	logger    *slog.Logger
+	grace     time.Duration
+	health    *activities.Health
+	stopWatch context.CancelFunc
 }
+
+// Healthy is nil while the worker's store works, else why it does not
+// (the worker then takes no visit until it does again).
+func (h *Host) Healthy() error { return h.health.Err() }
 
 // DefaultID is hostname-pid, unique per process on a machine.
 func DefaultID() string {
@@ -155,6 +164,12 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	queue := workflows.WorkerQueue(o.ID)
 	logger := o.Logger.With("worker", o.ID)
+	if err := probeStore(o.Blobs, o.ID); err != nil {
+		return nil, err
+	}
+	health := activities.NewHealth(func(ctx context.Context) error {
+		return blob.Probe(ctx, o.Blobs, blob.ProbePrefix(o.ID))
+	}, logger, o.OnHealth)
 	acts := &activities.Activities{
 		Blobs:    o.Blobs,
 		Runs:     runstore.New(o.Blobs, runstore.WithKey(o.CheckpointKey)),
@@ -167,23 +182,33 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Notifier: o.Notify,
 		Queue:    queue,
 		Logger:   logger,
+		Temporal: c,
+		Health:   health,
 
 		ShutdownGrace: o.ShutdownGrace,
 	}
 	acts.Workspaces = workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger,
 		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(activities.RunForgetter(acts)))
-	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace}
+	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace, health: health}
 	stopTimeout := o.ShutdownGrace + handBack
+	sharedSlots, err := gatedTuner(health, o.MaxConcurrentVisits)
+	if err != nil {
+		return nil, err
+	}
+	ownSlots, err := gatedTuner(health, o.MaxConcurrentVisits)
+	if err != nil {
+		return nil, err
+	}
 	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
-		WorkerStopTimeout:                  stopTimeout,
-		StickyScheduleToStartTimeout:       stickyTimeout,
-		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
-		Identity:                           o.ID,
-		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
-		DisableEagerActivities:             o.DisableEagerActivities || o.Role != RoleAll,
-		Interceptors:                       o.Interceptors,
-		DisableWorkflowWorker:              o.Role == RoleActivities,
-		LocalActivityWorkerOnly:            o.Role == RoleWorkflows,
+		WorkerStopTimeout:            stopTimeout,
+		StickyScheduleToStartTimeout: stickyTimeout,
+		MaxHeartbeatThrottleInterval: heartbeatThrottle,
+		Identity:                     o.ID,
+		Tuner:                        sharedSlots,
+		DisableEagerActivities:       o.DisableEagerActivities || o.Role != RoleAll,
+		Interceptors:                 o.Interceptors,
+		DisableWorkflowWorker:        o.Role == RoleActivities,
+		LocalActivityWorkerOnly:      o.Role == RoleWorkflows,
 	})
 	if o.Role != RoleActivities {
 		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
@@ -191,12 +216,12 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
-		WorkerStopTimeout:                  stopTimeout,
-		MaxHeartbeatThrottleInterval:       heartbeatThrottle,
-		Identity:                           o.ID,
-		DisableWorkflowWorker:              true,
-		MaxConcurrentActivityExecutionSize: o.MaxConcurrentVisits,
-		Interceptors:                       o.Interceptors,
+		WorkerStopTimeout:            stopTimeout,
+		MaxHeartbeatThrottleInterval: heartbeatThrottle,
+		Identity:                     o.ID,
+		DisableWorkflowWorker:        true,
+		Tuner:                        ownSlots,
+		Interceptors:                 o.Interceptors,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := ensureSearchAttributesWithin(c, o.Namespace, searchAttributeWait); err != nil {
@@ -211,6 +236,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 		h.own.Stop()
 		return nil, fmt.Errorf("start worker on %s: %w", workflows.TaskQueue, err)
 	}
+	watch, stopWatch := context.WithCancel(context.Background())
+	h.stopWatch = stopWatch
+	go health.Watch(watch, reprobeEvery)
 	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
 	return h, nil
 }
@@ -282,5 +310,8 @@ func (h *Host) Stop() {
 		}()
 	}
 	wg.Wait()
+	if h.stopWatch != nil {
+		h.stopWatch()
+	}
 	h.logger.Info("stopped")
 }

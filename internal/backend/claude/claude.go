@@ -8,7 +8,6 @@ package claude
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/backend/claude/facts"
 	"github.com/tether-run/tether/internal/backend/cliexec"
-	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
@@ -47,25 +45,15 @@ type Options struct {
 	PermissionMode string
 }
 
-// Executor runs Claude Code visits.
-type Executor struct {
-	opts Options
-	cli  cliexec.CLI
+// New returns an executor: the visit every CLI runs, with Claude Code's
+// options as its driver.
+func New(opts Options) *cliexec.Executor {
+	return cliexec.New(facts.Backend, opts.Options, opts, sessionLayout, false)
 }
 
-var _ agent.Backend = (*Executor)(nil)
-
-// New returns an executor.
-func New(opts Options) *Executor {
-	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "claude"}}
-}
-
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the claude_code session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, PermissionMode: o.Vars[facts.PermissionModeVar]})
 }
 
 // AskUserTool is the name Claude Code gives the ask_user MCP tool.
@@ -78,91 +66,42 @@ var PermissionModes = facts.PermissionModes
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
 type visitSettings struct {
-	model, systemPrompt, appendSystemPrompt, permissionMode string
-	tools, disallowedTools                                  []string
+	cliexec.Merged
+	permissionMode string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
-	s := req.Settings
-	return visitSettings{
-		model:              e.cli.ModelFor(req.Model),
-		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
-		appendSystemPrompt: cliexec.Pick(s.AppendSystemPrompt, e.opts.AppendSystemPrompt),
-		permissionMode:     cliexec.Pick(PermissionModes[s.Permissions], e.opts.PermissionMode),
-		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
-		disallowedTools:    cliexec.PickList(s.DisallowedTools, e.opts.DisallowedTools),
-	}
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, DisallowedTools: o.DisallowedTools}), permissionMode: cliexec.Pick(PermissionModes[req.Settings.Permissions], o.PermissionMode)}
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs
-// (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req agent.Request) string {
-	v := e.settings(req)
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
-		Model:              v.model,
-		SystemPrompt:       v.systemPrompt,
-		AppendSystemPrompt: v.appendSystemPrompt,
-		Tools:              v.tools,
-		AllowedTools:       e.opts.AllowedTools,
-		DisallowedTools:    v.disallowedTools,
+// Conversation is what defines the conversation a visit of req runs.
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
+	return cliexec.Conversation{
+		Model:              v.Model,
+		SystemPrompt:       v.SystemPrompt,
+		AppendSystemPrompt: v.AppendSystemPrompt,
+		Tools:              v.Tools,
+		AllowedTools:       o.AllowedTools,
+		DisallowedTools:    v.DisallowedTools,
 		Permission:         v.permissionMode,
-		MCPTools:           e.cli.MCPTools(),
-	})
+		MCPTools:           c.MCPTools(),
+	}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	visit, err := e.cli.Begin(req)
+// Launch says how visit v of req runs the CLI.
+func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	args, err := o.args(c, req, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	defer visit.Close()
-	args, err := e.args(req, visit)
-	if err != nil {
-		return res, err
-	}
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		if req.SessionID != "" && missingSession(out.StderrTail, st.errors) {
-			return res, fmt.Errorf("%w: claude_code session %s is not in %s (for working directory %s): %s",
-				agent.ErrNoSession, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
-		}
-		var ee *agent.ExitError
-		if errors.As(runErr, &ee) {
-			ee.StderrTail = tailWithResult(ee.StderrTail, st)
-		}
-		return res, runErr
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.result
-	res.Usage = st.usage()
-	ask, err := visit.Interaction(st.askUserID)
-	if err != nil {
-		return res, fmt.Errorf("claude_code: %w", err)
-	}
-	if ask != nil {
-		res.NeedsInteraction = ask
-		return res, nil
-	}
-	if st.isError {
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: tailWithResult(out.StderrTail, st)}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("claude_code: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	res.Structured = cliexec.Structured(res.Text)
-	return res, nil
+	st := &stream{track: cliexec.NewTracker(Name, req)}
+	return cliexec.Launch{Args: args, Env: o.env(c, req), Output: st,
+		Gone: func(stderr string) bool { return missingSession(stderr, st.errors) }}, nil
 }
 
-func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
-	v := e.settings(req)
+func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) ([]string, error) {
+	v := o.settings(c, req)
 	a := []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}
 	if visit.Model != "" {
 		a = append(a, "--model", visit.Model)
@@ -173,21 +112,21 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 			a = append(a, "--fork-session")
 		}
 	}
-	if v.systemPrompt != "" {
-		a = append(a, "--system-prompt", v.systemPrompt)
+	if v.SystemPrompt != "" {
+		a = append(a, "--system-prompt", v.SystemPrompt)
 	}
-	if v.appendSystemPrompt != "" {
-		a = append(a, "--append-system-prompt", v.appendSystemPrompt)
+	if v.AppendSystemPrompt != "" {
+		a = append(a, "--append-system-prompt", v.AppendSystemPrompt)
 	}
-	if v.tools != nil {
-		a = append(a, "--tools", strings.Join(v.tools, ","))
+	if v.Tools != nil {
+		a = append(a, "--tools", strings.Join(v.Tools, ","))
 	}
 	if v.permissionMode != "" {
 		a = append(a, "--permission-mode", v.permissionMode)
 	}
-	allowed := append([]string(nil), e.opts.AllowedTools...)
-	if e.opts.AskUser != nil {
-		cmd := askuser.Command(e.opts.AskUser, visit.Record)
+	allowed := append([]string(nil), o.AllowedTools...)
+	if o.AskUser != nil {
+		cmd := askuser.Command(o.AskUser, visit.Record)
 		cfg := map[string]any{"mcpServers": map[string]any{askuser.ServerName: map[string]any{
 			"type": "stdio", "command": cmd[0], "args": cmd[1:],
 			// Load the tool up front: deferred MCP tools are only
@@ -208,30 +147,30 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 	if len(allowed) > 0 {
 		a = append(a, "--allowedTools", strings.Join(allowed, ","))
 	}
-	if len(v.disallowedTools) > 0 {
-		a = append(a, "--disallowedTools", strings.Join(v.disallowedTools, ","))
+	if len(v.DisallowedTools) > 0 {
+		a = append(a, "--disallowedTools", strings.Join(v.DisallowedTools, ","))
 	}
 	return a, nil
 }
 
-// env is the CLI's environment: the base and the names the worker and the
-// node pass (cliexec.Environ), plus the visit's root and endpoint.
-func (e *Executor) env(req agent.Request) []string {
+// env is what the executor sets in the CLI's environment: the visit's
+// root and endpoint.
+func (o Options) env(c *cliexec.CLI, req agent.Request) []string {
 	env := req.Env
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, "ANTHROPIC_API_KEY="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, "ANTHROPIC_API_KEY="+o.APIKey)
 	}
-	if e.opts.BaseURL != "" {
-		set = append(set, "ANTHROPIC_BASE_URL="+e.opts.BaseURL)
+	if o.BaseURL != "" {
+		set = append(set, "ANTHROPIC_BASE_URL="+o.BaseURL)
 	}
-	if e.settings(req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
+	if o.settings(c, req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")
 	}
-	return e.cli.Environ(req, set...)
+	return set
 }
 
 func missingSession(stderr string, errs []string) bool {
@@ -247,25 +186,18 @@ func missingSession(stderr string, errs []string) bool {
 	return false
 }
 
-// tailWithResult adds what the CLI reported as its error result (on stdout)
-// to the stderr tail, since Claude Code puts API errors there.
-func tailWithResult(stderr string, st stream) string {
-	var parts []string
-	if st.isError || len(st.errors) > 0 {
-		parts = append(parts, st.errors...)
-		if st.result != "" {
-			parts = append(parts, st.result)
+// Report is what the stream said about the visit. Claude Code puts API
+// errors in its error result, on stdout: they go before the stderr tail.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.result, Usage: s.usage(), AskUserID: s.askUserID, Failed: s.isError}
+	if s.isError || len(s.errors) > 0 {
+		parts := append([]string(nil), s.errors...)
+		if s.result != "" {
+			parts = append(parts, s.result)
 		}
+		r.Failure = strings.Join(parts, "\n")
 	}
-	if stderr != "" {
-		parts = append(parts, stderr)
-	}
-	return strings.Join(parts, "\n")
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
+	return r
 }
 
 // stream follows Claude Code's stream-json output.
@@ -330,7 +262,8 @@ type modelUsage struct {
 	CostBasis string `json:"costBasis"`
 }
 
-func (s *stream) line(b []byte) {
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return
@@ -413,6 +346,3 @@ func resultUsage(models map[string]modelUsage) agent.Usage {
 	}
 	return sum
 }
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }

@@ -6,51 +6,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/claude"
-	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
-	"github.com/tether-run/tether/internal/fakemodel"
 )
 
-var suite = clitest.Suite{
-	New: func(h *clitest.Harness) agent.Backend {
-		return claude.New(claude.Options{Options: h.Options(h.Fake.URL(), "claude-fake-1")})
-	},
-	HasSessionFiles: func(env agent.Env, id string) bool {
-		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "projects", "*", id+".jsonl"))
-		return len(m) == 1
-	},
-	MissingID:      "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
-	AskUserTool:    claude.AskUserTool,
-	PendingPrefix:  "toolu_",
-	ReadOnlyDenial: "Permission to use",
-	Wire:           fakemodel.Anthropic,
-}
-
-func TestClaudeCode(t *testing.T) { clitest.Run(t, suite) }
-
-func TestFingerprint(t *testing.T) {
-	a := claude.New(claude.Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}})
-	b := claude.New(claude.Options{Options: cliexec.Options{Model: "m1", BaseURL: "http://elsewhere", Timeout: time.Hour}, AllowedTools: []string{"Bash", "Read"}})
-	assert.Equal(t, a.Fingerprint(agent.Request{}), b.Fingerprint(agent.Request{}), "tool order, endpoint and timeout do not matter")
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), claude.New(claude.Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read"}}).Fingerprint(agent.Request{}))
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), claude.New(claude.Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}, PermissionMode: "bypassPermissions"}).Fingerprint(agent.Request{}))
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), claude.New(claude.Options{Options: cliexec.Options{Model: "m1", AskUser: []string{"x"}}, AllowedTools: []string{"Read", "Bash"}}).Fingerprint(agent.Request{}))
+func TestClaudeCode(t *testing.T) {
+	clitest.Run(t, clitest.Suite{
+		Backend:        claude.Configured,
+		SessionGlob:    "projects/*/{id}.jsonl",
+		MissingID:      "0b7e2b8e-6d0f-4c55-9d0a-2a4b7c1e9f00",
+		AskUserTool:    claude.AskUserTool,
+		PendingPrefix:  "toolu_",
+		ReadOnlyDenial: "Permission to use",
+	})
 }
 
 // TestBypassPermissions runs with bypassPermissions; as root this works only
 // because the executor sets IS_SANDBOX=1.
 func TestBypassPermissions(t *testing.T) {
-	bin := clitest.Isolate(t)
-	fake := fakemodel.Start(t)
-	ex := claude.New(claude.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1", Timeout: time.Minute, TempDir: t.TempDir()}, PermissionMode: "bypassPermissions"})
+	ex := claude.New(claude.Options{Options: clitest.NewHarness(t).For(claude.Name), PermissionMode: "bypassPermissions"})
 	res, err := ex.Execute(context.Background(), agent.Request{Prompt: "alpha", Env: clitest.NewEnv(t)})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 1: alpha", res.Text)
@@ -60,9 +39,7 @@ func TestBypassPermissions(t *testing.T) {
 // the real CLI for working directories that stress it: over 200 characters
 // (cut plus hash), and with characters outside ASCII and outside the BMP.
 func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
-	bin := clitest.Isolate(t)
-	fake := fakemodel.Start(t)
-	ex := claude.New(claude.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-fake-1", Timeout: time.Minute, TempDir: t.TempDir()}})
+	ex := claude.New(claude.Options{Options: clitest.NewHarness(t).For(claude.Name)})
 	long := strings.Repeat("d_abcdefghij.k/", 16)
 	for name, sub := range map[string]string{
 		"long":    long,
@@ -89,9 +66,9 @@ func TestPackerFindsWhatTheCLIWrote(t *testing.T) {
 // is known: the price of its own calls only, also on a resumed
 // conversation, whose running total the CLI carries on.
 func TestCostFromListPrice(t *testing.T) {
-	bin := clitest.Isolate(t)
-	fake := fakemodel.Start(t)
-	ex := claude.New(claude.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL(), APIKey: "k", Model: "claude-sonnet-4-5", Timeout: time.Minute, TempDir: t.TempDir()}})
+	o := clitest.NewHarness(t).For(claude.Name)
+	o.Model = "claude-sonnet-4-5"
+	ex := claude.New(claude.Options{Options: o})
 	env := clitest.NewEnv(t)
 	first, err := ex.Execute(context.Background(), agent.Request{Prompt: "alpha", Env: env})
 	require.NoError(t, err)

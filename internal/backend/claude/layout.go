@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/claude/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
-// newPacker returns the packer of Claude Code sessions in env: the state
+// sessionLayout is where Claude Code keeps a session in env: the state
 // root is CLAUDE_CONFIG_DIR, the working directory selects the project slug.
 // A session is
 //
@@ -22,9 +23,7 @@ import (
 // Archives name the project parts "project/<id>.jsonl" and "project/<id>/",
 // without a slug, so unpacking places them under the slug of the target
 // env's working directory.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, layout{packer.Files(places)}, opts...)
-}
+var sessionLayout = layout{packer.Files(places)}
 
 // layout is Claude Code's: fixed places for an env and id, a working
 // directory as the CLI sees it, and session ids the CLI reserves.
@@ -73,9 +72,9 @@ func places(env agent.Env, id string) ([]packer.Place, error) {
 	}
 	proj := "projects/" + projectSlug(dir) + "/"
 	return []packer.Place{
-		{Name: "project/" + id + ".jsonl", Path: proj + id + ".jsonl", Primary: true},
-		{Name: "project/" + id, Path: proj + id, Dir: true},
-		{Name: "tasks/" + id, Path: "tasks/" + id, Dir: true},
+		{Name: session.TranscriptName(id), Path: proj + id + ".jsonl", Primary: true},
+		{Name: session.FolderName(id), Path: proj + id, Dir: true},
+		{Name: session.TasksName(id), Path: "tasks/" + id, Dir: true},
 	}, nil
 }
 

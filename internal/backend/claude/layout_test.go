@@ -15,7 +15,9 @@ import (
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
-func testPacker(env agent.Env) *packer.Packer { return newPacker(env, packer.Limits{}) }
+func testPacker(env agent.Env) *packer.Packer {
+	return packer.New(Name, env, packer.Limits{}, sessionLayout)
+}
 
 // slugOf is the project folder of env's working directory.
 func slugOf(t testing.TB, env agent.Env) string {

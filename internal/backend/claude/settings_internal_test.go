@@ -16,32 +16,34 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, e *Executor, s agent.Settings) []string {
+func argv(t *testing.T, o Options, s agent.Settings) []string {
 	t.Helper()
+	e, c := drv(o)
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
 	defer v.Close()
-	a, err := e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
+	a, err := e.args(c, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
 	require.NoError(t, err)
 	return a
 }
 
 func TestPermissionsMapToPermissionMode(t *testing.T) {
-	e := New(Options{PermissionMode: "plan"})
+	e := Options{PermissionMode: "plan"}
 	for level, mode := range map[string]string{
 		"": "plan", agent.PermissionReadOnly: "dontAsk", agent.PermissionEdit: "acceptEdits", agent.PermissionFull: "bypassPermissions",
 	} {
 		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "--permission-mode")
 		assert.Equal(t, mode, got, "permissions %q", level)
 	}
-	_, set := clitest.Flag(argv(t, New(Options{}), agent.Settings{}), "--permission-mode")
+	_, set := clitest.Flag(argv(t, Options{}, agent.Settings{}), "--permission-mode")
 	assert.False(t, set, "no setting anywhere keeps the CLI's default")
-	full := New(Options{}).env(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}})
+	d, c := drv(Options{})
+	full := d.env(c, agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}})
 	assert.Equal(t, os.Geteuid() == 0, slices.Contains(full, "IS_SANDBOX=1"), "bypassPermissions as root needs IS_SANDBOX=1")
 }
 
 func TestToolsAndPromptsOverrideDefaults(t *testing.T) {
-	e := New(Options{Tools: []string{"Read"}, DisallowedTools: []string{"WebFetch"}, SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
+	e := (Options{Tools: []string{"Read"}, DisallowedTools: []string{"WebFetch"}, SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
 	a := argv(t, e, agent.Settings{})
 	tools, _ := clitest.Flag(a, "--tools")
 	denied, _ := clitest.Flag(a, "--disallowedTools")
@@ -63,8 +65,9 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_WORKER", "w")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://worker-wide")
 	t.Setenv("ANTHROPIC_API_KEY", "worker-key")
-	e := New(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
-	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}})
+	e, c := drv(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
+	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}}
+	env := c.Environ(req, e.env(c, req)...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "TETHER_TEST_WORKER=w")
 	assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
@@ -76,16 +79,17 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	}
 	// The key is the executor's (the worker's configuration read it once):
 	// without one, the CLI gets none, whatever the worker's environment.
-	for _, kv := range New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
+	d, c := drv(Options{})
+	for _, kv := range d.env(c, agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
 		assert.False(t, strings.HasPrefix(kv, "ANTHROPIC_API_KEY="), kv)
 	}
 }
 
 func TestTimeoutSetting(t *testing.T) {
-	e := New(Options{Options: cliexec.Options{Timeout: time.Hour}})
+	c := New(Options{Options: cliexec.Options{Timeout: time.Hour}}).CLI
 	v := &cliexec.Visit{}
-	assert.Equal(t, time.Hour, e.cli.Spec(context.Background(), agent.Request{}, v).Timeout)
-	assert.Equal(t, time.Minute, e.cli.Spec(context.Background(), agent.Request{Settings: agent.Settings{Timeout: time.Minute}}, v).Timeout)
+	assert.Equal(t, time.Hour, c.Spec(context.Background(), agent.Request{}, v).Timeout)
+	assert.Equal(t, time.Minute, c.Spec(context.Background(), agent.Request{Settings: agent.Settings{Timeout: time.Minute}}, v).Timeout)
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
@@ -100,4 +104,20 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, PermissionMode: "acceptEdits"}).Fingerprint(agent.Request{}),
 		e.Fingerprint(agent.Request{Settings: agent.Settings{Permissions: agent.PermissionEdit}}),
 		"a node's edit is the worker's acceptEdits")
+	a := New(Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Bash", "Read"}}).Fingerprint(agent.Request{}), "tool order does not matter")
+	for name, other := range map[string]Options{
+		"allowed tools": {Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read"}},
+		"bypass":        {Options: cliexec.Options{Model: "m1"}, AllowedTools: []string{"Read", "Bash"}, PermissionMode: "bypassPermissions"},
+		"ask_user tool": {Options: cliexec.Options{Model: "m1", AskUser: []string{"x"}}, AllowedTools: []string{"Read", "Bash"}},
+	} {
+		assert.NotEqual(t, a.Fingerprint(agent.Request{}), New(other).Fingerprint(agent.Request{}), name)
+	}
+}
+
+// drv is the driver of the executor of o (its options, defaults filled)
+// and the executor's CLI, for the driver's own methods.
+func drv(o Options) (Options, *cliexec.CLI) {
+	e := New(o)
+	return e.Driver.(Options), &e.CLI
 }

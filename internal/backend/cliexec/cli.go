@@ -184,3 +184,32 @@ func ReportFailure(err error, failure string) error {
 	}
 	return err
 }
+
+// Defaults are what an executor's options give every visit, which a
+// node's settings override.
+type Defaults struct {
+	SystemPrompt, AppendSystemPrompt string
+	Tools, DisallowedTools           []string
+	// Convention adds the ask_user reply convention's instructions after
+	// the appended system prompt.
+	Convention bool
+}
+
+// Merged is what one visit runs with: the node's settings over the
+// executor's Defaults.
+type Merged struct {
+	Model, SystemPrompt, AppendSystemPrompt string
+	Tools, DisallowedTools                  []string
+}
+
+// Merge is what a visit of req runs with: the node's settings over d.
+func (c CLI) Merge(req agent.Request, d Defaults) Merged {
+	s := req.Settings
+	return Merged{
+		Model:              c.ModelFor(req.Model),
+		SystemPrompt:       Pick(s.SystemPrompt, d.SystemPrompt),
+		AppendSystemPrompt: AppendSystemPrompt(s.AppendSystemPrompt, d.AppendSystemPrompt, d.Convention),
+		Tools:              PickList(s.Tools, d.Tools),
+		DisallowedTools:    PickList(s.DisallowedTools, d.DisallowedTools),
+	}
+}

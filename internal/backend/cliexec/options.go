@@ -58,4 +58,8 @@ type Options struct {
 	// Redact is what packing the backend's sessions does with a
 	// secret-looking token (default packer.RedactDetect).
 	Redact packer.RedactMode
+	// Vars are the worker's values of the backend's variables
+	// (agent.Facts.Vars), by name: its own settings, which its
+	// constructor reads (BaseURL, APIKey and Model are filled from them).
+	Vars map[string]string
 }

@@ -3,12 +3,15 @@ package clitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +20,14 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv/files"
+	"github.com/tether-run/tether/internal/transcript"
 )
 
 // Harness is what a suite's New gets to build an executor: the fake model,
@@ -39,13 +47,17 @@ type Harness struct {
 	AskUserGrace time.Duration
 }
 
-// Suite describes one real-CLI backend to the shared tests.
+// Suite describes one real-CLI backend to the shared tests. What the
+// backend says of itself (its facts: name, wire, settings it honours)
+// the suite reads from the catalogue.
 type Suite struct {
-	// New builds the executor under test from h.
-	New func(h *Harness) agent.Backend
-	// HasSessionFiles reports whether the CLI wrote session id under env, by
-	// the backend's documented layout.
-	HasSessionFiles func(env agent.Env, id string) bool
+	// Backend builds the executor under test from the options the
+	// worker's configuration would give it: the backend's Configured.
+	Backend func(cliexec.Options) agent.Backend
+	// SessionGlob is where the CLI writes a session, by the backend's
+	// documented layout: a glob below the state root in which {id} stands
+	// for the session id (or for {id8}, its first 8 characters).
+	SessionGlob string
 	// MissingID is a well-formed session id that does not exist.
 	MissingID string
 	// AskUserTool is the tool name the fake model sees for ask_user; empty
@@ -60,16 +72,39 @@ type Suite struct {
 	// then (their names are in HiddenWhenReadOnly).
 	ReadOnlyDenial     string
 	HiddenWhenReadOnly []string
-	// Wire is the API the CLI speaks to the fake model, which decides how
-	// the model's usage reaches the CLI (see Expect).
-	Wire fakemodel.API
 }
 
-// Expect is the usage a CLI speaking wire reports for what the fake model
-// counted: the Messages API reports cache writes, the OpenAI APIs count
-// them as plain input. No suite's model has a price, so no cost is known.
-func Expect(wire fakemodel.API, u fakemodel.Usage) agent.Usage {
-	if wire == fakemodel.Anthropic {
+// facts are the catalogue's facts of the suite's backend.
+func (s Suite) facts(t testing.TB) agent.Facts {
+	t.Helper()
+	f, ok := catalogue.Lookup(s.Backend(cliexec.Options{}).Name())
+	require.True(t, ok, "the suite's backend is not in the catalogue")
+	return f
+}
+
+// New builds the executor under test for h: the options of h.Options, at
+// the fake model's endpoint for the backend's wire, with its test model.
+func (s Suite) New(h *Harness) agent.Backend {
+	return s.Backend(h.For(s.Backend(cliexec.Options{}).Name()))
+}
+
+// HasSessionFiles reports whether the CLI wrote session id under env, by
+// SessionGlob.
+func (s Suite) HasSessionFiles(env agent.Env, id string) bool {
+	pat := strings.ReplaceAll(s.SessionGlob, "{id}", id)
+	if len(id) >= 8 {
+		pat = strings.ReplaceAll(pat, "{id8}", id[:8])
+	}
+	m, _ := filepath.Glob(filepath.Join(env.StateRoot, filepath.FromSlash(pat)))
+	return len(m) == 1
+}
+
+// Expect is the usage a CLI speaking wire (agent.Facts.Wire) reports for
+// what the fake model counted: the Messages API reports cache writes, the
+// OpenAI APIs count them as plain input. No suite's model has a price, so
+// no cost is known.
+func Expect(wire string, u fakemodel.Usage) agent.Usage {
+	if wire == agent.WireAnthropic {
 		return agent.Usage{InputTokens: int64(u.Input), OutputTokens: int64(u.Output),
 			CacheReadTokens: int64(u.CacheRead), CacheWriteTokens: int64(u.CacheWrite)}
 	}
@@ -95,7 +130,19 @@ func (h *Harness) Options(baseURL, model string) cliexec.Options {
 	}
 }
 
-func (s Suite) harness(t *testing.T) *Harness {
+// For is Options for backend name: the fake model's endpoint for the
+// backend's wire, and Model(name).
+func (h *Harness) For(name string) cliexec.Options {
+	f, _ := catalogue.Lookup(name)
+	return h.Options(BaseURL(h.Fake, f.Wire), Model(name))
+}
+
+func (s Suite) harness(t *testing.T) *Harness { return NewHarness(t) }
+
+// NewHarness isolates the test (Isolate) and starts the fake model: what a
+// backend's own real-CLI tests run against, beside the suite.
+func NewHarness(t *testing.T) *Harness {
+	t.Helper()
 	bin := Isolate(t)
 	return &Harness{Fake: fakemodel.Start(t), BinDir: bin, AskUser: AskUserCommand(t),
 		Scratch: t.TempDir(), Timeout: 2 * time.Minute}
@@ -118,6 +165,7 @@ func lastPrompts(t *testing.T, f *fakemodel.Server) []string {
 // Run runs the shared tests; every one starts from an empty state root and
 // a fresh HOME.
 func Run(t *testing.T, s Suite) {
+	t.Run("Fingerprint", func(t *testing.T) { fingerprint(t, s) })
 	t.Run("FreshSessionReportsID", func(t *testing.T) {
 		h := s.harness(t)
 		env := NewEnv(t)
@@ -271,6 +319,11 @@ func Run(t *testing.T, s Suite) {
 	t.Run("EditWritesAndEditsFiles", func(t *testing.T) { editFiles(t, s) })
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
+	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
+	if s.facts(t).Persist {
+		// A backend without persist keeps no session to read.
+		t.Run("TranscriptReadsTheSession", func(t *testing.T) { transcriptOf(t, s) })
+	}
 	t.Run("NotInstalled", func(t *testing.T) {
 		h := s.harness(t)
 		h.BinDir = t.TempDir()
@@ -517,20 +570,20 @@ func visitUsage(t *testing.T, s Suite) {
 		t.Helper()
 		h.Fake.Reset()
 		res := execute(t, b, req)
-		assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
+		assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
 		return res
 	}
 	first := visit(agent.Request{Prompt: "alpha", Env: env})
 	// One request, which writes the conversation's system tokens to the cache.
-	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 20, Output: 8, CacheWrite: 1000}), first.Usage)
+	assert.Equal(t, Expect(s.facts(t).Wire, fakemodel.Usage{Input: 20, Output: 8, CacheWrite: 1000}), first.Usage)
 	assert.False(t, first.Usage.CostKnown, "the fake model has no price")
 	assert.Zero(t, first.Usage.CostUSD)
 
 	second := visit(agent.Request{Prompt: "beta", SessionID: first.SessionID, Env: env})
-	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 40, Output: 10, CacheRead: 1000}), second.Usage)
+	assert.Equal(t, Expect(s.facts(t).Wire, fakemodel.Usage{Input: 40, Output: 10, CacheRead: 1000}), second.Usage)
 
 	forked := visit(agent.Request{Prompt: "gamma", SessionID: first.SessionID, Fork: true, Env: env})
-	assert.Equal(t, Expect(s.Wire, fakemodel.Usage{Input: 60, Output: 12, CacheRead: 1000}), forked.Usage,
+	assert.Equal(t, Expect(s.facts(t).Wire, fakemodel.Usage{Input: 60, Output: 12, CacheRead: 1000}), forked.Usage,
 		"a fork of the two-turn conversation counts only its own turn")
 
 	// A visit of several requests (tool calls) sums them.
@@ -539,7 +592,7 @@ func visitUsage(t *testing.T, s Suite) {
 	res := execute(t, b, agent.Request{Prompt: fileTask, Env: env, Settings: agent.Settings{Permissions: agent.PermissionEdit}})
 	turns := h.Fake.Turns()
 	require.Greater(t, len(turns), 2, "the file task takes a request per tool call")
-	assert.Equal(t, Expect(s.Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
+	assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
 }
 
 // progress: while the CLI runs, the executor reports what it does (its tool
@@ -580,4 +633,166 @@ func progress(t *testing.T, s Suite) {
 	assert.GreaterOrEqual(t, last.ToolCalls, 2)
 	assert.Equal(t, agent.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
 	assert.Equal(t, res.Usage.Tokens(), last.Usage.Tokens(), "the tokens so far end at the visit's")
+}
+
+// fingerprint checks what a visit's fingerprint covers: the model and
+// every setting the backend honours, each level its own, and not the
+// endpoint, the key, the timeout or where scratch files go.
+func fingerprint(t *testing.T, s Suite) {
+	f := s.facts(t)
+	a := s.Backend(cliexec.Options{Model: "m1", BaseURL: "http://a/v1"})
+	b := s.Backend(cliexec.Options{Model: "m1", BaseURL: "http://elsewhere/v1", APIKey: "other", Timeout: time.Hour, TempDir: t.TempDir()})
+	assert.Equal(t, a.Fingerprint(agent.Request{}), b.Fingerprint(agent.Request{}), "endpoint, key, timeout and scratch are not part of it")
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
+	settings := map[string]agent.Settings{}
+	honours := func(s string) bool { return slices.Contains(f.Honours, s) }
+	if honours(agent.SettingPermissions) {
+		for _, level := range catalogue.Permissions() {
+			settings[level] = agent.Settings{Permissions: level}
+		}
+	}
+	if honours(agent.SettingTools) {
+		settings["tools"] = agent.Settings{Tools: []string{"read"}}
+	}
+	if honours(agent.SettingDisallowedTools) {
+		settings["disallowed_tools"] = agent.Settings{DisallowedTools: []string{"bash"}}
+	}
+	if honours(agent.SettingSystemPrompt) {
+		settings["system_prompt"] = agent.Settings{SystemPrompt: "be brief"}
+	}
+	if honours(agent.SettingAppendSystemPrompt) {
+		settings["append_system_prompt"] = agent.Settings{AppendSystemPrompt: "and kind"}
+	}
+	DistinctFingerprints(t, a, settings)
+}
+
+// planted checks that what an agent plants where the worker reads is
+// refused with the typed error, the visit failing and the worker going
+// on: the agent, through the real CLI's own shell tool, links its
+// ask_user record to /dev/zero; and a session file an earlier visit's
+// agent replaced with a link to /dev/zero or a FIFO is refused on the
+// resume, before the CLI starts, without a read or a wait.
+func planted(t *testing.T, s Suite) {
+	ctx := context.Background()
+	h := s.harness(t)
+	b := s.New(h)
+	f := s.facts(t)
+	req := agent.Request{Env: NewEnv(t),
+		Prompt: fmt.Sprintf(`%s for d in %s/tether-visit-*; do ln -s /dev/zero "$d/ask-user.json"; done`, fakemodel.CueShell, h.Scratch)}
+	if slices.Contains(f.Honours, agent.SettingPermissions) {
+		req.Settings.Permissions = agent.PermissionFull
+	}
+	_, err := b.Execute(ctx, req)
+	require.ErrorIs(t, err, agent.ErrUnsafeFile, "the ask_user record the agent linked to /dev/zero")
+	assert.Equal(t, "UnsafeFile", agent.ErrorType(err))
+	ran := false
+	for _, r := range h.Fake.Requests() {
+		ran = ran || r.ToolResult != ""
+	}
+	require.True(t, ran, "the agent's shell command ran")
+	if !f.Persist {
+		return
+	}
+	env := NewEnv(t)
+	res := execute(t, b, agent.Request{Prompt: "alpha", Env: env})
+	file, err := b.Packer(env).(interface {
+		SessionFile(context.Context, string) (string, error)
+	}).SessionFile(ctx, res.SessionID)
+	require.NoError(t, err)
+	for name, plant := range map[string]func(string) error{
+		"link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"fifo":              func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	} {
+		require.NoError(t, os.Remove(file))
+		require.NoError(t, plant(file), name)
+		before := len(h.Fake.Requests())
+		_, err := b.Execute(ctx, agent.Request{Prompt: "beta", SessionID: res.SessionID, Env: env})
+		require.ErrorIs(t, err, agent.ErrUnsafeFile, "a session file swapped for a %s", name)
+		assert.Len(t, h.Fake.Requests(), before, "refused before the CLI starts")
+	}
+}
+
+// transcriptOf runs three visits of one session through the real CLI (a
+// file written, a shell command run on the first resume, a plain turn on
+// the second), packs it as the worker does (whole, then a delta), stores
+// it, and reads it back as the console does (conversation.Read): every
+// prompt as a user entry of its turn, the model's replies, each tool call
+// with its arguments and its result.
+func transcriptOf(t *testing.T, s Suite) {
+	ctx := context.Background()
+	f := s.facts(t)
+	h := s.harness(t)
+	b := s.New(h)
+	env := NewEnv(t)
+	var settings agent.Settings
+	if slices.Contains(f.Honours, agent.SettingPermissions) {
+		settings.Permissions = agent.PermissionFull
+	}
+	prompts := []string{
+		"write the notes\nWRITE_FILE: notes.txt\nfirst line\nEND_FILE",
+		"now list them\n" + fakemodel.CueShell + " ls notes.txt",
+		"and that is all",
+	}
+	first := execute(t, b, agent.Request{Prompt: prompts[0], Env: env, Settings: settings})
+	pk := b.Packer(env).(interface {
+		PackDelta(context.Context, string, *packer.Manifest) ([]byte, *packer.Manifest, error)
+	})
+	base, m, err := pk.PackDelta(ctx, first.SessionID, nil)
+	require.NoError(t, err)
+	for _, p := range prompts[1:] {
+		execute(t, b, agent.Request{Prompt: p, SessionID: first.SessionID, Env: env, Settings: settings})
+	}
+	delta, _, err := pk.PackDelta(ctx, first.SessionID, m)
+	require.NoError(t, err)
+
+	store := blob.NewMem()
+	const run = "transcript-run"
+	slot := runstore.NodeSessionSlot{Backend: f.Name, SessionID: first.SessionID}
+	for i, data := range [][]byte{base, delta} {
+		ref := runstore.SessionKey(run, "writer", fmt.Sprintf("01J0000000000000000000000%d", i))
+		require.NoError(t, blob.PutBytes(ctx, store, ref, data))
+		if i == 0 {
+			slot.StateRef, slot.Digest = ref, packer.Digest(data)
+		} else {
+			slot.Parts = append(slot.Parts, runstore.SessionPart{Ref: ref, Digest: packer.Digest(data), Size: int64(len(data))})
+		}
+	}
+	page, err := conversation.Read(ctx, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	require.NoError(t, err)
+	require.Zero(t, page.Next)
+
+	var users []string
+	calls := map[string]transcript.Entry{}
+	results := map[string]transcript.Entry{}
+	replies := map[int]string{}
+	for _, e := range page.Entries {
+		switch e.Kind {
+		case transcript.User:
+			users = append(users, e.Text)
+			assert.Equal(t, len(users), e.Turn, "each prompt opens its turn")
+		case transcript.Assistant:
+			replies[e.Turn] += e.Text
+		case transcript.ToolCall:
+			calls[e.CallID] = e
+		case transcript.ToolResult:
+			results[e.CallID] = e
+		}
+	}
+	assert.Equal(t, prompts, users, "the prompts, once each, in order")
+	for turn := 1; turn <= 3; turn++ {
+		assert.Contains(t, replies[turn], fmt.Sprintf("turn %d: ", turn), "the reply of turn %d", turn)
+	}
+	wrote, listed := false, false
+	for id, c := range calls {
+		r, ok := results[id]
+		assert.True(t, ok, "the call %s (%s) has its result", id, c.Tool)
+		switch {
+		case c.Turn == 1 && strings.Contains(c.Input, "notes.txt") && strings.Contains(c.Input, "first line"):
+			wrote = true
+		case c.Turn == 2 && strings.Contains(c.Input, "ls notes.txt"):
+			listed = ok && strings.Contains(r.Text, "notes.txt") && !r.IsError
+		}
+	}
+	assert.True(t, wrote, "turn 1 wrote notes.txt with its content: %+v", calls)
+	assert.True(t, listed, "turn 2 ran ls and saw its output: %+v %+v", calls, results)
 }

@@ -11,10 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/codex/facts"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/untrusted"
 )
 
 // Name is the backend's name in graphs and the catalogue.
@@ -61,36 +62,26 @@ type Options struct {
 // read-only, or none is set and Codex's own default (read-only) applies.
 // Network access, which Codex's sandbox also removes, stays (see
 // docs/security.md).
-func (e *Executor) confinedReadOnly(req agent.Request) bool {
-	if e.cli.Sandbox == nil {
+func (o Options) confinedReadOnly(c *cliexec.CLI, req agent.Request) bool {
+	if c.Sandbox == nil {
 		return false
 	}
-	v := e.settings(req)
+	v := o.settings(c, req)
 	return v.sandbox == "" || v.sandbox == "read-only"
 }
 
-// Executor runs Codex visits.
-type Executor struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-var _ agent.Backend = (*Executor)(nil)
-
-// New returns an executor.
-func New(opts Options) *Executor {
+// New returns an executor: the visit every CLI runs, with Codex's options
+// as its driver.
+func New(opts Options) *cliexec.Executor {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	return &Executor{opts: opts, cli: cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "codex"}}
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, false)
 }
 
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the codex session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, Sandbox: o.Vars[facts.SandboxVar]})
 }
 
 // Bypass is the permission a node's full level maps to: no sandbox and
@@ -109,113 +100,76 @@ type visitSettings struct {
 	sandbox string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
 	s := req.Settings
-	def := e.opts.Sandbox
-	if e.opts.Bypass {
+	def := o.Sandbox
+	if o.Bypass {
 		def = Bypass
 	}
 	return visitSettings{
-		model:                 e.cli.ModelFor(req.Model),
-		baseInstructions:      cliexec.Pick(s.SystemPrompt, e.opts.BaseInstructions),
-		developerInstructions: cliexec.Pick(s.AppendSystemPrompt, e.opts.DeveloperInstructions),
+		model:                 c.ModelFor(req.Model),
+		baseInstructions:      cliexec.Pick(s.SystemPrompt, o.BaseInstructions),
+		developerInstructions: cliexec.Pick(s.AppendSystemPrompt, o.DeveloperInstructions),
 		sandbox:               cliexec.Pick(Sandboxes[s.Permissions], def),
 	}
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs:
-// backend, model, base and developer instructions, the sandbox as the
-// permission, and the MCP tools.
-func (e *Executor) Fingerprint(req agent.Request) string {
-	v := e.settings(req)
+// Conversation is what defines the conversation a visit of req runs:
+// model, base and developer instructions, the sandbox as the permission,
+// and the MCP tools.
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
 	perm := "sandbox:" + v.sandbox
 	if v.sandbox == Bypass {
 		perm = Bypass
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{Backend: Name, Model: v.model,
+	return cliexec.Conversation{Model: v.model,
 		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
-		Permission: perm, MCPTools: e.cli.MCPTools()})
+		Permission: perm, MCPTools: c.MCPTools()}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
-	st := stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
+// Launch says how visit v of req runs the CLI.
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	st := &stream{track: cliexec.NewTracker(Name, req), ctx: ctx, env: req.Env}
 	if req.SessionID != "" {
 		// The CLI reports the thread's running total, which a resumed or
 		// forked thread carries on from this one's last count.
-		base := rollout{path: rolloutPath(ctx, req.Env, req.SessionID)}
-		base.read()
+		path, err := rolloutPath(ctx, req.Env, req.SessionID)
+		if err != nil {
+			return cliexec.Launch{}, err
+		}
+		base := rollout{root: req.Env.StateRoot, path: path}
+		if _, err := base.read(); err != nil {
+			return cliexec.Launch{}, err
+		}
 		st.base = base.usage()
 		// A resumed thread goes on writing the same rollout: following it
 		// starts where this read ended, not at its first line.
 		st.resumed, st.resumedID = base, req.SessionID
 	}
-	spec := e.cli.Spec(ctx, req, visit)
-	args, err := e.args(req, visit)
+	args, err := o.args(c, req, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	spec.Args, spec.Env, spec.OnLine = args, e.env(req), st.line
-	spec.ReadOnlyDir = e.confinedReadOnly(req)
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		if req.SessionID != "" && strings.Contains(out.StderrTail, "no rollout found") {
-			return res, fmt.Errorf("%w: codex session %s has no rollout under %s: %s",
-				agent.ErrNoSession, req.SessionID, filepath.Join(req.Env.StateRoot, "sessions"), errorLine(out.StderrTail))
-		}
-		return res, cliexec.ReportFailure(runErr, st.failure)
-	}
-	res.SessionID = st.threadID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage()
-	pending := ""
-	if st.askUser && res.SessionID != "" {
-		path := st.rollout.path // the thread's, if the visit followed it
-		if path == "" {
-			path = rolloutPath(ctx, req.Env, res.SessionID)
-		}
-		pending = pendingCallID(path)
-	}
-	ask, err := visit.Interaction(pending)
-	if err != nil {
-		return res, fmt.Errorf("codex: %w", err)
-	}
-	if ask != nil {
-		res.NeedsInteraction = ask
-		return res, nil
-	}
-	if st.failure != "" && !st.completed {
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode, StderrTail: st.failure + "\n" + out.StderrTail}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("codex: the CLI reported no thread id (stderr: %s)", out.StderrTail)
-	}
-	res.Structured = cliexec.Structured(res.Text)
-	return res, nil
+	return cliexec.Launch{Args: args, Env: o.env(c, req), Output: st, ReadOnlyDir: o.confinedReadOnly(c, req),
+		Gone: func(stderr string) bool { return strings.Contains(stderr, "no rollout found") }}, nil
 }
 
-func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, error) {
-	v := e.settings(req)
+func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) ([]string, error) {
+	v := o.settings(c, req)
 	a := []string{"exec", "--json", "--skip-git-repo-check", "-C", req.Env.Workdir,
 		"--disable", "plugins",
 		"-c", "analytics.enabled=false",
 		"-c", "check_for_update_on_startup=false",
 		"-c", "model_provider=" + tomlString(ProviderID),
 		"-c", "model_providers." + ProviderID + "={name=" + tomlString(ProviderID) +
-			",base_url=" + tomlString(e.opts.BaseURL) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
+			",base_url=" + tomlString(o.BaseURL) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
 	}
 	if visit.Model != "" {
 		a = append(a, "-m", visit.Model)
 	}
 	switch {
-	case v.sandbox == Bypass || e.cli.Sandbox != nil:
+	case v.sandbox == Bypass || c.Sandbox != nil:
 		// Inside the worker's sandbox Codex's own cannot run (bubblewrap
 		// must change mounts, which a Landlock domain forbids); the
 		// worker's box bounds what Codex reaches instead, and keeps its
@@ -236,8 +190,8 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 	if v.developerInstructions != "" {
 		a = append(a, "-c", "developer_instructions="+tomlString(v.developerInstructions))
 	}
-	if e.opts.AskUser != nil {
-		cmd := askuser.Command(e.opts.AskUser, visit.Record)
+	if o.AskUser != nil {
+		cmd := askuser.Command(o.AskUser, visit.Record)
 		var args []string
 		for _, s := range cmd[1:] {
 			args = append(args, tomlString(s))
@@ -256,9 +210,8 @@ func (e *Executor) args(req agent.Request, visit *cliexec.Visit) ([]string, erro
 	return append(a, "-"), nil
 }
 
-func (e *Executor) env(req agent.Request) []string {
-	set := []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + e.opts.APIKey}
-	return e.cli.Environ(req, set...)
+func (o Options) env(c *cliexec.CLI, req agent.Request) []string {
+	return []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + o.APIKey}
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are a subset
@@ -269,15 +222,6 @@ func tomlString(s string) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return strings.TrimSpace(b.String())
-}
-
-func errorLine(stderr string) string {
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "Error:") {
-			return l
-		}
-	}
-	return stderr
 }
 
 // stream follows `codex exec --json` events.
@@ -300,6 +244,9 @@ type stream struct {
 	// as read for base.
 	resumed   rollout
 	resumedID string
+	// err is what made the rollout unreadable (agent.ErrUnsafeFile): it
+	// fails the visit.
+	err error
 }
 
 type event struct {
@@ -342,7 +289,8 @@ func (u tokenUsage) usage() agent.Usage {
 	}
 }
 
-func (s *stream) line(b []byte) {
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return
@@ -408,19 +356,47 @@ func (s *stream) follow() {
 	if s.threadID == "" || s.total != nil {
 		return
 	}
+	if s.err != nil {
+		return
+	}
 	if s.rollout.path == "" {
 		if s.threadID == s.resumedID && s.resumed.path != "" {
 			s.rollout = s.resumed
 		} else {
-			s.rollout.path = rolloutPath(s.ctx, s.env, s.threadID)
+			s.rollout.root = s.env.StateRoot
+			s.rollout.path, s.err = rolloutPath(s.ctx, s.env, s.threadID)
 		}
 		if s.rollout.path == "" {
 			return
 		}
 	}
-	if s.rollout.read() {
+	changed, err := s.rollout.read()
+	if err != nil {
+		s.err = err
+		return
+	}
+	if changed {
 		s.track.SetUsage(s.rollout.usage().Sub(s.base))
 	}
+}
+
+// Report is what the events said about the visit. Codex passes no
+// tool-use id to MCP servers, so an ask_user call's comes from the
+// thread's rollout.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.threadID, Text: s.text, Usage: s.usage(), Failure: s.failure,
+		Failed: s.failure != "" && !s.completed}
+	if s.askUser && s.threadID != "" && s.err == nil {
+		path := s.rollout.path // the thread's, if the visit followed it
+		if path == "" {
+			path, s.err = rolloutPath(s.ctx, s.env, s.threadID)
+		}
+		if s.err == nil {
+			r.AskUserID, s.err = pendingCallID(s.env.StateRoot, path)
+		}
+	}
+	r.Err = s.err
+	return r
 }
 
 // usage is the visit's usage: the thread's total when the visit ended (from
@@ -449,31 +425,43 @@ func shellCommand(cmd string) string {
 }
 
 // rollout follows the token counts in a thread's rollout file: `codex exec
-// --json` prints usage only when the turn completes.
+// --json` prints usage only when the turn completes. The rollout lies in
+// the state root, where the agent can write: it is read as untrusted.
 type rollout struct {
-	path  string
-	off   int64
-	total *tokenUsage
+	root, path string
+	off        int64
+	total      *tokenUsage
 }
 
+// maxRollout caps a rollout: a session file Tether would pack.
+const maxRollout = packer.DefaultMaxFileBytes
+
 // read takes in the whole lines appended since the last read and reports
-// whether they held a new token count.
-func (r *rollout) read() bool {
+// whether they held a new token count. A rollout that is gone reads as
+// nothing new; one that is a link, not a regular file, or over maxRollout
+// is agent.ErrUnsafeFile.
+func (r *rollout) read() (bool, error) {
 	if r.path == "" {
-		return false
+		return false, nil
 	}
-	f, err := os.Open(r.path)
+	f, err := openRollout(r.root, r.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(r.off, io.SeekStart); err != nil {
-		return false
+		return false, nil
 	}
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(f.Limit(maxRollout - r.off))
+	if err != nil {
+		return false, err
+	}
 	end := bytes.LastIndexByte(data, '\n')
-	if err != nil || end < 0 {
-		return false
+	if end < 0 {
+		return false, nil
 	}
 	r.off += int64(end + 1)
 	changed := false
@@ -494,7 +482,15 @@ func (r *rollout) read() bool {
 			r.total, changed = &t, true
 		}
 	}
-	return changed
+	return changed, nil
+}
+
+func openRollout(root, path string) (*untrusted.File, error) {
+	rel, err := untrusted.Rel(root, path)
+	if err != nil {
+		return nil, err
+	}
+	return untrusted.Open(root, rel)
 }
 
 // usage is the latest total read (zero before any).
@@ -506,56 +502,66 @@ func (r *rollout) usage() agent.Usage {
 }
 
 // rolloutPath is the rollout file of a thread in env, or "" when there is
-// none; the packer's path code finds it, as it does for HasSession.
-func rolloutPath(ctx context.Context, env agent.Env, threadID string) string {
-	path, err := newPacker(env, packer.DefaultLimits()).SessionFile(ctx, threadID)
-	if err != nil {
-		return ""
+// none; the packer's path code finds it, as it does for HasSession. A
+// rollout that is a link or a special file is agent.ErrUnsafeFile.
+func rolloutPath(ctx context.Context, env agent.Env, threadID string) (string, error) {
+	path, err := packer.New(Name, env, packer.DefaultLimits(), layout).SessionFile(ctx, threadID)
+	switch {
+	case errors.Is(err, packer.ErrLinkEntry), errors.Is(err, packer.ErrSpecialEntry), errors.Is(err, packer.ErrExists):
+		return "", fmt.Errorf("%w: codex rollout of thread %s: %v", agent.ErrUnsafeFile, threadID, err)
+	case err != nil:
+		return "", nil
 	}
-	return path
+	return path, nil
 }
 
+// maxRolloutLine caps one line of a rollout read for the pending call id.
+const maxRolloutLine = 64 << 20
+
 // pendingCallID finds the call_id of the session's last ask_user call in its
-// rollout (the file at path): Codex passes no tool-use id to MCP servers and
-// its --json items carry their own ids, so the rollout is the one place that
-// has it.
-func pendingCallID(path string) string {
+// rollout (the file at path, below root): Codex passes no tool-use id to
+// MCP servers and its --json items carry their own ids, so the rollout is
+// the one place that has it.
+func pendingCallID(root, path string) (string, error) {
 	if path == "" {
-		return ""
+		return "", nil
 	}
-	f, err := os.Open(path)
+	f, err := openRollout(root, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return ""
+		return "", err
 	}
 	defer f.Close()
 	var id string
-	r := bufio.NewReaderSize(f, 64*1024)
-	for {
-		line, err := r.ReadBytes('\n')
-		if bytes.Contains(line, []byte(`"function_call"`)) && bytes.Contains(line, []byte(askuser.ToolName)) {
-			var rec struct {
-				Payload struct {
-					Type      string `json:"type"`
-					Name      string `json:"name"`
-					Namespace string `json:"namespace"`
-					CallID    string `json:"call_id"`
-				} `json:"payload"`
-			}
-			if json.Unmarshal(line, &rec) == nil && rec.Payload.Type == "function_call" &&
-				(rec.Payload.Name == askuser.ToolName && rec.Payload.Namespace == AskUserNamespace ||
-					rec.Payload.Name == AskUserNamespace+"__"+askuser.ToolName) {
-				id = rec.Payload.CallID
-			}
+	sc := bufio.NewScanner(f.Limit(maxRollout))
+	sc.Buffer(make([]byte, 64<<10), maxRolloutLine)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"function_call"`)) || !bytes.Contains(line, []byte(askuser.ToolName)) {
+			continue
 		}
-		if err != nil {
-			return id
+		var rec struct {
+			Payload struct {
+				Type      string `json:"type"`
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+				CallID    string `json:"call_id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Payload.Type == "function_call" &&
+			(rec.Payload.Name == askuser.ToolName && rec.Payload.Namespace == AskUserNamespace ||
+				rec.Payload.Name == AskUserNamespace+"__"+askuser.ToolName) {
+			id = rec.Payload.CallID
 		}
 	}
+	if err := sc.Err(); err != nil && errors.Is(err, agent.ErrUnsafeFile) {
+		return "", err
+	}
+	return id, nil
 }
 
 // AskUserNamespace is the tool namespace Codex puts the ask_user MCP tool in
 // (the model calls ask_user inside namespace mcp__tether).
 const AskUserNamespace = "mcp__" + askuser.ServerName
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }

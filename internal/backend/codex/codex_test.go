@@ -1,40 +1,47 @@
 package codex_test
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/backend/codex"
 	"github.com/tether-run/tether/internal/fakemodel"
 )
 
-var suite = clitest.Suite{
-	New: func(h *clitest.Harness) agent.Backend {
-		return codex.New(codex.Options{Options: h.Options(h.Fake.URL()+"/v1", "fake-codex-1")})
-	},
-	HasSessionFiles: func(env agent.Env, id string) bool {
-		m, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
-		return len(m) == 1
-	},
-	MissingID:      "01a22c70-0000-7000-8000-000000000000",
-	AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
-	PendingPrefix:  "call_",
-	ReadOnlyDenial: "blocked by read-only sandbox",
-	Wire:           fakemodel.Responses,
+func TestCodex(t *testing.T) {
+	clitest.Run(t, clitest.Suite{
+		Backend:        codex.Configured,
+		SessionGlob:    "sessions/*/*/*/rollout-*-{id}.jsonl",
+		MissingID:      "01a22c70-0000-7000-8000-000000000000",
+		AskUserTool:    codex.AskUserNamespace + "\x00ask_user",
+		PendingPrefix:  "call_",
+		ReadOnlyDenial: "blocked by read-only sandbox",
+	})
 }
 
-func TestCodex(t *testing.T) { clitest.Run(t, suite) }
-
-func TestFingerprint(t *testing.T) {
-	a := codex.New(codex.Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write"})
-	assert.Equal(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Options: cliexec.Options{Model: "m1", BaseURL: "http://x", Timeout: time.Hour}, Sandbox: "workspace-write"}).Fingerprint(agent.Request{}))
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), a.Fingerprint(agent.Request{Model: "m2"}))
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}))
-	assert.NotEqual(t, a.Fingerprint(agent.Request{}), codex.New(codex.Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(agent.Request{}))
+// The worker follows the rollout while Codex runs (for the visit's
+// tokens): an agent that swaps it for a link to /dev/zero mid-visit, with
+// Codex's own shell tool, fails its visit with the typed error; the
+// worker never reads the link.
+func TestRolloutSwappedMidVisitIsRefused(t *testing.T) {
+	h := clitest.NewHarness(t)
+	b := codex.Configured(h.For(codex.Name))
+	env := clitest.NewEnv(t)
+	swap := fmt.Sprintf(`for f in %s/sessions/*/*/*/rollout-*.jsonl; do rm "$f"; ln -s /dev/zero "$f"; done`, env.StateRoot)
+	_, err := b.Execute(context.Background(), agent.Request{Prompt: fakemodel.CueShell + " " + swap, Env: env,
+		Settings: agent.Settings{Permissions: agent.PermissionFull}})
+	require.ErrorIs(t, err, agent.ErrUnsafeFile)
+	links, _ := filepath.Glob(filepath.Join(env.StateRoot, "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	require.NotEmpty(t, links, "the agent's command ran")
+	fi, err := os.Lstat(links[0])
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink)
 }

@@ -5,14 +5,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"regexp"
-	"strings"
 
-	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/codex/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
-// newPacker returns the packer of Codex sessions in env: the state root is
+// layout is where Codex keeps a session in env: the state root is
 // CODEX_HOME, and a session is its rollout file
 //
 //	sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl
@@ -20,28 +18,11 @@ import (
 // found by its id in any date directory, and restored under the same
 // relative path. The rollout records the working directory inside; Codex
 // resumes from the rollout alone.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, packer.OneFile{Match: isRolloutPath, Find: findRollouts}, opts...)
-}
+var layout = packer.OneFile{Match: isRolloutPath, Find: findRollouts}
 
-var (
-	yearDir      = regexp.MustCompile(`^[0-9]{4}$`)
-	monthDayDir  = regexp.MustCompile(`^[0-9]{2}$`)
-	rolloutStamp = regexp.MustCompile(`^rollout-[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-`)
-)
-
-// isRollout reports whether file is the rollout file name of session id.
-func isRollout(file, id string) bool {
-	loc := rolloutStamp.FindStringIndex(file)
-	return loc != nil && file[loc[1]:] == id+".jsonl"
-}
-
-// isRolloutPath reports whether rel is sessions/YYYY/MM/DD/<rollout of id>.
-func isRolloutPath(rel, id string) bool {
-	c := strings.Split(rel, "/")
-	return len(c) == 5 && c[0] == "sessions" && yearDir.MatchString(c[1]) &&
-		monthDayDir.MatchString(c[2]) && monthDayDir.MatchString(c[3]) && isRollout(c[4], id)
-}
+// isRolloutPath reports whether rel is sessions/YYYY/MM/DD/<rollout of id>
+// (the session leaf's name rules, which the console reads archives with).
+var isRolloutPath = session.IsRolloutPath
 
 // findRollouts lists the files of every date directory. A date directory
 // that is a link or not a directory is skipped, as it cannot hold a
@@ -62,7 +43,7 @@ func findRollouts(root *os.Root, _ string) ([]string, error) {
 			switch {
 			case depth == 3:
 				out = append(out, rel)
-			case e.IsDir() && (depth == 0 && yearDir.MatchString(e.Name()) || depth > 0 && monthDayDir.MatchString(e.Name())):
+			case e.IsDir() && (depth == 0 && session.YearDir(e.Name()) || depth > 0 && session.MonthDayDir(e.Name())):
 				if err := walk(rel, depth+1); err != nil {
 					return err
 				}

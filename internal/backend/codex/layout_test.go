@@ -23,7 +23,7 @@ func seed(t testing.TB, env agent.Env, id string) []string {
 	return []string{rollout}
 }
 
-func testPacker(env agent.Env) *packer.Packer { return newPacker(env, packer.Limits{}) }
+func testPacker(env agent.Env) *packer.Packer { return packer.New(Name, env, packer.Limits{}, layout) }
 
 func TestLayout(t *testing.T) {
 	id := packertest.ID

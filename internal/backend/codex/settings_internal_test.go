@@ -14,11 +14,12 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, e *Executor, s agent.Settings) []string {
+func argv(t *testing.T, o Options, s agent.Settings) []string {
 	t.Helper()
+	e, c := drv(o)
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
-	a, err := e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
+	a, err := e.args(c, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
 	require.NoError(t, err)
 	return a
 }
@@ -35,7 +36,7 @@ func configs(argv []string) []string {
 }
 
 func TestPermissionsMapToSandbox(t *testing.T) {
-	e := New(Options{Sandbox: "read-only"})
+	e := (Options{Sandbox: "read-only"})
 	for level, want := range map[string]string{"": "read-only", agent.PermissionReadOnly: "read-only", agent.PermissionEdit: "workspace-write"} {
 		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "-s")
 		assert.Equal(t, want, got, "permissions %q", level)
@@ -43,14 +44,14 @@ func TestPermissionsMapToSandbox(t *testing.T) {
 	full := argv(t, e, agent.Settings{Permissions: agent.PermissionFull})
 	assert.Contains(t, full, "--dangerously-bypass-approvals-and-sandbox")
 	assert.NotContains(t, full, "-s")
-	ro := argv(t, New(Options{Bypass: true}), agent.Settings{Permissions: agent.PermissionReadOnly})
+	ro := argv(t, Options{Bypass: true}, agent.Settings{Permissions: agent.PermissionReadOnly})
 	assert.NotContains(t, ro, "--dangerously-bypass-approvals-and-sandbox", "a node's read-only wins over the worker's bypass")
 	got, _ := clitest.Flag(ro, "-s")
 	assert.Equal(t, "read-only", got)
 }
 
 func TestPromptsMapToInstructions(t *testing.T) {
-	e := New(Options{DeveloperInstructions: "worker dev"})
+	e := (Options{DeveloperInstructions: "worker dev"})
 	assert.Contains(t, configs(argv(t, e, agent.Settings{})), `developer_instructions="worker dev"`)
 	a := argv(t, e, agent.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
 	cs := configs(a)
@@ -66,8 +67,9 @@ func TestPromptsMapToInstructions(t *testing.T) {
 func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "worker-key")
 	t.Setenv("TETHER_TEST_NODE", "n")
-	e := New(Options{Options: cliexec.Options{APIKey: "k"}})
-	env := e.env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}})
+	e, c := drv(Options{Options: cliexec.Options{APIKey: "k"}})
+	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}}
+	env := c.Environ(req, e.env(c, req)...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "CODEX_HOME=/r")
 	assert.Contains(t, env, APIKeyVar+"=k")
@@ -76,7 +78,8 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	}
 	// Without a key of its own the executor passes none: it never reads
 	// the worker's environment for one.
-	assert.Contains(t, New(Options{}).env(agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
+	d, c := drv(Options{})
+	assert.Contains(t, d.env(c, agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
@@ -89,4 +92,14 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 		"append":    {AppendSystemPrompt: "x"},
 	})
 	assert.Equal(t, New(Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}), seen["full"])
+	ww := New(Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write"})
+	assert.NotEqual(t, ww.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{Model: "m1"}, Bypass: true}).Fingerprint(agent.Request{}))
+	assert.NotEqual(t, ww.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{Model: "m1"}, Sandbox: "workspace-write", DeveloperInstructions: "x"}).Fingerprint(agent.Request{}))
+}
+
+// drv is the driver of the executor of o (its options, defaults filled)
+// and the executor's CLI, for the driver's own methods.
+func drv(o Options) (Options, *cliexec.CLI) {
+	e := New(o)
+	return e.Driver.(Options), &e.CLI
 }

@@ -79,153 +79,88 @@ const noMCPServer = "tether-no-mcp-server"
 // --approval-mode (see facts.ApprovalModes).
 var ApprovalModes = facts.ApprovalModes
 
-// Executor runs Gemini CLI visits.
-type Executor struct {
-	opts Options
-	cli  cliexec.CLI
+// New returns an executor: the visit every CLI runs, with Gemini CLI's
+// options as its driver. Gemini CLI cannot call Tether's ask_user tool:
+// its ask_user is the reply convention.
+func New(opts Options) *cliexec.Executor {
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, opts.AskUserConvention)
 }
 
-var _ agent.Backend = (*Executor)(nil)
-
-// New returns an executor.
-func New(opts Options) *Executor {
-	// Gemini CLI cannot call Tether's ask_user tool: its ask_user is a
-	// convention in the reply, so no visit is ended early for it.
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "gemini"}
-	cli.AskUser = nil
-	return &Executor{opts: opts, cli: cli}
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
 }
-
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the gemini session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
-}
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
 type visitSettings struct {
-	model, systemPrompt, appendSystemPrompt, approvalMode string
-	tools, disallowedTools                                []string
+	cliexec.Merged
+	approvalMode string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
-	s := req.Settings
-	return visitSettings{
-		model:              e.cli.ModelFor(req.Model),
-		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
-		appendSystemPrompt: e.appendSystemPrompt(req),
-		approvalMode:       cliexec.Pick(ApprovalModes[s.Permissions], e.opts.ApprovalMode),
-		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
-		disallowedTools:    s.DisallowedTools,
-	}
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, Convention: o.AskUserConvention}), approvalMode: cliexec.Pick(ApprovalModes[req.Settings.Permissions], o.ApprovalMode)}
 }
 
-// appendSystemPrompt is the node's appended system prompt, else the
-// executor's, followed by the ask_user convention when it is on.
-func (e *Executor) appendSystemPrompt(req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
-}
-
-// Fingerprint hashes what defines the conversation a visit of req runs
-// (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req agent.Request) string {
-	v := e.settings(req)
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
-		Model:              v.model,
-		SystemPrompt:       v.systemPrompt,
-		AppendSystemPrompt: v.appendSystemPrompt,
-		Tools:              v.tools,
-		DisallowedTools:    v.disallowedTools,
+// Conversation is what defines the conversation a visit of req runs.
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
+	return cliexec.Conversation{
+		Model:              v.Model,
+		SystemPrompt:       v.SystemPrompt,
+		AppendSystemPrompt: v.AppendSystemPrompt,
+		Tools:              v.Tools,
+		DisallowedTools:    v.DisallowedTools,
 		Permission:         v.approvalMode,
-	})
+	}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	if err := e.cli.Check(req); err != nil {
-		return res, err
-	}
-	// A missing session fails before Begin creates the state root and the
-	// scratch directory.
-	session, err := e.sessionFile(ctx, req)
+// CheckSession finds the file of the session req resumes or forks.
+func (o Options) CheckSession(ctx context.Context, c *cliexec.CLI, req agent.Request) error {
+	_, err := o.sessionFile(c, ctx, req)
+	return err
+}
+
+// Launch says how visit v of req runs the CLI: the project pinned, a fork
+// copied, the visit's settings written.
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
+	session, err := o.sessionFile(c, ctx, req)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
 	if err := pinProject(req.Env); err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
 	resume := req.SessionID
 	if req.Fork && session != "" {
-		if resume, err = fork(session); err != nil {
-			return res, err
+		if resume, err = fork(req.Env.StateRoot, session); err != nil {
+			return cliexec.Launch{}, err
 		}
 	}
-	v := e.settings(req)
-	if err := e.writeSettings(req, v); err != nil {
-		return res, err
+	v := o.settings(c, req)
+	if err := o.writeSettings(c, req, v); err != nil {
+		return cliexec.Launch{}, err
 	}
-	set, err := e.env(req, visit, v)
+	set, err := o.env(c, req, visit, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(v, visit, resume), set, st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		if resume != "" && strings.Contains(out.StderrTail, "Invalid session identifier") {
-			return res, fmt.Errorf("%w: gemini session %s is not in %s: %s",
-				agent.ErrNoSession, resume, req.Env.StateRoot, strings.TrimSpace(out.StderrTail))
-		}
-		return res, cliexec.ReportFailure(runErr, strings.Join(st.errors, "\n"))
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage
-	if st.status != "success" || len(st.errors) > 0 {
-		msg := strings.Join(st.errors, "\n")
-		if st.status == "" {
-			msg = strings.TrimSpace("the CLI reported no result\n" + msg)
-		}
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: strings.TrimSpace(msg + "\n" + out.StderrTail)}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("gemini: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	cliexec.FinishReply(&res, e.opts.AskUserConvention)
-	return res, nil
+	return cliexec.Launch{Args: o.args(c, v, visit, resume), Env: set, Output: &stream{track: cliexec.NewTracker(Name, req)},
+		Gone: func(stderr string) bool { return strings.Contains(stderr, "Invalid session identifier") }}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
 // new one, found by the packer's own path code (what HasSession finds)
 // and checked to hold that very id.
-func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
-	p, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
-	if errors.Is(err, packer.ErrNoSession) {
-		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
-	}
+	p, err := packer.New(Name, req.Env, packer.DefaultLimits(), layout).SessionFile(ctx, req.SessionID)
 	if err != nil {
-		return "", fmt.Errorf("gemini: find session %s: %w", req.SessionID, err)
+		return "", cliexec.NoSession(Name, req.SessionID, err)
 	}
-	id, err := sessionIDOf(p)
+	id, err := sessionIDOf(req.Env.StateRoot, p)
 	if err != nil {
 		return "", fmt.Errorf("gemini: read session %s: %w", req.SessionID, err)
 	}
@@ -235,7 +170,7 @@ func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, 
 	return p, nil
 }
 
-func (e *Executor) args(v visitSettings, visit *cliexec.Visit, resume string) []string {
+func (o Options) args(c *cliexec.CLI, v visitSettings, visit *cliexec.Visit, resume string) []string {
 	// The prompt comes on stdin; -p "" makes the run headless and adds
 	// nothing to it.
 	a := []string{"-p", "", "--output-format", "stream-json", "--skip-trust"}
@@ -256,7 +191,7 @@ func (e *Executor) args(v visitSettings, visit *cliexec.Visit, resume string) []
 
 // env is the CLI's environment: the base and the names the worker and the
 // node pass (cliexec.Environ), plus the visit's home, endpoint and key.
-func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
+func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, v visitSettings) ([]string, error) {
 	set := []string{
 		"GEMINI_CLI_HOME=" + req.Env.StateRoot,
 		// The CLI would start itself a second time to raise node's heap
@@ -265,20 +200,20 @@ func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings)
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 		"NO_COLOR=1",
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, "GEMINI_API_KEY="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, "GEMINI_API_KEY="+o.APIKey)
 	}
-	if e.opts.BaseURL != "" {
-		set = append(set, "GOOGLE_GEMINI_BASE_URL="+e.opts.BaseURL)
+	if o.BaseURL != "" {
+		set = append(set, "GOOGLE_GEMINI_BASE_URL="+o.BaseURL)
 	}
-	if v.systemPrompt != "" {
-		p, err := visit.WriteFile("system.md", []byte(v.systemPrompt))
+	if v.SystemPrompt != "" {
+		p, err := visit.WriteFile("system.md", []byte(v.SystemPrompt))
 		if err != nil {
 			return nil, fmt.Errorf("gemini: %w", err)
 		}
 		set = append(set, "GEMINI_SYSTEM_MD="+p)
 	}
-	return e.cli.Environ(req, set...), nil
+	return set, nil
 }
 
 // writeSettings writes the visit's user settings, <root>/.gemini/settings.json:
@@ -289,7 +224,7 @@ func (e *Executor) env(req agent.Request, visit *cliexec.Visit, v visitSettings)
 // so the settings live in the state root, where the packer never takes
 // them (settings*.json is on its deny list) and the next visit rewrites
 // them.
-func (e *Executor) writeSettings(req agent.Request, v visitSettings) error {
+func (o Options) writeSettings(c *cliexec.CLI, req agent.Request, v visitSettings) error {
 	s := map[string]any{
 		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 		"privacy":   map[string]any{"usageStatisticsEnabled": false},
@@ -297,11 +232,11 @@ func (e *Executor) writeSettings(req agent.Request, v visitSettings) error {
 		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
 	}
 	tools := map[string]any{}
-	if v.tools != nil {
-		tools["core"] = v.tools
+	if v.Tools != nil {
+		tools["core"] = v.Tools
 	}
-	if len(v.disallowedTools) > 0 {
-		tools["exclude"] = v.disallowedTools
+	if len(v.DisallowedTools) > 0 {
+		tools["exclude"] = v.DisallowedTools
 	}
 	if len(tools) > 0 {
 		s["tools"] = tools
@@ -314,13 +249,13 @@ func (e *Executor) writeSettings(req agent.Request, v visitSettings) error {
 		return err
 	}
 	memory := filepath.Join(req.Env.StateRoot, ".gemini", "GEMINI.md")
-	if v.appendSystemPrompt == "" {
+	if v.AppendSystemPrompt == "" {
 		if err := os.Remove(memory); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("gemini: %w", err)
 		}
 		return nil
 	}
-	return writeState(req.Env.StateRoot, ".gemini/GEMINI.md", []byte(v.appendSystemPrompt+"\n"))
+	return writeState(req.Env.StateRoot, ".gemini/GEMINI.md", []byte(v.AppendSystemPrompt+"\n"))
 }
 
 // stream follows `gemini --output-format stream-json` events.
@@ -364,7 +299,19 @@ var toolTitles = map[string]string{
 	"run_shell_command": "Bash", "list_directory": "LS", "grep_search": "Grep", "glob": "Glob",
 }
 
-func (s *stream) line(b []byte) {
+// Report is what the events said about the visit: it failed unless its
+// result said success and no error came before.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.text, Usage: s.usage, Failure: strings.Join(s.errors, "\n"),
+		Failed: s.status != "success" || len(s.errors) > 0}
+	if s.status == "" {
+		r.Failure = strings.TrimSpace("the CLI reported no result\n" + r.Failure)
+	}
+	return r
+}
+
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return

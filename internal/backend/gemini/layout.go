@@ -5,24 +5,20 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"regexp"
-	"strings"
 
-	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/gemini/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
-// ProjectSlug is the name the executor gives every working directory in
-// Gemini CLI's project registry, so that a session's directory does not
-// depend on the machine or the working directory it was created in (see
-// pinProject).
-const ProjectSlug = "tether"
+// ProjectSlug and ChatsDir are where Gemini CLI keeps the sessions of
+// the project every working directory is pinned to (see pinProject); the
+// session leaf names them, which the console reads archives with.
+const (
+	ProjectSlug = session.ProjectSlug
+	ChatsDir    = session.ChatsDir
+)
 
-// ChatsDir is where Gemini CLI keeps the sessions of the pinned project,
-// relative to the state root (GEMINI_CLI_HOME).
-const ChatsDir = ".gemini/tmp/" + ProjectSlug + "/chats"
-
-// newPacker returns the packer of Gemini CLI sessions in env: the state root
+// layout is where Gemini CLI keeps a session in env: the state root
 // is GEMINI_CLI_HOME, and a session is the one JSONL file Gemini CLI names
 //
 //	.gemini/tmp/tether/chats/session-<stamp>-<first 8 characters of id>.jsonl
@@ -31,25 +27,10 @@ const ChatsDir = ".gemini/tmp/" + ProjectSlug + "/chats"
 // a session imported from a file). The first line of the file is the
 // session's metadata ({"sessionId": …, "projectHash": …}); every further
 // line a message. It is restored under the same name.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, packer.OneFile{Match: isSessionPath, Find: findSessions}, opts...)
-}
-
-var sessionName = regexp.MustCompile(`^session-[0-9][0-9T-]*-([A-Za-z0-9_-]{8})\.jsonl$`)
-
-// isSessionFile reports whether name is Gemini CLI's file name for session
-// id. The name holds only the id's first 8 characters, as Gemini CLI's own
-// lookup does; the executor checks the full id inside (sessionFile).
-func isSessionFile(name, id string) bool {
-	m := sessionName.FindStringSubmatch(name)
-	return m != nil && len(id) >= 8 && m[1] == id[:8]
-}
+var layout = packer.OneFile{Match: isSessionPath, Find: findSessions}
 
 // isSessionPath reports whether rel is ChatsDir/<session file of id>.
-func isSessionPath(rel, id string) bool {
-	dir, file := path.Split(rel)
-	return strings.TrimSuffix(dir, "/") == ChatsDir && isSessionFile(file, id)
-}
+var isSessionPath = session.IsPath
 
 // findSessions lists the pinned project's chats directory.
 func findSessions(root *os.Root, _ string) ([]string, error) {

@@ -13,7 +13,7 @@ func TestLayout(t *testing.T) {
 	id := packertest.ID
 	packertest.Run(t, packertest.Layout{
 		Backend: Name,
-		New:     func(env agent.Env) *packer.Packer { return newPacker(env, packer.Limits{}) },
+		New:     func(env agent.Env) *packer.Packer { return packer.New(Name, env, packer.Limits{}, layout) },
 		Seed: func(t testing.TB, env agent.Env, id string) []string {
 			name := ChatsDir + "/session-2026-12-01T22-57-" + id[:8] + ".jsonl"
 			files.Write(t, env.StateRoot, name, `{"sessionId":"`+id+`","projectHash":"x"}`+"\n")

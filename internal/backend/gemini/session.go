@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/untrusted"
 )
 
 // pinProject makes Gemini CLI file the visit's working directory under
@@ -50,27 +53,12 @@ func pinProject(env agent.Env) error {
 }
 
 // writeState writes a file of the CLI's own state below root through a
-// temporary file and a rename, so the CLI never reads half of it.
+// temporary file and a rename, so the CLI never reads half of it, and
+// never through a link the agent planted on the way
+// (untrusted.WriteFile).
 func writeState(root, rel string, data []byte) error {
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("gemini: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("gemini: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), p)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("gemini: write %s: %w", rel, werr)
+	if err := untrusted.WriteFile(root, rel, data, 0o600); err != nil {
+		return fmt.Errorf("gemini: write %s: %w", rel, err)
 	}
 	return nil
 }
@@ -78,43 +66,85 @@ func writeState(root, rel string, data []byte) error {
 // maxHeader bounds the first line of a session file that is read for its id.
 const maxHeader = 1 << 20
 
-// sessionIDOf reads the session id from the first line of a session file.
-func sessionIDOf(file string) (string, error) {
-	f, err := os.Open(file)
+// maxSession caps a session file the executor reads: one Tether would pack.
+const maxSession = packer.DefaultMaxFileBytes
+
+// openSession opens the session file at path, below the state root: the
+// agent can write there, so the file is read as untrusted (a link, a FIFO
+// or a device in its place is agent.ErrUnsafeFile).
+func openSession(root, path string) (*untrusted.File, *bufio.Reader, error) {
+	rel, err := untrusted.Rel(root, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := untrusted.Open(root, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, bufio.NewReaderSize(f.Limit(maxSession), 64<<10), nil
+}
+
+// firstLine reads a session file's first line, at most maxHeader bytes.
+func firstLine(r *bufio.Reader, file string) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxHeader {
+			return nil, fmt.Errorf("%s: first line too long", file)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && len(line) == 0 {
+			return nil, err
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return line, nil
+	}
+}
+
+// sessionIDOf reads the session id from the first line of the session
+// file at path, below root.
+func sessionIDOf(root, path string) (string, error) {
+	f, r, err := openSession(root, path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	line, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
-	if err != nil && len(line) == 0 {
+	line, err := firstLine(r, path)
+	if err != nil {
 		return "", err
-	}
-	if len(line) > maxHeader {
-		return "", fmt.Errorf("%s: first line too long", file)
 	}
 	var h struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(line), &h); err != nil {
-		return "", fmt.Errorf("%s: first line: %w", file, err)
+		return "", fmt.Errorf("%s: first line: %w", path, err)
 	}
 	return h.SessionID, nil
 }
 
-// fork copies the session in file under a new id, beside it, and returns
-// the new id. Gemini CLI has no fork of its own (its --session-file import
-// keeps only the text of the messages), so the copy is the whole
-// conversation, tool calls included, and the CLI resumes it by id; the
-// original never sees the fork's turns.
-func fork(file string) (string, error) {
-	b, err := os.ReadFile(file)
+// fork copies the session in the file at path (below root) under a new
+// id, beside it, and returns the new id. Gemini CLI has no fork of its own
+// (its --session-file import keeps only the text of the messages), so the
+// copy is the whole conversation, tool calls included, and the CLI resumes
+// it by id; the original never sees the fork's turns.
+func fork(root, path string) (string, error) {
+	f, r, err := openSession(root, path)
 	if err != nil {
 		return "", fmt.Errorf("gemini: fork: %w", err)
 	}
-	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	defer f.Close()
+	first, err := firstLine(r, path)
+	if err != nil {
+		return "", fmt.Errorf("gemini: fork %s: %w", path, err)
+	}
 	var h map[string]any
-	if err := json.Unmarshal(first, &h); err != nil {
-		return "", fmt.Errorf("gemini: fork %s: first line: %w", file, err)
+	if err := json.Unmarshal(bytes.TrimSpace(first), &h); err != nil {
+		return "", fmt.Errorf("gemini: fork %s: first line: %w", path, err)
 	}
 	id, err := newID()
 	if err != nil {
@@ -135,15 +165,51 @@ func fork(file string) (string, error) {
 		return "", err
 	}
 	name := "session-" + now.Format("2006-01-02T15-04") + "-" + id[:8] + ".jsonl"
-	out := append(append(head, '\n'), rest...)
-	if len(rest) > 0 && rest[len(rest)-1] != '\n' {
-		out = append(out, '\n')
-	}
-	out = append(append(out, set...), '\n')
-	if err := writeState(filepath.Dir(file), name, out); err != nil {
+	dir, err := untrusted.Rel(root, filepath.Dir(path))
+	if err != nil {
 		return "", err
 	}
+	err = untrusted.WriteFileFrom(root, filepath.Join(dir, name), 0o600, func(w io.Writer) error {
+		if _, err := w.Write(append(head, '\n')); err != nil {
+			return err
+		}
+		last, err := copyLast(w, r)
+		if err != nil {
+			return err
+		}
+		if last != 0 && last != '\n' {
+			if _, err := w.Write([]byte{'\n'}); err != nil {
+				return err
+			}
+		}
+		_, err = w.Write(append(set, '\n'))
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("gemini: fork: %w", err)
+	}
 	return id, nil
+}
+
+// copyLast copies r to w and returns the last byte copied (0 for none).
+func copyLast(w io.Writer, r io.Reader) (byte, error) {
+	var last byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			last = buf[n-1]
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return last, werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+	}
 }
 
 // newID is a random (version 4) UUID, as Gemini CLI's own session ids.

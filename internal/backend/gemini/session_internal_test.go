@@ -44,16 +44,16 @@ func TestFork(t *testing.T) {
 		`{"id":"m1","type":"user","content":[{"text":"alpha"}]}` + "\n" +
 		`{"$set":{"sessionId":"` + id + `"}}` + "\n"
 	files.Write(t, env.StateRoot, orig, body)
-	p := newPacker(env, packer.DefaultLimits())
+	p := packer.New(Name, env, packer.DefaultLimits(), layout)
 	file, err := p.SessionFile(t.Context(), id)
 	require.NoError(t, err)
 
-	newID, err := fork(file)
+	newID, err := fork(env.StateRoot, file)
 	require.NoError(t, err)
 	assert.NotEqual(t, id, newID)
 	copyFile, err := p.SessionFile(t.Context(), newID)
 	require.NoError(t, err, "the fork is where the packer and the CLI look")
-	got, err := sessionIDOf(copyFile)
+	got, err := sessionIDOf(env.StateRoot, copyFile)
 	require.NoError(t, err)
 	assert.Equal(t, newID, got)
 	b, err := os.ReadFile(copyFile)

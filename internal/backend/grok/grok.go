@@ -21,7 +21,6 @@ package grok
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -57,97 +56,57 @@ type Options struct {
 	AskUserConvention bool
 }
 
-// Executor runs grok visits.
-type Executor struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-var _ agent.Backend = (*Executor)(nil)
-
-// New returns an executor.
-func New(opts Options) *Executor {
+// New returns an executor: the visit every CLI runs, with grok's options
+// as its driver. It has no layout: grok keeps no conversation Tether
+// could carry. Its MCP servers would have to live in the workspace: its
+// ask_user is the reply convention.
+func New(opts Options) *cliexec.Executor {
 	if opts.MaxToolRounds <= 0 {
 		opts.MaxToolRounds = DefaultMaxToolRounds
 	}
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "grok"}
-	cli.AskUser = nil // its MCP servers would have to live in the workspace
-	return &Executor{opts: opts, cli: cli}
+	return cliexec.New(facts.Backend, opts.Options, opts, nil, opts.AskUserConvention)
 }
 
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer is nil: grok keeps no conversation Tether could carry.
-func (e *Executor) Packer(agent.Env) agent.SessionPacker { return nil }
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }
-
-// Fingerprint hashes what defines a visit's conversation: backend, model
-// and the ask_user convention.
-func (e *Executor) Fingerprint(req agent.Request) string {
-	c := cliexec.Conversation{Backend: Name, Model: e.cli.ModelFor(req.Model)}
-	if e.opts.AskUserConvention {
-		c.AppendSystemPrompt = AskUserInstructions
-	}
-	return cliexec.Fingerprint(c)
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	if req.SessionID != "" {
-		// Resolution never plans a resume on a backend without persist.
-		return res, fmt.Errorf("%w: grok cannot resume a conversation (%s)", agent.ErrNoSession, req.SessionID)
+// Conversation is what defines a visit's conversation: the model and the
+// ask_user convention.
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	conv := cliexec.Conversation{Model: c.ModelFor(req.Model)}
+	if o.AskUserConvention {
+		conv.AppendSystemPrompt = AskUserInstructions
 	}
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
-	prompt := visit.Prompt
-	if e.opts.AskUserConvention {
+	return conv
+}
+
+// Launch says how visit v runs the CLI: the prompt is an argument, with
+// the ask_user convention's instructions after it (the CLI has no flag
+// for a system prompt).
+func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	prompt := v.Prompt
+	if o.AskUserConvention {
 		prompt += "\n\n" + AskUserInstructions
 	}
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Stdin = ""
-	spec.Args = []string{
+	args := []string{
 		// "=" keeps a prompt that starts with "-" a value, not a flag.
 		"--prompt=" + prompt,
 		"--directory", req.Env.Workdir,
-		"--max-tool-rounds", strconv.Itoa(e.opts.MaxToolRounds),
+		"--max-tool-rounds", strconv.Itoa(o.MaxToolRounds),
 	}
-	if visit.Model != "" {
-		spec.Args = append(spec.Args, "--model", visit.Model)
+	if v.Model != "" {
+		args = append(args, "--model", v.Model)
 	}
 	set := []string{}
-	if e.opts.BaseURL != "" {
-		set = append(set, "GROK_BASE_URL="+e.opts.BaseURL)
+	if o.BaseURL != "" {
+		set = append(set, "GROK_BASE_URL="+o.BaseURL)
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, "GROK_API_KEY="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, "GROK_API_KEY="+o.APIKey)
 	}
-	spec.Env, spec.OnLine = e.cli.Environ(req, set...), st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		return res, cliexec.ReportFailure(runErr, st.failure)
-	}
-	if st.failure != "" {
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode, StderrTail: strings.TrimSpace(st.failure + "\n" + out.StderrTail)}
-	}
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	// The CLI prints no usage: a visit's tokens and price are unknown.
-	res.Structured = cliexec.Structured(res.Text)
-	if e.opts.AskUserConvention {
-		if qs := cliexec.AskedQuestions(res.Text, nil); len(qs) > 0 {
-			res.NeedsInteraction = &agent.Interaction{Questions: qs}
-			res.Structured = nil
-		}
-	}
-	return res, nil
+	return cliexec.Launch{Args: args, Env: set, PromptInArgs: true, Output: &stream{track: cliexec.NewTracker(Name, req)}}, nil
 }
 
 // The CLI's own words for a visit that did not finish: a failed model call
@@ -178,7 +137,14 @@ type message struct {
 	} `json:"tool_calls"`
 }
 
-func (s *stream) line(b []byte) {
+// Report is what the messages said about the visit. The CLI prints no
+// usage: a visit's tokens and price are unknown.
+func (s *stream) Report() cliexec.Report {
+	return cliexec.Report{Text: s.text, Failure: s.failure, Failed: s.failure != ""}
+}
+
+// Line reads one message.
+func (s *stream) Line(b []byte) {
 	var m message
 	if json.Unmarshal(b, &m) != nil || m.Role == "" {
 		return

@@ -22,7 +22,7 @@ import (
 
 type harness struct {
 	fake *fakemodel.Server
-	ex   *grok.Executor
+	ex   *cliexec.Executor
 	env  agent.Env
 	home string
 }

@@ -39,10 +39,10 @@ func permissionRules(v visitSettings, askUser bool) map[string]string {
 	for k, a := range facts.Permissions[v.permissions] {
 		rules[k] = a
 	}
-	if v.tools != nil {
+	if v.Tools != nil {
 		level := rules
 		rules = map[string]string{"*": "deny"}
-		for _, t := range v.tools {
+		for _, t := range v.Tools {
 			k := permissionKey(t)
 			a, ok := level[k]
 			if !ok {
@@ -51,7 +51,7 @@ func permissionRules(v visitSettings, askUser bool) map[string]string {
 			rules[k] = a
 		}
 	}
-	for _, t := range v.disallowedTools {
+	for _, t := range v.DisallowedTools {
 		rules[permissionKey(t)] = "deny"
 	}
 	if askUser {
@@ -64,14 +64,14 @@ func permissionRules(v visitSettings, askUser bool) map[string]string {
 // directory (never into the state root, so no packer sees it) and returns
 // its path. It names the key's variable, never the key: opencode reads
 // {env:NAME} itself.
-func (e *Executor) writeConfig(visit *cliexec.Visit, v visitSettings) (string, error) {
+func (o Options) writeConfig(c *cliexec.CLI, visit *cliexec.Visit, v visitSettings) (string, error) {
 	// The title agent would send every new session's first prompt to the
 	// model a second time, for a title nobody reads.
 	agents := map[string]any{"title": map[string]any{"disable": true}}
-	if v.systemPrompt != "" {
-		agents["build"] = map[string]any{"prompt": v.systemPrompt}
+	if v.SystemPrompt != "" {
+		agents["build"] = map[string]any{"prompt": v.SystemPrompt}
 	}
-	c := map[string]any{
+	cfg := map[string]any{
 		"autoupdate": false,
 		"share":      "disabled",
 		// Snapshots are opencode's undo: a git commit of the working
@@ -79,38 +79,38 @@ func (e *Executor) writeConfig(visit *cliexec.Visit, v visitSettings) (string, e
 		// instead.
 		"snapshot":   false,
 		"agent":      agents,
-		"permission": permissionRules(v, e.cli.AskUser != nil),
+		"permission": permissionRules(v, c.AskUser != nil),
 		"mcp":        map[string]any{},
 	}
-	if e.cli.AskUser != nil {
-		c["mcp"] = map[string]any{askuser.ServerName: map[string]any{
-			"type": "local", "command": askuser.Command(e.cli.AskUser, visit.Record), "enabled": true,
+	if c.AskUser != nil {
+		cfg["mcp"] = map[string]any{askuser.ServerName: map[string]any{
+			"type": "local", "command": askuser.Command(c.AskUser, visit.Record), "enabled": true,
 		}}
 	}
-	if m := e.modelRef(v.model); m != "" {
-		c["model"], c["small_model"] = m, m
+	if m := o.modelRef(c, v.Model); m != "" {
+		cfg["model"], cfg["small_model"] = m, m
 	}
-	if e.opts.BaseURL != "" {
-		opts := map[string]any{"baseURL": e.opts.BaseURL}
-		if e.opts.APIKey != "" {
+	if o.BaseURL != "" {
+		opts := map[string]any{"baseURL": o.BaseURL}
+		if o.APIKey != "" {
 			opts["apiKey"] = "{env:" + KeyEnv + "}"
 		}
-		c["provider"] = map[string]any{ProviderID: map[string]any{
+		cfg["provider"] = map[string]any{ProviderID: map[string]any{
 			// Built into opencode: nothing is installed at run time.
 			"npm":     "@ai-sdk/openai-compatible",
 			"name":    "Tether",
 			"options": opts,
-			"models":  map[string]any{v.model: map[string]any{"name": v.model}},
+			"models":  map[string]any{v.Model: map[string]any{"name": v.Model}},
 		}}
 	}
-	if v.appendSystemPrompt != "" {
-		p, err := visit.WriteFile("instructions.md", []byte(v.appendSystemPrompt+"\n"))
+	if v.AppendSystemPrompt != "" {
+		p, err := visit.WriteFile("instructions.md", []byte(v.AppendSystemPrompt+"\n"))
 		if err != nil {
 			return "", fmt.Errorf("opencode: %w", err)
 		}
-		c["instructions"] = []string{p}
+		cfg["instructions"] = []string{p}
 	}
-	b, err := json.MarshalIndent(c, "", "  ")
+	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", err
 	}

@@ -20,10 +20,10 @@ func TestPermissionRules(t *testing.T) {
 		"full":      {visitSettings{permissions: agent.PermissionFull}, map[string]string{"*": "allow", "edit": "allow", "bash": "allow"}},
 		// A tool list denies the rest; each listed tool keeps the level's
 		// action, write is governed by edit.
-		"tools under read-only": {visitSettings{permissions: agent.PermissionReadOnly, tools: []string{"read", "write", "bash"}},
+		"tools under read-only": {visitSettings{permissions: agent.PermissionReadOnly, Merged: cliexec.Merged{Tools: []string{"read", "write", "bash"}}},
 			map[string]string{"*": "deny", "read": "allow", "edit": "deny", "bash": "deny"}},
-		"tools": {visitSettings{tools: []string{"read", "write"}}, map[string]string{"*": "deny", "read": "allow", "edit": "allow"}},
-		"disallowed": {visitSettings{permissions: agent.PermissionFull, disallowedTools: []string{"bash", "webfetch"}},
+		"tools": {visitSettings{Merged: cliexec.Merged{Tools: []string{"read", "write"}}}, map[string]string{"*": "deny", "read": "allow", "edit": "allow"}},
+		"disallowed": {visitSettings{permissions: agent.PermissionFull, Merged: cliexec.Merged{DisallowedTools: []string{"bash", "webfetch"}}},
 			map[string]string{"*": "allow", "edit": "allow", "bash": "deny", "webfetch": "deny"}},
 	} {
 		assert.Equal(t, c.want, permissionRules(c.v, false), name)
@@ -40,7 +40,7 @@ func TestStreamSumsTheVisitsSteps(t *testing.T) {
 		`{"type":"step_finish","sessionID":"ses_a","part":{"tokens":{"input":40,"output":5,"reasoning":0,"cache":{"read":1000,"write":3}},"cost":0.5}}`,
 		`not json`,
 	} {
-		s.line([]byte(l))
+		s.Line([]byte(l))
 	}
 	assert.Equal(t, "ses_a", s.sessionID)
 	assert.Equal(t, "done", s.text)
@@ -49,6 +49,6 @@ func TestStreamSumsTheVisitsSteps(t *testing.T) {
 	assert.Equal(t, agent.Usage{InputTokens: 1060, OutputTokens: 17, CacheReadTokens: 1000, CacheWriteTokens: 3, CostUSD: 0.5}, s.usage)
 	assert.Equal(t, "Write new.txt", s.track.Progress().Activity)
 
-	s.line([]byte(`{"type":"error","sessionID":"ses_a","error":{"name":"APIError","data":{"message":"Bad Request: fake model: HTTP 400 on cue"}}}`))
+	s.Line([]byte(`{"type":"error","sessionID":"ses_a","error":{"name":"APIError","data":{"message":"Bad Request: fake model: HTTP 400 on cue"}}}`))
 	assert.Equal(t, []string{"Bad Request: fake model: HTTP 400 on cue"}, s.errors)
 }

@@ -13,7 +13,7 @@ func TestLayout(t *testing.T) {
 	id := packertest.ID
 	packertest.Run(t, packertest.Layout{
 		Backend: Name,
-		New:     func(env agent.Env) *packer.Packer { return newPacker(env, packer.Limits{}) },
+		New:     func(env agent.Env) *packer.Packer { return packer.New(Name, env, packer.Limits{}, layout) },
 		Seed: func(t testing.TB, env agent.Env, id string) []string {
 			name := exportName(id)
 			files.Write(t, env.StateRoot, name, `{"info":{"id":"`+id+`"},"messages":[]}`+"\n")

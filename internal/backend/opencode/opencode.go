@@ -20,15 +20,12 @@ package opencode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/opencode/facts"
-	"github.com/tether-run/tether/internal/packer"
 )
 
 // Name is the backend's name in graphs and the catalogue.
@@ -65,178 +62,108 @@ const ProviderID = "tether"
 // the variable, never the key.
 const KeyEnv = "TETHER_OPENCODE_API_KEY"
 
-// Executor runs opencode visits.
-type Executor struct {
+// driver is opencode's part of a visit (cliexec.Executor runs the rest).
+type driver struct {
 	opts Options
 	cli  cliexec.CLI
 }
 
-var _ agent.Backend = (*Executor)(nil)
-
-// New returns an executor.
-func New(opts Options) *Executor {
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "opencode"}
-	if opts.AskUserConvention {
-		cli.AskUser = nil
-	}
-	return &Executor{opts: opts, cli: cli}
+// Configured is the executor as the worker's configuration sets it up:
+// it calls the ask_user MCP server when the worker has one, and follows
+// the reply convention when not.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: o.AskUser == nil})
 }
 
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the opencode session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+// New returns an executor: the visit every CLI runs, with opencode's
+// options as its driver.
+func New(opts Options) *cliexec.Executor {
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, opts.AskUserConvention)
 }
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }
 
 // visitSettings is what one visit runs with: the node's settings over the
 // executor's options.
 type visitSettings struct {
-	model, systemPrompt, appendSystemPrompt, permissions string
-	tools, disallowedTools                               []string
+	cliexec.Merged
+	permissions string
 }
 
-func (e *Executor) settings(req agent.Request) visitSettings {
-	s := req.Settings
-	return visitSettings{
-		model:              e.cli.ModelFor(req.Model),
-		systemPrompt:       cliexec.Pick(s.SystemPrompt, e.opts.SystemPrompt),
-		appendSystemPrompt: e.appendSystemPrompt(req),
-		permissions:        s.Permissions,
-		tools:              cliexec.PickList(s.Tools, e.opts.Tools),
-		disallowedTools:    s.DisallowedTools,
-	}
+func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, Convention: o.AskUserConvention}), permissions: req.Settings.Permissions}
 }
 
-// appendSystemPrompt is the node's appended system prompt, else the
-// executor's, followed by the ask_user convention when it is on.
-func (e *Executor) appendSystemPrompt(req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
-}
-
-// Fingerprint hashes what defines the conversation a visit of req runs
-// (see cliexec.Conversation for the fields).
-func (e *Executor) Fingerprint(req agent.Request) string {
-	v := e.settings(req)
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
-		Model:              v.model,
-		SystemPrompt:       v.systemPrompt,
-		AppendSystemPrompt: v.appendSystemPrompt,
-		Tools:              v.tools,
-		DisallowedTools:    v.disallowedTools,
+// Conversation is what defines the conversation a visit of req runs.
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	v := o.settings(c, req)
+	return cliexec.Conversation{
+		Model:              v.Model,
+		SystemPrompt:       v.SystemPrompt,
+		AppendSystemPrompt: v.AppendSystemPrompt,
+		Tools:              v.Tools,
+		DisallowedTools:    v.DisallowedTools,
 		Permission:         v.permissions,
-		MCPTools:           e.cli.MCPTools(),
-	})
+		MCPTools:           c.MCPTools(),
+	}
 }
 
-// Execute runs one visit: a resume first makes the root's database hold
-// the session's export (sync), and every visit that completes writes the
-// session's export back (export).
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	if err := e.cli.Check(req); err != nil {
-		return res, err
-	}
-	// A missing session fails before Begin creates the state root and the
-	// scratch directory.
-	if req.SessionID != "" {
-		if _, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID); err != nil {
-			if errors.Is(err, packer.ErrNoSession) {
-				return res, fmt.Errorf("%w: %v", agent.ErrNoSession, err)
-			}
-			return res, fmt.Errorf("opencode: find session %s: %w", req.SessionID, err)
-		}
-	}
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
-	v := e.settings(req)
-	if v.model == "" && e.opts.BaseURL != "" {
-		return res, fmt.Errorf("opencode: no model for the provider at %s: name one on the node or give the worker a default (TETHER_MODEL_OPENCODE)", e.opts.BaseURL)
+// bookkeeping is the file, in the visit's scratch directory, of the
+// configuration of export and import runs: they read and write the
+// database only, need no provider and start no MCP server.
+const bookkeeping = "bookkeeping.json"
+
+// Launch says how visit v of req runs the CLI: the visit's configuration
+// written, and a resumed session's export imported into the root's
+// database unless it holds it already (sync).
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (cliexec.Launch, error) {
+	v := o.settings(c, req)
+	if v.Model == "" && o.BaseURL != "" {
+		return cliexec.Launch{}, fmt.Errorf("opencode: no model for the provider at %s: name one on the node or give the worker a default (%s)", o.BaseURL, agent.ModelVar(Name))
 	}
 	if err := quietConfigDir(req.Env.StateRoot); err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	config, err := e.writeConfig(visit, v)
+	config, err := o.writeConfig(c, visit, v)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	set := e.env(req, config)
-	// Export and import read and write the database only: they need no
-	// provider and start no MCP server.
-	quiet, err := visit.WriteFile("bookkeeping.json", []byte(bookkeepingConfig))
-	if err != nil {
-		return res, fmt.Errorf("opencode: %w", err)
+	if _, err := visit.WriteFile(bookkeeping, []byte(bookkeepingConfig)); err != nil {
+		return cliexec.Launch{}, fmt.Errorf("opencode: %w", err)
 	}
-	book := e.env(req, quiet)
 	if req.SessionID != "" {
-		if err := e.sync(ctx, req, visit, book, req.SessionID); err != nil {
-			return res, err
+		if err := o.sync(ctx, c, req, visit, req.SessionID); err != nil {
+			return cliexec.Launch{}, err
 		}
 		if !req.Fork {
 			// Until the export after the visit, the database may hold turns
 			// the export does not (a visit that fails): the next resume
 			// imports the export again.
 			if err := forgetSynced(req.Env.StateRoot, req.SessionID); err != nil {
-				return res, err
+				return cliexec.Launch{}, err
 			}
 		}
 	}
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(v, req), set, st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		return res, cliexec.ReportFailure(runErr, strings.Join(st.errors, "\n"))
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage
-	res.Usage.CostKnown = e.opts.BaseURL == "" && st.usage.CostUSD > 0
-	ask, err := visit.Interaction(st.askUserCall)
-	if err != nil {
-		return res, fmt.Errorf("opencode: %w", err)
-	}
-	if ask != nil && res.SessionID != "" {
-		// The turn may have been ended for it (out.Stopped), mid-step: the
-		// database holds the session up to the tool's result.
-		if err := e.export(ctx, req, visit, book, res.SessionID); err != nil {
-			return res, err
-		}
-		res.NeedsInteraction = ask
-		return res, nil
-	}
-	if len(st.errors) > 0 || !st.finished {
-		msg := strings.Join(st.errors, "\n")
-		if !st.finished && msg == "" {
-			msg = "the CLI reported no finished step"
-		}
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: strings.TrimSpace(msg + "\n" + out.StderrTail)}
-	}
-	if res.SessionID == "" {
-		return res, fmt.Errorf("opencode: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	if err := e.export(ctx, req, visit, book, res.SessionID); err != nil {
-		return res, err
-	}
-	cliexec.FinishReply(&res, e.opts.AskUserConvention)
-	return res, nil
+	st := &stream{track: cliexec.NewTracker(Name, req), ownProviders: o.BaseURL == ""}
+	return cliexec.Launch{Args: o.args(c, v, req), Env: o.env(c, req, config), Output: st}, nil
 }
 
-func (e *Executor) args(v visitSettings, req agent.Request) []string {
+// Finish writes the session's export, which is what its packer packs:
+// after every visit that completes, and after one that asked the user
+// (the database holds the session up to the tool's result, also when the
+// turn was ended for it).
+func (o Options) Finish(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, id string) error {
+	return o.export(ctx, c, req, visit, id)
+}
+
+// bookkeepingEnv is the environment of export and import runs.
+func (o Options) bookkeepingEnv(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) []string {
+	return c.Environ(req, o.env(c, req, filepath.Join(visit.Dir, bookkeeping))...)
+}
+
+func (o Options) args(c *cliexec.CLI, v visitSettings, req agent.Request) []string {
 	// The prompt comes on stdin: opencode quotes a message argument that
 	// holds a space. --pure loads no plugin from npm.
 	a := []string{"run", "--format", "json", "--pure"}
-	if m := e.modelRef(v.model); m != "" {
+	if m := o.modelRef(c, v.Model); m != "" {
 		a = append(a, "--model", m)
 	}
 	if req.SessionID != "" {
@@ -249,18 +176,17 @@ func (e *Executor) args(v visitSettings, req agent.Request) []string {
 }
 
 // modelRef is the model as opencode names it: provider/model.
-func (e *Executor) modelRef(model string) string {
-	if model == "" || e.opts.BaseURL == "" {
+func (o Options) modelRef(c *cliexec.CLI, model string) string {
+	if model == "" || o.BaseURL == "" {
 		return model
 	}
 	return ProviderID + "/" + model
 }
 
-// env is the CLI's environment: the base and the names the worker and the
-// node pass (cliexec.Environ), every directory opencode writes in the
-// state root, the visit's configuration and key, and the switches that
+// env is what the executor sets in the CLI's environment: every directory
+// opencode writes in the state root, the visit's configuration and key, and the switches that
 // keep a headless run off the network and quick.
-func (e *Executor) env(req agent.Request, config string) []string {
+func (o Options) env(c *cliexec.CLI, req agent.Request, config string) []string {
 	root := req.Env.StateRoot
 	set := []string{
 		"XDG_DATA_HOME=" + filepath.Join(root, ".local", "share"),
@@ -282,8 +208,8 @@ func (e *Executor) env(req agent.Request, config string) []string {
 		"OPENCODE_DISABLE_TERMINAL_TITLE=1",
 		"NO_COLOR=1",
 	}
-	if e.opts.APIKey != "" {
-		set = append(set, KeyEnv+"="+e.opts.APIKey)
+	if o.APIKey != "" {
+		set = append(set, KeyEnv+"="+o.APIKey)
 	}
-	return e.cli.Environ(req, set...)
+	return set
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
+	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/untrusted"
 )
 
 // dataDir is opencode's data directory (XDG_DATA_HOME/opencode) relative
@@ -51,14 +53,24 @@ func digest(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// readSynced is the record of id, or the zero record.
-func readSynced(root, id string) synced {
+// maxSyncedBytes caps a record of what the database holds.
+const maxSyncedBytes = 64 << 10
+
+// readSynced is the record of id, or the zero record when there is none
+// or it does not parse. The record lies in the state root, where the
+// agent can write: a link, a FIFO or a device in its place, or a record
+// over its cap, is agent.ErrUnsafeFile.
+func readSynced(root, id string) (synced, error) {
 	var s synced
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(syncedDir), id))
-	if err == nil {
-		_ = json.Unmarshal(b, &s)
+	b, err := untrusted.ReadFile(root, syncedDir+"/"+id, maxSyncedBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return s, nil
+	case err != nil:
+		return s, fmt.Errorf("opencode: %w", err)
 	}
-	return s
+	_ = json.Unmarshal(b, &s)
+	return s, nil
 }
 
 // forgetSynced removes the record of id.
@@ -87,9 +99,10 @@ func writeSynced(root, id string, s synced) error {
 // record says the database already holds this export for this directory,
 // the executor imports the export with its directory set to the visit's
 // (`opencode import` replaces a session of the same id and keeps the id).
-func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.Visit, set []string, id string) error {
+func (o Options) sync(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, id string) error {
 	root := req.Env.StateRoot
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(exportName(id))))
+	// The export lies in the state root, where the agent can write.
+	b, err := untrusted.ReadFile(root, exportName(id), packer.DefaultMaxFileBytes)
 	if err != nil {
 		return fmt.Errorf("opencode: read session %s: %w", id, err)
 	}
@@ -98,7 +111,11 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 		return err
 	}
 	want := synced{Workdir: wd, Export: digest(b)}
-	if readSynced(root, id) == want {
+	have, err := readSynced(root, id)
+	if err != nil {
+		return err
+	}
+	if have == want {
 		return nil
 	}
 	var doc map[string]json.RawMessage
@@ -124,8 +141,8 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 	if err != nil {
 		return fmt.Errorf("opencode: %w", err)
 	}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, set, ""
+	spec := c.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.Stdin = []string{"import", "--pure", file}, o.bookkeepingEnv(c, req, visit), ""
 	spec.Stop = nil // only the visit's own run is ended for ask_user
 	var stdout bytes.Buffer
 	spec.Stdout = &stdout
@@ -137,9 +154,9 @@ func (e *Executor) sync(ctx context.Context, req agent.Request, visit *cliexec.V
 
 // export writes session id's export into the root (SessionsDir/<id>.json)
 // and records that the database holds it.
-func (e *Executor) export(ctx context.Context, req agent.Request, visit *cliexec.Visit, set []string, id string) error {
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, set, ""
+func (o Options) export(ctx context.Context, c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, id string) error {
+	spec := c.Spec(ctx, req, visit)
+	spec.Args, spec.Env, spec.Stdin = []string{"export", "--pure", id}, o.bookkeepingEnv(c, req, visit), ""
 	// The ask_user grace ended the visit's run; the export must not be
 	// ended by it too (measured: it was, after 30 s under load, and
 	// printed nothing).
@@ -173,29 +190,12 @@ func (e *Executor) export(ctx context.Context, req agent.Request, visit *cliexec
 }
 
 // writeState writes a file below root through a temporary file and a
-// rename, so that neither the CLI nor the packer reads half of it.
+// rename, so that neither the CLI nor the packer reads half of it, and
+// never through a link the agent planted on the way
+// (untrusted.WriteFile).
 func writeState(root, rel string, data []byte) error {
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("opencode: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("opencode: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), p)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("opencode: write %s: %w", rel, werr)
+	if err := untrusted.WriteFile(root, rel, data, 0o600); err != nil {
+		return fmt.Errorf("opencode: write %s: %w", rel, err)
 	}
 	return nil
 }

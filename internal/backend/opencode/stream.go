@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
@@ -19,6 +20,9 @@ type stream struct {
 	// askUserCall is the call id of the last ask_user tool call.
 	askUserCall string
 	usage       agent.Usage
+	// ownProviders: the model is a provider of opencode's own
+	// configuration, which may price it.
+	ownProviders bool
 
 	track *cliexec.Tracker
 }
@@ -60,7 +64,20 @@ var toolTitles = map[string]string{
 	"grep": "Grep", "glob": "Glob", "patch": "Edit", "webfetch": "WebFetch", "todowrite": "TodoWrite", "task": "Task",
 }
 
-func (s *stream) line(b []byte) {
+// Report is what the events said about the visit: it failed when an
+// error event came or no step finished.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.text, Usage: s.usage, AskUserID: s.askUserCall,
+		Failure: strings.Join(s.errors, "\n"), Failed: len(s.errors) > 0 || !s.finished}
+	r.Usage.CostKnown = s.ownProviders && s.usage.CostUSD > 0
+	if !s.finished && r.Failure == "" {
+		r.Failure = "the CLI reported no finished step"
+	}
+	return r
+}
+
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return

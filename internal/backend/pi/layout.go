@@ -4,13 +4,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"regexp"
 
-	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/pi/session"
 	"github.com/tether-run/tether/internal/packer"
 )
 
-// newPacker returns the packer of pi sessions in env: the state root is the flat
+// layout is where pi keeps a session in env: the state root is the flat
 // directory pi runs with --session-dir, and a session is the one file pi
 // names there
 //
@@ -20,17 +19,11 @@ import (
 // and '.' replaced by '-' (2026-11-30T12-27-00-123Z) and id is the session's
 // uuid (pi 0.73.1, SessionManager.newSession). It is restored under the same
 // name.
-func newPacker(env agent.Env, limits packer.Limits, opts ...packer.Option) *packer.Packer {
-	return packer.New(Name, env, limits, packer.OneFile{Match: isSessionFile, Find: findFiles}, opts...)
-}
+var layout = packer.OneFile{Match: isSessionFile, Find: findFiles}
 
-var sessionStamp = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{3}Z_`)
-
-// isSessionFile reports whether name is pi's file name for session id.
-func isSessionFile(name, id string) bool {
-	loc := sessionStamp.FindStringIndex(name)
-	return loc != nil && name[loc[1]:] == id+".jsonl"
-}
+// isSessionFile reports whether name is pi's file name for session id
+// (the session leaf's rule, which the console reads archives with).
+var isSessionFile = session.IsFile
 
 // findFiles lists the flat session directory.
 func findFiles(root *os.Root, _ string) ([]string, error) {

@@ -13,7 +13,6 @@ package pi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,46 +78,32 @@ type Cost struct {
 	Input, Output, CacheRead, CacheWrite float64
 }
 
-// Executor runs pi visits.
-type Executor struct {
-	opts Options
-	cli  cliexec.CLI
-}
-
-var _ agent.Backend = (*Executor)(nil)
-
-// New returns an executor.
-func New(opts Options) *Executor {
+// New returns an executor: the visit every CLI runs, with pi's options as
+// its driver. pi has no MCP client: its ask_user is the reply convention.
+func New(opts Options) *cliexec.Executor {
 	if opts.APIKeyEnv == "" {
 		opts.APIKeyEnv = "OPENAI_API_KEY"
 	}
 	if opts.API == "" {
 		opts.API = "openai-completions"
 	}
-	// pi has no MCP client: its ask_user is a convention in the reply, so
-	// no visit is ended early for it.
-	cli := cliexec.CLI{Options: opts.Options, Backend: Name, Bin: "pi"}
-	cli.AskUser = nil
-	return &Executor{opts: opts, cli: cli}
+	return cliexec.New(facts.Backend, opts.Options, opts, layout, opts.AskUserConvention)
 }
 
-// Name is the backend's name.
-func (e *Executor) Name() string { return Name }
-
-// Packer returns the pi session packer bound to env.
-func (e *Executor) Packer(env agent.Env) agent.SessionPacker {
-	return newPacker(env, packer.DefaultLimits(), e.cli.PackerOptions()...)
+// Configured is the executor as the worker's configuration sets it up.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Options: o, AskUserConvention: true})
 }
 
-func (e *Executor) provider() string {
-	if e.opts.BaseURL != "" {
+func (o Options) provider(c *cliexec.CLI) string {
+	if o.BaseURL != "" {
 		return ProviderID
 	}
-	return e.opts.Provider
+	return o.Provider
 }
 
-func (e *Executor) appendSystemPrompt(req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, e.opts.AppendSystemPrompt, e.opts.AskUserConvention)
+func (o Options) appendSystemPrompt(c *cliexec.CLI, req agent.Request) string {
+	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, o.AppendSystemPrompt, o.AskUserConvention)
 }
 
 // DefaultTools are the tools pi enables when not told otherwise.
@@ -132,9 +117,9 @@ var PermissionTools = facts.PermissionTools
 // default): the node's tools, else the executor's; cut down to the node's
 // permission level when it has one, and without the node's
 // disallowed_tools.
-func (e *Executor) visitTools(req agent.Request) []string {
+func (o Options) visitTools(c *cliexec.CLI, req agent.Request) []string {
 	s := req.Settings
-	tools := cliexec.PickList(s.Tools, e.opts.Tools)
+	tools := cliexec.PickList(s.Tools, o.Tools)
 	if allowed, ok := PermissionTools[s.Permissions]; ok {
 		if s.Tools == nil {
 			tools = allowed
@@ -162,117 +147,86 @@ func keep(in []string, pass func(string) bool) []string {
 	return out
 }
 
-func (e *Executor) systemPrompt(req agent.Request) string {
-	return cliexec.Pick(req.Settings.SystemPrompt, e.opts.SystemPrompt)
+func (o Options) systemPrompt(c *cliexec.CLI, req agent.Request) string {
+	return cliexec.Pick(req.Settings.SystemPrompt, o.SystemPrompt)
 }
 
-// Fingerprint hashes what defines the conversation a visit of req runs:
-// backend, provider/model, system prompt, the appended system prompt
-// (ask_user convention included) and the tools.
-func (e *Executor) Fingerprint(req agent.Request) string {
-	tools := e.visitTools(req)
+// Conversation is what defines the conversation a visit of req runs:
+// provider/model, system prompt, the appended system prompt (ask_user
+// convention included) and the tools.
+func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
+	tools := o.visitTools(c, req)
 	if tools != nil && len(tools) == 0 {
 		tools = []string{"<none>"}
 	}
-	return cliexec.Fingerprint(cliexec.Conversation{
-		Backend:            Name,
-		Model:              e.provider() + "/" + e.cli.ModelFor(req.Model),
-		SystemPrompt:       e.systemPrompt(req),
-		AppendSystemPrompt: e.appendSystemPrompt(req),
+	return cliexec.Conversation{
+		Model:              o.provider(c) + "/" + c.ModelFor(req.Model),
+		SystemPrompt:       o.systemPrompt(c, req),
+		AppendSystemPrompt: o.appendSystemPrompt(c, req),
 		Tools:              tools,
-	})
+	}
 }
 
-// Execute runs one visit.
-func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result, error) {
-	var res agent.Result
-	if err := e.cli.Check(req); err != nil {
-		return res, err
-	}
-	// A missing session fails before Begin creates the state root and the
-	// scratch directory.
-	session, err := e.sessionFile(ctx, req)
+// CheckSession finds the file of the session req resumes or forks, and
+// makes it belong to the visit's working directory.
+func (o Options) CheckSession(ctx context.Context, c *cliexec.CLI, req agent.Request) error {
+	_, err := o.sessionFile(c, ctx, req)
+	return err
+}
+
+// Launch says how visit v of req runs the CLI: the provider goes in the
+// visit's own agent directory.
+func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
+	session, err := o.sessionFile(c, ctx, req)
 	if err != nil {
-		return res, err
+		return cliexec.Launch{}, err
 	}
-	visit, err := e.cli.Begin(req)
-	if err != nil {
-		return res, err
-	}
-	defer visit.Close()
-	agentDir := filepath.Join(visit.Dir, "agent")
-	if e.opts.BaseURL != "" {
-		if err := e.writeModels(visit); err != nil {
-			return res, err
+	agentDir := filepath.Join(v.Dir, "agent")
+	if o.BaseURL != "" {
+		if err := o.writeModels(c, v); err != nil {
+			return cliexec.Launch{}, err
 		}
 	} else if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		return res, fmt.Errorf("pi: %w", err)
+		return cliexec.Launch{}, fmt.Errorf("pi: %w", err)
 	}
-
-	st := stream{track: cliexec.NewTracker(Name, req)}
-	spec := e.cli.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine = e.args(req, visit.Model, session), e.env(req, agentDir), st.line
-	out, runErr := cliexec.Run(ctx, spec)
-	if runErr != nil {
-		return res, cliexec.ReportFailure(runErr, st.errorMessage)
-	}
-	if st.stopReason == "error" || st.stopReason == "aborted" {
-		// pi exits 0 when the model call failed; the failure is in its
-		// output.
-		return res, &agent.ExitError{Backend: Name, Code: out.ExitCode,
-			StderrTail: strings.TrimSpace("model call failed (" + st.stopReason + "): " + st.errorMessage + "\n" + out.StderrTail)}
-	}
-	if st.sessionID == "" {
-		return res, fmt.Errorf("pi: the CLI reported no session id (stderr: %s)", out.StderrTail)
-	}
-	res.SessionID = st.sessionID
-	res.Fingerprint = e.Fingerprint(req)
-	res.Text = st.text
-	res.Usage = st.usage
 	// pi prices every call from the model's rates: its own table for a
 	// built-in provider, the executor's Cost for one it defines. A model
 	// defined without rates costs 0, which is not a price.
-	res.Usage.CostKnown = e.opts.BaseURL == "" || e.opts.Cost != nil
-	if !res.Usage.CostKnown {
-		res.Usage.CostUSD = 0
-	}
-	cliexec.FinishReply(&res, e.opts.AskUserConvention)
-	return res, nil
+	priced := o.BaseURL == "" || o.Cost != nil
+	st := &stream{track: cliexec.NewTracker(Name, req), priced: priced}
+	return cliexec.Launch{Args: o.args(c, req, v.Model, session), Env: o.env(c, req, agentDir), Output: st}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
 // new one. pi given a --session file that does not exist starts a new
 // session silently, so absence is decided here, by the packer's path code
 // (the same that answers HasSession).
-func (e *Executor) sessionFile(ctx context.Context, req agent.Request) (string, error) {
+func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Request) (string, error) {
 	if req.SessionID == "" {
 		return "", nil
 	}
-	session, err := newPacker(req.Env, packer.DefaultLimits()).SessionFile(ctx, req.SessionID)
-	if errors.Is(err, packer.ErrNoSession) {
-		return "", fmt.Errorf("%w: %v", agent.ErrNoSession, err)
-	}
+	session, err := packer.New(Name, req.Env, packer.DefaultLimits(), layout).SessionFile(ctx, req.SessionID)
 	if err != nil {
-		return "", fmt.Errorf("pi: find session %s: %w", req.SessionID, err)
+		return "", cliexec.NoSession(Name, req.SessionID, err)
 	}
-	if err := adoptWorkdir(session, req.Env.Workdir); err != nil {
+	if err := adoptWorkdir(req.Env.StateRoot, session, req.Env.Workdir); err != nil {
 		return "", err
 	}
 	return session, nil
 }
 
-func (e *Executor) writeModels(visit *cliexec.Visit) error {
+func (o Options) writeModels(c *cliexec.CLI, visit *cliexec.Visit) error {
 	prov := map[string]any{
-		"baseUrl": e.opts.BaseURL,
-		"api":     e.opts.API,
+		"baseUrl": o.BaseURL,
+		"api":     o.API,
 		// pi resolves a value naming an environment variable to its value.
 		"apiKey": APIKeyVar,
 		"models": []any{map[string]any{"id": visit.Model}},
 	}
-	if e.opts.Compat != nil {
-		prov["compat"] = e.opts.Compat
+	if o.Compat != nil {
+		prov["compat"] = o.Compat
 	}
-	if c := e.opts.Cost; c != nil {
+	if c := o.Cost; c != nil {
 		model := prov["models"].([]any)[0].(map[string]any)
 		model["cost"] = map[string]float64{"input": c.Input, "output": c.Output, "cacheRead": c.CacheRead, "cacheWrite": c.CacheWrite}
 	}
@@ -286,7 +240,7 @@ func (e *Executor) writeModels(visit *cliexec.Visit) error {
 	return nil
 }
 
-func (e *Executor) args(req agent.Request, model, session string) []string {
+func (o Options) args(c *cliexec.CLI, req agent.Request, model, session string) []string {
 	a := []string{"-p", "--mode", "json", "--session-dir", req.Env.StateRoot}
 	switch {
 	case session != "" && req.Fork:
@@ -294,19 +248,19 @@ func (e *Executor) args(req agent.Request, model, session string) []string {
 	case session != "":
 		a = append(a, "--session", session)
 	}
-	if p := e.provider(); p != "" {
+	if p := o.provider(c); p != "" {
 		a = append(a, "--provider", p)
 	}
 	if model != "" {
 		a = append(a, "--model", model)
 	}
-	if s := e.systemPrompt(req); s != "" {
+	if s := o.systemPrompt(c, req); s != "" {
 		a = append(a, "--system-prompt", s)
 	}
-	if s := e.appendSystemPrompt(req); s != "" {
+	if s := o.appendSystemPrompt(c, req); s != "" {
 		a = append(a, "--append-system-prompt", s)
 	}
-	switch tools := e.visitTools(req); {
+	switch tools := o.visitTools(c, req); {
 	case tools == nil:
 	case len(tools) == 0:
 		a = append(a, "--no-tools")
@@ -318,15 +272,15 @@ func (e *Executor) args(req agent.Request, model, session string) []string {
 	return a
 }
 
-func (e *Executor) env(req agent.Request, agentDir string) []string {
+func (o Options) env(c *cliexec.CLI, req agent.Request, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
-	if e.opts.BaseURL != "" {
-		set = append(set, APIKeyVar+"="+e.opts.APIKey)
-	} else if key := e.opts.APIKey; key != "" {
+	if o.BaseURL != "" {
+		set = append(set, APIKeyVar+"="+o.APIKey)
+	} else if key := o.APIKey; key != "" {
 		// A built-in provider reads its own variable.
-		set = append(set, e.opts.APIKeyEnv+"="+key)
+		set = append(set, o.APIKeyEnv+"="+key)
 	}
-	return e.cli.Environ(req, set...)
+	return set
 }
 
 // stream follows `pi --mode json` events.
@@ -336,7 +290,8 @@ type stream struct {
 	stopReason   string
 	errorMessage string
 
-	track *cliexec.Tracker
+	track  *cliexec.Tracker
+	priced bool
 	// live is the tail of the text block being streamed.
 	live string
 	// usage sums the usage of the visit's assistant messages.
@@ -378,7 +333,22 @@ type messageUsage struct {
 	} `json:"cost"`
 }
 
-func (s *stream) line(b []byte) {
+// Report is what the events said about the visit. pi exits 0 when the
+// model call failed; the failure is in its output.
+func (s *stream) Report() cliexec.Report {
+	r := cliexec.Report{SessionID: s.sessionID, Text: s.text, Usage: s.usage, Failure: s.errorMessage}
+	r.Usage.CostKnown = s.priced
+	if !s.priced {
+		r.Usage.CostUSD = 0
+	}
+	if s.stopReason == "error" || s.stopReason == "aborted" {
+		r.Failed, r.Failure = true, "model call failed ("+s.stopReason+"): "+s.errorMessage
+	}
+	return r
+}
+
+// Line reads one event.
+func (s *stream) Line(b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil {
 		return
@@ -430,6 +400,3 @@ func toolTitle(name string) string {
 	}
 	return strings.ToUpper(name[:1]) + name[1:]
 }
-
-// Available reports whether the CLI is installed on this worker.
-func (e *Executor) Available() error { return e.cli.Available() }

@@ -11,12 +11,13 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(e *Executor, s agent.Settings) []string {
-	return e.args(agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, "m", "")
+func argv(o Options, s agent.Settings) []string {
+	e, c := drv(o)
+	return e.args(c, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, "m", "")
 }
 
 func TestPermissionsMapToTools(t *testing.T) {
-	e := New(Options{})
+	e := Options{}
 	for level, want := range map[string]string{
 		agent.PermissionReadOnly: "read,grep,find,ls",
 		agent.PermissionEdit:     "read,grep,find,ls,edit,write",
@@ -30,7 +31,7 @@ func TestPermissionsMapToTools(t *testing.T) {
 }
 
 func TestToolsPermissionsAndDenylistCombine(t *testing.T) {
-	e := New(Options{Tools: []string{"read"}})
+	e := Options{Tools: []string{"read"}}
 	cases := []struct {
 		s    agent.Settings
 		want string
@@ -45,12 +46,12 @@ func TestToolsPermissionsAndDenylistCombine(t *testing.T) {
 		assert.Equal(t, c.want, got, "%+v", c.s)
 	}
 	assert.Contains(t, argv(e, agent.Settings{DisallowedTools: []string{"read"}}), "--no-tools")
-	got, _ := clitest.Flag(argv(New(Options{}), agent.Settings{DisallowedTools: []string{"bash"}}), "--tools")
+	got, _ := clitest.Flag(argv(Options{}, agent.Settings{DisallowedTools: []string{"bash"}}), "--tools")
 	assert.Equal(t, "read,edit,write", got, "a denylist alone cuts pi's default set")
 }
 
 func TestPromptFlags(t *testing.T) {
-	e := New(Options{SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
+	e := Options{SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"}
 	a := argv(e, agent.Settings{SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
 	sys, _ := clitest.Flag(a, "--system-prompt")
 	add, _ := clitest.Flag(a, "--append-system-prompt")
@@ -64,23 +65,30 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_SECRET", "s3cret")
 	t.Setenv("TETHER_TEST_NODE", "n")
 	t.Setenv("OPENAI_API_KEY", "provider-key")
-	env := New(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}}).env(agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}, "/agent")
+	d, c := drv(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}})
+	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}
+	env := c.Environ(req, d.env(c, req, "/agent")...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, APIKeyVar+"=k")
 	for _, kv := range env {
 		assert.NotContains(t, kv, "s3cret")
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="))
 	}
-	builtin := New(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"}).env(agent.Request{}, "/agent")
+	d, c = drv(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"})
+	builtin := d.env(c, agent.Request{}, "/agent")
 	assert.Contains(t, builtin, "OPENAI_API_KEY=k", "a built-in provider gets the key under its own variable")
 	// The key is the executor's (the worker's configuration read it once):
 	// the executor never reads the worker's environment for one.
-	for _, kv := range New(Options{Provider: "openai"}).env(agent.Request{}, "/agent") {
+	d, c = drv(Options{Provider: "openai"})
+	for _, kv := range d.env(c, agent.Request{}, "/agent") {
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), kv)
 	}
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {
+	a := New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}, AskUserConvention: true})
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}).Fingerprint(agent.Request{}), "the ask_user convention")
+	assert.NotEqual(t, a.Fingerprint(agent.Request{}), New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}, AskUserConvention: true, Tools: []string{}}).Fingerprint(agent.Request{}), "no tools at all")
 	clitest.DistinctFingerprints(t, New(Options{Options: cliexec.Options{BaseURL: "http://a/v1", Model: "m1"}}), map[string]agent.Settings{
 		"read-only":  {Permissions: agent.PermissionReadOnly},
 		"edit":       {Permissions: agent.PermissionEdit},
@@ -89,4 +97,11 @@ func TestFingerprintFollowsSettings(t *testing.T) {
 		"system":     {SystemPrompt: "x"},
 		"append":     {AppendSystemPrompt: "x"},
 	})
+}
+
+// drv is the driver of the executor of o (its options, defaults filled)
+// and the executor's CLI, for the driver's own methods.
+func drv(o Options) (Options, *cliexec.CLI) {
+	e := New(o)
+	return e.Driver.(Options), &e.CLI
 }

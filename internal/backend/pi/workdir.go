@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/untrusted"
 )
 
 // adoptWorkdir makes the session in file belong to workdir. pi runs a
@@ -17,15 +21,24 @@ import (
 // into another working directory, names the old one. The header line is
 // rewritten in place (through a temporary file and a rename) only when
 // it names another directory.
-func adoptWorkdir(file, workdir string) error {
-	f, err := os.Open(file)
+//
+// The session file lies in the state root, where the agent can write: it
+// is opened as untrusted (agent.ErrUnsafeFile for a link, a FIFO or a
+// device in its place), its header line read up to maxHeader, and the
+// rest copied up to a session file's cap.
+func adoptWorkdir(root, file, workdir string) error {
+	rel, err := untrusted.Rel(root, file)
+	if err != nil {
+		return err
+	}
+	f, err := untrusted.Open(root, rel)
 	if err != nil {
 		return fmt.Errorf("pi: open session %s: %w", file, err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64*1024)
-	first, err := r.ReadBytes('\n')
-	if err != nil && err != io.EOF {
+	r := bufio.NewReaderSize(f.Limit(packer.DefaultMaxFileBytes), 64*1024)
+	first, err := readHeader(r)
+	if err != nil {
 		return fmt.Errorf("pi: read session %s: %w", file, err)
 	}
 	var header map[string]json.RawMessage
@@ -46,6 +59,8 @@ func adoptWorkdir(file, workdir string) error {
 	if err != nil {
 		return fmt.Errorf("pi: session %s: %w", file, err)
 	}
+	// The agent may have put anything at the file's name; what replaces it
+	// is a plain file beside it.
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".adopt-*")
 	if err != nil {
 		return fmt.Errorf("pi: session %s: %w", file, err)
@@ -71,4 +86,26 @@ func adoptWorkdir(file, workdir string) error {
 		return fmt.Errorf("pi: move session %s to working directory %s: %w", file, workdir, err)
 	}
 	return nil
+}
+
+// maxHeader caps the header line of a session file.
+const maxHeader = 1 << 20
+
+// readHeader reads the first line of r, at most maxHeader bytes.
+func readHeader(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxHeader {
+			return nil, fmt.Errorf("its first line is over %d bytes", maxHeader)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && !errors.Is(err, io.EOF):
+			return nil, err
+		}
+		return line, nil
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/scripted/session"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
@@ -43,7 +44,7 @@ func places(env agent.Env, id string) ([]packer.Place, error) {
 		return nil, fmt.Errorf("scripted: %w", err)
 	}
 	return []packer.Place{{
-		Name:    "log/" + id + jsonl.Ext,
+		Name:    session.ArchiveName(id),
 		Path:    sessionsDir + "/" + filepath.ToSlash(rel),
 		Primary: true,
 	}}, nil

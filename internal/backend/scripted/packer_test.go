@@ -13,8 +13,8 @@ import (
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
 )
 
-// session runs one visit and returns its id, the env and the packed blob.
-func session(t *testing.T) (string, agent.Env, []byte) {
+// packedSession runs one visit and returns its id, the env and the packed blob.
+func packedSession(t *testing.T) (string, agent.Env, []byte) {
 	t.Helper()
 	b := New(Options{})
 	e := env(t)
@@ -52,7 +52,7 @@ func regularFiles(t *testing.T, root string) []string {
 }
 
 func TestPackUnpackRoundTrip(t *testing.T) {
-	id, e, blob := session(t)
+	id, e, blob := packedSession(t)
 	b := New(Options{})
 	again, err := b.Packer(e).PackSession(ctx, id)
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func TestPackMissingIsAnError(t *testing.T) {
 }
 
 func TestUnpackRefusesForeignAndCorruptArchives(t *testing.T) {
-	id, e, blob := session(t)
+	id, e, blob := packedSession(t)
 	b := New(Options{})
 	other := run(t, b, agent.Request{Prompt: "other", Env: e}).SessionID
 	otherBlob, err := b.Packer(e).PackSession(ctx, other)
@@ -143,7 +143,7 @@ func TestUnpackRefusesForeignAndCorruptArchives(t *testing.T) {
 }
 
 func TestUnpackRefusesSymlinkedDirectories(t *testing.T) {
-	id, _, blob := session(t)
+	id, _, blob := packedSession(t)
 	outside := t.TempDir()
 	dst := t.TempDir()
 	require.NoError(t, os.Symlink(outside, SessionsDir(dst)))
@@ -157,7 +157,7 @@ func TestUnpackRefusesSymlinkedDirectories(t *testing.T) {
 // Two copies of one session are the session log's error too: the packer
 // neither guesses which is current nor ships one of them.
 func TestTwoCopiesOfASessionAreRefused(t *testing.T) {
-	id, e, blob := session(t)
+	id, e, blob := packedSession(t)
 	stale := logPath(e, "/old", id)
 	require.NoError(t, os.MkdirAll(filepath.Dir(stale), 0o700))
 	require.NoError(t, os.WriteFile(stale, []byte("stale"), 0o600))

@@ -25,6 +25,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/scripted/facts"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
@@ -67,6 +68,12 @@ type Backend struct {
 }
 
 var _ agent.Backend = (*Backend)(nil)
+
+// Configured is the scripted agent as the worker's configuration sets it
+// up: it takes only the redaction mode of its packer.
+func Configured(o cliexec.Options) agent.Backend {
+	return New(Options{Redact: o.Redact})
+}
 
 // New returns the scripted backend.
 func New(opts Options) *Backend {

@@ -18,9 +18,19 @@ var PermissionModes = map[string]string{
 	agent.PermissionFull:     "bypassPermissions",
 }
 
+// PermissionModeVar is the worker's default --permission-mode.
+const PermissionModeVar = "TETHER_CLAUDE_PERMISSION_MODE"
+
 // Backend are the backend's facts.
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true,
+	MCP: true, CLI: "claude", Pin: "AGENT_CLI_CLAUDE_CODE", Wire: agent.WireAnthropic,
+	Vars: []agent.Var{
+		{Name: "ANTHROPIC_BASE_URL", Role: agent.VarBaseURL, Doc: "Claude Code's Messages API endpoint"},
+		{Name: "ANTHROPIC_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
+		{Name: PermissionModeVar, Role: agent.VarSetting, Doc: "its --permission-mode for nodes without `permissions:`"},
+	},
 	Honours:     agent.AllSettings,
 	Permissions: PermissionModes,
 	Credentials: []string{

@@ -25,8 +25,18 @@ var Sandboxes = map[string]string{
 // Backend are the backend's facts. Codex has no tool allowlist or
 // denylist: its tools come from its features and sandbox, not from names.
 // Its CLI reports tokens but no price.
+// SandboxVar is the worker's default sandbox.
+const SandboxVar = "TETHER_CODEX_SANDBOX"
+
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true, NoCost: true,
+	MCP: true, CLI: "codex", Pin: "AGENT_CLI_CODEX", Wire: agent.WireResponses,
+	Vars: []agent.Var{
+		{Name: "OPENAI_BASE_URL", Role: agent.VarBaseURL, Doc: "Codex's Responses API endpoint, with its /v1"},
+		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
+		{Name: SandboxVar, Role: agent.VarSetting, Doc: "its sandbox (-s) for nodes without `permissions:`"},
+	},
 	Honours:     []string{agent.SettingPermissions, agent.SettingSystemPrompt, agent.SettingAppendSystemPrompt},
 	Permissions: Sandboxes,
 	Credentials: []string{".codex/auth.json*"},

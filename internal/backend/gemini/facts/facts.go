@@ -22,6 +22,12 @@ var ApprovalModes = map[string]string{
 // Backend are the backend's facts. Gemini CLI reports tokens but no price.
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true, NoCost: true,
+	CLI: "gemini", Pin: "AGENT_CLI_GEMINI_CLI", Wire: agent.WireGemini,
+	Vars: []agent.Var{
+		{Name: "GOOGLE_GEMINI_BASE_URL", Role: agent.VarBaseURL, Doc: "Gemini CLI's Gemini API endpoint, without /v1beta"},
+		{Name: "GEMINI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
+	},
 	Honours:     agent.AllSettings,
 	Permissions: ApprovalModes,
 	Credentials: []string{

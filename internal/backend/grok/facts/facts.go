@@ -14,6 +14,12 @@ const Name = "grok"
 // of those settings.
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: false, NoCost: true,
+	CLI: "grok", Pin: "AGENT_CLI_GROK", Wire: agent.WireChat,
+	Vars: []agent.Var{
+		{Name: "GROK_BASE_URL", Role: agent.VarBaseURL, Doc: "grok's Chat Completions endpoint, with its /v1"},
+		{Name: "GROK_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
+	},
 	Credentials: []string{
 		".grok/user-settings.json*", // holds the API key once given as a flag
 	},

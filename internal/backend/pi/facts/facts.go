@@ -23,6 +23,12 @@ var PermissionTools = map[string][]string{
 // Backend are the backend's facts.
 var Backend = agent.Facts{
 	Name: Name, Implemented: true, Persist: true,
+	CLI: "pi", Pin: "AGENT_CLI_PI", Wire: agent.WireChat,
+	Vars: []agent.Var{
+		{Name: "OPENAI_BASE_URL", Role: agent.VarBaseURL, Doc: "pi's Chat Completions endpoint, with its /v1"},
+		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
+	},
 	Honours:     agent.AllSettings,
 	Permissions: joined(PermissionTools),
 	Credentials: []string{

@@ -12,7 +12,7 @@ const Name = "scripted"
 // limit; it takes every setting into its fingerprint, so that a dry run
 // behaves like the real backend. It has no login.
 var Backend = agent.Facts{
-	Name: Name, Implemented: true, Persist: true,
+	Name: Name, Implemented: true, Persist: true, Script: true,
 	Honours: agent.AllSettings,
 	Permissions: map[string]string{
 		agent.PermissionReadOnly: agent.PermissionReadOnly,

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/internal/console"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+func (a *app) consoleCmd() *cobra.Command {
+	addr := console.DefaultAddr
+	cmd := &cobra.Command{
+		Use:   "console [--addr HOST:PORT]",
+		Short: "Serve the web console: watch runs live, answer, steer, read diffs and conversations",
+		Long: `Serve the console, a web page over the runs Temporal and the run store know:
+every run, waiting ones first; a run's graph, visits, live progress,
+budgets and checkpoints; each visit's files and conversation; a fan-out's
+attempts side by side. It answers, steers, cancels, resumes, rewinds, forks
+and deletes runs the way the tether commands do.
+
+It listens on 127.0.0.1:8080 unless --addr says otherwise. On an address
+other machines can reach it refuses to start without ` + console.TokenEnv + `,
+and then asks every visitor for that token.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts := console.Options{Addr: addr, Token: string(a.cfg.ConsoleToken), WorkspaceLimits: a.cfg.WorkspaceLimits, Actions: consoleActions{a}, WebUI: a.cfg.RunURL}
+			// A refusal to listen comes before any connection.
+			if _, err := console.CheckAddr(opts.Addr, opts.Token); err != nil {
+				return usageErr("%v", err)
+			}
+			c, err := a.temporal()
+			if err != nil {
+				return failedErr(err)
+			}
+			runs, err := a.store(ctx)
+			if err != nil {
+				return failedErr(err)
+			}
+			opts.Temporal, opts.Runs = c, runs
+			srv, err := console.New(opts)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer srv.Close()
+			return srv.Serve(ctx, func(bound string) {
+				fmt.Fprintf(a.out, "console: http://%s/ (Temporal %s, store %s)\n", bound, a.cfg.TemporalAddress, a.cfg.BlobURL)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", addr, "host:port to listen on")
+	return cmd
+}
+
+// consoleActions are the console's actions: the commands' own code paths.
+type consoleActions struct{ a *app }
+
+var _ console.Actions = consoleActions{}
+
+func (c consoleActions) State(ctx context.Context, run string) (*console.RunState, error) {
+	st, source, d, err := c.a.loadState(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	rs := &console.RunState{State: st, Source: source, Running: pendingProgress(d)}
+	if d != nil {
+		rs.Temporal = temporalStatusName(statusOf(d))
+	}
+	return rs, nil
+}
+
+func (c consoleActions) Live(ctx context.Context, run string) (*console.Live, error) {
+	d, err := c.a.describe(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return &console.Live{}, nil
+	}
+	return &console.Live{
+		Temporal: temporalStatusName(statusOf(d)),
+		Events:   d.GetWorkflowExecutionInfo().GetHistoryLength(),
+		Running:  pendingProgress(d),
+	}, nil
+}
+
+func (c consoleActions) Answer(ctx context.Context, run, question, text, by string) error {
+	cl, done, err := c.a.as(by)
+	if err != nil {
+		return failedErr(err)
+	}
+	defer done()
+	return answer(ctx, cl, run, workflows.Answer{QuestionID: question, Text: text})
+}
+
+func (c consoleActions) Guide(ctx context.Context, run, node, text, by string) (string, error) {
+	return c.a.guide(ctx, run, node, text, by)
+}
+
+func (c consoleActions) Cancel(ctx context.Context, run string) (string, error) {
+	return c.a.cancel(ctx, run)
+}
+
+func (c consoleActions) Resume(ctx context.Context, run string) (string, error) {
+	return c.a.resume(ctx, run, "", 0, 0)
+}
+
+func (c consoleActions) Rewind(ctx context.Context, run string, seq int64) (string, error) {
+	runs, err := c.closed(ctx, run, "rewind")
+	if err != nil {
+		return "", err
+	}
+	msg, warnings, err := c.a.rewind(ctx, run, seq, runs)
+	for _, w := range warnings {
+		msg += w + "\n"
+	}
+	return msg, err
+}
+
+func (c consoleActions) Fork(ctx context.Context, run string, seq int64) (string, string, error) {
+	runs, err := c.a.store(ctx)
+	if err != nil {
+		return "", "", failedErr(err)
+	}
+	return c.a.fork(ctx, run, seq, "", runs)
+}
+
+func (c consoleActions) Delete(ctx context.Context, run string) (string, error) {
+	runs, err := c.closed(ctx, run, "delete")
+	if err != nil {
+		return "", err
+	}
+	return c.a.deleteRun(ctx, run, runs)
+}
+
+// closed is onRun's check for the console: the run must be closed, and
+// the store open.
+func (c consoleActions) closed(ctx context.Context, run, verb string) (*runstore.Store, error) {
+	if err := c.a.requireClosed(ctx, run, verb); err != nil {
+		return nil, err
+	}
+	runs, err := c.a.store(ctx)
+	if err != nil {
+		return nil, failedErr(err)
+	}
+	return runs, nil
+}

@@ -1,0 +1,237 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+)
+
+// attemptsView is a fan-out's join: its branches side by side, what each
+// changed and said, and which one the join kept and why.
+type attemptsView struct {
+	Run   string
+	Join  string
+	Visit int
+	Mode  string
+	Kept  string
+	// Pick and By are a pick join's expressions; Explained says the join
+	// recorded each branch's values of them.
+	Pick      string
+	By        string
+	Explained bool
+	Branches  []attempt
+	Conflicts []string
+	// A and B are the branches compared; Diff their difference.
+	A, B    string
+	Diff    *workspace.Change
+	DiffErr string
+	RunURL  string
+	Err     string
+}
+
+type attempt struct {
+	Name    string
+	Kept    bool
+	Nodes   []string
+	Last    string
+	Text    string
+	Files   []fileStat
+	Added   int
+	Removed int
+	Lines   int
+	Tools   []toolResult
+	// PickValue, ByValue and Why are what the join's expressions gave
+	// (nil: not evaluated).
+	PickValue any
+	ByValue   any
+	Why       string
+	Head      string
+	FilesErr  string
+}
+
+// toolResult is a tool node's visit in a branch: its command's exit.
+type toolResult struct {
+	Node     string
+	Command  string
+	ExitCode any
+	TimedOut bool
+	Tail     string
+	URL      string
+}
+
+func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
+	run, join := r.PathValue("run"), r.PathValue("node")
+	visit, err := strconv.Atoi(r.PathValue("visit"))
+	if err != nil || visit < 1 || runstore.ValidateRunID(run) != nil || runstore.ValidateNodeID(join) != nil {
+		s.fail(w, r, http.StatusNotFound, "No such join", fmt.Errorf("%s is not a join's address: /runs/RUN/joins/NODE/N", r.URL.Path))
+		return
+	}
+	ctx := r.Context()
+	cp, err := s.visitCheckpoint(ctx, run, join, visit)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, "Attempts", fmt.Errorf("the run store could not be read: %w", err))
+		return
+	}
+	if cp == nil {
+		s.fail(w, r, http.StatusNotFound, "Attempts", fmt.Errorf("run %s has not reached visit %d of join %s (yet)", run, visit, join))
+		return
+	}
+	v := &attemptsView{Run: run, Join: join, Visit: visit, RunURL: runLink(run)}
+	var heads = map[string]*runstore.WorkspaceState{}
+	var states []*runstore.WorkspaceState
+	var branches []runstore.BranchState
+	for _, b := range cp.Joined {
+		if b.Join == join && b.JoinVisit == visit {
+			branches = append(branches, b)
+			heads[b.Name] = b.Workspace
+			states = append(states, b.Workspace)
+		}
+	}
+	if len(branches) == 0 {
+		s.fail(w, r, http.StatusNotFound, "Attempts", fmt.Errorf("the checkpoint after join %s visit %d does not list its branches (the run keeps the branches of its latest %d joins)", join, visit, runstore.MaxJoined))
+		return
+	}
+	out := cp.Outputs[join]
+	ws, _ := out["workspace"].(map[string]any)
+	v.Mode, _ = ws["mode"].(string)
+	v.Kept, _ = ws["kept"].(string)
+	v.Pick, _ = ws["pick"].(string)
+	v.By, _ = ws["by"].(string)
+	_, v.Explained = ws["pick"]
+	if def, ok := cp.Graph.Node(join); ok && def.Workspace != nil && !v.Explained {
+		v.Pick, v.By = def.Workspace.Pick, def.Workspace.By
+	}
+	listed := map[string]map[string]any{}
+	if list, ok := ws["branches"].([]any); ok {
+		for _, e := range list {
+			if m, ok := e.(map[string]any); ok {
+				if name, _ := m["name"].(string); name != "" {
+					listed[name] = m
+				}
+			}
+		}
+	}
+	if cs, ok := ws["conflicts"].([]any); ok {
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				p, _ := m["path"].(string)
+				v.Conflicts = append(v.Conflicts, p)
+			}
+		}
+	}
+	lastOut, _ := out["branches"].(map[string]any)
+	err = s.withWorkspace(ctx, run, states, func(w *workspace.Workspace) error {
+		for _, b := range branches {
+			a := attempt{Name: b.Name, Kept: b.Kept, Nodes: b.Nodes, Last: b.Last}
+			if b.Workspace != nil {
+				a.Head = b.Workspace.Commit
+			}
+			if m := listed[b.Name]; m != nil {
+				a.PickValue, a.ByValue = m["pick_value"], m["by_value"]
+				a.Why, _ = m["why"].(string)
+				if k, ok := m["kept"].(bool); ok {
+					a.Kept = k
+				}
+			}
+			if lo, ok := lastOut[b.Last].(map[string]any); ok {
+				a.Text = lastText(lo)
+			}
+			for _, n := range b.Nodes {
+				def, ok := cp.Graph.Node(n)
+				if !ok || def.Kind != graph.KindTool {
+					continue
+				}
+				o := cp.Outputs[n]
+				tr := toolResult{Node: n, ExitCode: o["exit_code"], URL: visitURL(run, n, cp.Visits[n])}
+				if len(def.Run) > 0 {
+					tr.Command = strings.Join(def.Run, " ")
+				}
+				tr.TimedOut, _ = o["timed_out"].(bool)
+				tail, _ := o["stdout"].(string)
+				if e, _ := o["stderr"].(string); e != "" {
+					tail += e
+				}
+				tr.Tail = tailLines(tail, 6)
+				a.Tools = append(a.Tools, tr)
+			}
+			if a.Head != "" && a.Head != b.Base {
+				c, err := w.Changes(ctx, b.Base, a.Head, workspace.ChangeLimits{})
+				if err != nil {
+					a.FilesErr = err.Error()
+				} else {
+					a.Files, a.Added, a.Removed = statsOf(c)
+					a.Lines = a.Added + a.Removed
+				}
+			}
+			v.Branches = append(v.Branches, a)
+		}
+		return s.compare(ctx, w, v, heads, r.URL.Query())
+	})
+	if err != nil {
+		v.Err = err.Error()
+	}
+	s.render(w, r, http.StatusOK, "attempts", page{Title: fmt.Sprintf("Attempts at %s visit %d", join, visit), Nav: "runs", Data: v})
+}
+
+// compare fills the diff between the two branches the page asks for
+// (?a=&b=), the kept one and the first other by default.
+func (s *Server) compare(ctx context.Context, w *workspace.Workspace, v *attemptsView, heads map[string]*runstore.WorkspaceState, q url.Values) error {
+	v.A, v.B = q.Get("a"), q.Get("b")
+	if v.A == "" && v.B == "" && len(v.Branches) >= 2 {
+		v.A, v.B = v.Branches[0].Name, v.Branches[1].Name
+		for i, b := range v.Branches {
+			if b.Kept {
+				v.A = b.Name
+				v.B = v.Branches[(i+1)%len(v.Branches)].Name
+			}
+		}
+	}
+	if v.A == "" || v.B == "" {
+		return nil
+	}
+	a, b := heads[v.A], heads[v.B]
+	if a == nil || b == nil {
+		v.DiffErr = fmt.Sprintf("the join has no branch %q or %q", v.A, v.B)
+		return nil
+	}
+	c, err := w.Changes(ctx, a.Commit, b.Commit, workspace.ChangeLimits{})
+	if err != nil {
+		v.DiffErr = err.Error()
+		return nil
+	}
+	v.Diff = c
+	return nil
+}
+
+// lastText is what a branch's last node said: its text, else its output
+// as JSON.
+func lastText(out map[string]any) string {
+	if t, ok := out["text"].(string); ok && t != "" {
+		return t
+	}
+	clean := map[string]any{}
+	for k, v := range out {
+		if len(k) > 0 && k[0] != '_' {
+			clean[k] = v
+		}
+	}
+	b, _ := json.Marshal(clean)
+	return string(b)
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

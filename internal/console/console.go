@@ -1,0 +1,268 @@
+// Package console is `tether console`: a web page for the people in a
+// run's loop. It shows the runs Temporal's visibility lists (the Tether*
+// search attributes), one run's graph, visits, live progress, budgets and
+// checkpoints, each visit's files and conversation, and a fan-out's
+// attempts side by side; and it answers, steers, cancels, resumes,
+// rewinds, forks and deletes runs through the tether CLI's own code paths
+// (Actions), so a refusal reads the same on a page as in a terminal.
+//
+// The package promises:
+//
+//   - no state of its own: every page is read from Temporal and the run
+//     store when it is asked for;
+//   - it binds a loopback address unless given a token, and then asks
+//     every request for it (a login sets an HttpOnly, SameSite=Strict
+//     cookie); every POST carries a CSRF token; on loopback without a
+//     token, a request must name a loopback host (no DNS rebinding);
+//   - everything an agent or a tool wrote is escaped (html/template), and
+//     what looks like a key is redacted (treepolicy.RedactText); no state
+//     ref or blob key is ever put on a page;
+//   - a Content-Security-Policy without inline script: every page works
+//     without JavaScript, and the one script, served by the console, only
+//     keeps a page current through server-sent events.
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+	"github.com/tether-run/tether/workflows"
+)
+
+// TokenEnv names the variable that holds the console's token.
+const TokenEnv = "TETHER_CONSOLE_TOKEN"
+
+// DefaultAddr is where the console listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Actions are what the console asks of the tether CLI: its commands' own
+// code paths. Every error they return is shown to the person as it is.
+type Actions interface {
+	// State is the run as `tether status` shows it: the live query, else
+	// the run store.
+	State(ctx context.Context, run string) (*RunState, error)
+	// Live is what a live page polls: cheap, from Temporal alone.
+	Live(ctx context.Context, run string) (*Live, error)
+	// Answer answers a question through the "answer" update; by names
+	// who answered (the Temporal client's identity).
+	Answer(ctx context.Context, run, question, text, by string) error
+	// Guide sends a note to node's next visit (the "guide" signal).
+	Guide(ctx context.Context, run, node, text, by string) (string, error)
+	Cancel(ctx context.Context, run string) (string, error)
+	Resume(ctx context.Context, run string) (string, error)
+	Rewind(ctx context.Context, run string, seq int64) (string, error)
+	// Fork starts a new run from checkpoint seq (0: the latest) and
+	// returns its id.
+	Fork(ctx context.Context, run string, seq int64) (newRun, msg string, err error)
+	Delete(ctx context.Context, run string) (string, error)
+}
+
+// RunState is a run as Actions.State found it.
+type RunState struct {
+	State *workflows.State
+	// Source says where State came from ("live query", "run store,
+	// checkpoint 7", …).
+	Source string
+	// Running is the progress of the visits in flight, from their
+	// activities' heartbeats.
+	Running []agent.Progress
+	// Temporal is Temporal's status of the run's latest execution
+	// ("running", "completed", "canceled", …; "" when Temporal does not
+	// know it).
+	Temporal string
+}
+
+// Live is a run as Temporal describes it: its status, how long its
+// history is (it grows with everything that happens), and the progress
+// its visits in flight last reported.
+type Live struct {
+	Temporal string
+	Events   int64
+	Running  []agent.Progress
+}
+
+// Options configure a console.
+type Options struct {
+	// Addr is host:port to listen on (DefaultAddr when empty).
+	Addr string
+	// Token, when set, is asked of every request. Required unless Addr is
+	// a loopback address.
+	Token string
+	// Temporal lists runs (visibility) and describes them.
+	Temporal client.Client
+	// Runs is the run store; its blob store holds workspaces and sessions.
+	Runs *runstore.Store
+	// WorkspaceLimits bound what a page reads of a run's workspace.
+	WorkspaceLimits workspace.Limits
+	// CacheDir holds the workspace packs pages read (a temporary
+	// directory when empty).
+	CacheDir string
+	Actions  Actions
+	// WebUI links a run to the Temporal Web UI ("" leaves the link out).
+	WebUI  func(run string) string
+	Logger *slog.Logger
+	// Poll is how often a live page asks Temporal for news (default 1 s).
+	Poll time.Duration
+}
+
+// Server is a running console's handler and its dependencies.
+type Server struct {
+	opts     Options
+	cacheDir string
+	blobs    blob.Store
+	ws       *workspace.Manager
+	pages    *pages
+	sec      *security
+	live     *hub
+	log      *slog.Logger
+	mux      *http.ServeMux
+	closer   func()
+}
+
+// ErrNeedsToken is the refusal to listen beyond loopback without a token.
+var ErrNeedsToken = errors.New("console: refusing to listen on a non-loopback address without " + TokenEnv)
+
+// New checks the options and builds the console's handler.
+func New(opts Options) (*Server, error) {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	loop, err := CheckAddr(opts.Addr, opts.Token)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Runs == nil || opts.Actions == nil {
+		return nil, errors.New("console: a run store and the CLI's actions are required")
+	}
+	s := &Server{opts: opts, blobs: opts.Runs.Blobs(), log: opts.Logger}
+	dir := opts.CacheDir
+	cleanup := func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "tether-console-*"); err != nil {
+			return nil, err
+		}
+		cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	s.cacheDir = dir
+	s.ws = workspace.NewManager(filepath.Join(dir, "packs"), s.blobs, opts.WorkspaceLimits, opts.Logger)
+	s.pages, err = loadPages()
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	s.sec, err = newSecurity(opts.Token, loop)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	s.live = newHub(s, opts.Poll)
+	s.closer = func() { s.live.close(); cleanup() }
+	s.routes()
+	return s, nil
+}
+
+// Handler is the console with its security wrapped around every route.
+func (s *Server) Handler() http.Handler { return s.sec.wrap(s.mux) }
+
+// Close stops the live updates and removes the cache.
+func (s *Server) Close() { s.closer() }
+
+// Serve listens on the options' address and serves until ctx ends; ready
+// is called with the address actually bound (a port of 0 picks one).
+func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("console: listen on %s: %w", s.opts.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.live.close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// CheckAddr refuses an address other machines can reach when there is no
+// token, and a token too short to be one; loop says addr is a loopback
+// address.
+func CheckAddr(addr, token string) (loop bool, err error) {
+	if loop, err = loopback(addr); err != nil {
+		return false, err
+	}
+	if !loop && token == "" {
+		return false, fmt.Errorf("%w: %s is reachable from other machines, so the console needs a token; set %s to a long random value (e.g. `openssl rand -hex 32`) and give it to the people who may use the console, or listen on 127.0.0.1", ErrNeedsToken, addr, TokenEnv)
+	}
+	if token != "" && len(token) < 16 {
+		return false, fmt.Errorf("console: %s is %d characters; use at least 16 (e.g. `openssl rand -hex 32`)", TokenEnv, len(token))
+	}
+	return loop, nil
+}
+
+// loopback reports whether addr's host is a loopback address (or
+// localhost). An empty host listens on every interface: not loopback.
+func loopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("console: --addr %q: %w; give host:port, e.g. %s", addr, err, DefaultAddr)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.Handle("GET /static/", http.StripPrefix("/static/", staticHandler()))
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/runs", http.StatusSeeOther) })
+	m.HandleFunc("GET /login", s.sec.loginPage(s))
+	m.HandleFunc("POST /login", s.sec.login(s))
+	m.HandleFunc("POST /logout", s.sec.logout)
+	m.HandleFunc("GET /runs", s.runsPage)
+	m.HandleFunc("GET /runs/events", s.live.runsEvents)
+	m.HandleFunc("GET /questions", s.questionsPage)
+	m.HandleFunc("GET /runs/{run}", s.runPage)
+	m.HandleFunc("GET /runs/{run}/events", s.live.runEvents)
+	m.HandleFunc("GET /runs/{run}/visits/{node}/{visit}", s.visitPage)
+	m.HandleFunc("GET /runs/{run}/joins/{node}/{visit}", s.attemptsPage)
+	m.HandleFunc("POST /runs/{run}/answer", s.answer)
+	m.HandleFunc("POST /runs/{run}/guide", s.guide)
+	m.HandleFunc("GET /runs/{run}/act/{action}", s.confirmPage)
+	m.HandleFunc("POST /runs/{run}/act/{action}", s.act)
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	s.mux = m
+}

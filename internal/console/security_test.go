@@ -1,0 +1,182 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+// stubActions answers as a run that is always waiting for "q-1"; it is
+// the in-process stand-in of the CLI for the console's unit tests (the
+// browser tests run the real one).
+type stubActions struct{ answered []string }
+
+func (a *stubActions) State(context.Context, string) (*RunState, error) {
+	return &RunState{State: &workflows.State{RunID: "r", Graph: "g", Status: "waiting", Questions: []workflows.PendingQuestion{{ID: "q-1", Node: "ask", Text: "Ship <b>it</b>?"}}}, Temporal: "running"}, nil
+}
+func (a *stubActions) Live(context.Context, string) (*Live, error) { return &Live{}, nil }
+func (a *stubActions) Answer(_ context.Context, _, q, text, _ string) error {
+	if q != "q-1" {
+		return errors.New("answer refused: no pending question with this id")
+	}
+	a.answered = append(a.answered, text)
+	return nil
+}
+func (a *stubActions) Guide(context.Context, string, string, string, string) (string, error) {
+	return "", nil
+}
+func (a *stubActions) Cancel(context.Context, string) (string, error)        { return "", nil }
+func (a *stubActions) Resume(context.Context, string) (string, error)        { return "", nil }
+func (a *stubActions) Rewind(context.Context, string, int64) (string, error) { return "", nil }
+func (a *stubActions) Fork(context.Context, string, int64) (string, string, error) {
+	return "", "", nil
+}
+func (a *stubActions) Delete(context.Context, string) (string, error) { return "", nil }
+
+func newTestServer(t *testing.T, addr, token string) (*httptest.Server, *stubActions) {
+	t.Helper()
+	b, err := blob.Open(context.Background(), "mem://")
+	require.NoError(t, err)
+	acts := &stubActions{}
+	s, err := New(Options{Addr: addr, Token: token, Runs: runstore.New(b), Actions: acts, CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts, acts
+}
+
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func TestCheckAddr(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "localhost:0", "[::1]:9"} {
+		loop, err := CheckAddr(addr, "")
+		require.NoError(t, err, addr)
+		require.True(t, loop, addr)
+	}
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "10.1.2.3:80", "example.com:80"} {
+		_, err := CheckAddr(addr, "")
+		require.ErrorIs(t, err, ErrNeedsToken, addr)
+		require.Contains(t, err.Error(), TokenEnv)
+		_, err = CheckAddr(addr, "0123456789abcdef0123")
+		require.NoError(t, err, addr)
+	}
+	_, err := CheckAddr("0.0.0.0:1", "short")
+	require.ErrorContains(t, err, "at least 16")
+	_, err = CheckAddr("nonsense", "")
+	require.ErrorContains(t, err, "host:port")
+}
+
+// get fetches path with the cookies of jar; it returns the response's
+// status, body and the CSRF token the page's forms carry.
+func get(t *testing.T, ts *httptest.Server, jar http.CookieJar, path string) (int, string, http.Header) {
+	t.Helper()
+	c := &http.Client{Jar: jar, CheckRedirect: noRedirects.CheckRedirect}
+	resp, err := c.Get(ts.URL + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func csrfOf(body string) string {
+	_, rest, ok := strings.Cut(body, `name="csrf" value="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+func TestTokenAndCSRF(t *testing.T) {
+	const token = "0123456789abcdef-token"
+	ts, acts := newTestServer(t, "0.0.0.0:0", token)
+	jar := newJar(t)
+	status, body, hd := get(t, ts, jar, "/runs/r")
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, body, `name="token"`, "a 401 is the login page")
+	require.Contains(t, hd.Get("Content-Security-Policy"), "script-src 'self'")
+	require.NotContains(t, hd.Get("Content-Security-Policy"), "unsafe-inline")
+	require.Equal(t, "nosniff", hd.Get("X-Content-Type-Options"))
+
+	// A wrong token is refused; the right one logs in.
+	post := func(path string, form url.Values, cookies bool) *http.Response {
+		c := &http.Client{CheckRedirect: noRedirects.CheckRedirect}
+		if cookies {
+			c.Jar = jar
+		}
+		resp, err := c.PostForm(ts.URL+path, form)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	csrf := csrfOf(body)
+	require.NotEmpty(t, csrf)
+	require.Equal(t, http.StatusUnauthorized, post("/login", url.Values{"csrf": {csrf}, "token": {"wrong-token-0000000"}}, true).StatusCode)
+	require.Equal(t, http.StatusForbidden, post("/login", url.Values{"token": {token}}, true).StatusCode, "a login without the CSRF token")
+	resp := post("/login", url.Values{"csrf": {csrf}, "token": {token}, "next": {"/runs/r"}}, true)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/runs/r", resp.Header.Get("Location"))
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			session = c
+		}
+	}
+	require.NotNil(t, session)
+	require.True(t, session.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, session.SameSite)
+
+	status, body, _ = get(t, ts, jar, "/runs/r")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "Ship &lt;b&gt;it&lt;/b&gt;?", "a question is text")
+	csrf = csrfOf(body)
+	require.Equal(t, http.StatusForbidden, post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"x"}}, true).StatusCode)
+	require.Equal(t, http.StatusForbidden, post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"x"}, "csrf": {csrf + "0"}}, true).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"x"}, "csrf": {csrf}}, false).StatusCode, "the form without the session")
+	require.Empty(t, acts.answered)
+	resp = post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"yes"}, "csrf": {csrf}}, true)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, []string{"yes"}, acts.answered)
+	require.Contains(t, resp.Header.Get("Location"), "ok=")
+
+	// A refusal comes back as the page's flash, escaped.
+	resp = post("/runs/r/answer", url.Values{"question": {"q-9"}, "text": {"yes"}, "csrf": {csrf}}, true)
+	_, body, _ = get(t, ts, jar, strings.TrimPrefix(resp.Header.Get("Location"), ts.URL))
+	require.Contains(t, body, "answer refused: no pending question with this id")
+
+	// A script may use the token as a bearer, without cookies or CSRF.
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/runs/r/answer", strings.NewReader("question=q-1&text=bearer"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+token)
+	r2, err := noRedirects.Do(req)
+	require.NoError(t, err)
+	r2.Body.Close()
+	require.Equal(t, http.StatusSeeOther, r2.StatusCode)
+	require.Equal(t, []string{"yes", "bearer"}, acts.answered)
+}
+
+// Without a token the console serves only requests that name a loopback
+// host: a page elsewhere whose name resolves to 127.0.0.1 gets nothing.
+func TestLoopbackHostOnly(t *testing.T) {
+	ts, _ := newTestServer(t, "127.0.0.1:0", "")
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/healthz", nil)
+	req.Host = "evil.example:8080"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
+	status, _, _ := get(t, ts, newJar(t), "/healthz")
+	require.Equal(t, http.StatusOK, status)
+}

@@ -1,0 +1,183 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/workspace"
+)
+
+type visitView struct {
+	Run   string
+	Node  string
+	Visit int
+	Def   *graph.Node
+	// Step is the visit's line of the run's path (nil while it runs).
+	Step     *runstore.Step
+	Started  time.Time
+	Duration time.Duration
+	Running  bool
+	Result   string
+	// Checkpoint is the one saved right after the visit.
+	Checkpoint int64
+	Text       string
+	Fields     []field
+	Usage      agent.Usage
+	Backend    string
+	SessionID  string
+	Guidance   []runstore.Guidance
+	Change     *workspace.Change
+	Commit     string
+	Files      []fileStat
+	Added      int
+	Removed    int
+	ChangeErr  string
+	PrevURL    string
+	NextURL    string
+	RunURL     string
+	Conv       *conversationView
+}
+
+// field is one key of a visit's output other than its text.
+type field struct {
+	Key   string
+	Value string
+	Long  bool
+}
+
+func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
+	run, node := r.PathValue("run"), r.PathValue("node")
+	visit, err := strconv.Atoi(r.PathValue("visit"))
+	if err != nil || visit < 1 || runstore.ValidateRunID(run) != nil || runstore.ValidateNodeID(node) != nil {
+		s.fail(w, r, http.StatusNotFound, "No such visit", fmt.Errorf("%s is not a visit's address: /runs/RUN/visits/NODE/N", r.URL.Path))
+		return
+	}
+	ctx := r.Context()
+	v := &visitView{Run: run, Node: node, Visit: visit, RunURL: runLink(run)}
+	cp, err := s.visitCheckpoint(ctx, run, node, visit)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, "Visit "+node+" "+strconv.Itoa(visit), fmt.Errorf("the run store could not be read: %w", err))
+		return
+	}
+	if cp == nil {
+		// No checkpoint holds it yet: it may be the visit in flight.
+		rs, err := s.opts.Actions.State(ctx, run)
+		if err != nil || rs.State.Visits[node] < visit {
+			s.fail(w, r, http.StatusNotFound, "Visit "+node+" "+strconv.Itoa(visit), fmt.Errorf("run %s has no visit %d of node %s (yet)", run, visit, node))
+			return
+		}
+		v.Running = true
+		if visit > 1 {
+			v.PrevURL = visitURL(run, node, visit-1)
+		}
+		pg := page{Title: fmt.Sprintf("%s visit %d", node, visit), Nav: "runs", Live: "/runs/" + url.PathEscape(run) + "/events", Data: v}
+		s.render(w, r, http.StatusOK, "visit", pg)
+		return
+	}
+	v.Checkpoint = cp.Seq
+	v.Def, _ = cp.Graph.Node(node)
+	for i := len(cp.Path) - 1; i >= 0; i-- {
+		if st := cp.Path[i]; st.Node == node && st.Visit == visit {
+			v.Step = &st
+			break
+		}
+	}
+	if v.Step != nil {
+		v.Result = resultOf(*v.Step)
+		v.Guidance = v.Step.Guidance
+		if t, err := time.Parse(time.RFC3339Nano, v.Step.StartedAt); err == nil {
+			v.Started = t
+		}
+		v.Duration = time.Duration(v.Step.DurationMS) * time.Millisecond
+	}
+	if v.Step == nil || v.Step.Status != "failed" {
+		v.output(cp.Outputs[node])
+	}
+	if v.Step != nil && !v.Step.Usage.IsZero() {
+		v.Usage = v.Step.Usage // every round of the visit, asked questions included
+	}
+	if visit > 1 {
+		v.PrevURL = visitURL(run, node, visit-1)
+	}
+	if rs, err := s.opts.Actions.State(ctx, run); err == nil && rs.State.Visits[node] > visit {
+		v.NextURL = visitURL(run, node, visit+1)
+	}
+	states := []*runstore.WorkspaceState{cp.Workspace}
+	for _, list := range [][]runstore.BranchState{cp.Branches, cp.Joined} {
+		for _, b := range list {
+			if slices.Contains(b.Nodes, node) {
+				states = append(states, b.Workspace)
+			}
+		}
+	}
+	change, commit, err := s.visitChange(ctx, run, node, visit, states)
+	if err != nil {
+		v.ChangeErr = err.Error()
+	}
+	if change != nil {
+		v.Change, v.Commit = change, commit
+		v.Files, v.Added, v.Removed = statsOf(change)
+	}
+	if v.Def != nil && v.Def.Kind == graph.KindAgent {
+		v.Conv = s.conversation(ctx, run, node, visit, cp, r.URL.Query())
+	}
+	s.render(w, r, http.StatusOK, "visit", page{Title: fmt.Sprintf("%s visit %d", node, visit), Nav: "runs", Data: v})
+}
+
+// output splits a visit's output into its text, its usage and session,
+// and the other fields a person reads (never a state ref: the run never
+// stores one on an output).
+func (v *visitView) output(out map[string]any) {
+	for _, k := range sortedNodes(out) {
+		val := out[k]
+		switch k {
+		case "text":
+			v.Text, _ = val.(string)
+			continue
+		case agent.UsageKey:
+			if b, err := json.Marshal(val); err == nil {
+				_ = json.Unmarshal(b, &v.Usage)
+			}
+			continue
+		case agent.BackendKey:
+			v.Backend, _ = val.(string)
+			continue
+		case agent.SessionIDKey:
+			v.SessionID, _ = val.(string)
+			continue
+		}
+		if strings.HasPrefix(k, "_") {
+			continue // Tether's own stamps (fingerprints, refs): not for people
+		}
+		var s string
+		switch x := val.(type) {
+		case string:
+			s = x
+		default:
+			b, err := json.MarshalIndent(x, "", "  ")
+			if err != nil {
+				continue
+			}
+			s = string(b)
+		}
+		v.Fields = append(v.Fields, field{Key: k, Value: s, Long: len(s) > 120 || containsNewline(s)})
+	}
+}
+
+func containsNewline(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return true
+		}
+	}
+	return false
+}

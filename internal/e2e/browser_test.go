@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/testenv"
+)
+
+// The console's tests drive Debian's chromium, headless, as a person
+// would: they click what a person clicks and read what a person sees.
+// Chromium is started with a fresh profile and every background service
+// off (this machine, like CI's, has no internet).
+
+// browserFlags are chromium's switches: headless, no sandbox (CI runs as
+// root), nothing that talks to the network by itself.
+var browserFlags = []chromedp.ExecAllocatorOption{
+	chromedp.Flag("headless", true),
+	chromedp.NoSandbox,
+	chromedp.DisableGPU,
+	chromedp.Flag("disable-quic", true),
+	chromedp.NoFirstRun,
+	chromedp.NoDefaultBrowserCheck,
+	chromedp.Flag("disable-background-networking", true),
+	chromedp.Flag("disable-component-update", true),
+	chromedp.Flag("disable-sync", true),
+	chromedp.Flag("disable-dev-shm-usage", true),
+	chromedp.Flag("hide-scrollbars", true),
+	chromedp.Flag("mute-audio", true),
+	chromedp.WindowSize(1400, 1000),
+}
+
+// chromium is the browser's path; a machine without it skips the test,
+// and CI (CI=true) fails it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	testenv.Unavailable(t, "chromium is not installed (bash scripts/tools.sh chromium, or apt-get install chromium)")
+	return ""
+}
+
+// newBrowser starts a headless chromium with a profile of its own and
+// returns a tab's context; both end with the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium(t)), chromedp.UserDataDir(t.TempDir())}, browserFlags...)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// The first run starts the browser, and must have no deadline.
+	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	return ctx
+}
+
+// newTab opens another tab of ctx's browser.
+func newTab(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	// A tab lives as long as the context of its first run: no deadline.
+	require.NoError(t, chromedp.Do(tab), "open a tab")
+	return tab
+}
+
+// css is a CSS selector.
+type css = chromedp.CSS
+
+// do runs browser actions, bounded by runWait, and fails the test with
+// what the page showed when one fails.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	run(t, ctx, chromedp.Steps(steps...))
+}
+
+// run runs one browser action and returns its value, as do.
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, runWait)
+	defer cancel()
+	v, err := chromedp.Run(tctx, a)
+	if err != nil {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		body, _ := chromedp.Run(qctx, chromedp.Text(css("body")))
+		t.Fatalf("browser: %v\npage text:\n%s", err, body)
+	}
+	return v
+}
+
+// eval is the value of a JavaScript expression on the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	return run(t, ctx, chromedp.Evaluate[T](expr))
+}
+
+// text is the visible text of the first element sel matches.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return run(t, ctx, chromedp.Text(css(sel), chromedp.NodeVisible))
+}
+
+// waitText waits until the element sel matches shows want.
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(runWait)
+	var s string
+	for time.Now().Before(deadline) {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		got, err := chromedp.Run(qctx, chromedp.Text(css(sel)))
+		cancel()
+		if err == nil {
+			s = got
+			if strings.Contains(s, want) {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	body, _ := chromedp.Run(qctx, chromedp.Text(css("body")))
+	t.Fatalf("browser: %s never showed %q; it shows %q; the page:\n%s", sel, want, s, body)
+}
+
+// screenshot saves the page as NAME.png in the directory
+// TETHER_SCREENSHOTS names, when it is set (make screenshots).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("TETHER_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png := run(t, ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+	t.Logf("screenshot %s", filepath.Join(dir, name+".png"))
+}
+
+var tetherBin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "tether-bin-*")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "tether")
+	// With the environment the tests started with: a test's HOME is
+	// fresh, and a build cache there would build the standard library.
+	cmd := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "starter"))
+	cmd.Env = startEnv
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./starter: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+// consoleProc is a `tether console` the test started.
+type consoleProc struct {
+	URL string
+	out *lockedBuffer
+}
+
+var consoleAddr = regexp.MustCompile(`console: (http://\S+)/ `)
+
+// startConsole runs `tether console` against the harness's dev server
+// and store (a process of its own, as a person starts it), with args and
+// env added, and returns its address once it listens.
+func startConsole(t *testing.T, h *harness, env []string, args ...string) *consoleProc {
+	t.Helper()
+	bin, err := tetherBin()
+	require.NoError(t, err, "build tether")
+	cmd := exec.Command(bin, append([]string{"console", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+h.srv.Address, "TETHER_BLOB_URL="+h.blobURL, "TETHER_CONSOLE_TOKEN=")
+	cmd.Env = append(cmd.Env, env...)
+	out := &lockedBuffer{}
+	cmd.Stderr = out
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			out.Write([]byte(sc.Text() + "\n"))
+			if m := consoleAddr.FindStringSubmatch(sc.Text()); m != nil {
+				lines <- m[1]
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case u, ok := <-lines:
+		require.True(t, ok, "tether console exited: %s", out.String())
+		return &consoleProc{URL: u, out: out}
+	case <-time.After(time.Minute):
+		t.Fatalf("tether console did not say where it listens: %s", out.String())
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/activities"
+)
+
+// claimRunID refuses a new run whose id another run has (runstore's run-id
+// rule): before its first visit, a run started without a checkpoint, or
+// from a fork's (which no execution of this id saved yet), asks the run
+// store and Temporal, and fails with the reason `tether run` gives when
+// either knows the id. It writes nothing: the store holds the other run's
+// checkpoints, which a failure record of this one would mix with.
+// Executions recorded before changeRunIDCheck start without asking.
+func (r *runImpl) claimRunID(ctx workflow.Context) error {
+	info := workflow.GetInfo(ctx)
+	if cp := r.in.Checkpoint; cp != nil && (cp.Seq != 0 || info.ContinuedExecutionRunID != "") {
+		return nil
+	}
+	if workflow.GetVersion(ctx, changeRunIDCheck, workflow.DefaultVersion, versionRunIDCheck) != versionRunIDCheck {
+		return nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary:             "check that run id " + r.cp.RunID + " is free",
+		StartToCloseTimeout: checkpointTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumAttempts: 3},
+	})
+	req := &activities.CheckRunIDRequest{RunID: r.cp.RunID, Execution: info.WorkflowExecution.RunID}
+	var taken string
+	if err := workflow.ExecuteLocalActivity(lctx, activities.CheckRunIDName, req).Get(ctx, &taken); err != nil {
+		failTaskIfWorkerUnhealthy(r.cp.RunID, err)
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s did not start: could not check that no other run has its id (%s); start it again once the run store and Temporal answer", r.cp.RunID, activities.ErrorText(err)),
+			ErrTypeRunIDUnchecked, nil)
+	}
+	if taken != "" {
+		return temporal.NewNonRetryableApplicationError(taken, ErrTypeRunIDTaken, nil)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"strings"
+
+	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// tailLines is how many of a failed tool's last lines its step keeps.
+const tailLines = 3
+
+// finishedStep completes the path step of a visit that finished with out:
+// its outcome, its own usage, a tool's exit code, and one line of what it
+// said. usage is what the visit reported; a visit of a run recorded before
+// visits reported it has its usage on its output only.
+func finishedStep(step runstore.Step, node *graph.Node, out map[string]any, usage agent.Usage) runstore.Step {
+	step.Outcome = runstore.OutcomeOK
+	step.Usage = usage
+	if usage.IsZero() {
+		step.Usage = outputUsage(out)
+	}
+	if node.Kind != graph.KindTool {
+		step.Detail = firstLine(out, "text", "answer")
+		return step
+	}
+	step.ExitCode = number(out["exit_code"])
+	step.TimedOut, _ = out["timed_out"].(bool)
+	stream, _ := out["stderr"].(string)
+	if strings.TrimSpace(stream) == "" {
+		stream, _ = out["stdout"].(string)
+	}
+	switch {
+	case step.TimedOut:
+		step.Outcome = runstore.OutcomeTimedOut
+		step.Detail = lastLines(stream, tailLines)
+	case step.ExitCode != 0:
+		step.Outcome = runstore.OutcomeExited
+		step.Detail = lastLines(stream, tailLines)
+	default:
+		step.Detail = lastLines(stream, 1)
+	}
+	return step
+}
+
+// failedStep completes the path step of a visit that failed with err.
+func failedStep(step runstore.Step, err error) runstore.Step {
+	step.Status = "failed"
+	step.Outcome = runstore.OutcomeFailed
+	step.Detail = cut(strings.Join(strings.Fields(activities.ErrorText(err)), " "), runstore.StepDetailBytes)
+	return step
+}
+
+// firstLine is the first line of the first of keys that holds a string.
+func firstLine(out map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := out[k].(string); ok && strings.TrimSpace(v) != "" {
+			return oneLine(strings.TrimSpace(v), 100)
+		}
+	}
+	return ""
+}
+
+// lastLines is the last n lines of s that are not blank, joined by " ⏎ ",
+// within StepDetailBytes: what a tool said last is why it failed.
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return cut(strings.Join(lines, " ⏎ "), runstore.StepDetailBytes)
+}
+
+// cut shortens s to at most max bytes, on a rune boundary, marking the cut.
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const mark = "…"
+	end := max - len(mark)
+	for end > 0 && !utf8Start(s[end]) {
+		end--
+	}
+	return s[:end] + mark
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// number is a JSON number of an output as an int: activity results decode
+// as float64, test environments may hand over ints.
+func number(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// outputUsage is the usage an agent's output carries under agent.UsageKey
+// (a visit recorded before visits reported usage has it there only), read
+// field by field: workflow code decodes nothing by reflection.
+func outputUsage(out map[string]any) agent.Usage {
+	m, ok := out[agent.UsageKey].(map[string]any)
+	if !ok {
+		return agent.Usage{}
+	}
+	u := agent.Usage{
+		InputTokens:      int64(number(m["input_tokens"])),
+		OutputTokens:     int64(number(m["output_tokens"])),
+		CacheReadTokens:  int64(number(m["cache_read_tokens"])),
+		CacheWriteTokens: int64(number(m["cache_write_tokens"])),
+	}
+	u.CostUSD, _ = m["cost_usd"].(float64)
+	u.CostKnown, _ = m["cost_known"].(bool)
+	return u
+}
