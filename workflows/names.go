@@ -144,7 +144,6 @@ const (
 	changeEdgeDelivery  = "edge-delivery"
 	versionEdgeDelivery = 1
 
-
 	// changeRetryNote: a visit the run starts again after its activity
 	// was lost or failed in a way that may pass tells the next activity
 	// what the last one had done (VisitRequest.RetryOf), so that its

@@ -30,7 +30,7 @@ type Graph struct {
 	// the workers' endpoints (notify.go); `notify: []` sends none.
 	Notify NotifyRoutes `json:"notify,omitzero" yaml:"notify,omitempty"`
 	Nodes  []Node       `json:"nodes" yaml:"nodes"`
-	Edges  []Edge  `json:"edges,omitempty" yaml:"edges,omitempty"`
+	Edges  []Edge       `json:"edges,omitempty" yaml:"edges,omitempty"`
 
 	// Source says where each part of the graph was written; Parse sets it
 	// so that problems can point at a line and column. Like Pos, it is
