@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify"
 	sessionpack "github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
@@ -69,6 +70,8 @@ type Activities struct {
 	ShutdownGrace time.Duration
 	// Metrics counts visits and bytes moved; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// Notifier sends the runs' notices (TETHER_NOTIFY); nil sends none.
+	Notifier *notify.Sender
 	// Temporal is where CheckRunID looks for other runs under a new run's
 	// id; nil looks in the run store only.
 	Temporal Executions
@@ -83,7 +86,6 @@ type Activities struct {
 	// maxSessionBlob overrides the cap on a session blob read (tests);
 	// zero is the packer's own.
 	maxSessionBlob int64
-	progress       progressBoard
 }
 
 // liveSessions remembers, per live session on this worker, the digest of
@@ -422,6 +424,9 @@ type agentRun struct {
 	lostAnswer string
 	// workspace is what the prompt sees as .workspace.
 	workspace map[string]any
+	// lost is what earlier attempts of the visit did before they were
+	// interrupted: the agent is told, before its prompt (retry.go).
+	lost *agent.Interruption
 	// guidance are people's notes for this visit, after the prompt.
 	guidance []string
 }
@@ -446,6 +451,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	if r.lostAnswer != "" {
 		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer
 	}
+	if r.lost != nil {
+		prompt = r.lost.Note() + "\n\n" + prompt
+	}
 	prompt += guidanceText(r.guidance)
 
 	// A worker that is shutting down (a pod being recycled) ends the CLI
@@ -461,8 +469,8 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	// The heartbeats carry the visit's latest progress (bounded), so that
 	// `tether status` shows what a long visit is doing.
 	if key := progressKey(ctx); key != "" {
-		a.progress.begin(key, agent.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
-		breq.Progress = func(p agent.Progress) { a.progress.update(key, p) }
+		visitProgress.begin(key, agent.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
+		breq.Progress = func(p agent.Progress) { visitProgress.update(key, p) }
 	}
 	res, err := r.b.Execute(runCtx, breq)
 	stop()
@@ -492,6 +500,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	out[agent.SessionFingerprintKey] = res.Fingerprint
 	if !res.Usage.IsZero() {
 		out[agent.UsageKey] = res.Usage
+	}
+	if r.lost != nil {
+		out[agent.RetryNoteKey] = r.lost.Note()
 	}
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
@@ -607,7 +618,10 @@ func HeartbeatOnRetry(ctx context.Context, op, key string, attempt int, err erro
 	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
 		return
 	}
-	activity.RecordHeartbeat(ctx, fmt.Sprintf("store %s %s: attempt %d failed (%v); retrying", op, key, attempt, err))
+	note := fmt.Sprintf("store %s %s: attempt %d failed (%v); retrying", op, key, attempt, err)
+	// The visit's progress stays first: it is what `tether status` shows,
+	// and what an attempt after this one, should it be lost, reads back.
+	activity.RecordHeartbeat(ctx, append(visitProgress.details(progressKey(ctx)), note)...)
 }
 
 // untilWorkerStops returns a context that is cancelled once the worker
@@ -658,8 +672,8 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	// Every heartbeat of the attempt carries its visit's latest progress,
 	// once the visit has begun (see runAgent).
 	key := progressKey(ctx)
-	a.progress.hold(key)
-	activity.RecordHeartbeat(ctx, a.progress.details(key)...)
+	visitProgress.hold(key)
+	activity.RecordHeartbeat(ctx, visitProgress.details(key)...)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -671,12 +685,12 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, a.progress.details(key)...)
+				activity.RecordHeartbeat(ctx, visitProgress.details(key)...)
 			}
 		}
 	}()
 	return func() {
 		close(done)
-		a.progress.release(key)
+		visitProgress.release(key)
 	}
 }

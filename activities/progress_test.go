@@ -133,3 +133,21 @@ func TestProgressBoardForgetsEndedAttempts(t *testing.T) {
 	b.release("k")
 	assert.Empty(t, b.m, "nothing is kept once the attempt's heartbeats stop")
 }
+
+// What lost attempts did rides on every heartbeat of the next one, before
+// its visit begins and after.
+func TestProgressBoardCarriesLostAttempts(t *testing.T) {
+	var b progressBoard
+	lost := &agent.Interruption{Attempts: 1, Started: true, ToolCalls: 2}
+	b.carry("k", lost)
+	b.hold("k")
+	d := b.details("k")
+	require.Len(t, d, 1)
+	assert.Equal(t, lost, d[0].(agent.Progress).Interrupted)
+	assert.Empty(t, d[0].(agent.Progress).Node, "not progress of this attempt: `tether status` leaves it out")
+	b.begin("k", agent.Progress{Node: "n", Visit: 1})
+	b.update("k", agent.Progress{Activity: "Bash ls"})
+	assert.Equal(t, lost, b.details("k")[0].(agent.Progress).Interrupted)
+	b.release("k")
+	assert.Empty(t, b.m)
+}

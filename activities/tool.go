@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -33,7 +34,7 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, nil, env.Workdir)
+	out, err := a.runTool(ctx, req.Node, req.Visit, req.Input, nil, env.Workdir, nil)
 	noteRefused(out, confined)
 	return out, err
 }
@@ -42,8 +43,9 @@ func (a *Activities) RunTool(ctx context.Context, req *ToolRequest) (map[string]
 // over the node's input (like a prompt). The output is the exit code and
 // the tails of stdout and stderr; a non-zero exit is an output, not a
 // failure, because a tool oracle's verdict is its exit code. A timeout
-// kills the whole process group.
-func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, input, ws map[string]any, dir string) (map[string]any, error) {
+// kills the whole process group. When earlier attempts of the visit were
+// interrupted (lost), the command finds agent.RetryOfEnv set.
+func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, input, ws map[string]any, dir string, lost *agent.Interruption) (map[string]any, error) {
 	if len(node.Run) == 0 {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q has no run argv", node.ID), ErrTypeBadRequest, nil)
 	}
@@ -71,7 +73,7 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		Bin:     argv[0],
 		Args:    argv[1:],
 		Dir:     dir,
-		Env:     cliexec.Environ(append(slices.Clone(a.PassEnv), node.Env...)),
+		Env:     cliexec.Environ(append(slices.Clone(a.PassEnv), node.Env...), retryEnv(lost)...),
 		Timeout: timeout,
 		Stdout:  stdout,
 		Stderr:  stderr,
@@ -94,6 +96,11 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	// grace, then ends it and hands the visit back.
 	runCtx, stopping := a.untilWorkerStops(ctx)
 	stop := a.heartbeat(ctx)
+	// Its heartbeats say what runs and for how long: `tether status`
+	// shows it, and an attempt after a lost one reads it back.
+	if key := progressKey(ctx); key != "" {
+		visitProgress.begin(key, agent.Progress{Node: node.ID, Visit: visit, Backend: "tool", Activity: cliexec.Activity(argv[0], strings.Join(argv[1:], " "))})
+	}
 	started := time.Now()
 	_, err := cliexec.Run(runCtx, spec)
 	stop()

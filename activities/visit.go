@@ -77,6 +77,10 @@ type VisitRequest struct {
 	// that may pass is returned as ErrTypeMayPass, so that the workflow,
 	// not the server, decides whether to start the visit again.
 	ServerRetry bool `json:"server_retry,omitempty"`
+	// RetryOf is what the earlier activities of this visit did, when the
+	// workflow started it again after they were lost or failed in a way
+	// that may pass (see retry.go); nil on a first start.
+	RetryOf *agent.Interruption `json:"retry_of,omitempty"`
 	// Guidance are notes people sent the node (the guide signal): an
 	// agent visit adds them after its prompt (GuidanceIntro).
 	Guidance []string `json:"guidance,omitempty"`
@@ -137,6 +141,14 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 	if req == nil || (req.Node.Kind != graph.KindAgent && req.Node.Kind != graph.KindTool) {
 		return nil, temporal.NewNonRetryableApplicationError("Visit needs an agent or tool node", ErrTypeBadRequest, nil)
 	}
+	// What earlier attempts did before they were lost rides on this
+	// one's heartbeats from the first, and a failure that may pass carries
+	// what this one did (see retry.go).
+	key := progressKey(ctx)
+	lost := lostAttempts(ctx, req)
+	visitProgress.carry(key, lost)
+	var last []any
+	defer func() { err = withProgress(err, last) }()
 	if req.ServerRetry {
 		attempt := activity.GetInfo(ctx).Attempt
 		own := *req
@@ -167,7 +179,10 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		a.Metrics.Visit(backendName, string(req.Node.Kind), outcome, time.Since(started))
 	}()
 	stop := a.heartbeat(ctx)
-	defer stop()
+	defer func() {
+		last = visitProgress.details(key)
+		stop()
+	}()
 	root, cwd, err := a.visitDirs(req)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
@@ -205,13 +220,16 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 	}
 	switch req.Node.Kind {
 	case graph.KindTool:
-		out, err := a.runTool(runCtx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd)
+		out, err := a.runTool(runCtx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd, lost)
 		if err != nil {
 			return nil, err
 		}
+		if lost != nil {
+			out[agent.RetryNoteKey] = lost.ToolNote()
+		}
 		res.Output = out
 	case graph.KindAgent:
-		if err := a.visitAgent(runCtx, req, cwd, promptWorkspace(ctx, ws, req), res); err != nil {
+		if err := a.visitAgent(runCtx, req, cwd, promptWorkspace(ctx, ws, req), lost, res); err != nil {
 			return nil, err
 		}
 		asked = len(res.Questions) > 0
@@ -375,7 +393,7 @@ func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) 
 
 // visitAgent restores the planned session (or strips it), runs the agent
 // and packs its session.
-func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, res *VisitResult) error {
+func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, lost *agent.Interruption, res *VisitResult) error {
 	b, sessionID, err := a.pickBackend(req.Backend, req.Node, sessionOf(req))
 	if err != nil {
 		return err
@@ -419,7 +437,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		runID: req.RunID, nodeID: req.NodeID, visit: req.Visit, node: req.Node, b: b, env: env,
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
 		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
-		incremental: req.Incremental, extend: extend, guidance: req.Guidance,
+		incremental: req.Incremental, extend: extend, lost: lost, guidance: req.Guidance,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {

@@ -84,6 +84,9 @@ func run() error {
 		return fmt.Errorf("open blob store (TETHER_BLOB_URL): %w", err)
 	}
 	defer blobs.Close()
+	if cfg.Notify != nil {
+		logger.Info("notices on", "endpoints", cfg.Notify, "answer_links", cfg.LinkKey != nil && cfg.ConsoleURL != "")
+	}
 	if w := cfg.StoreTrustWarning(); w != "" {
 		logger.Warn(w, "store", cfg.BlobURL)
 	}
@@ -121,6 +124,7 @@ func run() error {
 		Metrics:             tel.Metrics(),
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
+		Notify:              cfg.Notify,
 		OnHealth:            tel.SetHealth,
 	})
 	if err != nil {

@@ -207,13 +207,14 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
 		workflow.GetVersion(ctx, changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks) == versionIncrementalPacks
 	var lost []string
+	var retryOf *agent.Interruption
 	upgradeWaits := 0
 	for restarts := 0; ; restarts++ {
 		req := &activities.VisitRequest{
 			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
 			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
 			Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
-			ServerRetry: serverRetry, Incremental: incremental, Guidance: guidance,
+			ServerRetry: serverRetry, Incremental: incremental, RetryOf: retryOf, Guidance: guidance,
 		}
 		if node.Mentions(".workspace.branches") {
 			req.Joined = r.latestJoined()
@@ -270,6 +271,10 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		}
 		if restarts < maxVisitRestarts && again {
 			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
+			if workflow.GetVersion(ctx, changeRetryNote, workflow.DefaultVersion, versionRetryNote) == versionRetryNote {
+				retryOf = lostFacts(err, retryOf)
+				actx = workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), " · again after an interrupted attempt"))
+			}
 			if !workerLost(err) {
 				wait := time.Duration(1<<restarts) * time.Second
 				timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("retry %s visit %d in %s", node.ID, visitNo, wait)})

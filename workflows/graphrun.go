@@ -30,6 +30,14 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.claimRunID(ctx); err != nil {
 		return nil, err
 	}
+	res, err := r.execute(ctx)
+	r.noticeEnd(ctx, res, err)
+	return res, err
+}
+
+// execute runs the graph from where the input says.
+func (r *runImpl) execute(ctx workflow.Context) (*GraphRunResult, error) {
+	in := r.in
 	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
 		if in.Checkpoint == nil {
 			// A new run has a workspace from its first visit: the one
@@ -113,6 +121,11 @@ type runImpl struct {
 	// search attributes.
 	viaVisit bool
 	vis      visibility
+	// retryNotes are the latest visits that ran again after an
+	// interrupted attempt (retrynote.go), for the run's details.
+	retryNotes []retryNote
+	// notices are the notices this execution sent (notice.go).
+	notices notices
 }
 
 // question is a pending question and, once answered, its answer.
@@ -273,6 +286,8 @@ func (r *runImpl) applyAnswer(a Answer) error {
 // returns the answers in order and forgets the questions.
 func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question) ([]string, error) {
 	mine := r.register(node, qs)
+	// A branch's questions, and a pause restored without its notices.
+	r.noticeQuestions(ctx, node, qs)
 	r.details(ctx)
 	if err := workflow.Await(ctx, func() bool {
 		for _, q := range mine {
@@ -327,6 +342,8 @@ func (r *runImpl) postQuestions(ctx workflow.Context, node string, qs []runstore
 	if workflow.GetVersion(ctx, changeQuestionsFirst, workflow.DefaultVersion, versionQuestionsFirst) == versionQuestionsFirst {
 		r.register(node, qs)
 	}
+	// Before the pause checkpoint, which then records the notices sent.
+	r.noticeQuestions(ctx, node, qs)
 }
 
 func (r *runImpl) lookup(id string) *question {
@@ -350,10 +367,18 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node)})
 		}
 	}
 	return s
+}
+
+// optionsOf are the options of node, when it is a human node.
+func optionsOf(g *graph.Graph, node string) []string {
+	if n, ok := g.Node(node); ok && n.Kind == graph.KindHuman {
+		return n.Options
+	}
+	return nil
 }
 
 // StateOf is what a checkpoint alone says about a run, in the shape of the
@@ -405,7 +430,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&cp.Graph, p.NodeID)})
 			}
 		}
 	}

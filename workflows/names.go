@@ -18,6 +18,9 @@ const (
 	UpdateAnswer = "answer"
 	// QueryState returns the run's State.
 	QueryState = "state"
+	// NoticeWorkflowType is Notice's registered name: the workflow that
+	// delivers one notice of a run to one endpoint.
+	NoticeWorkflowType = "TetherNotice"
 	// SignalGuide delivers a Guide: a person's note to an agent node, added
 	// to the prompt of its next visit (`tether guide`, the console).
 	SignalGuide = "guide"
@@ -141,6 +144,21 @@ const (
 	changeEdgeDelivery  = "edge-delivery"
 	versionEdgeDelivery = 1
 
+	// changeRetryNote: a visit the run starts again after its activity
+	// was lost or failed in a way that may pass tells the next activity
+	// what the last one had done (VisitRequest.RetryOf), so that its
+	// agent or tool is told (retry-note.json). Visits the server starts
+	// again read it from the lost attempt's heartbeats themselves.
+	changeRetryNote  = "retry-note"
+	versionRetryNote = 1
+
+	// changeNotices: a run tells people when it waits for them (a notice
+	// per question) and when it fails, completes or spends a budget, each
+	// notice a TetherNotice child workflow per endpoint (notice.go;
+	// notices.json). The endpoints come from the worker, through a local
+	// activity, once per execution.
+	changeNotices  = "notices"
+	versionNotices = 1
 	// changeGuide: an agent visit takes the notes a person sent its node
 	// with the guide signal, and its path step records them
 	// (guide.json). Runs recorded before never had a note to take.

@@ -21,6 +21,7 @@ func TestReplayHistories(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+			r.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: NoticeWorkflowType})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
 		})
 	}

@@ -146,6 +146,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)
+	r.noteRetry(ctx, node.ID, visitNo, v.output)
 	step = finishedStep(step, node, v.output, v.usage)
 	step.Guidance = v.guidance
 	r.addStep(step)

@@ -206,4 +206,6 @@ type PendingQuestion struct {
 	Text string `json:"text"`
 	// AllowEmpty says the question takes an empty answer.
 	AllowEmpty bool `json:"allow_empty,omitempty"`
+	// Options are the answers a human node offers (its options:).
+	Options []string `json:"options,omitempty"`
 }

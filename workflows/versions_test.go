@@ -102,6 +102,7 @@ func replay(t *testing.T, file string) *replayed {
 	rp, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{r}})
 	require.NoError(t, err)
 	rp.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	rp.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: NoticeWorkflowType})
 	require.NoError(t, rp.ReplayWorkflowHistoryFromJSONFile(nil, file), "replay %s", filepath.Base(file))
 	return r
 }

@@ -120,6 +120,7 @@ func (r *runImpl) details(ctx workflow.Context) {
 			b.WriteString(fmt.Sprintf("\n- %s asks (%s): %s\n  `tether answer %s %s TEXT`", q.Node, q.ID, oneLine(q.Text, 200), r.cp.RunID, q.ID))
 		}
 	}
+	b.WriteString(r.retryDetails())
 	workflow.SetCurrentDetails(ctx, b.String())
 }
 

@@ -33,7 +33,7 @@ and then asks every visitor for that token.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			opts := console.Options{Addr: addr, Token: string(a.cfg.ConsoleToken), WorkspaceLimits: a.cfg.WorkspaceLimits, Actions: consoleActions{a}, WebUI: a.cfg.RunURL}
+			opts := console.Options{Addr: addr, Token: string(a.cfg.ConsoleToken), WorkspaceLimits: a.cfg.WorkspaceLimits, Actions: consoleActions{a}, WebUI: a.cfg.RunURL, LinkKey: a.cfg.LinkKey}
 			// A refusal to listen comes before any connection.
 			if _, err := console.CheckAddr(opts.Addr, opts.Token); err != nil {
 				return usageErr("%v", err)

@@ -18,9 +18,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-run/tether/internal/answerlink"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/treepolicy"
 	"github.com/tether-run/tether/internal/workspace"
@@ -99,6 +101,20 @@ type Config struct {
 	SandboxRW, SandboxRO []string
 	SandboxDeny          []egress.Service
 	Cgroup               string
+	// Notify sends notices of runs to the endpoints TETHER_NOTIFY names,
+	// signed with TETHER_NOTIFY_SECRET, with links on the console at
+	// ConsoleURL signed with LinkKey (internal/notify); nil when
+	// TETHER_NOTIFY is not set. It prints without its secrets.
+	Notify *notify.Sender
+	// ConsoleURL is the console's public address (TETHER_CONSOLE_URL):
+	// the base of the links in notices.
+	ConsoleURL string
+	// LinkKey signs and checks one-click answer links (TETHER_LINK_KEY,
+	// 32 bytes as hex or base64), the same on the workers and the console;
+	// nil: notices carry no answer links. LinkTTL is how long a link is
+	// valid (TETHER_LINK_TTL, default 7 days).
+	LinkKey Secret
+	LinkTTL time.Duration
 	// Agents configures the agent backends: where their CLIs are, each
 	// backend's own variables (endpoint, key, model, settings), the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
@@ -309,7 +325,37 @@ func readEnv() (Config, error) {
 	if v := strings.TrimSpace(getenv("TETHER_CONSOLE_TOKEN")); v != "" {
 		c.ConsoleToken = Secret(v)
 	}
+	if err := c.readNotify(); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// readNotify reads the notification settings: TETHER_NOTIFY and its
+// secret, the console's address and the link key.
+func (c *Config) readNotify() error {
+	c.ConsoleURL = strings.TrimSpace(getenv(notify.ConsoleURLEnv))
+	if v := getenv(answerlink.KeyEnv); v != "" {
+		key, err := blob.ParseKey(v)
+		if err != nil {
+			return fmt.Errorf("%s: want 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -hex 32`), the same on every worker and the console", answerlink.KeyEnv)
+		}
+		c.LinkKey = key
+	}
+	c.LinkTTL = answerlink.DefaultTTL
+	if v := getenv(answerlink.TTLEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a duration such as 168h (7 days) or 24h", answerlink.TTLEnv, v)
+		}
+		c.LinkTTL = d
+	}
+	eps, err := notify.ParseEndpoints(getenv(notify.Env))
+	if err != nil {
+		return err
+	}
+	c.Notify, err = notify.NewSender(eps, []byte(getenv(notify.SecretEnv)), c.ConsoleURL, c.LinkKey, c.LinkTTL)
+	return err
 }
 
 // DefaultShutdownGrace leaves a stopping worker's visits 20 s to finish:

@@ -120,6 +120,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Poll is how often a live page asks Temporal for news (default 1 s).
 	Poll time.Duration
+	// LinkKey checks one-click answer links (TETHER_LINK_KEY, the workers'
+	// key; answerlink.go); nil refuses every link.
+	LinkKey []byte
 }
 
 // Server is a running console's handler and its dependencies.
@@ -267,6 +270,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /runs/{run}/guide", s.guide)
 	m.HandleFunc("GET /runs/{run}/act/{action}", s.confirmPage)
 	m.HandleFunc("POST /runs/{run}/act/{action}", s.act)
+	m.HandleFunc("GET /answer/{run}/{question}", s.answerLinkPage)
+	m.HandleFunc("POST /answer/{run}/{question}", s.answerByLink)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux = m
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
@@ -62,6 +63,8 @@ type harness struct {
 	// scriptedIDs, when set, mints the session ids of the scripted
 	// backend of new workers, so a test can name one before it exists.
 	scriptedIDs func() string
+	// notify sends the new workers' notices (nil: none).
+	notify *notify.Sender
 	// blobURL is the store's TETHER_BLOB_URL, for processes the test
 	// starts (tether console).
 	blobURL string
@@ -118,6 +121,7 @@ func (h *harness) startWorker() string {
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
+		Notify: h.notify,
 	})
 	require.NoError(h.t, err)
 	h.worker = w

@@ -96,6 +96,10 @@ const (
 	CodeTypeMismatch      = "G057" // a when or with does not fit the known types of a tool's or human's output
 	CodeInputNotDelivered = "G058" // a template reads an input that some way into its node does not deliver
 	CodeBadInputType      = "G059" // an input's type is unknown, or its default is not of that type
+	// Notices (docs/graph.md, "Notifications").
+	CodeBadNotifyEvent = "G060" // a notify route names an event that does not exist
+	CodeBadNotifyTo    = "G061" // a notify route's to names something that cannot be an endpoint
+	CodeBadOptions     = "G062" // a human node's options: empty, repeated, too many or too long
 )
 
 // CodeInfo describes one problem code.
@@ -162,6 +166,9 @@ var codeTable = []CodeInfo{
 	{CodeTypeMismatch, SeverityError, "a when or with does not fit the types of a tool's or human's output (a number compared with a string, a field it does not have)"},
 	{CodeInputNotDelivered, SeverityWarning, "a template reads an input that some way into its node does not deliver"},
 	{CodeBadInputType, SeverityError, "an input's type is unknown, or its default is not of that type"},
+	{CodeBadNotifyEvent, SeverityError, "a notify route names an unknown event"},
+	{CodeBadNotifyTo, SeverityError, "a notify route's to is not an endpoint name"},
+	{CodeBadOptions, SeverityError, "a human node's options are empty, repeated, too many or too long"},
 }
 
 // Codes lists every problem code, in code order.

@@ -26,8 +26,11 @@ type Graph struct {
 	Workspace *WorkspaceSource `json:"workspace,omitempty" yaml:"workspace,omitempty"`
 	// Budget, when set, bounds what the whole run may spend.
 	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
-	Nodes  []Node  `json:"nodes" yaml:"nodes"`
-	Edges  []Edge  `json:"edges,omitempty" yaml:"edges,omitempty"`
+	// Notify, when set, says which of the run's notices go to which of
+	// the workers' endpoints (notify.go); `notify: []` sends none.
+	Notify NotifyRoutes `json:"notify,omitzero" yaml:"notify,omitempty"`
+	Nodes  []Node       `json:"nodes" yaml:"nodes"`
+	Edges  []Edge       `json:"edges,omitempty" yaml:"edges,omitempty"`
 
 	// Source says where each part of the graph was written; Parse sets it
 	// so that problems can point at a line and column. Like Pos, it is
@@ -139,6 +142,9 @@ type Node struct {
 	// Human nodes. An empty answer is refused unless AllowEmpty.
 	Question   string `json:"question,omitempty" yaml:"question,omitempty"`
 	AllowEmpty bool   `json:"allow_empty,omitempty" yaml:"allow_empty,omitempty"`
+	// Options are the answers a notice offers as buttons and one-click
+	// links; any other text is still an answer.
+	Options []string `json:"options,omitempty" yaml:"options,omitempty"`
 
 	// Tool nodes.
 	Run []string `json:"run,omitempty" yaml:"run,omitempty"`

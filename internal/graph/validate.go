@@ -26,6 +26,7 @@ func Validate(g *Graph) Problems {
 	v.checkInputTypes()
 	v.checkWorkspace()
 	v.checkBudgets()
+	v.checkNotify()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
@@ -165,6 +166,7 @@ func (v *validator) checkNodes() {
 				v.add(CodeMissingQuestion, v.at(path+".question", path), n.ID, "human node %s has no question; write what the person should answer, e.g. question: Publish the draft?", name)
 			}
 			v.checkTemplate(n.Question, "the question of node "+name, v.at(path+".question", path), n.ID)
+			v.checkOptions(i, name)
 		}
 		v.checkIgnoredFields(i, name)
 	}
@@ -423,6 +425,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"workdir", n.Workdir != "", []Kind{KindAgent}},
 		{"question", n.Question != "", []Kind{KindHuman}},
 		{"allow_empty", n.AllowEmpty, []Kind{KindHuman}},
+		{"options", len(n.Options) > 0, []Kind{KindHuman}},
 		{"permissions", n.Permissions != "", []Kind{KindAgent}},
 		{"tools", n.Tools != nil, []Kind{KindAgent}},
 		{"disallowed_tools", n.DisallowedTools != nil, []Kind{KindAgent}},

@@ -404,7 +404,9 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		CodeBadPermissions, CodeBadEnvName, CodeUnsupported, CodeBadWorkspace, CodeBadBudget, CodeCostNotReported, CodePersistNoCapability,
 		CodeBadJoinWorkspace, CodeMissingPick, CodeBadPick, CodeUnknownPickOutput, CodeTooManyBranches,
 		CodeBadNetwork, CodeBadAllow, CodeBadLimits,
-		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType} {
+		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType,
+
+		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

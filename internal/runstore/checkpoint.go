@@ -386,6 +386,9 @@ type Question struct {
 	// AllowEmpty says the question takes an empty answer (a human node's
 	// allow_empty); others refuse one.
 	AllowEmpty bool `json:"allow_empty,omitempty"`
+	// Notice names the notice sent for the question (its event key), so
+	// that a run resumed while it waits does not send it again.
+	Notice string `json:"notice,omitempty"`
 }
 
 // LoopSnapshot is an earlier output of a node that was visited again.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -77,6 +78,11 @@ type Options struct {
 	// at once (not after a heartbeat timeout). Zero hands them back at
 	// once.
 	ShutdownGrace time.Duration
+	// Notify sends the runs' notices (TETHER_NOTIFY); nil sends none. Every
+	// worker of a namespace should have the same endpoints: the worker that
+	// runs a workflow task decides which notices a run sends, and any
+	// worker may send them.
+	Notify *notify.Sender
 	// OnHealth, if set, hears when the worker turns unhealthy (its store
 	// fails a probe: it takes no visit meanwhile) and healthy again.
 	OnHealth func(healthy bool, cause error)
@@ -173,6 +179,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		PassEnv:  o.PassEnv,
 		Sandbox:  o.Sandbox,
 		Metrics:  o.Metrics,
+		Notifier: o.Notify,
 		Queue:    queue,
 		Logger:   logger,
 		Temporal: c,
@@ -205,6 +212,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	})
 	if o.Role != RoleActivities {
 		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
+		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{Name: workflows.NoticeWorkflowType})
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{

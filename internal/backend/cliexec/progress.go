@@ -36,8 +36,8 @@ func NewTracker(backendName string, req agent.Request) *Tracker {
 // argument (a path, a command, a pattern), which may be empty.
 func (t *Tracker) ToolCall(name, arg string) {
 	t.update(func(p *agent.Progress) {
-		p.Activity = Activity(name, t.relative(arg))
-		p.ToolCalls++
+		rel := t.relative(arg)
+		p.AddCall(name, rel, Activity(name, rel))
 	})
 }
 
@@ -67,7 +67,7 @@ func (t *Tracker) update(change func(*agent.Progress)) {
 	t.mu.Lock()
 	before := t.p
 	change(&t.p)
-	changed := t.p != before
+	changed := !t.p.Same(before)
 	t.mu.Unlock()
 	if changed && t.report != nil {
 		t.report(t.Progress())

@@ -1,0 +1,150 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/answerlink"
+	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/workflows"
+)
+
+// One-click answer links (internal/answerlink): a notice about a question
+// carries links to /answer/RUN/QUESTION?t=TOKEN. Opening one shows the
+// question and asks to confirm; confirming answers through the same update
+// as `tether answer`. The link is the credential, so these pages need no
+// session (security.open), but their POST carries a CSRF token like every
+// form. A link that is forged, changed, expired, for another run or
+// question, or whose question is no longer waiting is refused with a page
+// that says which, and what to do instead.
+
+// answerLinkView is what the answer page shows.
+type answerLinkView struct {
+	Run      string
+	Graph    string
+	Question workflows.PendingQuestion
+	Token    string
+	Fixed    bool
+	Answer   string
+	Expires  time.Time
+	// Refused and Done end the page: Title and Msg say what happened.
+	Refused bool
+	Done    bool
+	Title   string
+	Msg     string
+}
+
+// checkAnswerLink checks the request's link and that its question still
+// waits. On a refusal it has written the page and returns false.
+func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answerLinkView, answerlink.Link, bool) {
+	run, qid := r.PathValue("run"), r.PathValue("question")
+	v := answerLinkView{Run: run, Question: workflows.PendingQuestion{ID: qid}, Token: r.FormValue("t")}
+	refuse := func(status int, title, msg string) (answerLinkView, answerlink.Link, bool) {
+		v.Refused, v.Title, v.Msg = true, title, msg
+		s.render(w, r, status, "answer", page{Title: title, Nav: "questions", Data: v})
+		return v, answerlink.Link{}, false
+	}
+	if len(s.opts.LinkKey) == 0 {
+		return refuse(http.StatusServiceUnavailable, "Answer links are off",
+			"This console cannot check answer links: it was started without "+answerlink.KeyEnv+". Start it with the same key as the workers', or answer on the run's page.")
+	}
+	if runstore.ValidateRunID(run) != nil {
+		v.Run = ""
+		return refuse(http.StatusNotFound, "No such run", "The link names no run this console could show. Open the link from the notice again, exactly as it was sent.")
+	}
+	l, err := answerlink.Verify(s.opts.LinkKey, v.Token, time.Now())
+	switch {
+	case errors.Is(err, answerlink.ErrExpired):
+		return refuse(http.StatusGone, "This link has expired",
+			fmt.Sprintf("It was valid until %s. Answer on the run's page, or with `tether answer %s %s TEXT`.", l.Expires.Format(time.RFC1123), run, qid))
+	case err != nil:
+		return refuse(http.StatusForbidden, "This link is not valid",
+			"Its signature does not match: it was changed (or cut short when it was copied), or it was not made by this Tether. Open the link from the notice again, exactly as it was sent, or answer on the run's page.")
+	}
+	if err := l.For(run, qid); err != nil {
+		what := "another run"
+		if errors.Is(err, answerlink.ErrOtherQuestion) {
+			what = "another question"
+		}
+		return refuse(http.StatusForbidden, "This link is for "+what, fmt.Sprintf("It answers %s of run %s, not %s of run %s. Open the link from the notice again, exactly as it was sent.", l.Question, l.Run, qid, run))
+	}
+	v.Fixed, v.Answer, v.Expires = l.Fixed, l.Answer, l.Expires
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	rs, err := s.opts.Actions.State(ctx, run)
+	if err != nil {
+		return refuse(http.StatusBadGateway, "The run could not be read", err.Error())
+	}
+	v.Graph = rs.State.Graph
+	for _, q := range rs.State.Questions {
+		if q.ID == qid {
+			v.Question = q
+			return v, l, true
+		}
+	}
+	return refuse(http.StatusConflict, "This question is not waiting any more", s.notWaiting(ctx, run, qid, rs))
+}
+
+// notWaiting says why a link's question no longer waits: who answered it
+// and with what, when the run's history says.
+func (s *Server) notWaiting(ctx context.Context, run, qid string, rs *RunState) string {
+	for _, a := range s.answers(ctx, run) {
+		if a.Question == qid {
+			return fmt.Sprintf("%s was answered with %q by %s at %s; a link answers once. The run's page shows where it is now.", qid, a.Text, a.By, a.At.UTC().Format(time.RFC1123))
+		}
+	}
+	return fmt.Sprintf("Run %s (%s) is not waiting for %s: it was answered, or the run moved on. The run's page shows where it is now.", run, rs.State.Status, qid)
+}
+
+// answerLinkPage shows the link's question and asks to confirm.
+func (s *Server) answerLinkPage(w http.ResponseWriter, r *http.Request) {
+	v, _, ok := s.checkAnswerLink(w, r)
+	if !ok {
+		return
+	}
+	s.render(w, r, http.StatusOK, "answer", page{Title: "Answer " + v.Question.ID, Nav: "questions", Data: v})
+}
+
+// answerByLink answers the link's question, once confirmed: the link's
+// own answer, or for a form link what was typed or picked. The run's
+// update is the last word: a question answered meanwhile is refused.
+func (s *Server) answerByLink(w http.ResponseWriter, r *http.Request) {
+	v, l, ok := s.checkAnswerLink(w, r)
+	if !ok {
+		return
+	}
+	text := l.Answer
+	if !l.Fixed {
+		text = r.PostFormValue("option")
+		if text == "" {
+			text = strings.TrimSpace(r.PostFormValue("text"))
+		}
+		if text == "" {
+			v.Msg = "Type an answer, or pick one of the options."
+			s.render(w, r, http.StatusBadRequest, "answer", page{Title: "Answer " + v.Question.ID, Nav: "questions", Data: v})
+			return
+		}
+	}
+	v.Answer = text
+	if err := s.opts.Actions.Answer(r.Context(), v.Run, v.Question.ID, text, s.linkIdentity(r)); err != nil {
+		v.Refused, v.Title, v.Msg = true, "The run refused the answer", err.Error()
+		s.render(w, r, http.StatusConflict, "answer", page{Title: v.Title, Nav: "questions", Data: v})
+		return
+	}
+	v.Done, v.Title = true, "Answered"
+	v.Msg = fmt.Sprintf("Your answer %q to %s was accepted by run %s.", text, v.Question.ID, v.Run)
+	s.render(w, r, http.StatusOK, "answer", page{Title: v.Title, Nav: "questions", Data: v})
+}
+
+// linkIdentity names who answered through a link, for Temporal's
+// history: the name given at login on this browser, if any.
+func (s *Server) linkIdentity(r *http.Request) string {
+	if c, err := r.Cookie(nameCookie); err == nil && cleanName(c.Value) != "" {
+		return cleanName(c.Value) + " (answer link, tether console)"
+	}
+	return "answer link (tether console)"
+}

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/tether-run/tether/internal/answerlink"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/notify/notifytest"
+	"github.com/tether-run/tether/workflows"
+)
+
+// publicName is the console's public name in TestOneClickAnswers: the
+// browser resolves it to the proxy on loopback.
+const publicName = "tether.example.test"
+
+// TestOneClickAnswers: a person opens the answer links of a notice in a
+// browser, through a proxy that serves the console on a public name (the
+// console has a token; the links need no log-in). A link shows the
+// question and answers only once confirmed; the same link again, the
+// other option's link, a link with a changed byte, an expired link and a
+// link for another run are each refused with their reason; a page left
+// open while someone else answered is refused by the run itself. Nothing
+// is answered twice.
+func TestOneClickAnswers(t *testing.T) {
+	h := newHarness(t, "")
+	rcv := startReceiver(t)
+	key := bytes.Repeat([]byte{6}, 32)
+
+	// The proxy's address is the links' base, so it listens first.
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, port, _ := net.SplitHostPort(pl.Addr().String())
+	public := "http://" + publicName + ":" + port
+	c := startConsole(t, h, []string{"TETHER_CONSOLE_TOKEN=one-click-console-token-0123", "TETHER_LINK_KEY=" + hex.EncodeToString(key)})
+	target, err := url.Parse(c.URL)
+	require.NoError(t, err)
+	proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = proxy.Serve(pl) }()
+	t.Cleanup(func() { _ = proxy.Close() })
+
+	sender, err := notify.NewSender([]notify.Endpoint{{Name: "ops", URL: rcv.URL()}}, notifySecret, public, key, 0)
+	require.NoError(t, err)
+	h.notify = sender
+	h.startWorker()
+	g, err := graph.Parse([]byte(strings.Replace(askTwice, "options: [yes, no]", "options: [ship, hold]", 1)), "ask-twice.yaml")
+	require.NoError(t, err)
+	runA, runB := "one-click-a", "one-click-b"
+	h.start(runA, g, nil)
+	h.start(runB, g, nil)
+	for _, id := range []string{runA, runB} {
+		require.Equal(t, "first-1", h.waitQuestion(id).ID)
+	}
+	links := func(run string) *notify.JSONQuestion {
+		d := awaitDelivery(t, rcv, func(d notifytest.Delivery) bool {
+			return d.Notice.Run == run && d.Notice.Question != nil && d.Notice.Question.ID == "first-1"
+		})
+		q := d.Notice.Question
+		require.Len(t, q.AnswerLinks, 2)
+		require.True(t, strings.HasPrefix(q.AnswerForm, public+"/answer/"+run+"/first-1?t="), q.AnswerForm)
+		return q
+	}
+	a, b := links(runA), links(runB)
+
+	ctx := browserResolving(t, publicName)
+	// A's "ship" link: the question, the answer, a confirmation.
+	do(t, ctx, chromedp.Navigate(a.AnswerLinks[0].URL))
+	waitText(t, ctx, "#question", "Ship part one?")
+	require.Equal(t, "ship", text(t, ctx, "#the-answer"))
+	screenshot(t, ctx, "answer-link")
+	do(t, ctx, chromedp.Click(css(`#confirm button[type=submit]`)))
+	waitText(t, ctx, "#result", `Your answer "ship" to first-1 was accepted by run `+runA)
+	require.Equal(t, "second-1", h.waitQuestion(runA).ID, "the run took the answer")
+
+	refused := func(link, title, reason string) {
+		t.Helper()
+		do(t, ctx, chromedp.Navigate(link))
+		waitText(t, ctx, "h1", title)
+		require.Contains(t, text(t, ctx, "#result"), reason)
+	}
+	refused(a.AnswerLinks[0].URL, "This question is not waiting any more", `first-1 was answered with "ship" by answer link (tether console)`)
+	refused(a.AnswerLinks[1].URL, "This question is not waiting any more", `answered with "ship"`)
+	formTok := tokenOf(t, b.AnswerForm)
+	changed := []byte(formTok)
+	changed[10] ^= 1
+	refused(public+answerlink.Path(runB, "first-1", string(changed)), "This link is not valid", "it was changed")
+	expired, err := answerlink.Sign(key, answerlink.Link{Run: runB, Question: "first-1", Expires: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	refused(public+answerlink.Path(runB, "first-1", expired), "This link has expired", "It was valid until")
+	refused(public+answerlink.Path(runB, "first-1", tokenOf(t, a.AnswerForm)), "This link is for another run", "It answers first-1 of run "+runA)
+	screenshot(t, ctx, "answer-link-refused")
+
+	// B's page is open when someone answers on the command line: the run
+	// refuses the link's answer.
+	do(t, ctx, chromedp.Navigate(b.AnswerLinks[1].URL))
+	waitText(t, ctx, "#the-answer", "hold")
+	h.answer(runB, "first-1", "ship")
+	do(t, ctx, chromedp.Click(css(`#confirm button[type=submit]`)))
+	waitText(t, ctx, "h1", "The run refused the answer")
+	require.Contains(t, text(t, ctx, "#result"), "already answered")
+
+	for _, id := range []string{runA, runB} {
+		assert.Equal(t, 1, acceptedAnswers(t, h, id, "first-1"), "run %s took one answer to first-1", id)
+	}
+}
+
+// browserResolving is a browser that resolves name to loopback, as DNS
+// would a public name to a proxy.
+func browserResolving(t *testing.T, name string) context.Context {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium(t)), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("host-resolver-rules", "MAP "+name+" 127.0.0.1")}, browserFlags...)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	return ctx
+}
+
+func tokenOf(t *testing.T, link string) string {
+	t.Helper()
+	u, err := url.Parse(link)
+	require.NoError(t, err)
+	return u.Query().Get("t")
+}
+
+// acceptedAnswers counts the answers to question the run's history
+// accepted (updates and signals alike).
+func acceptedAnswers(t *testing.T, h *harness, run, question string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dc := converter.GetDefaultDataConverter()
+	n := 0
+	iter := h.c.GetWorkflowHistory(ctx, run, "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		var a workflows.Answer
+		if u := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); u != nil && u.GetAcceptedRequest().GetInput().GetName() == workflows.UpdateAnswer {
+			require.NoError(t, dc.FromPayloads(u.GetAcceptedRequest().GetInput().GetArgs(), &a))
+		}
+		if s := ev.GetWorkflowExecutionSignaledEventAttributes(); s != nil && s.GetSignalName() == workflows.SignalAnswer {
+			require.NoError(t, dc.FromPayloads(s.GetInput(), &a))
+		}
+		if a.QuestionID == question {
+			n++
+		}
+	}
+	return n
+}
