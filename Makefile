@@ -73,6 +73,7 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Visit$$' -benchtime 200x -count 3 -timeout 20m ./internal/e2e
 	$(GO) test -run '^$$' -bench LongPersistLoop -benchtime 10000x -count 1 -timeout 60m ./internal/e2e
+	$(GO) test -run '^$$' -bench Console -benchtime 3x -count 1 -timeout 60m ./internal/e2e
 
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
