@@ -124,7 +124,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	}
 	change, commit, err := s.visitChange(ctx, run, node, visit, states)
 	if err != nil {
-		v.ChangeErr = err.Error()
+		v.ChangeErr = hideKeys(err.Error())
 	}
 	if change != nil {
 		v.Change, v.Commit = change, commit

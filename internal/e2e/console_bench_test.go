@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,6 +267,5 @@ func bigClaudeSession(b *testing.B, store blob.Store, run, sessionID string, siz
 	require.NoError(b, err)
 	key := runstore.SessionKey(run, "w", "01J00000000000000000000BEN")
 	require.NoError(b, blob.PutBytes(context.Background(), store, key, data))
-	sum := sha256.Sum256(data)
-	return runstore.NodeSessionSlot{Backend: "claude_code", SessionID: sessionID, StateRef: key, Digest: hex.EncodeToString(sum[:]), Size: int64(len(data))}, written
+	return runstore.NodeSessionSlot{Backend: "claude_code", SessionID: sessionID, StateRef: key, Digest: packer.Digest(data), Size: int64(len(data))}, written
 }
