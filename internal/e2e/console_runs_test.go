@@ -115,8 +115,10 @@ func TestConsoleFiltersSearchesAndPagesRuns(t *testing.T) {
 
 	// In the browser: the form's status filter, kept in the address.
 	ctx := newBrowser(t)
-	do(t, ctx, chromedp.Navigate(c.URL+"/runs"), chromedp.SetValue(css(`form.filters select[name=status]`), "waiting"),
-		chromedp.Click(css(`form.filters button[type=submit]`)))
+	do(t, ctx, chromedp.Navigate(c.URL+"/runs"))
+	waitText(t, ctx, "#runs", "list-done-")
+	do(t, ctx, chromedp.SetValue(css(`form.filters select[name=status]`), "waiting"))
+	do(t, ctx, chromedp.Click(css(`form.filters button[type=submit]`)))
 	waitText(t, ctx, "#runs", "list-ask")
 	require.NotContains(t, text(t, ctx, "#runs"), "list-done-")
 	require.Contains(t, eval[string](t, ctx, `location.search`), "status=waiting")
