@@ -16,7 +16,7 @@ import (
 // one-trip-visit change (workflows/legacy_visit.go): a visit there was a
 // RestoreSession then an ExecuteNode on the worker that holds the live
 // session. They go once no open execution can still reach that branch
-// (docs/workflow-versions.md).
+// (docs/operations.md, "Retiring a change id").
 
 // liveEnv returns the live root and working directory of one backend for one
 // run's node on this worker, for the activities of runs recorded before

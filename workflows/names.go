@@ -37,7 +37,9 @@ func WorkerQueue(workerID string) string { return runapi.WorkerQueue(workerID) }
 // workflow.GetVersion change id; histories under testdata/histories replay
 // its old path (recorded by the build before it; <id>-before.json where
 // no older history reaches it) and its new one, and
-// TestEveryChangeReplaysBothBranches fails for an id without both.
+// TestEveryChangeReplaysBothBranches fails for an id without both. An
+// old branch lives in legacy_*.go once it only serves old executions;
+// docs/operations.md says when it may go ("Retiring a change id").
 const (
 	// changeToolAffinity: tool nodes run on the worker of the last agent
 	// visit (tool-affinity.json).
@@ -47,7 +49,7 @@ const (
 	// any worker, which restores the run's workspace and the session,
 	// runs, then snapshots and packs (one-trip-visit.json and the
 	// workspace histories). Runs recorded before it keep the two-activity
-	// visit on a worker's own queue (legacy.go).
+	// visit on a worker's own queue (legacy_visit.go).
 	changeOneTripVisit  = "one-trip-visit"
 	versionOneTripVisit = 1
 	// changeWorkspaceImport: a new run whose graph names its workspace's
