@@ -14,9 +14,9 @@ build:
 	$(GO) build -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
 
-## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap
+## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap, chromium
 tools:
-	bash scripts/tools.sh temporal versitygw clis sandbox >/dev/null
+	bash scripts/tools.sh temporal versitygw clis sandbox chromium >/dev/null
 
 ## run: dev server + worker + the review-loop demo, answered automatically
 run: build
@@ -29,7 +29,7 @@ console: build
 
 ## screenshots: docs/console/*.png, taken by the console's browser tests
 screenshots: build
-	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -timeout 60m ./internal/e2e -run 'TestConsole'
+	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers'
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
@@ -73,6 +73,7 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Visit$$' -benchtime 200x -count 3 -timeout 20m ./internal/e2e
 	$(GO) test -run '^$$' -bench LongPersistLoop -benchtime 10000x -count 1 -timeout 60m ./internal/e2e
+	$(GO) test -run '^$$' -bench Console -benchtime 3x -count 1 -timeout 60m ./internal/e2e
 
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools

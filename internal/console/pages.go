@@ -125,7 +125,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, title 
 	if status >= 500 {
 		s.log.Warn("console: page failed", "path", r.URL.Path, "error", err)
 	}
-	s.render(w, r, status, "error", page{Title: title, Data: map[string]string{"Title": title, "Error": err.Error()}})
+	s.render(w, r, status, "error", page{Title: title, Data: map[string]string{"Title": title, "Error": hideKeys(err.Error())}})
 }
 
 func renderLogin(w http.ResponseWriter, r *http.Request, s *security, msg string) {

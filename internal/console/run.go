@@ -436,4 +436,3 @@ func sortedNodes[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
-

@@ -433,11 +433,17 @@ func totalUsage(cp *runstore.Checkpoint) agent.Usage {
 	return u
 }
 
-// fillQuestions asks each waiting run for its pending questions (the live
-// query knows a fan-out branch's too), falling back on its checkpoint.
+// fillQuestions asks each waiting run whose checkpoint counted no pending
+// question (fillRows) for its questions: the live query knows a fan-out
+// branch's too. A run whose waiting checkpoint lists its questions is not
+// asked: a query per waiting run made a namespace with many of them wait
+// seconds for its list on a busy server (docs/performance.md).
 func (s *Server) fillQuestions(ctx context.Context, rows []runRow) {
 	var wg sync.WaitGroup
 	for i := range rows {
+		if rows[i].Known && rows[i].Questions > 0 {
+			continue
+		}
 		wg.Add(1)
 		go func(row *runRow) {
 			defer wg.Done()

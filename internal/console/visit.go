@@ -35,16 +35,19 @@ type visitView struct {
 	Backend    string
 	SessionID  string
 	Guidance   []runstore.Guidance
-	Change     *workspace.Change
-	Commit     string
-	Files      []fileStat
-	Added      int
-	Removed    int
-	ChangeErr  string
-	PrevURL    string
-	NextURL    string
-	RunURL     string
-	Conv       *conversationView
+	// RetryNote is what the visit was told because an earlier attempt of
+	// it was interrupted (agent.RetryNoteKey).
+	RetryNote string
+	Change    *workspace.Change
+	Commit    string
+	Files     []fileStat
+	Added     int
+	Removed   int
+	ChangeErr string
+	PrevURL   string
+	NextURL   string
+	RunURL    string
+	Conv      *conversationView
 }
 
 // field is one key of a visit's output other than its text.
@@ -121,7 +124,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	}
 	change, commit, err := s.visitChange(ctx, run, node, visit, states)
 	if err != nil {
-		v.ChangeErr = err.Error()
+		v.ChangeErr = hideKeys(err.Error())
 	}
 	if change != nil {
 		v.Change, v.Commit = change, commit
@@ -153,6 +156,9 @@ func (v *visitView) output(out map[string]any) {
 			continue
 		case agent.SessionIDKey:
 			v.SessionID, _ = val.(string)
+			continue
+		case agent.RetryNoteKey:
+			v.RetryNote, _ = val.(string)
 			continue
 		}
 		if strings.HasPrefix(k, "_") {

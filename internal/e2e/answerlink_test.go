@@ -104,14 +104,20 @@ func TestOneClickAnswers(t *testing.T) {
 	refused(public+answerlink.Path(runB, "first-1", tokenOf(t, a.AnswerForm)), "This link is for another run", "It answers first-1 of run "+runA)
 	screenshot(t, ctx, "answer-link-refused")
 
-	// B's page is open when someone answers on the command line: the run
-	// refuses the link's answer.
+	// B's page is open when someone answers on the command line: the
+	// confirmation is refused, saying who answered and with what (the
+	// console reads the run before it sends the update; a confirmation
+	// that races the other answer is refused by the run's update itself,
+	// as TestConsoleShowsTheRunsRefusal shows for the console's forms).
 	do(t, ctx, chromedp.Navigate(b.AnswerLinks[1].URL))
 	waitText(t, ctx, "#the-answer", "hold")
 	h.answer(runB, "first-1", "ship")
 	do(t, ctx, chromedp.Click(css(`#confirm button[type=submit]`)))
-	waitText(t, ctx, "h1", "The run refused the answer")
-	require.Contains(t, text(t, ctx, "#result"), "already answered")
+	waitText(t, ctx, "h1", "This question is not waiting any more")
+	// Who answered comes from the run's history, which a loaded server
+	// may not give within the page's time: then the page says the
+	// question was answered without naming by whom.
+	require.Contains(t, text(t, ctx, "#result"), "first-1")
 
 	for _, id := range []string{runA, runB} {
 		assert.Equal(t, 1, acceptedAnswers(t, h, id, "first-1"), "run %s took one answer to first-1", id)

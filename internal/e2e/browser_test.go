@@ -144,12 +144,16 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 }
 
 // screenshot saves the page as NAME.png in the directory
-// TETHER_SCREENSHOTS names, when it is set (make screenshots).
+// TETHER_SCREENSHOTS names, when it is set (make screenshots); a relative
+// directory is taken from the repository's root, not the test's.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	dir := os.Getenv("TETHER_SCREENSHOTS")
 	if dir == "" {
 		return
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(testenv.Root(), dir)
 	}
 	png := run(t, ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, os.MkdirAll(dir, 0o755))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -227,4 +229,15 @@ edges:
 	assert.Contains(t, stdout, `"started":true`)
 	assert.Contains(t, st.Outputs["work"][agent.RetryNoteKey], "An earlier attempt of this tool visit was interrupted")
 	h.recordHistory("retry-note", id)
+
+	// The console's page of the visit shows what it was told.
+	c := startConsole(t, h, nil)
+	resp, err := http.Get(c.URL + "/runs/" + id + "/visits/work/1")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	page, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	require.Contains(t, string(page), `id="retry-note"`)
+	require.Contains(t, string(page), "An earlier attempt of this tool visit was interrupted (it failed: ")
 }

@@ -34,6 +34,8 @@ type Result struct {
 	// StoreObjects counts the bucket's objects before the soak and after
 	// every soak run was deleted.
 	StoreObjectsBefore, StoreObjectsAfter int
+	// Notices is what the notice receiver got (Options.Notify).
+	Notices *Notices
 }
 
 // RSSSample is the workers' resident memory at one moment.
@@ -50,6 +52,16 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("list the bucket: %w", err)
 	}
 	res.StoreObjectsBefore = len(before)
+	if s.o.Notify {
+		if err := s.startNotices(ctx); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := s.stopNotices(context.WithoutCancel(ctx)); err != nil {
+				s.logf("restarting the workers without the notice receiver: %v", err)
+			}
+		}()
+	}
 
 	runs, err := s.startMix(ctx)
 	if err != nil {
@@ -92,6 +104,13 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 		if r.result != nil {
 			res.Visits += r.result.Visits
 		}
+	}
+	if s.o.Notify {
+		// A notice is sent by a workflow of its own, which may still be
+		// retrying when its run ends (a receiver or server was down).
+		res.Notices = s.countNotices(hctx, runs, 3*time.Minute)
+		res.Problems = append(res.Problems, res.Notices.problems()...)
+		s.logf("notices: %d questions asked, %d notified once; %d requests", res.Notices.Questions, res.Notices.Notified, res.Notices.Requests)
 	}
 	res.Problems = append(res.Problems, s.deleteAll(hctx, runs, res)...)
 	return res, nil

@@ -46,16 +46,37 @@ func Report(w io.Writer, levels []Level, lost *LostWorker, res *Result, workers 
 		}
 		fmt.Fprintf(w, "%s; peak %d.\n", strings.Join(parts, "; "), peak>>20)
 	}
+	if n := res.Notices; n != nil {
+		fmt.Fprintf(w, "\nNotices (a receiver on loopback named by every worker's TETHER_NOTIFY): %d questions asked, %d notified exactly once, %d never notified, %d notified more than once; %d runs completed, %d completion notices; %d requests in all (%s), %d of them a notice sent again under its key (same body), %d with a bad signature.\n",
+			n.Questions, n.Notified, len(n.Unnotified), len(n.Twice), n.Completed, n.EndNotices, n.Requests, byEvent(n.ByEvent), n.Repeats, n.BadSignatures)
+	}
 	fmt.Fprintf(w, "\nBucket objects before the soak: %d; after `tether delete` of every soak run: %d.\n", res.StoreObjectsBefore, res.StoreObjectsAfter)
 	fmt.Fprintf(w, "Entries of the soak's runs left in each worker's caches (working directories, object stores, session roots): %v.\n", res.Leftovers)
 	if len(res.Problems) == 0 {
-		fmt.Fprintf(w, "\nChecks: every run completed; every conversation and workspace is exact; every named blob is there; nothing is left after delete.\n")
+		notices := ""
+		if res.Notices != nil {
+			notices = " every question was notified exactly once, and every completed run's end;"
+		}
+		fmt.Fprintf(w, "\nChecks: every run completed; every conversation and workspace is exact; every named blob is there;%s nothing is left after delete.\n", notices)
 		return
 	}
 	fmt.Fprintf(w, "\n%d problems:\n", len(res.Problems))
 	for _, p := range res.Problems {
 		fmt.Fprintf(w, "- %s\n", p)
 	}
+}
+
+func byEvent(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func rssOf(s RSSSample) string {

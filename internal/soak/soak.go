@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify/notifytest"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/workflows"
@@ -50,6 +51,10 @@ type Options struct {
 	WorkspaceFiles int
 	// Faults during the soak.
 	Faults Faults
+	// Notify runs a notice receiver during the soak, gives every worker
+	// TETHER_NOTIFY naming it, and checks each question was notified
+	// exactly once (notices.go).
+	Notify bool
 	// Deadline bounds the whole soak.
 	Deadline time.Duration
 	Out      io.Writer
@@ -80,6 +85,10 @@ type Soak struct {
 	prefix string
 	rng    *rand.Rand
 	logMu  sync.Mutex
+	// receiver and notifyEnv are the notice receiver and the workers'
+	// environment naming it, while Options.Notify has them up.
+	receiver  *notifytest.Receiver
+	notifyEnv []string
 }
 
 // New connects to the cluster the environment names (as tether does).
@@ -169,7 +178,7 @@ func (s *Soak) wait(ctx context.Context, runs []*run) {
 // cluster runs scripts/cluster.sh with args.
 func (s *Soak) cluster(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.o.Root, "scripts", "cluster.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir)
+	cmd.Env = append(append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir), s.notifyEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cluster.sh %s: %w\n%s", strings.Join(args, " "), err, out)

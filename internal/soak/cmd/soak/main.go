@@ -40,6 +40,7 @@ func main() {
 	flag.DurationVar(&o.Faults.StopS3.For, "stop-s3-for", 30*time.Second, "and keep it stopped this long (0: never stop it)")
 	flag.DurationVar(&o.Deadline, "deadline", 40*time.Minute, "the soak fails if it takes longer")
 	flag.IntVar(&lostSamples, "lost-worker", 3, "times to kill a worker in the middle of a visit and measure what it costs (0: never)")
+	flag.BoolVar(&o.Notify, "notify", true, "run a notice receiver, restart the workers with TETHER_NOTIFY naming it, and check each question was notified once")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
 	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs, levels 1 and 10, one worker kill, one 15 s S3 stop")
 	flag.Parse()
