@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -438,5 +437,3 @@ func sortedNodes[V any](m map[string]V) []string {
 	return out
 }
 
-// errNotFound is a page about something the run does not have.
-var errNotFound = errors.New("not found")

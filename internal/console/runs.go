@@ -199,7 +199,7 @@ func (s *Server) listRuns(ctx context.Context, r *http.Request) (runsView, error
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return v, fmt.Errorf("Temporal's visibility could not list the runs: %w", err)
+		return v, fmt.Errorf("listing the runs from Temporal's visibility: %w", err)
 	}
 	v.Rows = rows
 	s.fillRows(ctx, v.Rows)

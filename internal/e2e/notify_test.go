@@ -248,9 +248,9 @@ func TestNoticesNeverHoldTheRun(t *testing.T) {
 	for _, e := range resp.GetExecutions() {
 		wid := e.GetExecution().GetWorkflowId()
 		require.True(t, strings.HasPrefix(wid, id+"/notice/"), wid)
-		d, err := h.c.DescribeWorkflowExecution(context.Background(), wid, "")
+		d, err := h.c.DescribeWorkflow(context.Background(), wid, "")
 		require.NoError(t, err)
-		st := d.GetWorkflowExecutionInfo().GetStatus()
+		st := d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 		count[st]++
 		if strings.HasSuffix(wid, "/dead") {
 			assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, st, wid)

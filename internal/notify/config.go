@@ -125,7 +125,7 @@ func decode(data []byte, where string) ([]Endpoint, error) {
 		return nil, fmt.Errorf("%s: %s; a file of endpoints is `endpoints: [{name: ops, url: https://…, format: slack, events: [waiting]}]`", where, yaml.FormatError(err, false, false))
 	}
 	if len(doc.Endpoints) == 0 {
-		return nil, fmt.Errorf("%s: no endpoints; list them under endpoints:", where)
+		return nil, fmt.Errorf("%s: no endpoints; list them under `endpoints`", where)
 	}
 	return doc.Endpoints, nil
 }
