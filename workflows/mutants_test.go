@@ -38,3 +38,17 @@ func (s *GraphRunSuite) TestOnlyAVisitWithLostBlobsAsksForTheirDeletion() {
 		})
 	}
 }
+
+// Once the visit that was answered is committed, the pause blob it
+// resumed from is superseded: the run deletes it after the required
+// checkpoint (the blobs of earlier questions go when the next pause lands).
+func (s *GraphRunSuite) TestAnsweredPauseBlobIsDeletedAfterTheCommit() {
+	var last string
+	s.answerWhenAsked("writer-1-q1", "1", func() {})
+	s.answerWhenAsked("writer-1-q2", "2", func() { last = s.latest().Pause.BackendSessionStateRef })
+	_, err := s.run(twoAsks, nil)
+	s.Require().NoError(err)
+	s.Require().NotEmpty(last, "the run paused on a second blob")
+	s.Contains(s.store.deletedKeys(), last)
+	s.False(s.exists(last), "the answered pause blob is gone")
+}
