@@ -14,7 +14,7 @@ import (
 // digestsSince is when every path of Tether records a digest with every
 // session blob it packs, the slot's and the pause's. One-trip visits have
 // since their first build (2026-12-01 03:33 UTC); the two-activity visits
-// of runs recorded before them (workflows/legacy.go) only since the build
+// of runs recorded before them (workflows/legacy_visit.go) only since the build
 // released on this date. A ref's ULID carries the workflow's clock at the
 // moment the ref was minted, right before the visit that packed it, so a
 // ref minted at or after this time must come with its digest. A slot an

@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tether-run/tether/internal/agent"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/tether-run/tether/internal/agent"
 )
 
 // progressBoard holds the latest progress of each running visit on this

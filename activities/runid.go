@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -85,10 +83,4 @@ func TemporalHolder(ctx context.Context, c Executions, id, except string) (strin
 		return fmt.Sprintf("Temporal has run %q (%s)", id, ExecutionStatus(d.RawResponse.GetWorkflowExecutionInfo().GetStatus())), nil
 	}
 	return "", nil
-}
-
-// ExecutionStatus is a Temporal execution status as a word: running,
-// completed, failed, canceled, terminated, continued_as_new, timed_out.
-func ExecutionStatus(s enumspb.WorkflowExecutionStatus) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }

@@ -41,27 +41,6 @@ const (
 	DeleteBlobsName    = "DeleteBlobs"
 )
 
-// ExecuteRequest is one visit of an agent node.
-type ExecuteRequest struct {
-	RunID  string     `json:"run_id"`
-	NodeID string     `json:"node_id"`
-	Visit  int        `json:"visit"`
-	Node   graph.Node `json:"node"`
-	// Backend is the effective backend the workflow planned for.
-	Backend    string         `json:"backend"`
-	Input      map[string]any `json:"input,omitempty"`
-	PrevOutput map[string]any `json:"prev_output,omitempty"`
-	// SessionID resumes that conversation; set only after a successful
-	// unpack or has-session on this worker.
-	SessionID string        `json:"session_id,omitempty"`
-	Answer    *agent.Answer `json:"answer,omitempty"`
-	// PackTo is the blob key a successful persist visit packs its session
-	// into; empty for non-persist nodes.
-	PackTo string `json:"pack_to,omitempty"`
-	// PauseTo is the blob key an ask_user packs the in-flight session into.
-	PauseTo string `json:"pause_to,omitempty"`
-}
-
 // ExecuteResult is what a visit produced. It never carries session bytes:
 // they went to the blob store under PackTo or PauseTo.
 type ExecuteResult struct {
@@ -90,26 +69,6 @@ type ExecuteResult struct {
 	PackDeltaOf string `json:"pack_delta_of,omitempty"`
 	// Usage is what this visit cost, as the CLI reported it.
 	Usage agent.Usage `json:"usage,omitzero"`
-}
-
-// RestoreRequest asks a worker to make a session live in its root: unpack a
-// blob (StateRef set) or, with StateRef empty, only check HasSession.
-type RestoreRequest struct {
-	RunID     string     `json:"run_id"`
-	Node      graph.Node `json:"node"`
-	Backend   string     `json:"backend"`
-	SessionID string     `json:"session_id"`
-	StateRef  string     `json:"state_ref,omitempty"`
-	// Digest is the blob's recorded sha256; a blob that differs is
-	// refused, and so is a missing digest on a ref minted after digests
-	// were recorded.
-	Digest string `json:"digest,omitempty"`
-}
-
-// RestoreResult names the worker queue where the session is now live.
-type RestoreResult struct {
-	Queue   string `json:"queue"`
-	Present bool   `json:"present"`
 }
 
 // ToolRequest runs a tool node's argv.

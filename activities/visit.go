@@ -197,15 +197,9 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 			return nil, err
 		}
 		defer ws.Close()
-		if req.Workspace != nil {
-			got, err := ws.Restore(ctx, req.Workspace)
-			if err != nil {
-				return nil, workspaceError(req, "restore", err)
-			}
-			res.WorkspaceHit, res.WorkspaceFetched = got.Hit, got.Fetched
-			a.Metrics.RestoreBytes(telemetry.WhatWorkspace, got.Fetched)
+		if err := a.restoreWorkspace(ctx, req, ws, res); err != nil {
+			return nil, err
 		}
-		ws.Touched()
 	}
 	// The node's directory exists even where the snapshot has none (a
 	// snapshot keeps no empty directories).
@@ -213,16 +207,31 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		return nil, fmt.Errorf("node %q: create its directory: %w", req.NodeID, err)
 	}
 
-	var asked bool
-	runCtx, confined, err := a.confineVisit(ctx, req.Node)
+	asked, err := a.runVisit(ctx, req, cwd, ws, lost, res)
 	if err != nil {
 		return nil, err
+	}
+
+	if ws != nil && (!req.Branch || req.BranchName != "") {
+		if err := a.snapshotVisit(ctx, req, ws, asked, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// runVisit runs the node's agent or tool, confined, and says whether the
+// agent asked the user.
+func (a *Activities) runVisit(ctx context.Context, req *VisitRequest, cwd string, ws *workspace.Workspace, lost *agent.Interruption, res *VisitResult) (asked bool, err error) {
+	runCtx, confined, err := a.confineVisit(ctx, req.Node)
+	if err != nil {
+		return false, err
 	}
 	switch req.Node.Kind {
 	case graph.KindTool:
 		out, err := a.runTool(runCtx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd, lost)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if lost != nil {
 			out[agent.RetryNoteKey] = lost.ToolNote()
@@ -230,37 +239,55 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		res.Output = out
 	case graph.KindAgent:
 		if err := a.visitAgent(runCtx, req, cwd, promptWorkspace(ctx, ws, req), lost, res); err != nil {
-			return nil, err
+			return false, err
 		}
 		asked = len(res.Questions) > 0
 	}
 	noteRefused(res.Output, confined)
+	return asked, nil
+}
 
-	if ws != nil && (!req.Branch || req.BranchName != "") {
-		msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
-		if asked {
-			msg += " (asked the user)"
-		}
-		details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
-		if req.BranchName != "" {
-			details = append(details, "branch: "+req.BranchName)
-		}
-		if res.Backend != "" {
-			details = append(details, "backend: "+res.Backend, "session: "+res.SessionID)
-		}
-		next, snap, err := ws.Snapshot(ctx, req.Workspace, workspace.CommitInfo{Message: msg, Details: details, When: req.Started})
+// restoreWorkspace brings the visit's workspace to the snapshot it
+// starts from, and marks the run's workspace as in use.
+func (a *Activities) restoreWorkspace(ctx context.Context, req *VisitRequest, ws *workspace.Workspace, res *VisitResult) error {
+	if req.Workspace != nil {
+		got, err := ws.Restore(ctx, req.Workspace)
 		if err != nil {
-			return nil, workspaceError(req, "snapshot", err)
+			return workspaceError(req, "restore", err)
 		}
-		res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
-		a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.Uploaded)
-		if snap.Changed || req.Workspace == nil || next != req.Workspace {
-			// A new commit, or the same one with news of what was left
-			// out (tether status shows it).
-			res.Workspace = next
-		}
+		res.WorkspaceHit, res.WorkspaceFetched = got.Hit, got.Fetched
+		a.Metrics.RestoreBytes(telemetry.WhatWorkspace, got.Fetched)
 	}
-	return res, nil
+	ws.Touched()
+	return nil
+}
+
+// snapshotVisit commits what the visit left in the workspace, one commit
+// per visit, and says in res what the snapshot holds and left out.
+func (a *Activities) snapshotVisit(ctx context.Context, req *VisitRequest, ws *workspace.Workspace, asked bool, res *VisitResult) error {
+	msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
+	if asked {
+		msg += " (asked the user)"
+	}
+	details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
+	if req.BranchName != "" {
+		details = append(details, "branch: "+req.BranchName)
+	}
+	if res.Backend != "" {
+		details = append(details, "backend: "+res.Backend, "session: "+res.SessionID)
+	}
+	next, snap, err := ws.Snapshot(ctx, req.Workspace, workspace.CommitInfo{Message: msg, Details: details, When: req.Started})
+	if err != nil {
+		return workspaceError(req, "snapshot", err)
+	}
+	res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
+	a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.Uploaded)
+	if snap.Changed || req.Workspace == nil || next != req.Workspace {
+		// A new commit, or the same one with news of what was left
+		// out (tether status shows it).
+		res.Workspace = next
+	}
+	return nil
 }
 
 // maxPromptDiff bounds the diff a prompt sees as .workspace.diff.

@@ -173,72 +173,15 @@ func (r *runImpl) delivered(cur runstore.Cursor) string {
 // names them, so they are garbage once the visit is committed.
 func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, sc *scope) (*activities.VisitResult, []string, error) {
 	log := workflow.GetLogger(ctx)
-	timeout := time.Duration(node.Timeout)
-	if timeout <= 0 {
-		timeout = r.opts.NodeTimeout
-		if node.Kind == graph.KindTool {
-			timeout = defaultToolTimeout
-		}
-	}
-	serverRetry := workflow.GetVersion(ctx, changeServerRetry, workflow.DefaultVersion, versionServerRetry) == versionServerRetry
-	retry := &temporal.RetryPolicy{MaximumAttempts: 1}
-	if serverRetry {
-		// A lost worker's visit is started again by the server itself the
-		// moment its heartbeat timeout passes (or its worker hands it
-		// back): no workflow task, so no wait on the dead worker's sticky
-		// queue. Nothing else is retried there: a visit past its own time
-		// is final, and the activity makes every other failure final for
-		// the server (ErrTypeMayPass) for the loop below to judge.
-		retry = &temporal.RetryPolicy{
-			InitialInterval:        lostWorkerRetryInterval,
-			BackoffCoefficient:     1,
-			MaximumAttempts:        1 + maxLostWorkerRetries,
-			NonRetryableErrorTypes: []string{startToCloseTimeout},
-		}
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:   visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc),
-		TaskQueue: TaskQueue,
-		// The node's own time, plus room to restore and snapshot.
-		StartToCloseTimeout: timeout + visitOverhead,
-		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
-		RetryPolicy:         retry,
-	})
+	actx, serverRetry := r.visitOptions(ctx, node, visitNo, plan, sc)
 	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
 		workflow.GetVersion(ctx, changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks) == versionIncrementalPacks
 	var lost []string
 	var retryOf *agent.Interruption
 	upgradeWaits := 0
 	for restarts := 0; ; restarts++ {
-		req := &activities.VisitRequest{
-			RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
-			Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
-			Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
-			ServerRetry: serverRetry, Incremental: incremental, RetryOf: retryOf, Guidance: guidance,
-		}
-		if node.Mentions(".workspace.branches") {
-			req.Joined = r.latestJoined()
-		}
-		if node.Kind == graph.KindAgent {
-			req.PauseTo = runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx))
-			if node.Session == graph.SessionPersist {
-				req.PackTo = runstore.SessionKey(r.cp.RunID, node.ID, r.mintID(ctx))
-			}
-			if plan.Kind != resolve.Fresh {
-				req.Session = &activities.SessionPlan{
-					Kind: plan.Kind.String(), SessionID: plan.SessionID, Fingerprint: plan.Fingerprint,
-					Digest: plan.Digest, Stripped: plan.Stripped,
-				}
-				if plan.Kind != resolve.HasSession {
-					req.Session.StateRef, req.Session.Size, req.Session.Parts = plan.StateRef, plan.Size, plan.Parts
-					if len(plan.Parts) > 0 {
-						// A worker built before slots had parts would restore the
-						// base alone: its digest check refuses this one instead.
-						req.Session.Digest = activities.PartsDigestPrefix + plan.Digest
-					}
-				}
-			}
-		}
+		req := r.visitRequest(ctx, node, visitNo, plan, answer, guidance, sc)
+		req.ServerRetry, req.Incremental, req.RetryOf = serverRetry, incremental, retryOf
 		var res activities.VisitResult
 		visit := acts.Visit
 		if req.BranchName != "" {
@@ -290,6 +233,79 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		}
 		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
+}
+
+// visitOptions are the Visit activity's options for one visit: its time,
+// and who starts it again when its worker is lost (the server, since
+// changeServerRetry, whose answer it also returns).
+func (r *runImpl) visitOptions(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, sc *scope) (workflow.Context, bool) {
+	timeout := time.Duration(node.Timeout)
+	if timeout <= 0 {
+		timeout = r.opts.NodeTimeout
+		if node.Kind == graph.KindTool {
+			timeout = defaultToolTimeout
+		}
+	}
+	serverRetry := workflow.GetVersion(ctx, changeServerRetry, workflow.DefaultVersion, versionServerRetry) == versionServerRetry
+	retry := &temporal.RetryPolicy{MaximumAttempts: 1}
+	if serverRetry {
+		// A lost worker's visit is started again by the server itself the
+		// moment its heartbeat timeout passes (or its worker hands it
+		// back): no workflow task, so no wait on the dead worker's sticky
+		// queue. Nothing else is retried there: a visit past its own time
+		// is final, and the activity makes every other failure final for
+		// the server (ErrTypeMayPass) for the loop below to judge.
+		retry = &temporal.RetryPolicy{
+			InitialInterval:        lostWorkerRetryInterval,
+			BackoffCoefficient:     1,
+			MaximumAttempts:        1 + maxLostWorkerRetries,
+			NonRetryableErrorTypes: []string{startToCloseTimeout},
+		}
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:   visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc),
+		TaskQueue: TaskQueue,
+		// The node's own time, plus room to restore and snapshot.
+		StartToCloseTimeout: timeout + visitOverhead,
+		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
+		RetryPolicy:         retry,
+	})
+	return actx, serverRetry
+}
+
+// visitRequest is the Visit activity's request for one attempt: fresh blob
+// keys each time, and the session plan of an agent visit.
+func (r *runImpl) visitRequest(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, sc *scope) *activities.VisitRequest {
+	req := &activities.VisitRequest{
+		RunID: r.cp.RunID, NodeID: node.ID, Visit: visitNo, Node: *node, Backend: plan.Backend,
+		Input: plan.Input, PrevOutput: r.cp.Outputs[node.ID], Answer: answer,
+		Workspace: r.workspaceOf(sc), Started: workflow.Now(ctx), Branch: sc.branch, BranchName: sc.name, Fork: plan.Fork,
+		Guidance: guidance,
+	}
+	if node.Mentions(".workspace.branches") {
+		req.Joined = r.latestJoined()
+	}
+	if node.Kind == graph.KindAgent {
+		req.PauseTo = runstore.PauseKey(r.cp.RunID, node.ID, r.mintID(ctx))
+		if node.Session == graph.SessionPersist {
+			req.PackTo = runstore.SessionKey(r.cp.RunID, node.ID, r.mintID(ctx))
+		}
+		if plan.Kind != resolve.Fresh {
+			req.Session = &activities.SessionPlan{
+				Kind: plan.Kind.String(), SessionID: plan.SessionID, Fingerprint: plan.Fingerprint,
+				Digest: plan.Digest, Stripped: plan.Stripped,
+			}
+			if plan.Kind != resolve.HasSession {
+				req.Session.StateRef, req.Session.Size, req.Session.Parts = plan.StateRef, plan.Size, plan.Parts
+				if len(plan.Parts) > 0 {
+					// A worker built before slots had parts would restore the
+					// base alone: its digest check refuses this one instead.
+					req.Session.Digest = activities.PartsDigestPrefix + plan.Digest
+				}
+			}
+		}
+	}
+	return req
 }
 
 // unnamedKeys are the blob keys of req that no checkpoint will name once

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 )
@@ -21,41 +21,6 @@ func (r *runImpl) addUsage(node string, u agent.Usage) {
 		r.cp.Usage = map[string]agent.Usage{}
 	}
 	r.cp.Usage[node] = r.cp.Usage[node].Add(u)
-}
-
-// runUsage is what the whole run has cost so far.
-func runUsage(cp *runstore.Checkpoint) agent.Usage {
-	var total agent.Usage
-	for _, k := range sortedKeys(cp.Usage) {
-		total = total.Add(cp.Usage[k])
-	}
-	return total
-}
-
-// OverBudget says which budget of cp's graph (the run's, or a node's) its
-// spending crossed, or "" when none is spent: a run resumed in that state
-// stops again before its next visit.
-func OverBudget(cp *runstore.Checkpoint) string {
-	if msg := crossed("the run's budget", cp.Graph.Budget, runUsage(cp)); msg != "" {
-		return msg
-	}
-	for _, n := range cp.Graph.Nodes {
-		if msg := crossed("the budget of node "+n.ID, n.Budget, cp.Usage[n.ID]); msg != "" {
-			return msg
-		}
-	}
-	return ""
-}
-
-func crossed(what string, b *graph.Budget, u agent.Usage) string {
-	switch {
-	case b == nil:
-	case b.MaxTokens > 0 && u.Tokens() > b.MaxTokens:
-		return fmt.Sprintf("%s is spent: %d tokens used, max_tokens is %d", what, u.Tokens(), b.MaxTokens)
-	case b.MaxCostUSD > 0 && u.CostUSD > b.MaxCostUSD:
-		return fmt.Sprintf("%s is spent: $%.4f used, max_cost_usd is $%.2f", what, u.CostUSD, b.MaxCostUSD)
-	}
-	return ""
 }
 
 // stopIfOverBudget ends the run resumably once its spending crossed a
@@ -83,3 +48,10 @@ func (r *runImpl) stopIfOverBudget(ctx workflow.Context, change string, version 
 		fmt.Sprintf("%s; raise it and continue with `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", msg, r.cp.RunID),
 		ErrTypeBudget, nil, &cp)
 }
+
+// OverBudget says which budget of cp's graph its spending crossed, or ""
+// (runapi.OverBudget).
+func OverBudget(cp *runstore.Checkpoint) string { return runapi.OverBudget(cp) }
+
+// runUsage is what the whole run has cost so far.
+func runUsage(cp *runstore.Checkpoint) agent.Usage { return runapi.RunUsage(cp) }

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -142,7 +143,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	if in == nil || in.RunID == "" {
 		return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a run_id", ErrTypeGraph, nil)
 	}
-	r := &runImpl{in: in, opts: in.Options.withDefaults()}
+	r := &runImpl{in: in, opts: withDefaults(in.Options)}
 	if in.Checkpoint != nil {
 		cp := *in.Checkpoint
 		r.cp = &cp
@@ -373,70 +374,6 @@ func (r *runImpl) state() *State {
 	return s
 }
 
-// optionsOf are the options of node, when it is a human node.
-func optionsOf(g *graph.Graph, node string) []string {
-	if n, ok := g.Node(node); ok && n.Kind == graph.KindHuman {
-		return n.Options
-	}
-	return nil
-}
-
-// StateOf is what a checkpoint alone says about a run, in the shape of the
-// state query: `tether status` answers with it when no worker is up, and
-// the live query starts from it. Sessions appear without their state refs.
-func StateOf(cp *runstore.Checkpoint) *State {
-	s := &State{
-		RunID:      cp.RunID,
-		Graph:      cp.Graph.Name,
-		Status:     cp.Status,
-		Visits:     maps.Clone(cp.Visits),
-		Outputs:    map[string]map[string]any{},
-		Path:       slices.Clone(cp.Path),
-		Steps:      cp.PathTotal,
-		Error:      cp.Error,
-		Checkpoint: cp.Seq,
-		Guidance:   slices.Clone(cp.Guidance),
-	}
-	for _, c := range cp.Cursor {
-		s.Current = append(s.Current, c.Node)
-	}
-	if ws := cp.Workspace; ws != nil {
-		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits, Notes: slices.Clone(ws.Notes)}
-		for _, b := range cp.Branches {
-			v := BranchView{Name: b.Name, Join: b.Join}
-			if b.Workspace != nil {
-				v.Commit = b.Workspace.Commit
-			}
-			if b.Next != nil {
-				v.Next = b.Next.Node
-			}
-			s.Workspace.Branches = append(s.Workspace.Branches, v)
-		}
-	}
-	if len(cp.Usage) > 0 {
-		s.Usage = maps.Clone(cp.Usage)
-		s.TotalUsage = runUsage(cp)
-	}
-	for _, id := range sortedKeys(cp.Outputs) {
-		s.Outputs[id] = cp.Outputs[id]
-	}
-	for _, id := range sortedKeys(cp.NodeSessions) {
-		slot := cp.NodeSessions[id]
-		if s.Sessions == nil {
-			s.Sessions = map[string]SessionView{}
-		}
-		s.Sessions[id] = SessionView{Backend: slot.Backend, SessionID: slot.SessionID}
-	}
-	if p := cp.Pause; p != nil {
-		for _, q := range p.Questions {
-			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&cp.Graph, p.NodeID)})
-			}
-		}
-	}
-	return s
-}
-
 // queryValue copies an output for a query, cutting long strings and
 // dropping any transient key.
 func queryValue(m map[string]any) map[string]any {
@@ -455,3 +392,9 @@ func queryValue(m map[string]any) map[string]any {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return workflow.DeterministicKeys(m) }
+
+// StateOf is what a checkpoint alone says about a run (runapi.StateOf).
+func StateOf(cp *runstore.Checkpoint) *State { return runapi.StateOf(cp) }
+
+// optionsOf are the options of node, when it is a human node.
+func optionsOf(g *graph.Graph, node string) []string { return runapi.OptionsOf(g, node) }

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -24,21 +25,6 @@ func (r *runImpl) receiveGuidance(ctx workflow.Context) {
 			}
 		}
 	})
-}
-
-// CheckGuide says why a note cannot go to node of g ("" when it can): the
-// workflow ignores such a signal, so `tether guide` asks first.
-func CheckGuide(g *graph.Graph, gd Guide) error {
-	n, ok := g.Node(gd.Node)
-	switch {
-	case strings.TrimSpace(gd.Text) == "":
-		return fmt.Errorf("the note is empty; write what node %s should do", gd.Node)
-	case !ok:
-		return fmt.Errorf("graph %q has no node %q", g.Name, gd.Node)
-	case n.Kind != graph.KindAgent:
-		return fmt.Errorf("node %q is a %s node; only agent nodes read guidance", gd.Node, n.Kind)
-	}
-	return nil
 }
 
 func (r *runImpl) addGuidance(ctx workflow.Context, gd Guide) error {
@@ -104,3 +90,6 @@ func guidanceTexts(gs []runstore.Guidance) []string {
 	}
 	return out
 }
+
+// CheckGuide says why a note cannot go to its node (runapi.CheckGuide).
+func CheckGuide(g *graph.Graph, gd Guide) error { return runapi.CheckGuide(g, gd) }

@@ -4,69 +4,42 @@
 // the run store and carries across continue-as-new.
 package workflows
 
-// Names Temporal users see. They are part of Tether's interface: the README
-// shows how to drive a run with the plain temporal CLI using them.
+import "github.com/tether-run/tether/internal/runapi"
+
+// The names and error types are runapi's: `tether` reads them there.
 const (
-	// TaskQueue is the shared queue every worker polls.
-	TaskQueue = "tether"
-	// WorkflowType is GraphRun's registered name.
-	WorkflowType = "GraphRun"
-	// SignalAnswer delivers a human's answer, fire and forget.
-	SignalAnswer = "answer"
-	// UpdateAnswer delivers the same answer and reports whether it was
-	// accepted; its validator rejects unknown or already-answered questions.
-	UpdateAnswer = "answer"
-	// QueryState returns the run's State.
-	QueryState = "state"
-	// NoticeWorkflowType is Notice's registered name: the workflow that
-	// delivers one notice of a run to one endpoint.
-	NoticeWorkflowType = "TetherNotice"
-	// SignalGuide delivers a Guide: a person's note to an agent node, added
-	// to the prompt of its next visit (`tether guide`, the console).
-	SignalGuide = "guide"
+	TaskQueue             = runapi.TaskQueue
+	WorkflowType          = runapi.WorkflowType
+	SignalAnswer          = runapi.SignalAnswer
+	UpdateAnswer          = runapi.UpdateAnswer
+	QueryState            = runapi.QueryState
+	NoticeWorkflowType    = runapi.NoticeWorkflowType
+	SignalGuide           = runapi.SignalGuide
+	ErrTypeResumable      = runapi.ErrTypeResumable
+	ErrTypeNodeFailed     = runapi.ErrTypeNodeFailed
+	ErrTypeNoEdge         = runapi.ErrTypeNoEdge
+	ErrTypeMaxVisits      = runapi.ErrTypeMaxVisits
+	ErrTypeGraph          = runapi.ErrTypeGraph
+	ErrTypeWorkspace      = runapi.ErrTypeWorkspace
+	ErrTypeRunIDTaken     = runapi.ErrTypeRunIDTaken
+	ErrTypeRunIDUnchecked = runapi.ErrTypeRunIDUnchecked
+	ErrTypeBudget         = runapi.ErrTypeBudget
 )
 
-// Error types of GraphRun's failures; `tether` and callers branch on them.
-const (
-	// ErrTypeResumable is a fail-stop: the failure details carry the
-	// checkpoint to resume from (ADR-089's FailRunResumable).
-	ErrTypeResumable = "FailedResumable"
-	// ErrTypeNodeFailed is a node whose execution failed.
-	ErrTypeNodeFailed = "NodeFailed"
-	// ErrTypeNoEdge is a node none of whose edges matched.
-	ErrTypeNoEdge = "NoEdgeMatched"
-	// ErrTypeMaxVisits is a node visited more than its max_visits.
-	ErrTypeMaxVisits = "MaxVisitsExceeded"
-	// ErrTypeGraph is a graph the run cannot interpret.
-	ErrTypeGraph = "InvalidGraph"
-	// ErrTypeWorkspace is a workspace the run cannot start from.
-	ErrTypeWorkspace = "WorkspaceFailed"
-	// ErrTypeRunIDTaken is a new run whose id another run has, in
-	// Temporal or in the run store; it failed before its first visit.
-	ErrTypeRunIDTaken = "RunIDTaken"
-	// ErrTypeRunIDUnchecked is a new run that could not check its id (the
-	// run store and Temporal did not answer); it did nothing.
-	ErrTypeRunIDUnchecked = "RunIDUnchecked"
-	// ErrTypeBudget is a run stopped because it spent a budget; like
-	// ErrTypeResumable, its details carry the checkpoint to resume from,
-	// once the budget is raised (`tether resume --max-tokens/--max-cost-usd`).
-	ErrTypeBudget = "BudgetExceeded"
-)
+// RunWorkflowID returns the workflow ID of a run (runapi.RunWorkflowID).
+func RunWorkflowID(runID string) string { return runapi.RunWorkflowID(runID) }
 
-// RunWorkflowID returns the workflow ID of a run: the run ID itself, so that
-// the Temporal CLI and Web UI find a run by the ID `tether` printed.
-func RunWorkflowID(runID string) string { return runID }
-
-// WorkerQueue returns the task queue only one worker polls. Every activity
-// of a node visit after the first runs there, so the live session files the
-// first one restored are the ones the rest use.
-func WorkerQueue(workerID string) string { return TaskQueue + "/" + workerID }
+// WorkerQueue returns the task queue only one worker polls
+// (runapi.WorkerQueue).
+func WorkerQueue(workerID string) string { return runapi.WorkerQueue(workerID) }
 
 // Workflow changes since the first recorded histories. Each is a
 // workflow.GetVersion change id; histories under testdata/histories replay
 // its old path (recorded by the build before it; <id>-before.json where
 // no older history reaches it) and its new one, and
-// TestEveryChangeReplaysBothBranches fails for an id without both.
+// TestEveryChangeReplaysBothBranches fails for an id without both. An
+// old branch lives in legacy_*.go once it only serves old executions;
+// docs/operations.md says when it may go ("Retiring a change id").
 const (
 	// changeToolAffinity: tool nodes run on the worker of the last agent
 	// visit (tool-affinity.json).
@@ -76,7 +49,7 @@ const (
 	// any worker, which restores the run's workspace and the session,
 	// runs, then snapshots and packs (one-trip-visit.json and the
 	// workspace histories). Runs recorded before it keep the two-activity
-	// visit on a worker's own queue (legacy.go).
+	// visit on a worker's own queue (legacy_visit.go).
 	changeOneTripVisit  = "one-trip-visit"
 	versionOneTripVisit = 1
 	// changeWorkspaceImport: a new run whose graph names its workspace's

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 )
@@ -347,16 +347,6 @@ func (r *runImpl) fail(ctx workflow.Context, err error) error {
 	return err
 }
 
-// StopError is err as a resumable stop of a run (a fail-stop or a budget
-// stop), whose details carry the checkpoint to resume from.
-func StopError(err error) (*temporal.ApplicationError, bool) {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeResumable || appErr.Type() == ErrTypeBudget) {
-		return appErr, true
-	}
-	return nil, false
-}
-
 // failResumable is ADR-089's FailRunResumable: the workflow fails with a
 // typed, non-retryable error whose details carry the checkpoint, new slot
 // included, so `tether resume` continues visit N of the conversation even
@@ -372,3 +362,6 @@ func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause
 		fmt.Sprintf("required checkpoint failed at node %q: %s; the run can continue with `tether resume %s`", cur.Node, activities.ErrorText(cause), r.cp.RunID),
 		ErrTypeResumable, cause, &cp)
 }
+
+// StopError is err as a resumable stop of a run (runapi.StopError).
+func StopError(err error) (*temporal.ApplicationError, bool) { return runapi.StopError(err) }

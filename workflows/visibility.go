@@ -11,16 +11,16 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
-// Search attributes a run keeps up to date, so `temporal workflow list
-// --query 'TetherStatus="waiting"'` and the Web UI find runs by graph,
-// node, status and backend.
+// Search attributes a run keeps up to date (runapi's, which `tether`
+// reads).
 var (
-	SearchGraph    = temporal.NewSearchAttributeKeyKeyword("TetherGraph")
-	SearchNode     = temporal.NewSearchAttributeKeyKeyword("TetherNode")
-	SearchStatus   = temporal.NewSearchAttributeKeyKeyword("TetherStatus")
-	SearchBackends = temporal.NewSearchAttributeKeyKeywordList("TetherBackends")
+	SearchGraph    = runapi.SearchGraph
+	SearchNode     = runapi.SearchNode
+	SearchStatus   = runapi.SearchStatus
+	SearchBackends = runapi.SearchBackends
 )
 
 // SearchAttributeTypes are the search attributes to register in a

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tether-run/tether/internal/console"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 func (a *app) consoleCmd() *cobra.Command {
@@ -103,7 +103,7 @@ func (c consoleActions) Answer(ctx context.Context, run, question, text, by stri
 		return failedErr(err)
 	}
 	defer done()
-	return answer(ctx, cl, run, workflows.Answer{QuestionID: question, Text: text})
+	return answer(ctx, cl, run, runapi.Answer{QuestionID: question, Text: text})
 }
 
 func (c consoleActions) Guide(ctx context.Context, run, node, text, by string) (string, error) {

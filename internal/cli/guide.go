@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 func (a *app) guideCmd() *cobra.Command {
@@ -53,22 +53,22 @@ func (a *app) guide(ctx context.Context, id, node, text, by string) (string, err
 	if err != nil {
 		return "", err
 	}
-	gd := workflows.Guide{Node: node, Text: text, By: by}
+	gd := runapi.Guide{Node: node, Text: text, By: by}
 	if gd.By == "" {
 		gd.By = osUser()
 	}
-	if err := workflows.CheckGuide(g, gd); err != nil {
+	if err := runapi.CheckGuide(g, gd); err != nil {
 		return "", usageErr("run %s: %v", id, err)
 	}
-	if len(gd.Text) > workflows.MaxGuideText {
-		return "", usageErr("the note is %d bytes; a note may hold %d", len(gd.Text), workflows.MaxGuideText)
+	if len(gd.Text) > runapi.MaxGuideText {
+		return "", usageErr("the note is %d bytes; a note may hold %d", len(gd.Text), runapi.MaxGuideText)
 	}
 	c, done, err := a.as(by)
 	if err != nil {
 		return "", failedErr(err)
 	}
 	defer done()
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalGuide, gd); err != nil {
+	if err := c.SignalWorkflow(ctx, id, "", runapi.SignalGuide, gd); err != nil {
 		return "", failedErr(fmt.Errorf("signal run %s: %w", id, err))
 	}
 	return fmt.Sprintf("note sent to node %s of run %s: its next visit gets it after its prompt", node, id), nil

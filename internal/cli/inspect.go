@@ -19,12 +19,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/render"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // quietLogger keeps the Temporal client's info chatter off the terminal.
@@ -39,16 +38,16 @@ func (quietLogger) Error(msg string, kv ...any) {
 
 var _ log.Logger = quietLogger{}
 
-func (a *app) queryState(ctx context.Context, id string) (*workflows.State, error) {
+func (a *app) queryState(ctx context.Context, id string) (*runapi.State, error) {
 	c, err := a.temporal()
 	if err != nil {
 		return nil, err
 	}
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+	v, err := c.QueryWorkflow(ctx, id, "", runapi.QueryState)
 	if err != nil {
 		return nil, err
 	}
-	var st workflows.State
+	var st runapi.State
 	if err := v.Get(&st); err != nil {
 		return nil, err
 	}
@@ -132,7 +131,7 @@ visit so far, then each new one, until the run ends (Ctrl-C detaches).`,
 // Temporal can, it shows what Temporal knows and says what is missing. It
 // also returns Temporal's description of the run (nil when Temporal did
 // not describe it), which holds the progress of the visits in flight.
-func (a *app) loadState(ctx context.Context, id string) (*workflows.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (a *app) loadState(ctx context.Context, id string) (*runapi.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
 	var temporalStatus enumspb.WorkflowExecutionStatus
 	var described *workflowservice.DescribeWorkflowExecutionResponse
 	var live string // why the live workflow did not answer
@@ -156,7 +155,7 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 			}
 			live = "the run is open but no worker answered its state query (" + rootCause(err) + ")"
 			if pollers, perr := a.livePollers(ctx); perr == nil && len(pollers) == 0 {
-				live = fmt.Sprintf("the run is open, but no worker is polling task queue %q: start tether-worker", workflows.TaskQueue)
+				live = fmt.Sprintf("the run is open, but no worker is polling task queue %q: start tether-worker", runapi.TaskQueue)
 			}
 		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
 			live = "Temporal does not know the run"
@@ -174,10 +173,10 @@ func (a *app) loadState(ctx context.Context, id string) (*workflows.State, strin
 			return nil, "", nil, failedErr(fmt.Errorf("cannot show run %q: %s; %s. Check that the store is up and TETHER_BLOB_URL names it, then try again", id, live, storeErr))
 		}
 		// Temporal knows the run: its status at least.
-		st := &workflows.State{RunID: id, Status: temporalStatusName(temporalStatus)}
+		st := &runapi.State{RunID: id, Status: temporalStatusName(temporalStatus)}
 		return st, fmt.Sprintf("Temporal only (%s; %s: visits, outputs and questions are in the store)", live, storeErr), described, nil
 	}
-	st := workflows.StateOf(cp)
+	st := runapi.StateOf(cp)
 	if temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
 			st.Status = temporalStatusName(temporalStatus)
@@ -219,7 +218,7 @@ func rootCause(err error) string {
 	}
 }
 
-func (a *app) printState(st *workflows.State, source string) {
+func (a *app) printState(st *runapi.State, source string) {
 	w := a.out
 	fmt.Fprintf(w, "run:        %s\n", st.RunID)
 	fmt.Fprintf(w, "graph:      %s\n", st.Graph)
@@ -301,9 +300,9 @@ fire and forget.`,
 			// The answer waits for a worker: say so when none is up.
 			stop := a.workers("the answer").watch(cmd.Context(), a.errOut)
 			defer stop()
-			ans := workflows.Answer{QuestionID: qid, Text: text}
+			ans := runapi.Answer{QuestionID: qid, Text: text}
 			if signal {
-				if err := c.SignalWorkflow(cmd.Context(), id, "", workflows.SignalAnswer, ans); err != nil {
+				if err := c.SignalWorkflow(cmd.Context(), id, "", runapi.SignalAnswer, ans); err != nil {
 					return failedErr(fmt.Errorf("signal run %s: %w", id, err))
 				}
 				fmt.Fprintf(a.out, "answer to %s sent to run %s\n", qid, id)
@@ -342,9 +341,9 @@ func (a *app) emptyAllowed(ctx context.Context, id, qid string) error {
 // answer sends ans to run id as the "answer" update and waits for the
 // run to take it: the run's own refusal (an unknown or answered question)
 // comes back as a usage error. `tether answer` and the console use it.
-func answer(ctx context.Context, c client.Client, id string, ans workflows.Answer) error {
+func answer(ctx context.Context, c client.Client, id string, ans runapi.Answer) error {
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.UpdateAnswer, Args: []any{ans},
+		WorkflowID: id, UpdateName: runapi.UpdateAnswer, Args: []any{ans},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
@@ -353,9 +352,9 @@ func answer(ctx context.Context, c client.Client, id string, ans workflows.Answe
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return failedErr(fmt.Errorf("run %s is not open: %s", id, activities.ErrorText(err)))
+			return failedErr(fmt.Errorf("run %s is not open: %s", id, runapi.ErrorText(err)))
 		}
-		return usageErr("answer refused by run %s: %s", id, activities.ErrorText(err))
+		return usageErr("answer refused by run %s: %s", id, runapi.ErrorText(err))
 	}
 	return nil
 }

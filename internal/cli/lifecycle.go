@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // requireClosed refuses to act on a run Temporal still runs.
@@ -36,13 +36,13 @@ func (a *app) start(ctx context.Context, id string, cp *runstore.Checkpoint) err
 		return failedErr(err)
 	}
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.RunWorkflowID(id),
-		TaskQueue:                workflows.TaskQueue,
+		ID:                       runapi.RunWorkflowID(id),
+		TaskQueue:                runapi.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// A run opened meanwhile is refused, never taken for this one.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Checkpoint: cp})
+	}, runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Checkpoint: cp})
 	if err != nil {
 		if cp.Seq == 0 {
 			if taken := alreadyStarted(id, err); taken != nil {
@@ -71,14 +71,14 @@ func (a *app) resumableCheckpoint(ctx context.Context, id string) (*runstore.Che
 		return nil, "", failedErr(lerr)
 	}
 	werr := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
-	if appErr, stopped := workflows.StopError(werr); stopped && appErr.HasDetails() {
+	if appErr, stopped := runapi.StopError(werr); stopped && appErr.HasDetails() {
 		var cp runstore.Checkpoint
 		if err := appErr.Details(&cp); err == nil {
 			if latest != nil && latest.Seq > cp.Seq {
 				cp.Seq = latest.Seq
 			}
 			from := "the fail-stop's own checkpoint"
-			if appErr.Type() == workflows.ErrTypeBudget {
+			if appErr.Type() == runapi.ErrTypeBudget {
 				from = "the checkpoint of its budget stop"
 			}
 			return &cp, from, nil
@@ -168,7 +168,7 @@ func (a *app) resume(ctx context.Context, id, onNode string, maxTokens int64, ma
 	if err := raiseBudget(cp, onNode, maxTokens, maxCost); err != nil {
 		return "", err
 	}
-	if msg := workflows.OverBudget(cp); msg != "" {
+	if msg := runapi.OverBudget(cp); msg != "" {
 		return "", usageErr("run %s: %s, so it would stop again before its next visit; raise that budget: `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", id, msg, id)
 	}
 	cp.Lineage = &runstore.Lineage{Run: id, Seq: cp.Seq, Kind: "resume"}

@@ -18,11 +18,10 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // visitActivityTypes are the activities that carry out a visit, whose
@@ -172,13 +171,13 @@ func record(ev *historypb.HistoryEvent, dc converter.DataConverter, byID map[int
 		at := ev.GetActivityTaskFailedEventAttributes()
 		if i, ok := byID[at.GetScheduledEventId()]; ok {
 			(*recs)[i].pending = false
-			(*recs)[i].failure = activities.ErrorText(temporal.GetDefaultFailureConverter().FailureToError(at.GetFailure()))
+			(*recs)[i].failure = runapi.ErrorText(temporal.GetDefaultFailureConverter().FailureToError(at.GetFailure()))
 		}
 	case ev.GetActivityTaskTimedOutEventAttributes() != nil:
 		at := ev.GetActivityTaskTimedOutEventAttributes()
 		if i, ok := byID[at.GetScheduledEventId()]; ok {
 			(*recs)[i].pending = false
-			(*recs)[i].failure = activities.ErrorText(temporal.GetDefaultFailureConverter().FailureToError(at.GetFailure()))
+			(*recs)[i].failure = runapi.ErrorText(temporal.GetDefaultFailureConverter().FailureToError(at.GetFailure()))
 		}
 	}
 }
@@ -271,7 +270,7 @@ func (a *app) logsFromStore(ctx context.Context, id, node string, visit int) err
 		return failedErr(fmt.Errorf("run %s: Temporal has no history of it, and the run store: %w", id, err))
 	}
 	fmt.Fprintf(a.out, "(Temporal has no history of run %s; from the run store, checkpoint %d: each visit's summary, and each node's latest output)\n", id, cp.Seq)
-	st := workflows.StateOf(cp)
+	st := runapi.StateOf(cp)
 	shown := 0
 	for _, s := range cp.Path {
 		if (node != "" && s.Node != node) || (visit != 0 && s.Visit != visit) {

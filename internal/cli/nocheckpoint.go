@@ -9,9 +9,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // withoutCheckpoint is what `tether status` says of a run the run store
@@ -19,14 +18,14 @@ import (
 // differently: Temporal unreachable, a run open (with or without a worker)
 // that has not written one yet, a run closed without one (whose fail-stop
 // may carry one all the same), and a run neither knows.
-func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.WorkflowExecutionStatus, live string, described *workflowservice.DescribeWorkflowExecutionResponse) (*workflows.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.WorkflowExecutionStatus, live string, described *workflowservice.DescribeWorkflowExecutionResponse) (*runapi.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
 	switch {
 	case a.client == nil || strings.HasPrefix(live, "Temporal could not"):
 		return nil, "", nil, failedErr(fmt.Errorf("cannot show run %q: %s, and the run store %s has no checkpoint of it; start Temporal or set TEMPORAL_ADDRESS, and check that TETHER_BLOB_URL names the store the run used", id, live, a.cfg.BlobURL))
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
 		return nil, "", nil, failedErr(fmt.Errorf("run %q not found: Temporal at %s does not know the run, and the run store %s has no checkpoint of it; check the run id, TEMPORAL_ADDRESS and TETHER_BLOB_URL", id, a.cfg.TemporalAddress, a.cfg.BlobURL))
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		st := &workflows.State{RunID: id, Status: runstore.StatusRunning}
+		st := &runapi.State{RunID: id, Status: runstore.StatusRunning}
 		return st, fmt.Sprintf("Temporal only: %s; the run has written no checkpoint yet", live), described, nil
 	}
 	// Closed: a fail-stop carries its checkpoint in its failure even when
@@ -35,15 +34,15 @@ func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.W
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	werr := c.GetWorkflow(wctx, id, "").Get(wctx, nil)
-	if appErr, stopped := workflows.StopError(werr); stopped && appErr.HasDetails() {
+	if appErr, stopped := runapi.StopError(werr); stopped && appErr.HasDetails() {
 		var cp runstore.Checkpoint
 		if err := appErr.Details(&cp); err == nil {
-			return workflows.StateOf(&cp), fmt.Sprintf("Temporal: the checkpoint the run's stop carried (the run store %s has none; `tether resume %s` continues from it)", a.cfg.BlobURL, id), described, nil
+			return runapi.StateOf(&cp), fmt.Sprintf("Temporal: the checkpoint the run's stop carried (the run store %s has none; `tether resume %s` continues from it)", a.cfg.BlobURL, id), described, nil
 		}
 	}
-	st := &workflows.State{RunID: id, Status: activities.ExecutionStatus(status)}
+	st := &runapi.State{RunID: id, Status: runapi.ExecutionStatus(status)}
 	if werr != nil {
-		st.Error = activities.ErrorText(werr)
+		st.Error = runapi.ErrorText(werr)
 	}
-	return st, fmt.Sprintf("Temporal only: the run is closed (%s) and never wrote a checkpoint to the run store %s, so it cannot be resumed; start it again", activities.ExecutionStatus(status), a.cfg.BlobURL), described, nil
+	return st, fmt.Sprintf("Temporal only: the run is closed (%s) and never wrote a checkpoint to the run store %s, so it cannot be resumed; start it again", runapi.ExecutionStatus(status), a.cfg.BlobURL), described, nil
 }

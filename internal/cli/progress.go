@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // visitActivities are the activity types that run an agent visit and
@@ -156,7 +156,7 @@ func outputUsage(out map[string]any) (agent.Usage, bool) {
 // stepUsage is the usage of a step that a state shows: the node's output is
 // that visit's only while the step is the node's latest visit and it
 // succeeded.
-func stepUsage(st *workflows.State, node string, visit int, status string) (agent.Usage, bool) {
+func stepUsage(st *runapi.State, node string, visit int, status string) (agent.Usage, bool) {
 	if st == nil || status != "ok" || st.Visits[node] != visit {
 		return agent.Usage{}, false
 	}
@@ -167,7 +167,7 @@ func stepUsage(st *workflows.State, node string, visit int, status string) (agen
 // visits together ("writer (3 visits): 12.4k tokens (in …), $0.0123").
 // A run recorded before usage was summed shows each node's latest visit,
 // as its output reports it.
-func nodeUsages(st *workflows.State) []string {
+func nodeUsages(st *runapi.State) []string {
 	var out []string
 	if len(st.Usage) > 0 {
 		out = append(out, "run: "+usageDetail(st.TotalUsage))

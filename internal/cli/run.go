@@ -16,11 +16,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
-	"github.com/tether-run/tether/workflows"
 )
 
 func (a *app) runCmd() *cobra.Command {
@@ -86,8 +85,8 @@ run completed and 1 when it failed.`,
 				}
 			}
 			_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID:                       workflows.RunWorkflowID(id),
-				TaskQueue:                workflows.TaskQueue,
+				ID:                       runapi.RunWorkflowID(id),
+				TaskQueue:                runapi.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 				// Without it, a taken id returns the run that has it, as
@@ -96,8 +95,8 @@ run completed and 1 when it failed.`,
 				Memo:                                     map[string]any{"graph": g.Name},
 				StaticSummary:                            runSummary(g.Name, in),
 				StaticDetails:                            runDetails(args[0], in, wsFrom, wsRef),
-			}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws,
-				Options: workflows.Options{HeartbeatTimeout: hbTO}})
+			}, runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Inputs: in, Workspace: ws,
+				Options: runapi.Options{HeartbeatTimeout: hbTO}})
 			if err != nil {
 				if taken := alreadyStarted(id, err); taken != nil {
 					return taken
@@ -214,7 +213,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 	}
 	run := c.GetWorkflow(ctx, id, "")
 	done := make(chan error, 1)
-	var result workflows.GraphRunResult
+	var result runapi.GraphRunResult
 	go func() { done <- run.Get(ctx, &result) }()
 
 	// Ctrl-C leaves the run going on, and says so.
@@ -226,7 +225,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 	asked := map[string]bool{}
 	// shown is the progress last printed per running visit.
 	shown := map[string]string{}
-	var last *workflows.State
+	var last *runapi.State
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	poll := func() {
@@ -293,15 +292,15 @@ func (a *app) follow(ctx context.Context, id string) error {
 
 // finish says how the followed run ended; withUsage adds what it cost,
 // unless the lines before said it already.
-func (a *app) finish(id string, result *workflows.GraphRunResult, err error, withUsage bool) error {
+func (a *app) finish(id string, result *runapi.GraphRunResult, err error, withUsage bool) error {
 	if err != nil {
-		switch appErr, _ := workflows.StopError(err); {
-		case appErr != nil && appErr.Type() == workflows.ErrTypeBudget:
+		switch appErr, _ := runapi.StopError(err); {
+		case appErr != nil && appErr.Type() == runapi.ErrTypeBudget:
 			fmt.Fprintf(a.out, "run %s stopped: %s\n", id, appErr.Message())
 		case appErr != nil:
-			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, activities.ErrorText(appErr), id)
+			fmt.Fprintf(a.out, "run %s stopped resumably: %s\n  continue it with: tether resume %s\n", id, runapi.ErrorText(appErr), id)
 		default:
-			fmt.Fprintf(a.out, "run %s failed: %s\n", id, activities.ErrorText(err))
+			fmt.Fprintf(a.out, "run %s failed: %s\n", id, runapi.ErrorText(err))
 		}
 		return &exitError{code: ExitFailed, err: fmt.Errorf("run %s failed", id)}
 	}

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -23,7 +23,7 @@ func (a *app) claimRunID(ctx context.Context, id string) error {
 		return failedErr(fmt.Errorf("ask Temporal whether run %s exists: %w", id, err))
 	}
 	if d != nil {
-		holder := fmt.Sprintf("Temporal has run %q (%s", id, activities.ExecutionStatus(statusOf(d)))
+		holder := fmt.Sprintf("Temporal has run %q (%s", id, runapi.ExecutionStatus(statusOf(d)))
 		if g := memoGraph(d); g != "" {
 			holder += fmt.Sprintf(", graph %q", g)
 		}

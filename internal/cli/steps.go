@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // stepOutcome is how a step's outcome reads in a path: ok, failed, exit 1,
@@ -32,7 +32,7 @@ func stepGood(s runstore.Step) bool {
 // stepDetail is what a step's line says after its duration: the visit's
 // own usage, then its line of output. A step recorded before steps kept
 // their usage shows the node's output's, when that output is the step's.
-func stepDetail(st *workflows.State, s runstore.Step) string {
+func stepDetail(st *runapi.State, s runstore.Step) string {
 	u := s.Usage
 	if u.IsZero() {
 		u, _ = stepUsage(st, s.Node, s.Visit, s.Status)
@@ -45,7 +45,7 @@ func stepDetail(st *workflows.State, s runstore.Step) string {
 
 // stepLine is one visit as `--follow` prints it:
 // `✗ check            visit 2   exit 1  512ms  FAIL: TestAdd ⏎ FAIL`.
-func stepLine(st *workflows.State, s runstore.Step) string {
+func stepLine(st *runapi.State, s runstore.Step) string {
 	mark := "✓"
 	if !stepGood(s) {
 		mark = "✗"
@@ -58,6 +58,6 @@ func stepLine(st *workflows.State, s runstore.Step) string {
 }
 
 // pathLine is one visit as `tether status` lists it under path:.
-func pathLine(st *workflows.State, s runstore.Step) string {
+func pathLine(st *runapi.State, s runstore.Step) string {
 	return strings.TrimRight(fmt.Sprintf("  %-16s visit %-3d %-7s %-8s %s", s.Node, s.Visit, stepOutcome(s), (time.Duration(s.DurationMS)*time.Millisecond).String(), stepDetail(st, s)), " ")
 }

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // temporalGraph is the graph run id executes as its latest execution's own
@@ -42,7 +42,7 @@ func (a *app) temporalGraph(ctx context.Context, id string) (g *graph.Graph, ok 
 	if started == nil || len(started.GetInput().GetPayloads()) == 0 {
 		return nil, false, fmt.Errorf("run %s's history does not start with its input", id)
 	}
-	var in workflows.GraphRunInput
+	var in runapi.GraphRunInput
 	if err := converter.GetDefaultDataConverter().FromPayload(started.GetInput().GetPayloads()[0], &in); err != nil {
 		return nil, false, fmt.Errorf("decode run %s's workflow input: %w", id, err)
 	}

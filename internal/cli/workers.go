@@ -10,7 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // pollerAlive is how recently a poller must have asked for work to count
@@ -46,7 +46,7 @@ func (a *app) livePollers(ctx context.Context) ([]string, error) {
 	}
 	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	d, err := c.DescribeTaskQueue(qctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	d, err := c.DescribeTaskQueue(qctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +74,10 @@ func (ws *workers) check(ctx context.Context, w io.Writer) {
 	switch {
 	case len(live) == 0 && !ws.said:
 		ws.said = true
-		fmt.Fprintf(w, "! no worker is polling task queue %q at %s: %s waits until one starts (tether-worker, or make run); still waiting\n", workflows.TaskQueue, ws.a.cfg.TemporalAddress, ws.what)
+		fmt.Fprintf(w, "! no worker is polling task queue %q at %s: %s waits until one starts (tether-worker, or make run); still waiting\n", runapi.TaskQueue, ws.a.cfg.TemporalAddress, ws.what)
 	case len(live) > 0 && ws.said:
 		ws.said = false
-		fmt.Fprintf(w, "! a worker is polling task queue %q again (%s): %s goes on\n", workflows.TaskQueue, strings.Join(live, ", "), ws.what)
+		fmt.Fprintf(w, "! a worker is polling task queue %q again (%s): %s goes on\n", runapi.TaskQueue, strings.Join(live, ", "), ws.what)
 	}
 }
 

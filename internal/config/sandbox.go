@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/egress"
-	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/mode"
 )
 
 // readSandbox reads the sandbox's settings: TETHER_SANDBOX,
@@ -17,11 +17,11 @@ import (
 // TETHER_SANDBOX_DENY (the worker's other services, comma-separated
 // host:port or name=host:port) and TETHER_CGROUP.
 func (c *Config) readSandbox() error {
-	mode, err := sandbox.ParseMode(getenv("TETHER_SANDBOX"))
+	m, err := mode.Parse(getenv("TETHER_SANDBOX"))
 	if err != nil {
 		return fmt.Errorf("TETHER_SANDBOX=%q: %v", getenv("TETHER_SANDBOX"), err)
 	}
-	c.Sandbox = mode
+	c.Sandbox = m
 	c.SandboxRW = filepath.SplitList(getenv("TETHER_SANDBOX_RW"))
 	c.SandboxRO = filepath.SplitList(getenv("TETHER_SANDBOX_RO"))
 	c.Cgroup = env("TETHER_CGROUP", "auto")

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/answerlink"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // One-click answer links (internal/answerlink): a notice about a question
@@ -26,7 +26,7 @@ import (
 type answerLinkView struct {
 	Run      string
 	Graph    string
-	Question workflows.PendingQuestion
+	Question runapi.PendingQuestion
 	Token    string
 	Fixed    bool
 	Answer   string
@@ -42,7 +42,7 @@ type answerLinkView struct {
 // waits. On a refusal it has written the page and returns false.
 func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answerLinkView, answerlink.Link, bool) {
 	run, qid := r.PathValue("run"), r.PathValue("question")
-	v := answerLinkView{Run: run, Question: workflows.PendingQuestion{ID: qid}, Token: r.FormValue("t")}
+	v := answerLinkView{Run: run, Question: runapi.PendingQuestion{ID: qid}, Token: r.FormValue("t")}
 	refuse := func(status int, title, msg string) (answerLinkView, answerlink.Link, bool) {
 		v.Refused, v.Title, v.Msg = true, title, msg
 		s.render(w, r, status, "answer", page{Title: title, Nav: "questions", Data: v})

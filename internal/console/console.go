@@ -38,9 +38,9 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
-	"github.com/tether-run/tether/workflows"
 )
 
 // TokenEnv names the variable that holds the console's token.
@@ -76,7 +76,7 @@ type Actions interface {
 
 // RunState is a run as Actions.State found it.
 type RunState struct {
-	State *workflows.State
+	State *runapi.State
 	// Source says where State came from ("live query", "run store,
 	// checkpoint 7", …).
 	Source string

@@ -13,8 +13,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // answered is an answer a run took: from Temporal's history, which records
@@ -48,14 +48,14 @@ func (s *Server) answers(ctx context.Context, run string) []answered {
 			break
 		}
 		var (
-			a      workflows.Answer
+			a      runapi.Answer
 			by     string
 			signal bool
 		)
 		switch {
 		case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
 			at := ev.GetWorkflowExecutionSignaledEventAttributes()
-			if at.GetSignalName() != workflows.SignalAnswer || len(at.GetInput().GetPayloads()) == 0 {
+			if at.GetSignalName() != runapi.SignalAnswer || len(at.GetInput().GetPayloads()) == 0 {
 				continue
 			}
 			if dc.FromPayload(at.GetInput().GetPayloads()[0], &a) != nil {
@@ -64,7 +64,7 @@ func (s *Server) answers(ctx context.Context, run string) []answered {
 			by, signal = at.GetIdentity(), true
 		case ev.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil:
 			req := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest()
-			if req.GetInput().GetName() != workflows.UpdateAnswer || len(req.GetInput().GetArgs().GetPayloads()) == 0 {
+			if req.GetInput().GetName() != runapi.UpdateAnswer || len(req.GetInput().GetArgs().GetPayloads()) == 0 {
 				continue
 			}
 			if dc.FromPayload(req.GetInput().GetArgs().GetPayloads()[0], &a) != nil {
@@ -91,7 +91,7 @@ func (s *Server) answers(ctx context.Context, run string) []answered {
 type pendingRun struct {
 	Run       string
 	Graph     string
-	Questions []workflows.PendingQuestion
+	Questions []runapi.PendingQuestion
 	Since     time.Time
 	Err       string
 }

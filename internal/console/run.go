@@ -11,8 +11,8 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // stepsPerPage is how many visits one page of a run's timeline shows.
@@ -23,7 +23,7 @@ const checkpointsPerPage = 12
 
 type runView struct {
 	ID       string
-	State    *workflows.State
+	State    *runapi.State
 	Source   string
 	Temporal string
 	// Status is the run's status as a person reads it: Tether's, unless
@@ -35,7 +35,7 @@ type runView struct {
 	Running []progressView
 	// Questions are the pending ones; Answered the ones this execution
 	// was given (from Temporal's history).
-	Questions []workflows.PendingQuestion
+	Questions []runapi.PendingQuestion
 	Answered  []answered
 	Timeline  timelineView
 	Budgets   []budgetView
@@ -43,7 +43,7 @@ type runView struct {
 	Nodes     []nodeUsage
 	CPs       checkpointsView
 	Joins     []joinLink
-	Branches  []workflows.BranchView
+	Branches  []runapi.BranchView
 	Guidance  []runstore.Guidance
 	Agents    []string
 	Lineage   *runstore.Lineage
@@ -272,7 +272,7 @@ func joinURL(run, node string, visit int) string {
 }
 
 // budgets are the run's and each node's budget beside what they spent.
-func budgets(cp *runstore.Checkpoint, st *workflows.State) []budgetView {
+func budgets(cp *runstore.Checkpoint, st *runapi.State) []budgetView {
 	var out []budgetView
 	add := func(what string, b *graph.Budget, u agent.Usage) {
 		if b == nil || (b.MaxTokens == 0 && b.MaxCostUSD == 0) {
@@ -314,7 +314,7 @@ func hasQuestions(g *graph.Graph) bool {
 }
 
 // timeline is one page of the run's visits, newest first.
-func (s *Server) timeline(ctx context.Context, run string, st *workflows.State, g *graph.Graph, pageNo int) timelineView {
+func (s *Server) timeline(ctx context.Context, run string, st *runapi.State, g *graph.Graph, pageNo int) timelineView {
 	total := st.Steps
 	if total < len(st.Path) {
 		total = len(st.Path)

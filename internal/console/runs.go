@@ -22,8 +22,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // runsPerPage is how many runs one page of the list shows.
@@ -83,11 +83,11 @@ func filterOf(r *http.Request) (runFilter, error) {
 // visibilityQuery is the Temporal list filter of f. Each run is listed
 // once: executions that continued as new are left out.
 func (f runFilter) visibilityQuery(prefix bool) string {
-	parts := []string{fmt.Sprintf("WorkflowType = %q", workflows.WorkflowType), `ExecutionStatus != "ContinuedAsNew"`}
+	parts := []string{fmt.Sprintf("WorkflowType = %q", runapi.WorkflowType), `ExecutionStatus != "ContinuedAsNew"`}
 	switch f.Status {
 	case "":
 	case runstore.StatusWaiting, runstore.StatusRunning:
-		parts = append(parts, fmt.Sprintf("%s = %q", workflows.SearchStatus.GetName(), f.Status), `ExecutionStatus = "Running"`)
+		parts = append(parts, fmt.Sprintf("%s = %q", runapi.SearchStatus.GetName(), f.Status), `ExecutionStatus = "Running"`)
 	case "canceled":
 		parts = append(parts, `ExecutionStatus = "Canceled"`)
 	case "terminated":
@@ -95,16 +95,16 @@ func (f runFilter) visibilityQuery(prefix bool) string {
 	case "timed_out":
 		parts = append(parts, `ExecutionStatus = "TimedOut"`)
 	default:
-		parts = append(parts, fmt.Sprintf("%s = %q", workflows.SearchStatus.GetName(), f.Status))
+		parts = append(parts, fmt.Sprintf("%s = %q", runapi.SearchStatus.GetName(), f.Status))
 	}
 	if f.Graph != "" {
-		parts = append(parts, fmt.Sprintf("%s = %q", workflows.SearchGraph.GetName(), f.Graph))
+		parts = append(parts, fmt.Sprintf("%s = %q", runapi.SearchGraph.GetName(), f.Graph))
 	}
 	if f.Node != "" {
-		parts = append(parts, fmt.Sprintf("%s = %q", workflows.SearchNode.GetName(), f.Node))
+		parts = append(parts, fmt.Sprintf("%s = %q", runapi.SearchNode.GetName(), f.Node))
 	}
 	if f.Backend != "" {
-		parts = append(parts, fmt.Sprintf("%s = %q", workflows.SearchBackends.GetName(), f.Backend))
+		parts = append(parts, fmt.Sprintf("%s = %q", runapi.SearchBackends.GetName(), f.Backend))
 	}
 	if f.Q != "" {
 		if prefix {
@@ -258,10 +258,10 @@ func (s *Server) count(ctx context.Context, f runFilter) (int64, error) {
 func rowOf(e *workflowpb.WorkflowExecutionInfo) runRow {
 	row := runRow{ID: e.GetExecution().GetWorkflowId(), Started: e.GetStartTime().AsTime()}
 	sa := e.GetSearchAttributes().GetIndexedFields()
-	row.Status = keyword(sa, workflows.SearchStatus.GetName())
-	row.Graph = keyword(sa, workflows.SearchGraph.GetName())
-	row.Node = keyword(sa, workflows.SearchNode.GetName())
-	row.Backends = keywords(sa, workflows.SearchBackends.GetName())
+	row.Status = keyword(sa, runapi.SearchStatus.GetName())
+	row.Graph = keyword(sa, runapi.SearchGraph.GetName())
+	row.Node = keyword(sa, runapi.SearchNode.GetName())
+	row.Backends = keywords(sa, runapi.SearchBackends.GetName())
 	if e.GetCloseTime() != nil {
 		row.Changed = e.GetCloseTime().AsTime()
 	}
@@ -454,12 +454,12 @@ func (s *Server) fillQuestions(ctx context.Context, rows []runRow) {
 }
 
 // queryState asks a live run for its state.
-func (s *Server) queryState(ctx context.Context, run string) (*workflows.State, error) {
-	v, err := s.opts.Temporal.QueryWorkflow(ctx, run, "", workflows.QueryState)
+func (s *Server) queryState(ctx context.Context, run string) (*runapi.State, error) {
+	v, err := s.opts.Temporal.QueryWorkflow(ctx, run, "", runapi.QueryState)
 	if err != nil {
 		return nil, err
 	}
-	var st workflows.State
+	var st runapi.State
 	if err := v.Get(&st); err != nil {
 		return nil, err
 	}

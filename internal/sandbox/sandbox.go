@@ -32,22 +32,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/sandbox/mode"
 )
 
-// Modes of confinement, as TETHER_SANDBOX spells them.
+// Modes of confinement, as TETHER_SANDBOX spells them (package mode, which
+// the configuration reads without linking the sandbox).
 const (
-	// ModeAuto is the strongest confinement the machine offers; the
-	// worker says at start which one that is.
-	ModeAuto = "auto"
-	// ModeFull requires namespaces (bubblewrap), Landlock and seccomp: a
-	// worker that cannot have them refuses to start.
-	ModeFull = "full"
-	// ModeLandlock requires at least Landlock; it still uses namespaces
-	// where the machine allows them.
-	ModeLandlock = "landlock"
-	// ModeOff runs every process unconfined, and is the only way to run
-	// the nodes a weaker sandbox refuses.
-	ModeOff = "off"
+	ModeAuto     = mode.Auto
+	ModeFull     = mode.Full
+	ModeLandlock = mode.Landlock
+	ModeOff      = mode.Off
 )
 
 // Level is the confinement in force.
@@ -84,15 +78,7 @@ var ErrUnsupported = errors.New("sandbox: the machine does not offer the confine
 var ErrRefused = errors.New("sandbox: this worker cannot confine the node as it asks")
 
 // ParseMode reads a TETHER_SANDBOX value ("" is ModeAuto).
-func ParseMode(s string) (string, error) {
-	switch s {
-	case "", ModeAuto:
-		return ModeAuto, nil
-	case ModeFull, ModeLandlock, ModeOff:
-		return s, nil
-	}
-	return "", fmt.Errorf("want %s, %s, %s or %s", ModeAuto, ModeFull, ModeLandlock, ModeOff)
-}
+func ParseMode(s string) (string, error) { return mode.Parse(s) }
 
 // ABI is the kernel's Landlock ABI version; 0 means none (not built in, not
 // enabled at boot, or refused by a seccomp filter).

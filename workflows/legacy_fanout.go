@@ -10,6 +10,11 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
+// The fan-out below serves only executions recorded before the
+// branch-workspaces change (branches.go picks it for them). It goes once
+// no open execution can still reach that branch (docs/operations.md,
+// "Retiring a change id").
+
 // fanoutShared is the fan-out of runs recorded before branch workspaces:
 // each branch visit runs on a throwaway copy of the trunk's workspace.
 func (r *runImpl) fanoutShared(ctx workflow.Context, starts []runstore.Cursor) (runstore.Cursor, error) {

@@ -68,76 +68,95 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 		}
 
 		if len(res.Questions) > 0 {
-			p := &runstore.PauseInfo{
-				NodeID: node.ID, Visit: visitNo, Backend: res.Backend, SessionID: res.SessionID,
-				Fingerprint: res.Fingerprint, PendingToolUseID: res.PendingToolUseID, Input: cur.Input,
-			}
-			for _, q := range res.Questions {
-				// Ids count across every ask_user of the visit, so a second
-				// question is never mistaken for the answered first.
-				asked++
-				p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, asked), AgentID: q.ID, Text: q.Text})
-			}
-			if res.Packed {
-				p.BackendSessionStateRef, p.BackendSessionDigest = req.PauseTo, res.PackDigest
-			} else {
-				// A failed Put never blocks the question: the answer will
-				// then run in a fresh conversation.
-				log.Warn("could not store the in-flight session for this question; the answer will start a fresh conversation", "node", node.ID, "error", res.PackError)
-			}
-			old := r.pauseOf(sc)
-			r.setPause(sc, p)
-			if !inBranch {
-				r.cp.Status = runstore.StatusWaiting
-				if err := r.save(ctx); err != nil {
-					// The checkpoint may or may not have landed: keep every
-					// blob, never read back, never delete (ADR-089).
-					log.Warn("pause checkpoint failed; keeping all session blobs and waiting anyway", "node", node.ID, "error", err.Error())
-				} else if old != nil && old.BackendSessionStateRef != "" && old.BackendSessionStateRef != p.BackendSessionStateRef {
-					r.deleteBlobs(ctx, []string{old.BackendSessionStateRef})
-				}
-			}
-			a, err := r.awaitAgentAnswer(ctx, node, p)
+			a, err := r.legacyPause(ctx, node, cur, visitNo, inBranch, sc, &asked, req, res)
 			if err != nil {
 				return visitResult{}, err
 			}
 			answer, answering, restarts = a, true, 0
 			continue
 		}
-
-		v := visitResult{output: res.Output}
-		if !inBranch {
-			r.lastQueue = res.Queue
-		}
-		if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID {
-			if p.BackendSessionStateRef != "" {
-				v.deleteAfterCommit = append(v.deleteAfterCommit, p.BackendSessionStateRef)
-			}
-			r.setPause(sc, nil)
-			if !inBranch {
-				r.cp.Status = runstore.StatusRunning
-			}
-		}
-		if node.Session == graph.SessionPersist {
-			prev := r.cp.NodeSessions[node.ID]
-			if res.Packed {
-				r.cp.NodeSessions[node.ID] = runstore.NodeSessionSlot{
-					Backend: res.Backend, SessionID: res.SessionID, Fingerprint: res.Fingerprint, StateRef: req.PackTo,
-					Digest: res.PackDigest,
-				}
-				if prev.StateRef != "" && prev.StateRef != req.PackTo {
-					v.deleteAfterCommit = append(v.deleteAfterCommit, prev.StateRef)
-				}
-			} else {
-				// Invalidate; never keep or restore the old slot. Its blob
-				// stays for `tether delete`.
-				delete(r.cp.NodeSessions, node.ID)
-				v.deleteAfterCommit = nil
-				log.Warn("could not store the persist session; the next visit starts fresh", "node", node.ID, "error", res.PackError)
-			}
-		}
-		return v, nil
+		return r.legacyCommit(ctx, node, inBranch, sc, req, res), nil
 	}
+}
+
+// legacyPause records the questions an execution asked, saves the pause
+// (on the trunk) and waits for their answer. asked counts the questions of
+// the whole visit, so that ids never repeat.
+func (r *runImpl) legacyPause(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, inBranch bool, sc *scope, asked *int, req *activities.ExecuteRequest, res *activities.ExecuteResult) (*agent.Answer, error) {
+	log := workflow.GetLogger(ctx)
+	p := &runstore.PauseInfo{
+		NodeID: node.ID, Visit: visitNo, Backend: res.Backend, SessionID: res.SessionID,
+		Fingerprint: res.Fingerprint, PendingToolUseID: res.PendingToolUseID, Input: cur.Input,
+	}
+	for _, q := range res.Questions {
+		// Ids count across every ask_user of the visit, so a second
+		// question is never mistaken for the answered first.
+		*asked++
+		p.Questions = append(p.Questions, runstore.Question{ID: fmt.Sprintf("%s-%d-q%d", node.ID, visitNo, *asked), AgentID: q.ID, Text: q.Text})
+	}
+	if res.Packed {
+		p.BackendSessionStateRef, p.BackendSessionDigest = req.PauseTo, res.PackDigest
+	} else {
+		// A failed Put never blocks the question: the answer will
+		// then run in a fresh conversation.
+		log.Warn("could not store the in-flight session for this question; the answer will start a fresh conversation", "node", node.ID, "error", res.PackError)
+	}
+	old := r.pauseOf(sc)
+	r.setPause(sc, p)
+	if !inBranch {
+		r.cp.Status = runstore.StatusWaiting
+		if err := r.save(ctx); err != nil {
+			// The checkpoint may or may not have landed: keep every
+			// blob, never read back, never delete (ADR-089).
+			log.Warn("pause checkpoint failed; keeping all session blobs and waiting anyway", "node", node.ID, "error", err.Error())
+		} else if old != nil && old.BackendSessionStateRef != "" && old.BackendSessionStateRef != p.BackendSessionStateRef {
+			r.deleteBlobs(ctx, []string{old.BackendSessionStateRef})
+		}
+	}
+	a, err := r.awaitAgentAnswer(ctx, node, p)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// legacyCommit takes a finished execution into the run: its output, the
+// pause it answered, and the persist node's new slot (ADR-089's slot
+// commit, whose checkpoint run takes).
+func (r *runImpl) legacyCommit(ctx workflow.Context, node *graph.Node, inBranch bool, sc *scope, req *activities.ExecuteRequest, res *activities.ExecuteResult) visitResult {
+	log := workflow.GetLogger(ctx)
+	v := visitResult{output: res.Output}
+	if !inBranch {
+		r.lastQueue = res.Queue
+	}
+	if p := r.pauseOf(sc); p != nil && p.NodeID == node.ID {
+		if p.BackendSessionStateRef != "" {
+			v.deleteAfterCommit = append(v.deleteAfterCommit, p.BackendSessionStateRef)
+		}
+		r.setPause(sc, nil)
+		if !inBranch {
+			r.cp.Status = runstore.StatusRunning
+		}
+	}
+	if node.Session == graph.SessionPersist {
+		prev := r.cp.NodeSessions[node.ID]
+		if res.Packed {
+			r.cp.NodeSessions[node.ID] = runstore.NodeSessionSlot{
+				Backend: res.Backend, SessionID: res.SessionID, Fingerprint: res.Fingerprint, StateRef: req.PackTo,
+				Digest: res.PackDigest,
+			}
+			if prev.StateRef != "" && prev.StateRef != req.PackTo {
+				v.deleteAfterCommit = append(v.deleteAfterCommit, prev.StateRef)
+			}
+		} else {
+			// Invalidate; never keep or restore the old slot. Its blob
+			// stays for `tether delete`.
+			delete(r.cp.NodeSessions, node.ID)
+			v.deleteAfterCommit = nil
+			log.Warn("could not store the persist session; the next visit starts fresh", "node", node.ID, "error", res.PackError)
+		}
+	}
+	return v
 }
 
 // legacyRestore carries out a plan's restore step on some worker and returns the

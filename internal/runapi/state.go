@@ -1,0 +1,140 @@
+package runapi
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runstore"
+)
+
+// OptionsOf are the options of node, when it is a human node.
+func OptionsOf(g *graph.Graph, node string) []string {
+	if n, ok := g.Node(node); ok && n.Kind == graph.KindHuman {
+		return n.Options
+	}
+	return nil
+}
+
+// StateOf is what a checkpoint alone says about a run, in the shape of the
+// state query: `tether status` answers with it when no worker is up, and
+// the live query starts from it. Sessions appear without their state refs.
+func StateOf(cp *runstore.Checkpoint) *State {
+	s := &State{
+		RunID:      cp.RunID,
+		Graph:      cp.Graph.Name,
+		Status:     cp.Status,
+		Visits:     maps.Clone(cp.Visits),
+		Outputs:    map[string]map[string]any{},
+		Path:       slices.Clone(cp.Path),
+		Steps:      cp.PathTotal,
+		Error:      cp.Error,
+		Checkpoint: cp.Seq,
+		Guidance:   slices.Clone(cp.Guidance),
+	}
+	for _, c := range cp.Cursor {
+		s.Current = append(s.Current, c.Node)
+	}
+	if ws := cp.Workspace; ws != nil {
+		s.Workspace = &WorkspaceView{Commit: ws.Commit, Files: ws.Files, Bytes: ws.Bytes, Snapshots: ws.Commits, Notes: slices.Clone(ws.Notes)}
+		for _, b := range cp.Branches {
+			v := BranchView{Name: b.Name, Join: b.Join}
+			if b.Workspace != nil {
+				v.Commit = b.Workspace.Commit
+			}
+			if b.Next != nil {
+				v.Next = b.Next.Node
+			}
+			s.Workspace.Branches = append(s.Workspace.Branches, v)
+		}
+	}
+	if len(cp.Usage) > 0 {
+		s.Usage = maps.Clone(cp.Usage)
+		s.TotalUsage = RunUsage(cp)
+	}
+	for _, id := range workflow.DeterministicKeys(cp.Outputs) {
+		s.Outputs[id] = cp.Outputs[id]
+	}
+	for _, id := range workflow.DeterministicKeys(cp.NodeSessions) {
+		slot := cp.NodeSessions[id]
+		if s.Sessions == nil {
+			s.Sessions = map[string]SessionView{}
+		}
+		s.Sessions[id] = SessionView{Backend: slot.Backend, SessionID: slot.SessionID}
+	}
+	if p := cp.Pause; p != nil {
+		for _, q := range p.Questions {
+			if !q.Answered {
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID)})
+			}
+		}
+	}
+	return s
+}
+
+// RunUsage is what the whole run has cost so far.
+func RunUsage(cp *runstore.Checkpoint) agent.Usage {
+	var total agent.Usage
+	for _, k := range workflow.DeterministicKeys(cp.Usage) {
+		total = total.Add(cp.Usage[k])
+	}
+	return total
+}
+
+// OverBudget says which budget of cp's graph (the run's, or a node's) its
+// spending crossed, or "" when none is spent: a run resumed in that state
+// stops again before its next visit.
+func OverBudget(cp *runstore.Checkpoint) string {
+	if msg := crossed("the run's budget", cp.Graph.Budget, RunUsage(cp)); msg != "" {
+		return msg
+	}
+	for _, n := range cp.Graph.Nodes {
+		if msg := crossed("the budget of node "+n.ID, n.Budget, cp.Usage[n.ID]); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func crossed(what string, b *graph.Budget, u agent.Usage) string {
+	switch {
+	case b == nil:
+	case b.MaxTokens > 0 && u.Tokens() > b.MaxTokens:
+		return fmt.Sprintf("%s is spent: %d tokens used, max_tokens is %d", what, u.Tokens(), b.MaxTokens)
+	case b.MaxCostUSD > 0 && u.CostUSD > b.MaxCostUSD:
+		return fmt.Sprintf("%s is spent: $%.4f used, max_cost_usd is $%.2f", what, u.CostUSD, b.MaxCostUSD)
+	}
+	return ""
+}
+
+// CheckGuide says why a note cannot go to node of g ("" when it can): the
+// workflow ignores such a signal, so `tether guide` asks first.
+func CheckGuide(g *graph.Graph, gd Guide) error {
+	n, ok := g.Node(gd.Node)
+	switch {
+	case strings.TrimSpace(gd.Text) == "":
+		return fmt.Errorf("the note is empty; write what node %s should do", gd.Node)
+	case !ok:
+		return fmt.Errorf("graph %q has no node %q", g.Name, gd.Node)
+	case n.Kind != graph.KindAgent:
+		return fmt.Errorf("node %q is a %s node; only agent nodes read guidance", gd.Node, n.Kind)
+	}
+	return nil
+}
+
+// StopError is err as a resumable stop of a run (a fail-stop or a budget
+// stop), whose details carry the checkpoint to resume from.
+func StopError(err error) (*temporal.ApplicationError, bool) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeResumable || appErr.Type() == ErrTypeBudget) {
+		return appErr, true
+	}
+	return nil, false
+}

@@ -1,0 +1,13 @@
+package runapi
+
+import "go.temporal.io/sdk/temporal"
+
+// Search attributes a run keeps up to date, so `temporal workflow list
+// --query 'TetherStatus="waiting"'` and the Web UI find runs by graph,
+// node, status and backend.
+var (
+	SearchGraph    = temporal.NewSearchAttributeKeyKeyword("TetherGraph")
+	SearchNode     = temporal.NewSearchAttributeKeyKeyword("TetherNode")
+	SearchStatus   = temporal.NewSearchAttributeKeyKeyword("TetherStatus")
+	SearchBackends = temporal.NewSearchAttributeKeyKeywordList("TetherBackends")
+)
