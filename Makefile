@@ -33,7 +33,7 @@ screenshots: build
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
-	$(GO) test -count=1 -p 2 -timeout 45m ./...
+	$(GO) test -count=1 -p 2 -timeout 80m ./...
 
 ## test-loaded: every test again, with a busy loop on every core (no test may need a quiet machine)
 test-loaded: build tools
