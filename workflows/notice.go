@@ -79,6 +79,7 @@ func (r *runImpl) noticeEndpoints(ctx workflow.Context) []activities.NoticeEndpo
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+		Summary:             "read the worker's notice endpoints",
 	})
 	var eps []activities.NoticeEndpoint
 	if err := workflow.ExecuteLocalActivity(lctx, activities.NoticeEndpointsName).Get(ctx, &eps); err != nil {

@@ -46,7 +46,9 @@ func DroppedError(run string, d Drop) error {
 }
 
 // Drops lists the rewinds of run, oldest first, and what each dropped. It
-// reads every checkpoint of the run, without their paths' blocks.
+// reads every checkpoint of the run, without their paths' blocks. A
+// checkpoint tether did not write (invalid) is no rewind of tether's: it
+// is passed over here, and refused where it is itself read.
 func (s *Store) Drops(ctx context.Context, run string) ([]Drop, error) {
 	infos, err := s.List(ctx, run)
 	if err != nil {
@@ -58,6 +60,9 @@ func (s *Store) Drops(ctx context.Context, run string) ([]Drop, error) {
 	first := map[int64]int64{}
 	for _, info := range infos {
 		cp, err := s.getBare(ctx, run, info.Seq)
+		if errors.Is(err, ErrInvalidCheckpoint) || errors.Is(err, ErrCheckpointAuth) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
