@@ -84,15 +84,7 @@ func After(last Progress, cause string) Interruption {
 func (i Interruption) Note() string {
 	var b strings.Builder
 	b.WriteString("Note from Tether, the system running you: an earlier attempt of this very turn was interrupted")
-	if i.Attempts > 1 {
-		fmt.Fprintf(&b, " (%d attempts were)", i.Attempts)
-	}
-	if i.Started && i.Elapsed > 0 {
-		fmt.Fprintf(&b, " after %s", roundDuration(i.Elapsed))
-	}
-	if i.Cause != "" {
-		b.WriteString(" (" + i.Cause + ")")
-	}
+	i.writeHow(&b)
 	b.WriteString(", and this is that turn again from its start. ")
 	switch {
 	case !i.Started:
@@ -119,21 +111,26 @@ func (i Interruption) Note() string {
 	return b.String()
 }
 
+// writeHow says how the attempts ended: how many, after how long, and why.
+func (i Interruption) writeHow(b *strings.Builder) {
+	if i.Attempts > 1 {
+		fmt.Fprintf(b, " (%d attempts were)", i.Attempts)
+	}
+	if i.Started && i.Elapsed > 0 {
+		fmt.Fprintf(b, " after %s", roundDuration(i.Elapsed))
+	}
+	if i.Cause != "" {
+		b.WriteString(" (" + i.Cause + ")")
+	}
+}
+
 // ToolNote is what a tool visit's run records when it ran again: the
 // same facts, for people reading the run's history (a tool's command
 // reads Env instead).
 func (i Interruption) ToolNote() string {
 	var b strings.Builder
 	b.WriteString("An earlier attempt of this tool visit was interrupted")
-	if i.Attempts > 1 {
-		fmt.Fprintf(&b, " (%d attempts were)", i.Attempts)
-	}
-	if i.Started && i.Elapsed > 0 {
-		fmt.Fprintf(&b, " after %s", roundDuration(i.Elapsed))
-	}
-	if i.Cause != "" {
-		b.WriteString(" (" + i.Cause + ")")
-	}
+	i.writeHow(&b)
 	if !i.Started {
 		b.WriteString(", possibly before its command started")
 	}
