@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,9 +85,32 @@ type css = chromedp.CSS
 
 // do runs browser actions, bounded by browserWait, and fails the test with
 // what the page showed when one fails.
+//
+// Each step runs on its own, and a step whose node the live script
+// replaced between finding it and acting on it is tried again: that error
+// comes before any input reaches the page, so nothing is done twice.
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	run(t, ctx, chromedp.Steps(steps...))
+	for _, step := range steps {
+		run(t, ctx, retryGoneNode(step))
+	}
+}
+
+// retryGoneNode is step, tried again while its node went away under it.
+func retryGoneNode(step chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for tries := 1; ; tries++ {
+			v, err := step(ctx, tg)
+			if err == nil || tries == 5 || !strings.Contains(err.Error(), "No node with given id") {
+				return v, err
+			}
+			select {
+			case <-ctx.Done():
+				return v, err
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // browserWait bounds one browser action: a page of the console answers
@@ -114,10 +138,44 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	return run(t, ctx, chromedp.Evaluate[T](expr))
 }
 
-// text is the visible text of the first element sel matches.
+// shown is what the page shows in the first element sel matches, read
+// in one evaluation: the live script swaps a page's regions for fresh
+// copies, and a form's submit replaces the document, so a node found by
+// one DevTools call may be gone by the next ("No node with given id").
+type shown struct {
+	Found bool   `json:"found"`
+	Text  string `json:"text"`
+	Ready bool   `json:"ready"`
+}
+
+// readShown reads sel once; an error is a page between documents.
+func readShown(ctx context.Context, sel string) (shown, error) {
+	q, _ := json.Marshal(sel)
+	js := fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		const ready = document.readyState === "complete";
+		if (!el || el.getClientRects().length === 0) return {found: false, text: "", ready};
+		return {found: true, text: el.innerText, ready};
+	})()`, q)
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(qctx, chromedp.Evaluate[shown](js))
+}
+
+// text is the visible text of the first element sel matches, once the
+// page has loaded and the element is shown.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	return run(t, ctx, chromedp.Text(css(sel), chromedp.NodeVisible))
+	deadline := time.Now().Add(browserWait)
+	for time.Now().Before(deadline) {
+		if s, err := readShown(ctx, sel); err == nil && s.Found && s.Ready {
+			return s.Text
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	body, _ := readShown(ctx, "body")
+	t.Fatalf("browser: %s is not shown; the page:\n%s", sel, body.Text)
+	return ""
 }
 
 // waitText waits until the element sel matches shows want.
@@ -126,21 +184,37 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	deadline := time.Now().Add(runWait)
 	var s string
 	for time.Now().Before(deadline) {
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		got, err := chromedp.Run(qctx, chromedp.Text(css(sel)))
-		cancel()
-		if err == nil {
-			s = got
+		if got, err := readShown(ctx, sel); err == nil && got.Found {
+			s = got.Text
 			if strings.Contains(s, want) {
 				return
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	body, _ := chromedp.Run(qctx, chromedp.Text(css("body")))
-	t.Fatalf("browser: %s never showed %q; it shows %q; the page:\n%s", sel, want, s, body)
+	body, _ := readShown(ctx, "body")
+	t.Fatalf("browser: %s never showed %q; it shows %q; the page:\n%s", sel, want, s, body.Text)
+}
+
+// waitLocation waits until the page's address holds want and its document
+// has loaded: a click that submits a form is done only then.
+func waitLocation(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	deadline := time.Now().Add(runWait)
+	var at string
+	for time.Now().Before(deadline) {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		got, err := chromedp.Run(qctx, chromedp.Evaluate[[]string](`[location.href, document.readyState]`))
+		cancel()
+		if err == nil && len(got) == 2 {
+			at = got[0]
+			if strings.Contains(at, want) && got[1] == "complete" {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("browser: the page never went to an address with %q; it is at %s", want, at)
 }
 
 // screenshot saves the page as NAME.png in the directory

@@ -119,6 +119,7 @@ func TestConsoleFiltersSearchesAndPagesRuns(t *testing.T) {
 	waitText(t, ctx, "#runs", "list-done-")
 	do(t, ctx, chromedp.SetValue(css(`form.filters select[name=status]`), "waiting"))
 	do(t, ctx, chromedp.Click(css(`form.filters button[type=submit]`)))
+	waitLocation(t, ctx, "status=waiting")
 	waitText(t, ctx, "#runs", "list-ask")
 	require.NotContains(t, text(t, ctx, "#runs"), "list-done-")
 	require.Contains(t, eval[string](t, ctx, `location.search`), "status=waiting")
