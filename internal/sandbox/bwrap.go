@@ -135,19 +135,27 @@ type bind struct {
 }
 
 // mounts are the binds that give p's paths, each at its real path, parents
-// before children, and the symlinks (alias, real path) that make each path
-// as it was given lead there: a relative link inside (node_modules/.bin)
-// then resolves as it does outside.
+// before children, and the symlinks (link, target) that make each path as
+// it was given lead there: a relative link inside (node_modules/.bin) then
+// resolves as it does outside.
+//
+// A path is re-made link by link: each symlink met while resolving it
+// becomes one alias, so two paths behind one linked directory (a CLI
+// folder reached through a linked .tools) share its alias instead of
+// each making the folder again, which bubblewrap refuses ("File exists").
+// A link inside a bound directory, or a system one, is already there.
 func mounts(p Policy) ([]bind, [][2]string) {
 	var binds []bind
-	var aliases [][2]string
+	var links [][2]string
 	add := func(path string, rw bool) {
 		real, err := filepath.EvalSymlinks(path)
 		if err != nil {
 			return
 		}
-		if real != path && !underSystem(path) && !slices.ContainsFunc(aliases, func(a [2]string) bool { return a[0] == path }) {
-			aliases = append(aliases, [2]string{path, real})
+		for _, l := range linksOf(path) {
+			if !underSystem(l[0]) && !slices.ContainsFunc(links, func(a [2]string) bool { return a[0] == l[0] }) {
+				links = append(links, l)
+			}
 		}
 		if underSystem(real) && !rw {
 			return
@@ -167,7 +175,46 @@ func mounts(p Policy) ([]bind, [][2]string) {
 		add(d, true)
 	}
 	slices.SortStableFunc(binds, func(a, b bind) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
+	aliases := links[:0]
+	for _, l := range links {
+		if !slices.ContainsFunc(binds, func(b bind) bool { return within(l[0], b.path) }) {
+			aliases = append(aliases, l)
+		}
+	}
+	slices.SortStableFunc(aliases, func(a, b [2]string) int { return strings.Count(a[0], "/") - strings.Count(b[0], "/") })
 	return binds, aliases
+}
+
+// linksOf are the symlinks met resolving the absolute path, in order,
+// each as (link, its real target); none for a path that does not resolve.
+func linksOf(path string) [][2]string {
+	var links [][2]string
+	rest := strings.Split(strings.TrimPrefix(filepath.Clean(path), "/"), "/")
+	at := "/"
+	for hops := 0; len(rest) > 0 && hops < 255; hops++ {
+		next := filepath.Join(at, rest[0])
+		rest = rest[1:]
+		st, err := os.Lstat(next)
+		if err != nil {
+			return links
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			at = next
+			continue
+		}
+		real, err := filepath.EvalSymlinks(next)
+		if err != nil {
+			return links
+		}
+		links = append(links, [2]string{next, real})
+		at = real
+	}
+	return links
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // underSystem reports whether p lies in a system path, already bound

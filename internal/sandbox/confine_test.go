@@ -301,3 +301,37 @@ func TestConfineAsNobody(t *testing.T) {
 		assert.Contains(t, string(out), "--- PASS: "+n)
 	}
 }
+
+// A CLI folder reached through a linked directory (a .tools that is a
+// link, a version manager's current/) is found inside as it is outside,
+// for two paths behind the one link and for a relative link between
+// them; bubblewrap once refused to make the linked folder twice.
+func TestPathsBehindALinkedDirectory(t *testing.T) {
+	sb := full(t)
+	base := testenv.NobodyTempDir(t)
+	real := filepath.Join(base, "real")
+	for _, d := range []string{"cli/bin", "cli/lib", "run"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(real, d), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(real, "cli/lib/tool.sh"), []byte("#!/bin/sh\necho tool-ran\n"), 0o755))
+	require.NoError(t, os.Symlink("../lib/tool.sh", filepath.Join(real, "cli/bin/tool")))
+	linked := filepath.Join(base, "linked")
+	require.NoError(t, os.Symlink("real", linked))
+	run := filepath.Join(base, "run")
+	require.NoError(t, os.Symlink(filepath.Join(real, "run"), run))
+
+	r := confined(t, sb, Policy{
+		RO:  []string{filepath.Join(linked, "cli/bin"), filepath.Join(linked, "cli/lib"), filepath.Join(linked, "cli/bin/tool")},
+		RW:  []string{run},
+		Dir: run,
+	}, `
+`+linked+`/cli/bin/tool
+cat `+linked+`/cli/lib/tool.sh >/dev/null && echo lib-read
+echo w > `+run+`/x && cat `+real+`/run/x >/dev/null && echo run-written
+`)
+	assert.Equal(t, 0, r.code, r.out)
+	assert.Contains(t, r.out, "tool-ran", "the CLI runs through its link")
+	assert.Contains(t, r.out, "lib-read")
+	assert.Contains(t, r.out, "run-written", "a linked workspace is the real one")
+	assert.FileExists(t, filepath.Join(real, "run/x"))
+}
