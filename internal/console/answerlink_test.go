@@ -94,6 +94,7 @@ func TestAnswerLinkPages(t *testing.T) {
 	assert.Contains(t, page, "Ship &lt;b&gt;it&lt;/b&gt;?", "the question is text")
 	assert.Contains(t, page, `id="the-answer">yes<`)
 	assert.Empty(t, run.answers, "opening a link answers nothing")
+	assert.NotContains(t, page, "Log out", "one who came by a link has no session to end")
 
 	u, _ := url.Parse(link)
 	form := url.Values{"t": {u.Query().Get("t")}}

@@ -101,8 +101,14 @@ func (s *Server) checkpoint(ctx context.Context, run string, seq int64) (*runsto
 	return cp, nil
 }
 
-// seqs lists run's checkpoint numbers, oldest first.
+// seqs lists run's checkpoint numbers, oldest first; a page that asked
+// once (withListing) is given the same list again, not a second listing:
+// a long run's listing is most of its page's time (docs/performance.md).
 func (s *Server) seqs(ctx context.Context, run string) ([]int64, error) {
+	l, _ := ctx.Value(listingKey{}).(*listing)
+	if l != nil && l.run == run && l.seqs != nil {
+		return l.seqs, nil
+	}
 	infos, err := s.opts.Runs.List(ctx, run)
 	if err != nil {
 		return nil, err
@@ -111,7 +117,24 @@ func (s *Server) seqs(ctx context.Context, run string) ([]int64, error) {
 	for i, in := range infos {
 		out[i] = in.Seq
 	}
+	if l != nil && l.run == run {
+		l.seqs = out
+	}
 	return out, nil
+}
+
+// listing is one page's list of a run's checkpoints.
+type listing struct {
+	run  string
+	seqs []int64
+}
+
+type listingKey struct{}
+
+// withListing is ctx for one page about run, which lists its checkpoints
+// at most once.
+func withListing(ctx context.Context, run string) context.Context {
+	return context.WithValue(ctx, listingKey{}, &listing{run: run})
 }
 
 // findCheckpoint returns the earliest checkpoint of run's current line of

@@ -48,7 +48,8 @@ type page struct {
 	// Live is the URL of the page's server-sent events ("" for none).
 	Live string
 	CSRF string
-	// Token says the console asks for a token (it shows a log-out button).
+	// Token says the person logged in with the console's token (the page
+	// shows a log-out button); one who came by an answer link did not.
 	Token bool
 	// Flash is a message about the last action, OK or not.
 	Flash   string
@@ -102,7 +103,7 @@ func loadPages() (*pages, error) {
 // with 500 (nothing half-written reaches the browser).
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, pg page) {
 	pg.CSRF = csrfToken(r)
-	pg.Token = s.opts.Token != ""
+	pg.Token = s.opts.Token != "" && s.sec.loggedIn(r)
 	t := s.pages.byName[name]
 	var buf bytes.Buffer
 	if t == nil {

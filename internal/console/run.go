@@ -159,6 +159,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 // checkpoint (graph, path taken, budgets), the page of its timeline asked
 // for, its checkpoints, and its answered questions.
 func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runView, error) {
+	ctx = withListing(ctx, run)
 	rs, err := s.opts.Actions.State(ctx, run)
 	if err != nil {
 		return nil, err

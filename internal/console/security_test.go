@@ -145,6 +145,7 @@ func TestTokenAndCSRF(t *testing.T) {
 	status, body, _ = get(t, ts, jar, "/runs/r")
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, "Ship &lt;b&gt;it&lt;/b&gt;?", "a question is text")
+	require.Contains(t, body, "Log out", "a person who logged in can log out")
 	csrf = csrfOf(body)
 	require.Equal(t, http.StatusForbidden, post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"x"}}, true).StatusCode)
 	require.Equal(t, http.StatusForbidden, post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"x"}, "csrf": {csrf + "0"}}, true).StatusCode)
