@@ -74,6 +74,8 @@ func (c consoleActions) State(ctx context.Context, run string) (*console.RunStat
 	rs := &console.RunState{State: st, Source: source, Running: pendingProgress(d)}
 	if d != nil {
 		rs.Temporal = temporalStatusName(statusOf(d))
+		info := d.GetWorkflowExecutionInfo()
+		rs.History = &console.History{RunID: info.GetExecution().GetRunId(), Events: info.GetHistoryLength()}
 	}
 	return rs, nil
 }

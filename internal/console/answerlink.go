@@ -92,7 +92,7 @@ func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answer
 // notWaiting says why a link's question no longer waits: who answered it
 // and with what, when the run's history says.
 func (s *Server) notWaiting(ctx context.Context, run, qid string, rs *RunState) string {
-	for _, a := range s.answers(ctx, run) {
+	for _, a := range s.answers(ctx, run, nil) {
 		if a.Question == qid {
 			return fmt.Sprintf("%s was answered with %q by %s at %s; a link answers once. The run's page shows where it is now.", qid, a.Text, a.By, a.At.UTC().Format(time.RFC1123))
 		}

@@ -87,6 +87,15 @@ type RunState struct {
 	// ("running", "completed", "canceled", …; "" when Temporal does not
 	// know it).
 	Temporal string
+	// History names that execution and its history's length as Temporal
+	// described it; nil when Temporal does not know the run.
+	History *History
+}
+
+// History is one execution of a run and how many events its history held.
+type History struct {
+	RunID  string
+	Events int64
 }
 
 // Live is a run as Temporal describes it: its status, how long its

@@ -18,59 +18,61 @@ import (
 // line, newest first (a rewound run's "writer visit 3" is the one its
 // current line holds).
 
-// cpCache keeps recently read checkpoints: a checkpoint never changes
-// once written, so a page read twice costs nothing the second time.
-type cpCache struct {
+// memo keeps recently read values that never change under their key: a
+// checkpoint, once written; a run execution's answers, read at one length
+// of its history. A page read twice costs nothing the second time.
+type memo[V any] struct {
 	mu    sync.Mutex
 	order *list.List
 	m     map[string]*list.Element
 	max   int
 }
 
-type cpEntry struct {
+type memoEntry[V any] struct {
 	key string
-	cp  *runstore.Checkpoint
+	v   V
 	at  time.Time
 }
 
-// checkpointMemory is how long a cached checkpoint is trusted: a run
-// deleted and started again under its id writes new ones.
+// checkpointMemory is how long a remembered value is trusted: a run
+// deleted and started again under its id writes new checkpoints.
 const checkpointMemory = 10 * time.Minute
 
-func newCPCache(n int) *cpCache {
-	return &cpCache{order: list.New(), m: map[string]*list.Element{}, max: n}
+func newMemo[V any](n int) *memo[V] {
+	return &memo[V]{order: list.New(), m: map[string]*list.Element{}, max: n}
 }
 
-func (c *cpCache) get(key string) (*runstore.Checkpoint, bool) {
+func (c *memo[V]) get(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.m[key]
-	if !ok || time.Since(el.Value.(*cpEntry).at) > checkpointMemory {
-		return nil, false
+	if !ok || time.Since(el.Value.(*memoEntry[V]).at) > checkpointMemory {
+		var zero V
+		return zero, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cpEntry).cp, true
+	return el.Value.(*memoEntry[V]).v, true
 }
 
-func (c *cpCache) put(key string, cp *runstore.Checkpoint) {
+func (c *memo[V]) put(key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.m[key]; ok {
-		el.Value = &cpEntry{key, cp, time.Now()}
+		el.Value = &memoEntry[V]{key, v, time.Now()}
 		c.order.MoveToFront(el)
 		return
 	}
-	c.m[key] = c.order.PushFront(&cpEntry{key, cp, time.Now()})
+	c.m[key] = c.order.PushFront(&memoEntry[V]{key, v, time.Now()})
 	for c.order.Len() > c.max {
 		el := c.order.Back()
 		c.order.Remove(el)
-		delete(c.m, el.Value.(*cpEntry).key)
+		delete(c.m, el.Value.(*memoEntry[V]).key)
 	}
 }
 
 var (
-	peeked = newCPCache(512)
-	full   = newCPCache(32)
+	peeked = newMemo[*runstore.Checkpoint](512)
+	full   = newMemo[*runstore.Checkpoint](32)
 )
 
 // peek reads checkpoint seq of run without its path blocks (cached).

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,20 +33,39 @@ type answered struct {
 // for its answers; a run that continues as new keeps its histories short.
 const maxHistoryEvents = 20000
 
-// answers reads the answers the run's current execution accepted.
-func (s *Server) answers(ctx context.Context, run string) []answered {
+// answeredMemo keeps the answers read from an execution's history at one
+// length: a history only grows, so the same length is the same answers.
+var answeredMemo = newMemo[[]answered](256)
+
+// answers reads the answers the run's current execution accepted; at,
+// when Temporal described the execution, names it and its history's
+// length (History), and a page asked again before the history grew reads
+// nothing: a long loop's history is thousands of events.
+func (s *Server) answers(ctx context.Context, run string, at *History) []answered {
 	if s.opts.Temporal == nil {
 		return nil
 	}
+	key, execution := "", ""
+	if at != nil && at.RunID != "" {
+		key, execution = fmt.Sprintf("%s/%s/%d", run, at.RunID, at.Events), at.RunID
+		if out, ok := answeredMemo.get(key); ok {
+			return out
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	it := s.opts.Temporal.GetWorkflowHistory(ctx, run, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := s.opts.Temporal.GetWorkflowHistory(ctx, run, execution, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	dc := converter.GetDefaultDataConverter()
 	var out []answered
+	whole := true
 	for n := 0; it.HasNext() && n < maxHistoryEvents; n++ {
 		ev, err := it.Next()
 		if err != nil {
+			whole = false
 			break
+		}
+		if at != nil && ev.GetEventId() > at.Events {
+			break // what came after the page's description
 		}
 		var (
 			a      runapi.Answer
@@ -83,6 +103,9 @@ func (s *Server) answers(ctx context.Context, run string) []answered {
 	// Newest first, as the page lists everything.
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
+	}
+	if key != "" && whole {
+		answeredMemo.put(key, out)
 	}
 	return out
 }

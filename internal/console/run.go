@@ -227,7 +227,7 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 	}
 	v.CPs = s.checkpoints(ctx, run, all, atoiDefault(q.Get("cps"), 1), v.Open, drop)
 	if hasQuestions(v.Graph) {
-		v.Answered = s.answers(ctx, run)
+		v.Answered = s.answers(ctx, run, rs.History)
 	}
 	return v, nil
 }
