@@ -28,7 +28,7 @@ targets=(
 	"blob|./internal/blob|internal/blob/(blob|encrypt|key|retry|reader)\.go$"
 	"runstore|./internal/runstore|internal/runstore/(auth|sign|keys)\.go$"
 	"visit|./activities|activities/(visit|digest)\.go$"
-	"workflows|./workflows|workflows/(run|agent|persistence|branches|fanout|human|budget)\.go$"
+	"workflows|./workflows|workflows/(run|agent|persistence|branches|legacy_fanout|human|budget)\.go$"
 )
 
 out=${MUTATE_OUT:-$root/.tether/mutate}
