@@ -34,6 +34,12 @@ screenshots: build
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
 	$(GO) test -count=1 -p 2 -timeout 80m ./...
+	$(GO) test -count=1 -race -timeout 20m $(RACE_PACKAGES)
+
+# RACE_PACKAGES run again under the race detector: the workflow and what
+# shares memory with it in one process (local activities are given their
+# arguments, not copies), and the console's and notices' servers.
+RACE_PACKAGES = ./workflows/ ./activities/ ./internal/runstore/ ./internal/console/ ./internal/notify/
 
 ## test-loaded: every test again, with a busy loop on every core (no test may need a quiet machine)
 test-loaded: build tools

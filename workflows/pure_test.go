@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -124,6 +125,40 @@ func TestFinishedVisits(t *testing.T) {
 	visits := map[string]int{"a": 3, "b": 1, "c": 2}
 	assert.Equal(t, map[string]int{"a": 2, "c": 2}, finishedVisits(visits, []string{"a", "b"}))
 	assert.Equal(t, map[string]int{"a": 3, "b": 1, "c": 2}, visits)
+}
+
+// The checkpoint a save writes shares no memory with the run's: branches
+// going on during the save change their records and maps in place, and
+// the save must write the run as it stood. Numbers keep their digits.
+func TestSavedCheckpointIsDetached(t *testing.T) {
+	next := &runstore.Cursor{Node: "l2"}
+	run := runstore.Checkpoint{
+		RunID:    "r",
+		Visits:   map[string]int{"l1": 1},
+		Outputs:  map[string]map[string]any{"l1": {"n": int64(1) << 60, "s": "x"}},
+		Branches: []runstore.BranchState{{Name: "l", Next: next, Nodes: []string{"l1"}}},
+		Pause:    &runstore.PauseInfo{NodeID: "h", Questions: []runstore.Question{{ID: "q"}}},
+		Guidance: []runstore.Guidance{{Node: "a", Text: "one"}, {Node: "a", Text: "two"}},
+		PathLost: 3,
+	}
+	saved, err := detached(run)
+	require.NoError(t, err)
+	run.Visits["l2"] = 1
+	run.Outputs["l1"]["s"] = "changed"
+	run.Branches[0].Next.Node = "meet"
+	run.Branches[0].Nodes[0] = "other"
+	run.Pause.Questions[0].Answered = true
+	run.Guidance[0] = run.Guidance[1]
+	assert.Equal(t, map[string]int{"l1": 1}, saved.Visits)
+	assert.Equal(t, "x", saved.Outputs["l1"]["s"])
+	assert.Equal(t, "l2", saved.Branches[0].Next.Node)
+	assert.Equal(t, []string{"l1"}, saved.Branches[0].Nodes)
+	assert.False(t, saved.Pause.Questions[0].Answered)
+	assert.Equal(t, "one", saved.Guidance[0].Text)
+	assert.Equal(t, 3, saved.PathLost)
+	b, err := json.Marshal(saved.Outputs["l1"]["n"])
+	require.NoError(t, err)
+	assert.Equal(t, "1152921504606846976", string(b), "a big integer keeps its digits")
 }
 
 // The state a checkpoint alone gives: its cursor as the current nodes,
