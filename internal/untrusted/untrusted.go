@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // File is an open regular file an agent could have written.
@@ -61,7 +62,7 @@ func Open(dir, rel string) (*File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", agent.ErrUnsafeFile, name, kind(fi.Mode()))
+		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", agent.ErrUnsafeFile, name, treepolicy.Kind(fi.Mode()))
 	}
 	return &File{File: f, Size: fi.Size(), name: name}, nil
 }
@@ -108,20 +109,4 @@ func Rel(dir, path string) (string, error) {
 		return "", fmt.Errorf("%w: %s is not below %s", agent.ErrUnsafeFile, path, dir)
 	}
 	return rel, nil
-}
-
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m.IsDir():
-		return "directory"
-	}
-	return "special file"
 }
