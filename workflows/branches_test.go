@@ -113,3 +113,15 @@ func TestPickBranchExplained(t *testing.T) {
 	assert.Equal(t, true, first["pick_value"])
 	assert.Nil(t, first["by_value"])
 }
+
+// A branch's progress is saved by the fan-out that owns its record: the
+// trunk's for a record of its checkpoint, never for a nested fan-out's
+// branch (its parent's save records it).
+func TestOwnsBranch(t *testing.T) {
+	r := &runImpl{cp: &runstore.Checkpoint{Branches: []runstore.BranchState{{Name: "a"}, {Name: "b"}}}}
+	assert.True(t, r.ownsBranch(&branchRun{st: &r.cp.Branches[0]}))
+	assert.True(t, r.ownsBranch(&branchRun{st: &r.cp.Branches[1]}))
+	nested := runstore.BranchState{Name: "a"}
+	assert.False(t, r.ownsBranch(&branchRun{st: &nested}), "an equal record elsewhere is not the checkpoint's")
+	assert.False(t, (&runImpl{cp: &runstore.Checkpoint{}}).ownsBranch(&branchRun{st: &nested}))
+}

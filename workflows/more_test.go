@@ -102,12 +102,15 @@ edges:
 	ws, _ := s.latest().Outputs["best"]["workspace"].(map[string]any)
 	s.Require().NotNil(ws)
 	s.Equal("add", ws["kept"])
-	lines := map[string]any{}
+	lines, by := map[string]any{}, map[string]any{}
 	for _, b := range ws["branches"].([]any) {
 		m := b.(map[string]any)
 		lines[m["name"].(string)] = m["lines"]
+		by[m["name"].(string)] = m["by_value"]
+		s.Equal(true, m["pick_value"], "a new run's pick says what its pick gave each branch")
 	}
 	s.EqualValues(map[string]any{"swap": float64(2), "add": float64(1)}, lines)
+	s.EqualValues(map[string]any{"swap": float64(2), "add": float64(1)}, by, "and what its by weighed")
 
 	s.SetupTest()
 	_, err = s.run(strings.Replace(strings.Replace(g, `workspace: {pick: "true", by: diff.lines}`, "workspace: merge", 1),
