@@ -221,7 +221,7 @@ func within(p, dir string) bool {
 // read-only.
 func underSystem(p string) bool {
 	for _, d := range SystemPaths {
-		if p == d || strings.HasPrefix(p, d+"/") {
+		if within(p, d) {
 			return true
 		}
 	}
