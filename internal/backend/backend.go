@@ -14,4 +14,5 @@
 // a backend.
 package backend
 
+//go:generate go run ../catalogue/gen
 //go:generate go run ./gen

@@ -12,43 +12,22 @@ import (
 	"sync"
 
 	"github.com/tether-run/tether/internal/agent"
-	claude "github.com/tether-run/tether/internal/backend/claude/facts"
-	claudesession "github.com/tether-run/tether/internal/backend/claude/session"
-	codex "github.com/tether-run/tether/internal/backend/codex/facts"
-	codexsession "github.com/tether-run/tether/internal/backend/codex/session"
-	gemini "github.com/tether-run/tether/internal/backend/gemini/facts"
-	geminisession "github.com/tether-run/tether/internal/backend/gemini/session"
-	grok "github.com/tether-run/tether/internal/backend/grok/facts"
-	opencode "github.com/tether-run/tether/internal/backend/opencode/facts"
-	opencodesession "github.com/tether-run/tether/internal/backend/opencode/session"
-	pi "github.com/tether-run/tether/internal/backend/pi/facts"
-	pisession "github.com/tether-run/tether/internal/backend/pi/session"
-	scripted "github.com/tether-run/tether/internal/backend/scripted/facts"
-	scriptedsession "github.com/tether-run/tether/internal/backend/scripted/session"
 	"github.com/tether-run/tether/internal/transcript"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
-// entries is the registration of every backend: one line each, the facts
-// its folder declares (internal/backend/<name>/facts) and, for one that
-// keeps a session, its transcript reader (internal/backend/<name>/session).
-// A new backend is a line here; `go generate ./internal/backend` then
-// lists its constructor for the worker and its variables in the docs.
-var entries = []entry{
-	{scripted.Backend, &scriptedsession.Transcript},
-	{claude.Backend, &claudesession.Transcript},
-	{codex.Backend, &codexsession.Transcript},
-	{pi.Backend, &pisession.Transcript},
-	{gemini.Backend, &geminisession.Transcript},
-	{grok.Backend, nil},
-	{opencode.Backend, &opencodesession.Transcript},
+// entries is the registration of every backend: the folders of
+// internal/backend (entries_gen.go, which `go generate ./internal/backend`
+// writes from them: a new backend registers itself by its folder and its
+// pin in .env), then the backends known without a folder.
+var entries = append(slices.Clip(folders),
 	// Known to ADR-089 as a backend without the persist capability; this
 	// build has no executor for it (its CLI, kimi-cli on the Python
 	// registry, cannot be installed where Tether is built and tested:
 	// docs/backends.md), so a graph naming it is refused (G046) instead of
 	// failing at run time.
-	{agent.Facts{Name: "kimi"}, nil},
-}
+	entry{agent.Facts{Name: "kimi"}, nil},
+)
 
 type entry struct {
 	facts      agent.Facts
