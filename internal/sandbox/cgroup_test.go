@@ -30,10 +30,17 @@ func TestVisitCgroup(t *testing.T) {
 	p := Policy{RO: []string{me}, Limits: Limits{MemoryBytes: 96 << 20, Pids: 32}}
 	big := confinedProgram(t, &sb, p, me, []string{probeCommand, "alloc", "512"})
 	if c == nil {
-		// The helper's watchdog ends the visit over its memory. Processes
-		// are bounded by RLIMIT_NPROC only for an unprivileged worker
-		// (docs/security.md, "What remains possible").
+		// The helper's watchdog ends the visit over its memory, and over
+		// its tasks: the kernel's RLIMIT_NPROC holds an unprivileged
+		// worker's sandbox before the watchdog sees it, and exempts a
+		// root worker's, which only the watchdog bounds.
 		assert.Contains(t, big.out, "over the node's limit of 96 MiB", "the helper killed the visit over its memory")
+		many := confined(t, &sb, p, `for i in $(seq 300); do sleep 30 & done; wait; echo all-started`)
+		assert.NotContains(t, many.out, "all-started", "the helper bounds the processes")
+		if os.Geteuid() == 0 {
+			assert.Contains(t, many.out, "processes and threads, over the node's limit of 32", "the helper killed a root worker's visit over its tasks")
+			assert.Equal(t, 128+9, many.code)
+		}
 		return
 	}
 	assert.True(t, big.oom, "the cgroup killed the visit over its memory: %s", big.out)
@@ -43,4 +50,15 @@ func TestVisitCgroup(t *testing.T) {
 	for _, e := range ents {
 		assert.NotRegexp(t, `^visit-`, e.Name(), "a visit's cgroup outlived it")
 	}
+}
+
+// threads reads num_threads after a command name that holds spaces and
+// parentheses, and counts a process it cannot read as one.
+func TestThreadsOfAProcess(t *testing.T) {
+	dir := t.TempDir()
+	stat := "4242 (a) b (c d) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 7 0 123 4567 89 18446744073709551615\n"
+	assert.NoError(t, os.WriteFile(dir+"/stat", []byte(stat), 0o644))
+	assert.Equal(t, 7, threads(dir))
+	assert.Equal(t, 1, threads(t.TempDir()), "a process gone meanwhile")
+	assert.GreaterOrEqual(t, threads("/proc/self"), 2, "a Go test binary runs more than one thread")
 }

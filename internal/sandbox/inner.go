@@ -166,8 +166,8 @@ func inner(args []string) error {
 	for _, l := range lns {
 		go serveRelay(l, a.socket)
 	}
-	if a.mem > 0 {
-		go watchMemory(a.mem)
+	if a.mem > 0 || a.nproc > 0 {
+		go watch(a.mem, a.nproc)
 	}
 	code, err := runAsInit(a.prog, a.argv, sigs)
 	if err != nil {
@@ -205,7 +205,7 @@ func joinFreshKeyring() error {
 // gets a margin.
 func setLimits(nproc int) error {
 	if nproc > 0 {
-		n := uint64(nproc + 64)
+		n := uint64(nproc + helperTasks)
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
 			return fmt.Errorf("limit processes: %w", err)
 		}
