@@ -6,26 +6,18 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/workspace"
 )
-
-// ErrTypeWorkspace: the run's workspace could not be restored or
-// snapshotted (a hostile or incomplete snapshot, a workspace over its
-// limits, a store that stayed down). The visit fails; the run continues
-// with `tether resume` once the cause is fixed.
-const ErrTypeWorkspace = "WorkspaceFailed"
 
 // VisitRequest is one visit of an agent or tool node, carried out by one
 // activity on one worker: restore the workspace and the session, run,
@@ -247,52 +239,6 @@ func (a *Activities) runVisit(ctx context.Context, req *VisitRequest, cwd string
 	return asked, nil
 }
 
-// restoreWorkspace brings the visit's workspace to the snapshot it
-// starts from, and marks the run's workspace as in use.
-func (a *Activities) restoreWorkspace(ctx context.Context, req *VisitRequest, ws *workspace.Workspace, res *VisitResult) error {
-	if req.Workspace != nil {
-		got, err := ws.Restore(ctx, req.Workspace)
-		if err != nil {
-			return workspaceError(req, "restore", err)
-		}
-		res.WorkspaceHit, res.WorkspaceFetched = got.Hit, got.Fetched
-		a.Metrics.RestoreBytes(telemetry.WhatWorkspace, got.Fetched)
-	}
-	ws.Touched()
-	return nil
-}
-
-// snapshotVisit commits what the visit left in the workspace, one commit
-// per visit, and says in res what the snapshot holds and left out.
-func (a *Activities) snapshotVisit(ctx context.Context, req *VisitRequest, ws *workspace.Workspace, asked bool, res *VisitResult) error {
-	msg := fmt.Sprintf("%s visit %d", req.NodeID, req.Visit)
-	if asked {
-		msg += " (asked the user)"
-	}
-	details := []string{"run: " + req.RunID, "node: " + req.NodeID, fmt.Sprintf("visit: %d", req.Visit), "kind: " + string(req.Node.Kind)}
-	if req.BranchName != "" {
-		details = append(details, "branch: "+req.BranchName)
-	}
-	if res.Backend != "" {
-		details = append(details, "backend: "+res.Backend, "session: "+res.SessionID)
-	}
-	next, snap, err := ws.Snapshot(ctx, req.Workspace, workspace.CommitInfo{Message: msg, Details: details, When: req.Started})
-	if err != nil {
-		return workspaceError(req, "snapshot", err)
-	}
-	res.WorkspaceNotes, res.WorkspaceUploaded = snap.Notes, snap.Uploaded
-	a.Metrics.PackBytes(telemetry.WhatWorkspace, snap.Uploaded)
-	if snap.Changed || req.Workspace == nil || next != req.Workspace {
-		// A new commit, or the same one with news of what was left
-		// out (tether status shows it).
-		res.Workspace = next
-	}
-	return nil
-}
-
-// maxPromptDiff bounds the diff a prompt sees as .workspace.diff.
-const maxPromptDiff = 64 << 10
-
 // onlyLostWorkersRetry leaves the server only the retries of a lost
 // worker: a WorkerStopping hand-back and a cancellation stay as they are
 // (a heartbeat timeout never reaches the activity), and every other error
@@ -306,73 +252,6 @@ func onlyLostWorkersRetry(err error) error {
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeMayPass, err)
-}
-
-// promptWorkspace is what a prompt sees as .workspace: the snapshot the
-// visit runs on, the run's first one, and (only when the prompt asks for
-// it) the diff between them.
-func promptWorkspace(ctx context.Context, ws *workspace.Workspace, req *VisitRequest) map[string]any {
-	st := req.Workspace
-	if st == nil {
-		st = &runstore.WorkspaceState{}
-	}
-	data := map[string]any{"commit": st.Commit, "base": st.Base, "files": st.Files, "diff": "", "branches": ""}
-	if ws != nil && st.Commit != "" && req.Node.Mentions(".workspace.diff") {
-		d, err := ws.Diff(ctx, st.Base, st.Commit, maxPromptDiff)
-		if err != nil {
-			d = fmt.Sprintf("(the diff could not be computed: %v)", err)
-		}
-		data["diff"] = d
-	}
-	// The workflow sends the joined branches only to a node that uses them.
-	if ws != nil && len(req.Joined) > 0 {
-		data["branches"] = branchDiffs(ctx, ws, req.Joined)
-	}
-	return data
-}
-
-// branchDiffs is what a prompt sees as .workspace.branches: each branch of
-// the latest join with its change against the fan-out as a diff, within
-// maxPromptDiff in all.
-func branchDiffs(ctx context.Context, ws *workspace.Workspace, joined []runstore.BranchState) string {
-	var b strings.Builder
-	each := maxPromptDiff / len(joined)
-	for _, br := range joined {
-		kept := ""
-		if br.Kept {
-			kept = " (kept)"
-		}
-		fmt.Fprintf(&b, "## branch %s%s\n\n", br.Name, kept)
-		head := ""
-		if br.Workspace != nil {
-			head = br.Workspace.Commit
-		}
-		var d string
-		var err error
-		switch {
-		case head == br.Base:
-			d = "(no change)\n"
-		case runstore.ValidateBranchName(br.Name) != nil:
-			err = fmt.Errorf("not a branch name")
-		default:
-			if err = ws.Load(ctx, br.Workspace); err == nil {
-				d, err = ws.Diff(ctx, br.Base, head, each)
-			}
-		}
-		if err != nil {
-			d = fmt.Sprintf("(the diff could not be computed: %v)\n", err)
-		}
-		b.WriteString(d)
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-func sessionOf(req *VisitRequest) string {
-	if req.Session != nil {
-		return req.Session.SessionID
-	}
-	return ""
 }
 
 // visitDirs returns the workspace root of the visit ("" when the node runs
@@ -498,128 +377,6 @@ func withoutRefs(note string) string {
 	return blobKey.ReplaceAllString(note, "(a blob)")
 }
 
-// settingsChanged says why a node's own conversation (its slot, or the
-// conversation it paused in) may not be continued: the settings that
-// define it (model, prompts, tools, permissions) are not those it was
-// made under. It is "" when they are the same, or when the plan continues
-// another node's conversation (inherit, fork), whose settings may differ
-// by design.
-func (a *Activities) settingsChanged(b agent.Backend, env agent.Env, req *VisitRequest) string {
-	sp := req.Session
-	if sp.Fingerprint == "" || (sp.Kind != resolve.UnpackOwnSlot.String() && sp.Kind != resolve.UnpackPause.String()) {
-		return ""
-	}
-	now := b.Fingerprint(agentRun{node: req.Node, env: env, sessionID: sp.SessionID}.request())
-	if now == sp.Fingerprint {
-		return ""
-	}
-	return fmt.Sprintf("the node's settings changed since its conversation began (fingerprint %.12s, now %.12s: model, prompts, tools or permissions); started a fresh conversation", sp.Fingerprint, now)
-}
-
-// PartsDigestPrefix starts the Digest of a plan whose slot has parts. A
-// worker built before slots had parts reads only StateRef and Digest, and
-// would resume the base alone, without the turns its parts hold; this
-// prefix makes its digest check refuse the blob, so that it runs the visit
-// fresh and says so, never on a silently shorter conversation.
-const PartsDigestPrefix = "parts+"
-
-// baseDigest is the recorded digest of the plan's base blob.
-func (sp *SessionPlan) baseDigest() string {
-	return strings.TrimPrefix(sp.Digest, PartsDigestPrefix)
-}
-
-// restoreSession makes the planned session live in this worker's root. It
-// returns a note when the session cannot be resumed (a missing, corrupt or
-// foreign blob, one whose digest differs from the recorded one, a part
-// that does not follow the blobs before it, or a session the live root
-// does not hold): the visit then runs fresh. A store fault is an error,
-// never taken for absence. It also returns the slot as this worker now
-// holds it, for an incremental pack to extend.
-func (a *Activities) restoreSession(ctx context.Context, b agent.Backend, env agent.Env, req *VisitRequest) (string, *extension, error) {
-	sp := req.Session
-	packer := b.Packer(env)
-	if packer == nil {
-		return fmt.Sprintf("backend %s cannot restore sessions", b.Name()), nil, nil
-	}
-	if sp.StateRef == "" {
-		if !packer.HasSession(ctx, sp.SessionID) {
-			return fmt.Sprintf("session %s is not present on this worker", sp.SessionID), nil, nil
-		}
-		return "", nil, nil
-	}
-	x := &extension{last: sp.baseDigest(), parts: len(sp.Parts), baseBytes: sp.Size}
-	for _, p := range sp.Parts {
-		x.last = p.Digest
-		x.partBytes += p.Size
-	}
-	if live := a.live.get(liveKey(b.Name(), env, sp.SessionID)); x.last != "" && live.digest == x.last && live.sig == signature(ctx, packer, sp.SessionID) {
-		// This worker packed (or restored) exactly that slot into its live
-		// root, and neither a visit nor anything else touched the session
-		// since: nothing to restore.
-		x.manifest = live.manifest
-		return "", x, nil
-	}
-	blobs, note, err := a.fetchSlot(ctx, req)
-	if note != "" || err != nil {
-		return note, nil, err
-	}
-	ip, incremental := packer.(incrementalPacker)
-	switch {
-	case len(blobs) > 1 && !incremental:
-		return fmt.Sprintf("backend %s cannot apply the incremental packs of its slot", b.Name()), nil, nil
-	case incremental && (len(blobs) > 1 || req.Incremental):
-		m, err := ip.UnpackParts(ctx, sp.SessionID, blobs...)
-		if err != nil {
-			return fmt.Sprintf("the session's blobs cannot be unpacked: %v", err), nil, nil
-		}
-		x.manifest = m
-		a.live.set(liveKey(b.Name(), env, sp.SessionID), liveSession{digest: x.last, sig: signature(ctx, packer, sp.SessionID), manifest: m})
-	default:
-		if err := packer.UnpackSession(ctx, sp.SessionID, blobs[0]); err != nil {
-			return fmt.Sprintf("the session's blob cannot be unpacked: %v", err), nil, nil
-		}
-	}
-	var n int
-	for _, d := range blobs {
-		n += len(d)
-	}
-	a.Metrics.RestoreBytes(telemetry.WhatSession, int64(n))
-	a.logger().Info("session restored", "run", req.RunID, "node", req.NodeID, "backend", b.Name(), "session_id", sp.SessionID, "bytes", n, "parts", len(sp.Parts))
-	return "", x, nil
-}
-
-// fetchSlot reads the planned slot's blobs, its base and then its parts,
-// each checked against its recorded digest. It returns a note instead when
-// one is missing, too large, or not the blob the checkpoint recorded.
-func (a *Activities) fetchSlot(ctx context.Context, req *VisitRequest) ([][]byte, string, error) {
-	sp := req.Session
-	type ref struct{ key, digest string }
-	refs := []ref{{sp.StateRef, sp.baseDigest()}}
-	for i, p := range sp.Parts {
-		if p.Digest == "" {
-			return nil, fmt.Sprintf("the checkpoint records no digest for part %d of the session's slot; it is not unpacked", i+1), nil
-		}
-		refs = append(refs, ref{p.Ref, p.Digest})
-	}
-	blobs := make([][]byte, 0, len(refs))
-	for _, r := range refs {
-		data, err := blob.GetBytesMax(ctx, a.Blobs, r.key, a.sessionBlobMax())
-		switch {
-		case errors.Is(err, blob.ErrNotFound):
-			return nil, "the session's blob is gone from the store", nil
-		case errors.Is(err, blob.ErrTooLarge):
-			return nil, fmt.Sprintf("the session's blob is larger than any session archive may be (%d bytes)", a.sessionBlobMax()), nil
-		case err != nil:
-			return nil, "", fmt.Errorf("read session blob for node %q: %w", req.NodeID, err)
-		}
-		if note := checkSessionBlob(req.RunID, r.key, r.digest, data); note != "" {
-			return nil, note, nil
-		}
-		blobs = append(blobs, data)
-	}
-	return blobs, "", nil
-}
-
 // agentEnv is a backend's live root for one run on this worker and the
 // directory the agent works in. Each run has roots of its own, so that a
 // confined agent, which may write its root, sees no other run's sessions.
@@ -631,61 +388,4 @@ func (a *Activities) agentEnv(backendName, runID, cwd string) (agent.Env, error)
 		}
 	}
 	return env, nil
-}
-
-// workspaceError types a workspace failure: a snapshot that is refused,
-// incomplete or over the limits fails the visit for good; anything else
-// (a store fault) may pass and is retried.
-func workspaceError(req *VisitRequest, what string, err error) error {
-	if finalWorkspaceError(err) {
-		msg := fmt.Sprintf("node %q visit %d: workspace %s of run %s failed: %v; fix the cause, then `tether resume %s`", req.NodeID, req.Visit, what, req.RunID, err, req.RunID)
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkspace, err)
-	}
-	return fmt.Errorf("node %q visit %d: workspace %s: %w", req.NodeID, req.Visit, what, err)
-}
-
-// finalWorkspaceError reports a workspace failure that no retry cures: a
-// snapshot that is refused, incomplete or over the limits.
-func finalWorkspaceError(err error) bool {
-	for _, typed := range []error{
-		workspace.ErrTooLarge, workspace.ErrUnsafePath, workspace.ErrLink, workspace.ErrSpecial,
-		workspace.ErrDenied, workspace.ErrCorrupt, workspace.ErrDigestMismatch, workspace.ErrMissing,
-	} {
-		if errors.Is(err, typed) {
-			return true
-		}
-	}
-	return false
-}
-
-// ImportRequest makes the first snapshot of a run's workspace from a
-// source the worker can read.
-type ImportRequest struct {
-	RunID string `json:"run_id"`
-	From  string `json:"from"`
-	Ref   string `json:"ref,omitempty"`
-	// Started is the run's start on the workflow's clock: the commit time.
-	Started time.Time `json:"started"`
-}
-
-// ImportWorkspace reads a directory or a git repository at a ref (never
-// its .git) into the run's first workspace snapshot, for runs started
-// without `tether run` (whose CLI imports the source itself).
-func (a *Activities) ImportWorkspace(ctx context.Context, req *ImportRequest) (*runstore.WorkspaceState, error) {
-	stop := a.heartbeat(ctx)
-	defer stop()
-	lim := workspace.Limits{}
-	if a.Workspaces != nil {
-		lim = a.Workspaces.Limits()
-	}
-	st, rep, err := workspace.Import(ctx, a.Blobs, req.RunID, workspace.Source{From: req.From, Ref: req.Ref}, lim, req.Started)
-	if err != nil {
-		if errors.Is(err, workspace.ErrSource) || errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrUnsafePath) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: import the workspace from %s: %v", req.RunID, req.From, err), ErrTypeWorkspace, err)
-		}
-		return nil, err
-	}
-	a.Metrics.PackBytes(telemetry.WhatWorkspace, rep.Uploaded)
-	a.logger().Info("workspace imported", "run", req.RunID, "from", req.From, "ref", req.Ref, "files", st.Files, "bytes", st.Bytes)
-	return st, nil
 }
