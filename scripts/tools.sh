@@ -139,12 +139,14 @@ sandbox() {
 # when the machine has none (the way .ci/run installs PostgreSQL).
 chromium() {
 	local b
-	b=$(command -v chromium || command -v chromium-browser || true)
+	# type -P: a program on PATH. command -v would name this very function,
+	# and so never install the browser.
+	b=$(type -P chromium || type -P chromium-browser || true)
 	if [ -z "$b" ]; then
 		[ "$(id -u)" = 0 ] || { echo "tools: chromium is not installed; install it with: sudo apt-get install chromium" >&2; exit 1; }
 		echo "tools: installing chromium with apt" >&2
 		apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2
-		b=$(command -v chromium)
+		b=$(type -P chromium)
 	fi
 	echo "$b"
 }
