@@ -53,18 +53,33 @@ func DevServer(t testing.TB) *Server {
 	path := Tool(t, "temporal")
 	buf := &syncBuffer{}
 	// The HTTP API on a port the test knows (the dev server picks one at
-	// random otherwise), so that tests can attack and guard it.
-	httpPort := freePort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath:  path,
-		ClientOptions: &client.Options{Namespace: "default", Logger: log.NewStructuredLogger(discard())},
-		LogLevel:      "warn",
-		ExtraArgs:     append(slices.Clone(DevServerArgs), "--http-port", strconv.Itoa(httpPort)),
-		Stdout:        buf,
-		Stderr:        buf,
-	})
+	// random otherwise), so that tests can attack and guard it. A port
+	// found free can be taken by another listener before the server binds
+	// it (the frontend's too, which the test suite picks the same way), so
+	// a server that does not start is tried again on other ports.
+	var (
+		dev      *testsuite.DevServer
+		httpPort int
+		err      error
+	)
+	for try := 0; try < 3; try++ {
+		buf.Reset()
+		httpPort = freePort(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		dev, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+			ExistingPath:  path,
+			ClientOptions: &client.Options{Namespace: "default", Logger: log.NewStructuredLogger(discard())},
+			LogLevel:      "warn",
+			ExtraArgs:     append(slices.Clone(DevServerArgs), "--http-port", strconv.Itoa(httpPort)),
+			Stdout:        buf,
+			Stderr:        buf,
+		})
+		cancel()
+		if err == nil {
+			break
+		}
+		t.Logf("the dev server did not start (try %d): %v\n%s", try+1, err, buf.String())
+	}
 	if err != nil {
 		Unavailable(t, "start Temporal dev server %s: %v", path, err)
 		return nil
@@ -88,6 +103,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }
 
 func (s *syncBuffer) String() string {
