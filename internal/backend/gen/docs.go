@@ -1,33 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/catalogue"
 )
-
-// readPins reads the repository's .env: NAME=value lines.
-func readPins(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			out[k] = v
-		}
-	}
-	return out, sc.Err()
-}
 
 // implemented lists the backends this build runs, in catalogue order.
 func implemented() []agent.Facts {

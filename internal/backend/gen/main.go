@@ -7,8 +7,9 @@
 // -check it changes nothing and fails when a file is out of date (the
 // test of this package runs that in `make test`).
 //
-// A backend is found by its folder: internal/backend/<dir>/facts declares
-// its Name, and internal/backend/<dir> its executor's Configured.
+// A backend is found by its folder (internal/backend/gen/folders):
+// internal/backend/<dir>/facts declares its Name, and internal/backend/<dir>
+// its executor's Configured.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tether-run/tether/internal/backend/gen/folders"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -31,24 +33,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
-	stale := false
-	for rel, want := range files {
-		p := filepath.Join(root, rel)
-		have, _ := os.ReadFile(p)
-		if bytes.Equal(have, want) {
-			continue
-		}
-		if *check {
-			fmt.Fprintf(os.Stderr, "gen: %s is out of date; run go generate ./internal/backend\n", rel)
-			stale = true
-			continue
-		}
-		if err := os.WriteFile(p, want, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "gen:", err)
-			os.Exit(1)
-		}
+	stale, err := folders.Sync(root, files, *check)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
 	}
-	if stale {
+	if *check && len(stale) > 0 {
+		for _, rel := range stale {
+			fmt.Fprintf(os.Stderr, "gen: %s is out of date; run go generate ./internal/backend\n", rel)
+		}
 		os.Exit(1)
 	}
 }
@@ -56,17 +49,25 @@ func main() {
 // Generate returns every generated file's content, by path relative to
 // root.
 func Generate(root string) (map[string][]byte, error) {
-	dirs, err := folders(root)
+	found, err := folders.Scan(root)
 	if err != nil {
 		return nil, err
+	}
+	dirs := map[string]string{}
+	for _, f := range found {
+		dirs[f.Name] = f.Dir
 	}
 	reg, err := registry(dirs)
 	if err != nil {
 		return nil, err
 	}
-	pins, err := readPins(filepath.Join(root, ".env"))
+	env, err := folders.Env(filepath.Join(root, ".env"))
 	if err != nil {
 		return nil, err
+	}
+	pins := map[string]string{}
+	for _, v := range env {
+		pins[v.Name] = v.Value
 	}
 	out := map[string][]byte{"internal/backend/registry_gen.go": reg}
 	for rel, blocks := range map[string]map[string]string{

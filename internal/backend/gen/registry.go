@@ -4,37 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-	"os"
-	"path/filepath"
-	"regexp"
 
 	"github.com/tether-run/tether/internal/catalogue"
 )
 
 const module = "github.com/tether-run/tether"
-
-// namePattern finds a facts package's `const Name = "…"`.
-var namePattern = regexp.MustCompile(`(?m)^const Name = "([a-z0-9_]+)"`)
-
-// folders maps each backend name to its folder under internal/backend,
-// from the Name its facts package declares.
-func folders(root string) (map[string]string, error) {
-	files, err := filepath.Glob(filepath.Join(root, "internal", "backend", "*", "facts", "*.go"))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		if m := namePattern.FindSubmatch(b); m != nil {
-			out[string(m[1])] = filepath.Base(filepath.Dir(filepath.Dir(f)))
-		}
-	}
-	return out, nil
-}
 
 // registry is registry_gen.go: each implemented backend's constructor,
 // in catalogue order.
