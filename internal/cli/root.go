@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
@@ -60,6 +62,10 @@ type app struct {
 	blobs  blob.Store
 	runs   *runstore.Store
 	tel    *telemetry.Telemetry
+	// healthLast is the latest look at Temporal and the workers, shared
+	// by the commands of one process (the console's pages run at once).
+	healthMu   sync.Mutex
+	healthLast health.Report
 }
 
 func (a *app) temporal() (client.Client, error) {

@@ -38,15 +38,27 @@ type answerLinkView struct {
 	Msg     string
 }
 
+// linkRefused is a link refused, and why: the answer page says so.
+type linkRefused struct {
+	status     int
+	title, msg string
+}
+
+func (e *linkRefused) Error() string { return e.title + ": " + e.msg }
+
+// refuseLink draws the answer page for a refused link.
+func (s *Server) refuseLink(w http.ResponseWriter, r *http.Request, v answerLinkView, e *linkRefused) error {
+	v.Refused, v.Title, v.Msg = true, e.title, e.msg
+	return s.render(w, r, e.status, "answer", page{Title: e.title, Nav: "questions", Data: v})
+}
+
 // checkAnswerLink checks the request's link and that its question still
-// waits. On a refusal it has written the page and returns false.
-func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answerLinkView, answerlink.Link, bool) {
+// waits; a refusal is a *linkRefused.
+func (s *Server) checkAnswerLink(r *http.Request) (answerLinkView, answerlink.Link, *linkRefused) {
 	run, qid := r.PathValue("run"), r.PathValue("question")
 	v := answerLinkView{Run: run, Question: runapi.PendingQuestion{ID: qid}, Token: r.FormValue("t")}
-	refuse := func(status int, title, msg string) (answerLinkView, answerlink.Link, bool) {
-		v.Refused, v.Title, v.Msg = true, title, msg
-		s.render(w, r, status, "answer", page{Title: title, Nav: "questions", Data: v})
-		return v, answerlink.Link{}, false
+	refuse := func(status int, title, msg string) (answerLinkView, answerlink.Link, *linkRefused) {
+		return v, answerlink.Link{}, &linkRefused{status, title, msg}
 	}
 	if len(s.opts.LinkKey) == 0 {
 		return refuse(http.StatusServiceUnavailable, "Answer links are off",
@@ -75,15 +87,18 @@ func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answer
 	v.Fixed, v.Answer, v.Expires = l.Fixed, l.Answer, l.Expires
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
+	if rep := s.opts.Actions.Health(ctx, run); rep.Temporal != nil {
+		return refuse(http.StatusServiceUnavailable, "Temporal is unreachable", rep.String()+". Open the link again once it is back.")
+	}
 	rs, err := s.opts.Actions.State(ctx, run)
 	if err != nil {
-		return refuse(http.StatusBadGateway, "The run could not be read", err.Error())
+		return refuse(http.StatusBadGateway, "The run could not be read", hideKeys(err.Error()))
 	}
 	v.Graph = rs.State.Graph
 	for _, q := range rs.State.Questions {
 		if q.ID == qid {
 			v.Question = q
-			return v, l, true
+			return v, l, nil
 		}
 	}
 	return refuse(http.StatusConflict, "This question is not waiting any more", s.notWaiting(ctx, run, qid, rs))
@@ -101,21 +116,21 @@ func (s *Server) notWaiting(ctx context.Context, run, qid string, rs *RunState) 
 }
 
 // answerLinkPage shows the link's question and asks to confirm.
-func (s *Server) answerLinkPage(w http.ResponseWriter, r *http.Request) {
-	v, _, ok := s.checkAnswerLink(w, r)
-	if !ok {
-		return
+func (s *Server) answerLinkPage(w http.ResponseWriter, r *http.Request) error {
+	v, _, refused := s.checkAnswerLink(r)
+	if refused != nil {
+		return s.refuseLink(w, r, v, refused)
 	}
-	s.render(w, r, http.StatusOK, "answer", page{Title: "Answer " + v.Question.ID, Nav: "questions", Data: v})
+	return s.render(w, r, http.StatusOK, "answer", page{Title: "Answer " + v.Question.ID, Nav: "questions", Data: v})
 }
 
 // answerByLink answers the link's question, once confirmed: the link's
 // own answer, or for a form link what was typed or picked. The run's
 // update is the last word: a question answered meanwhile is refused.
-func (s *Server) answerByLink(w http.ResponseWriter, r *http.Request) {
-	v, l, ok := s.checkAnswerLink(w, r)
-	if !ok {
-		return
+func (s *Server) answerByLink(w http.ResponseWriter, r *http.Request) error {
+	v, l, refused := s.checkAnswerLink(r)
+	if refused != nil {
+		return s.refuseLink(w, r, v, refused)
 	}
 	text := l.Answer
 	if !l.Fixed {
@@ -125,19 +140,28 @@ func (s *Server) answerByLink(w http.ResponseWriter, r *http.Request) {
 		}
 		if text == "" {
 			v.Msg = "Type an answer, or pick one of the options."
-			s.render(w, r, http.StatusBadRequest, "answer", page{Title: "Answer " + v.Question.ID, Nav: "questions", Data: v})
-			return
+			return s.render(w, r, http.StatusBadRequest, "answer", page{Title: "Answer " + v.Question.ID, Nav: "questions", Data: v})
 		}
 	}
 	v.Answer = text
-	if err := s.opts.Actions.Answer(r.Context(), v.Run, v.Question.ID, text, s.linkIdentity(r)); err != nil {
-		v.Refused, v.Title, v.Msg = true, "The run refused the answer", err.Error()
-		s.render(w, r, http.StatusConflict, "answer", page{Title: v.Title, Nav: "questions", Data: v})
-		return
+	ctx := r.Context()
+	if rep := s.opts.Actions.Health(ctx, v.Run); rep.Down() {
+		// No worker takes the update now: the signal waits in history.
+		if err := s.opts.Actions.QueueAnswer(ctx, v.Run, v.Question.ID, text, s.linkIdentity(r)); err != nil {
+			return s.refuseLink(w, r, v, &linkRefused{http.StatusServiceUnavailable, "The answer was not sent", err.Error()})
+		}
+		v.Done, v.Title = true, "Queued"
+		v.Msg = fmt.Sprintf("Your answer %q to %s is queued, not yet taken: %s. Temporal keeps it in run %s's history and the run takes it when a worker starts.", text, v.Question.ID, rep.String(), v.Run)
+		return s.render(w, r, http.StatusAccepted, "answer", page{Title: v.Title, Nav: "questions", Data: v})
+	}
+	actx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
+	if err := s.opts.Actions.Answer(actx, v.Run, v.Question.ID, text, s.linkIdentity(r)); err != nil {
+		return s.refuseLink(w, r, v, &linkRefused{http.StatusConflict, "The run refused the answer", err.Error()})
 	}
 	v.Done, v.Title = true, "Answered"
 	v.Msg = fmt.Sprintf("Your answer %q to %s was accepted by run %s.", text, v.Question.ID, v.Run)
-	s.render(w, r, http.StatusOK, "answer", page{Title: v.Title, Nav: "questions", Data: v})
+	return s.render(w, r, http.StatusOK, "answer", page{Title: v.Title, Nav: "questions", Data: v})
 }
 
 // linkIdentity names who answered through a link, for Temporal's
