@@ -231,7 +231,12 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+		// The activity's message may name the node itself: once is enough.
+		inner := activities.ErrorText(err)
+		for _, named := range []string{fmt.Sprintf("tool node %q: ", node.ID), fmt.Sprintf("node %q: ", node.ID)} {
+			inner = strings.TrimPrefix(inner, named)
+		}
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, inner), ErrTypeNodeFailed, err)
 	}
 }
 

@@ -127,6 +127,8 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// canceled are the visits a cancel stopped (cancel.go).
+	canceled []runstore.EndedVisit
 }
 
 // question is a pending question and, once answered, its answer.

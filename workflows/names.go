@@ -156,4 +156,20 @@ const (
 	// cancel reached it inside a visit (cancel-status.json).
 	changeCancelStatus  = "cancel-status"
 	versionCancelStatus = 1
+
+	// changeEndedVisit: a run whose edges failed after a visit ended
+	// records that visit in its checkpoint (Ended), and an execution
+	// started from such a checkpoint (resume, possibly with a corrected
+	// graph) chooses the edges again from the visit's output instead of
+	// visiting the node again, so a tool's effects are not repeated
+	// (ended-visit.json). Executions before it visited the node again.
+	changeEndedVisit  = "ended-visit"
+	versionEndedVisit = 1
+
+	// changeCancelUncounted: a visit a cancel stopped is taken off the
+	// run's path and visit counts, so it counts as no visit and a resume
+	// runs it again under the same number (cancel-uncounted.json).
+	// Executions before it counted it as a failed visit.
+	changeCancelUncounted  = "cancel-uncounted"
+	versionCancelUncounted = 1
 )

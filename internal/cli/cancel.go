@@ -55,7 +55,7 @@ func (a *app) cancel(ctx context.Context, id string) (string, error) {
 	switch statusOf(d) {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
-		return "", failedErr(fmt.Errorf("run %s is not known to Temporal at %s", id, a.cfg.TemporalAddress))
+		return "", usageErr("run %s is not known to Temporal at %s; check the id (tether list)", id, a.cfg.TemporalAddress)
 	default:
 		return "", usageErr("run %s is not open (%s); nothing to cancel", id, temporalStatusName(statusOf(d)))
 	}

@@ -136,7 +136,7 @@ func (c consoleActions) Cancel(ctx context.Context, run string) (string, error) 
 }
 
 func (c consoleActions) Resume(ctx context.Context, run string) (string, error) {
-	return c.a.resume(ctx, run, "", 0, 0)
+	return c.a.resume(ctx, run, "", 0, 0, graphFix{})
 }
 
 func (c consoleActions) Rewind(ctx context.Context, run string, seq int64) (string, error) {
@@ -144,7 +144,7 @@ func (c consoleActions) Rewind(ctx context.Context, run string, seq int64) (stri
 	if err != nil {
 		return "", err
 	}
-	msg, warnings, err := c.a.rewind(ctx, run, seq, runs)
+	msg, warnings, err := c.a.rewind(ctx, run, seq, runs, graphFix{})
 	for _, w := range warnings {
 		msg += w + "\n"
 	}
@@ -156,7 +156,7 @@ func (c consoleActions) Fork(ctx context.Context, run string, seq int64) (string
 	if err != nil {
 		return "", "", failedErr(err)
 	}
-	return c.a.fork(ctx, run, seq, "", runs)
+	return c.a.fork(ctx, run, seq, "", runs, graphFix{})
 }
 
 func (c consoleActions) Delete(ctx context.Context, run string) (string, error) {

@@ -22,7 +22,7 @@ func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.W
 	case l.workers.Temporal != nil || strings.HasPrefix(live, "Temporal could not"):
 		return nil, failedErr(fmt.Errorf("cannot show run %q: %s, and the run store %s has no checkpoint of it; start Temporal or set TEMPORAL_ADDRESS, and check that TETHER_BLOB_URL names the store the run used", id, live, a.cfg.BlobURL))
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
-		return nil, failedErr(fmt.Errorf("run %q not found: Temporal at %s does not know the run, and the run store %s has no checkpoint of it; check the run id, TEMPORAL_ADDRESS and TETHER_BLOB_URL", id, a.cfg.TemporalAddress, a.cfg.BlobURL))
+		return nil, usageErr("run %q not found: Temporal at %s does not know the run, and the run store %s has no checkpoint of it; check the run id (tether list), TEMPORAL_ADDRESS and TETHER_BLOB_URL", id, a.cfg.TemporalAddress, a.cfg.BlobURL)
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		l.st = &runapi.State{RunID: id, Status: runstore.StatusRunning}
 		l.source = fmt.Sprintf("Temporal only: %s; the run has written no checkpoint yet", live)

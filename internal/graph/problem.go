@@ -100,6 +100,9 @@ const (
 	CodeBadNotifyEvent = "G060" // a notify route names an event that does not exist
 	CodeBadNotifyTo    = "G061" // a notify route's to names something that cannot be an endpoint
 	CodeBadOptions     = "G062" // a human node's options: empty, repeated, too many or too long
+
+	CodeUncheckedWhen = "G063" // a when that is a value an agent writes, not a comparison
+	CodeScriptedWhen  = "G064" // a when that fails on what a scripted agent's script says
 )
 
 // CodeInfo describes one problem code.
@@ -169,6 +172,8 @@ var codeTable = []CodeInfo{
 	{CodeBadNotifyEvent, SeverityError, "a notify route names an unknown event"},
 	{CodeBadNotifyTo, SeverityError, "a notify route's to is not an endpoint name"},
 	{CodeBadOptions, SeverityError, "a human node's options are empty, repeated, too many or too long"},
+	{CodeUncheckedWhen, SeverityWarning, "a when that is a value an agent writes, not a comparison: the run fails if it is not a boolean"},
+	{CodeScriptedWhen, SeverityError, "a when that fails on what a scripted agent's script says it writes"},
 }
 
 // Codes lists every problem code, in code order.

@@ -163,7 +163,7 @@ func (rep Report) Down() bool { return rep.Temporal != nil || rep.Workers == Wor
 func (rep Report) String() string {
 	switch {
 	case rep.Temporal != nil:
-		return fmt.Sprintf("Temporal at %s is unreachable (%v): start it (`make run` starts a dev server) or set TEMPORAL_ADDRESS", rep.Address, rep.Temporal)
+		return fmt.Sprintf("Temporal is unreachable at %s (%v): start it (`make run` starts a dev server) or set TEMPORAL_ADDRESS", rep.Address, rep.Temporal)
 	case rep.Workers != WorkersDown:
 		return ""
 	case rep.LastPoll.IsZero():

@@ -131,7 +131,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 	default:
 		lp, err := exec.LookPath(bin)
 		if err != nil {
-			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", agent.ErrNotInstalled, backendName, bin)
+			return "", fmt.Errorf("%w: %s: %q is not on the worker's PATH; install it on every worker (scripts/tools.sh clis), or set TETHER_CLI_BIN to the directory that holds it", agent.ErrNotInstalled, backendName, bin)
 		}
 		return lp, nil
 	}
@@ -140,7 +140,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 		if err == nil {
 			err = fs.ErrPermission
 		}
-		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", agent.ErrNotInstalled, backendName, p, err)
+		return "", fmt.Errorf("%w: %s: %s: %v; install it there (scripts/tools.sh clis), or point TETHER_CLI_BIN at the directory that holds it", agent.ErrNotInstalled, backendName, p, err)
 	}
 	return p, nil
 }
