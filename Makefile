@@ -8,10 +8,16 @@ export GOFLAGS ?= -buildvcs=false
 
 all: build tools
 
-## build: the tether CLI, the tether-worker binary and its confine helper, into bin/
+# VERSION and COMMIT are stamped into both binaries (tether version,
+# tether-worker --version); a release sets VERSION.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS = -X github.com/tether-run/tether/internal/version.Version=$(VERSION) -X github.com/tether-run/tether/internal/version.Commit=$(COMMIT)
+
+## build: the tether CLI, the tether-worker binary and its confine helper, into bin/, with VERSION and COMMIT stamped
 build:
-	$(GO) build -o bin/tether ./starter
-	$(GO) build -o bin/tether-worker ./worker
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether ./starter
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
 
 ## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap, chromium
