@@ -30,8 +30,8 @@ import (
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
-	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/internal/temporalclient"
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/internal/workerhost"
 )
 

@@ -177,7 +177,9 @@ func (a *app) visitRecords(ctx context.Context, id string) ([]visitRecord, int, 
 // runs a visit again under its number, and the earlier run of it was
 // dropped with the checkpoints after the rewind's.
 func current(recs []visitRecord) []visitRecord {
-	key := func(r visitRecord) string { return fmt.Sprintf("%s\x00%d\x00%s", r.req.NodeID, r.req.Visit, r.req.BranchName) }
+	key := func(r visitRecord) string {
+		return fmt.Sprintf("%s\x00%d\x00%s", r.req.NodeID, r.req.Visit, r.req.BranchName)
+	}
 	last := map[string]int{}
 	for _, r := range recs {
 		last[key(r)] = max(last[key(r)], r.exec)
