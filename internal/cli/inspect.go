@@ -120,7 +120,7 @@ was followed.`,
 					return err
 				}
 			default:
-				a.printState(st, l.source, l.open())
+				a.printState(st, l.source, l.unanswerable())
 				if l.open() {
 					a.printRunning(pendingProgress(l.described))
 				}
@@ -184,8 +184,21 @@ func (l *loaded) open() bool {
 	return statusOf(l.described) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
-// liveWait bounds the state query of a run a worker is known to poll for.
-const liveWait = 5 * time.Second
+// unanswerable says why the run's questions cannot be answered now; ""
+// when they can.
+func (l *loaded) unanswerable() string {
+	switch {
+	case l.workers.Temporal != nil:
+		return "Temporal is unreachable: no answer can be sent now"
+	case !l.open():
+		return "unanswered when the run ended"
+	}
+	return ""
+}
+
+// liveWait bounds the state query of a run a worker polled for a moment
+// ago: a page that waits on it is one a person waits on.
+const liveWait = 2 * time.Second
 
 // loadState asks the live workflow first and the run store second. It
 // asks the workers' health first: a run no worker polls for is read from
@@ -314,9 +327,9 @@ func rootCause(err error) string {
 	}
 }
 
-// printState prints a run's state; open says Temporal runs it, so its
-// questions can be answered.
-func (a *app) printState(st *runapi.State, source string, open bool) {
+// printState prints a run's state; unanswerable says why its questions
+// cannot be answered now ("" when they can: each gets its answer line).
+func (a *app) printState(st *runapi.State, source, unanswerable string) {
 	w := a.out
 	fmt.Fprintf(w, "run:        %s\n", st.RunID)
 	fmt.Fprintf(w, "graph:      %s\n", st.Graph)
@@ -331,9 +344,9 @@ func (a *app) printState(st *runapi.State, source string, open bool) {
 		fmt.Fprintf(w, "error:      %s\n", st.Error)
 	}
 	for _, q := range st.Questions {
-		if !open {
+		if unanswerable != "" {
 			// A closed run takes no answer; its resume asks again.
-			fmt.Fprintf(w, "question:   [%s] %s asked: %s (unanswered when the run ended)\n", q.ID, q.Node, q.Text)
+			fmt.Fprintf(w, "question:   [%s] %s asked: %s (%s)\n", q.ID, q.Node, q.Text, unanswerable)
 			continue
 		}
 		fmt.Fprintf(w, "question:   [%s] %s asks: %s\n            answer with: tether answer %s %s TEXT\n", q.ID, q.Node, q.Text, st.RunID, q.ID)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,9 +18,9 @@ import (
 const healthTTL = 2 * time.Second
 
 // health says whether Temporal answers and a worker polls the task
-// queue; with run, an open run's state query settles what the pollers
-// alone cannot tell (health.Probe). A report younger than healthTTL
-// serves again, a probed one for that run only.
+// queue; with run, an open run's state query settles it (health.Probe):
+// the pollers alone cannot tell a worker that stopped a minute ago. A
+// report younger than healthTTL serves again.
 func (a *app) health(ctx context.Context, run string) health.Report {
 	a.healthMu.Lock()
 	rep := a.healthLast
@@ -28,17 +29,19 @@ func (a *app) health(ctx context.Context, run string) health.Report {
 	if !fresh {
 		c, err := a.temporal()
 		if err != nil {
-			return health.Report{Address: a.cfg.TemporalAddress, Queue: runapi.TaskQueue, Temporal: err, At: time.Now()}
+			return health.Report{Address: a.cfg.TemporalAddress, Queue: runapi.TaskQueue, Temporal: errors.New(rootCause(err)), At: time.Now()}
 		}
 		rep = health.Check(ctx, c, a.cfg.TemporalAddress, runapi.TaskQueue)
 	}
-	if run != "" && rep.Workers == health.WorkersUnsure {
+	if run != "" && rep.Workers != health.WorkersDown {
+		// A poll seconds ago proves little: the worker may have stopped
+		// since. The run's query proves it.
 		_ = rep.Probe(ctx, run, func(qctx context.Context) error {
 			_, err := a.queryState(qctx, run)
 			return err
 		})
 	}
-	if !fresh || rep.Workers != health.WorkersUnsure {
+	if !fresh || run != "" {
 		a.healthMu.Lock()
 		a.healthLast = rep
 		a.healthMu.Unlock()

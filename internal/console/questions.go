@@ -13,7 +13,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runlist"
 	"github.com/tether-run/tether/internal/runstore"
@@ -136,7 +135,9 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return &downError{"Temporal's visibility did not list the waiting runs: " + err.Error()}
 	}
-	if rep.Workers == health.WorkersUnsure && len(waiting.Rows) > 0 {
+	if !rep.Down() && len(waiting.Rows) > 0 {
+		// A waiting run's query proves a worker there; none answering, no
+		// run is asked again below.
 		rep = s.opts.Actions.Health(ctx, waiting.Rows[0].ID)
 	}
 	v := questionsView{Runs: make([]pendingRun, len(waiting.Rows)), Down: rep.String()}

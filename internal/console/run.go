@@ -64,7 +64,7 @@ type runView struct {
 	Down string
 	// Queued are the questions an answer is queued for (the answer
 	// signal, in the run's history, that no worker has taken yet).
-	Queued map[string]answered
+	Queued map[string]*answered
 	// Edits are the corrected graphs the run continued with.
 	Edits []runstore.GraphEdit
 }
@@ -265,11 +265,11 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 	}
 	if v.Open && v.Down != "" {
 		// An answer sent while no worker polls waits in the history.
-		v.Queued = map[string]answered{}
-		for _, a := range v.Answered {
+		v.Queued = map[string]*answered{}
+		for i, a := range v.Answered {
 			if a.Signal && slices.ContainsFunc(v.Questions, func(q runapi.PendingQuestion) bool { return q.ID == a.Question }) {
 				if _, ok := v.Queued[a.Question]; !ok {
-					v.Queued[a.Question] = a
+					v.Queued[a.Question] = &v.Answered[i]
 				}
 			}
 		}

@@ -79,17 +79,8 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) error {
 	if rep.Temporal != nil {
 		return temporalDown(rep)
 	}
-	if err := s.listRuns(r.Context(), r, f, &v, rep.Down()); err != nil {
+	if err := s.listRuns(r.Context(), r, f, &v, &rep); err != nil {
 		return err
-	}
-	if rep.Workers == health.WorkersUnsure {
-		// The pollers cannot tell: an open run can.
-		for _, row := range append(slices.Clone(v.Waiting), v.Rows...) {
-			if row.Open() {
-				rep = s.opts.Actions.Health(r.Context(), row.ID)
-				break
-			}
-		}
 	}
 	v.Down = rep.String()
 	return s.render(w, r, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Live: "/runs/events", Data: v})
@@ -97,8 +88,10 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) error {
 
 // listRuns reads one page of runs from visibility, and the waiting ones.
 // Visibility that does not answer is Temporal down.
-// With noWorker, no run is asked anything.
-func (s *Server) listRuns(ctx context.Context, r *http.Request, f runlist.Filter, v *runsView, noWorker bool) error {
+// rep is what is down; an open run listed settles whether a worker is
+// there (a worker that stopped is listed as polling for a minute), and
+// with none, no run is asked anything.
+func (s *Server) listRuns(ctx context.Context, r *http.Request, f runlist.Filter, v *runsView, rep *health.Report) error {
 	var token []byte
 	if t := r.URL.Query().Get("page"); t != "" {
 		var err error
@@ -137,9 +130,17 @@ func (s *Server) listRuns(ctx context.Context, r *http.Request, f runlist.Filter
 	if len(pg.Next) > 0 {
 		v.NextURL = runsURL(f, base64.RawURLEncoding.EncodeToString(pg.Next))
 	}
+	if !rep.Down() {
+		for _, row := range append(slices.Clone(v.Waiting), v.Rows...) {
+			if row.Open() {
+				*rep = s.opts.Actions.Health(ctx, row.ID)
+				break
+			}
+		}
+	}
 	s.fillRows(ctx, v.Rows)
 	s.fillRows(ctx, v.Waiting)
-	if !noWorker {
+	if !rep.Down() {
 		s.fillQuestions(ctx, v.Waiting)
 	}
 	// A waiting run in the list shows its count too.

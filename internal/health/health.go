@@ -125,9 +125,12 @@ func Check(ctx context.Context, c client.Client, address, queue string) Report {
 type Query func(ctx context.Context) error
 
 // ProbeWait is how long Probe lets a worker take to answer a query: a
-// live worker answers a run it holds in milliseconds, and one that must
-// replay the run first within a second on a loaded machine.
-const ProbeWait = 1500 * time.Millisecond
+// live worker answers a run it holds in milliseconds. A worker slower
+// than this (one replaying a long run on a loaded machine) is taken for
+// absent for a moment: a page says so until the next look, and an answer
+// sent then is queued in the run's history rather than lost; a person
+// answering is never kept waiting for a second.
+const ProbeWait = 800 * time.Millisecond
 
 // Probe settles an unsure report with query, a run's state query bounded
 // by ProbeWait: answered, a worker is up; not answered in time (or
