@@ -93,26 +93,31 @@ func (a *app) applyGraphFix(fix graphFix, cp *runstore.Checkpoint, via string, s
 // a node cp still needs is gone, or is now another kind of node, or a
 // conversation cp holds could no longer be continued by its node.
 func compatible(old, g *graph.Graph, cp *runstore.Checkpoint) error {
-	need := map[string]string{} // node -> why cp needs it
+	need := map[string]string{} // node -> why cp needs it (the first reason)
+	add := func(node, why string) {
+		if _, ok := need[node]; !ok {
+			need[node] = why
+		}
+	}
 	for _, c := range cp.Cursor {
-		need[c.Node] = "the run goes on from it"
+		add(c.Node, "the run goes on from it")
 	}
 	for _, b := range cp.Branches {
 		if b.Next != nil {
-			need[b.Next.Node] = "fan-out branch " + b.Name + " goes on from it"
+			add(b.Next.Node, "fan-out branch "+b.Name+" goes on from it")
 		}
 	}
 	if cp.Pause != nil {
-		need[cp.Pause.NodeID] = "its question waits"
+		add(cp.Pause.NodeID, "its question waits")
 	}
 	if cp.Ended != nil {
-		need[cp.Ended.Node] = "its visit ended before the edges failed"
+		add(cp.Ended.Node, "its visit ended before the edges failed")
 	}
-	for n := range cp.NodeSessions {
-		need[n] = "it holds a conversation"
+	for _, n := range slices.Sorted(maps.Keys(cp.NodeSessions)) {
+		add(n, "it holds a conversation")
 	}
 	for _, gd := range cp.Guidance {
-		need[gd.Node] = "a note waits for it"
+		add(gd.Node, "a note waits for it")
 	}
 	var problems []string
 	for _, id := range slices.Sorted(maps.Keys(need)) {
