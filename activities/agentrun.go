@@ -55,7 +55,7 @@ func (r agentRun) request() agent.Request {
 func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, error) {
 	prompt, err := graph.RenderPrompt(r.node.Prompt, graph.PromptData{Input: r.input, Output: r.prev, Visit: r.visit, Workspace: r.workspace})
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt: %s", r.nodeID, graph.TemplateReason(err)), ErrTypeBadRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt: %s", r.nodeID, graph.TemplateReason(err)), ErrTypeBadRequest, nil)
 	}
 	if r.lostAnswer != "" {
 		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer

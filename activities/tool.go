@@ -53,7 +53,7 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	for i, arg := range node.Run {
 		s, err := graph.RenderPrompt(arg, graph.PromptData{Input: input, Visit: visit, Workspace: ws})
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("argument %d of its run: %s", i, graph.TemplateReason(err)), ErrTypeBadRequest, err)
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("argument %d of its run: %s", i, graph.TemplateReason(err)), ErrTypeBadRequest, nil)
 		}
 		argv[i] = s
 	}

@@ -114,11 +114,17 @@ func TestRunStop(t *testing.T) {
 	assert.True(t, out.Stopped)
 }
 
+// A missing CLI is named with the setting a person sets (TETHER_CLI_BIN),
+// never the Go field behind it.
 func TestResolveMissing(t *testing.T) {
 	_, err := Resolve("t", t.TempDir(), "nope")
 	assert.ErrorIs(t, err, agent.ErrNotInstalled)
+	assert.Contains(t, err.Error(), "TETHER_CLI_BIN")
+	assert.NotContains(t, err.Error(), "BinDir")
 	_, err = Resolve("t", "", "tether-no-such-program")
 	assert.ErrorIs(t, err, agent.ErrNotInstalled)
+	assert.Contains(t, err.Error(), "set TETHER_CLI_BIN to the directory that holds it")
+	assert.NotContains(t, err.Error(), "BinDir")
 }
 
 func TestEnvironIsBasePassAndSet(t *testing.T) {
