@@ -35,7 +35,7 @@ console: build
 
 ## screenshots: docs/console/*.png, taken by the console's browser tests
 screenshots: build
-	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers'
+	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers|TestResumeWithACorrectedGraph'
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
