@@ -96,7 +96,7 @@ func TestConsoleFiltersSearchesAndPagesRuns(t *testing.T) {
 		rows := slices.Clone(p.rows)
 		slices.Sort(rows)
 		require.Equal(t, tc.want, rows, "runs matching %s", tc.query)
-		require.Contains(t, p.body, fmt.Sprintf(`small">%d run`, len(tc.want)), "the count of runs matching %s", tc.query)
+		require.Contains(t, p.body, fmt.Sprintf(`id="total">%d run`, len(tc.want)), "the count of runs matching %s", tc.query)
 	}
 	backend := getRuns(t, c.URL+"/runs?backend=scripted")
 	require.Contains(t, backend.body, fmt.Sprintf("%d runs match", done), "every scripted run, and not the human one")
