@@ -152,7 +152,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 				o := cp.Outputs[n]
 				tr := toolResult{Node: n, ExitCode: o["exit_code"], URL: visitURL(run, n, cp.Visits[n])}
 				if len(def.Run) > 0 {
-					tr.Command = strings.Join(def.Run, " ")
+					tr.Command = shellLine(def.Run)
 				}
 				tr.TimedOut, _ = o["timed_out"].(bool)
 				tail, _ := o["stdout"].(string)

@@ -32,3 +32,12 @@ func TestCacheBoundsEntriesAndAge(t *testing.T) {
 	_, ok = c.get("a")
 	assert.False(t, ok)
 }
+
+func TestPlural(t *testing.T) {
+	for want, got := range map[string]string{
+		"1 file": plural(1, "file"), "0 files": plural(0, "file"), "3 branches": plural(3, "branch"),
+		"2 boxes": plural(2, "box"), "1 branch": plural(1, "branch"), "4 more files": plural(4, "more file"),
+	} {
+		assert.Equal(t, want, got)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/treepolicy"
@@ -80,6 +82,17 @@ var funcs = template.FuncMap{
 	"lineMark": lineMark,
 	"value":    valueText,
 	"size":     size,
+	"sentence": sentence,
+}
+
+// sentence is s with its first letter a capital: a message that goes
+// on after a colon elsewhere, at the start of a page's status.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // size is a number of bytes as a person reads it: 512 bytes, 12.3 KiB.
@@ -366,9 +379,16 @@ func short(commit string) string {
 	return commit
 }
 
+// plural is n and its noun, in the plural unless n is 1: "1 file", "3
+// files", "2 branches".
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	for _, end := range []string{"s", "x", "ch", "sh"} {
+		if strings.HasSuffix(noun, end) {
+			return fmt.Sprintf("%d %ses", n, noun)
+		}
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -27,6 +27,9 @@ type answered struct {
 	By       string
 	At       time.Time
 	Signal   bool
+	// Queued says no worker has taken it yet (the run page's question
+	// still waits for it).
+	Queued bool
 }
 
 // maxHistoryEvents bounds how much of a run's history the run page reads

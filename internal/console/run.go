@@ -269,6 +269,7 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 		for i, a := range v.Answered {
 			if a.Signal && slices.ContainsFunc(v.Questions, func(q runapi.PendingQuestion) bool { return q.ID == a.Question }) {
 				if _, ok := v.Queued[a.Question]; !ok {
+					v.Answered[i].Queued = true
 					v.Queued[a.Question] = &v.Answered[i]
 				}
 			}

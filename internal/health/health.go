@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -189,11 +190,16 @@ func Since(d time.Duration) string {
 	}
 }
 
-// cause is the innermost message of a gRPC failure: "connection refused"
-// rather than the transport's whole envelope.
+// cause is the innermost message of a gRPC failure: "dial tcp
+// 127.0.0.1:7233: connect: connection refused" rather than the
+// transport's whole envelope.
 func cause(err error) error {
-	if s, ok := status.FromError(err); ok && s.Message() != "" {
-		return errors.New(s.Message())
+	msg := err.Error()
+	if st, ok := status.FromError(err); ok && st.Message() != "" {
+		msg = st.Message()
 	}
-	return err
+	if i := strings.Index(msg, "dial tcp "); i >= 0 {
+		msg = strings.TrimRight(msg[i:], `"`)
+	}
+	return errors.New(msg)
 }

@@ -37,7 +37,7 @@
     [["−", "smaller", function (s) { return s / 1.25; }],
      ["+", "larger", function (s) { return s * 1.25; }],
      ["fit", "fit the width", function () { return fit(); }],
-     ["100%", "its own size", function () { return 1; }]].forEach(function (b) {
+     ["1:1", "its own size", function () { return 1; }]].forEach(function (b) {
       var btn = document.createElement("button");
       btn.type = "button";
       btn.textContent = b[0];
