@@ -333,6 +333,9 @@ func (a *app) printState(st *runapi.State, source, unanswerable string) {
 	w := a.out
 	fmt.Fprintf(w, "run:        %s\n", st.RunID)
 	fmt.Fprintf(w, "graph:      %s\n", st.Graph)
+	for _, e := range st.GraphEdits {
+		fmt.Fprintf(w, "corrected:  at checkpoint %d by %s from %s: %s\n", e.Seq, e.Via, e.File, strings.Join(e.Changes, "; "))
+	}
 	fmt.Fprintf(w, "status:     %s\n", st.Status)
 	if len(st.Current) > 0 {
 		fmt.Fprintf(w, "current:    %s\n", strings.Join(st.Current, ", "))

@@ -109,6 +109,7 @@ edges:
 	assert.Contains(t, out, "the output of deploy visit 1 is taken again (not visited again)")
 	assert.Contains(t, out, "completed at done")
 	st := h.tether(t, dir, "status", id)
+	assert.Contains(t, st, "corrected:  at checkpoint 1 by resume from "+fixed+": edge deploy → done")
 	assert.Len(t, regexp.MustCompile(`(?m)^ +deploy +visit`).FindAllString(st, -1), 1, "the tool ran once: %s", st)
 	effects := exportFile(t, h, dir, id, "effects.txt")
 	assert.Equal(t, "deployed\n", effects, "the tool's effect happened once")

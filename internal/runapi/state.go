@@ -38,6 +38,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 		Error:      cp.Error,
 		Checkpoint: cp.Seq,
 		Guidance:   slices.Clone(cp.Guidance),
+		GraphEdits: slices.Clone(cp.GraphEdits),
 	}
 	for _, c := range cp.Cursor {
 		s.Current = append(s.Current, c.Node)

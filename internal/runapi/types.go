@@ -107,6 +107,8 @@ type State struct {
 	Checkpoint int64 `json:"checkpoint"`
 	// Guidance are the notes waiting for their node's next visit.
 	Guidance []runstore.Guidance `json:"guidance,omitempty"`
+	// GraphEdits are the corrected graphs the run went on with.
+	GraphEdits []runstore.GraphEdit `json:"graph_edits,omitempty"`
 }
 
 // SessionView is a persist node's conversation, without its state ref.
