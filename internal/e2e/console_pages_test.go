@@ -177,5 +177,4 @@ func TestConsolePagesReadRight(t *testing.T) {
 		const code = table.querySelector("tr:not(.hunk) td.code");
 		return (code.getBoundingClientRect().left - table.getBoundingClientRect().left) / table.getBoundingClientRect().width;
 	})()`), 0.15, "the compare diff too")
-	screenshot(t, ctx, "attempts-tools")
 }
