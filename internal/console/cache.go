@@ -88,7 +88,7 @@ const (
 	// openSummaryTTL is how long an open run's summary is shown again.
 	openSummaryTTL = 2 * time.Second
 	// countTTL is how long a count of runs is shown again.
-	countTTL = 5 * time.Second
+	countTTL = 10 * time.Second
 )
 
 func newCaches() caches {

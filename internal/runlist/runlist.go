@@ -252,8 +252,11 @@ func newestFirst(a, b *workflowpb.WorkflowExecutionInfo) int {
 	return strings.Compare(a.GetExecution().GetRunId(), b.GetExecution().GetRunId())
 }
 
-// countCap is the most executions Count lists to count runs exactly.
-const countCap = 1000
+// countCap is the most executions Count lists to count runs exactly:
+// listing them costs about a millisecond each on a loaded dev server
+// (1,000 took 0.75-1.1 s at load 13), where a count of executions costs
+// three.
+const countCap = 250
 
 // Count is how many runs match f. Visibility counts executions, so a
 // namespace of up to countCap executions of GraphRun is listed whole and
@@ -278,7 +281,7 @@ func Count(ctx context.Context, c client.Client, f Filter) (n int64, exact bool,
 		}
 		return resp.GetCount(), false, err
 	}
-	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: countCap, Query: all})
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: int32(total.GetCount()) + 1, Query: all})
 	if err != nil {
 		return 0, false, err
 	}
