@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -166,7 +167,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
 		// no form, is built from it alone.
 		return temporalDown(rep)
 	}
-	v, err := s.loadRun(ctx, run, r.URL.Query())
+	v, err := s.loadRun(ctx, run, r.URL.Query(), rep)
 	if err != nil {
 		return notFound("Run "+run, err)
 	}
@@ -179,8 +180,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
 
 // loadRun gathers a run: its state (live or stored), its latest
 // checkpoint (graph, path taken, budgets), the page of its timeline asked
-// for, its checkpoints, and its answered questions.
-func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runView, error) {
+// for, its checkpoints, and its answered questions; rep is what was down
+// before the run was read.
+func (s *Server) loadRun(ctx context.Context, run string, q url.Values, rep health.Report) (*runView, error) {
 	ctx = withListing(ctx, run)
 	rs, err := s.opts.Actions.State(ctx, run)
 	if err != nil {
@@ -193,7 +195,10 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 		v.Status = rs.Temporal
 	}
 	if v.Open {
-		v.Down = rs.Workers.String()
+		// The run's own look (its query unanswered), else the queue's.
+		if v.Down = rs.Workers.String(); v.Down == "" {
+			v.Down = rep.String()
+		}
 	}
 	switch {
 	case v.Started.IsZero():

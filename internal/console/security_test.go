@@ -25,13 +25,20 @@ import (
 // stubActions answers as a run that is always waiting for "q-1"; it is
 // the in-process stand-in of the CLI for the console's unit tests (the
 // browser tests run the real one).
-type stubActions struct{ answered, queued []string }
+type stubActions struct {
+	answered, queued []string
+	// down, when set, is what Health reports.
+	down *health.Report
+}
 
 func (a *stubActions) State(context.Context, string) (*RunState, error) {
 	return &RunState{State: &workflows.State{RunID: "r", Graph: "g", Status: "waiting", Questions: []workflows.PendingQuestion{{ID: "q-1", Node: "ask", Text: "Ship <b>it</b>?"}}}, Temporal: "running"}, nil
 }
 func (a *stubActions) Live(context.Context, string) (*Live, error) { return &Live{}, nil }
 func (a *stubActions) Health(context.Context, string) health.Report {
+	if a.down != nil {
+		return *a.down
+	}
 	return health.Report{Workers: health.WorkersUp, At: time.Now()}
 }
 func (a *stubActions) QueueAnswer(_ context.Context, _, _, text, _ string) error {
@@ -233,4 +240,45 @@ func TestFlashComesOnlyFromTheServer(t *testing.T) {
 	f := s.takeFlash(httptest.NewRecorder(), req)
 	require.NotNil(t, f)
 	require.Equal(t, "accepted", f.Text)
+}
+
+// TestAnswerWithNoWorkerIsQueued: with no worker, an answer goes as the
+// signal Temporal keeps (never the update, which would wait for one),
+// and the page says it is queued; an empty one cannot be queued; with
+// Temporal unreachable nothing is sent and the pages are an error page.
+func TestAnswerWithNoWorkerIsQueued(t *testing.T) {
+	ts, acts := newTestServer(t, "127.0.0.1:0", "")
+	acts.down = &health.Report{Queue: "tether", Workers: health.WorkersDown, At: time.Now()}
+	jar := newJar(t)
+	_, body, _ := get(t, ts, jar, "/runs/r")
+	require.Contains(t, body, `id="down"`)
+	require.Contains(t, body, "No worker has polled task queue &#34;tether&#34; in the last 5 min: start tether-worker")
+	post := func(text string) string {
+		c := &http.Client{Jar: jar, CheckRedirect: noRedirects.CheckRedirect}
+		resp, err := c.PostForm(ts.URL+"/runs/r/answer", url.Values{"csrf": {csrfOf(body)}, "question": {"q-1"}, "text": {text}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		_, page, _ := get(t, ts, jar, resp.Header.Get("Location"))
+		return page
+	}
+	page := post("yes")
+	require.Equal(t, []string{"yes"}, acts.queued)
+	require.Empty(t, acts.answered, "no update was sent")
+	require.Contains(t, page, `class="flash queued"`)
+	require.Contains(t, page, "Your answer to q-1 is queued, not yet taken")
+	page = post("  ")
+	require.Equal(t, []string{"yes"}, acts.queued, "an empty answer is not queued")
+	require.Contains(t, page, "is empty, and it cannot be queued")
+
+	acts.down = &health.Report{Address: "127.0.0.1:7233", Temporal: errors.New("connection refused"), At: time.Now()}
+	page = post("again")
+	require.Equal(t, []string{"yes"}, acts.queued)
+	require.Contains(t, page, "Temporal is unreachable", "the error page")
+	for _, p := range []string{"/runs", "/runs/r", "/questions"} {
+		status, body, _ := get(t, ts, jar, p)
+		require.Equal(t, http.StatusServiceUnavailable, status, p)
+		require.Contains(t, body, "Temporal is unreachable at 127.0.0.1:7233 (connection refused)", p)
+		require.NotContains(t, body, "<textarea", p)
+	}
 }
