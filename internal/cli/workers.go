@@ -33,15 +33,15 @@ func (a *app) health(ctx context.Context, run string) health.Report {
 		}
 		rep = health.Check(ctx, c, a.cfg.TemporalAddress, runapi.TaskQueue)
 	}
-	if run != "" && rep.Workers != health.WorkersDown {
+	if run != "" && rep.Workers != health.WorkersDown && !(fresh && rep.Probed()) {
 		// A poll seconds ago proves little: the worker may have stopped
-		// since. The run's query proves it.
+		// since. The run's query proves it (and serves for healthTTL).
 		_ = rep.Probe(ctx, run, func(qctx context.Context) error {
 			_, err := a.queryState(qctx, run)
 			return err
 		})
 	}
-	if !fresh || run != "" {
+	if !fresh || (run != "" && rep.Probed()) {
 		a.healthMu.Lock()
 		a.healthLast = rep
 		a.healthMu.Unlock()

@@ -66,8 +66,9 @@ type Report struct {
 	// the workers that polled within LongPoll.
 	LastPoll time.Time
 	Pollers  []string
-	// Unanswered names the run whose query no worker answered (Probe).
-	Unanswered string
+	// Unanswered names the run whose query no worker answered (Probe),
+	// Answered the one a worker did.
+	Unanswered, Answered string
 	// At is when the report was made.
 	At time.Time
 }
@@ -144,9 +145,9 @@ func (rep *Report) Probe(ctx context.Context, run string, query Query) error {
 	err := query(qctx)
 	switch {
 	case err == nil:
-		rep.Workers, rep.Unanswered = WorkersUp, ""
+		rep.Workers, rep.Unanswered, rep.Answered = WorkersUp, "", run
 	case NoWorker(err) || qctx.Err() != nil:
-		rep.Workers, rep.Unanswered = WorkersDown, run
+		rep.Workers, rep.Unanswered, rep.Answered = WorkersDown, run, ""
 	}
 	return err
 }
@@ -157,6 +158,9 @@ func NoWorker(err error) bool {
 	var fp *serviceerror.FailedPrecondition
 	return errors.As(err, &fp) || status.Code(err) == codes.FailedPrecondition
 }
+
+// Probed says a run's query settled the report (Probe).
+func (rep Report) Probed() bool { return rep.Answered != "" || rep.Unanswered != "" }
 
 // Down says the run cannot make progress now: Temporal does not answer
 // or no worker takes its tasks.
