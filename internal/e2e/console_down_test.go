@@ -41,14 +41,14 @@ func TestConsoleSaysNoWorker(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(c.URL+"/runs/"+id))
 	waitText(t, ctx, "main", "Ship it?")
 	down := text(t, ctx, "#down")
-	assert.Contains(t, down, "no worker", down)
+	assert.Contains(t, down, "No worker", down)
 	assert.Contains(t, down, "start tether-worker")
 	assert.Contains(t, text(t, ctx, "#running"), "the run waits for a worker")
 	screenshot(t, ctx, "run-no-worker")
 
 	for _, page := range []string{"/runs", "/questions"} {
 		do(t, ctx, chromedp.Navigate(c.URL+page))
-		waitText(t, ctx, "#down", "no worker")
+		waitText(t, ctx, "#down", "No worker")
 		assert.Contains(t, text(t, ctx, "#down"), "start tether-worker", page)
 	}
 
