@@ -115,6 +115,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		WorkdirRoots:        cfg.WorkdirRoots,
 		PassEnv:             cfg.Agents.PassEnv,
 		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,

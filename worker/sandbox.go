@@ -28,6 +28,7 @@ func confinement(ctx context.Context, cfg config.Config, logger *slog.Logger) (*
 	}
 	sb, err := sandbox.New(ctx, sandbox.Config{
 		Mode: cfg.Sandbox, Helper: helper, RW: cfg.SandboxRW, RO: cfg.SandboxRO,
+		CLIBin: cfg.Agents.CLIBin, Protected: []string{cfg.StateDir, cfg.WorkDir},
 		Services: cfg.SandboxServices(), Cgroup: cfg.Cgroup, Logger: logger,
 	})
 	if err != nil {

@@ -100,6 +100,9 @@ const (
 	CodeBadNotifyEvent = "G060" // a notify route names an event that does not exist
 	CodeBadNotifyTo    = "G061" // a notify route's to names something that cannot be an endpoint
 	CodeBadOptions     = "G062" // a human node's options: empty, repeated, too many or too long
+
+	CodeProgramClimbs = "G063" // a tool's program (run[0]) named through ".."
+	CodeBadWorkdir    = "G064" // a workdir through "..", or a relative one that leaves the workspace
 )
 
 // CodeInfo describes one problem code.
@@ -169,6 +172,8 @@ var codeTable = []CodeInfo{
 	{CodeBadNotifyEvent, SeverityError, "a notify route names an unknown event"},
 	{CodeBadNotifyTo, SeverityError, "a notify route's to is not an endpoint name"},
 	{CodeBadOptions, SeverityError, "a human node's options are empty, repeated, too many or too long"},
+	{CodeProgramClimbs, SeverityError, "a tool's program (the first run argument) is named through \"..\""},
+	{CodeBadWorkdir, SeverityError, "a workdir holds \"..\""},
 }
 
 // Codes lists every problem code, in code order.

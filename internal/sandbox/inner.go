@@ -27,7 +27,8 @@ type innerArgs struct {
 	rw, ro        []string
 	socket, proxy string
 	relays        []relay
-	mem           int64
+	mem, disk     int64
+	watch         []string
 	nproc, ready  int
 	probe         bool
 	prog          string
@@ -64,6 +65,10 @@ func parseInner(args []string) (innerArgs, error) {
 			a.relays = append(a.relays, relay{listen, target})
 		case "--mem":
 			a.mem, err = strconv.ParseInt(v, 10, 64)
+		case "--disk":
+			a.disk, err = strconv.ParseInt(v, 10, 64)
+		case "--watch":
+			a.watch = append(a.watch, v)
 		case "--nproc":
 			a.nproc, err = strconv.Atoi(v)
 		case "--ready-fd":
@@ -168,6 +173,9 @@ func inner(args []string) error {
 	}
 	if a.mem > 0 || a.nproc > 0 {
 		go watch(a.mem, a.nproc)
+	}
+	if a.disk > 0 && len(a.watch) > 0 {
+		go watchDisk(a.disk, a.watch)
 	}
 	code, err := runAsInit(a.prog, a.argv, sigs)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -38,22 +39,45 @@ type Launch struct {
 // policy p and the sandbox's own extra paths. The caller starts Argv with
 // Env (after Prepare), calls Started once it runs, and Finish once it is
 // done, whatever happened. A nil s runs the program unconfined.
+//
+// The program is checked as Program checks it (ErrProgram, or an error
+// wrapping fs.ErrNotExist), and only the file is given to the process,
+// never the directory it lies in; a path of p that would give it the
+// root or what holds the worker's own directories is ErrPath.
 func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*Launch, error) {
 	if s == nil || s.Level == LevelNone {
 		return &Launch{Argv: append([]string{path}, args...), Env: env, visit: v}, nil
 	}
-	rw := append(slices.Clone(p.RW), s.RW...)
-	ro := append(slices.Clone(p.RO), s.RO...)
+	extra, err := s.programFile(p, path)
+	if err != nil {
+		return nil, err
+	}
+	p.RO = append(slices.Clone(p.RO), extra...)
+	ro, rw, err := s.paths(p)
+	if err != nil {
+		return nil, err
+	}
 	if s.Level == LevelLandlock {
+		for _, d := range append(slices.Clone(ro), rw...) {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				if err := s.checkBind(d, real); err != nil {
+					return nil, err
+				}
+			}
+		}
 		argv := slices.Clone(s.Helper)
-		for _, d := range clean(rw) {
+		for _, d := range rw {
 			argv = append(argv, "--rw", d)
 		}
-		for _, d := range clean(ro) {
+		for _, d := range ro {
 			argv = append(argv, "--ro", d)
 		}
 		argv = append(append(argv, "--", path), args...)
 		return &Launch{Argv: argv, Env: env, visit: v}, nil
+	}
+	m, err := s.mounts(ro, rw)
+	if err != nil {
+		return nil, err
 	}
 	l := &Launch{visit: v}
 	ok := false
@@ -62,13 +86,19 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 			l.Finish()
 		}
 	}()
-	var err error
 	if l.dir, err = os.MkdirTemp(s.runDir, "v-"); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	lim := p.Limits.with(s.Defaults)
+	p.Limits = lim
 	var inner []string
 	env = withoutProxyVars(env)
+	if p.Tmp != "" {
+		// The program's temporary files go to the sandbox's own /tmp,
+		// bounded by the visit's disk limit, not to a directory of the
+		// worker's disk.
+		env = setEnv(env, "TMPDIR", "/tmp")
+	}
 	var plan netPlan
 	if len(p.Allow) > 0 {
 		plan = planNetwork(p.Allow)
@@ -93,18 +123,31 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	} else {
 		inner = append(inner, "--mem", strconv.FormatInt(lim.MemoryBytes, 10), "--nproc", strconv.Itoa(lim.Pids))
 	}
-	// Landlock inside: what is bound, as it is reached inside (each path
-	// and its real path), and /tmp.
-	for _, d := range landlockPaths(rw) {
-		inner = append(inner, "--rw", d)
+	// What the visit writes to the worker's disk is watched: its
+	// read-write paths, but the caches its environment names and the
+	// worker's extra paths, which other visits share.
+	inner = append(inner, "--disk", strconv.FormatInt(lim.DiskBytes, 10))
+	shared := realPaths(append(EnvPaths(env, CacheVars), s.RW...))
+	for _, b := range m.binds {
+		if b.rw && !underAnyReal(b.path, shared) {
+			inner = append(inner, "--watch", b.path)
+		}
+	}
+	// Landlock inside: what is bound, at its real path (every alias
+	// leads there), and /tmp.
+	for _, b := range m.binds {
+		if b.rw {
+			inner = append(inner, "--rw", b.path)
+		}
 	}
 	inner = append(inner, "--rw", "/tmp")
-	for _, d := range landlockPaths(ro) {
-		inner = append(inner, "--ro", d)
+	for _, b := range m.binds {
+		if !b.rw {
+			inner = append(inner, "--ro", b.path)
+		}
 	}
 	inner = append(append(append([]string{innerFlag, "--ready-fd", "4"}, inner...), "--", path), args...)
-	p.RW, p.RO = rw, ro
-	if l.Argv, err = s.bwrapArgv(p, files, inner); err != nil {
+	if l.Argv, err = s.bwrapArgv(p, m, files, inner); err != nil {
 		return nil, err
 	}
 	if l.info, l.infoW, err = os.Pipe(); err != nil {
@@ -118,16 +161,32 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	return l, nil
 }
 
-// landlockPaths are paths and, where they differ, their real paths.
-func landlockPaths(paths []string) []string {
+// realPaths are the paths, each with its links followed; those that do
+// not resolve are left out.
+func realPaths(paths []string) []string {
 	var out []string
-	for _, p := range clean(paths) {
-		out = append(out, p)
-		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+	for _, p := range paths {
+		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(real) {
 			out = append(out, real)
 		}
 	}
 	return out
+}
+
+// underAnyReal reports whether p lies in one of the real paths dirs.
+func underAnyReal(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return within(p, d) })
+}
+
+// setEnv is env with name set to value, in place of any value it had.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
 }
 
 // Prepare sets what cmd needs beyond Argv and Env: bwrap's status pipe,

@@ -102,6 +102,14 @@ type Config struct {
 	// RW and RO are paths every confined process may also write, or read
 	// and execute (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO).
 	RW, RO []string
+	// CLIBin is the agent CLIs' bin directory (TETHER_CLI_BIN): a
+	// program there, or where its links lead, may run confined, with
+	// what an agent is given of the installation (CLIBinReadable).
+	CLIBin string
+	// Protected are the worker's own directories (its state and work
+	// directories): no confined process is given one of them, or a
+	// directory that holds one, whatever its paths say.
+	Protected []string
 	// Services are the worker's own endpoints, never reachable from a
 	// confined process.
 	Services []egress.Service
@@ -130,6 +138,11 @@ type Sandbox struct {
 	// Defaults are the limits of a node without its own.
 	Defaults Limits
 
+	// cli is what a program of the CLI installation is given with it;
+	// protected are the real paths of Config.Protected.
+	cli       []string
+	protected []string
+
 	bwrap   string
 	guard   *egress.Guard
 	cgroups *cgroupParent
@@ -157,6 +170,29 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Sandbox{Helper: slices.Clone(cfg.Helper), RW: clean(cfg.RW), RO: clean(cfg.RO), Defaults: cfg.Limits.orDefaults(), log: log}
+	if cfg.CLIBin != "" {
+		s.cli = CLIBinReadable(cfg.CLIBin)
+	}
+	for _, d := range cfg.Protected {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		s.protected = append(s.protected, realOrSelf(abs))
+	}
+	for _, d := range append(append(slices.Clone(s.RO), s.RW...), s.cli...) {
+		if hasDotDot(d) {
+			return nil, fmt.Errorf("%w: %q holds \"..\"; give TETHER_SANDBOX_RO, TETHER_SANDBOX_RW and TETHER_CLI_BIN without it", ErrPath, d)
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			if err := s.checkBind(d, real); err != nil {
+				return nil, fmt.Errorf("%w (TETHER_SANDBOX_RO, TETHER_SANDBOX_RW, TETHER_CLI_BIN: name directories that hold none of the worker's own)", err)
+			}
+		}
+	}
 	if ABI() < 1 {
 		s.Why = errors.New("the kernel offers no Landlock (Linux 5.13 or later with landlock in the lsm= boot list)")
 	} else {
@@ -179,6 +215,8 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		if s.runDir, err = privateDir(cfg.RunDir); err != nil {
 			return nil, err
 		}
+		// Every visit's egress socket is there.
+		s.protected = append(s.protected, realOrSelf(s.runDir))
 		s.cgroups, s.noCg = openCgroups(cfg.Cgroup)
 	}
 	return s, nil
@@ -197,7 +235,7 @@ func (s *Sandbox) probeFull(ctx context.Context, cfg Config) error {
 		bw = p
 	}
 	s.bwrap = bw
-	argv, err := s.bwrapArgv(Policy{}, nil, []string{innerFlag, probeFlag, "--", "/"})
+	argv, err := s.bwrapArgv(Policy{}, mountPlan{}, nil, []string{innerFlag, probeFlag, "--", "/"})
 	if err != nil {
 		return err
 	}
@@ -307,6 +345,14 @@ func HideEnviron() error {
 		return fmt.Errorf("sandbox: prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
 	return nil
+}
+
+// realOrSelf is p with its links followed, or p when it does not resolve.
+func realOrSelf(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
 }
 
 // exists reports whether p can be looked up (a rule on a missing path

@@ -15,6 +15,12 @@ import (
 //     input (only the low 32 bits of the request are compared, as the
 //     kernel reads them);
 //   - packet sockets and raw sockets: capturing the machine's traffic;
+//   - netlink sockets (the kernel's routing, audit, uevent and socket
+//     diagnostics interfaces) and vsock sockets (to a hypervisor or its
+//     virtual machines): nothing an agent CLI or a tool needs inside a
+//     network namespace of its own, and a wide surface of the kernel
+//     (glibc and libuv already live without netlink here, whose raw
+//     sockets the line above refuses);
 //   - a new user namespace (clone or unshare with CLONE_NEWUSER; clone3,
 //     whose flags a filter cannot read, is ENOSYS so that libc falls back
 //     to clone): capabilities of its own;
@@ -142,6 +148,8 @@ func seccompFilter() ([]unix.SockFilter, error) {
 	p.label("socket")
 	p.load(offArg0)
 	p.jump(unix.BPF_JEQ, unix.AF_PACKET, "deny", "")
+	p.jump(unix.BPF_JEQ, unix.AF_NETLINK, "deny", "")
+	p.jump(unix.BPF_JEQ, unix.AF_VSOCK, "deny", "")
 	p.load(offArg1)
 	p.and(0xf)
 	p.jump(unix.BPF_JEQ, unix.SOCK_RAW, "deny", "")
