@@ -77,7 +77,7 @@ func diskUsed(dirs []string) (used int64, unreadable []string) {
 		}
 		w.dir(fd, d, 0)
 	}
-	w.removedButOpen()
+	onFirstThread(w.removedButOpen)
 	return w.used, w.unreadable
 }
 
@@ -132,7 +132,10 @@ func (w *diskWalk) dir(fd int, path string, depth int) {
 
 // removedButOpen adds the files on the watched trees' file systems that a
 // process of the visit still holds open after removing them: they take
-// the disk until closed, and no walk finds them.
+// the disk until closed, and no walk finds them. It runs on the helper's
+// first thread (onFirstThread): following another process's descriptors
+// takes the right to trace it, which Landlock grants only from the
+// domain the program was started in.
 func (w *diskWalk) removedButOpen() {
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
@@ -154,4 +157,18 @@ func (w *diskWalk) removedButOpen() {
 			w.used += st.Blocks * 512
 		}
 	}
+}
+
+// firstThread runs functions on the helper's first thread, locked to the
+// goroutine that started the program (runAsInit), while it waits for it.
+var firstThread = make(chan func())
+
+// onFirstThread runs f on the helper's first thread and waits for it.
+func onFirstThread(f func()) {
+	done := make(chan struct{})
+	firstThread <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
 }

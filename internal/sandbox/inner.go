@@ -242,9 +242,13 @@ func checkConfined() error {
 
 // runAsInit runs the program as the helper's child, in a process group of
 // its own, and stays the namespace's first process: it passes on the
-// signals the worker sends to the program's group, reaps orphans, and
-// returns the program's exit status (128+signal when a signal ended it).
+// signals the worker sends to the program's group, reaps orphans, runs
+// what the watches ask of the thread the program was started from
+// (onFirstThread), and returns the program's exit status (128+signal when
+// a signal ended it).
 func runAsInit(prog string, argv []string, sigs chan os.Signal) (int, error) {
+	children := make(chan os.Signal, 1)
+	signal.Notify(children, syscall.SIGCHLD)
 	p, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -259,20 +263,30 @@ func runAsInit(prog string, argv []string, sigs chan os.Signal) (int, error) {
 		}
 	}()
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("wait for %s: %w", prog, err)
+			}
+			if pid == 0 {
+				break // children left, none ended
+			}
+			if pid != p.Pid {
+				continue
+			}
+			if ws.Signaled() {
+				return 128 + int(ws.Signal()), nil
+			}
+			return ws.ExitStatus(), nil
 		}
-		if err != nil {
-			return 0, fmt.Errorf("wait for %s: %w", prog, err)
+		select {
+		case <-children:
+		case f := <-firstThread:
+			f()
 		}
-		if pid != p.Pid {
-			continue
-		}
-		if ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ws.ExitStatus(), nil
 	}
 }

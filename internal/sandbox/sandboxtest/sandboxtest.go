@@ -100,6 +100,12 @@ func WithRO(paths ...string) Option {
 	return func(c *sandbox.Config) { c.RO = append(c.RO, paths...) }
 }
 
+// WithLimits sets the limits of a node that sets none (the worker's
+// defaults).
+func WithLimits(l sandbox.Limits) Option {
+	return func(c *sandbox.Config) { c.Limits = l }
+}
+
 // New is the full sandbox with the small helper, closed when the test
 // ends.
 func New(t testing.TB, opts ...Option) *sandbox.Sandbox {
