@@ -286,7 +286,7 @@ var nobodyTests = []string{
 	"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker",
 	"TestNetworkIsTheNodesOnly", "TestNoRawSocketsNoCapabilitiesNotRoot", "TestNoTerminal", "TestHostSocketsDoNotExist",
 	"TestNothingOutlivesTheVisit", "TestNoPrivilegeLeftAndNoHostMounts", "TestMemoryLimitIsEnforced", "TestSignalReachesTheProgram", "TestCLIBinOpensOnlyItsLinks",
-	"TestNoNetlinkNoVsock",
+	"TestNoNetlinkNoVsock", "TestProgramIsFoundAsTheSandboxSeesIt", "TestPathsAreNeverBoundThroughALink",
 }
 
 func TestConfineAsNobody(t *testing.T) {
