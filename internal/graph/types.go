@@ -34,7 +34,7 @@ type Graph struct {
 	// (publish.go).
 	Publish *Publish `json:"publish,omitempty" yaml:"publish,omitempty"`
 	Nodes   []Node   `json:"nodes" yaml:"nodes"`
-	Edges  []Edge       `json:"edges,omitempty" yaml:"edges,omitempty"`
+	Edges   []Edge   `json:"edges,omitempty" yaml:"edges,omitempty"`
 
 	// Source says where each part of the graph was written; Parse sets it
 	// so that problems can point at a line and column. Like Pos, it is
