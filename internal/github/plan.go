@@ -88,3 +88,42 @@ const (
 func IssueInputs() []string {
 	return []string{InputIssue, InputTitle, InputBody, InputAuthor, InputURL}
 }
+
+// Report is what a run says of itself on its issue and pull request: the
+// status comment Tether edits as the run goes, and the end of its pull
+// request's body. The workflow builds it from its checkpoint; the worker
+// writes it out, with the console's link.
+type Report struct {
+	Run    string `json:"run"`
+	Graph  string `json:"graph"`
+	Status string `json:"status"`
+	// Node is where the run is (or ended).
+	Node string `json:"node,omitempty"`
+	// Path is the run's most recent visits, oldest first.
+	Path []ReportStep `json:"path,omitempty"`
+	// Visits counts every visit; CostUSD and Tokens are what the agents
+	// reported spending.
+	Visits  int     `json:"visits"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	Tokens  int64   `json:"tokens,omitempty"`
+	// Questions are the questions the run waits on.
+	Questions []ReportQuestion `json:"questions,omitempty"`
+	// PullRequest is the run's pull request, once opened.
+	PullRequest    int    `json:"pull_request,omitempty"`
+	PullRequestURL string `json:"pull_request_url,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// ReportStep is one visit of a report's path.
+type ReportStep struct {
+	Node    string `json:"node"`
+	Visit   int    `json:"visit"`
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// ReportQuestion is a question the run waits on.
+type ReportQuestion struct {
+	ID   string `json:"id"`
+	Node string `json:"node"`
+	Text string `json:"text"`
+}
