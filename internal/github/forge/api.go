@@ -91,7 +91,6 @@ func (f *Forge) findComment(ctx context.Context, c *gh.Client, owner, name strin
 	return 0, false, nil
 }
 
-
 // PullRequest is what Tether knows of a pull request.
 type PullRequest struct {
 	Number   int    `json:"number"`

@@ -274,4 +274,3 @@ func treeName(e object.TreeEntry) string {
 	}
 	return e.Name
 }
-
