@@ -97,6 +97,7 @@ type Server struct {
 	tokens   map[string]time.Time
 	requests []Request
 	next     int64
+	number   int
 	issues   map[int]*issue
 	comments []*Comment
 	pulls    map[int]*Pull
@@ -197,7 +198,8 @@ func (s *Server) id() int64 {
 func (s *Server) OpenIssue(title, body, author string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := int(s.id() - 1000)
+	s.number++
+	n := s.number
 	s.issues[n] = &issue{Number: n, Title: title, Body: body, Author: author}
 	return n
 }
@@ -305,7 +307,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 			unprocessable(w, "Validation Failed: head "+in.Head+" does not exist")
 			return
 		}
-		n := int(s.id() - 1000)
+		s.number++
+		n := s.number
 		p := &Pull{Number: n, Title: in.Title, Head: in.Head, Base: in.Base, Body: in.Body, Draft: in.Draft, State: "open", Author: "tether[bot]", ReviewComments: map[int64][]ReviewComment{}}
 		s.pulls[n] = p
 		s.issues[n] = &issue{Number: n, Title: in.Title, Body: in.Body, Author: p.Author, IsPull: true}
@@ -424,9 +427,9 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request, n int) {
 func (s *Server) commentJSON(c *Comment) map[string]any {
 	return map[string]any{
 		"id": c.ID, "node_id": fmt.Sprintf("IC_%d", c.ID), "body": c.Body, "user": user(c.Author),
-		"url":       fmt.Sprintf("%s/repos/%s/issues/comments/%d", s.URL, s.Repo, c.ID),
-		"html_url":  fmt.Sprintf("https://github.com/%s/issues/%d#issuecomment-%d", s.Repo, c.Number, c.ID),
-		"issue_url": fmt.Sprintf("%s/repos/%s/issues/%d", s.URL, s.Repo, c.Number),
+		"url":        fmt.Sprintf("%s/repos/%s/issues/comments/%d", s.URL, s.Repo, c.ID),
+		"html_url":   fmt.Sprintf("https://github.com/%s/issues/%d#issuecomment-%d", s.Repo, c.Number, c.ID),
+		"issue_url":  fmt.Sprintf("%s/repos/%s/issues/%d", s.URL, s.Repo, c.Number),
 		"created_at": now(), "updated_at": now(), "author_association": "NONE",
 	}
 }
@@ -518,7 +521,7 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request, installation 
 	s.tokens[tok] = exp
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "expires_at": exp.UTC().Format(time.RFC3339),
-		"permissions": map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "statuses": "write"},
+		"permissions":          map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "statuses": "write"},
 		"repository_selection": "selected"})
 }
 

@@ -125,8 +125,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		TaskQueue:                runapi.TaskQueue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionTimeout: 7 * 24 * time.Hour,
-		StaticSummary:            fmt.Sprintf("GitHub %s.%s on %s#%d: %s", event, d.Action, d.Repo, plan.Thread, plan.Kind),
+		// A second delivery of the same id is refused, not joined.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowExecutionTimeout:                 7 * 24 * time.Hour,
+		StaticSummary:                            fmt.Sprintf("GitHub %s.%s on %s#%d: %s", event, d.Action, d.Repo, plan.Thread, plan.Kind),
 	}, github.WorkflowType, plan)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
