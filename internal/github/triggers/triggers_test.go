@@ -52,7 +52,7 @@ func TestLoadAndMatch(t *testing.T) {
 func TestProblems(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, code string
-		line, col      int
+		line, col       int
 	}{
 		{"syntax", "graphs: [\n", CodeSyntax, 0, 0},
 		{"unknown field", "graphs: {fix: fix.yaml}\ntriggers:\n  - {repo: a/b, label: x, graph: fix, lable: y}\n", CodeUnknownField, 3, 39},
