@@ -17,6 +17,7 @@ import (
 	"github.com/tether-run/tether/internal/github"
 	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -410,6 +411,12 @@ func (a *Activities) GitHubPublish(ctx context.Context, req *GitHubPublishReques
 		lim = a.Workspaces.Limits()
 	}
 	branch := github.Branch(run)
+	if req.Workspace == nil || req.Workspace.Commit == "" || req.Workspace.Commit == req.Workspace.Base {
+		// Nothing changed: GitHub opens no pull request without commits.
+		rep := req.Report
+		a.logger().Info("github: nothing to publish yet", "run", run, "repo", t.Repo)
+		return &GitHubPublished{}, githubError(a.report(ctx, f, t, t.Head, rep, req.Waiting))
+	}
 	pushed, err := f.PushRun(ctx, t.Installation, a.Blobs, lim, run, req.Workspace, t.Repo, branch, t.Base, t.BaseCommit)
 	if err != nil {
 		return nil, githubError(err)
@@ -468,4 +475,32 @@ func (a *Activities) report(ctx context.Context, f *forge.Forge, t *runstore.Git
 		state, desc = forge.StatusFailure, "the run stopped: "+rep.Error
 	}
 	return f.SetStatus(ctx, t.Installation, t.Repo, head, state, desc, forge.RunLink(a.consoleURL(), rep.Run))
+}
+
+// githubNotice posts notice n on its run's issue or pull request (a
+// github endpoint of TETHER_NOTIFY), found again by its key on a retry.
+func (a *Activities) githubNotice(ctx context.Context, n *notify.Notice) error {
+	t := n.Thread
+	if t == nil || !runstore.ValidRepo(t.Repo) || t.Number <= 0 {
+		return fmt.Errorf("%w: run %s did not start from GitHub, so endpoint %s has no thread to post on", notify.ErrRefused, n.Run, n.Endpoint)
+	}
+	f, err := a.forge()
+	if err != nil {
+		return fmt.Errorf("%w: %s", notify.ErrRefused, ErrorText(err))
+	}
+	links, err := a.Notifier.Links(*n)
+	if err != nil {
+		return fmt.Errorf("%w: answer links: %v", notify.ErrRefused, err)
+	}
+	body, err := notify.Body(notify.FormatGitHub, *n, links)
+	if err != nil {
+		return fmt.Errorf("%w: %v", notify.ErrRefused, err)
+	}
+	if _, err := f.UpsertComment(ctx, t.Installation, t.Repo, t.Number, "notice:"+n.Key, string(body), 0); err != nil {
+		if errors.Is(err, forge.ErrRefused) {
+			return fmt.Errorf("%w: %v", notify.ErrRefused, err)
+		}
+		return fmt.Errorf("%w: %v", notify.ErrTransient, err)
+	}
+	return nil
 }

@@ -181,6 +181,9 @@ func (r *runImpl) publish(ctx workflow.Context, pr *graph.PullRequest, waiting b
 	if err := workflow.ExecuteActivity(githubOptions(ctx, "publish to "+t.Repo), acts.GitHubPublish, req).Get(ctx, &out); err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s could not publish its pull request: %s", r.cp.RunID, activities.ErrorText(err)), ErrTypeNodeFailed, err)
 	}
+	if out.PullRequest == 0 {
+		return nil // the run changed nothing yet: no pull request to open
+	}
 	t.PullRequest, t.PullRequestURL, t.Head = out.PullRequest, out.URL, out.Head
 	r.threadVisibility(ctx)
 	if out.State == "closed" && !out.Merged {

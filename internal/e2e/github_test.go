@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/github"
 	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/github/githubtest"
+	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/workflows"
@@ -46,21 +47,25 @@ type ghLoop struct {
 }
 
 // newGHLoop starts GitHub's double with the repository of
-// testdata/issuetopr, `tether console` with a triggers file naming
-// examples/issue-to-pr.yaml (its writer on Claude Code with permissions:
-// full, so its shell can look for the token), and a worker with the App.
-func newGHLoop(t *testing.T) *ghLoop {
+// testdata/issuetopr, `tether console` with a triggers file naming the
+// graph (examples/issue-to-pr.yaml when ""), and a worker with the App
+// and a github notice endpoint (its agent CLIs on the fake model).
+func newGHLoop(t *testing.T, graphSrc string) *ghLoop {
 	t.Helper()
 	goEnv := goCaches(t)
 	h := newHarness(t, "")
 	l := &ghLoop{h: h, fake: cliBackends(t, h), logs: &lockedBuffer{}, canary: "ghs_canary" + token() + "_"}
 	l.gh = githubtest.New(t, ghRepo, filepath.Join(testenv.Root(), "internal", "e2e", "testdata", "issuetopr"), l.canary)
 
-	src, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", "issue-to-pr.yaml"))
-	require.NoError(t, err)
-	example := strings.Replace(string(src), "permissions: edit", "permissions: full", 1)
+	if graphSrc == "" {
+		// The writer with permissions: full, so that its shell can look
+		// for the token everywhere.
+		src, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", "issue-to-pr.yaml"))
+		require.NoError(t, err)
+		graphSrc = strings.Replace(string(src), "permissions: edit", "permissions: full", 1)
+	}
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "issue-to-pr.yaml"), []byte(example), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "issue-to-pr.yaml"), []byte(graphSrc), 0o644))
 	triggers := fmt.Sprintf("graphs:\n  fix: issue-to-pr.yaml\ntriggers:\n  - {repo: %s, label: tether, graph: fix}\n  - {repo: %s, command: run}\n", ghRepo, ghRepo)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "triggers.yaml"), []byte(triggers), 0o644))
 	l.console = startConsole(t, h, []string{"TETHER_TRIGGERS=" + filepath.Join(dir, "triggers.yaml"), "TETHER_GITHUB_WEBHOOK_SECRET=" + ghSecret})
@@ -68,6 +73,10 @@ func newGHLoop(t *testing.T) *ghLoop {
 
 	logger := slog.New(slog.NewTextHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f, err := forge.New(forge.Config{API: l.gh.URL, Git: l.gh.Git.URL, AppID: l.gh.AppID, AppKey: l.gh.Key, Logger: logger})
+	require.NoError(t, err)
+	eps, err := notify.ParseEndpoints("github=github")
+	require.NoError(t, err)
+	h.notify, err = notify.NewSender(eps, []byte("notice-secret-of-the-test"), l.console.URL, nil, 0)
 	require.NoError(t, err)
 	h.hostOptions = func(o *workerhost.Options) {
 		o.GitHub, o.ConsoleURL, o.Logger = f, l.console.URL, logger
@@ -119,7 +128,7 @@ func (l *ghLoop) issueBody() string {
 // shows.
 func TestIssueToPullRequest(t *testing.T) {
 	started := time.Now()
-	l := newGHLoop(t)
+	l := newGHLoop(t, "")
 	h, gh := l.h, l.gh
 
 	issue := gh.OpenIssue("Sum leaves out the first number", l.issueBody(), "alice")
@@ -143,6 +152,14 @@ func TestIssueToPullRequest(t *testing.T) {
 	assert.Contains(t, pr.Body, "writer 1 → tests 1", "the path the run took")
 	assert.Contains(t, pr.Body, l.console.URL+"/runs/"+run, "its console link")
 	assert.Equal(t, "Fix #1: Sum leaves out the first number", pr.Title)
+	assert.Eventually(t, func() bool {
+		for _, c := range gh.Comments(pr.Number) {
+			if strings.Contains(c.Body, "/tether answer review-1 TEXT") {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "the run's question, posted on its pull request")
 	log1 := gh.Git.Git(t, ghRepo, "log", "--format=%s", branch)
 	assert.Equal(t, "writer visit 1\nthe first commit\n", log1)
 
@@ -318,4 +335,83 @@ func packText(data []byte) string {
 		b.Write(out)
 	}
 	return b.String()
+}
+
+// A scripted run started by `/tether run`, steered from the thread: a
+// note and an answer from a collaborator act as `tether guide` and
+// `tether answer` do (each gets its reply), and closing the run's pull
+// request unmerged cancels the run.
+func TestGitHubCommands(t *testing.T) {
+	l := newGHLoop(t, `
+name: steer
+start: ask
+inputs: [{name: issue, type: number}, {name: title, default: ""}, {name: feedback, default: ""}]
+publish: {pull_request: {title: "Steered #{{.input.issue}}"}}
+nodes:
+  - {id: ask, kind: human, question: "Go?"}
+  - id: writer
+    kind: agent
+    backend: scripted
+    session: persist
+    prompt: "write {{.input.title}}"
+  - {id: note, kind: tool, run: ["/bin/sh", "-c", "echo written >> notes.txt"]}
+  - {id: review, kind: review}
+  - {id: done, kind: end}
+edges:
+  - {from: ask, to: writer}
+  - {from: writer, to: note}
+  - {from: note, to: review}
+  - {from: review, to: done, when: 'output.verdict == "approved"'}
+  - {from: review, to: writer, with: {feedback: output.feedback}}
+`)
+	h, gh := l.h, l.gh
+	issue := gh.OpenIssue("Steer me", "", "alice")
+	start := gh.Commented(issue, "bob", "MEMBER", "/tether run fix")
+	l.deliver(t, start)
+	run := github.RunID(ghRepo, issue, start.ID)
+	q := h.waitQuestion(run)
+	require.Equal(t, "ask-1", q.ID)
+
+	reply := func(n int, who string) string {
+		t.Helper()
+		var found string
+		require.Eventually(t, func() bool {
+			for _, c := range gh.Comments(n) {
+				if strings.Contains(c.Body, "@"+who+":") && !strings.Contains(found, c.Body) {
+					found += c.Body + "\n"
+				}
+			}
+			return found != ""
+		}, time.Minute, 100*time.Millisecond, "a reply to %s", who)
+		return found
+	}
+	l.deliver(t, gh.Commented(issue, "carol", "COLLABORATOR", "/tether guide writer keep it short"))
+	assert.Contains(t, reply(issue, "carol"), "note sent to node writer")
+	l.deliver(t, gh.Commented(issue, "dave", "OWNER", "/tether answer nope yes"))
+	assert.Contains(t, reply(issue, "dave"), "refused the answer", "the run's own refusal, as `tether answer` prints it")
+	l.deliver(t, gh.Commented(issue, "erin", "COLLABORATOR", "/tether answer ask-1 go"))
+	assert.Contains(t, reply(issue, "erin"), "answered ask-1")
+
+	waitQuestionID(t, h, run, "review-1")
+	pr, ok := gh.PullOf(github.Branch(run))
+	require.True(t, ok)
+	assert.Contains(t, pr.Body, fmt.Sprintf("Fixes #%d", issue), "a run started by a comment on an issue fixes it too")
+	st := h.state(run)
+	require.NotEmpty(t, st.Path)
+	l.deliver(t, gh.Closed(pr.Number, false, "bob"))
+	_, err := h.result(h.c.GetWorkflow(t.Context(), run, ""))
+	require.Error(t, err, "closing the pull request cancels the run")
+	assert.Eventually(t, func() bool {
+		cp, err := h.runs.Latest(t.Context(), run)
+		return err == nil && cp.Status == "canceled"
+	}, time.Minute, 200*time.Millisecond)
+	cp, err := h.runs.Latest(t.Context(), run)
+	require.NoError(t, err)
+	var guided bool
+	for _, s := range cp.Path {
+		if s.Node == "writer" && len(s.Guidance) > 0 && s.Guidance[0].Text == "keep it short" && s.Guidance[0].By == "github:carol" {
+			guided = true
+		}
+	}
+	assert.True(t, guided, "the writer's visit took the note, from github:carol: %+v", cp.Path)
 }

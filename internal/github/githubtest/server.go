@@ -307,6 +307,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 			unprocessable(w, "Validation Failed: head "+in.Head+" does not exist")
 			return
 		}
+		if s.sha(in.Head) == s.sha(in.Base) {
+			unprocessable(w, "Validation Failed: No commits between "+in.Base+" and "+in.Head)
+			return
+		}
 		s.number++
 		n := s.number
 		p := &Pull{Number: n, Title: in.Title, Head: in.Head, Base: in.Base, Body: in.Body, Draft: in.Draft, State: "open", Author: "tether[bot]", ReviewComments: map[int64][]ReviewComment{}}
