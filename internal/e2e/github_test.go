@@ -225,6 +225,8 @@ func TestIssueToPullRequest(t *testing.T) {
 	assert.Contains(t, l.console.out.String(), "signature does not match", "the forged delivery is logged")
 
 	l.checkNoToken(t, run)
+	h.recordHistory("github-issue-to-pr", run)
+	h.recordHistory("github-delivery-start", github.DeliveryWorkflowID(labeled.ID))
 	t.Logf("the loop took %s; GitHub's requests:\n%s", time.Since(started).Round(time.Second), requestsLog(gh))
 	t.Logf("git log of %s:\n%s", branch, gh.Git.Git(t, ghRepo, "log", "--format=%h %s (%an, parent %p)", branch))
 }
@@ -414,4 +416,5 @@ edges:
 		}
 	}
 	assert.True(t, guided, "the writer's visit took the note, from github:carol: %+v", cp.Path)
+	h.recordHistory("github-commands-canceled", run)
 }
