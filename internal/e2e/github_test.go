@@ -418,3 +418,45 @@ edges:
 	assert.True(t, guided, "the writer's visit took the note, from github:carol: %+v", cp.Path)
 	h.recordHistory("github-commands-canceled", run)
 }
+
+// A `/tether run` comment on a person's pull request runs on its head:
+// the run's files are that branch's, its own pull request targets that
+// branch (and says no "Fixes"), and merging the run's pull request ends
+// the run.
+func TestGitHubRunOnAPullRequestThenMerge(t *testing.T) {
+	l := newGHLoop(t, `
+name: on-a-branch
+start: note
+inputs: [{name: issue, type: number}]
+publish: {pull_request: {title: "Follow-up to #{{.input.issue}}"}}
+nodes:
+  - {id: note, kind: tool, run: ["/bin/sh", "-c", "test -f feature.txt && echo seen >> feature.txt"]}
+  - {id: review, kind: review}
+  - {id: done, kind: end}
+edges:
+  - {from: note, to: review}
+  - {from: review, to: done, when: 'output.verdict == "approved" || output.verdict == "merged"'}
+  - {from: review, to: note}
+`)
+	h, gh := l.h, l.gh
+	gh.Git.Branch(t, ghRepo, "feature", "main", map[string]string{"feature.txt": "a feature\n"})
+	theirs := gh.OpenPull("feature", "main", "A feature", "alice")
+	start := gh.Commented(theirs, "alice", "OWNER", "/tether run fix")
+	l.deliver(t, start)
+	run := github.RunID(ghRepo, theirs, start.ID)
+	waitQuestionID(t, h, run, "review-1")
+
+	pr, ok := gh.PullOf(github.Branch(run))
+	require.True(t, ok)
+	assert.Equal(t, "feature", pr.Base, "the run's pull request targets the branch it ran on")
+	assert.NotContains(t, pr.Body, "Fixes #")
+	assert.Equal(t, "a feature\nseen\n", gh.Git.Git(t, ghRepo, "show", github.Branch(run)+":feature.txt"), "the run's files were the pull request's head")
+
+	l.deliver(t, gh.Closed(pr.Number, true, "alice"))
+	res, err := h.result(h.c.GetWorkflow(t.Context(), run, ""))
+	require.NoError(t, err, "a merge ends the run")
+	assert.Equal(t, "note>review>done", pathString(res))
+	cp, err := h.runs.Latest(t.Context(), run)
+	require.NoError(t, err)
+	assert.Equal(t, "merged", cp.Outputs["review"]["verdict"])
+}

@@ -119,3 +119,30 @@ func gitCmd(dir string, args ...string) *exec.Cmd {
 func BasicAuth(token string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
 }
+
+// Branch makes branch of repo: base with files added, in one commit.
+func (g *GitServer) Branch(t testing.TB, repo, branch, base string, files map[string]string) string {
+	t.Helper()
+	work := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := gitCmd(work, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("clone", "-q", "-b", base, g.Bare(repo), ".")
+	run("checkout", "-q", "-b", branch)
+	for name, content := range files {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("add", "-A")
+	run("commit", "-q", "-m", "a person's change")
+	run("push", "-q", "origin", branch)
+	return strings.TrimSpace(g.Git(t, repo, "rev-parse", branch))
+}

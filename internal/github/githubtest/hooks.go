@@ -168,3 +168,15 @@ func (s *Server) Refused() []Request {
 	}
 	return out
 }
+
+// OpenPull opens a pull request of a person's from head (a branch of the
+// repository, made with GitServer.Branch) into base.
+func (s *Server) OpenPull(head, base, title, author string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.number++
+	n := s.number
+	s.pulls[n] = &Pull{Number: n, Title: title, Head: head, Base: base, State: "open", Author: author, ReviewComments: map[int64][]ReviewComment{}}
+	s.issues[n] = &issue{Number: n, Title: title, Author: author, IsPull: true}
+	return n
+}
