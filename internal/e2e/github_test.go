@@ -185,6 +185,9 @@ func TestIssueToPullRequest(t *testing.T) {
 	require.Len(t, last.Prompts, 2, "the writer's second visit is turn 2 of its conversation")
 	assert.Contains(t, last.Prompts[1], "add a test for the empty slice")
 	assert.Contains(t, last.Prompts[1], "sum/sum.go:7: and keep this loop", "the review's line comments")
+	for i, p := range last.Prompts {
+		t.Logf("the writer's turn %d, as the model got it:\n%s", i+1, strings.Split(p, "\nEDIT_FILE@1")[0])
+	}
 
 	l.deliver(t, gh.Reviewed(pr.Number, "bob", "COLLABORATOR", "approved", "thanks"))
 	res, err := h.result(h.c.GetWorkflow(t.Context(), run, ""))

@@ -96,3 +96,38 @@ func TestPublishARun(t *testing.T) {
 		}
 	}
 }
+
+// A worker with a token instead of an App uses it as it is; a token
+// GitHub does not know is a refusal, not something to retry.
+func TestTokenInsteadOfAnApp(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "README"), []byte("hi\n"), 0o644))
+	srv := githubtest.New(t, "acme/widgets", src, "ghs_canary_")
+	app, err := forge.New(forge.Config{API: srv.URL, Git: srv.Git.URL, AppID: srv.AppID, AppKey: srv.Key})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = app.UpsertComment(ctx, srv.Installation, "acme/widgets", 1, "k1", "from the App", 0)
+	require.NoError(t, err)
+	require.Len(t, srv.Tokens(), 1)
+
+	tok, err := forge.New(forge.Config{API: srv.URL, Git: srv.Git.URL, Token: srv.Tokens()[0]})
+	require.NoError(t, err)
+	assert.Equal(t, "github: token at "+strings.TrimPrefix(srv.URL, "http://"), tok.String())
+	_, err = tok.UpsertComment(ctx, 0, "acme/widgets", 1, "k2", "from the token", 0)
+	require.NoError(t, err)
+	assert.Len(t, srv.Comments(1), 2)
+
+	bad, err := forge.New(forge.Config{API: srv.URL, Git: srv.Git.URL, Token: "ghp_unknown"})
+	require.NoError(t, err)
+	_, err = bad.UpsertComment(ctx, 0, "acme/widgets", 1, "k3", "x", 0)
+	assert.ErrorIs(t, err, forge.ErrRefused)
+	_, _, err = bad.Import(ctx, 0, nil, "r", "acme/widgets", "main", workspace.Limits{}, time.Now())
+	assert.Error(t, err, "git refuses the token too")
+	assert.Positive(t, srv.Git.Refused())
+
+	none, err := forge.New(forge.Config{})
+	require.NoError(t, err)
+	assert.Nil(t, none, "no credentials, no forge")
+	_, err = forge.New(forge.Config{AppID: 3})
+	assert.ErrorContains(t, err, forge.AppKeyEnv)
+}
