@@ -157,6 +157,17 @@ func (a *Activities) GitHubAct(ctx context.Context, p *github.Plan) (string, err
 	if err != nil || run == "" {
 		return reply, err
 	}
+	if open, err := runOpen(ctx, c, run); err != nil {
+		return "", err
+	} else if !open {
+		if p.Kind == github.PlanReview || p.Kind == github.PlanClosed {
+			// A review or a merge after the run ended (or of a branch
+			// that only looks like a run's) has nothing to act on.
+			a.logger().Info("github: the run is not open; nothing to do", "run", run, "plan", p.Kind, "delivery", p.Delivery)
+			return "", nil
+		}
+		return fmt.Sprintf("@%s: run %s is not open, so nothing was done.", p.Author, run), nil
+	}
 	by := "github:" + p.Author
 	sub, err := client.NewClientFromExisting(c, client.Options{Identity: by})
 	if err != nil {
@@ -213,6 +224,19 @@ func (a *Activities) GitHubAct(ctx context.Context, p *github.Plan) (string, err
 		return "", nil
 	}
 	return "", temporal.NewNonRetryableApplicationError("GitHubAct: plan "+p.Kind, ErrTypeBadRequest, nil)
+}
+
+// runOpen reports whether run is an open execution Temporal knows.
+func runOpen(ctx context.Context, c client.Client, run string) (bool, error) {
+	d, err := c.DescribeWorkflow(ctx, run, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("describe run %s: %w", run, err)
+	}
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }
 
 // answerRun sends the answer update; a refusal is a reply, not a failure.
