@@ -163,16 +163,25 @@ func TestIssueToPullRequest(t *testing.T) {
 	log1 := gh.Git.Git(t, ghRepo, "log", "--format=%s", branch)
 	assert.Equal(t, "writer visit 1\nthe first commit\n", log1)
 
-	// The worker dies; its replacement has empty disks.
-	h.stopWorker()
-	h.startWorker()
-
 	// Someone without access tries to steer the run.
 	l.deliver(t, gh.Commented(issue, "mallory", "NONE", "/tether cancel"))
 
-	reviewText := "add a test for the empty slice\n" + fakemodel.CueShell + " " + l.probe()
+	// The review. Its last cue keeps the writer's final answer back for a
+	// few seconds, once its tools ran: the worker dies then, in the middle
+	// of the visit, and its disks with it.
+	reviewText := "add a test for the empty slice\n" + fakemodel.CueShell + " " + l.probe() + "\n" + fakemodel.CueSleepAfterTool + " 5s"
 	l.deliver(t, gh.Reviewed(pr.Number, "bob", "COLLABORATOR", "changes_requested", reviewText,
 		githubtest.ReviewComment{Path: "sum/sum.go", Line: 7, Body: "and keep this loop"}))
+	require.Eventually(t, func() bool {
+		for _, r := range l.fake.Turns() {
+			if len(r.Prompts) == 2 && r.AfterToolResult && strings.Contains(r.Prompts[1], "add a test for the empty slice") {
+				return true
+			}
+		}
+		return false
+	}, runWait, 50*time.Millisecond, "the writer's second visit ran its tools")
+	h.stopWorker()
+	h.startWorker()
 	q = waitQuestionID(t, h, run, "review-2")
 	log2 := gh.Git.Git(t, ghRepo, "log", "--format=%s", branch)
 	assert.Equal(t, "writer visit 2\nwriter visit 1\nthe first commit\n", log2, "the new commit went to the same branch")
