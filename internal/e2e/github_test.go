@@ -241,6 +241,10 @@ func TestIssueToPullRequest(t *testing.T) {
 	h.recordHistory("github-delivery-start", github.DeliveryWorkflowID(labeled.ID))
 	t.Logf("the loop took %s; GitHub's requests:\n%s", time.Since(started).Round(time.Second), requestsLog(gh))
 	t.Logf("git log of %s:\n%s", branch, gh.Git.Git(t, ghRepo, "log", "--format=%h %s (%an, parent %p)", branch))
+	if final, ok := gh.PullOf(branch); ok {
+		t.Logf("pull request #%d %q:\n%s", final.Number, final.Title, final.Body)
+	}
+	t.Logf("the status comment (edited %d times):\n%s", status[0].Edits, status[0].Body)
 }
 
 func requestsLog(gh *githubtest.Server) string {
