@@ -382,6 +382,9 @@ func (a *Activities) reviewAnswer(ctx context.Context, p *github.Plan) (string, 
 		parts = append(parts, comments...)
 	}
 	feedback := strings.TrimSpace(strings.Join(parts, "\n\n"))
+	if len(feedback) > maxReviewText {
+		feedback = strings.ToValidUTF8(feedback[:maxReviewText], "") + "\n… (the review goes on; read it on the pull request)"
+	}
 	if feedback == "" && p.Target == graph.VerdictCommented {
 		return "", nil
 	}
@@ -390,6 +393,11 @@ func (a *Activities) reviewAnswer(ctx context.Context, p *github.Plan) (string, 
 	}
 	return p.Target + ": " + feedback, nil
 }
+
+// maxReviewText bounds the review a run is answered with (a review's
+// body and its comments can be long; the answer travels in the run's
+// history and the writer's prompt).
+const maxReviewText = 64 << 10
 
 // GitHubPublishRequest publishes a run's work to its pull request.
 type GitHubPublishRequest struct {

@@ -44,20 +44,26 @@ func (f *Forge) UpsertComment(ctx context.Context, installation int64, repo stri
 	}
 	owner, name := split(repo)
 	body = strings.TrimSpace(body) + "\n\n" + github.Marker(key)
-	if id == 0 {
-		found, same, err := f.findComment(ctx, c, owner, name, number, key, body)
-		if err != nil {
-			return 0, err
-		}
-		if same {
-			return found, nil
-		}
-		id = found
-	}
 	if id != 0 {
-		cm, _, err := c.Issues.EditComment(ctx, owner, name, id, &gh.IssueComment{Body: &body})
-		if err != nil {
+		cm, resp, err := c.Issues.EditComment(ctx, owner, name, id, &gh.IssueComment{Body: &body})
+		if err == nil {
+			return cm.GetID(), nil
+		}
+		if resp == nil || resp.StatusCode != http.StatusNotFound {
 			return 0, typed(fmt.Sprintf("edit comment %d on %s#%d", id, repo, number), err)
+		}
+		// Someone deleted it: find it again, or post it again.
+	}
+	found, same, err := f.findComment(ctx, c, owner, name, number, key, body)
+	switch {
+	case err != nil:
+		return 0, err
+	case same:
+		return found, nil
+	case found != 0:
+		cm, _, err := c.Issues.EditComment(ctx, owner, name, found, &gh.IssueComment{Body: &body})
+		if err != nil {
+			return 0, typed(fmt.Sprintf("edit comment %d on %s#%d", found, repo, number), err)
 		}
 		return cm.GetID(), nil
 	}

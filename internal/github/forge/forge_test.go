@@ -82,6 +82,11 @@ func TestPublishARun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, id1, id2)
 	require.Len(t, srv.Comments(7), 1, "a comment posted again is found by its marker")
+	srv.DeleteComment(id1)
+	id3, err := f.UpsertComment(ctx, srv.Installation, "acme/widgets", 7, "run:"+run, "waiting", id1)
+	require.NoError(t, err, "a status comment someone deleted is posted again")
+	assert.NotEqual(t, id1, id3)
+	require.Len(t, srv.Comments(7), 1)
 
 	visit(3, "sum/sum.go", "package sum\n\nfunc Sum() int { return 1 }\n")
 	p3, err := f.PushRun(ctx, srv.Installation, blobs, workspace.Limits{}, run, st, "acme/widgets", branch, "main", base)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -179,4 +180,11 @@ func (s *Server) OpenPull(head, base, title, author string) int {
 	s.pulls[n] = &Pull{Number: n, Title: title, Head: head, Base: base, State: "open", Author: author, ReviewComments: map[int64][]ReviewComment{}}
 	s.issues[n] = &issue{Number: n, Title: title, Author: author, IsPull: true}
 	return n
+}
+
+// DeleteComment deletes comment id, as a person may.
+func (s *Server) DeleteComment(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.comments = slices.DeleteFunc(s.comments, func(c *Comment) bool { return c.ID == id })
 }
