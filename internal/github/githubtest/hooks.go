@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -159,11 +158,12 @@ func (s *Server) PullOf(branch string) (Pull, bool) {
 	return Pull{}, false
 }
 
-// Refused are the requests the API refused (404) as not implemented.
+// Refused are the requests no endpoint of the API took (404, as GitHub
+// answers a path it does not have): what Tether must never ask.
 func (s *Server) Refused() []Request {
 	var out []Request
 	for _, r := range s.Requests() {
-		if r.Status == http.StatusNotFound && !strings.HasPrefix(r.Path, "/repos/"+s.Repo+"/pulls/") {
+		if r.Unknown {
 			out = append(out, r)
 		}
 	}

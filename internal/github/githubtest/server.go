@@ -35,6 +35,8 @@ type Request struct {
 	Method, Path string
 	Status       int
 	Body         string
+	// Unknown says no endpoint of the API's took it.
+	Unknown bool
 }
 
 func (r Request) String() string { return fmt.Sprintf("%s %s → %d", r.Method, r.Path, r.Status) }
@@ -220,13 +222,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	s.route(rec, r, body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.RequestURI(), Status: rec.status, Body: string(body)})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.RequestURI(), Status: rec.status, Body: string(body), Unknown: rec.unknown})
 	s.mu.Unlock()
 }
 
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	unknown bool
 }
 
 func (r *recorder) WriteHeader(c int) { r.status = c; r.ResponseWriter.WriteHeader(c) }
@@ -372,6 +375,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeJSON(w, http.StatusCreated, map[string]any{"id": s.id(), "state": st.State, "description": st.Description,
 			"target_url": st.TargetURL, "context": st.Context, "creator": user("tether[bot]"), "created_at": now(), "updated_at": now()})
 	default:
+		if rec, ok := w.(*recorder); ok {
+			rec.unknown = true
+		}
 		notFound(w)
 	}
 }
@@ -553,3 +559,6 @@ func (s *Server) validJWT(tok string) bool {
 	n := time.Now().Unix()
 	return fmt.Sprint(claims.Iss) == strconv.FormatInt(s.AppID, 10) && claims.Exp > n && claims.Iat <= n+60 && claims.Exp-claims.Iat <= 11*60
 }
+
+// tokensExpiry is when a token minted now expires.
+func (s *Server) tokensExpiry() time.Time { return time.Now().Add(time.Hour) }
