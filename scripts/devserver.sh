@@ -30,6 +30,7 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--search-attribute TetherNode=Keyword \
 	--search-attribute TetherStatus=Keyword \
 	--search-attribute TetherBackends=KeywordList \
+	--search-attribute TetherThread=KeywordList \
 	>"$home/temporal.log" 2>&1 &
 pid=$!
 

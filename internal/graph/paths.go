@@ -9,7 +9,7 @@ import (
 // kernel resolves ".." after the links before it, not as the text reads
 // (`s/../x` with s a link into a deep directory stays where the link
 // went), so a path a sandbox is given is never taken through one: a
-// tool's program and a workdir holding one are refused (G063, G064), and
+// tool's program and a workdir holding one are refused (G066, G067), and
 // so are they at run time, where a template may have put one there.
 func ClimbsOut(path string) bool {
 	return slices.Contains(strings.Split(path, "/"), "..")

@@ -407,6 +407,7 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType,
 
 		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions,
+		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch,
 		CodeProgramClimbs, CodeBadWorkdir} {
 		seen[c] = true
 	}
