@@ -25,6 +25,17 @@ type Policy struct {
 	Allow []egress.Pattern
 	// Limits bound the visit; zero fields take the sandbox's defaults.
 	Limits Limits
+	// Model, when set, is the worker's model relay for the visit
+	// (LevelFull): its Unix socket, bound into the sandbox, and the
+	// loopback address inside (ModelListen) the helper relays to it.
+	Model ModelRelay
+}
+
+// ModelRelay is where a confined CLI reaches the worker's relay for its
+// model endpoint: the helper listens at Listen on the sandbox's loopback
+// and carries each connection, as it is, to the relay's Unix socket.
+type ModelRelay struct {
+	Socket, Listen string
 }
 
 // Limits bound what one visit's processes may use together (per process
@@ -97,6 +108,14 @@ func WithVisit(ctx context.Context, v *Visit) context.Context {
 func VisitOf(ctx context.Context) *Visit {
 	v, _ := ctx.Value(visitKey{}).(*Visit)
 	return v
+}
+
+// Allowed are the node's own host:port patterns (none for a nil v).
+func (v *Visit) Allowed() []egress.Pattern {
+	if v == nil {
+		return nil
+	}
+	return v.Allow
 }
 
 // Note records what the egress proxy refused during the visit.

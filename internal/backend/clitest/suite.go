@@ -112,14 +112,14 @@ func Expect(wire string, u fakemodel.Usage) agent.Usage {
 }
 
 // Options are the executor options a suite's New passes for h: the CLIs'
-// bin dir, the fake model at baseURL with a fake key, model, the ask_user
+// bin dir, the fake model at baseURL with its key, model, the ask_user
 // server and the suite's limits and heartbeat. A backend without an MCP
 // client ignores AskUser.
 func (h *Harness) Options(baseURL, model string) cliexec.Options {
 	return cliexec.Options{
 		BinDir:         h.BinDir,
 		BaseURL:        baseURL,
-		APIKey:         "sk-fake",
+		APIKey:         h.Fake.Key(),
 		Model:          model,
 		AskUser:        h.AskUser,
 		AskUserGrace:   h.AskUserGrace,
@@ -321,6 +321,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
 	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
+	t.Run("KeyStaysWithTheWorker", func(t *testing.T) { keyStays(t, s) })
 	if s.facts(t).Persist {
 		// A backend without persist keeps no session to read.
 		t.Run("TranscriptReadsTheSession", func(t *testing.T) { transcriptOf(t, s) })
