@@ -94,6 +94,9 @@ type Relay struct {
 	open    map[*meter]struct{}
 	stopped string
 	calls   int
+	// cost is what the CLI has priced the visit's calls at so far
+	// (SetCost): the relay reads tokens, never prices.
+	cost float64
 }
 
 // Start serves a relay for cfg on ln (a loopback TCP listener, or a Unix
@@ -152,6 +155,16 @@ func (r *Relay) usageLocked() agent.Usage {
 		u = addTokens(u, m)
 	}
 	return u
+}
+
+// SetCost tells the relay what the CLI has priced the visit's calls at so
+// far, for the cost bounds of its limits; a CLI that prices its calls as
+// they end (pi, opencode) keeps it current, one that prices the visit
+// only at its end leaves a cost bound to the check between visits.
+func (r *Relay) SetCost(usd float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cost = max(r.cost, usd)
 }
 
 // Stopped says which budget the relay refused a model call for, or "".
@@ -226,7 +239,9 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *Relay) admit() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if msg := agent.Spent(r.limits, r.usageLocked()); msg != "" {
+	u := r.usageLocked()
+	u.CostUSD = r.cost
+	if msg := agent.Spent(r.limits, u); msg != "" {
 		if r.stopped == "" {
 			r.stopped = msg
 		}

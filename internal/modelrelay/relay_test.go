@@ -240,3 +240,20 @@ func TestRelayEndsWithClose(t *testing.T) {
 }
 
 func runtimeGosched() { time.Sleep(5 * time.Millisecond) }
+
+// TestRelayStopsAtACostBudget: the relay knows no prices; the cost the CLI
+// reports as it goes (SetCost) counts against a cost bound, and the next
+// call after it is spent is refused.
+func TestRelayStopsAtACostBudget(t *testing.T) {
+	fake := fakemodel.Start(t)
+	r, addr := start(t, Config{Upstream: fake.URL(), Key: fake.Key(), Wire: agent.WireChat,
+		Limits: []agent.Limit{{Name: "the run's budget", MaxCostUSD: 0.05, Spent: agent.Usage{CostUSD: 0.02, CostKnown: true}}}})
+	body := `{"model":"m","messages":[{"role":"user","content":"alpha"}]}`
+	code, got := call(t, http.MethodPost, "http://"+addr+"/v1/chat/completions", "Authorization", "Bearer "+r.Placeholder(), body)
+	require.Equal(t, http.StatusOK, code, got)
+	r.SetCost(0.04)
+	code, got = call(t, http.MethodPost, "http://"+addr+"/v1/chat/completions", "Authorization", "Bearer "+r.Placeholder(), body)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, got, "the run's budget is spent: $0.0600 used, max_cost_usd is $0.05")
+	assert.Len(t, fake.Turns(), 1)
+}

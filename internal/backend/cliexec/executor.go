@@ -165,22 +165,21 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	// The visit's model calls go through the worker's relay, which holds
 	// the key and counts them against the budgets: the CLI gets the
 	// relay's address and a placeholder.
-	var live *liveUsage
-	if req.Progress != nil {
-		live = &liveUsage{report: req.Progress, last: agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: e.CLI.Backend}}
-		req.Progress = live.progress
+	live := &liveUsage{report: req.Progress, last: agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: e.CLI.Backend}}
+	if live.report == nil {
+		live.report = func(agent.Progress) {}
 	}
-	onUsage := func(agent.Usage) {}
-	if live != nil {
-		onUsage = live.usage
-	}
-	route, err := e.CLI.route(ctx, req, onUsage)
+	req.Progress = live.progress
+	route, err := e.CLI.route(ctx, req, live.usage)
 	if err != nil {
 		return res, err
 	}
 	defer route.close()
 	if route != nil {
 		visit.BaseURL, visit.APIKey = route.baseURL, route.key
+		live.mu.Lock()
+		live.priced = route.setCost
+		live.mu.Unlock()
 	}
 	l, err := e.Driver.Launch(ctx, &e.CLI, req, visit)
 	if err != nil {

@@ -110,6 +110,13 @@ func (r *modelRoute) close() {
 	}
 }
 
+// setCost tells the relay the CLI's price of the visit so far.
+func (r *modelRoute) setCost(usd float64) {
+	if r != nil && r.relay != nil {
+		r.relay.SetCost(usd)
+	}
+}
+
 // stopped says which budget the relay refused a call for, or "".
 func (r *modelRoute) stopped() string {
 	if r == nil || r.relay == nil {
@@ -199,6 +206,8 @@ func withMetered(reported, metered agent.Usage) agent.Usage {
 // spending the budget is checked against.
 type liveUsage struct {
 	report func(agent.Progress)
+	// priced tells the relay the CLI's own price of the visit so far.
+	priced func(float64)
 
 	mu      sync.Mutex
 	last    agent.Progress
@@ -210,7 +219,11 @@ func (l *liveUsage) progress(p agent.Progress) {
 	l.mu.Lock()
 	l.last = p
 	p.Usage = withMetered(p.Usage, l.metered)
+	priced := l.priced
 	l.mu.Unlock()
+	if priced != nil && p.Usage.CostUSD > 0 {
+		priced(p.Usage.CostUSD)
+	}
 	l.report(p)
 }
 
