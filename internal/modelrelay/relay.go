@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -215,19 +216,41 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			h[k] = vs
 		}
 	}
-	w.WriteHeader(resp.StatusCode)
 	m := r.newMeter(resp)
 	defer r.closeMeter(m)
+	// The usage of an answer is counted before the CLI has it, so that
+	// its next call is checked against it: a whole answer is read first
+	// (it is small; past maxBody the rest goes on unread), and each piece
+	// of a stream is read before it is passed on.
+	var head []byte
+	if m != nil && !m.stream {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		if len(head) <= maxBody {
+			r.feed(m, head)
+			r.closeMeter(m)
+			m = nil
+		}
+		h.Del("Content-Length")
+		if len(head) <= maxBody {
+			h.Set("Content-Length", strconv.Itoa(len(head)))
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if len(head) > 0 {
+		if _, err := w.Write(head); err != nil {
+			return
+		}
+	}
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
+			r.feed(m, buf[:n])
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
 			_ = rc.Flush()
-			r.feed(m, buf[:n])
 		}
 		if rerr != nil {
 			return

@@ -65,12 +65,17 @@ func (r *Relay) feed(m *meter, b []byte) {
 	}
 }
 
-// closeMeter adds what m read to the visit's usage once its answer ends.
+// closeMeter adds what m read to the visit's usage once its answer ends
+// (once only).
 func (r *Relay) closeMeter(m *meter) {
 	if m == nil {
 		return
 	}
 	r.mu.Lock()
+	if _, open := r.open[m]; !open {
+		r.mu.Unlock()
+		return
+	}
 	grew := m.finish()
 	delete(r.open, m)
 	r.usage = addTokens(r.usage, m)
