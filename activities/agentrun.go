@@ -53,7 +53,6 @@ const BudgetContinue = "Your previous turn was stopped before it finished becaus
 // from a stopped turn but could not resume that conversation.
 const BudgetContinueAfresh = "An earlier attempt at this task was stopped before it finished because %s; its changes to the files are kept. Carry on with the task."
 
-
 // request is the backend request of the run, without its prompt.
 func (r agentRun) request() agent.Request {
 	return agent.Request{

@@ -36,7 +36,9 @@ done
 // curlDriver gives the CLI the visit's endpoint and key as BASE and KEY.
 type curlDriver struct{ out string }
 
-func (curlDriver) Conversation(c *CLI, req agent.Request) Conversation { return Conversation{Model: "m"} }
+func (curlDriver) Conversation(c *CLI, req agent.Request) Conversation {
+	return Conversation{Model: "m"}
+}
 
 func (d curlDriver) Launch(_ context.Context, c *CLI, req agent.Request, v *Visit) (Launch, error) {
 	return Launch{Env: []string{"BASE=" + v.BaseURL, "KEY=" + v.APIKey, "TETHER_TEST_OUT=" + d.out}, Output: &lines{}}, nil
@@ -48,7 +50,7 @@ type lines struct {
 	all []string
 }
 
-func (l *lines) Line(b []byte) { l.mu.Lock(); l.all = append(l.all, string(b)); l.mu.Unlock() }
+func (l *lines) Line(b []byte)  { l.mu.Lock(); l.all = append(l.all, string(b)); l.mu.Unlock() }
 func (l *lines) Report() Report { return Report{Text: strings.Join(l.all, "\n")} }
 
 // TestVisitGoesThroughTheModelRelay runs a CLI, unconfined (the relay on
