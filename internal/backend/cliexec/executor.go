@@ -162,25 +162,11 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, err
 	}
 	defer visit.Close()
-	// The visit's model calls go through the worker's relay, which holds
-	// the key and counts them against the budgets: the CLI gets the
-	// relay's address and a placeholder.
-	live := &liveUsage{report: req.Progress, last: agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: e.CLI.Backend}}
-	if live.report == nil {
-		live.report = func(agent.Progress) {}
-	}
-	req.Progress = live.progress
-	route, err := e.CLI.route(ctx, req, live.usage)
+	route, err := e.relay(ctx, &req, visit)
 	if err != nil {
 		return res, err
 	}
 	defer route.close()
-	if route != nil {
-		visit.BaseURL, visit.APIKey = route.baseURL, route.key
-		live.mu.Lock()
-		live.priced = route.setCost
-		live.mu.Unlock()
-	}
 	l, err := e.Driver.Launch(ctx, &e.CLI, req, visit)
 	if err != nil {
 		return res, err
@@ -245,6 +231,27 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	}
 	FinishReply(&res, e.Convention)
 	return res, nil
+}
+
+// relay starts the visit's model relay, which holds the key and counts
+// the calls against req's budgets: v gets the relay's address and a
+// placeholder for the CLI, and req's progress the relay's token count as
+// it grows. A nil route leaves the CLI its own endpoint and no key.
+func (e *Executor) relay(ctx context.Context, req *agent.Request, v *Visit) (*modelRoute, error) {
+	live := &liveUsage{report: req.Progress, last: agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: e.CLI.Backend}}
+	if live.report == nil {
+		live.report = func(agent.Progress) {}
+	}
+	req.Progress = live.progress
+	route, err := e.CLI.route(ctx, *req, live.usage)
+	if err != nil || route == nil {
+		return nil, err
+	}
+	v.BaseURL, v.APIKey = route.baseURL, route.key
+	live.mu.Lock()
+	live.priced = route.setCost
+	live.mu.Unlock()
+	return route, nil
 }
 
 func (e *Executor) finish(ctx context.Context, req agent.Request, v *Visit, id string) error {
