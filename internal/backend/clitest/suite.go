@@ -563,7 +563,8 @@ func persistedCue(t *testing.T, s Suite) {
 
 // visitUsage: each visit reports exactly what the fake model counted for
 // its own requests, never the conversation's earlier visits, whether it
-// starts, resumes or forks the conversation.
+// starts, resumes or forks the conversation; and the worker's model relay
+// read the same in the answers the CLI streamed or got whole.
 func visitUsage(t *testing.T, s Suite) {
 	h := s.harness(t)
 	env := NewEnv(t)
@@ -573,6 +574,7 @@ func visitUsage(t *testing.T, s Suite) {
 		h.Fake.Reset()
 		res := execute(t, b, req)
 		assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
+		assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Metered, "the worker's model relay read the same in the model's answers")
 		return res
 	}
 	first := visit(agent.Request{Prompt: "alpha", Env: env})
@@ -595,6 +597,7 @@ func visitUsage(t *testing.T, s Suite) {
 	turns := h.Fake.Turns()
 	require.Greater(t, len(turns), 2, "the file task takes a request per tool call")
 	assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
+	assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Metered, "the relay's count of %d requests", len(turns))
 }
 
 // progress: while the CLI runs, the executor reports what it does (its tool
