@@ -28,7 +28,7 @@ import (
 // CLI (internal/modelrelay).
 const placeholderPrefix = "tether-placeholder-"
 
-// keyStays runs a real visit of the CLI, confined, with the fake model's
+// KeyStays runs a real visit of the CLI, confined, with the fake model's
 // key, which is random, as the canary: the worker's model relay holds
 // it and the CLI a placeholder. The agent, through its CLI's own shell
 // tool, prints its environment and every process's environment and
@@ -39,7 +39,9 @@ const placeholderPrefix = "tether-placeholder-"
 // CLI's environment; the fake model, which refuses any other key,
 // received the real one on every call and answered the visit; the other
 // host received the placeholder and never the key.
-func keyStays(t *testing.T, s Suite) {
+// It is one of Run's tests, and a backend without the whole suite (grok)
+// runs it alone.
+func KeyStays(t *testing.T, s Suite) {
 	h := s.harness(t)
 	key := h.Fake.Key()
 	var (

@@ -321,7 +321,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
 	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
-	t.Run("KeyStaysWithTheWorker", func(t *testing.T) { keyStays(t, s) })
+	t.Run("KeyStaysWithTheWorker", func(t *testing.T) { KeyStays(t, s) })
 	if s.facts(t).Persist {
 		// A backend without persist keeps no session to read.
 		t.Run("TranscriptReadsTheSession", func(t *testing.T) { transcriptOf(t, s) })

@@ -106,6 +106,13 @@ func TestKeyNeverOnDisk(t *testing.T) {
 	}
 }
 
+// grok, confined as a worker confines it, never holds the model's key: the
+// worker's model relay does, and the CLI, its processes and its files have
+// only the visit's placeholder (clitest.KeyStays).
+func TestKeyStaysWithTheWorker(t *testing.T) {
+	clitest.KeyStays(t, clitest.Suite{Backend: grok.Configured})
+}
+
 // A failed model call is a failed visit, not a reply: the CLI prints it as
 // the assistant's message and exits 0.
 func TestFailedModelCall(t *testing.T) {
