@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // Structured parses an agent's final text as structured output: the whole
@@ -75,7 +77,9 @@ var BaseEnv = []string{
 // Environ is the environment of a CLI or tool process: the worker's
 // variables named by BaseEnv and by pass, then set (NAME=value entries),
 // which always win: the process never sees the worker's value of a variable
-// set names.
+// set names. The model keys (catalogue.KeyVars) are never passed, whatever
+// pass names (a node's env, TETHER_PASS_ENV, a prefix with "*"): the
+// worker's model relay holds them.
 func Environ(pass []string, set ...string) []string {
 	setNames := map[string]bool{}
 	for _, kv := range set {
@@ -86,12 +90,15 @@ func Environ(pass []string, set ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !setNames[name] && matches(name, names) {
+		if !setNames[name] && matches(name, names) && !slices.Contains(keyVars, name) {
 			out = append(out, kv)
 		}
 	}
 	return append(out, set...)
 }
+
+// keyVars are the names of the model keys, which no process gets by name.
+var keyVars = catalogue.KeyVars()
 
 // matches reports whether name is in names (exact names, or prefixes
 // ending in "*").

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,4 +135,22 @@ func withZero(live []int64) []int64 {
 		return append([]int64{0}, live...)
 	}
 	return live
+}
+
+// No process gets a model key by name: not through a node's env, the
+// worker's pass list, nor a prefix, whatever the worker's environment
+// holds. The executor's own value of the name (a placeholder) still goes.
+func TestEnvironNeverPassesAModelKey(t *testing.T) {
+	keys := catalogue.KeyVars()
+	require.Contains(t, keys, "ANTHROPIC_API_KEY")
+	for _, k := range keys {
+		t.Setenv(k, "real-"+k)
+	}
+	t.Setenv("TETHER_TEST_OTHER", "passed")
+	env := Environ(append(slices.Clone(keys), "*_API_KEY", "TETHER_TEST_OTHER", "*"), "GEMINI_API_KEY=placeholder")
+	for _, kv := range env {
+		assert.NotContains(t, kv, "real-", "a model key reached the process: %s", strings.SplitN(kv, "=", 2)[0])
+	}
+	assert.Contains(t, env, "TETHER_TEST_OTHER=passed")
+	assert.Contains(t, env, "GEMINI_API_KEY=placeholder")
 }
