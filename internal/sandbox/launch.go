@@ -69,8 +69,9 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	lim := p.Limits.with(s.Defaults)
 	var inner []string
 	env = withoutProxyVars(env)
-	plan := planNetwork(p.Allow, p.Model.Listen)
-	if len(p.Allow) > 0 {
+	proxied := len(p.Allow) > 0 || p.Proxy
+	plan := planNetwork(p.Allow, p.Model.Listen, proxied)
+	if proxied {
 		sock := filepath.Join(l.dir, "egress.sock")
 		if l.proxy, err = s.guard.Listen(sock, p.Allow, s.log); err != nil {
 			return nil, err

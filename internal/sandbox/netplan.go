@@ -62,12 +62,13 @@ func ModelListen(allow []egress.Pattern) string {
 // on 127.0.0.N (N from 2) which hosts gives it; a pattern with a wildcard,
 // or another address, is reached through the proxy only. model, when
 // set, is the model relay's address (ModelListen), which no other
-// listener takes.
-func planNetwork(allow []egress.Pattern, model string) netPlan {
+// listener takes. Without an allowlist there is a proxy only when proxy
+// says so.
+func planNetwork(allow []egress.Pattern, model string, proxy bool) netPlan {
 	n := netPlan{model: model}
 	names := map[string]string{}
 	seen := map[string]bool{model: model != ""}
-	if len(allow) == 0 {
+	if len(allow) == 0 && !proxy {
 		return n
 	}
 	add := func(listen, target string) {

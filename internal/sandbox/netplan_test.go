@@ -14,7 +14,7 @@ import (
 // addresses go through the proxy only, which never shares a relay's port.
 func TestPlanNetwork(t *testing.T) {
 	n := planNetwork(egress.MustParsePatterns("127.0.0.1:3128", "api.example.com:443", "api.example.com:8443", "localhost:11434",
-		"other.example.com:443", "*.example.org:443", "10.0.0.5:80", "[::1]:9000", "127.0.0.1:3128"), "127.0.0.1:3129")
+		"other.example.com:443", "*.example.org:443", "10.0.0.5:80", "[::1]:9000", "127.0.0.1:3128"), "127.0.0.1:3129", false)
 	assert.Equal(t, []relay{
 		{"127.0.0.1:3128", "127.0.0.1:3128"},
 		{"127.0.0.2:443", "api.example.com:443"},
@@ -40,8 +40,12 @@ func TestModelListen(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:3127", ModelListen(nil))
 	assert.Equal(t, "127.0.0.1:3127", ModelListen(egress.MustParsePatterns("api.example.com:3127", "127.0.0.2:3127", "*:3127")))
 	assert.Equal(t, "127.0.0.1:3129", ModelListen(egress.MustParsePatterns("127.0.0.1:3127", "localhost:3128")))
-	n := planNetwork(nil, "127.0.0.1:3127")
+	n := planNetwork(nil, "127.0.0.1:3127", false)
 	assert.Equal(t, []string{"--model", "127.0.0.1:3127"}, n.flags())
 	assert.Empty(t, n.env())
-	assert.Empty(t, planNetwork(nil, "").flags())
+	assert.Empty(t, planNetwork(nil, "", false).flags())
+	// An agent's proxy with nothing allowed: every request refused, and noted.
+	n = planNetwork(nil, "127.0.0.1:3127", true)
+	assert.Equal(t, []string{"--socket", EgressSocket, "--proxy", "127.0.0.1:3128", "--model", "127.0.0.1:3127"}, n.flags())
+	assert.Contains(t, n.env(), "HTTPS_PROXY=http://127.0.0.1:3128")
 }

@@ -23,6 +23,11 @@ type Policy struct {
 	// Allow are the host:port patterns the process may reach through
 	// the egress proxy; none cuts it off the network.
 	Allow []egress.Pattern
+	// Proxy serves the egress proxy even when Allow is empty: whatever
+	// the process tries is refused there and noted (an agent, whose
+	// model the model relay carries, so that its output says what it
+	// tried).
+	Proxy bool
 	// Limits bound the visit; zero fields take the sandbox's defaults.
 	Limits Limits
 	// Model, when set, is the worker's model relay for the visit

@@ -435,6 +435,10 @@ func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Pol
 	}
 	v := sandbox.VisitOf(ctx)
 	if v == nil || v.Model {
+		// An agent's: what it tries beyond its model is refused at the
+		// proxy and noted, whether its model is reached through the
+		// model relay or the proxy.
+		p.Proxy = true
 		for _, e := range s.ModelEndpoints {
 			// An endpoint that does not parse is not reached: the visit
 			// fails where it talks to its model, never runs unconfined.
