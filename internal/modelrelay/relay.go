@@ -275,9 +275,10 @@ func (r *Relay) admit() string {
 }
 
 // swapKey is the request to send upstream: req at the endpoint, with the
-// placeholder replaced by the real key wherever the CLI put it. ok is
-// false when the placeholder is nowhere: no key is ever added to a request
-// that did not carry it.
+// placeholder replaced by the real key in each header or query value that
+// is the placeholder (or "Bearer " and it), and nowhere else. ok is false
+// when no value is: no key is ever added to a request that did not carry
+// the placeholder.
 func (r *Relay) swapKey(req *http.Request) (*http.Request, bool) {
 	out := req.Clone(req.Context())
 	out.RequestURI = ""
@@ -291,8 +292,8 @@ func (r *Relay) swapKey(req *http.Request) (*http.Request, bool) {
 			continue
 		}
 		for i, v := range vs {
-			if strings.Contains(v, r.placeholder) {
-				found = found || r.carries(v)
+			if r.carries(v) {
+				found = true
 				vs[i] = strings.ReplaceAll(v, r.placeholder, r.key)
 			}
 		}
@@ -301,8 +302,8 @@ func (r *Relay) swapKey(req *http.Request) (*http.Request, bool) {
 		changed := false
 		for k, vs := range q {
 			for i, v := range vs {
-				if strings.Contains(v, r.placeholder) {
-					found = found || r.carries(v)
+				if r.carries(v) {
+					found = true
 					vs[i] = strings.ReplaceAll(v, r.placeholder, r.key)
 					changed = true
 				}

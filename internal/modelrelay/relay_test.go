@@ -257,3 +257,29 @@ func TestRelayStopsAtACostBudget(t *testing.T) {
 	assert.Contains(t, got, "the run's budget is spent: $0.0600 used, max_cost_usd is $0.05")
 	assert.Len(t, fake.Turns(), 1)
 }
+
+// TestRelaySwapsOnlyWholeValues: the key goes only where a value is the
+// placeholder; a value that merely contains it (an agent's own header, a
+// query parameter it made up) reaches the endpoint as the agent wrote it.
+func TestRelaySwapsOnlyWholeValues(t *testing.T) {
+	var got http.Header
+	var query string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, query = r.Header.Clone(), r.URL.RawQuery
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	r, addr := start(t, Config{Upstream: srv.URL, Key: "real-key", Wire: agent.WireAnthropic})
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages?note=x"+r.Placeholder(), strings.NewReader(`{}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Api-Key", r.Placeholder())
+	req.Header.Set("X-Note", "copy of "+r.Placeholder())
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "real-key", got.Get("X-Api-Key"))
+	assert.Equal(t, "copy of "+r.Placeholder(), got.Get("X-Note"))
+	assert.NotContains(t, query, "real-key")
+}
