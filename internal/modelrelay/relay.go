@@ -198,7 +198,9 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if msg := r.admit(); msg != "" {
 		r.log.Warn("a budget is spent; the model call is refused", "why", msg)
-		r.refuse(w, http.StatusForbidden, "tether: "+msg+"; the visit stops here, and the run stops resumably: raise the budget with `tether resume RUN --max-tokens N` (or --max-cost-usd X, with --node NODE for a node's budget)")
+		// 400, which no CLI retries and each shows as the endpoint's
+		// error (a 403 reads as a failed login to Claude Code).
+		r.refuse(w, http.StatusBadRequest, "tether: "+msg+"; the visit stops here, and the run stops resumably: raise the budget with `tether resume RUN --max-tokens N` (or --max-cost-usd X, with --node NODE for a node's budget)")
 		return
 	}
 	resp, err := r.transport.RoundTrip(out)

@@ -157,7 +157,7 @@ func TestRelayStopsAtTheBudget(t *testing.T) {
 				assert.Empty(t, r.Stopped())
 			}
 			code, got := call(t, http.MethodPost, "http://"+addr+w.path, w.header, w.prefix+r.Placeholder(), body)
-			assert.Equal(t, http.StatusForbidden, code)
+			assert.Equal(t, http.StatusBadRequest, code)
 			assert.Contains(t, got, "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000")
 			var shape map[string]any
 			require.NoError(t, json.Unmarshal([]byte(got), &shape), got)
@@ -253,7 +253,7 @@ func TestRelayStopsAtACostBudget(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, got)
 	r.SetCost(0.04)
 	code, got = call(t, http.MethodPost, "http://"+addr+"/v1/chat/completions", "Authorization", "Bearer "+r.Placeholder(), body)
-	assert.Equal(t, http.StatusForbidden, code)
+	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, got, "the run's budget is spent: $0.0600 used, max_cost_usd is $0.05")
 	assert.Len(t, fake.Turns(), 1)
 }

@@ -345,7 +345,7 @@ func errorBody(wire string, code int, msg string) string {
 	quoted, _ := json.Marshal(msg)
 	switch wire {
 	case agent.WireAnthropic:
-		typ := "permission_error"
+		typ := "invalid_request_error"
 		switch code {
 		case http.StatusUnauthorized:
 			typ = "authentication_error"
@@ -354,7 +354,7 @@ func errorBody(wire string, code int, msg string) string {
 		}
 		return fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%s}}`, typ, quoted)
 	case agent.WireGemini:
-		status := "PERMISSION_DENIED"
+		status := "FAILED_PRECONDITION"
 		switch code {
 		case http.StatusUnauthorized:
 			status = "UNAUTHENTICATED"

@@ -106,7 +106,7 @@ func TestVisitGoesThroughTheModelRelay(t *testing.T) {
 			res, err := e.Execute(ctx, req)
 			require.NoError(t, err)
 			assert.Equal(t, "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000", res.BudgetStop)
-			assert.Equal(t, "call 1 200\ncall 2 200\ncall 3 200\ncall 4 403", res.Text)
+			assert.Equal(t, "call 1 200\ncall 2 200\ncall 3 200\ncall 4 400", res.Text)
 			assert.Equal(t, int64(1200), res.Usage.Tokens())
 			assert.Equal(t, res.Usage, res.Metered)
 			assert.Len(t, fake.Turns(), 3)

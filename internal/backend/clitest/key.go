@@ -191,3 +191,36 @@ func watchVisit(t *testing.T, scratch string, dirs []string, key string) func() 
 		return w
 	}
 }
+
+// BudgetStop runs a visit whose model answers 400 tokens a call under a
+// budget of 1,000: the CLI's first three calls go through (two shell
+// commands and a third), the relay refuses the fourth, and the visit ends
+// there, soon (on its own, or BudgetGrace after the refusal), as a
+// finished visit that names the budget, with the session as far as it got.
+// It is one of Run's tests, and grok's tests run it alone.
+func BudgetStop(t *testing.T, s Suite) {
+	h := s.harness(t)
+	env := NewEnv(t)
+	req := agent.Request{Env: env, Prompt: strings.Join([]string{
+		"work in steps", fakemodel.CueTokens + " 400",
+		fakemodel.CueShell + " echo step-one", fakemodel.CueShell + " echo step-two",
+		fakemodel.CueShell + " echo step-three", fakemodel.CueShell + " echo step-four",
+	}, "\n"), Limits: []agent.Limit{{Name: "the budget of node writer", MaxTokens: 1000}}}
+	if slices.Contains(s.facts(t).Honours, agent.SettingPermissions) {
+		req.Settings.Permissions = agent.PermissionFull
+	}
+	b := s.New(h)
+	began := time.Now()
+	res, err := b.Execute(context.Background(), req)
+	took := time.Since(began)
+	require.NoError(t, err, "a budget stop is a finished visit")
+	t.Logf("stopped after %s; the CLI's last words: %q", took.Round(time.Millisecond), agent.Tail(res.Text, 300))
+	assert.Equal(t, "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000", res.BudgetStop)
+	assert.Len(t, h.Fake.Turns(), 3, "the fourth call never reached the model")
+	assert.Equal(t, int64(1200), res.Metered.Tokens())
+	assert.GreaterOrEqual(t, res.Usage.Tokens(), int64(1200), "the visit's usage is at least what the relay read")
+	if s.facts(t).Persist {
+		require.NotEmpty(t, res.SessionID, "the CLI said which session it ran")
+		assert.True(t, hasSession(b, env, res.SessionID), "the session, as far as it got, is on disk to pack")
+	}
+}

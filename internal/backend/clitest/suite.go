@@ -322,6 +322,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
 	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
 	t.Run("KeyStaysWithTheWorker", func(t *testing.T) { KeyStays(t, s) })
+	t.Run("BudgetStopsBetweenCalls", func(t *testing.T) { BudgetStop(t, s) })
 	if s.facts(t).Persist {
 		// A backend without persist keeps no session to read.
 		t.Run("TranscriptReadsTheSession", func(t *testing.T) { transcriptOf(t, s) })

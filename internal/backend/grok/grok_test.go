@@ -113,6 +113,11 @@ func TestKeyStaysWithTheWorker(t *testing.T) {
 	clitest.KeyStays(t, clitest.Suite{Backend: grok.Configured})
 }
 
+// A spent budget stops grok between two model calls (clitest.BudgetStop).
+func TestBudgetStopsBetweenCalls(t *testing.T) {
+	clitest.BudgetStop(t, clitest.Suite{Backend: grok.Configured})
+}
+
 // A failed model call is a failed visit, not a reply: the CLI prints it as
 // the assistant's message and exits 0.
 func TestFailedModelCall(t *testing.T) {
