@@ -62,6 +62,10 @@ type Config struct {
 	Log       *slog.Logger
 }
 
+// headerTimeout bounds how long a request's head may take to arrive (a
+// variable, for tests).
+var headerTimeout = 30 * time.Second
+
 // DefaultTransport is the transport every relay of a worker shares, so
 // that connections (and TLS sessions) to a model endpoint outlive a
 // visit. It honours the worker's own proxy settings.
@@ -125,7 +129,7 @@ func Start(cfg Config, ln net.Listener) (*Relay, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: headerTimeout, ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)}
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln)
@@ -204,10 +208,11 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	resp, err := r.transport.RoundTrip(out)
+	if err != nil && req.Context().Err() != nil {
+		return // the CLI went away
+	}
 	if err != nil {
-		if req.Context().Err() == nil {
-			r.log.Warn("the model endpoint could not be reached", "endpoint", r.upstream.Host, "error", err)
-		}
+		r.log.Warn("the model endpoint could not be reached", "endpoint", r.upstream.Host, "error", err)
 		r.refuse(w, http.StatusBadGateway, "tether: the model endpoint "+r.upstream.Host+" could not be reached: "+scrub(err.Error(), r.key))
 		return
 	}
@@ -226,34 +231,27 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	// of a stream is read before it is passed on.
 	var head []byte
 	if m != nil && !m.stream {
-		head, _ = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-		if len(head) <= maxBody {
-			r.feed(m, head)
-			r.closeMeter(m)
-			m = nil
-		}
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, int64(maxBody)+1))
 		h.Del("Content-Length")
 		if len(head) <= maxBody {
+			r.whole(m, head)
 			h.Set("Content-Length", strconv.Itoa(len(head)))
 		}
+		m = nil // a longer one goes on unread
 	}
 	w.WriteHeader(resp.StatusCode)
-	if len(head) > 0 {
-		if _, err := w.Write(head); err != nil {
-			return
-		}
+	if _, err := w.Write(head); err != nil {
+		return
 	}
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			r.feed(m, buf[:n])
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			_ = rc.Flush()
+		r.feed(m, buf[:n])
+		if _, werr := w.Write(buf[:n]); werr != nil {
+			return
 		}
+		_ = rc.Flush()
 		if rerr != nil {
 			return
 		}
@@ -281,41 +279,18 @@ func (r *Relay) admit() string {
 // is the placeholder (or "Bearer " and it), and nowhere else. ok is false
 // when no value is: no key is ever added to a request that did not carry
 // the placeholder.
-func (r *Relay) swapKey(req *http.Request) (*http.Request, bool) {
-	out := req.Clone(req.Context())
+func (r *Relay) swapKey(req *http.Request) (out *http.Request, ok bool) {
+	out = req.Clone(req.Context())
 	out.RequestURI = ""
 	u := *req.URL
 	u.Scheme, u.Host = r.upstream.Scheme, r.upstream.Host
 	out.URL, out.Host = &u, r.upstream.Host
-	found := false
-	for k, vs := range out.Header {
+	for k := range out.Header {
 		if hopByHop(k) {
 			out.Header.Del(k)
-			continue
-		}
-		for i, v := range vs {
-			if r.carries(v) {
-				found = true
-				vs[i] = strings.ReplaceAll(v, r.placeholder, r.key)
-			}
 		}
 	}
-	if q := u.Query(); len(q) > 0 {
-		changed := false
-		for k, vs := range q {
-			for i, v := range vs {
-				if r.carries(v) {
-					found = true
-					vs[i] = strings.ReplaceAll(v, r.placeholder, r.key)
-					changed = true
-				}
-			}
-			q[k] = vs
-		}
-		if changed {
-			u.RawQuery = q.Encode()
-		}
-	}
+	inHeader, inQuery := r.swapValues(out.Header), r.swapQuery(&u)
 	// The transport asks for gzip itself and hands back the body plain,
 	// so that the usage in it can be read.
 	out.Header.Del("Accept-Encoding")
@@ -330,7 +305,33 @@ func (r *Relay) swapKey(req *http.Request) (*http.Request, bool) {
 			out.Header.Del("Authorization")
 		}
 	}
-	return out, found
+	return out, inHeader || inQuery
+}
+
+// swapValues puts the key in place of each value of vs that carries the
+// placeholder, and reports whether one did.
+func (r *Relay) swapValues(vs map[string][]string) bool {
+	found := false
+	for _, values := range vs {
+		for i, v := range values {
+			if r.carries(v) {
+				found = true
+				values[i] = strings.ReplaceAll(v, r.placeholder, r.key)
+			}
+		}
+	}
+	return found
+}
+
+// swapQuery does swapValues on u's query, leaving a query without the
+// placeholder as it was written.
+func (r *Relay) swapQuery(u *url.URL) bool {
+	q := u.Query()
+	if !r.swapValues(q) {
+		return false
+	}
+	u.RawQuery = q.Encode()
+	return true
 }
 
 // carries reports whether v holds the placeholder as a whole token (a

@@ -10,26 +10,26 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 )
 
-// maxBody is the most of a whole (not streamed) answer the relay keeps to
-// read its usage; a longer one is relayed unread.
-const maxBody = 16 << 20
+// maxBody is the most of a whole (not streamed) answer the relay reads
+// before passing it on; a longer one is relayed unread. maxLine bounds
+// one line of an event stream the relay reads. (Variables, for tests.)
+var (
+	maxBody = 16 << 20
+	maxLine = 4 << 20
+)
 
-// maxLine bounds one line of an event stream the relay reads.
-const maxLine = 4 << 20
-
-// meter reads the usage of one answer as it passes: every event of a
-// stream, or the whole body. The counts in one answer are running totals
+// meter reads the usage of one answer: every event of a stream as it
+// passes, or the whole body. The counts in one answer are running totals
 // (a stream repeats them as they grow), so it keeps the largest of each.
 type meter struct {
 	wire   string
 	stream bool
-	buf    bytes.Buffer
-	// data gathers the data lines of the event being read.
-	data    bytes.Buffer
-	skip    bool // the line being read is past maxLine
-	over    bool // a whole body past maxBody
-	usage   agent.Usage
-	counted bool
+	// buf is the stream's line being read; data gathers the data lines
+	// of its event being read.
+	buf, data bytes.Buffer
+	skip      bool // the line being read is past maxLine
+	usage     agent.Usage
+	counted   bool
 }
 
 // newMeter is the meter of resp, registered with the relay; nil for an
@@ -62,6 +62,17 @@ func (r *Relay) feed(m *meter, b []byte) {
 	r.mu.Unlock()
 	if grew && r.onUsage != nil {
 		r.onUsage(u)
+	}
+}
+
+// whole reads the usage of a whole answer, body, and closes m.
+func (r *Relay) whole(m *meter, body []byte) {
+	r.mu.Lock()
+	grew := m.object(body)
+	r.mu.Unlock()
+	r.closeMeter(m)
+	if grew && r.onUsage != nil {
+		r.onUsage(r.Usage())
 	}
 }
 
@@ -98,21 +109,11 @@ func addTokens(u agent.Usage, m *meter) agent.Usage {
 	return u
 }
 
-// feed reads b, the next bytes of the answer, and reports whether its
+// feed reads b, the next bytes of a stream, and reports whether its
 // counts grew.
 func (m *meter) feed(b []byte) bool {
-	if !m.stream {
-		if !m.over && m.buf.Len()+len(b) > maxBody {
-			m.over = true
-			m.buf.Reset()
-		}
-		if !m.over {
-			m.buf.Write(b)
-		}
-		return false
-	}
 	grew := false
-	for len(b) > 0 {
+	for {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			m.addLine(b)
@@ -122,23 +123,22 @@ func (m *meter) feed(b []byte) bool {
 		b = b[i+1:]
 		grew = m.endLine() || grew
 	}
-	return grew
 }
 
-// finish reads what is left: a whole body, or a last event without its
-// blank line. It reports whether the counts grew.
+// finish reads what is left of a stream: a last line and event without
+// their ends. It reports whether the counts grew.
 func (m *meter) finish() bool {
 	if !m.stream {
-		if m.over {
-			return false
-		}
-		return m.object(m.buf.Bytes())
+		return false
 	}
 	grew := m.endLine()
-	if m.data.Len() > 0 {
-		grew = m.object(m.data.Bytes()) || grew
-		m.data.Reset()
-	}
+	return m.endEvent() || grew
+}
+
+// endEvent reads the event whose data lines were gathered.
+func (m *meter) endEvent() bool {
+	grew := m.object(m.data.Bytes())
+	m.data.Reset()
 	return grew
 }
 
@@ -166,19 +166,14 @@ func (m *meter) endLine() bool {
 		m.data.Reset()
 		return false
 	case len(line) == 0:
-		if m.data.Len() == 0 {
-			return false
-		}
-		grew := m.object(m.data.Bytes())
-		m.data.Reset()
-		return grew
+		return m.endEvent()
 	case bytes.HasPrefix(line, []byte("data:")):
+		// An event's data lines join with newlines; what would go past
+		// maxLine is left out.
 		d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
-		if m.data.Len() > 0 {
-			m.data.WriteByte('\n')
-		}
-		if m.data.Len()+len(d) <= maxLine {
+		if m.data.Len()+len(d)+1 <= maxLine {
 			m.data.Write(d)
+			m.data.WriteByte('\n')
 		}
 	}
 	return false
