@@ -33,6 +33,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	}
 	res, err := r.execute(ctx)
 	r.noticeEnd(ctx, res, err)
+	r.endGitHub(ctx, err)
 	return res, err
 }
 
@@ -127,6 +128,8 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// gh keeps the run's GitHub thread current (github.go).
+	gh gitHubReporter
 }
 
 // question is a pending question and, once answered, its answer.
@@ -162,6 +165,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 			Graph:   *in.Graph,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
+			GitHub:  in.GitHub,
 		}
 	}
 	r.cp.Status = runstore.StatusRunning
@@ -214,13 +218,22 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer,
 		func(ctx workflow.Context, a Answer) (string, error) {
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				return "accepted", err
+			}
 			if err := r.applyAnswer(a); err != nil {
 				return "", err
 			}
 			return "accepted", nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
+			if ok, err := r.reviewNodeAnswer(a, false); ok {
+				return err
+			}
 			q, err := r.findQuestion(a)
+			if err == nil {
+				err = r.validReviewAnswer(q, a)
+			}
 			if err == nil && strings.TrimSpace(a.Text) == "" && !q.AllowEmpty {
 				// Only the update refuses it: a validator's refusal leaves
 				// no trace in history, where a signal's answer is recorded.
@@ -237,6 +250,12 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 		for {
 			var a Answer
 			ch.Receive(ctx, &a)
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				if err != nil {
+					workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
+				}
+				continue
+			}
 			if err := r.applyAnswer(a); err != nil {
 				workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
 			}
