@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
 // confinement makes the worker's own environment unreadable to its
@@ -70,5 +71,5 @@ func confineHelper() ([]string, error) {
 	if st, err := os.Stat(small); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 		return []string{small}, nil
 	}
-	return []string{self, sandbox.Subcommand}, nil
+	return []string{self, confine.Subcommand}, nil
 }

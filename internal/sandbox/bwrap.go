@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,19 +26,6 @@ const (
 	ModelSocket = "/run/tether/model.sock"
 	hostname    = "tether"
 )
-
-// SystemPaths are what every confined process may read and execute: the
-// system's programs and libraries. /etc is added without etcDenied; /proc
-// and /dev are the sandbox's own (LevelFull) or the machine's (Landlock).
-var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
-
-// sysPaths are parts of /sys a confined process may read: the CPU
-// topology, which runtimes read to size their thread pools.
-var sysPaths = []string{"/sys/devices/system/cpu"}
-
-// etcDenied are the entries of /etc no confined process may read: password
-// hashes, sudo rules, SSH host keys, TLS private keys.
-var etcDenied = []string{"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssh", "security", "ssl/private"}
 
 // launchFiles are the files bwrap binds into one sandbox that the worker
 // makes for it: its user and group entries, its hosts file and the egress
@@ -69,7 +57,7 @@ func (s *Sandbox) bwrapArgv(p Policy, m mountPlan, f *launchFiles, inner []strin
 	if f != nil {
 		a = append(a, "--info-fd", "3")
 	}
-	for _, d := range SystemPaths {
+	for _, d := range confine.SystemPaths {
 		st, err := os.Lstat(d)
 		switch {
 		case err != nil:
@@ -84,7 +72,7 @@ func (s *Sandbox) bwrapArgv(p Policy, m mountPlan, f *launchFiles, inner []strin
 		}
 	}
 	a = append(a, "--ro-bind", "/etc", "/etc")
-	for _, e := range etcDenied {
+	for _, e := range confine.EtcDenied {
 		p := filepath.Join("/etc", e)
 		st, err := os.Lstat(p)
 		switch {
@@ -99,7 +87,7 @@ func (s *Sandbox) bwrapArgv(p Policy, m mountPlan, f *launchFiles, inner []strin
 		a = append(a, "--ro-bind", f.passwd, "/etc/passwd", "--ro-bind", f.group, "/etc/group", "--ro-bind", f.hosts, "/etc/hosts")
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	for _, d := range sysPaths {
+	for _, d := range confine.SysPaths {
 		a = append(a, "--ro-bind-try", d, d)
 	}
 	// /tmp is the visit's own, in memory and bounded: a program that
@@ -325,7 +313,7 @@ func within(p, dir string) bool {
 // underSystem reports whether p lies in a system path, already bound
 // read-only.
 func underSystem(p string) bool {
-	for _, d := range SystemPaths {
+	for _, d := range confine.SystemPaths {
 		if within(p, d) {
 			return true
 		}

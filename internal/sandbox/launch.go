@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
 // Launch is one confined process as the worker starts it: the argv and
@@ -65,15 +65,8 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 				}
 			}
 		}
-		argv := slices.Clone(s.Helper)
-		for _, d := range rw {
-			argv = append(argv, "--rw", d)
-		}
-		for _, d := range ro {
-			argv = append(argv, "--ro", d)
-		}
-		argv = append(append(argv, "--", path), args...)
-		return &Launch{Argv: argv, Env: env, visit: v}, nil
+		a := confine.Args{RW: rw, RO: ro, Command: append([]string{path}, args...)}
+		return &Launch{Argv: append(slices.Clone(s.Helper), a.Argv()...), Env: env, visit: v}, nil
 	}
 	m, err := s.mounts(ro, rw)
 	if err != nil {
@@ -91,7 +84,6 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	}
 	lim := p.Limits.with(s.Defaults)
 	p.Limits = lim
-	var inner []string
 	env = withoutProxyVars(env)
 	if p.Tmp != "" {
 		// The program's temporary files go to the sandbox's own /tmp,
@@ -99,6 +91,8 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 		// worker's disk.
 		env = setEnv(env, "TMPDIR", "/tmp")
 	}
+	// The helper's descriptor 4 is the ready pipe (Prepare).
+	inner := confine.Args{Inside: true, ReadyFD: 4, Command: append([]string{path}, args...)}
 	proxied := len(p.Allow) > 0 || p.Proxy
 	plan := planNetwork(p.Allow, p.Model.Listen, proxied)
 	if proxied {
@@ -107,7 +101,7 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 			return nil, err
 		}
 	}
-	inner = append(inner, plan.flags()...)
+	plan.apply(&inner)
 	env = append(env, plan.env()...)
 	files, err := writeLaunchFiles(l.dir, p.Home, plan.hosts)
 	if err != nil {
@@ -122,33 +116,29 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 			return nil, err
 		}
 	} else {
-		inner = append(inner, "--mem", strconv.FormatInt(lim.MemoryBytes, 10), "--nproc", strconv.Itoa(lim.Pids))
+		inner.Mem, inner.Tasks = lim.MemoryBytes, lim.Pids
 	}
 	// What the visit writes to the worker's disk is watched: its
 	// read-write paths, but the caches its environment names and the
 	// worker's extra paths, which other visits share.
-	inner = append(inner, "--disk", strconv.FormatInt(lim.DiskBytes, 10))
+	inner.Disk = lim.DiskBytes
 	shared := realPaths(append(EnvPaths(env, CacheVars), s.RW...))
 	for _, b := range m.binds {
 		if b.rw && !underAnyReal(b.path, shared) {
-			inner = append(inner, "--watch", b.path)
+			inner.Watch = append(inner.Watch, b.path)
 		}
 	}
 	// Landlock inside: what is bound, at its real path (every alias
 	// leads there), and /tmp.
 	for _, b := range m.binds {
 		if b.rw {
-			inner = append(inner, "--rw", b.path)
+			inner.RW = append(inner.RW, b.path)
+		} else {
+			inner.RO = append(inner.RO, b.path)
 		}
 	}
-	inner = append(inner, "--rw", "/tmp")
-	for _, b := range m.binds {
-		if !b.rw {
-			inner = append(inner, "--ro", b.path)
-		}
-	}
-	inner = append(append(append([]string{innerFlag, "--ready-fd", "4"}, inner...), "--", path), args...)
-	if l.Argv, err = s.bwrapArgv(p, m, files, inner); err != nil {
+	inner.RW = append(inner.RW, "/tmp")
+	if l.Argv, err = s.bwrapArgv(p, m, files, inner.Argv()); err != nil {
 		return nil, err
 	}
 	if l.info, l.infoW, err = os.Pipe(); err != nil {

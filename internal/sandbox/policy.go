@@ -9,7 +9,7 @@ import (
 )
 
 // Policy is what one confined process may reach besides the system paths
-// (SystemPaths): RW paths it may read, write and execute, RO paths it may
+// (confine.SystemPaths): RW paths it may read, write and execute, RO paths it may
 // read and execute, and the network endpoints of Network.
 type Policy struct {
 	RW, RO []string

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,7 +97,7 @@ func (s *Sandbox) programFile(p Policy, path string) (binds []string, err error)
 		return nil, fmt.Errorf("%s is not an executable file: %w", path, fs.ErrNotExist)
 	}
 	switch {
-	case underAny(real, slices.Concat(SystemPaths, s.RO, s.RW, []string{p.Dir}, p.RO)):
+	case underAny(real, slices.Concat(confine.SystemPaths, s.RO, s.RW, []string{p.Dir}, p.RO)):
 		return nil, nil
 	case underAny(real, s.cli):
 		return s.cli, nil
@@ -106,7 +107,7 @@ func (s *Sandbox) programFile(p Policy, path string) (binds []string, err error)
 		where = fmt.Sprintf("%s (which leads to %s)", path, real)
 	}
 	return nil, fmt.Errorf("%w: %s lies outside the system directories (%s), the agent CLIs' installation (TETHER_CLI_BIN), the worker's TETHER_SANDBOX_RO and TETHER_SANDBOX_RW and the process's own directory; install it under a system directory, or add its directory to TETHER_SANDBOX_RO on the worker",
-		ErrProgram, where, strings.Join(SystemPaths, " "))
+		ErrProgram, where, strings.Join(confine.SystemPaths, " "))
 }
 
 // underAny reports whether the real path p lies in one of dirs, each

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -105,7 +106,7 @@ echo own > `+state+`/own && echo own-written`)
 
 	self, err := os.Executable()
 	require.NoError(t, err)
-	sb, err := New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, Subcommand}, Protected: []string{work}})
+	sb, err := New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, confine.Subcommand}, Protected: []string{work}})
 	if err != nil {
 		testenv.Unavailable(t, "the full sandbox: %v", err)
 	}
@@ -119,6 +120,6 @@ echo own > `+state+`/own && echo own-written`)
 	l, err := sb.Launch(Policy{RW: []string{filepath.Join(work, "run-a")}}, "/bin/true", nil, nil, &Visit{})
 	require.NoError(t, err, "a run's directory inside the work directory is fine")
 	l.Finish()
-	_, err = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, Subcommand}, Protected: []string{work}, RO: []string{base}})
+	_, err = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, confine.Subcommand}, Protected: []string{work}, RO: []string{base}})
 	assert.ErrorIs(t, err, ErrPath, "TETHER_SANDBOX_RO holding the work directory stops the worker at start")
 }

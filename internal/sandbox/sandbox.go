@@ -1,26 +1,32 @@
-// Package sandbox confines the processes a worker starts for a visit (agent
-// CLIs and tool nodes) to one rule: a confined process reads and writes its
-// run's working directory, its state root and its scratch space, reads the
-// system paths it needs, reaches the network endpoints its node allows, and
-// nothing else; and nothing of it outlives the visit.
+// Package sandbox is the worker's side of confining the processes it
+// starts for a visit (agent CLIs and tool nodes) to one rule: a confined
+// process reads and writes its run's working directory, its state root
+// and its scratch space, reads the system paths it needs, reaches the
+// network endpoints its node allows, and nothing else; and nothing of it
+// outlives the visit.
 //
+// It decides what a visit is given, from paths it resolved, never from a
+// path's text (Program, Launch): the program, found as the sandbox sees
+// it and never by its directory, and the paths of the visit's Policy.
 // Where the machine allows user namespaces, every confined process runs
 // under bubblewrap (bwrap) in new user, mount, PID, IPC, UTS and cgroup
 // namespaces, as a non-zero uid without capabilities, in a new session
 // without a terminal, on a minimal root built from binds with a fresh
-// /proc and /dev; the confine helper (Subcommand, also built alone as
-// tether-confine) then runs inside as its first process: it joins a fresh
-// session keyring, makes a network namespace whose only way out is a relay
-// to the worker's egress proxy (internal/egress), drops its capabilities,
-// applies Landlock and a seccomp filter, and starts the program. Where namespaces are not available the helper alone
-// applies Landlock and the seccomp filter (LevelLandlock), and the worker
-// refuses the nodes whose promises it cannot keep (see Admit).
+// /proc, /dev and /tmp; the confine helper (internal/sandbox/confine, a
+// process of its own, built alone as tether-confine) runs inside as its
+// first process with the confine.Args the worker gives it, confines
+// itself and starts the program, while the worker serves the visit's
+// egress proxy (internal/egress) and its cgroup. Where namespaces are not
+// available the helper alone applies Landlock and the seccomp filter
+// (LevelLandlock), and the worker refuses the nodes whose promises it
+// cannot keep (see Admit).
 package sandbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -95,7 +101,7 @@ type Config struct {
 	// Mode is one of the modes above.
 	Mode string
 	// Helper is the argv that starts the confine helper: tether-confine,
-	// or the worker's own executable and Subcommand.
+	// or the worker's own executable and confine.Subcommand.
 	Helper []string
 	// Bwrap is bubblewrap's path; empty looks it up in PATH.
 	Bwrap string
@@ -235,7 +241,7 @@ func (s *Sandbox) probeFull(ctx context.Context, cfg Config) error {
 		bw = p
 	}
 	s.bwrap = bw
-	argv, err := s.bwrapArgv(Policy{}, mountPlan{}, nil, []string{innerFlag, probeFlag, "--", "/"})
+	argv, err := s.bwrapArgv(Policy{}, mountPlan{}, nil, confine.Args{Inside: true, Probe: true, Command: []string{"/"}}.Argv())
 	if err != nil {
 		return err
 	}
@@ -243,7 +249,7 @@ func (s *Sandbox) probeFull(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("bubblewrap cannot make the namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	if !strings.Contains(string(out), probeOK) {
+	if !strings.Contains(string(out), confine.ProbeOK) {
 		return fmt.Errorf("the helper did not confine itself inside bubblewrap: %s", strings.TrimSpace(string(out)))
 	}
 	return nil

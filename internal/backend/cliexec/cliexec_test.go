@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 )
 
@@ -174,7 +175,7 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	_, err := Run(context.Background(), Spec{
 		Backend: "t", Bin: "/bin/true", Dir: dir,
 		Env:         []string{"HOME=/root", "TMPDIR=/tmp", "GOCACHE=" + cache},
-		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, sandbox.Subcommand}, RO: []string{"/extra"}, Level: sandbox.LevelLandlock},
+		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, confine.Subcommand}, RO: []string{"/extra"}, Level: sandbox.LevelLandlock},
 		Confinement: Confinement{Home: home, TempDir: tmp, Writable: []string{"/state"}, Readable: []string{"/cli"}},
 		OnLine:      func(b []byte) { lines = append(lines, string(b)) },
 	})

@@ -43,9 +43,8 @@ func Helper(t testing.TB) string {
 	root := testenv.Root()
 	h := sha256.New()
 	io.WriteString(h, runtime.Version())
-	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "sandbox", "*.go"))
-	more, _ := filepath.Glob(filepath.Join(root, "internal", "egress", "*.go"))
-	srcs = append(append(srcs, more...), filepath.Join(root, "internal", "sandbox", "cmd", "tether-confine", "main.go"),
+	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "sandbox", "confine", "*.go"))
+	srcs = append(srcs, filepath.Join(root, "internal", "sandbox", "cmd", "tether-confine", "main.go"),
 		filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
 	for _, f := range srcs {
 		b, err := os.ReadFile(f)

@@ -1,4 +1,4 @@
-package sandbox
+package confine
 
 import (
 	"fmt"
@@ -62,7 +62,7 @@ func nativeArch() (uint32, error) {
 	case "arm64":
 		return unix.AUDIT_ARCH_AARCH64, nil
 	}
-	return 0, fmt.Errorf("sandbox: no seccomp filter for %s", runtime.GOARCH)
+	return 0, fmt.Errorf("confine: no seccomp filter for %s", runtime.GOARCH)
 }
 
 // bpfProg assembles a classic BPF program with named jump targets.
@@ -107,7 +107,7 @@ func (p *bpfProg) assemble() ([]unix.SockFilter, error) {
 			to, ok := p.labels[t.name]
 			off := to - f.at - 1
 			if !ok || off < 0 || off > 255 {
-				return nil, fmt.Errorf("sandbox: seccomp jump to %q out of range", t.name)
+				return nil, fmt.Errorf("confine: seccomp jump to %q out of range", t.name)
 			}
 			*t.dst = uint8(off)
 		}
@@ -180,13 +180,13 @@ func installSeccomp() error {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+		return fmt.Errorf("confine: no_new_privs: %w", err)
 	}
 	prog := unix.SockFprog{Len: uint16(len(ins)), Filter: &ins[0]}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
 	runtime.KeepAlive(ins)
 	if errno != 0 {
-		return fmt.Errorf("sandbox: install the seccomp filter: %w", errno)
+		return fmt.Errorf("confine: install the seccomp filter: %w", errno)
 	}
 	return nil
 }
