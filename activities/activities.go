@@ -41,6 +41,10 @@ type Activities struct {
 	StateDir string
 	// WorkDir holds the runs' working directories.
 	WorkDir string
+	// WorkdirRoots are the directories below which an agent's absolute
+	// workdir may lie (TETHER_WORKDIR_ROOTS); none refuses every absolute
+	// workdir.
+	WorkdirRoots []string
 	// PassEnv names worker environment variables every tool node gets
 	// besides the minimal base (cliexec.BaseEnv) and its node's env: the
 	// worker's TETHER_PASS_ENV, as the agent CLIs get it.
@@ -70,6 +74,9 @@ type Activities struct {
 	// Health is whether this worker's store works (health.go); nil is
 	// always healthy.
 	Health *Health
+	// GitHub reaches GitHub for runs started from it (github.go); nil:
+	// this worker has no GitHub.
+	GitHub *GitHub
 
 	live liveSessions
 	// inflight counts this worker's running visits per run: ForgetRun

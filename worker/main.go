@@ -28,7 +28,8 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
-	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/github/forge"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/internal/version"
@@ -41,8 +42,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == askuser.Subcommand {
 		os.Exit(askuser.Main(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
+		os.Exit(confine.Main(os.Args[2:]))
 	}
 	if code, done := flags(os.Args[1:], os.Stdout, os.Stderr); done {
 		os.Exit(code)
@@ -159,6 +160,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	gh, err := forge.New(forge.Config{API: cfg.GitHub.API, Git: cfg.GitHub.Git, Token: string(cfg.GitHub.Token),
+		AppID: cfg.GitHub.AppID, AppKey: cfg.GitHub.AppKey, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if gh != nil {
+		logger.Info("github on", "github", gh)
+	}
 	h, err := workerhost.Start(c, workerhost.Options{
 		ID:                  cfg.WorkerID,
 		MaxConcurrentVisits: cfg.MaxConcurrentVisits,
@@ -167,6 +176,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		WorkdirRoots:        cfg.WorkdirRoots,
 		PassEnv:             cfg.Agents.PassEnv,
 		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
@@ -177,6 +187,8 @@ func run() error {
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
 		Notify:              cfg.Notify,
+		GitHub:              gh,
+		ConsoleURL:          cfg.ConsoleURL,
 		OnHealth:            tel.SetHealth,
 	})
 	if err != nil {

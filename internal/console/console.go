@@ -160,6 +160,9 @@ type Options struct {
 	// LinkKey checks one-click answer links (TETHER_LINK_KEY, the workers'
 	// key; answerlink.go); nil refuses every link.
 	LinkKey []byte
+	// GitHubHook serves GitHub's webhooks at POST /hooks/github
+	// (internal/github/webhook); nil serves none.
+	GitHubHook http.Handler
 }
 
 // Server is a running console's handler, its dependencies, and what it
@@ -316,5 +319,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /answer/{run}/{question}", s.handle(s.answerLinkPage))
 	m.HandleFunc("POST /answer/{run}/{question}", s.handle(s.answerByLink))
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	if s.opts.GitHubHook != nil {
+		m.Handle("POST "+hooksPrefix+"github", s.opts.GitHubHook)
+	}
 	s.mux = m
 }

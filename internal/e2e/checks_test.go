@@ -76,7 +76,7 @@ edges:
 `)
 	code, out = tetherCode(t, "run", scripted, "--id", "ap-0")
 	assert.Equal(t, cli.ExitUsage, code, out)
-	assert.Contains(t, out, `G064 error: the when of edge judge -> done fails on reply 1 of judge's script ({"approved": "yes"}): when "output.approved" gave yes (string), not a boolean`)
+	assert.Contains(t, out, `G069 error: the when of edge judge -> done fails on reply 1 of judge's script ({"approved": "yes"}): when "output.approved" gave yes (string), not a boolean`)
 	assert.Equal(t, 0, h.executions("ap-0"), "nothing started")
 
 	// A when that is not a boolean at run time (a reply validation cannot

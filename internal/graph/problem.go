@@ -100,9 +100,16 @@ const (
 	CodeBadNotifyEvent = "G060" // a notify route names an event that does not exist
 	CodeBadNotifyTo    = "G061" // a notify route's to names something that cannot be an endpoint
 	CodeBadOptions     = "G062" // a human node's options: empty, repeated, too many or too long
+	// Pull requests (docs/graph.md, "Publish and review").
+	CodeBadPublish      = "G063" // a publish without pull_request, or a pull request without a title
+	CodeReviewNoPublish = "G064" // a review node in a graph without publish.pull_request
+	CodeReviewInBranch  = "G065" // a review node inside a fan-out branch
+	// Paths (docs/security.md, "Paths").
+	CodeProgramClimbs = "G066" // a tool's program (run[0]) named through ".."
+	CodeBadWorkdir    = "G067" // a workdir through "..", or a relative one that leaves the workspace
 
-	CodeUncheckedWhen = "G063" // a when that is a value an agent writes, not a comparison
-	CodeScriptedWhen  = "G064" // a when that fails on what a scripted agent's script says
+	CodeUncheckedWhen = "G068" // a when that is a value an agent writes, not a comparison
+	CodeScriptedWhen  = "G069" // a when that fails on what a scripted agent's script says
 )
 
 // CodeInfo describes one problem code.
@@ -172,6 +179,11 @@ var codeTable = []CodeInfo{
 	{CodeBadNotifyEvent, SeverityError, "a notify route names an unknown event"},
 	{CodeBadNotifyTo, SeverityError, "a notify route's to is not an endpoint name"},
 	{CodeBadOptions, SeverityError, "a human node's options are empty, repeated, too many or too long"},
+	{CodeBadPublish, SeverityError, "a publish without pull_request, or a pull request without a title"},
+	{CodeReviewNoPublish, SeverityError, "a review node in a graph that publishes no pull request"},
+	{CodeReviewInBranch, SeverityError, "a review node inside a fan-out branch"},
+	{CodeProgramClimbs, SeverityError, "a tool's program (the first run argument) is named through \"..\""},
+	{CodeBadWorkdir, SeverityError, "a workdir holds \"..\""},
 	{CodeUncheckedWhen, SeverityWarning, "a when that is a value an agent writes, not a comparison: the run fails if it is not a boolean"},
 	{CodeScriptedWhen, SeverityError, "a when that fails on what a scripted agent's script says it writes"},
 }

@@ -421,7 +421,9 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		CodeBadNetwork, CodeBadAllow, CodeBadLimits,
 		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType,
 
-		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions, CodeUncheckedWhen, CodeScriptedWhen} {
+		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions,
+		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch,
+		CodeProgramClimbs, CodeBadWorkdir, CodeUncheckedWhen, CodeScriptedWhen} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {
