@@ -102,6 +102,11 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		out["text_truncated"] = true
 	}
 	for k, v := range res.Structured {
+		if strings.HasPrefix(k, "_") {
+			// Tether's own keys (its stamps and notes) are Tether's to
+			// write: a reply cannot forge a retry or session note.
+			continue
+		}
 		out[k] = v
 	}
 	out[agent.SessionIDKey] = res.SessionID

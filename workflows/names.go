@@ -156,4 +156,15 @@ const (
 	// cancel reached it inside a visit (cancel-status.json).
 	changeCancelStatus  = "cancel-status"
 	versionCancelStatus = 1
+
+	// changeRefFreeNotes: the notes the workflow writes hide every blob
+	// key in the text they quote (internal/blobref), as the visit's own
+	// notes do: the "not resumed" note of an inbound _session_id, the
+	// cause a visit started again is told (a store fault names the key
+	// it failed on), the retry notes of the run's details; and a
+	// DeleteBlobs step names the nodes whose blobs it deletes, not the
+	// keys (ref-free-notes.json). Runs recorded before quoted the text
+	// as it was, and named the first key.
+	changeRefFreeNotes  = "ref-free-notes"
+	versionRefFreeNotes = 1
 )
