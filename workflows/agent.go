@@ -269,8 +269,13 @@ func (r *runImpl) visitOptions(ctx workflow.Context, node *graph.Node, visitNo i
 			NonRetryableErrorTypes: []string{startToCloseTimeout},
 		}
 	}
+	summary := visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc)
+	if node.Kind == graph.KindTool && r.refFree(ctx) {
+		// A tool's summary quotes its command, text of the graph's.
+		summary = blobref.Hide(summary)
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:   visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc),
+		Summary:   summary,
 		TaskQueue: TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,
