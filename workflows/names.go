@@ -167,4 +167,13 @@ const (
 	// as it was, and named the first key.
 	changeRefFreeNotes  = "ref-free-notes"
 	versionRefFreeNotes = 1
+
+	// changeRewoundQuestions: a run rewound to a checkpoint taken while it
+	// waited for a question asks it again: a new notice, whose answer
+	// links name this asking, instead of the notice (and links) sent
+	// before the rewind, which may have answered it once already
+	// (rewound-questions.json). Runs recorded before kept the earlier
+	// notice (rewound-questions-before.json).
+	changeRewoundQuestions  = "rewound-questions"
+	versionRewoundQuestions = 1
 )
