@@ -64,9 +64,9 @@ type app struct {
 	raw         io.Writer
 	rawTerminal bool
 	client      client.Client
-	blobs  blob.Store
-	runs   *runstore.Store
-	tel    *telemetry.Telemetry
+	blobs       blob.Store
+	runs        *runstore.Store
+	tel         *telemetry.Telemetry
 }
 
 func (a *app) temporal() (client.Client, error) {

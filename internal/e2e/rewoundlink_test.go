@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"

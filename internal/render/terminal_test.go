@@ -16,7 +16,7 @@ var terminalCases = map[string]string{
 	"\x1b]52;c;cm0gLXJmIH4=\x07": `\x1b]52;c;cm0gLXJmIH4=\x07`,
 	// OSC 8: a link whose text hides its target; OSC 0: the window title.
 	"\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\": `\x1b]8;;https://evil.example/\x1b\click\x1b]8;;\x1b\`,
-	"\x1b]0;sudo password:\x07":                                `\x1b]0;sudo password:\x07`,
+	"\x1b]0;sudo password:\x07":                              `\x1b]0;sudo password:\x07`,
 	// CSI: up a line, clear it, print a fake status.
 	"ok\x1b[1A\x1b[2K✓ check  visit 1  ok": `ok\x1b[1A\x1b[2K✓ check  visit 1  ok`,
 	// 8-bit C1 CSI, as a character and as a bare byte.
@@ -34,10 +34,10 @@ var terminalCases = map[string]string{
 	// Invalid UTF-8.
 	"bad \xff\xfe utf8 \xe2\x82": `bad \xff\xfe utf8 \xe2\x82`,
 	// Left as it is.
-	"plain\ttext\nwith newlines\n":        "plain\ttext\nwith newlines\n",
+	"plain\ttext\nwith newlines\n": "plain\ttext\nwith newlines\n",
 	"naïve café · 日本語 → ✓ ✗ … ⏎ 🙂": "naïve café · 日本語 → ✓ ✗ … ⏎ 🙂",
-	`a literal \x1b stays`:               `a literal \x1b stays`,
-	"":                                   "",
+	`a literal \x1b stays`:         `a literal \x1b stays`,
+	"":                             "",
 }
 
 func TestTerminal(t *testing.T) {
