@@ -141,6 +141,8 @@ func TestRetryNotesNameNoRef(t *testing.T) {
 				text, _ := res.Output["text"].(string) // the scripted agent says its prompt back
 				assert.Contains(t, text, "an earlier attempt of this very turn was interrupted")
 				assert.Contains(t, text, "a session blob of the run", "the note still says what failed")
+				assert.Contains(t, text, "2 tool calls (`Bash cat a session blob of the run`, `Read a checkpoint of the run`)", "and what it did")
+				assert.Contains(t, text, "It was changing `a session blob of the run`.")
 				assertNoRef(t, text, plantedRef)
 			} else {
 				env, _ := res.Output["stdout"].(string)

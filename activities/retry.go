@@ -96,7 +96,7 @@ func withProgress(err error, details []any) error {
 	if appErr.NonRetryable() {
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), cause, details[0])
 	}
-	return temporal.NewApplicationError(appErr.Message(), appErr.Type(), cause, details[0])
+	return temporal.NewApplicationErrorWithCause(appErr.Message(), appErr.Type(), cause, details[0])
 }
 
 // retryEnv is the variable a tool's command gets when earlier attempts of

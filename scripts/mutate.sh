@@ -27,7 +27,7 @@ targets=(
 	"treepolicy|./internal/treepolicy|internal/treepolicy/(credentials|kinds|limits|secrets)\.go$"
 	"blob|./internal/blob|internal/blob/(blob|encrypt|key|retry|reader)\.go$"
 	"runstore|./internal/runstore|internal/runstore/(auth|sign|keys)\.go$"
-	"visit|./activities|activities/(visit|restore|visitworkspace|digest|retry|agentrun)\.go$"
+	"visit|./activities|activities/(visit|restore|visitworkspace|digest|retry)\.go$"
 	"workflows|./workflows|workflows/(run|agent|persistence|branches|legacy_fanout|human|budget|retrynote)\.go$"
 	"blobref|./internal/blobref|"
 )
