@@ -19,8 +19,10 @@ import (
 // as `tether answer`. The link is the credential, so these pages need no
 // session (security.open), but their POST carries a CSRF token like every
 // form. A link that is forged, changed, expired, for another run or
-// question, or whose question is no longer waiting is refused with a page
-// that says which, and what to do instead.
+// question, sent for an earlier asking of its question (the run asked it
+// again after a rewind or a resume), made before links named an asking,
+// or whose question is no longer waiting is refused with a page that says
+// which, and what to do instead.
 
 // answerLinkView is what the answer page shows.
 type answerLinkView struct {
