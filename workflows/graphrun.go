@@ -33,6 +33,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	}
 	res, err := r.execute(ctx)
 	r.noticeEnd(ctx, res, err)
+	r.endGitHub(ctx, err)
 	return res, err
 }
 
@@ -132,6 +133,8 @@ type runImpl struct {
 	// wrote: the questions its pause waits for are asked again
 	// (changeRewoundQuestions).
 	rewound bool
+	// gh keeps the run's GitHub thread current (github.go).
+	gh gitHubReporter
 }
 
 // question is a pending question and, once answered, its answer.
@@ -172,6 +175,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 			Graph:   *in.Graph,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
+			GitHub:  in.GitHub,
 		}
 	}
 	r.cp.Status = runstore.StatusRunning
@@ -193,6 +197,10 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	// again under the same visit number, so its questions keep their ids.
 	if p := r.cp.Pause; p != nil && p.Visit > 0 {
 		r.cp.Visits[p.NodeID] = p.Visit - 1
+	}
+	// So does one a spent budget stopped mid-turn: the visit goes on.
+	if s := r.cp.Stopped; s != nil && s.Visit > 0 {
+		r.cp.Visits[s.Node] = s.Visit - 1
 	}
 	return r, nil
 }
@@ -220,13 +228,22 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer,
 		func(ctx workflow.Context, a Answer) (string, error) {
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				return "accepted", err
+			}
 			if err := r.applyAnswer(a); err != nil {
 				return "", err
 			}
 			return "accepted", nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
+			if ok, err := r.reviewNodeAnswer(a, false); ok {
+				return err
+			}
 			q, err := r.findQuestion(a)
+			if err == nil {
+				err = r.validReviewAnswer(q, a)
+			}
 			if err == nil && strings.TrimSpace(a.Text) == "" && !q.AllowEmpty {
 				// Only the update refuses it: a validator's refusal leaves
 				// no trace in history, where a signal's answer is recorded.
@@ -243,6 +260,12 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 		for {
 			var a Answer
 			ch.Receive(ctx, &a)
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				if err != nil {
+					workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
+				}
+				continue
+			}
 			if err := r.applyAnswer(a); err != nil {
 				workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
 			}

@@ -157,6 +157,16 @@ const (
 	changeCancelStatus  = "cancel-status"
 	versionCancelStatus = 1
 
+	// changeBudgetMidVisit: an agent visit of the run's trunk that counts
+	// against a budget gives the Visit activity its budgets, whose model
+	// relay refuses the next model call once one is spent; the visit then
+	// ends there, its slot and usage are committed, and the run stops
+	// resumably with its cursor on the node, which a resume continues
+	// (budget-mid-visit.json). Runs recorded before checked budgets only
+	// after each visit (budget-stop.json).
+	changeBudgetMidVisit  = "budget-mid-visit"
+	versionBudgetMidVisit = 1
+
 	// changeRefFreeNotes: the notes the workflow writes hide every blob
 	// key in the text they quote (internal/blobref), as the visit's own
 	// notes do: the "not resumed" note of an inbound _session_id, the
