@@ -34,7 +34,7 @@ func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"temporal client:", msg}, kv...)...)
+	fmt.Fprint(os.Stderr, render.Terminal(fmt.Sprintln(append([]any{"temporal client:", msg}, kv...)...)))
 }
 
 var _ log.Logger = quietLogger{}
@@ -114,7 +114,9 @@ was followed.`,
 					fmt.Fprintln(a.out, q.ID)
 				}
 			case asJSON:
-				enc := json.NewEncoder(a.out)
+				// Exact, for programs: a person's terminal gets the
+				// escaped text of the commands without --json.
+				enc := json.NewEncoder(a.raw)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(jsonState(st)); err != nil {
 					return err

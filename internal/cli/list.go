@@ -57,7 +57,8 @@ start of one), and --waiting for the runs waiting for a person.`,
 				if rows == nil {
 					rows = []runlist.Row{}
 				}
-				enc := json.NewEncoder(a.out)
+				// Exact, for programs (a.out escapes for a terminal).
+				enc := json.NewEncoder(a.raw)
 				enc.SetIndent("", "  ")
 				return enc.Encode(rows)
 			}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -179,7 +180,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 		return s.compare(ctx, w, v, heads, r.URL.Query())
 	})
 	if err != nil {
-		v.Err = hideKeys(err.Error())
+		v.Err = blobref.Hide(err.Error())
 	}
 	return s.render(w, r, http.StatusOK, "attempts", page{Title: fmt.Sprintf("Attempts at %s visit %d", join, visit), Nav: "runs", Data: v})
 }

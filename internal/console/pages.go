@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -249,7 +250,7 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, err error) {
 	if pe.status >= 500 {
 		s.log.Warn("console: page failed", "path", r.URL.Path, "status", pe.status, "error", err)
 	}
-	v.Title, v.Error = pe.title, hideKeys(pe.err.Error())
+	v.Title, v.Error = pe.title, blobref.Hide(pe.err.Error())
 	if rerr := s.render(w, r, pe.status, "error", page{Title: pe.title, Data: v}); rerr != nil {
 		s.log.Error("console: draw the error page", "error", rerr)
 		http.Error(w, "the page could not be drawn; the console's log has the reason", http.StatusInternalServerError)

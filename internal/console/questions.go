@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runlist"
 	"github.com/tether-run/tether/internal/runstore"
@@ -154,7 +155,7 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) error {
 			defer cancel()
 			rs, err := s.opts.Actions.State(qctx, pr.Run)
 			if err != nil {
-				pr.Err = hideKeys(err.Error())
+				pr.Err = blobref.Hide(err.Error())
 				return
 			}
 			pr.Questions = rs.State.Questions

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
@@ -222,12 +223,12 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values, rep heal
 	}
 	all, err := s.seqs(ctx, run)
 	if err != nil {
-		v.Note = fmt.Sprintf("The run store could not list the run's checkpoints: %v", hideKeys(err.Error()))
+		v.Note = fmt.Sprintf("The run store could not list the run's checkpoints: %v", blobref.Hide(err.Error()))
 	}
 	var cp *runstore.Checkpoint
 	if len(all) > 0 {
 		if cp, err = s.checkpoint(ctx, run, all[len(all)-1]); err != nil {
-			v.Note = fmt.Sprintf("The run's latest checkpoint could not be read: %v", hideKeys(err.Error()))
+			v.Note = fmt.Sprintf("The run's latest checkpoint could not be read: %v", blobref.Hide(err.Error()))
 		}
 	}
 	var tk taken

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -130,7 +131,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	change, commit, err := s.visitChange(ctx, run, node, visit, states)
 	if err != nil {
-		v.ChangeErr = hideKeys(err.Error())
+		v.ChangeErr = blobref.Hide(err.Error())
 	}
 	if change != nil {
 		v.Change, v.Commit = change, commit
@@ -175,7 +176,10 @@ func (v *visitView) output(out map[string]any) {
 		case agent.SessionIDKey:
 			v.SessionID, _ = val.(string)
 		case agent.RetryNoteKey:
-			v.RetryNote, _ = val.(string)
+			// Hidden again: a run recorded before the worker filtered
+			// its notes may hold a key in one.
+			note, _ := val.(string)
+			v.RetryNote = blobref.Hide(note)
 		default:
 			rest[k] = val
 		}
