@@ -10,6 +10,8 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
+
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // ToolOutput is the output of a tool node's visit, with its types: what a
@@ -269,14 +271,12 @@ func (v *validator) inputsReadBy(n *Node) []string {
 	return out
 }
 
-// scriptedBackend is the built-in agent whose outputs its script says.
-const scriptedBackend = "scripted"
-
 // checkAgentWhen checks the when of edge i out of agent node from. An
 // agent's output has no types, so a when that is a value it writes, not a
 // comparison (`output.approved`), fails the run whenever the agent writes
-// something other than a boolean ("yes", "true"): a warning. A scripted
-// agent's outputs are in its script: a when that fails on one of them
+// something other than a boolean ("yes", "true"): a warning. An
+// agent whose backend reads its script (the built-in one) has its outputs
+// in that script: a when that fails on one of them
 // (its JSON: replies without templates) is an error.
 func (v *validator) checkAgentWhen(i int, e Edge, from *Node) {
 	if e.When == "" {
@@ -288,7 +288,7 @@ func (v *validator) checkAgentWhen(i int, e Edge, from *Node) {
 	}
 	path := edgePath(i)
 	label := fmt.Sprintf("edge %s -> %s", e.From, orQ(e.To))
-	if from.Backend == scriptedBackend && v.checkScriptedWhen(p, path, label, e, from) {
+	if catalogue.ReadsScript(from.Backend) && v.checkScriptedWhen(p, path, label, e, from) {
 		return
 	}
 	switch p.prog.Node().(type) {
