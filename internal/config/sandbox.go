@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox/mode"
 )
 
@@ -55,7 +56,7 @@ func (c Config) SandboxServices() []egress.Service {
 	}
 	if u, err := url.Parse(c.BlobURL); err == nil && u.Scheme == "s3" {
 		if ep := u.Query().Get("endpoint"); ep != "" {
-			if p, err := egress.EndpointOf(ep); err == nil {
+			if p, err := hostport.EndpointOf(ep); err == nil {
 				out = append(out, egress.Service{Name: "S3 endpoint", Addr: p.String()})
 			}
 		}
@@ -64,7 +65,7 @@ func (c Config) SandboxServices() []egress.Service {
 		out = append(out, egress.Service{Name: "metrics listener", Addr: c.MetricsAddr})
 	}
 	if c.OTLPEndpoint != "" {
-		if p, err := egress.EndpointOf(c.OTLPEndpoint); err == nil {
+		if p, err := hostport.EndpointOf(c.OTLPEndpoint); err == nil {
 			out = append(out, egress.Service{Name: "OpenTelemetry collector", Addr: p.String()})
 		} else if _, _, err := net.SplitHostPort(c.OTLPEndpoint); err == nil {
 			out = append(out, egress.Service{Name: "OpenTelemetry collector", Addr: c.OTLPEndpoint})

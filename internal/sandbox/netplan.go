@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // hostEntry is one line of the sandbox's /etc/hosts.
@@ -37,7 +37,7 @@ const defaultProxyPort = 3128
 // listens as itself, localhost on both loopback addresses, an exact name
 // on 127.0.0.N (N from 2) which hosts gives it; a pattern with a wildcard,
 // or another address, is reached through the proxy only.
-func planNetwork(allow []egress.Pattern) netPlan {
+func planNetwork(allow []hostport.Pattern) netPlan {
 	var n netPlan
 	names := map[string]string{}
 	seen := map[string]bool{}

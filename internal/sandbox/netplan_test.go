@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // Each exact host:port gets a relay the sandbox reaches it by: a loopback
@@ -13,7 +13,7 @@ import (
 // address of its own that /etc/hosts gives it; wildcards and other
 // addresses go through the proxy only, which never shares a relay's port.
 func TestPlanNetwork(t *testing.T) {
-	n := planNetwork(egress.MustParsePatterns("127.0.0.1:3128", "api.example.com:443", "api.example.com:8443", "localhost:11434",
+	n := planNetwork(hostport.MustParsePatterns("127.0.0.1:3128", "api.example.com:443", "api.example.com:8443", "localhost:11434",
 		"other.example.com:443", "*.example.org:443", "10.0.0.5:80", "[::1]:9000", "127.0.0.1:3128"))
 	assert.Equal(t, []relay{
 		{"127.0.0.1:3128", "127.0.0.1:3128"},

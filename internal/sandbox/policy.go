@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // Policy is what one confined process may reach besides the system paths
@@ -22,7 +22,7 @@ type Policy struct {
 	Dir string
 	// Allow are the host:port patterns the process may reach through
 	// the egress proxy; none cuts it off the network.
-	Allow []egress.Pattern
+	Allow []hostport.Pattern
 	// Limits bound the visit; zero fields take the sandbox's defaults.
 	Limits Limits
 }
@@ -77,7 +77,7 @@ type Visit struct {
 	Node string
 	// Allow are the node's own host:port patterns; Model adds the
 	// endpoints of the agent's model (an agent node's default).
-	Allow []egress.Pattern
+	Allow []hostport.Pattern
 	Model bool
 	// Limits are the node's own; zero fields take the defaults.
 	Limits Limits

@@ -10,7 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/catalogue"
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sandbox"
 )
@@ -124,7 +124,7 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 // the defaults its backend's facts name when the worker sets none.
 func (c CLI) ModelEndpoints() []string {
 	if c.BaseURL != "" {
-		p, err := egress.EndpointOf(c.BaseURL)
+		p, err := hostport.EndpointOf(c.BaseURL)
 		if err != nil {
 			return nil
 		}
