@@ -9,7 +9,6 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sandbox"
@@ -27,6 +26,10 @@ type CLI struct {
 	Backend string
 	// Bin is the program, looked up in BinDir (empty: PATH).
 	Bin string
+	// Facts are the backend's facts, as New was given them: what the CLI
+	// reaches by default (ModelEndpoints) is read here, never looked up
+	// in a registry above the executors.
+	Facts agent.Facts
 }
 
 // Available reports whether the CLI can run on this worker: its program is
@@ -130,8 +133,7 @@ func (c CLI) ModelEndpoints() []string {
 		}
 		return []string{p.String()}
 	}
-	f, _ := catalogue.Lookup(c.Backend)
-	return f.ModelEndpoints
+	return c.Facts.ModelEndpoints
 }
 
 // confinement is what a confined visit may reach: its state root and
