@@ -131,6 +131,36 @@ func Credentials() []string {
 // the same files, and a login of one CLI is refused in any backend's tree.
 var Policy = sync.OnceValue(func() *treepolicy.Policy { return treepolicy.New(Credentials()...) })
 
+// States lists every backend's state file patterns (agent.Facts.State),
+// in catalogue order.
+func States() []string {
+	var out []string
+	for _, b := range backends {
+		out = append(out, b.State...)
+	}
+	return out
+}
+
+// SessionPolicy is the policy of every session archive: Policy's
+// credentials, for sessions (treepolicy.Policy.ForSessions), with every
+// backend's state files. The registry hands it to each backend's packer
+// (packer.WithPolicy), so a state file of one CLI is refused in any
+// backend's archive.
+var SessionPolicy = sync.OnceValue(func() *treepolicy.Policy { return Policy().ForSessions(States()...) })
+
+// StateExamples are paths SessionPolicy must refuse beyond the
+// credentials: one for each backend's state pattern, at the top and
+// deeper in a tree.
+func StateExamples() []string {
+	var out []string
+	for _, b := range backends {
+		for _, s := range b.State {
+			out = append(out, treepolicy.Example(s), "dir-of-"+b.Name+"/"+treepolicy.Example(s))
+		}
+	}
+	return out
+}
+
 // CredentialExamples are paths Policy must refuse: treepolicy's examples
 // of the base rules, and one path for each backend's login pattern, under
 // the backend's name so that each stands for a file its CLI would write.

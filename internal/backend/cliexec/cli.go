@@ -174,7 +174,11 @@ func (c CLI) Environ(req agent.Request, set ...string) []string {
 
 // PackerOptions are the options of the backend's session packers.
 func (c CLI) PackerOptions() []packer.Option {
-	return []packer.Option{packer.WithRedact(c.Redact)}
+	opts := []packer.Option{packer.WithRedact(c.Redact)}
+	if c.Policy != nil {
+		opts = append(opts, packer.WithPolicy(c.Policy))
+	}
+	return opts
 }
 
 // Pick is the node's value when set, else the executor's default.

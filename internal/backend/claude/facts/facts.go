@@ -38,4 +38,9 @@ var Backend = agent.Facts{
 		".claude.json*",      // account state
 	},
 	ModelEndpoints: []string{"api.anthropic.com:443"},
+	State: []string{
+		"settings*.json", // its settings (settings.local.json too)
+		"backups",        // config backups
+		"telemetry",      // telemetry spools
+	},
 }

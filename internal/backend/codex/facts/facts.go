@@ -41,4 +41,11 @@ var Backend = agent.Facts{
 	Permissions:    Sandboxes,
 	Credentials:    []string{".codex/auth.json*"},
 	ModelEndpoints: []string{"api.openai.com:443"},
+	State: []string{
+		"auth.json*",      // its credentials, wherever a layout puts them
+		"config.toml",     // its config (providers, keys)
+		"installation_id", // the machine's identity
+		// its state databases
+		"*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal",
+	},
 }

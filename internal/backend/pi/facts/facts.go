@@ -36,6 +36,11 @@ var Backend = agent.Facts{
 		".pi/agent/models.json*", // provider keys
 	},
 	ModelEndpoints: []string{"api.openai.com:443"},
+	State: []string{
+		"auth.json*",     // its credentials, wherever a layout puts them
+		"models.json*",   // provider keys
+		"settings*.json", // its settings
+	},
 }
 
 func joined(m map[string][]string) map[string]string {
