@@ -758,7 +758,7 @@ func transcriptOf(t *testing.T, s Suite) {
 			slot.Parts = append(slot.Parts, runstore.SessionPart{Ref: ref, Digest: packer.Digest(data), Size: int64(len(data))})
 		}
 	}
-	page, err := conversation.Read(ctx, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	page, err := conversation.Read(ctx, catalogue.Transcript, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
 	require.NoError(t, err)
 	require.Zero(t, page.Next)
 
