@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -87,7 +88,7 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 			s.Require().NoError(againErr.Details(&cp))
 			s.Equal(tc.next, cp.Cursor[0].Node)
 
-			tc.raise(&cp.Graph)
+			editGraph(&cp, tc.raise)
 			done := s.resume(&cp)
 			s.Require().NoError(done.GetWorkflowError())
 			var res GraphRunResult
@@ -117,6 +118,31 @@ func (s *GraphRunSuite) visitCount() int {
 		n += len(a.requests())
 	}
 	return n
+}
+
+// graphJSON is g as a checkpoint keeps it.
+func graphJSON(g graph.Graph) json.RawMessage {
+	b, err := json.Marshal(&g)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// graphOf is the graph cp keeps.
+func graphOf(cp *runstore.Checkpoint) *graph.Graph {
+	g, err := graph.FromJSON(cp.Graph)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// editGraph changes the graph cp keeps as edit says.
+func editGraph(cp *runstore.Checkpoint, edit func(*graph.Graph)) {
+	g := graphOf(cp)
+	edit(g)
+	cp.Graph = graphJSON(*g)
 }
 
 func nodeOf(g *graph.Graph, id string) *graph.Node {

@@ -199,7 +199,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsOnEveryPath() {
 			for _, r := range s.agents["scripted"].requests() {
 				s.NotEqual("left", r.NodeID, "the persist node never ran")
 			}
-			s.Equal(graph.SessionPersist, nodeOf(&s.latest().Graph, "left").Session)
+			s.Equal(graph.SessionPersist, nodeOf(graphOf(s.latest()), "left").Session)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -148,6 +149,11 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		cp := *in.Checkpoint
 		r.cp = &cp
 		r.cp.RunID = in.RunID
+		g, err := graph.FromJSON(cp.Graph)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the checkpoint it continues from holds a graph that does not read (%v); resume it from another checkpoint, or start the graph anew", in.RunID, err), ErrTypeGraph, nil)
+		}
+		r.g = g
 	} else {
 		if in.Graph == nil {
 			return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a graph or a checkpoint", ErrTypeGraph, nil)
@@ -156,10 +162,15 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
 		}
+		doc, err := json.Marshal(in.Graph)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", in.Graph.Name, err), ErrTypeGraph, nil)
+		}
+		r.g = in.Graph
 		r.cp = &runstore.Checkpoint{
 			Version: runstore.FormatVersion,
 			RunID:   in.RunID,
-			Graph:   *in.Graph,
+			Graph:   doc,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
 		}
@@ -175,7 +186,6 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	if r.cp.NodeSessions == nil {
 		r.cp.NodeSessions = map[string]runstore.NodeSessionSlot{}
 	}
-	r.g = &r.cp.Graph
 	if _, ok := r.g.Node(r.g.Start); !ok {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: start node %q does not exist; run `tether validate` on the graph file", r.g.Name, r.g.Start), ErrTypeGraph, nil)
 	}
@@ -368,7 +378,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node)})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(r.g, q.Node)})
 		}
 	}
 	return s

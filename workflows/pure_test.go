@@ -96,7 +96,7 @@ func TestLoopSnapshotsKeepTheLastOfEachNode(t *testing.T) {
 func TestBudgetIsSpentOnlyPastItsLimit(t *testing.T) {
 	cp := func(run, node *graph.Budget, tokens int64, cost float64) *runstore.Checkpoint {
 		return &runstore.Checkpoint{
-			Graph: graph.Graph{Budget: run, Nodes: []graph.Node{{ID: "a"}, {ID: "w", Budget: node}}},
+			Graph: graphJSON(graph.Graph{Budget: run, Nodes: []graph.Node{{ID: "a"}, {ID: "w", Budget: node}}}),
 			Usage: map[string]agent.Usage{"w": {InputTokens: tokens - 1, OutputTokens: 1, CostUSD: cost}},
 		}
 	}
@@ -166,7 +166,7 @@ func TestSavedCheckpointIsDetached(t *testing.T) {
 func TestStateOf(t *testing.T) {
 	ws := &runstore.WorkspaceState{Commit: "c1", Files: 2, Bytes: 3, Commits: 4, Notes: []string{"n"}}
 	cp := &runstore.Checkpoint{
-		RunID: "r", Graph: graph.Graph{Name: "g"}, Status: runstore.StatusWaiting, Seq: 7, PathTotal: 9,
+		RunID: "r", Graph: graphJSON(graph.Graph{Name: "g"}), Status: runstore.StatusWaiting, Seq: 7, PathTotal: 9,
 		Cursor:       []runstore.Cursor{{Node: "x"}, {Node: "y"}},
 		Visits:       map[string]int{"x": 1},
 		Outputs:      map[string]map[string]any{"x": {"text": "t"}},
@@ -196,11 +196,12 @@ func TestStateOf(t *testing.T) {
 // nodes with 4 KB outputs and loop snapshots), beside the encoding the
 // save does anyway.
 func BenchmarkDetachedCheckpoint(b *testing.B) {
-	cp := runstore.Checkpoint{RunID: "bench", Seq: 9, Status: runstore.StatusRunning, Graph: graph.Graph{Name: "g"},
+	cp := runstore.Checkpoint{RunID: "bench", Seq: 9, Status: runstore.StatusRunning,
 		Outputs: map[string]map[string]any{}, Visits: map[string]int{}, Usage: map[string]agent.Usage{}}
+	g := graph.Graph{Name: "g"}
 	for i := range 20 {
 		n := fmt.Sprintf("node-%d", i)
-		cp.Graph.Nodes = append(cp.Graph.Nodes, graph.Node{ID: n, Kind: graph.KindAgent, Backend: "claude_code", Prompt: strings.Repeat("p", 400)})
+		g.Nodes = append(g.Nodes, graph.Node{ID: n, Kind: graph.KindAgent, Backend: "claude_code", Prompt: strings.Repeat("p", 400)})
 		cp.Outputs[n] = map[string]any{"text": strings.Repeat("o", 4096), "exit_code": 0, "_visit": i}
 		cp.Visits[n] = 10
 		cp.Usage[n] = agent.Usage{InputTokens: 12345, OutputTokens: 678}
@@ -210,6 +211,7 @@ func BenchmarkDetachedCheckpoint(b *testing.B) {
 		cp.Path = append(cp.Path, runstore.Step{Node: fmt.Sprintf("node-%d", i%20), Visit: i / 20, Status: "ok", StartedAt: "2026-12-03T10:00:00Z", DurationMS: 1234, Detail: strings.Repeat("d", 200), Outcome: runstore.OutcomeOK})
 	}
 	cp.PathTotal = 10 * maxPathSteps
+	cp.Graph = graphJSON(g)
 	size, err := json.Marshal(&cp)
 	require.NoError(b, err)
 	b.Run("detached", func(b *testing.B) {

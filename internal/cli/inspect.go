@@ -421,7 +421,9 @@ run before forking it with changes, or to see a file as Tether reads it.`,
 				}
 				taken = &render.Taken{Visits: cp.Visits, Transitions: cp.Transitions}
 				if g == nil {
-					g = &cp.Graph
+					if g, err = runapi.GraphOf(cp); err != nil {
+						return failedErr(err)
+					}
 				}
 			}
 			if format == "yaml" {

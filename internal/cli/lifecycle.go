@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -190,9 +191,13 @@ func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float6
 		}
 		return nil
 	}
-	b := &cp.Graph.Budget
+	g, err := runapi.GraphOf(cp)
+	if err != nil {
+		return failedErr(err)
+	}
+	b := &g.Budget
 	if node != "" {
-		n, ok := cp.Graph.Node(node)
+		n, ok := g.Node(node)
 		if !ok {
 			return usageErr("--node %s: the run's graph has no such node", node)
 		}
@@ -209,6 +214,9 @@ func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float6
 	}
 	if cost > 0 {
 		(*b).MaxCostUSD = cost
+	}
+	if cp.Graph, err = json.Marshal(g); err != nil {
+		return failedErr(err)
 	}
 	return nil
 }
@@ -268,7 +276,11 @@ func (a *app) rewind(ctx context.Context, id string, seq int64, runs *runstore.S
 		return "", nil, failedErr(err)
 	}
 	if ok {
-		opts = append(opts, runstore.RewindGraph(*g))
+		b, err := json.Marshal(g)
+		if err != nil {
+			return "", nil, failedErr(err)
+		}
+		opts = append(opts, runstore.RewindGraph(b))
 	}
 	rep, err := runs.Rewind(ctx, id, seq, opts...)
 	if err != nil {
@@ -345,7 +357,7 @@ func (a *app) fork(ctx context.Context, id string, seq int64, newID string, runs
 	}
 	cp := runstore.Fork(src)
 	if newID == "" {
-		newID = newRunID(cp.Graph.Name)
+		newID = newRunID(cp.GraphName())
 	} else if err := runstore.ValidateRunID(newID); err != nil {
 		return "", "", usageErr("--id: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -106,7 +107,8 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
 	v.Pick, _ = ws["pick"].(string)
 	v.By, _ = ws["by"].(string)
 	_, v.Explained = ws["pick"]
-	if def, ok := cp.Graph.Node(join); ok && def.Workspace != nil && !v.Explained {
+	g := runapi.GraphOrEmpty(cp)
+	if def, ok := g.Node(join); ok && def.Workspace != nil && !v.Explained {
 		v.Pick, v.By = def.Workspace.Pick, def.Workspace.By
 	}
 	listed := map[string]map[string]any{}
@@ -145,7 +147,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
 				a.Text = lastText(lo)
 			}
 			for _, n := range b.Nodes {
-				def, ok := cp.Graph.Node(n)
+				def, ok := g.Node(n)
 				if !ok || def.Kind != graph.KindTool {
 					continue
 				}

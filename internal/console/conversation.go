@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/transcript"
 )
@@ -48,7 +49,7 @@ type entryView struct {
 // input (internal/conversation).
 func (s *Server) conversation(ctx context.Context, run, node string, visit int, cp *runstore.Checkpoint, q url.Values) *conversationView {
 	cv := &conversationView{}
-	def, _ := cp.Graph.Node(node)
+	def, _ := runapi.GraphOrEmpty(cp).Node(node)
 	var src conversation.Source
 	switch slot, ok := cp.NodeSessions[node]; {
 	case ok && slot.StateRef != "":

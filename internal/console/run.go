@@ -193,7 +193,7 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 	}
 	var tk taken
 	if cp != nil {
-		v.Graph = &cp.Graph
+		v.Graph = runapi.GraphOrEmpty(cp)
 		v.Lineage = cp.Lineage
 		v.Budgets = budgets(cp, st)
 		v.Joins = joinsOf(run, cp)
@@ -281,8 +281,9 @@ func budgets(cp *runstore.Checkpoint, st *runapi.State) []budgetView {
 		}
 		out = append(out, budgetView{What: what, Tokens: u.Tokens(), MaxTokens: b.MaxTokens, Cost: u.CostUSD, MaxCost: b.MaxCostUSD, CostKnown: u.CostKnown})
 	}
-	add("the run", cp.Graph.Budget, st.TotalUsage)
-	for _, n := range cp.Graph.Nodes {
+	g := runapi.GraphOrEmpty(cp)
+	add("the run", g.Budget, st.TotalUsage)
+	for _, n := range g.Nodes {
 		add("node "+n.ID, n.Budget, st.Usage[n.ID])
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -87,7 +88,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Checkpoint = cp.Seq
-	v.Def, _ = cp.Graph.Node(node)
+	v.Def, _ = runapi.GraphOrEmpty(cp).Node(node)
 	for i := len(cp.Path) - 1; i >= 0; i-- {
 		if st := cp.Path[i]; st.Node == node && st.Visit == visit {
 			v.Step = &st

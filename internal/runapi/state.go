@@ -23,13 +23,37 @@ func OptionsOf(g *graph.Graph, node string) []string {
 	return nil
 }
 
+// GraphOf is the graph cp's run executes, read from the JSON the
+// checkpoint keeps of it; a graph that does not read is an
+// ErrInvalidCheckpoint.
+func GraphOf(cp *runstore.Checkpoint) (*graph.Graph, error) {
+	g, err := graph.FromJSON(cp.Graph)
+	if err != nil {
+		return nil, fmt.Errorf("%w: run %q checkpoint %d: %v", runstore.ErrInvalidCheckpoint, cp.RunID, cp.Seq, err)
+	}
+	return g, nil
+}
+
+// GraphOrEmpty is GraphOf, or the empty graph when it does not read: a
+// state, a page or a budget check shows what the rest of the checkpoint
+// says (the workflow refuses such a graph when it starts, and a signed
+// checkpoint holds the graph its run was started with).
+func GraphOrEmpty(cp *runstore.Checkpoint) *graph.Graph {
+	g, err := GraphOf(cp)
+	if err != nil {
+		return &graph.Graph{}
+	}
+	return g
+}
+
 // StateOf is what a checkpoint alone says about a run, in the shape of the
 // state query: `tether status` answers with it when no worker is up, and
 // the live query starts from it. Sessions appear without their state refs.
 func StateOf(cp *runstore.Checkpoint) *State {
+	g := GraphOrEmpty(cp)
 	s := &State{
 		RunID:      cp.RunID,
-		Graph:      cp.Graph.Name,
+		Graph:      g.Name,
 		Status:     cp.Status,
 		Visits:     maps.Clone(cp.Visits),
 		Outputs:    map[string]map[string]any{},
@@ -72,7 +96,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID)})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(g, p.NodeID)})
 			}
 		}
 	}
@@ -92,10 +116,11 @@ func RunUsage(cp *runstore.Checkpoint) agent.Usage {
 // spending crossed, or "" when none is spent: a run resumed in that state
 // stops again before its next visit.
 func OverBudget(cp *runstore.Checkpoint) string {
-	if msg := crossed("the run's budget", cp.Graph.Budget, RunUsage(cp)); msg != "" {
+	g := GraphOrEmpty(cp)
+	if msg := crossed("the run's budget", g.Budget, RunUsage(cp)); msg != "" {
 		return msg
 	}
-	for _, n := range cp.Graph.Nodes {
+	for _, n := range g.Nodes {
 		if msg := crossed("the budget of node "+n.ID, n.Budget, cp.Usage[n.ID]); msg != "" {
 			return msg
 		}
