@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/render"
 	"github.com/tether-run/tether/internal/runapi"
@@ -271,7 +272,7 @@ func (a *app) printRunning(running []agent.Progress) {
 	for _, p := range running {
 		fmt.Fprintf(a.out, "running:    %s\n", progressLine(p))
 		if p.Activity != "" && p.Text != "" {
-			fmt.Fprintf(a.out, "            %q\n", oneLine(p.Text))
+			fmt.Fprintf(a.out, "            %q\n", excerpt.Flat(p.Text))
 		}
 	}
 }

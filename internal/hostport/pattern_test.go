@@ -2,6 +2,7 @@ package hostport
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,5 +73,18 @@ func TestSplitHostPortIsNets(t *testing.T) {
 	}
 	for _, h := range []string{"a", "::1", "fe80::1%eth0", ""} {
 		assert.Equal(t, net.JoinHostPort(h, "80"), joinHostPort(h, "80"))
+	}
+}
+
+// Loopback is what package net says of an address, and localhost.
+func TestLoopback(t *testing.T) {
+	for _, h := range []string{"localhost", "LocalHost", "localhost.", "127.0.0.1", "127.8.9.10", "::1", "[::1]", "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1"} {
+		assert.True(t, Loopback(h), h)
+		if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
+			assert.True(t, ip.IsLoopback(), h)
+		}
+	}
+	for _, h := range []string{"", "example.com", "localhost.example.com", "10.0.0.1", "::", "0.0.0.0", "fe80::1", "::1%lo", "127.0.0.1:80", "1.2.3.4.5"} {
+		assert.False(t, Loopback(h), h)
 	}
 }

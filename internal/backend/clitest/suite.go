@@ -23,6 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/conversation"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
@@ -632,7 +633,7 @@ func progress(t *testing.T, s Suite) {
 	assert.Contains(t, activities, "Edit old.txt")
 	last := seen[len(seen)-1]
 	assert.GreaterOrEqual(t, last.ToolCalls, 2)
-	assert.Equal(t, agent.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
+	assert.Equal(t, excerpt.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
 	assert.Equal(t, res.Usage.Tokens(), last.Usage.Tokens(), "the tokens so far end at the visit's")
 }
 
