@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
@@ -65,7 +65,7 @@ func (s *Server) conversation(ctx context.Context, run, node string, visit int, 
 	}
 	cv.Backend, cv.SessionID = src.Backend, src.SessionID
 	from := max(0, atoiDefault(q.Get("from"), 0))
-	pg, err := conversation.Read(ctx, catalogue.Transcript, src, from, entriesPerPage, transcript.Limits{})
+	pg, err := conversation.Read(ctx, transcripts.Reader, src, from, entriesPerPage, transcript.Limits{})
 	switch {
 	case errors.Is(err, conversation.ErrGone):
 		cv.Note = fmt.Sprintf("The session blob of this visit is gone from the store: a run keeps a node's latest sessions only (the later visits' pages show the conversation up to them). (%s)", hideKeys(err.Error()))

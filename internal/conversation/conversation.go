@@ -92,7 +92,7 @@ func FromPause(store blob.Store, runID string, p runstore.PauseInfo) Source {
 }
 
 // Readers find the transcript reader of a backend by its name; false for
-// a backend that keeps no session or is unknown (catalogue.Transcript).
+// a backend that keeps no session or is unknown (transcripts.Reader).
 type Readers func(backend string) (transcript.Reader, bool)
 
 // Read returns the page of at most n entries (n <= 0: Limits.MaxPage)

@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/fakemodel"
@@ -759,7 +760,7 @@ func transcriptOf(t *testing.T, s Suite) {
 			slot.Parts = append(slot.Parts, runstore.SessionPart{Ref: ref, Digest: packer.Digest(data), Size: int64(len(data))})
 		}
 	}
-	page, err := conversation.Read(ctx, catalogue.Transcript, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	page, err := conversation.Read(ctx, transcripts.Reader, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
 	require.NoError(t, err)
 	require.Zero(t, page.Next)
 
