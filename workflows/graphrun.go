@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -149,7 +148,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		cp := *in.Checkpoint
 		r.cp = &cp
 		r.cp.RunID = in.RunID
-		g, err := graph.FromJSON(cp.Graph)
+		g, err := runapi.GraphOf(&cp)
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the checkpoint it continues from holds a graph that does not read (%v); resume it from another checkpoint, or start the graph anew", in.RunID, err), ErrTypeGraph, nil)
 		}
@@ -162,17 +161,15 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
 		}
-		doc, err := json.Marshal(in.Graph)
-		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", in.Graph.Name, err), ErrTypeGraph, nil)
-		}
 		r.g = in.Graph
 		r.cp = &runstore.Checkpoint{
 			Version: runstore.FormatVersion,
 			RunID:   in.RunID,
-			Graph:   doc,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
+		}
+		if err := runapi.SetGraph(r.cp, in.Graph); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
 		}
 	}
 	r.cp.Status = runstore.StatusRunning

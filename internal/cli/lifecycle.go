@@ -215,7 +215,7 @@ func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float6
 	if cost > 0 {
 		(*b).MaxCostUSD = cost
 	}
-	if cp.Graph, err = json.Marshal(g); err != nil {
+	if err := runapi.SetGraph(cp, g); err != nil {
 		return failedErr(err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -70,7 +69,7 @@ func (a *app) trustedGraph(ctx context.Context, id string, cp *runstore.Checkpoi
 	if !ok {
 		return "the run store", nil
 	}
-	if cp.Graph, err = json.Marshal(g); err != nil {
+	if err := runapi.SetGraph(cp, g); err != nil {
 		return "", failedErr(err)
 	}
 	return "the run's workflow input", nil
