@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -102,12 +102,18 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 
 // resume runs a new execution seeded with cp, as `tether resume` starts.
 func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowEnvironment {
-	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
-	env.RegisterActivity(s.acts)
+	env := s.newEnv()
 	c := *cp
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: c.RunID, Checkpoint: &c})
 	s.Require().True(env.IsWorkflowCompleted())
+	return env
+}
+
+// newEnv is a new execution's environment with the suite's activities.
+func (s *GraphRunSuite) newEnv() *testsuite.TestWorkflowEnvironment {
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
 	return env
 }
 
@@ -120,29 +126,13 @@ func (s *GraphRunSuite) visitCount() int {
 	return n
 }
 
-// graphJSON is g as a checkpoint keeps it.
-func graphJSON(g graph.Graph) json.RawMessage {
-	b, err := json.Marshal(&g)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// graphOf is the graph cp keeps.
-func graphOf(cp *runstore.Checkpoint) *graph.Graph {
-	g, err := graph.FromJSON(cp.Graph)
-	if err != nil {
-		panic(err)
-	}
-	return g
-}
-
 // editGraph changes the graph cp keeps as edit says.
 func editGraph(cp *runstore.Checkpoint, edit func(*graph.Graph)) {
-	g := graphOf(cp)
+	g := runapi.GraphOrEmpty(cp)
 	edit(g)
-	cp.Graph = graphJSON(*g)
+	if err := runapi.SetGraph(cp, g); err != nil {
+		panic(err)
+	}
 }
 
 func nodeOf(g *graph.Graph, id string) *graph.Node {

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workspace"
@@ -42,9 +41,7 @@ func (s *GraphRunSuite) TestResumesACheckpointOf3b88009() {
 	s.Require().Equal(runstore.StatusWaiting, cp.Status)
 	s.Require().Equal(int64(7), cp.Seq)
 
-	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
-	env.RegisterActivity(s.acts)
+	env := s.newEnv()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Minute)
@@ -60,8 +57,8 @@ func (s *GraphRunSuite) TestResumesACheckpointOf3b88009() {
 	s.Require().NoError(err, "the new checkpoints are signed under the same key")
 	s.Greater(last.Seq, cp.Seq)
 	s.Equal(runstore.StatusCompleted, last.Status)
-	s.Equal("compat", graphOf(last).Name)
-	best, _ := graphOf(last).Node("best")
+	s.Equal("compat", runapi.GraphOrEmpty(last).Name)
+	best, _ := runapi.GraphOrEmpty(last).Node("best")
 	s.Equal("diff.lines", best.Workspace.By, "the graph went through the resume whole")
 	s.Require().NotNil(last.Workspace)
 	s.Equal(cp.Workspace.Commit, last.Workspace.Commit, "the human node changed no file: the kept branch's files are the run's")

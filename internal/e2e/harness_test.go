@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -339,20 +338,4 @@ func testLogger() *slog.Logger {
 		return slog.Default()
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// graphJSON is g as a checkpoint keeps it.
-func graphJSON(t testing.TB, g *graph.Graph) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(g)
-	require.NoError(t, err)
-	return b
-}
-
-// graphOf is the graph cp keeps.
-func graphOf(t testing.TB, cp *runstore.Checkpoint) *graph.Graph {
-	t.Helper()
-	g, err := graph.FromJSON(cp.Graph)
-	require.NoError(t, err)
-	return g
 }

@@ -71,9 +71,7 @@ func (w JoinWorkspace) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes. A JSON object is the pick
 // form, and may hold only pick and by.
-func (w *JoinWorkspace) UnmarshalJSON(b []byte) error {
-	return w.set(joinCodec.decodeJSON(b))
-}
+func (w *JoinWorkspace) UnmarshalJSON(b []byte) error { return joinCodec.readJSON(w, b) }
 
 // MarshalYAML writes the same forms as MarshalJSON, for the YAML library's
 // own encoder (Encode writes them itself).
@@ -82,24 +80,15 @@ func (w JoinWorkspace) MarshalYAML() (any, error) { return w.dslValue(), nil }
 // UnmarshalYAML reads the forms MarshalYAML writes, for the YAML library's
 // own decoder (Parse reads them itself, with positions).
 func (w *JoinWorkspace) UnmarshalYAML(unmarshal func(any) error) error {
-	return w.set(joinCodec.decodeYAML(unmarshal))
-}
-
-// set makes w what a decoded mode or pick form says.
-func (w *JoinWorkspace) set(mode string, f *joinPickForm, err error) error {
-	switch {
-	case err != nil:
-		return err
-	case f != nil:
-		*w = JoinWorkspace{Mode: JoinPick, Pick: f.Pick, By: f.By}
-	default:
-		*w = JoinWorkspace{Mode: mode}
-	}
-	return nil
+	return joinCodec.readYAML(w, unmarshal)
 }
 
 // joinCodec reads a join's workspace.
-var joinCodec = modeOrForm[joinPickForm]{what: "join workspace", forms: joinForms}
+var joinCodec = modeOrForm[joinPickForm, JoinWorkspace]{
+	what: "join workspace", forms: joinForms,
+	mode: func(m string) JoinWorkspace { return JoinWorkspace{Mode: m} },
+	form: func(f joinPickForm) JoinWorkspace { return JoinWorkspace{Mode: JoinPick, Pick: f.Pick, By: f.By} },
+}
 
 // joinForms says how a join's workspace is written, for messages.
 var joinForms = strings.Join([]string{JoinTrunk, JoinMerge, "a mapping {pick: EXPR, by: EXPR} (by optional)"}, ", ")

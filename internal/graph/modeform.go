@@ -6,51 +6,62 @@ import (
 	"fmt"
 )
 
-// modeOrForm is the codec of a field that a graph file writes either as
-// a plain string (a mode: a join's "trunk", a network's "none") or as one
-// mapping form F ({pick: ..., by: ...}, {allow: [...]}), in YAML and in
-// JSON alike (how a graph travels in Temporal histories and
+// modeOrForm is the codec of a field T that a graph file writes either
+// as a plain string (a mode: a join's "trunk", a network's "none") or as
+// one mapping form F ({pick: ..., by: ...}, {allow: [...]}), in YAML and
+// in JSON alike (how a graph travels in Temporal histories and
 // checkpoints). A mapping holds F's fields and no other.
-type modeOrForm[F any] struct {
+type modeOrForm[F, T any] struct {
 	// what names the field in errors ("join workspace", "network");
 	// forms says how it is written.
 	what, forms string
+	// mode and form make the field of a mode and of a mapping.
+	mode func(string) T
+	form func(F) T
 }
 
-// decodeJSON reads b: a JSON string is a mode; anything else must be the
-// form.
-func (c modeOrForm[F]) decodeJSON(b []byte) (mode string, form *F, err error) {
+// readJSON sets *dst from b: a JSON string is a mode; anything else must
+// be the form.
+func (c modeOrForm[F, T]) readJSON(dst *T, b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
-		err = json.Unmarshal(b, &mode)
-		return mode, nil, err
+		var mode string
+		if err := json.Unmarshal(b, &mode); err != nil {
+			return err
+		}
+		*dst = c.mode(mode)
+		return nil
 	}
-	form = new(F)
-	if err := strictJSON(b, form); err != nil {
-		return "", nil, fmt.Errorf("graph: %s %s: want %s: %w", c.what, b, c.forms, err)
+	var f F
+	if err := strictJSON(b, &f); err != nil {
+		return fmt.Errorf("graph: %s %s: want %s: %w", c.what, b, c.forms, err)
 	}
-	return "", form, nil
+	*dst = c.form(f)
+	return nil
 }
 
-// decodeYAML reads the same forms for the YAML library's own decoder
-// (Parse reads them itself, with positions).
-func (c modeOrForm[F]) decodeYAML(unmarshal func(any) error) (mode string, form *F, err error) {
+// readYAML sets *dst from the same forms, for the YAML library's own
+// decoder (Parse reads them itself, with positions).
+func (c modeOrForm[F, T]) readYAML(dst *T, unmarshal func(any) error) error {
+	var mode string
 	if err := unmarshal(&mode); err == nil {
-		return mode, nil, nil
+		*dst = c.mode(mode)
+		return nil
 	}
 	var m map[string]any
 	if err := unmarshal(&m); err != nil {
-		return "", nil, fmt.Errorf("graph: %s: want %s", c.what, c.forms)
+		return fmt.Errorf("graph: %s: want %s", c.what, c.forms)
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return "", nil, err
+		return err
 	}
-	form = new(F)
-	if err := strictJSON(b, form); err != nil {
-		return "", nil, fmt.Errorf("graph: %s: want %s: %w", c.what, c.forms, err)
+	var f F
+	if err := strictJSON(b, &f); err != nil {
+		return fmt.Errorf("graph: %s: want %s: %w", c.what, c.forms, err)
 	}
-	return "", form, nil
+	*dst = c.form(f)
+	return nil
 }
 
 // strictJSON decodes b into v, refusing a field v does not have.

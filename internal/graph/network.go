@@ -46,7 +46,7 @@ func (n Network) dslValue() any {
 func (n Network) MarshalJSON() ([]byte, error) { return json.Marshal(n.dslValue()) }
 
 // UnmarshalJSON reads what MarshalJSON writes.
-func (n *Network) UnmarshalJSON(b []byte) error { return n.set(networkCodec.decodeJSON(b)) }
+func (n *Network) UnmarshalJSON(b []byte) error { return networkCodec.readJSON(n, b) }
 
 // MarshalYAML writes the same forms as MarshalJSON.
 func (n Network) MarshalYAML() (any, error) { return n.dslValue(), nil }
@@ -54,24 +54,15 @@ func (n Network) MarshalYAML() (any, error) { return n.dslValue(), nil }
 // UnmarshalYAML reads the forms MarshalYAML writes, for the YAML
 // library's own decoder (Parse reads them itself, with positions).
 func (n *Network) UnmarshalYAML(unmarshal func(any) error) error {
-	return n.set(networkCodec.decodeYAML(unmarshal))
-}
-
-// set makes n what a decoded mode or allow form says.
-func (n *Network) set(mode string, f *networkAllowForm, err error) error {
-	switch {
-	case err != nil:
-		return err
-	case f != nil:
-		*n = Network{Allow: f.Allow}
-	default:
-		*n = Network{Mode: mode}
-	}
-	return nil
+	return networkCodec.readYAML(n, unmarshal)
 }
 
 // networkCodec reads a node's network.
-var networkCodec = modeOrForm[networkAllowForm]{what: "network", forms: networkForms}
+var networkCodec = modeOrForm[networkAllowForm, Network]{
+	what: "network", forms: networkForms,
+	mode: func(m string) Network { return Network{Mode: m} },
+	form: func(f networkAllowForm) Network { return Network{Allow: f.Allow} },
+}
 
 // networkForms says how a node's network is written, for messages.
 var networkForms = "model, none, or a mapping {allow: [host:port, ...]}"

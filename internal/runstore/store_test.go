@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
 )
@@ -26,7 +25,7 @@ func checkpoint(run string, seq int64) *runstore.Checkpoint {
 		RunID:  run,
 		Seq:    seq,
 		Status: runstore.StatusWaiting,
-		Graph:  graphJSON(graph.Graph{Name: "loop", Start: "writer"}),
+		Graph:  json.RawMessage(`{"name":"loop","start":"writer"}`),
 		Inputs: map[string]any{"topic": "stores"},
 		Cursor: []runstore.Cursor{{Node: "judge", Input: map[string]any{"draft": "v1"}, From: "writer"}},
 		Outputs: map[string]map[string]any{
@@ -364,22 +363,4 @@ func TestFaultIsNotAbsence(t *testing.T) {
 	if _, err := s.ListRuns(ctx); !errors.Is(err, errDisk) {
 		t.Fatalf("ListRuns on a failing store = %v", err)
 	}
-}
-
-// graphJSON is g as a checkpoint keeps it.
-func graphJSON(g graph.Graph) json.RawMessage {
-	b, err := json.Marshal(&g)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// graphOf is the graph cp keeps.
-func graphOf(cp *runstore.Checkpoint) *graph.Graph {
-	g, err := graph.FromJSON(cp.Graph)
-	if err != nil {
-		panic(err)
-	}
-	return g
 }
