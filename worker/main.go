@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
@@ -107,6 +108,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	gh, err := forge.New(forge.Config{API: cfg.GitHub.API, Git: cfg.GitHub.Git, Token: string(cfg.GitHub.Token),
+		AppID: cfg.GitHub.AppID, AppKey: cfg.GitHub.AppKey, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if gh != nil {
+		logger.Info("github on", "github", gh)
+	}
 	h, err := workerhost.Start(c, workerhost.Options{
 		ID:                  cfg.WorkerID,
 		MaxConcurrentVisits: cfg.MaxConcurrentVisits,
@@ -125,6 +134,8 @@ func run() error {
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
 		Notify:              cfg.Notify,
+		GitHub:              gh,
+		ConsoleURL:          cfg.ConsoleURL,
 		OnHealth:            tel.SetHealth,
 	})
 	if err != nil {

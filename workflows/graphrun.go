@@ -33,6 +33,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	}
 	res, err := r.execute(ctx)
 	r.noticeEnd(ctx, res, err)
+	r.endGitHub(ctx, err)
 	return res, err
 }
 
@@ -127,6 +128,8 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// gh keeps the run's GitHub thread current (github.go).
+	gh gitHubReporter
 }
 
 // question is a pending question and, once answered, its answer.
@@ -167,6 +170,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 			RunID:   in.RunID,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
+			GitHub:  in.GitHub,
 		}
 		if err := runapi.SetGraph(r.cp, in.Graph); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
@@ -217,13 +221,22 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer,
 		func(ctx workflow.Context, a Answer) (string, error) {
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				return "accepted", err
+			}
 			if err := r.applyAnswer(a); err != nil {
 				return "", err
 			}
 			return "accepted", nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
+			if ok, err := r.reviewNodeAnswer(a, false); ok {
+				return err
+			}
 			q, err := r.findQuestion(a)
+			if err == nil {
+				err = r.validReviewAnswer(q, a)
+			}
 			if err == nil && strings.TrimSpace(a.Text) == "" && !q.AllowEmpty {
 				// Only the update refuses it: a validator's refusal leaves
 				// no trace in history, where a signal's answer is recorded.
@@ -240,6 +253,12 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 		for {
 			var a Answer
 			ch.Receive(ctx, &a)
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				if err != nil {
+					workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
+				}
+				continue
+			}
 			if err := r.applyAnswer(a); err != nil {
 				workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
 			}

@@ -73,6 +73,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			return nil, r.failResumable(ctx, cur, err)
 		}
 		r.deleteBlobs(ctx, v.deleteAfterCommit)
+		r.reportGitHub(ctx)
 		if err := r.stopIfOverBudget(ctx, changeBudgets, versionBudgets); err != nil {
 			return nil, err
 		}
@@ -137,6 +138,8 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		v, err = r.legacyVisitTool(ctx, node, cur, visitNo, inBranch)
 	case node.Kind == graph.KindJoin:
 		v = visitResult{output: maps.Clone(cur.Input)}
+	case node.Kind == graph.KindReview && !inBranch:
+		v, err = r.visitReview(ctx, node, cur, visitNo)
 	default:
 		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has kind %q, which cannot be visited here", node.ID, node.Kind), ErrTypeGraph, nil)
 	}
@@ -307,6 +310,9 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 	r.cp.Visits[node.ID] = visitNo
 	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
 	r.setOutput(node.ID, visitNo, cur.Input)
+	if err := r.publish(ctx, r.g.PublishAt(node), false); err != nil {
+		return nil, r.fail(ctx, err)
+	}
 	r.cp.Cursor = nil
 	r.cp.Status = runstore.StatusCompleted
 	r.setStatus(ctx, r.cp.Status)

@@ -308,7 +308,7 @@ func hasQuestions(g *graph.Graph) bool {
 		return false
 	}
 	for _, n := range g.Nodes {
-		if n.Kind == graph.KindHuman || n.Kind == graph.KindAgent {
+		if n.Kind == graph.KindHuman || n.Kind == graph.KindAgent || n.Kind == graph.KindReview {
 			return true
 		}
 	}

@@ -69,7 +69,9 @@ type harness struct {
 	// blobURL is the store's TETHER_BLOB_URL, for processes the test
 	// starts (tether console).
 	blobURL string
-	mu      sync.Mutex
+	// hostOptions, when set, changes the options of each new worker.
+	hostOptions func(*workerhost.Options)
+	mu          sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -118,12 +120,16 @@ func (h *harness) startWorker() string {
 			}
 		}
 	}
-	w, err := workerhost.Start(h.c, workerhost.Options{
+	o := workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
 		Notify: h.notify,
-	})
+	}
+	if h.hostOptions != nil {
+		h.hostOptions(&o)
+	}
+	w, err := workerhost.Start(h.c, o)
 	require.NoError(h.t, err)
 	h.worker = w
 	h.t.Cleanup(w.Stop)

@@ -45,6 +45,7 @@ var Floors = []Floor{
 		"internal/runapi", "internal/config", "internal/resolve", "internal/workspace",
 		"internal/runstore", "internal/blob", "internal/blob/storetest",
 		"internal/notify", "internal/notify/notifytest", "internal/telemetry", "internal/egress",
+		"internal/github", "internal/github/forge", "internal/github/triggers", "internal/github/webhook",
 	}},
 	{"graph", []string{"internal/graph"}},
 	{"catalogue", []string{"internal/catalogue", "internal/catalogue/transcripts"}},
@@ -58,6 +59,7 @@ var Floors = []Floor{
 		"internal/sessionlog", "internal/sessionlog/*", "internal/pki",
 		"internal/testenv", "internal/testenv/files", "internal/fakemodel",
 		"internal/telemetry/telemetrytest", "internal/treepolicy/treepolicytest",
+		"internal/github/githubtest",
 	}},
 }
 

@@ -118,6 +118,13 @@ type Checkpoint struct {
 	// notes): what `tether workspace log --all`, `export --branch` and a
 	// prompt's .workspace.branches read.
 	Joined []BranchState `json:"joined,omitempty"`
+	// GitHub is the issue or pull request the run started from and the
+	// pull request it opened (github.go); nil for a run started otherwise.
+	GitHub *GitHubThread `json:"github,omitempty"`
+	// Reviews are reviews of the run's pull request that arrived while no
+	// review node waited, oldest first: the next visit of their node takes
+	// them as its answer instead of waiting (github.go).
+	Reviews []QueuedReview `json:"reviews,omitempty"`
 }
 
 // GraphName is the name of the checkpoint's graph ("" when it has none
@@ -517,6 +524,9 @@ func Decode(b []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: its graph is %.20s, not a JSON object", ErrInvalidCheckpoint, g)
 	}
 	if err := cp.Workspace.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cp.GitHub.Validate(); err != nil {
 		return nil, err
 	}
 	for _, list := range [][]BranchState{cp.Branches, cp.Joined} {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/github"
+	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
@@ -86,6 +88,11 @@ type Options struct {
 	// OnHealth, if set, hears when the worker turns unhealthy (its store
 	// fails a probe: it takes no visit meanwhile) and healthy again.
 	OnHealth func(healthy bool, cause error)
+	// GitHub reaches GitHub for the runs started from it (nil: this worker
+	// has no GitHub credentials), and ConsoleURL is the console's public
+	// address for the links it writes there.
+	GitHub     *forge.Forge
+	ConsoleURL string
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -184,6 +191,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Logger:   logger,
 		Temporal: c,
 		Health:   health,
+		GitHub:   &activities.GitHub{Forge: o.GitHub, Temporal: c, ConsoleURL: o.ConsoleURL},
 
 		ShutdownGrace: o.ShutdownGrace,
 	}
@@ -213,6 +221,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.Role != RoleActivities {
 		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
 		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{Name: workflows.NoticeWorkflowType})
+		h.shared.RegisterWorkflowWithOptions(workflows.GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{

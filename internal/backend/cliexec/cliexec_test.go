@@ -260,3 +260,14 @@ func TestModelEndpointsComeWithTheFacts(t *testing.T) {
 	assert.Equal(t, []string{"127.0.0.1:8080"}, e.CLI.ModelEndpoints())
 	assert.Empty(t, New(agent.Facts{Name: "u"}, Options{}, nil, nil, false).CLI.ModelEndpoints(), "no default, nothing reached")
 }
+
+// The forge's credentials reach no process, whatever names them.
+func TestEnvironNeverPassesTheForgesCredentials(t *testing.T) {
+	t.Setenv("TETHER_GITHUB_TOKEN", "ghp_canary")
+	t.Setenv("TETHER_GITHUB_APP_KEY", "/etc/tether/app.pem")
+	t.Setenv("TETHER_GITHUB_WEBHOOK_SECRET", "s")
+	env := Environ([]string{"TETHER_*", "TETHER_GITHUB_TOKEN"})
+	for _, kv := range env {
+		assert.False(t, strings.HasPrefix(kv, "TETHER_GITHUB_"), "%s reached a process", kv)
+	}
+}
