@@ -57,6 +57,10 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		}
 		argv[i] = s
 	}
+	if graph.ClimbsOut(argv[0]) {
+		err := fmt.Errorf("%w: tool node %q: its program %q climbs with \"..\", which the kernel resolves after the links before it (a link in the workspace leads anywhere) rather than as the text reads; name the program by a path without \"..\"", agent.ErrPathRefused, node.ID, argv[0])
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePathRefused, err)
+	}
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
@@ -125,6 +129,8 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		out["timed_out"] = true
 	case errors.As(err, &exit):
 		out["exit_code"] = exit.Code
+	case errors.Is(err, agent.ErrPathRefused):
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: the worker's sandbox will not run %q: %v", node.ID, argv[0], err), ErrTypePathRefused, err)
 	case errors.Is(err, agent.ErrNotInstalled):
 		// Not the agent CLIs' advice (scripts/tools.sh clis): a tool's
 		// program is the graph's, and every worker needs it.

@@ -25,7 +25,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/github/forge"
-	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/internal/workerhost"
@@ -37,8 +37,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == askuser.Subcommand {
 		os.Exit(askuser.Main(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
+		os.Exit(confine.Main(os.Args[2:]))
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether-worker:", err)
@@ -124,6 +124,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		WorkdirRoots:        cfg.WorkdirRoots,
 		PassEnv:             cfg.Agents.PassEnv,
 		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,

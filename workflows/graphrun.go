@@ -195,6 +195,10 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	if p := r.cp.Pause; p != nil && p.Visit > 0 {
 		r.cp.Visits[p.NodeID] = p.Visit - 1
 	}
+	// So does one a spent budget stopped mid-turn: the visit goes on.
+	if s := r.cp.Stopped; s != nil && s.Visit > 0 {
+		r.cp.Visits[s.Node] = s.Visit - 1
+	}
 	return r, nil
 }
 

@@ -49,6 +49,9 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if err != nil {
 			return nil, r.fail(ctx, err)
 		}
+		if v.budgetStop != "" {
+			return nil, r.stopMidVisit(ctx, node, cur, v)
+		}
 		next, err := r.selectNext(node, cur, v.output)
 		if err != nil {
 			// The visit itself is done: record it (and any new slot), then
@@ -104,6 +107,10 @@ type visitResult struct {
 	guidance []runstore.Guidance
 	// usage is what the visit cost, every round of it.
 	usage agent.Usage
+	// budgetStop says which budget a spent model call stopped the visit
+	// at, mid-turn (changeBudgetMidVisit): its output is not the node's,
+	// and the run stops resumably on the node.
+	budgetStop string
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -147,6 +154,14 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	if err != nil {
 		r.addStep(failedStep(step, err))
 		return v, err
+	}
+	if v.budgetStop != "" {
+		// A turn cut short: the node's output stays its last finished
+		// visit's.
+		step = stoppedStep(step, v.budgetStop, v.usage)
+		step.Guidance = v.guidance
+		r.addStep(step)
+		return v, nil
 	}
 	r.setOutput(node.ID, visitNo, v.output)
 	r.noteRetry(ctx, node.ID, visitNo, v.output)

@@ -99,6 +99,8 @@ func resultOf(st runstore.Step) string {
 		return fmt.Sprintf("exit %d", st.ExitCode)
 	case runstore.OutcomeTimedOut:
 		return "timed out"
+	case runstore.OutcomeBudget:
+		return "stopped by its budget"
 	case "":
 		return st.Status
 	}

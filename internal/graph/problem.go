@@ -104,6 +104,9 @@ const (
 	CodeBadPublish      = "G063" // a publish without pull_request, or a pull request without a title
 	CodeReviewNoPublish = "G064" // a review node in a graph without publish.pull_request
 	CodeReviewInBranch  = "G065" // a review node inside a fan-out branch
+	// Paths (docs/security.md, "Paths").
+	CodeProgramClimbs = "G066" // a tool's program (run[0]) named through ".."
+	CodeBadWorkdir    = "G067" // a workdir through "..", or a relative one that leaves the workspace
 )
 
 // CodeInfo describes one problem code.
@@ -176,6 +179,8 @@ var codeTable = []CodeInfo{
 	{CodeBadPublish, SeverityError, "a publish without pull_request, or a pull request without a title"},
 	{CodeReviewNoPublish, SeverityError, "a review node in a graph that publishes no pull request"},
 	{CodeReviewInBranch, SeverityError, "a review node inside a fan-out branch"},
+	{CodeProgramClimbs, SeverityError, "a tool's program (the first run argument) is named through \"..\""},
+	{CodeBadWorkdir, SeverityError, "a workdir holds \"..\""},
 }
 
 // Codes lists every problem code, in code order.

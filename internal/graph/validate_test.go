@@ -407,7 +407,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType,
 
 		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions,
-		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch} {
+		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch,
+		CodeProgramClimbs, CodeBadWorkdir} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

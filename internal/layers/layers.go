@@ -38,7 +38,9 @@ var Floors = []Floor{
 	{"the backend registry", []string{"internal/backend"}},
 	{"executors", []string{"internal/backend/*", "internal/backend/clitest"}},
 	{"cliexec", []string{"internal/backend/cliexec"}},
-	{"confinement and ask_user", []string{"internal/sandbox", "internal/sandbox/sandboxtest", "internal/askuser"}},
+	{"confinement, the model relay and ask_user", []string{
+		"internal/sandbox", "internal/sandbox/sandboxtest", "internal/modelrelay", "internal/askuser",
+	}},
 	{"packer", []string{"internal/packer", "internal/packer/packertest"}},
 	{"conversation", []string{"internal/conversation", "internal/packer/archive"}},
 	{"contract, configuration and stores", []string{
@@ -56,6 +58,7 @@ var Floors = []Floor{
 	{"agent", []string{"internal/agent"}},
 	{"leaves", []string{
 		"internal/excerpt", "internal/hostport", "internal/answerlink", "internal/sandbox/mode",
+		"internal/sandbox/confine",
 		"internal/sessionlog", "internal/sessionlog/*", "internal/pki",
 		"internal/testenv", "internal/testenv/files", "internal/fakemodel",
 		"internal/telemetry/telemetrytest", "internal/treepolicy/treepolicytest",

@@ -175,8 +175,9 @@ func TestTheCheckCatchesClimbsAndCycles(t *testing.T) {
 // packages need is handed to them, so none links what it once looked
 // things up in (transitively, through any import).
 var unlinked = map[string][]string{
-	// Executors keep the facts they are given (cliexec.CLI.Facts).
-	"internal/backend/cliexec": {"internal/catalogue", "internal/graph"},
+	// Executors keep the facts they are given (cliexec.CLI.Facts); see
+	// also TestExecutorsLookNothingUp.
+	"internal/backend/cliexec": {"internal/graph", "internal/catalogue/transcripts"},
 	// The packer takes the session policy (packer.WithPolicy).
 	"internal/packer": {"internal/catalogue", "internal/backend/*/facts"},
 	// The conversation reader takes the transcript readers (Readers).
@@ -216,6 +217,29 @@ func TestRemovedArrowsStayRemoved(t *testing.T) {
 	for _, d := range goList(t, "-deps", "./internal/graph") {
 		assert.NotEqual(t, "net/http", d[0], "graph validation links no HTTP client or server")
 	}
+}
+
+// An executor keeps the facts it is built with (cliexec.CLI.Facts) and
+// looks no backend up by name: cliexec reads the catalogue only for what
+// is every backend's at once (the model keys' names no process gets,
+// catalogue.KeyVars).
+func TestExecutorsLookNothingUp(t *testing.T) {
+	dir := filepath.Join(testenv.Root(), "internal", "backend", "cliexec")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		checked++
+		for _, call := range []string{"catalogue.Lookup(", "catalogue.All(", "catalogue.Honours(", "catalogue.HasPersist("} {
+			assert.NotContains(t, string(src), call, "%s looks a backend up in the catalogue; read the CLI's Facts", filepath.Base(f))
+		}
+	}
+	assert.Greater(t, checked, 5)
 }
 
 // figures matches the figures docs/architecture.md states.
