@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
@@ -303,7 +303,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 			}
 		}
 		if res.SessionNote != "" {
-			res.SessionNote = withoutRefs(res.SessionNote)
+			res.SessionNote = blobref.Hide(res.SessionNote)
 			a.logger().Warn("session not resumed; the visit runs fresh", "run", req.RunID, "node", req.NodeID, "plan", req.Session.Kind, "reason", res.SessionNote)
 		}
 	}
@@ -330,20 +330,6 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		res.Output[SessionNoteKey] = res.SessionNote
 	}
 	return nil
-}
-
-// blobKey matches what could be a blob key in a note's text: a run's keys
-// (runs/…) and any path through a sessions folder.
-var blobKey = regexp.MustCompile(`[\w.@+/-]*(?:\bruns/|/sessions/)[\w.@+/-]*`)
-
-// withoutRefs is a session note with anything that looks like a blob key
-// taken out. A note lands on the visit's output, its loop snapshots and
-// its log line, which outlive the blob (ADR-089: no ref on outputs), and
-// part of a note can be an error quoting an untrusted archive: the notes
-// Tether writes name what happened, never a ref, and this holds even for
-// text it did not write.
-func withoutRefs(note string) string {
-	return blobKey.ReplaceAllString(note, "(a blob)")
 }
 
 // agentEnv is a backend's live root for one run on this worker and the

@@ -166,4 +166,24 @@ const (
 	// after each visit (budget-stop.json).
 	changeBudgetMidVisit  = "budget-mid-visit"
 	versionBudgetMidVisit = 1
+
+	// changeRefFreeNotes: the notes the workflow writes hide every blob
+	// key in the text they quote (internal/blobref), as the visit's own
+	// notes do: the "not resumed" note of an inbound _session_id, the
+	// cause a visit started again is told (a store fault names the key
+	// it failed on), the retry notes of the run's details; and a
+	// DeleteBlobs step names the nodes whose blobs it deletes, not the
+	// keys (ref-free-notes.json). Runs recorded before quoted the text
+	// as it was, and named the first key.
+	changeRefFreeNotes  = "ref-free-notes"
+	versionRefFreeNotes = 1
+
+	// changeRewoundQuestions: a run rewound to a checkpoint taken while it
+	// waited for a question asks it again: a new notice, whose answer
+	// links name this asking, instead of the notice (and links) sent
+	// before the rewind, which may have answered it once already
+	// (rewound-questions.json). Runs recorded before kept the earlier
+	// notice (rewound-questions-before.json).
+	changeRewoundQuestions  = "rewound-questions"
+	versionRewoundQuestions = 1
 )

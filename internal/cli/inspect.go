@@ -34,7 +34,7 @@ func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"temporal client:", msg}, kv...)...)
+	fmt.Fprint(os.Stderr, render.Terminal(fmt.Sprintln(append([]any{"temporal client:", msg}, kv...)...)))
 }
 
 var _ log.Logger = quietLogger{}
@@ -110,7 +110,9 @@ visit so far, then each new one, until the run ends (Ctrl-C detaches).`,
 				return nil
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.out)
+				// Exact, for programs: a person's terminal gets the
+				// escaped text of the commands without --json.
+				enc := json.NewEncoder(a.raw)
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}

@@ -19,8 +19,10 @@ import (
 // as `tether answer`. The link is the credential, so these pages need no
 // session (security.open), but their POST carries a CSRF token like every
 // form. A link that is forged, changed, expired, for another run or
-// question, or whose question is no longer waiting is refused with a page
-// that says which, and what to do instead.
+// question, sent for an earlier asking of its question (the run asked it
+// again after a rewind or a resume), made before links named an asking,
+// or whose question is no longer waiting is refused with a page that says
+// which, and what to do instead.
 
 // answerLinkView is what the answer page shows.
 type answerLinkView struct {
@@ -58,6 +60,13 @@ func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answer
 	}
 	l, err := answerlink.Verify(s.opts.LinkKey, v.Token, time.Now())
 	switch {
+	case errors.Is(err, answerlink.ErrOldLink):
+		// Refused, not honoured: such a link names only the run and the
+		// question, and the question may have been asked again since (a
+		// rewind, a resume), when the link would give the new asking an
+		// answer meant for the old one.
+		return refuse(http.StatusGone, "This link is from an earlier version of Tether",
+			fmt.Sprintf("It was sent before answer links named when their question was asked, so it cannot show that %s waiting now is the question it was sent for: the run may have asked it again since (after a rewind, or a resume), and this link would answer that with an answer meant for the earlier one. Answer on the run's page, or with `tether answer %s %s TEXT`.", qid, run, qid))
 	case errors.Is(err, answerlink.ErrExpired):
 		return refuse(http.StatusGone, "This link has expired",
 			fmt.Sprintf("It was valid until %s. Answer on the run's page, or with `tether answer %s %s TEXT`.", l.Expires.Format(time.RFC1123), run, qid))
@@ -81,10 +90,19 @@ func (s *Server) checkAnswerLink(w http.ResponseWriter, r *http.Request) (answer
 	}
 	v.Graph = rs.State.Graph
 	for _, q := range rs.State.Questions {
-		if q.ID == qid {
-			v.Question = q
-			return v, l, true
+		if q.ID != qid {
+			continue
 		}
+		if q.Asking == "" {
+			return refuse(http.StatusConflict, "This run does not say when it asked "+qid,
+				fmt.Sprintf("A worker of an older build answered for run %s, and its answer does not name when the run asked %s, so this link cannot be checked against it. Try the link again once the workers are upgraded, or answer on the run's page.", run, qid))
+		}
+		if err := l.Answers(q.Asking); err != nil {
+			return refuse(http.StatusConflict, "This question was asked again",
+				fmt.Sprintf("This link was sent when run %s asked %s before (%s). The run has asked it again since, after a rewind or a resume that ran its node again (%s), and a link answers only the asking it was sent for: an answer given to the earlier one does not answer this one. Answer it with the link of the newest notice about %s, or on the run's page.", run, qid, l.Asking, q.Asking, qid))
+		}
+		v.Question = q
+		return v, l, true
 	}
 	return refuse(http.StatusConflict, "This question is not waiting any more", s.notWaiting(ctx, run, qid, rs))
 }

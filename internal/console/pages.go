@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -126,7 +127,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, title 
 	if status >= 500 {
 		s.log.Warn("console: page failed", "path", r.URL.Path, "error", err)
 	}
-	s.render(w, r, status, "error", page{Title: title, Data: map[string]string{"Title": title, "Error": hideKeys(err.Error())}})
+	s.render(w, r, status, "error", page{Title: title, Data: map[string]string{"Title": title, "Error": blobref.Hide(err.Error())}})
 }
 
 func renderLogin(w http.ResponseWriter, r *http.Request, s *security, msg string) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
@@ -125,7 +126,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	}
 	change, commit, err := s.visitChange(ctx, run, node, visit, states)
 	if err != nil {
-		v.ChangeErr = hideKeys(err.Error())
+		v.ChangeErr = blobref.Hide(err.Error())
 	}
 	if change != nil {
 		v.Change, v.Commit = change, commit
@@ -159,7 +160,10 @@ func (v *visitView) output(out map[string]any) {
 			v.SessionID, _ = val.(string)
 			continue
 		case agent.RetryNoteKey:
-			v.RetryNote, _ = val.(string)
+			// Hidden again: a run recorded before the worker filtered
+			// its notes may hold a key in one.
+			note, _ := val.(string)
+			v.RetryNote = blobref.Hide(note)
 			continue
 		}
 		if strings.HasPrefix(k, "_") {

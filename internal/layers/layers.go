@@ -58,7 +58,7 @@ var Floors = []Floor{
 	{"agent", []string{"internal/agent"}},
 	{"leaves", []string{
 		"internal/excerpt", "internal/hostport", "internal/answerlink", "internal/sandbox/mode",
-		"internal/sandbox/confine",
+		"internal/sandbox/confine", "internal/blobref",
 		"internal/sessionlog", "internal/sessionlog/*", "internal/pki",
 		"internal/testenv", "internal/testenv/files", "internal/fakemodel",
 		"internal/telemetry/telemetrytest", "internal/treepolicy/treepolicytest",
