@@ -3,6 +3,14 @@
 SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
+# The version and revision every binary says it is (tether version,
+# tether-worker --version), and from which a worker's build id in its
+# Temporal worker deployment is made (internal/buildinfo).
+BUILDINFO := github.com/tether-run/tether/internal/buildinfo
+VERSION ?= $(shell git describe --tags 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+DIRTY ?= $(shell test -z "$$(git status --porcelain 2>/dev/null)" || echo true)
+LDFLAGS := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION) -X $(BUILDINFO).Dirty=$(DIRTY)
 
 .PHONY: all build tools run console screenshots test test-loaded mutate lint fuzz bench histories cluster cluster-down soak soak-short clean
 
@@ -10,8 +18,8 @@ all: build tools
 
 ## build: the tether CLI, the tether-worker binary and its confine helper, into bin/
 build:
-	$(GO) build -o bin/tether ./starter
-	$(GO) build -o bin/tether-worker ./worker
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tether ./starter
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
 
 ## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap, chromium

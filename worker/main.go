@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/buildinfo"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -39,6 +41,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
 		os.Exit(sandbox.Main(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version") {
+		fmt.Println(versionLine())
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether-worker:", err)
 		os.Exit(1)
@@ -52,6 +58,12 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
+	versioning := workerVersioning(cfg.Versioning)
+	if versioning.Mode == workerhost.VersioningOff {
+		logger.Info("tether-worker "+buildinfo.Read().Short(), "versioning", "off (TETHER_VERSIONING=off): an unversioned worker; runs are not pinned to a build, and an upgrade must keep every workflow change replayable (docs/operations.md)")
+	} else {
+		logger.Info("tether-worker "+buildinfo.Read().Short(), "deployment", versioning.Deployment, "build", versioning.BuildID, "versioning", versioning.Mode.String())
+	}
 	sb, err := confinement(context.Background(), cfg, logger)
 	if err != nil {
 		return err
@@ -126,6 +138,7 @@ func run() error {
 		ShutdownGrace:       cfg.ShutdownGrace,
 		Notify:              cfg.Notify,
 		OnHealth:            tel.SetHealth,
+		Versioning:          versioning,
 	})
 	if err != nil {
 		return err
@@ -135,6 +148,26 @@ func run() error {
 	stop()
 	h.Stop()
 	return nil
+}
+
+// workerVersioning is the worker deployment settings as workerhost takes
+// them.
+func workerVersioning(v config.Versioning) workerhost.Versioning {
+	mode := workerhost.VersioningAuto
+	switch v.Mode {
+	case config.VersioningOff:
+		return workerhost.Versioning{}
+	case config.VersioningManual:
+		mode = workerhost.VersioningManual
+	}
+	return workerhost.Versioning{Mode: mode, Deployment: v.Deployment, BuildID: v.Build()}
+}
+
+// versionLine is what `tether-worker --version` prints: the version, the
+// build id it registers with its worker deployment, Go and the SDK.
+func versionLine() string {
+	i := buildinfo.Read()
+	return fmt.Sprintf("tether-worker %s (build id %s, %s, temporal sdk %s)", i.Short(), buildinfo.BuildID(), runtime.Version(), i.SDK)
 }
 
 // flush sends the spans not yet sent and closes the metrics endpoint,

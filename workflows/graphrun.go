@@ -28,6 +28,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	r.arrive(ctx)
 	if err := r.claimRunID(ctx); err != nil {
 		return nil, err
 	}
@@ -127,6 +128,9 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// upgradeAsked is set by the upgrade signal: a waiting run checks
+	// whether it should move to another build (move.go).
+	upgradeAsked bool
 }
 
 // question is a pending question and, once answered, its answer.
@@ -228,6 +232,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 		return err
 	}
 	r.receiveGuidance(ctx)
+	r.receiveUpgrade(ctx)
 	ch := workflow.GetSignalChannel(ctx, SignalAnswer)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -290,14 +295,7 @@ func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question)
 	// A branch's questions, and a pause restored without its notices.
 	r.noticeQuestions(ctx, node, qs)
 	r.details(ctx)
-	if err := workflow.Await(ctx, func() bool {
-		for _, q := range mine {
-			if !q.Answered {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
+	if err := r.awaitAnswers(ctx, node, mine); err != nil {
 		return nil, err
 	}
 	answers := make([]string, len(mine))

@@ -24,8 +24,11 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if len(r.cp.Cursor) == 0 {
 			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
 		}
+		if mv := r.moveDue(ctx); mv != nil {
+			return nil, r.continueAsNew(ctx, mv)
+		}
 		if r.continueAsNewDue(ctx) {
-			return nil, r.continueAsNew(ctx)
+			return nil, r.continueAsNew(ctx, nil)
 		}
 		if len(r.cp.Cursor) > 1 {
 			// A fan-out was in flight when this checkpoint was taken: run
@@ -46,6 +49,9 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			return r.complete(ctx, node, cur)
 		}
 		v, err := r.visit(ctx, node, cur, &scope{})
+		if mv := moveOf(err); mv != nil {
+			return nil, r.continueAsNew(ctx, mv)
+		}
 		if err != nil {
 			return nil, r.fail(ctx, err)
 		}
@@ -142,7 +148,9 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
-		r.addStep(failedStep(step, err))
+		if moveOf(err) == nil {
+			r.addStep(failedStep(step, err))
+		}
 		return v, err
 	}
 	r.setOutput(node.ID, visitNo, v.output)

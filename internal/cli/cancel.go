@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/tether-run/tether/internal/buildinfo"
 	"github.com/tether-run/tether/internal/runstore"
 )
-
-// Version is this build's version; release builds set it with
-// -ldflags "-X github.com/tether-run/tether/internal/cli.Version=v1.2.3".
-var Version = ""
 
 // cancelWait is how long `tether cancel` waits to see the run close.
 const cancelWait = 30 * time.Second
@@ -82,26 +78,9 @@ func (a *app) versionCmd() *cobra.Command {
 	}
 }
 
-// versionLine is `tether v1.2.3 (go1.26.8, temporal sdk v1.51.0, checkpoint format 1)`.
+// versionLine is `tether v1.2.3 (go1.26.8, temporal sdk v1.51.0, checkpoint format 1)`:
+// the version the Makefile stamped (internal/buildinfo), with its revision.
 func versionLine() string {
-	v, sdk := Version, "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v == "" {
-			v = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 && (v == "" || v == "(devel)") {
-				v = "(devel) " + s.Value[:12]
-			}
-		}
-		for _, dep := range info.Deps {
-			if dep.Path == "go.temporal.io/sdk" {
-				sdk = dep.Version
-			}
-		}
-	}
-	if v == "" {
-		v = "(devel)"
-	}
-	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", v, runtime.Version(), sdk, runstore.FormatVersion)
+	i := buildinfo.Read()
+	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", i.Short(), runtime.Version(), i.SDK, runstore.FormatVersion)
 }

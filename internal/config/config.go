@@ -115,6 +115,9 @@ type Config struct {
 	// valid (TETHER_LINK_TTL, default 7 days).
 	LinkKey Secret
 	LinkTTL time.Duration
+	// Versioning is how the worker joins Temporal's worker deployments
+	// (TETHER_VERSIONING, TETHER_DEPLOYMENT, TETHER_BUILD_ID).
+	Versioning Versioning
 	// Agents configures the agent backends: where their CLIs are, each
 	// backend's own variables (endpoint, key, model, settings), the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
@@ -326,6 +329,9 @@ func readEnv() (Config, error) {
 		c.ConsoleToken = Secret(v)
 	}
 	if err := c.readNotify(); err != nil {
+		return c, err
+	}
+	if err := c.readVersioning(); err != nil {
 		return c, err
 	}
 	return c, nil

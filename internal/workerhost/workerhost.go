@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +87,9 @@ type Options struct {
 	// OnHealth, if set, hears when the worker turns unhealthy (its store
 	// fails a probe: it takes no visit meanwhile) and healthy again.
 	OnHealth func(healthy bool, cause error)
+	// Versioning makes the worker a build of a Temporal worker deployment
+	// (deployment.go); the zero value is an unversioned worker.
+	Versioning Versioning
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -162,6 +166,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.MaxConcurrentVisits <= 0 {
 		o.MaxConcurrentVisits = DefaultMaxConcurrentVisits
 	}
+	if err := o.Versioning.check(); err != nil {
+		return nil, err
+	}
 	queue := workflows.WorkerQueue(o.ID)
 	logger := o.Logger.With("worker", o.ID)
 	if err := probeStore(o.Blobs, o.ID); err != nil {
@@ -183,6 +190,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Queue:    queue,
 		Logger:   logger,
 		Temporal: c,
+		Pins:     c,
 		Health:   health,
 
 		ShutdownGrace: o.ShutdownGrace,
@@ -190,6 +198,13 @@ func Start(c client.Client, o Options) (*Host, error) {
 	acts.Workspaces = workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger,
 		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(activities.RunForgetter(acts)))
 	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace, health: health}
+	var routing *router
+	interceptors := o.Interceptors
+	if o.Versioning.Mode != VersioningOff {
+		routing = newRouter(c, o.Versioning, logger)
+		interceptors = append(slices.Clone(interceptors), workflows.RoutingInterceptor(routing.Routing))
+	}
+	deployment := o.Versioning.deploymentOptions()
 	stopTimeout := o.ShutdownGrace + handBack
 	sharedSlots, err := gatedTuner(health, o.MaxConcurrentVisits)
 	if err != nil {
@@ -206,13 +221,19 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                     o.ID,
 		Tuner:                        sharedSlots,
 		DisableEagerActivities:       o.DisableEagerActivities || o.Role != RoleAll,
-		Interceptors:                 o.Interceptors,
+		Interceptors:                 interceptors,
 		DisableWorkflowWorker:        o.Role == RoleActivities,
 		LocalActivityWorkerOnly:      o.Role == RoleWorkflows,
+		DeploymentOptions:            deployment,
 	})
 	if o.Role != RoleActivities {
-		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
-		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{Name: workflows.NoticeWorkflowType})
+		// A run is pinned to the build it started on: it moves only
+		// between visits, by continuing as new (workflows/move.go). A
+		// notice follows the current build: it has no visit to keep.
+		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{
+			Name: workflows.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorPinned)})
+		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{
+			Name: workflows.NoticeWorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
@@ -222,6 +243,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		DisableWorkflowWorker:        true,
 		Tuner:                        ownSlots,
 		Interceptors:                 o.Interceptors,
+		DeploymentOptions:            deployment,
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := ensureSearchAttributesWithin(c, o.Namespace, searchAttributeWait); err != nil {
@@ -239,7 +261,16 @@ func Start(c client.Client, o Options) (*Host, error) {
 	watch, stopWatch := context.WithCancel(context.Background())
 	h.stopWatch = stopWatch
 	go health.Watch(watch, reprobeEvery)
-	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
+	if routing != nil {
+		routing.waitPromoted(watch)
+		go routing.watch(watch)
+		v := routing.Routing()
+		o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir,
+			"deployment", o.Versioning.Deployment, "build", o.Versioning.BuildID, "versioning", o.Versioning.Mode.String(), "current_build", v.Current)
+		return h, nil
+	}
+	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir,
+		"versioning", "off: an unversioned worker; runs are not pinned to a build (TETHER_VERSIONING)")
 	return h, nil
 }
 
