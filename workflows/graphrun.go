@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -129,8 +130,10 @@ type runImpl struct {
 	// notices are the notices this execution sent (notice.go).
 	notices notices
 	// upgradeAsked is set by the upgrade signal: a waiting run checks
-	// whether it should move to another build (move.go).
+	// whether it should move to another build (move.go); upgradeSince is
+	// the newest routing a sender said it read.
 	upgradeAsked bool
+	upgradeSince time.Time
 }
 
 // question is a pending question and, once answered, its answer.

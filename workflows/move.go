@@ -120,24 +120,25 @@ func (r *runImpl) routing(ctx workflow.Context) Routing {
 // moveDue is the move this run should make now, or nil: its deployment no
 // longer routes new runs to its build. A routing older than the one the
 // run moved on (a worker that has not read the new routing yet) is not
-// acted on, so a run never moves back on a stale view.
-func (r *runImpl) moveDue(ctx workflow.Context) *runapi.Move {
+// acted on, so a run never moves back on a stale view. It also returns
+// the routing it read.
+func (r *runImpl) moveDue(ctx workflow.Context) (*runapi.Move, Routing) {
 	r.upgradeAsked = false
 	if workflow.GetVersion(ctx, changeMoveToCurrent, workflow.DefaultVersion, versionMoveToCurrent) != versionMoveToCurrent {
-		return nil
+		return nil, Routing{}
 	}
 	rt := r.routing(ctx)
 	to := rt.moveTarget()
 	if to == "" {
-		return nil
+		return nil, rt
 	}
 	if mv := r.in.Move; mv != nil && !mv.Since.IsZero() && rt.Changed.Before(mv.Since) {
-		return nil
+		return nil, rt
 	}
 	return &runapi.Move{
 		Deployment: rt.Deployment, From: rt.Build, To: to, Since: rt.Changed,
 		Reason: fmt.Sprintf("deployment %s routes new runs to build %s now, not to this run's build %s", rt.Deployment, to, rt.Build),
-	}
+	}, rt
 }
 
 // errMove unwinds a trunk wait the run leaves to move (visit records no
@@ -161,8 +162,12 @@ func (r *runImpl) receiveUpgrade(ctx workflow.Context) {
 	ch := workflow.GetSignalChannel(ctx, runapi.SignalUpgrade)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			ch.Receive(ctx, nil)
+			var u runapi.Upgrade
+			ch.Receive(ctx, &u)
 			r.upgradeAsked = true
+			if u.Since.After(r.upgradeSince) {
+				r.upgradeSince = u.Since
+			}
 		}
 	})
 }
@@ -188,6 +193,7 @@ func (r *runImpl) awaitAnswers(ctx workflow.Context, node string, mine []*questi
 		return true
 	}
 	movable := r.movableWait(node)
+	stale := 0
 	for {
 		if err := workflow.Await(ctx, func() bool { return answered() || (movable && r.upgradeAsked) }); err != nil {
 			return err
@@ -195,11 +201,34 @@ func (r *runImpl) awaitAnswers(ctx workflow.Context, node string, mine []*questi
 		if answered() {
 			return nil
 		}
-		if mv := r.moveDue(ctx); mv != nil {
+		since := r.upgradeSince
+		mv, rt := r.moveDue(ctx)
+		if mv != nil {
 			return &errMove{move: mv}
 		}
+		// Asked by someone who read a newer routing than this worker
+		// has: look again once it has read it, for a few seconds at most.
+		if rt.Changed.Before(since) && stale < maxStaleChecks {
+			stale++
+			ok, err := workflow.AwaitWithTimeout(ctx, staleCheck, answered)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				r.upgradeAsked = true
+			}
+			continue
+		}
+		stale = 0
 	}
 }
+
+// A waiting run asked to move by someone who read a newer routing than
+// its worker has looks again every staleCheck, maxStaleChecks times.
+const (
+	staleCheck     = time.Second
+	maxStaleChecks = 20
+)
 
 // Arrival: the prologue of an execution that a move started.
 const (

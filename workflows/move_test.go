@@ -221,3 +221,19 @@ func pathString(path []runstore.Step) string {
 	}
 	return out
 }
+
+// A waiting run asked to move by someone who read a newer routing than
+// its worker has looks again until its worker has read it, then moves;
+// asked by someone who read nothing newer, it waits on at once.
+func (s *GraphRunSuite) TestAWaitingRunWaitsForItsWorkerToReadTheNewRouting() {
+	rt := &routingOf{rt: onA}
+	versioned(s.env, rt)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
+	}, time.Hour)
+	s.env.RegisterDelayedCallback(func() { rt.set(onB) }, time.Hour+5*time.Second)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
+	next := s.continuedWith(s.env)
+	s.Require().NotNil(next.Move)
+	s.Equal("b", next.Move.To)
+}

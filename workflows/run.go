@@ -24,7 +24,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if len(r.cp.Cursor) == 0 {
 			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
 		}
-		if mv := r.moveDue(ctx); mv != nil {
+		if mv, _ := r.moveDue(ctx); mv != nil {
 			return nil, r.continueAsNew(ctx, mv)
 		}
 		if r.continueAsNewDue(ctx) {

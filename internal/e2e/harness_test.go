@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/scripted"
@@ -68,7 +69,11 @@ type harness struct {
 	// blobURL is the store's TETHER_BLOB_URL, for processes the test
 	// starts (tether console).
 	blobURL string
-	mu      sync.Mutex
+	// versioning and interceptors are what new workers are started with
+	// (zero: e2eVersioning(), none).
+	versioning   *workerhost.Versioning
+	interceptors []interceptor.WorkerInterceptor
+	mu           sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -117,11 +122,15 @@ func (h *harness) startWorker() string {
 			}
 		}
 	}
+	versioning := e2eVersioning()
+	if h.versioning != nil {
+		versioning = *h.versioning
+	}
 	w, err := workerhost.Start(h.c, workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
-		Notify: h.notify,
+		Notify: h.notify, Versioning: versioning, Interceptors: h.interceptors,
 	})
 	require.NoError(h.t, err)
 	h.worker = w

@@ -39,6 +39,15 @@ type Move struct {
 	Since time.Time `json:"since,omitzero"`
 }
 
+// Upgrade is what the upgrade signal carries: the routing of Tether's task
+// queue as its sender read it (`tether upgrade-runs`). A run never moves
+// because of it: it only waits, a few seconds at most, for its own worker
+// to have read a routing at least as new before it decides.
+type Upgrade struct {
+	Current string    `json:"current,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+}
+
 // DeploymentVersion is a worker deployment version as Temporal writes it
 // ("tether:v1.2.3-3b88009a1b2c"): the TemporalWorkerDeploymentVersion
 // search attribute holds it.

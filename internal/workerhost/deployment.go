@@ -2,14 +2,13 @@ package workerhost
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -144,41 +143,52 @@ func (r *router) watch(ctx context.Context) {
 	}
 }
 
-// refresh reads the routing once, and promotes the build if it may and
-// should.
+// refresh reads the routing once, from Tether's task queue as Temporal's
+// matching service routes it (DescribeTaskQueue: its pollers and its
+// current and ramping builds, cheap, unlike a query of the deployment's
+// own workflow), and promotes the build if it may and should.
 func (r *router) refresh(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	h := r.c.WorkerDeploymentClient().GetHandle(r.v.Deployment)
-	d, err := h.Describe(rctx, client.WorkerDeploymentDescribeOptions{})
-	var nf *serviceerror.NotFound
-	switch {
-	case errors.As(err, &nf):
-		// No worker of the deployment registered yet (this one's pollers
-		// register it within a second).
-	case err != nil:
+	d, err := r.c.DescribeTaskQueue(rctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
 		if ctx.Err() == nil {
 			r.logger.Debug("could not read the deployment's routing; keeping the last one", "deployment", r.v.Deployment, "error", err)
 		}
 		return
-	default:
-		r.set(d.Info.RoutingConfig)
 	}
-	if r.v.Mode == VersioningAuto {
-		if err == nil {
-			r.promote(rctx, h, d)
+	view := r.viewOf(d)
+	r.set(view)
+	if r.v.Mode != VersioningAuto || view.Current == r.v.BuildID {
+		return
+	}
+	why := fmt.Sprintf("deployment %s had no current build", r.v.Deployment)
+	if view.Current != "" {
+		if livePollers(d, r.v.Deployment, view.Current) > 0 {
+			return
 		}
+		why = fmt.Sprintf("no worker of deployment %s's current build %s polls any more", r.v.Deployment, view.Current)
 	}
+	r.promote(rctx, why)
 }
 
-func (r *router) set(rc client.WorkerDeploymentRoutingConfig) {
-	view := workflows.Routing{Deployment: r.v.Deployment, Build: r.v.BuildID, Changed: rc.CurrentVersionChangedTime.UTC()}
-	if rc.CurrentVersion != nil {
-		view.Current = rc.CurrentVersion.BuildID
+// viewOf is the routing d says, as this worker sees it.
+func (r *router) viewOf(d *workflowservice.DescribeTaskQueueResponse) workflows.Routing {
+	view := workflows.Routing{Deployment: r.v.Deployment, Build: r.v.BuildID}
+	vi := d.GetVersioningInfo()
+	if cur := vi.GetCurrentDeploymentVersion(); cur.GetDeploymentName() == r.v.Deployment {
+		view.Current = cur.GetBuildId()
 	}
-	if rc.RampingVersion != nil && rc.RampingVersionPercentage > 0 {
-		view.Ramping = rc.RampingVersion.BuildID
+	if ramp := vi.GetRampingDeploymentVersion(); ramp.GetDeploymentName() == r.v.Deployment && vi.GetRampingVersionPercentage() > 0 {
+		view.Ramping = ramp.GetBuildId()
 	}
+	if t := vi.GetUpdateTime(); t != nil {
+		view.Changed = t.AsTime().UTC()
+	}
+	return view
+}
+
+func (r *router) set(view workflows.Routing) {
 	r.mu.Lock()
 	old := r.view
 	r.view = view
@@ -188,67 +198,37 @@ func (r *router) set(rc client.WorkerDeploymentRoutingConfig) {
 	}
 }
 
-// promote makes this build the deployment's current one when there is
-// none, or when no worker of the current build polls any more.
-func (r *router) promote(ctx context.Context, h client.WorkerDeploymentHandle, d client.WorkerDeploymentDescribeResponse) {
-	cur := d.Info.RoutingConfig.CurrentVersion
-	if cur != nil && cur.BuildID == r.v.BuildID {
-		return
-	}
-	why := fmt.Sprintf("deployment %s had no current build", r.v.Deployment)
-	if cur != nil {
-		live, err := r.livePollers(ctx, cur.BuildID)
-		if err != nil || live > 0 {
-			return
-		}
-		why = fmt.Sprintf("no worker of deployment %s's current build %s polls any more", r.v.Deployment, cur.BuildID)
-	}
-	if !r.registered(d) {
-		return // this worker's pollers register the version within a second
-	}
-	_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{
-		BuildID: r.v.BuildID, ConflictToken: d.ConflictToken, Identity: "tether-worker " + r.v.BuildID,
+// promote makes this build the deployment's current one, without waiting
+// for this worker's pollers to register the version (they are about to),
+// and whatever queues the old build had besides Tether's shared one
+// (per-worker queues no run needs any more).
+func (r *router) promote(ctx context.Context, why string) {
+	_, err := r.c.WorkerDeploymentClient().GetHandle(r.v.Deployment).SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{
+		BuildID: r.v.BuildID, Identity: "tether-worker " + r.v.BuildID,
+		AllowNoPollers: true, IgnoreMissingTaskQueues: true,
 	})
 	if err != nil {
 		r.logger.Debug("could not make this build current; trying again", "error", err)
 		return
 	}
 	r.logger.Info("this build is now the deployment's current one: "+why, "deployment", r.v.Deployment, "build", r.v.BuildID)
-	r.refreshView(ctx, h)
+	view := r.Routing()
+	view.Current, view.Changed = r.v.BuildID, time.Now().UTC()
+	r.set(view)
 }
 
-// registered reports whether d lists this worker's version yet.
-func (r *router) registered(d client.WorkerDeploymentDescribeResponse) bool {
-	for _, s := range d.Info.VersionSummaries {
-		if s.Version.BuildID == r.v.BuildID {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *router) refreshView(ctx context.Context, h client.WorkerDeploymentHandle) {
-	if d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{}); err == nil {
-		r.set(d.Info.RoutingConfig)
-	}
-}
-
-// livePollers counts the workers of build that polled Tether's task queue
-// for workflow tasks lately.
-func (r *router) livePollers(ctx context.Context, build string) (int, error) {
-	d, err := r.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-	if err != nil {
-		return 0, err
-	}
+// livePollers counts the workers of build of deployment that polled the
+// queue d describes lately.
+func livePollers(d *workflowservice.DescribeTaskQueueResponse, deployment, build string) int {
 	n := 0
 	for _, p := range d.GetPollers() {
 		o := p.GetDeploymentOptions()
-		if o.GetDeploymentName() == r.v.Deployment && o.GetBuildId() == build &&
+		if o.GetDeploymentName() == deployment && o.GetBuildId() == build &&
 			p.GetLastAccessTime() != nil && time.Since(p.GetLastAccessTime().AsTime()) < pollerAlive {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // waitPromoted waits, at most promoteWait, until the deployment has a

@@ -243,7 +243,10 @@ func Start(c client.Client, o Options) (*Host, error) {
 		DisableWorkflowWorker:        true,
 		Tuner:                        ownSlots,
 		Interceptors:                 o.Interceptors,
-		DeploymentOptions:            deployment,
+		// Unversioned: a worker's own queue is one worker's (the visits of
+		// runs recorded before one-trip visits), and a version lists
+		// every queue its workers poll, which would grow by one per
+		// worker ever started.
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := ensureSearchAttributesWithin(c, o.Namespace, searchAttributeWait); err != nil {
