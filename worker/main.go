@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/tether-run/tether/activities"
@@ -132,7 +133,7 @@ func run() error {
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,
-		Interceptors:        tel.WorkerInterceptors(),
+		Interceptors:        append(tel.WorkerInterceptors(), extraInterceptors...),
 		Metrics:             tel.Metrics(),
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
@@ -149,6 +150,10 @@ func run() error {
 	h.Stop()
 	return nil
 }
+
+// extraInterceptors are added to the worker's own by test-only builds
+// (upgradeprobe.go); none in a release.
+var extraInterceptors []interceptor.WorkerInterceptor
 
 // workerVersioning is the worker deployment settings as workerhost takes
 // them.

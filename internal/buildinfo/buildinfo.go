@@ -41,6 +41,8 @@ type Info struct {
 	Modified bool
 	// SDK is the Temporal Go SDK the binary links.
 	SDK string
+	// Tags are the build tags it was built with (go build -tags).
+	Tags string
 }
 
 // Read returns the binary's build information: the Makefile's stamps
@@ -57,6 +59,8 @@ func Read() Info {
 				i.Revision = s.Value
 			case s.Key == "vcs.modified" && Revision == "":
 				i.Modified = s.Value == "true"
+			case s.Key == "-tags":
+				i.Tags = s.Value
 			}
 		}
 		for _, dep := range bi.Deps {
@@ -81,6 +85,9 @@ func (i Info) Short() string {
 	if i.Modified {
 		v += " (modified)"
 	}
+	if i.Tags != "" {
+		v += " (tags " + i.Tags + ")"
+	}
 	return v
 }
 
@@ -95,8 +102,9 @@ func short(rev string) string {
 // (TETHER_BUILD_ID overrides it): the version and the revision's first 12
 // digits, e.g. "v1.2.3-3b88009a1b2c". A binary built from a tree with
 // changes, or without a known revision (go test, a plain go build), adds
-// the first digits of its own executable's SHA-256, so two different
-// binaries never share a build id.
+// the first digits of its own executable's SHA-256, and one built with
+// build tags adds them ("+tag"), so two different binaries never share a
+// build id.
 func BuildID() string { return buildID() }
 
 var buildID = sync.OnceValue(func() string {
@@ -110,6 +118,10 @@ var buildID = sync.OnceValue(func() string {
 	}
 	if i.Revision == "" || i.Modified {
 		id += "-" + executableDigest()
+	}
+	if i.Tags != "" {
+		// Another build of the same source: tags change the code.
+		id += "+" + strings.ReplaceAll(i.Tags, ",", ".")
 	}
 	return SanitizeBuildID(id)
 })

@@ -185,6 +185,8 @@ func (a *app) pollersByBuild(ctx context.Context, deployment string) (map[string
 
 func (a *app) workersCmd() *cobra.Command {
 	var asJSON bool
+	var drained string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "workers",
 		Short: "Show each build of the worker deployment: its routing, workers, open runs and drainage",
@@ -197,6 +199,9 @@ to the current build at their next safe point (tether upgrade-runs moves the
 waiting ones); once it is drained its workers can stop.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if drained != "" {
+				return a.waitDrained(cmd.Context(), drained, timeout)
+			}
 			d, err := a.deployment(cmd.Context())
 			if err != nil {
 				return failedErr(err)
@@ -211,7 +216,107 @@ waiting ones); once it is drained its workers can stop.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment as JSON")
+	cmd.Flags().StringVar(&drained, "wait-drained", "", "wait until Temporal calls build BUILD drained (no open run pinned to it), saying what is left as it goes")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "with --wait-drained: give up after this long (exit 1)")
 	return cmd
+}
+
+// waitDrained waits until Temporal calls build drained, for at most
+// timeout, and says how long it took.
+func (a *app) waitDrained(ctx context.Context, build string, timeout time.Duration) error {
+	began := time.Now()
+	last := ""
+	var asked time.Time
+	for {
+		d, err := a.deployment(ctx)
+		if err != nil {
+			return failedErr(err)
+		}
+		var b *Build
+		for i := range d.Builds {
+			if d.Builds[i].ID == build {
+				b = &d.Builds[i]
+			}
+		}
+		switch {
+		case b == nil:
+			return failedErr(fmt.Errorf("deployment %s has no build %s (tether workers lists its builds)", d.Name, build))
+		case b.Routing != "":
+			return failedErr(fmt.Errorf("build %s is %s: new runs still go to it, so it does not drain; make another build current first", build, b.Routing))
+		case b.Drainage == "drained":
+			fmt.Fprintf(a.out, "build %s drained after %s\n", build, time.Since(began).Round(100*time.Millisecond))
+			return nil
+		}
+		// A run that began to wait just as the routing changed may have
+		// been missed by tether upgrade-runs: ask the waiting ones again.
+		if b.Waiting > 0 && time.Since(asked) > askAgain {
+			asked = time.Now()
+			if err := a.askToMove(ctx, d, build, true); err != nil {
+				fmt.Fprintf(a.errOut, "could not ask the waiting runs of build %s to move: %v\n", build, err)
+			}
+		}
+		if now := fmt.Sprintf("%d open runs (%d waiting for a person), %d workers", b.OpenRuns, b.Waiting, len(b.Workers)); now != last {
+			fmt.Fprintf(a.out, "build %s: %s; %s\n", build, now, orDash(b.Drainage, "not checked yet"))
+			last = now
+		}
+		if time.Since(began) > timeout {
+			return failedErr(fmt.Errorf("build %s is not drained after %s: %s (tether upgrade-runs moves the waiting runs; a run in a visit moves when the visit ends)", build, timeout, last))
+		}
+		select {
+		case <-ctx.Done():
+			return failedErr(ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// askAgain is how often tether workers --wait-drained asks the waiting
+// runs of the build it waits on to move.
+const askAgain = 10 * time.Second
+
+// askToMove signals every open run of build (only those waiting for a
+// person, with waitingOnly) to check whether it should move.
+func (a *app) askToMove(ctx context.Context, d *Deployment, build string, waitingOnly bool) error {
+	c, err := a.temporal()
+	if err != nil {
+		return err
+	}
+	runs, err := a.pinnedRuns(ctx, d.Name, build)
+	if err != nil {
+		return err
+	}
+	ask := a.upgradeAsk(ctx, d)
+	for _, r := range runs {
+		if waitingOnly && r.status != "waiting" {
+			continue
+		}
+		if err := c.SignalWorkflow(ctx, r.id, r.execution, runapi.SignalUpgrade, ask); err != nil {
+			return fmt.Errorf("signal run %s: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
+// upgradeAsk is what the upgrade signal carries: the task queue's routing
+// as the workers read it, so that a run whose worker has not read it yet
+// waits until it has.
+func (a *app) upgradeAsk(ctx context.Context, d *Deployment) runapi.Upgrade {
+	ask := runapi.Upgrade{Current: d.Current}
+	c, err := a.temporal()
+	if err != nil {
+		return ask
+	}
+	if q, err := c.DescribeTaskQueue(ctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && q.GetVersioningInfo().GetUpdateTime() != nil {
+		ask.Since = q.GetVersioningInfo().GetUpdateTime().AsTime().UTC()
+	}
+	return ask
+}
+
+func orDash(s, dflt string) string {
+	if s == "" {
+		return dflt
+	}
+	return s
 }
 
 func (a *app) printDeployment(d *Deployment) {
@@ -314,12 +419,7 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 	if d.Current == "" {
 		return failedErr(fmt.Errorf("deployment %s has no current build: set one first (temporal worker deployment set-current-version --deployment-name %s --build-id BUILD)", d.Name, d.Name))
 	}
-	// What the workers read (the task queue's routing), so that a run
-	// whose worker has not read it yet waits until it has.
-	ask := runapi.Upgrade{Current: d.Current}
-	if q, err := c.DescribeTaskQueue(ctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && q.GetVersioningInfo().GetUpdateTime() != nil {
-		ask.Since = q.GetVersioningInfo().GetUpdateTime().AsTime().UTC()
-	}
+	ask := a.upgradeAsk(ctx, d)
 	var runs []*pinnedRun
 	stranded := map[string]int{}
 	for _, b := range d.Builds {

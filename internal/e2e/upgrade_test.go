@@ -19,14 +19,13 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
+	"github.com/tether-run/tether/internal/upgradeprobe"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/internal/workspace"
-	"github.com/tether-run/tether/workflows"
 )
 
 // upgradeGraph is a writer that keeps its conversation (its reply lists
@@ -81,43 +80,6 @@ func upgradeFiles(n int) map[string]string {
 	return want
 }
 
-// probe is what makes the test's build B a build whose workflow code
-// differs: before every visit of a run it probes, a GraphRun on B runs one
-// more activity (NoticeEndpoints, harmless), so that build A could not
-// replay a history B wrote, nor B one A wrote, without failing its task
-// as non-deterministic. Runs whose id starts with "plain-" are not probed,
-// so that their executions on B replay on today's code (the replay
-// histories).
-type probe struct {
-	interceptor.WorkerInterceptorBase
-}
-
-func (*probe) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	return &probeInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}}
-}
-
-type probeInbound struct {
-	interceptor.WorkflowInboundInterceptorBase
-}
-
-func (i *probeInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
-	return i.Next.Init(&probeOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}})
-}
-
-type probeOutbound struct {
-	interceptor.WorkflowOutboundInterceptorBase
-}
-
-const probeSummary = "upgrade probe: build B's new activity"
-
-func (o *probeOutbound) ExecuteActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
-	if typ == "Visit" && !strings.HasPrefix(workflow.GetInfo(ctx).WorkflowExecution.ID, "plain-") {
-		pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{Summary: probeSummary, TaskQueue: workflows.TaskQueue, StartToCloseTimeout: time.Minute})
-		_ = o.Next.ExecuteActivity(pctx, "NoticeEndpoints").Get(ctx, nil)
-	}
-	return o.Next.ExecuteActivity(ctx, typ, args...)
-}
-
 // A rolling upgrade on the dev server: runs start on build A; build B,
 // whose workflow code differs in a way a replay would refuse, starts, is
 // ramped and made current; a run in the middle of its visits finishes the
@@ -145,7 +107,11 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	require.Equal(t, "running", h.state("busy-1").Status)
 
 	b := workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "upgrade-b", RoutingEvery: 500 * time.Millisecond}
-	h.versioning, h.interceptors = &b, []interceptor.WorkerInterceptor{&probe{}}
+	// B's workflow code differs (internal/upgradeprobe): a new activity
+	// before every visit, but for the "plain-" runs, whose executions on
+	// B are the replay histories.
+	h.versioning = &b
+	h.interceptors = []interceptor.WorkerInterceptor{upgradeprobe.New(func(id string) bool { return strings.HasPrefix(id, "plain-") })}
 	h.startWorker()
 	dep := h.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment)
 	require.Eventually(t, func() bool {
@@ -222,7 +188,7 @@ func checkBuilds(t *testing.T, c client.Client, id string) {
 				}
 				builds[b]++
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-				if summary(e) == probeSummary {
+				if summary(e) == upgradeprobe.Summary {
 					probes++
 				}
 			}

@@ -44,11 +44,12 @@ edges:
 `, rounds, askNode, askEdges)
 }
 
-// writerReply is the writer's last reply after n visits of persistGraph.
-func writerReply(n int) string {
+// writerReply is the writer's last reply after n visits of persistGraph
+// whose earlier visits had prompts.
+func writerReply(n int, prompts []string) string {
 	s := fmt.Sprintf("t%d [", n)
-	for i := 1; i < n; i++ {
-		s += fmt.Sprintf("step %d;", i)
+	for _, p := range prompts {
+		s += p + ";"
 	}
 	return s + "]"
 }
