@@ -352,6 +352,28 @@ down() {
 # tether: the tether CLI as a client of this cluster.
 tether_cli() { (eval "$(client_env)" && TETHER_HOME="$dir/cli" "$root/bin/tether" "$@"); }
 
+# retry N CMD...: run CMD until it succeeds, at most N times, 2 s apart;
+# its output is shown only when the last try fails.
+retry() {
+	local n=$1 out
+	shift
+	for _ in $(seq 1 "$n"); do
+		out=$("$@" 2>&1) && return 0
+		sleep 2
+	done
+	echo "$out" >&2
+	return 1
+}
+
+# registered BUILD: whether BUILD's workers registered Tether's task queue
+# for both workflow and activity tasks.
+registered() {
+	local v
+	v=$(temporal_cli worker deployment describe-version --deployment-name tether --build-id "$1" -o json 2>/dev/null | tr -d ' \n') || return 1
+	case $v in *'{"name":"tether","type":"workflow"}'*) ;; *) return 1 ;; esac
+	case $v in *'{"name":"tether","type":"activity"}'*) ;; *) return 1 ;; esac
+}
+
 # upgrade: a rolling upgrade to the build of --bin, on Temporal's worker
 # deployment versioning (docs/operations.md, "Upgrades").
 upgrade() {
@@ -385,13 +407,16 @@ upgrade() {
 	local began=$SECONDS
 	say "upgrade: builds ${old_builds[*]} -> $new: starting $n workers of $new"
 	for i in $(seq $((last + 1)) $((last + n))); do worker_start "$i" "$bin"; done
-	wait_for "build $new to register with deployment tether" 60 \
-		temporal_cli worker deployment describe-version --deployment-name tether --build-id "$new"
+	# Ramped or current, the new build takes Tether's queue's workflow and
+	# activity tasks: wait until its workers have registered both.
+	wait_for "build $new to register Tether's queue with deployment tether" 60 registered "$new"
 	say "upgrade: ramping $new to $ramp% of new runs for $ramp_for"
-	temporal_cli worker deployment set-ramping-version --deployment-name tether --build-id "$new" --percentage "$ramp" --yes >/dev/null ||
+	# The deployment's own workflow answers these; on a busy server it can
+	# miss a call ("Worker Deployment not found"), so each is tried again.
+	retry 5 temporal_cli worker deployment set-ramping-version --deployment-name tether --build-id "$new" --percentage "$ramp" --ignore-missing-task-queues --yes ||
 		die "upgrade: could not ramp build $new"
 	sleep "$ramp_for"
-	temporal_cli worker deployment set-current-version --deployment-name tether --build-id "$new" --ignore-missing-task-queues --yes >/dev/null ||
+	retry 5 temporal_cli worker deployment set-current-version --deployment-name tether --build-id "$new" --ignore-missing-task-queues --yes ||
 		die "upgrade: could not make build $new current"
 	say "upgrade: $new is current; moving the runs of ${old_builds[*]}"
 	tether_cli upgrade-runs --wait "$drain_timeout" >&2 || say "upgrade: some runs have not moved yet (see above); waiting for the drain"

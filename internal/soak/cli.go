@@ -62,8 +62,8 @@ func sortedNames(m map[string]string) []string {
 
 // cliGraph is a writer on the real CLI that keeps its conversation, a tool
 // that writes a file per round into the workspace, and a person asked
-// halfway.
-func cliGraph(rounds int) string {
+// after round askAt.
+func cliGraph(rounds, askAt int) string {
 	return fmt.Sprintf(`
 name: soak-cli
 start: writer
@@ -86,7 +86,7 @@ edges:
   - {from: work, to: ask, when: 'visits == %[2]d'}
   - {from: work, to: writer}
   - {from: ask, to: writer}
-`, rounds, rounds/2, cliBackend)
+`, rounds, askAt, cliBackend)
 }
 
 // cliFiles is the workspace of cliGraph after rounds rounds.

@@ -174,10 +174,16 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 // startMix starts the soak's runs: persist loops with a human answer, tool
 // runs in workspaces of many files, and fan-outs.
 func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
-	persist := parse("soak-persist", persistGraph(s.o.Rounds, true))
+	persist := parse("soak-persist", persistGraph(s.o.Rounds, s.o.Rounds/2))
+	// Half the persist loops are twice as long and ask late: under an
+	// upgrade they are in the middle of their visits when the new build
+	// becomes current, and move between two of them; the others wait for
+	// a person across it. Likewise the second half of the CLI runs.
+	late := parse("soak-persist", persistGraph(2*s.o.Rounds, 2*s.o.Rounds-2))
+	lateCLI := parse("soak-cli", cliGraph(2*cliRounds, 2*cliRounds-1))
 	tool := parse("soak-tool", toolGraph(s.o.Rounds))
 	fanout := parse("soak-fanout", fanoutGraph(max(1, s.o.Rounds/4)))
-	cli := parse("soak-cli", cliGraph(cliRounds))
+	cli := parse("soak-cli", cliGraph(cliRounds, cliRounds/2))
 	nPersist := s.o.Runs * 3 / 5
 	nTool := s.o.Runs * 3 / 10
 	var src string
@@ -195,8 +201,12 @@ func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
 		var g *graph.Graph
 		var ws *runstore.WorkspaceState
 		switch {
+		case i >= s.o.Runs && (i-s.o.Runs)%2 == 1:
+			r.kind, g, r.rounds = "cli", lateCLI, 2*cliRounds
 		case i >= s.o.Runs:
 			r.kind, g, r.rounds = "cli", cli, cliRounds
+		case i < nPersist && i%2 == 1:
+			r.kind, g, r.rounds = "persist", late, 2*s.o.Rounds
 		case i < nPersist:
 			r.kind, g = "persist", persist
 		case i < nPersist+nTool:

@@ -50,6 +50,9 @@ type Upgrade struct {
 // Upgraded is what the upgrade did.
 type Upgraded struct {
 	From, To string
+	// CurrentAt is when the new build became current, as Tether's task
+	// queue says.
+	CurrentAt time.Time
 	// Took is the whole rollout; Drained the time from the new build
 	// being current to the old one being drained (Temporal's word).
 	Took, Drained time.Duration
@@ -177,10 +180,19 @@ func (s *Soak) upgrade(ctx context.Context) (*Upgraded, error) {
 			u.Moves[m[1]] = d
 		}
 	}
+	if q, err := s.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && q.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == to {
+		u.CurrentAt = q.GetVersioningInfo().GetUpdateTime().AsTime()
+	}
 	if m := regexp.MustCompile(`build \S+ drained after (\S+)`).FindStringSubmatch(out); m != nil {
 		u.Drained, _ = time.ParseDuration(m[1])
 	}
 	if err != nil {
+		// The old workers were not stopped: they serve on.
+		s.workersMu.Lock()
+		for _, i := range old {
+			delete(s.retired, i)
+		}
+		s.workersMu.Unlock()
 		return u, fmt.Errorf("the upgrade failed: %w", err)
 	}
 	s.logf("upgrade: %s -> %s in %s; %d runs moved when asked; the old build drained %s after the new one was current", u.From, u.To, u.Took.Round(time.Second), len(u.Moves), u.Drained)
@@ -210,6 +222,8 @@ type execution struct {
 	// visits are its Visit activities by node and visit: the retry note
 	// of the one that completed, and whether an attempt was lost.
 	visits map[string]visitRecord
+	// closed is when it closed (zero: open).
+	closed time.Time
 }
 
 type visitRecord struct {
@@ -255,6 +269,10 @@ func (s *Soak) readExecution(ctx context.Context, id, run string) (execution, er
 				x.moved = true
 				x.waiting = in.Checkpoint != nil && in.Checkpoint.Pause != nil
 			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+			enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+			enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
+			x.closed = e.GetEventTime().AsTime()
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 			x.builds = append(x.builds, e.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion().GetBuildId())
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
@@ -327,6 +345,10 @@ func eventSummary(e *historypb.HistoryEvent) string {
 	return s
 }
 
+// routingRead bounds how long after a change of the current build the
+// workers have read it (workerhost.DefaultRoutingEvery, twice).
+const routingRead = 10 * time.Second
+
 // checkUpgrade reads every execution of every run after an upgrade, and
 // says what is wrong: a workflow task that failed as non-deterministic, a
 // run whose last execution did not run on the new build, an execution
@@ -373,12 +395,20 @@ func (s *Soak) checkUpgrade(ctx context.Context, runs []*run, u *Upgraded) []str
 				bad("execution %d ran the new build's activity on build %v", i+1, x.builds)
 			}
 		}
-		if last := xs[len(xs)-1]; len(last.builds) == 0 || last.builds[len(last.builds)-1] != u.To {
-			bad("its last execution did not end on build %s: %v", u.To, last.builds)
+		// A run that ended before the new build was current (and its
+		// workers had read so) ended where it was.
+		last := xs[len(xs)-1]
+		if last.closed.IsZero() || u.CurrentAt.IsZero() || last.closed.After(u.CurrentAt.Add(routingRead)) {
+			if len(last.builds) == 0 || last.builds[len(last.builds)-1] != u.To {
+				bad("it ended at %s, after build %s became current at %s, on builds %v", last.closed.Format(time.TimeOnly), u.To, u.CurrentAt.Format(time.TimeOnly), last.builds)
+			}
 		}
 	}
 	if u.MovedWaiting == 0 {
 		out = append(out, "no run moved while it waited for a person: start the upgrade while runs wait (-upgrade-at)")
+	}
+	if u.MovedBetween == 0 {
+		out = append(out, "no run moved between two visits: start the upgrade while runs visit (-upgrade-at)")
 	}
 	if u.Probes == 0 {
 		out = append(out, "no run ran the new build's activity: the upgrade proved nothing")
