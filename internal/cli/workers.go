@@ -38,25 +38,41 @@ func (a *app) workers(what string) *workers {
 }
 
 // livePollers lists the identities of the workers polling the task queue
-// for workflow tasks now.
+// for workflow tasks now that can take a new run: none when every one of
+// them is a versioned worker and their deployment has no current build.
 func (a *app) livePollers(ctx context.Context) ([]string, error) {
+	live, _, err := a.pollers(ctx)
+	return live, err
+}
+
+// pollers is livePollers, and whether versioned workers poll but new runs
+// go nowhere, because their deployment has no current build.
+func (a *app) pollers(ctx context.Context) (live []string, stranded bool, err error) {
 	c, err := a.temporal()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	d, err := c.DescribeTaskQueue(qctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var out []string
+	var out, versioned []string
 	for _, p := range d.GetPollers() {
 		if t := p.GetLastAccessTime(); t != nil && time.Since(t.AsTime()) < pollerAlive {
+			if p.GetDeploymentOptions().GetWorkerVersioningMode() == enumspb.WORKER_VERSIONING_MODE_VERSIONED {
+				versioned = append(versioned, p.GetIdentity())
+				continue
+			}
 			out = append(out, p.GetIdentity())
 		}
 	}
-	return out, nil
+	if d.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() != "" {
+		return append(out, versioned...), false, nil
+	}
+	// Without a current build, a new run goes to unversioned workers only.
+	return out, len(out) == 0 && len(versioned) > 0, nil
 }
 
 // check says, on w, that no worker polls (once, after noWorkerGrace) or
@@ -67,11 +83,15 @@ func (ws *workers) check(ctx context.Context, w io.Writer) {
 	if time.Since(ws.since) < noWorkerGrace && !ws.said {
 		return
 	}
-	live, err := ws.a.livePollers(ctx)
+	live, stranded, err := ws.a.pollers(ctx)
 	if err != nil {
 		return // Temporal itself did not answer; the command says so elsewhere
 	}
 	switch {
+	case stranded && !ws.said:
+		ws.said = true
+		d := ws.a.cfg.Versioning.Deployment
+		fmt.Fprintf(w, "! workers of deployment %s poll task queue %q, but the deployment has no current build, so none takes %s: make one current (temporal worker deployment set-current-version --deployment-name %s --build-id BUILD; tether workers lists them), or start a worker with TETHER_VERSIONING=auto; still waiting\n", d, runapi.TaskQueue, ws.what, d)
 	case len(live) == 0 && !ws.said:
 		ws.said = true
 		fmt.Fprintf(w, "! no worker is polling task queue %q at %s: %s waits until one starts (tether-worker, or make run); still waiting\n", runapi.TaskQueue, ws.a.cfg.TemporalAddress, ws.what)

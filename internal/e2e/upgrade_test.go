@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
@@ -295,4 +296,35 @@ func (h *harness) recordHistoryRun(name, workflowID, run string) {
 	require.NoError(h.t, err)
 	require.NoError(h.t, os.WriteFile(path, out, 0o644))
 	h.t.Logf("recorded %s", path)
+}
+
+// Versioned workers whose deployment has no current build take no new
+// run (a worker in manual mode never sets one): tether run --follow says
+// so, and what to do, and the run starts once a build is made current.
+func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.versioning = &workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
+	h.startWorker()
+	file := writeGraph(t, "ask.yaml", askGraph)
+	var follow lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- cli.Main([]string{"run", file, "--id", "nc-1", "--follow"}, &follow, &follow) }()
+	waitFor(t, &follow, "but the deployment has no current build, so none takes the run", time.Minute)
+	assert.Contains(t, follow.String(), "temporal worker deployment set-current-version --deployment-name tether --build-id BUILD")
+	require.Eventually(t, func() bool {
+		_, err := h.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment).SetCurrentVersion(t.Context(), client.WorkerDeploymentSetCurrentVersionOptions{BuildID: "manual-1"})
+		return err == nil
+	}, time.Minute, 200*time.Millisecond)
+	q := h.waitQuestion("nc-1")
+	h.answer("nc-1", q.ID, "yes")
+	select {
+	case code := <-done:
+		assert.Equal(t, cli.ExitOK, code, follow.String())
+	case <-time.After(runWait):
+		t.Fatalf("the run did not end: %s", follow.String())
+	}
+	assert.Equal(t, "manual-1", pinnedTo(t, h.c, "nc-1"))
 }
