@@ -173,10 +173,12 @@ func ValidBuildID(s string) bool {
 	return len(s) <= MaxBuildID && validBuildID.MatchString(s)
 }
 
-var validDeployment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+var validDeployment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_/-]*$`)
 
 // ValidDeployment reports whether s can name a worker deployment: letters,
-// digits, '_' and '-' (Temporal refuses '.' and ':'), at most 100 bytes.
+// digits, '_', '-' and '/' (the Temporal Worker Controller names one
+// "<name>/<kubernetes namespace>"; Temporal refuses '.' and ':'), at most
+// 100 bytes.
 func ValidDeployment(s string) bool {
 	return len(s) <= 100 && validDeployment.MatchString(s)
 }

@@ -24,7 +24,9 @@ type Versioning struct {
 
 // The values of TETHER_VERSIONING.
 const (
-	// VersioningAuto: a versioned worker, which also makes its build the
+	// VersioningAuto (the default, but in a pod of the Temporal Worker
+	// Controller, which sets TEMPORAL_DEPLOYMENT_NAME): a versioned
+	// worker, which also makes its build the
 	// deployment's current one when the deployment has none, or when no
 	// worker of the current build polls any more (a fresh server, a
 	// rebuilt dev worker), so that new runs are never left without a
@@ -43,13 +45,25 @@ const (
 // readVersioning reads TETHER_VERSIONING, TETHER_DEPLOYMENT and
 // TETHER_BUILD_ID.
 func (c *Config) readVersioning() error {
-	v := Versioning{
-		Mode:       strings.ToLower(strings.TrimSpace(getenv("TETHER_VERSIONING"))),
-		Deployment: strings.TrimSpace(getenv("TETHER_DEPLOYMENT")),
-		BuildID:    strings.TrimSpace(getenv("TETHER_BUILD_ID")),
+	v := Versioning{Mode: strings.ToLower(strings.TrimSpace(getenv("TETHER_VERSIONING")))}
+	var err error
+	// The Temporal Worker Controller gives each worker pod its deployment
+	// and build under names of its own; either name serves.
+	if v.Deployment, err = oneOf("TETHER_DEPLOYMENT", "TEMPORAL_DEPLOYMENT_NAME"); err != nil {
+		return err
+	}
+	if v.BuildID, err = oneOf("TETHER_BUILD_ID", "TEMPORAL_WORKER_BUILD_ID"); err != nil {
+		return err
 	}
 	switch v.Mode {
-	case "", "on", "true", "1":
+	case "":
+		// A pod of the Worker Controller: the controller sets the
+		// current build, the worker never does.
+		v.Mode = VersioningAuto
+		if strings.TrimSpace(getenv("TEMPORAL_DEPLOYMENT_NAME")) != "" {
+			v.Mode = VersioningManual
+		}
+	case "on", "true", "1":
 		v.Mode = VersioningAuto
 	case VersioningAuto, VersioningManual:
 	case VersioningOff, "false", "0":
@@ -61,13 +75,26 @@ func (c *Config) readVersioning() error {
 		v.Deployment = runapi.DefaultDeployment
 	}
 	if !buildinfo.ValidDeployment(v.Deployment) {
-		return fmt.Errorf("TETHER_DEPLOYMENT=%q: want letters, digits, '_' and '-' (Temporal refuses '.' and ':' in a deployment's name)", v.Deployment)
+		return fmt.Errorf("TETHER_DEPLOYMENT=%q: want letters, digits, '_', '-' and '/' (Temporal refuses '.' and ':' in a deployment's name)", v.Deployment)
 	}
 	if v.BuildID != "" && !buildinfo.ValidBuildID(v.BuildID) {
 		return fmt.Errorf("TETHER_BUILD_ID=%q: want letters, digits, '.', '_', '+' and '-', starting with a letter or digit, at most %d characters", v.BuildID, buildinfo.MaxBuildID)
 	}
 	c.Versioning = v
 	return nil
+}
+
+// oneOf reads a setting that has two names: the value of whichever is
+// set, and an error naming both when they disagree.
+func oneOf(ours, theirs string) (string, error) {
+	a, b := strings.TrimSpace(getenv(ours)), strings.TrimSpace(getenv(theirs))
+	if a != "" && b != "" && a != b {
+		return "", fmt.Errorf("%s=%q and %s=%q name different values; set one of them", ours, a, theirs, b)
+	}
+	if a == "" {
+		a = b
+	}
+	return a, nil
 }
 
 // Build is the build id the worker registers: TETHER_BUILD_ID, else the
