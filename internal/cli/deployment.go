@@ -513,11 +513,11 @@ func (a *app) awaitMoves(ctx context.Context, runs []*pinnedRun, current string,
 			if r.asked.IsZero() {
 				return true
 			}
-			d, err := c.DescribeWorkflowExecution(ctx, r.id, "")
+			d, err := c.DescribeWorkflow(ctx, r.id, "")
 			if err != nil {
 				return false
 			}
-			info := d.GetWorkflowExecutionInfo()
+			info := d.RawResponse.GetWorkflowExecutionInfo()
 			if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				fmt.Fprintf(a.out, "%s: ended (%s) before it moved\n", r.id, strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")))
 				return true

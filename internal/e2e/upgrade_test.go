@@ -241,9 +241,9 @@ func executions(t *testing.T, c client.Client, id string) []string {
 // pinnedTo is the build run id's current execution is pinned to.
 func pinnedTo(t *testing.T, c client.Client, id string) string {
 	t.Helper()
-	d, err := c.DescribeWorkflowExecution(t.Context(), id, "")
+	d, err := c.DescribeWorkflow(t.Context(), id, "")
 	require.NoError(t, err)
-	vi := d.GetWorkflowExecutionInfo().GetVersioningInfo()
+	vi := d.RawResponse.GetWorkflowExecutionInfo().GetVersioningInfo()
 	if o := vi.GetVersioningOverride().GetPinned(); o != nil {
 		return o.GetVersion().GetBuildId()
 	}

@@ -79,9 +79,9 @@ edges: [{from: w, to: done}]
 		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "pinned-run", Graph: g})
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
-	d, err := c.DescribeWorkflowExecution(ctx, "pinned-run", "")
+	d, err := c.DescribeWorkflow(ctx, "pinned-run", "")
 	require.NoError(t, err)
-	vi := d.GetWorkflowExecutionInfo().GetVersioningInfo()
+	vi := d.RawResponse.GetWorkflowExecutionInfo().GetVersioningInfo()
 	assert.Equal(t, enumspb.VERSIONING_BEHAVIOR_PINNED, vi.GetBehavior())
 	assert.Equal(t, "build-a", vi.GetDeploymentVersion().GetBuildId())
 
