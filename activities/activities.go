@@ -73,6 +73,9 @@ type Activities struct {
 	// Health is whether this worker's store works (health.go); nil is
 	// always healthy.
 	Health *Health
+	// GitHub reaches GitHub for runs started from it (github.go); nil:
+	// this worker has no GitHub.
+	GitHub *GitHub
 
 	live liveSessions
 	// inflight counts this worker's running visits per run: ForgetRun

@@ -38,7 +38,20 @@ type agentRun struct {
 	lost *agent.Interruption
 	// guidance are people's notes for this visit, after the prompt.
 	guidance []string
+	// limits are the budgets the visit counts against; continues says
+	// why an earlier attempt of it stopped mid-turn.
+	limits    []agent.Limit
+	continues string
 }
+
+// BudgetContinue is what an agent that a spent budget stopped mid-turn is
+// told when its visit goes on in its own conversation, after the budget
+// was raised; %s is why it stopped.
+const BudgetContinue = "Your previous turn was stopped before it finished because %s. The budget has been raised: carry on with the task from where you stopped."
+
+// BudgetContinueAfresh goes before the prompt of a visit that goes on
+// from a stopped turn but could not resume that conversation.
+const BudgetContinueAfresh = "An earlier attempt at this task was stopped before it finished because %s; its changes to the files are kept. Carry on with the task."
 
 // request is the backend request of the run, without its prompt.
 func (r agentRun) request() agent.Request {
@@ -46,7 +59,7 @@ func (r agentRun) request() agent.Request {
 		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Input: r.input,
 		SessionID: r.sessionID, Fork: r.fork,
 		Model: r.node.Model, Script: r.node.Script, Answer: r.answer, Env: r.env,
-		Settings: r.node.AgentSettings(),
+		Settings: r.node.AgentSettings(), Limits: r.limits,
 	}
 }
 
@@ -62,6 +75,13 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	}
 	if r.lost != nil {
 		prompt = r.lost.Note() + "\n\n" + prompt
+	}
+	switch {
+	case r.continues != "" && r.sessionID != "" && !r.fork && r.answer == nil:
+		// The conversation holds the task and the turn so far.
+		prompt = fmt.Sprintf(BudgetContinue, r.continues)
+	case r.continues != "":
+		prompt = fmt.Sprintf(BudgetContinueAfresh, r.continues) + "\n\n" + prompt
 	}
 	prompt += guidanceText(r.guidance)
 
@@ -115,7 +135,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	}
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
-		Usage: res.Usage,
+		Usage: res.Usage, BudgetStop: res.BudgetStop,
 	}
 
 	key := r.packTo
@@ -138,6 +158,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 				a.live.set(liveKey(r.b.Name(), r.env, res.SessionID), liveSession{digest: pk.digest, sig: signature(ctx, p, res.SessionID), manifest: pk.manifest})
 			}
 		}
+	}
+	if res.BudgetStop != "" {
+		a.logger().Warn("a budget was spent mid-visit; the visit stopped", "run", r.runID, "node", r.nodeID, "visit", r.visit, "why", res.BudgetStop)
 	}
 	a.logger().Info("visit done", "run", r.runID, "node", r.nodeID, "visit", r.visit, "backend", r.b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)
 	return result, nil

@@ -53,7 +53,12 @@ func (a *Activities) Notify(ctx context.Context, n *notify.Notice) error {
 	// Heartbeats let a lost worker's attempt be retried after the
 	// heartbeat timeout, not the attempt's whole time.
 	stop := a.heartbeat(ctx)
-	err := a.Notifier.Send(ctx, *n)
+	var err error
+	if ep, ok := a.Notifier.Endpoint(n.Endpoint); ok && ep.Format == notify.FormatGitHub {
+		err = a.githubNotice(ctx, n)
+	} else {
+		err = a.Notifier.Send(ctx, *n)
+	}
 	stop()
 	switch {
 	case err == nil:

@@ -76,6 +76,16 @@ type VisitRequest struct {
 	// Guidance are notes people sent the node (the guide signal): an
 	// agent visit adds them after its prompt (GuidanceIntro).
 	Guidance []string `json:"guidance,omitempty"`
+	// Limits are the budgets an agent visit counts against: the worker's
+	// model relay refuses the visit's next model call once one is spent,
+	// and the visit ends there (ExecuteResult.BudgetStop).
+	Limits []agent.Limit `json:"limits,omitempty"`
+	// Continues, when set, is why an earlier attempt at this visit
+	// stopped mid-turn (a spent budget): an agent that resumes its own
+	// conversation is told to carry on (BudgetContinue) instead of being
+	// given its prompt again; one that starts afresh gets the prompt with
+	// that note in front.
+	Continues string `json:"continues,omitempty"`
 }
 
 // SessionPlan is what session resolution decided to restore.
@@ -344,6 +354,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
 		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
 		incremental: req.Incremental, extend: extend, lost: lost, guidance: req.Guidance,
+		limits: req.Limits, continues: req.Continues,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {

@@ -26,6 +26,7 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--search-attribute TetherNode=Keyword \
 	--search-attribute TetherStatus=Keyword \
 	--search-attribute TetherBackends=KeywordList \
+	--search-attribute TetherThread=KeywordList \
 	>"$home/temporal.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 150); do

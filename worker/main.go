@@ -27,6 +27,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/buildinfo"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
@@ -120,6 +121,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	gh, err := forge.New(forge.Config{API: cfg.GitHub.API, Git: cfg.GitHub.Git, Token: string(cfg.GitHub.Token),
+		AppID: cfg.GitHub.AppID, AppKey: cfg.GitHub.AppKey, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if gh != nil {
+		logger.Info("github on", "github", gh)
+	}
 	h, err := workerhost.Start(c, workerhost.Options{
 		ID:                  cfg.WorkerID,
 		MaxConcurrentVisits: cfg.MaxConcurrentVisits,
@@ -138,6 +147,8 @@ func run() error {
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
 		Notify:              cfg.Notify,
+		GitHub:              gh,
+		ConsoleURL:          cfg.ConsoleURL,
 		OnHealth:            tel.SetHealth,
 		Versioning:          versioning,
 	})

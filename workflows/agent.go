@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -75,9 +76,18 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	// the answer to a question the visit asked.
 	notes := r.guidanceFor(ctx, node.ID)
 	guidance := guidanceTexts(notes)
+	midVisit := r.budgetsMidVisit(ctx, node, sc)
+	continues := r.continues(node, visitNo, sc)
 	for {
 		plan, refused := r.resolve(ctx, node, cur, answer != nil, sc)
-		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, guidance, sc)
+		var extra visitExtras
+		if midVisit {
+			extra.limits = runapi.Limits(r.cp, node.ID)
+		}
+		if answer == nil {
+			extra.continues = continues
+		}
+		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, guidance, extra, sc)
 		if err != nil {
 			return visitResult{}, err
 		}
@@ -97,6 +107,11 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		v := r.commit(ctx, node, res, sc)
 		v.usage = used
+		if midVisit && res.BudgetStop != "" {
+			v.budgetStop = res.BudgetStop
+		} else if s := r.cp.Stopped; s != nil && s.Node == node.ID && !sc.branch {
+			r.cp.Stopped = nil
+		}
 		if len(notes) > 0 {
 			r.tookGuidance(node.ID, notes)
 			v.guidance = notes
@@ -171,7 +186,7 @@ func (r *runImpl) delivered(cur runstore.Cursor) string {
 // Besides the result, it returns the blob keys that attempts other than
 // the one that produced it were given (see unnamedKeys): no checkpoint
 // names them, so they are garbage once the visit is committed.
-func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, sc *scope) (*activities.VisitResult, []string, error) {
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, extra visitExtras, sc *scope) (*activities.VisitResult, []string, error) {
 	log := workflow.GetLogger(ctx)
 	actx, serverRetry := r.visitOptions(ctx, node, visitNo, plan, sc)
 	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
@@ -182,6 +197,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 	for restarts := 0; ; restarts++ {
 		req := r.visitRequest(ctx, node, visitNo, plan, answer, guidance, sc)
 		req.ServerRetry, req.Incremental, req.RetryOf = serverRetry, incremental, retryOf
+		req.Limits, req.Continues = extra.limits, extra.continues
 		var res activities.VisitResult
 		visit := acts.Visit
 		if req.BranchName != "" {

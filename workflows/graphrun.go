@@ -35,6 +35,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	}
 	res, err := r.execute(ctx)
 	r.noticeEnd(ctx, res, err)
+	r.endGitHub(ctx, err)
 	return res, err
 }
 
@@ -129,6 +130,8 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// gh keeps the run's GitHub thread current (github.go).
+	gh gitHubReporter
 	// upgradeAsked is set by the upgrade signal: a waiting run checks
 	// whether it should move to another build (move.go); upgradeSince is
 	// the newest routing a sender said it read.
@@ -169,6 +172,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 			Graph:   *in.Graph,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
+			GitHub:  in.GitHub,
 		}
 	}
 	r.cp.Status = runstore.StatusRunning
@@ -190,6 +194,10 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	// again under the same visit number, so its questions keep their ids.
 	if p := r.cp.Pause; p != nil && p.Visit > 0 {
 		r.cp.Visits[p.NodeID] = p.Visit - 1
+	}
+	// So does one a spent budget stopped mid-turn: the visit goes on.
+	if s := r.cp.Stopped; s != nil && s.Visit > 0 {
+		r.cp.Visits[s.Node] = s.Visit - 1
 	}
 	return r, nil
 }
@@ -217,13 +225,22 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer,
 		func(ctx workflow.Context, a Answer) (string, error) {
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				return "accepted", err
+			}
 			if err := r.applyAnswer(a); err != nil {
 				return "", err
 			}
 			return "accepted", nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
+			if ok, err := r.reviewNodeAnswer(a, false); ok {
+				return err
+			}
 			q, err := r.findQuestion(a)
+			if err == nil {
+				err = r.validReviewAnswer(q, a)
+			}
 			if err == nil && strings.TrimSpace(a.Text) == "" && !q.AllowEmpty {
 				// Only the update refuses it: a validator's refusal leaves
 				// no trace in history, where a signal's answer is recorded.
@@ -241,6 +258,12 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 		for {
 			var a Answer
 			ch.Receive(ctx, &a)
+			if ok, err := r.reviewNodeAnswer(a, true); ok {
+				if err != nil {
+					workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
+				}
+				continue
+			}
 			if err := r.applyAnswer(a); err != nil {
 				workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
 			}

@@ -157,6 +157,16 @@ const (
 	changeCancelStatus  = "cancel-status"
 	versionCancelStatus = 1
 
+	// changeBudgetMidVisit: an agent visit of the run's trunk that counts
+	// against a budget gives the Visit activity its budgets, whose model
+	// relay refuses the next model call once one is spent; the visit then
+	// ends there, its slot and usage are committed, and the run stops
+	// resumably with its cursor on the node, which a resume continues
+	// (budget-mid-visit.json). Runs recorded before checked budgets only
+	// after each visit (budget-stop.json).
+	changeBudgetMidVisit  = "budget-mid-visit"
+	versionBudgetMidVisit = 1
+
 	// changeMoveToCurrent: a run pinned to a build its worker deployment
 	// no longer routes new runs to moves to the current build between two
 	// visits, or while it waits for a person when the upgrade signal asks

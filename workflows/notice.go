@@ -101,6 +101,14 @@ func (r *runImpl) notice(ctx workflow.Context, event, key string, n notify.Notic
 		n := n
 		n.Endpoint, n.Event, n.Run, n.Graph, n.Time = ep.Name, event, r.cp.RunID, r.g.Name, workflow.Now(ctx)
 		n.Key = notify.Key(r.cp.RunID, key, ep.Name)
+		if t := r.cp.GitHub; t != nil {
+			// Runs started from GitHub only: their notices' input says
+			// where a github endpoint posts them.
+			n.Thread = &notify.Thread{Repo: t.Repo, Number: t.Issue, Installation: t.Installation}
+			if t.PullRequest > 0 {
+				n.Thread.Number = t.PullRequest
+			}
+		}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:               fmt.Sprintf("%s/notice/%s/%s", r.cp.RunID, key, ep.Name),
 			TaskQueue:                TaskQueue,

@@ -55,6 +55,9 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if err != nil {
 			return nil, r.fail(ctx, err)
 		}
+		if v.budgetStop != "" {
+			return nil, r.stopMidVisit(ctx, node, cur, v)
+		}
 		next, err := r.selectNext(node, cur, v.output)
 		if err != nil {
 			// The visit itself is done: record it (and any new slot), then
@@ -79,6 +82,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			return nil, r.failResumable(ctx, cur, err)
 		}
 		r.deleteBlobs(ctx, v.deleteAfterCommit)
+		r.reportGitHub(ctx)
 		if err := r.stopIfOverBudget(ctx, changeBudgets, versionBudgets); err != nil {
 			return nil, err
 		}
@@ -109,6 +113,10 @@ type visitResult struct {
 	guidance []runstore.Guidance
 	// usage is what the visit cost, every round of it.
 	usage agent.Usage
+	// budgetStop says which budget a spent model call stopped the visit
+	// at, mid-turn (changeBudgetMidVisit): its output is not the node's,
+	// and the run stops resumably on the node.
+	budgetStop string
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -143,6 +151,8 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 		v, err = r.legacyVisitTool(ctx, node, cur, visitNo, inBranch)
 	case node.Kind == graph.KindJoin:
 		v = visitResult{output: maps.Clone(cur.Input)}
+	case node.Kind == graph.KindReview && !inBranch:
+		v, err = r.visitReview(ctx, node, cur, visitNo)
 	default:
 		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has kind %q, which cannot be visited here", node.ID, node.Kind), ErrTypeGraph, nil)
 	}
@@ -152,6 +162,14 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 			r.addStep(failedStep(step, err))
 		}
 		return v, err
+	}
+	if v.budgetStop != "" {
+		// A turn cut short: the node's output stays its last finished
+		// visit's.
+		step = stoppedStep(step, v.budgetStop, v.usage)
+		step.Guidance = v.guidance
+		r.addStep(step)
+		return v, nil
 	}
 	r.setOutput(node.ID, visitNo, v.output)
 	r.noteRetry(ctx, node.ID, visitNo, v.output)
@@ -315,6 +333,9 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 	r.cp.Visits[node.ID] = visitNo
 	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
 	r.setOutput(node.ID, visitNo, cur.Input)
+	if err := r.publish(ctx, r.g.PublishAt(node), false); err != nil {
+		return nil, r.fail(ctx, err)
+	}
 	r.cp.Cursor = nil
 	r.cp.Status = runstore.StatusCompleted
 	r.setStatus(ctx, r.cp.Status)

@@ -18,6 +18,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/github"
 )
 
 // replayed is what one replay of a history did: the version each change
@@ -103,6 +105,7 @@ func replay(t *testing.T, file string) *replayed {
 	require.NoError(t, err)
 	rp.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	rp.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: NoticeWorkflowType})
+	rp.RegisterWorkflowWithOptions(GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
 	require.NoError(t, rp.ReplayWorkflowHistoryFromJSONFile(nil, file), "replay %s", filepath.Base(file))
 	return r
 }

@@ -21,6 +21,7 @@ var (
 	SearchNode     = runapi.SearchNode
 	SearchStatus   = runapi.SearchStatus
 	SearchBackends = runapi.SearchBackends
+	SearchThread   = runapi.SearchThread
 )
 
 // SearchAttributeTypes are the search attributes to register in a
@@ -31,6 +32,7 @@ var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
 	SearchNode.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchBackends.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+	SearchThread.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 }
 
 // searchAttributesReady is set by a worker once Tether's search attributes
@@ -101,6 +103,7 @@ func (r *runImpl) setStatus(ctx workflow.Context, status string) {
 		}
 	}
 	r.details(ctx)
+	r.reportGitHub(ctx)
 }
 
 // details are the run's current details in the Web UI: the node being

@@ -3,13 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/console"
+	"github.com/tether-run/tether/internal/github/triggers"
+	"github.com/tether-run/tether/internal/github/webhook"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
@@ -47,6 +52,9 @@ and then asks every visitor for that token.`,
 				return failedErr(err)
 			}
 			opts.Temporal, opts.Runs = c, runs
+			if opts.GitHubHook, err = a.githubHook(c); err != nil {
+				return err
+			}
 			srv, err := console.New(opts)
 			if err != nil {
 				return usageErr("%v", err)
@@ -59,6 +67,30 @@ and then asks every visitor for that token.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", addr, "host:port to listen on")
 	return cmd
+}
+
+// githubHook is the console's GitHub webhook, when TETHER_TRIGGERS or
+// TETHER_GITHUB_WEBHOOK_SECRET is set: the triggers file and every graph
+// it names are checked first, and every problem is printed with its code
+// and position.
+func (a *app) githubHook(c client.Client) (http.Handler, error) {
+	if a.cfg.Triggers == "" && a.cfg.GitHubWebhookSecret == nil {
+		return nil, nil
+	}
+	var t *triggers.Triggers
+	if a.cfg.Triggers != "" {
+		var err error
+		if t, err = triggers.Load(a.cfg.Triggers); err != nil {
+			fmt.Fprintln(a.out, err)
+			return nil, usageErr("%s=%s is not a valid triggers file", triggers.Env, a.cfg.Triggers)
+		}
+	}
+	h, err := webhook.New(a.cfg.GitHubWebhookSecret, t, c, slog.Default())
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	fmt.Fprintf(a.out, "console: GitHub webhook at %s (%d triggers from %s)\n", webhook.Path, len(t.File.Triggers), a.cfg.Triggers)
+	return h, nil
 }
 
 // consoleActions are the console's actions: the commands' own code paths.

@@ -118,12 +118,34 @@ type Config struct {
 	// Versioning is how the worker joins Temporal's worker deployments
 	// (TETHER_VERSIONING, TETHER_DEPLOYMENT, TETHER_BUILD_ID).
 	Versioning Versioning
+	// GitHub is how workers reach GitHub (TETHER_GITHUB_*; docs/github.md).
+	GitHub GitHub
+	// GitHubWebhookSecret checks the console's GitHub deliveries
+	// (TETHER_GITHUB_WEBHOOK_SECRET) and Triggers names its triggers file
+	// (TETHER_TRIGGERS); both empty: the console takes no webhooks.
+	GitHubWebhookSecret Secret
+	Triggers            string
 	// Agents configures the agent backends: where their CLIs are, each
 	// backend's own variables (endpoint, key, model, settings), the worker
 	// variables every agent CLI and tool node gets (TETHER_PASS_ENV), and
 	// what packing a session does with a secret (TETHER_REDACT). Its
 	// String and LogValue never show a key.
 	Agents Agents
+}
+
+// GitHub is how a worker reaches GitHub, as plain values (the worker
+// builds internal/github/forge from them). Its credentials print as
+// [redacted].
+type GitHub struct {
+	// API and Git are the REST API's base and the base of clone URLs
+	// (TETHER_GITHUB_API_URL, TETHER_GITHUB_URL); empty: github.com's.
+	API, Git string
+	// Token is TETHER_GITHUB_TOKEN; AppID and AppKey a GitHub App's id
+	// (TETHER_GITHUB_APP_ID) and the private key read from the file
+	// TETHER_GITHUB_APP_KEY names.
+	Token  Secret
+	AppID  int64
+	AppKey Secret
 }
 
 // Agents is how the worker runs its agent backends, as plain values: the
@@ -334,7 +356,41 @@ func readEnv() (Config, error) {
 	if err := c.readVersioning(); err != nil {
 		return c, err
 	}
+	if err := c.readGitHub(); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// readGitHub reads the workers' GitHub credentials and the console's
+// webhook settings.
+func (c *Config) readGitHub() error {
+	c.GitHub = GitHub{API: strings.TrimSpace(getenv("TETHER_GITHUB_API_URL")), Git: strings.TrimSpace(getenv("TETHER_GITHUB_URL"))}
+	if v := strings.TrimSpace(getenv("TETHER_GITHUB_TOKEN")); v != "" {
+		c.GitHub.Token = Secret(v)
+	}
+	if v := strings.TrimSpace(getenv("TETHER_GITHUB_APP_ID")); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return fmt.Errorf("TETHER_GITHUB_APP_ID=%q: want the GitHub App's id, a whole number (its settings page shows it)", v)
+		}
+		c.GitHub.AppID = id
+	}
+	if path := strings.TrimSpace(getenv("TETHER_GITHUB_APP_KEY")); path != "" {
+		key, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("TETHER_GITHUB_APP_KEY=%s: %w; give the path of the private key (PEM) GitHub made for the App", path, err)
+		}
+		c.GitHub.AppKey = Secret(key)
+	}
+	if (c.GitHub.AppID != 0) != (c.GitHub.AppKey != nil) {
+		return fmt.Errorf("a GitHub App needs both TETHER_GITHUB_APP_ID and TETHER_GITHUB_APP_KEY")
+	}
+	if v := strings.TrimSpace(getenv("TETHER_GITHUB_WEBHOOK_SECRET")); v != "" {
+		c.GitHubWebhookSecret = Secret(v)
+	}
+	c.Triggers = strings.TrimSpace(getenv("TETHER_TRIGGERS"))
+	return nil
 }
 
 // readNotify reads the notification settings: TETHER_NOTIFY and its

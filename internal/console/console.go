@@ -132,6 +132,9 @@ type Options struct {
 	// LinkKey checks one-click answer links (TETHER_LINK_KEY, the workers'
 	// key; answerlink.go); nil refuses every link.
 	LinkKey []byte
+	// GitHubHook serves GitHub's webhooks at POST /hooks/github
+	// (internal/github/webhook); nil serves none.
+	GitHubHook http.Handler
 }
 
 // Server is a running console's handler and its dependencies.
@@ -282,5 +285,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /answer/{run}/{question}", s.answerLinkPage)
 	m.HandleFunc("POST /answer/{run}/{question}", s.answerByLink)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	if s.opts.GitHubHook != nil {
+		m.Handle("POST "+hooksPrefix+"github", s.opts.GitHubHook)
+	}
 	s.mux = m
 }

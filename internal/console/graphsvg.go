@@ -294,6 +294,8 @@ func subtitle(n graph.Node) string {
 		s = "join · " + n.Workspace.ModeOrTrunk()
 	case graph.KindHuman:
 		s = "person"
+	case graph.KindReview:
+		s = "review · pull request"
 	}
 	if n.Fanout == graph.FanoutAll {
 		s += " · fan-out"
@@ -307,7 +309,7 @@ func shape(k graph.Kind) string {
 		return "pill"
 	case graph.KindJoin:
 		return "hex"
-	case graph.KindHuman:
+	case graph.KindHuman, graph.KindReview:
 		return "slant"
 	}
 	return "rect"

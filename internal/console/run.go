@@ -99,6 +99,8 @@ func resultOf(st runstore.Step) string {
 		return fmt.Sprintf("exit %d", st.ExitCode)
 	case runstore.OutcomeTimedOut:
 		return "timed out"
+	case runstore.OutcomeBudget:
+		return "stopped by its budget"
 	case "":
 		return st.Status
 	}
@@ -307,7 +309,7 @@ func hasQuestions(g *graph.Graph) bool {
 		return false
 	}
 	for _, n := range g.Nodes {
-		if n.Kind == graph.KindHuman || n.Kind == graph.KindAgent {
+		if n.Kind == graph.KindHuman || n.Kind == graph.KindAgent || n.Kind == graph.KindReview {
 			return true
 		}
 	}

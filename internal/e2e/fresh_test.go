@@ -152,6 +152,9 @@ func (h *harness) startHost(role workerhost.Role, ic interceptor.WorkerIntercept
 	if ic != nil {
 		o.Interceptors = append(o.Interceptors, ic)
 	}
+	if h.hostOptions != nil {
+		h.hostOptions(&o)
+	}
 	host, err := workerhost.Start(h.c, o)
 	return host, root, err
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/scripted"
@@ -69,11 +68,9 @@ type harness struct {
 	// blobURL is the store's TETHER_BLOB_URL, for processes the test
 	// starts (tether console).
 	blobURL string
-	// versioning and interceptors are what new workers are started with
-	// (zero: e2eVersioning(), none).
-	versioning   *workerhost.Versioning
-	interceptors []interceptor.WorkerInterceptor
-	mu           sync.Mutex
+	// hostOptions, when set, changes the options of each new worker.
+	hostOptions func(*workerhost.Options)
+	mu          sync.Mutex
 }
 
 func newHarness(t testing.TB, blobURL string) *harness {
@@ -122,16 +119,16 @@ func (h *harness) startWorker() string {
 			}
 		}
 	}
-	versioning := e2eVersioning()
-	if h.versioning != nil {
-		versioning = *h.versioning
-	}
-	w, err := workerhost.Start(h.c, workerhost.Options{
+	o := workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
-		Notify: h.notify, Versioning: versioning, Interceptors: h.interceptors,
-	})
+		Notify: h.notify, Versioning: e2eVersioning(),
+	}
+	if h.hostOptions != nil {
+		h.hostOptions(&o)
+	}
+	w, err := workerhost.Start(h.c, o)
 	require.NoError(h.t, err)
 	h.worker = w
 	h.t.Cleanup(w.Stop)

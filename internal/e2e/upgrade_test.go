@@ -18,7 +18,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
@@ -93,7 +92,7 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	h := newHarness(t, "file://"+store)
 	ctx := t.Context()
 	a := workerhost.Versioning{Mode: workerhost.VersioningAuto, Deployment: runapi.DefaultDeployment, BuildID: "upgrade-a", RoutingEvery: 500 * time.Millisecond}
-	h.versioning = &a
+	h.hostOptions = func(o *workerhost.Options) { o.Versioning = a }
 	h.startWorker()
 	workerA := h.worker
 
@@ -111,8 +110,10 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	// B's workflow code differs (internal/upgradeprobe): a new activity
 	// before every visit, but for the "plain-" runs, whose executions on
 	// B are the replay histories.
-	h.versioning = &b
-	h.interceptors = []interceptor.WorkerInterceptor{upgradeprobe.New(func(id string) bool { return strings.HasPrefix(id, "plain-") })}
+	h.hostOptions = func(o *workerhost.Options) {
+		o.Versioning = b
+		o.Interceptors = append(o.Interceptors, upgradeprobe.New(func(id string) bool { return strings.HasPrefix(id, "plain-") }))
+	}
 	h.startWorker()
 	dep := h.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment)
 	require.Eventually(t, func() bool {
@@ -306,7 +307,9 @@ func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 	h := newHarness(t, "file://"+dir)
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
-	h.versioning = &workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
+	h.hostOptions = func(o *workerhost.Options) {
+		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
+	}
 	h.startWorker()
 	file := writeGraph(t, "ask.yaml", askGraph)
 	var follow lockedBuffer

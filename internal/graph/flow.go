@@ -142,6 +142,10 @@ func (v *validator) checkFanout(succ map[string][]string) {
 				reported[CodePersistInBranch+s.node] = true
 				v.add(CodePersistInBranch, v.at(nodePath(v.index[s.node])+".session", nodePath(v.index[s.node])), s.node, "node %s uses session: persist inside a fan-out branch of %s (along %s); branches run concurrently, so one persisted conversation could be resumed twice at once. Use session: fresh or fork here, or move the node after the join", s.node, fan, v.path(states, i))
 			}
+			if n.Kind == KindReview && !reported[CodeReviewInBranch+s.node] {
+				reported[CodeReviewInBranch+s.node] = true
+				v.add(CodeReviewInBranch, v.nodePos(v.index[s.node]), s.node, "review node %s sits inside a fan-out branch of %s (along %s); a run has one pull request, which only the trunk's files can fill, so move the review after the join", s.node, fan, v.path(states, i))
+			}
 			if n.Kind == KindEnd && !reported[CodeBranchNoJoin+s.node] {
 				reported[CodeBranchNoJoin+s.node] = true
 				v.add(CodeBranchNoJoin, v.nodePos(v.index[s.node]), s.node, "a branch of fan-out node %s reaches end node %s without meeting at a join (along %s); lead every branch into a join node, and go to the end after it", fan, s.node, v.path(states, i))

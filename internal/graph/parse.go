@@ -29,7 +29,36 @@ func ParseFile(path string) (*Graph, error) {
 // syntax, unknown keys, duplicate keys, values of the wrong type. Parse
 // does not check that the graph makes sense; Validate does.
 func Parse(data []byte, filename string) (*Graph, error) {
-	d := &decoder{src: newSource(filename), anchors: map[string]ast.Node{}}
+	g := &Graph{}
+	src, err := decode(data, filename, g, graphDocument)
+	if err != nil {
+		return nil, err
+	}
+	g.Source = src
+	return g, nil
+}
+
+// DocumentKind is a kind of YAML file that Decode reads the way Parse
+// reads a graph (every unknown or malformed field at once, with its
+// position): its name and shape for messages, and its own codes for the
+// reading problems G001-G005.
+type DocumentKind struct {
+	// Name is "graph", "triggers file", …; Shape says what one holds.
+	Name, Shape string
+	Codes       map[string]string
+}
+
+var graphDocument = DocumentKind{Name: "graph", Shape: "a YAML mapping with start, nodes and edges (see examples/)"}
+
+// Decode reads the one YAML document of data into the struct v points to.
+// A *ParseError lists its reading problems under kind's codes; the Source
+// says where each value was written.
+func Decode(data []byte, filename string, v any, kind DocumentKind) (*Source, error) {
+	return decode(data, filename, v, kind)
+}
+
+func decode(data []byte, filename string, v any, kind DocumentKind) (*Source, error) {
+	d := &decoder{src: newSource(filename), anchors: map[string]ast.Node{}, codes: kind.Codes}
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey()) // duplicates are reported below, all at once
 	if err != nil {
 		d.add(CodeSyntax, yamlErrorPos(err), "", "%s; fix the YAML (indentation, quoting, a missing colon) and try again", yamlErrorMessage(err))
@@ -43,22 +72,21 @@ func Parse(data []byte, filename string) (*Graph, error) {
 	}
 	switch {
 	case len(docs) == 0:
-		d.add(CodeNotAGraph, Pos{Line: 1, Column: 1}, "", "the file is empty; a graph is a YAML mapping with start, nodes and edges (see examples/)")
+		d.add(CodeNotAGraph, Pos{Line: 1, Column: 1}, "", "the file is empty; a %s is %s", kind.Name, kind.Shape)
 		return nil, d.err()
 	case len(docs) > 1:
-		d.add(CodeNotAGraph, posOf(docs[1]), "", "the file holds %d YAML documents; a graph file holds exactly one, so remove the extra '---' sections", len(docs))
+		d.add(CodeNotAGraph, posOf(docs[1]), "", "the file holds %d YAML documents; a %s file holds exactly one, so remove the extra '---' sections", len(docs), kind.Name)
 		return nil, d.err()
 	}
 	body := docs[0]
 	ast.Walk(d, body)
 	d.src.set("", posOf(body))
 
-	g := &Graph{Source: d.src}
-	d.decodeStruct(body, "", "the graph", reflect.ValueOf(g).Elem())
+	d.decodeStruct(body, "", "the "+kind.Name, reflect.ValueOf(v).Elem())
 	if len(d.probs) > 0 {
 		return nil, d.err()
 	}
-	return g, nil
+	return d.src, nil
 }
 
 // decoder walks the YAML tree itself rather than handing the whole document
@@ -68,6 +96,9 @@ type decoder struct {
 	src     *Source
 	probs   Problems
 	anchors map[string]ast.Node
+	// codes renames the reading codes (G001-G005) for a document of
+	// another kind (Decode); nil keeps them.
+	codes map[string]string
 }
 
 // Visit collects anchors, so that aliases can be resolved wherever they are
@@ -80,9 +111,13 @@ func (d *decoder) Visit(n ast.Node) ast.Visitor {
 }
 
 func (d *decoder) add(code string, pos Pos, node string, format string, args ...any) {
+	sev := severityOf(code)
+	if c, ok := d.codes[code]; ok {
+		code = c
+	}
 	d.probs = append(d.probs, Problem{
 		Code:     code,
-		Severity: severityOf(code),
+		Severity: sev,
 		File:     d.src.File,
 		Pos:      pos,
 		Node:     node,

@@ -100,6 +100,10 @@ const (
 	CodeBadNotifyEvent = "G060" // a notify route names an event that does not exist
 	CodeBadNotifyTo    = "G061" // a notify route's to names something that cannot be an endpoint
 	CodeBadOptions     = "G062" // a human node's options: empty, repeated, too many or too long
+	// Pull requests (docs/graph.md, "Publish and review").
+	CodeBadPublish      = "G063" // a publish without pull_request, or a pull request without a title
+	CodeReviewNoPublish = "G064" // a review node in a graph without publish.pull_request
+	CodeReviewInBranch  = "G065" // a review node inside a fan-out branch
 )
 
 // CodeInfo describes one problem code.
@@ -169,6 +173,9 @@ var codeTable = []CodeInfo{
 	{CodeBadNotifyEvent, SeverityError, "a notify route names an unknown event"},
 	{CodeBadNotifyTo, SeverityError, "a notify route's to is not an endpoint name"},
 	{CodeBadOptions, SeverityError, "a human node's options are empty, repeated, too many or too long"},
+	{CodeBadPublish, SeverityError, "a publish without pull_request, or a pull request without a title"},
+	{CodeReviewNoPublish, SeverityError, "a review node in a graph that publishes no pull request"},
+	{CodeReviewInBranch, SeverityError, "a review node inside a fan-out branch"},
 }
 
 // Codes lists every problem code, in code order.

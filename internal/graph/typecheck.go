@@ -26,6 +26,22 @@ type HumanOutput struct {
 	QuestionID string `expr:"question_id"`
 }
 
+// ReviewOutput is the output of a review node's visit (publish.go).
+type ReviewOutput struct {
+	Verdict     string `expr:"verdict"`
+	Feedback    string `expr:"feedback"`
+	Answer      string `expr:"answer"`
+	QuestionID  string `expr:"question_id"`
+	PullRequest int    `expr:"pull_request"`
+	URL         string `expr:"url"`
+}
+
+type reviewEnv struct {
+	Output ReviewOutput   `expr:"output"`
+	Input  map[string]any `expr:"input"`
+	Visits int            `expr:"visits"`
+}
+
 type toolEnv struct {
 	Output ToolOutput     `expr:"output"`
 	Input  map[string]any `expr:"input"`
@@ -46,6 +62,8 @@ func outputKeys(k Kind) []string {
 		return []string{"duration_ms", "exit_code", "stderr", "stdout", "timed_out"}
 	case KindHuman:
 		return []string{"answer", "question_id"}
+	case KindReview:
+		return []string{"answer", "feedback", "pull_request", "question_id", "url", "verdict"}
 	}
 	return nil
 }
@@ -58,6 +76,8 @@ func typedEnv(k Kind) any {
 		return toolEnv{}
 	case KindHuman:
 		return humanEnv{}
+	case KindReview:
+		return reviewEnv{}
 	}
 	return nil
 }
@@ -77,7 +97,7 @@ func checkTyped(src string, k Kind) error {
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		// Name the output, not the Go type that stands for it.
-		fe.Message = strings.NewReplacer("type graph.ToolOutput", "a tool's output", "type graph.HumanOutput", "a human's output").Replace(fe.Message)
+		fe.Message = strings.NewReplacer("type graph.ToolOutput", "a tool's output", "type graph.HumanOutput", "a human's output", "type graph.ReviewOutput", "a review's output").Replace(fe.Message)
 	}
 	return err
 }
@@ -125,6 +145,8 @@ func typesOf(k Kind) string {
 		return "exit_code (a number), timed_out (a boolean), stdout and stderr (strings) and duration_ms (a number): compare exit_code with a number, e.g. output.exit_code == 0"
 	case KindHuman:
 		return "answer and question_id (strings): compare answer with a string, e.g. output.answer == \"approve\""
+	case KindReview:
+		return "verdict, feedback, answer, question_id and url (strings) and pull_request (a number): compare verdict with a string, e.g. output.verdict == \"approved\""
 	}
 	return ""
 }
@@ -223,7 +245,7 @@ func (v *validator) inputsReadBy(n *Node) []string {
 	switch n.Kind {
 	case KindAgent:
 		srcs = []string{n.Prompt}
-	case KindHuman:
+	case KindHuman, KindReview:
 		srcs = []string{n.Question}
 	case KindTool:
 		srcs = n.Run

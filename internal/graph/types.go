@@ -29,8 +29,12 @@ type Graph struct {
 	// Notify, when set, says which of the run's notices go to which of
 	// the workers' endpoints (notify.go); `notify: []` sends none.
 	Notify NotifyRoutes `json:"notify,omitzero" yaml:"notify,omitempty"`
-	Nodes  []Node       `json:"nodes" yaml:"nodes"`
-	Edges  []Edge       `json:"edges,omitempty" yaml:"edges,omitempty"`
+	// Publish, when set, is where the run's work goes: a pull request,
+	// opened before each review node waits and updated at the end
+	// (publish.go).
+	Publish *Publish `json:"publish,omitempty" yaml:"publish,omitempty"`
+	Nodes   []Node   `json:"nodes" yaml:"nodes"`
+	Edges   []Edge   `json:"edges,omitempty" yaml:"edges,omitempty"`
 
 	// Source says where each part of the graph was written; Parse sets it
 	// so that problems can point at a line and column. Like Pos, it is
@@ -103,10 +107,13 @@ const (
 	KindTool  Kind = "tool"
 	KindJoin  Kind = "join"
 	KindEnd   Kind = "end"
+	// KindReview waits, like a human node, for a review of the run's pull
+	// request (publish.go): its answers come from the pull request.
+	KindReview Kind = "review"
 )
 
 // Kinds lists every node kind, in documentation order.
-var Kinds = []Kind{KindAgent, KindHuman, KindTool, KindJoin, KindEnd}
+var Kinds = []Kind{KindAgent, KindHuman, KindTool, KindJoin, KindEnd, KindReview}
 
 // FanoutAll makes a node take every matching edge concurrently.
 const FanoutAll = "all"
@@ -167,6 +174,10 @@ type Node struct {
 	// join: nil or {Mode: "trunk"} keeps the trunk's (what it was at the fan-out);
 	// pick keeps one branch's files; merge merges every branch into the trunk.
 	Workspace *JoinWorkspace `json:"workspace,omitempty" yaml:"workspace,omitempty"`
+
+	// Publish, on an end node, publishes the run's work when the run ends
+	// there (in place of the graph's publish, if any).
+	Publish *Publish `json:"publish,omitempty" yaml:"publish,omitempty"`
 
 	// Pos is where the node was declared; it is not part of the graph's
 	// identity and never encoded.

@@ -27,6 +27,7 @@ func Validate(g *Graph) Problems {
 	v.checkWorkspace()
 	v.checkBudgets()
 	v.checkNotify()
+	v.checkPublish()
 	v.checkNodes()
 	v.checkStart()
 	v.checkEdges()
@@ -167,7 +168,10 @@ func (v *validator) checkNodes() {
 			}
 			v.checkTemplate(n.Question, "the question of node "+name, v.at(path+".question", path), n.ID)
 			v.checkOptions(i, name)
+		case KindReview:
+			v.checkTemplate(n.Question, "the question of node "+name, v.at(path+".question", path), n.ID)
 		}
+		v.checkNodePublish(i, name)
 		v.checkIgnoredFields(i, name)
 	}
 	// After the loop, so that every node id is known to the outputs check.
@@ -423,7 +427,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"script", len(n.Script) > 0, []Kind{KindAgent}},
 		{"model", n.Model != "", []Kind{KindAgent}},
 		{"workdir", n.Workdir != "", []Kind{KindAgent}},
-		{"question", n.Question != "", []Kind{KindHuman}},
+		{"question", n.Question != "", []Kind{KindHuman, KindReview}},
 		{"allow_empty", n.AllowEmpty, []Kind{KindHuman}},
 		{"options", len(n.Options) > 0, []Kind{KindHuman}},
 		{"permissions", n.Permissions != "", []Kind{KindAgent}},
@@ -439,6 +443,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"budget", n.Budget != nil, []Kind{KindAgent}},
 		{"fanout", n.Fanout != "", []Kind{KindAgent, KindHuman, KindTool, KindJoin}},
 		{"workspace", n.Workspace != nil, []Kind{KindJoin}},
+		{"publish", n.Publish != nil, []Kind{KindEnd}},
 	}
 	path := nodePath(i)
 	for _, f := range fields {

@@ -406,7 +406,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		CodeBadNetwork, CodeBadAllow, CodeBadLimits,
 		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType,
 
-		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions} {
+		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions,
+		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

@@ -30,6 +30,8 @@ type AnswerLink struct {
 func Body(format string, n Notice, l Links) ([]byte, error) {
 	var v any
 	switch format {
+	case FormatGitHub:
+		return []byte(githubBody(n, l)), nil
 	case FormatSlack:
 		v = slackBody(n, l)
 	case FormatTeams:

@@ -35,7 +35,7 @@ const (
 )
 
 // Formats lists every format, in documentation order.
-func Formats() []string { return []string{FormatJSON, FormatSlack, FormatTeams} }
+func Formats() []string { return []string{FormatJSON, FormatSlack, FormatTeams, FormatGitHub} }
 
 // Endpoint is one receiver of notices.
 type Endpoint struct {
@@ -138,6 +138,9 @@ func shorthand(v string) ([]Endpoint, error) {
 			return nil, fmt.Errorf("%s: entry %q has no name; write NAME=URL or NAME=FORMAT+URL, e.g. ops=slack+https://hooks.slack.com/services/…", Env, redactEntry(f))
 		}
 		ep := Endpoint{Name: name, URL: rest}
+		if rest == FormatGitHub {
+			ep.Format, ep.URL = FormatGitHub, ""
+		}
 		for _, format := range Formats() {
 			if u, ok := strings.CutPrefix(rest, format+"+"); ok {
 				ep.Format, ep.URL = format, u
@@ -182,6 +185,12 @@ func check(eps []Endpoint) error {
 			if !slices.Contains(graph.NotifyEvents(), ev) {
 				errs = append(errs, fmt.Errorf("%s: event %q; the events are %s", what, ev, strings.Join(graph.NotifyEvents(), ", ")))
 			}
+		}
+		if ep.Format == FormatGitHub {
+			if ep.URL != "" {
+				errs = append(errs, fmt.Errorf("%s: a github endpoint posts on the run's issue with the workers' GitHub credentials and has no url; write %s=github", what, ep.Name))
+			}
+			continue
 		}
 		if err := checkURL(ep); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))

@@ -30,6 +30,9 @@ type Notice struct {
 	Error string `json:"error,omitempty"`
 	// Time is when it happened, on the workflow's clock.
 	Time time.Time `json:"time"`
+	// Thread is the GitHub issue or pull request of a run started from
+	// GitHub, where a github endpoint posts the notice.
+	Thread *Thread `json:"thread,omitempty"`
 }
 
 // Question is a question a waiting run asks.

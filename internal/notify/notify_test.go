@@ -280,3 +280,23 @@ func TestKeyIsPerQuestionAndEndpoint(t *testing.T) {
 	}
 	assert.False(t, errors.Is(nil, ErrTransient))
 }
+
+func TestGitHubFormat(t *testing.T) {
+	eps, err := ParseEndpoints("gh=github, ops=https://hooks.example.com/x")
+	require.NoError(t, err)
+	require.Len(t, eps, 2)
+	assert.Equal(t, Endpoint{Name: "gh", Format: FormatGitHub}, eps[0])
+	_, err = ParseEndpoints(`{endpoints: [{name: gh, format: github, url: "https://example.com"}]}`)
+	assert.ErrorContains(t, err, "has no url")
+
+	n := Notice{Endpoint: "gh", Key: "k", Event: graph.NotifyWaiting, Run: "r1", Graph: "fix", Node: "review",
+		Question: &Question{ID: "review-1", Text: "Review it @everyone\n[click](https://evil.example) <img src=x>", Options: []string{"approved"}}}
+	body, err := Body(FormatGitHub, n, Links{Console: "https://tether.example.com/runs/r1"})
+	require.NoError(t, err)
+	s := string(body)
+	assert.Contains(t, s, "`/tether answer review-1 TEXT`")
+	assert.Contains(t, s, "[The run on the console](https://tether.example.com/runs/r1)")
+	assert.NotContains(t, s, "@everyone", "no mention of its own")
+	assert.NotContains(t, s, "[click](", "no link of its own")
+	assert.NotContains(t, s, "<img", "no HTML of its own")
+}

@@ -66,7 +66,7 @@ func mermaid(g *graph.Graph, taken *Taken) string {
 	for _, n := range g.Nodes {
 		open, closing := "[", "]"
 		switch n.Kind {
-		case graph.KindHuman:
+		case graph.KindHuman, graph.KindReview:
 			open, closing = "[/", "/]"
 		case graph.KindTool:
 			open, closing = "[[", "]]"
@@ -109,7 +109,7 @@ func dot(g *graph.Graph, taken *Taken) string {
 	for _, n := range g.Nodes {
 		shape := "box"
 		switch n.Kind {
-		case graph.KindHuman:
+		case graph.KindHuman, graph.KindReview:
 			shape = "parallelogram"
 		case graph.KindTool:
 			shape = "component"

@@ -10,4 +10,7 @@ var (
 	SearchNode     = temporal.NewSearchAttributeKeyKeyword("TetherNode")
 	SearchStatus   = temporal.NewSearchAttributeKeyKeyword("TetherStatus")
 	SearchBackends = temporal.NewSearchAttributeKeyKeywordList("TetherBackends")
+	// SearchThread lists the GitHub issue and pull request a run started
+	// from and opened ("owner/name#12"), so a comment finds its runs.
+	SearchThread = temporal.NewSearchAttributeKeyKeywordList("TetherThread")
 )

@@ -74,6 +74,11 @@ type Checkpoint struct {
 	// Pause is set while an agent node waits on an in-node ask_user or a
 	// human node waits on its question.
 	Pause *PauseInfo `json:"pause,omitempty"`
+	// Stopped is the agent visit a spent budget stopped mid-turn (the
+	// worker's model relay refused its next model call): the run stopped
+	// resumably with its cursor on that node, and a resume continues the
+	// visit, under the same number, in its own conversation.
+	Stopped *StoppedVisit `json:"stopped,omitempty"`
 	// LoopSnapshots keep a looping node's earlier outputs.
 	LoopSnapshots []LoopSnapshot `json:"loop_snapshots,omitempty"`
 	// Path is the most recent visits, in order; PathTotal counts them all.
@@ -115,6 +120,13 @@ type Checkpoint struct {
 	// notes): what `tether workspace log --all`, `export --branch` and a
 	// prompt's .workspace.branches read.
 	Joined []BranchState `json:"joined,omitempty"`
+	// GitHub is the issue or pull request the run started from and the
+	// pull request it opened (github.go); nil for a run started otherwise.
+	GitHub *GitHubThread `json:"github,omitempty"`
+	// Reviews are reviews of the run's pull request that arrived while no
+	// review node waited, oldest first: the next visit of their node takes
+	// them as its answer instead of waiting (github.go).
+	Reviews []QueuedReview `json:"reviews,omitempty"`
 }
 
 // BranchState is one fan-out branch's line of the workspace: it starts at
@@ -410,8 +422,9 @@ type LoopSnapshot struct {
 type Step struct {
 	Node  string `json:"node"`
 	Visit int    `json:"visit"`
-	// Status is "ok" once the visit finished and "failed" when it did
-	// not. A tool that exited non-zero finished: Outcome says how.
+	// Status is "ok" once the visit finished, "failed" when it did not,
+	// and StepStopped when a spent budget stopped it mid-turn. A tool that
+	// exited non-zero finished: Outcome says how.
 	Status     string `json:"status"`
 	StartedAt  string `json:"started_at,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
@@ -437,6 +450,15 @@ type Step struct {
 	Guidance []Guidance `json:"guidance,omitempty"`
 }
 
+// StoppedVisit is an agent visit a spent budget stopped mid-turn.
+type StoppedVisit struct {
+	Node  string `json:"node"`
+	Visit int    `json:"visit"`
+	// Reason names the budget and what it had counted: "the budget of
+	// node writer is spent: 1200 tokens used, max_tokens is 1000".
+	Reason string `json:"reason"`
+}
+
 // Guidance is a note a person sent an agent node for its next visit.
 type Guidance struct {
 	Node string `json:"node"`
@@ -456,7 +478,14 @@ const (
 	OutcomeTimedOut = "timed_out"
 	// OutcomeFailed: the visit did not finish; Detail says why.
 	OutcomeFailed = "failed"
+	// OutcomeBudget: a spent budget stopped the agent visit mid-turn
+	// (its step's Status is StatusStopped); Detail says which budget. A
+	// resume continues the visit.
+	OutcomeBudget = "budget"
 )
+
+// StepStopped is the Status of a step a spent budget stopped mid-turn.
+const StepStopped = "stopped"
 
 // StepDetailBytes bounds Step.Detail.
 const StepDetailBytes = 300
@@ -501,6 +530,9 @@ func Decode(b []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("runstore: decode checkpoint: %w", err)
 	}
 	if err := cp.Workspace.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cp.GitHub.Validate(); err != nil {
 		return nil, err
 	}
 	for _, list := range [][]BranchState{cp.Branches, cp.Joined} {

@@ -19,7 +19,9 @@ const (
 const (
 	// EgressSocket is where the visit's egress proxy is bound.
 	EgressSocket = "/run/tether/egress.sock"
-	hostname     = "tether"
+	// ModelSocket is where the visit's model relay is bound.
+	ModelSocket = "/run/tether/model.sock"
+	hostname    = "tether"
 )
 
 // SystemPaths are what every confined process may read and execute: the
@@ -39,7 +41,7 @@ var etcDenied = []string{"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", 
 // makes for it: its user and group entries, its hosts file and the egress
 // proxy's socket.
 type launchFiles struct {
-	passwd, group, hosts, socket string
+	passwd, group, hosts, socket, model string
 }
 
 // bwrapArgv is the argv that runs the helper with inner (its flags, "--",
@@ -104,6 +106,9 @@ func (s *Sandbox) bwrapArgv(p Policy, f *launchFiles, inner []string) ([]string,
 	}
 	if f != nil && f.socket != "" {
 		a = append(a, "--ro-bind", f.socket, EgressSocket)
+	}
+	if f != nil && f.model != "" {
+		a = append(a, "--ro-bind", f.model, ModelSocket)
 	}
 	helper, err := filepath.EvalSymlinks(s.Helper[0])
 	if err != nil {

@@ -27,6 +27,7 @@ type innerArgs struct {
 	rw, ro        []string
 	socket, proxy string
 	relays        []relay
+	model         string
 	mem           int64
 	nproc, ready  int
 	probe         bool
@@ -56,6 +57,8 @@ func parseInner(args []string) (innerArgs, error) {
 			a.socket = v
 		case "--proxy":
 			a.proxy = v
+		case "--model":
+			a.model = v
 		case "--relay":
 			listen, target, ok := strings.Cut(v, "=")
 			if !ok {
@@ -132,7 +135,14 @@ func inner(args []string) error {
 		if err != nil {
 			return fmt.Errorf("listen for the proxy on %s: %w", a.proxy, err)
 		}
-		lns = append(lns, relayListener{l, ""})
+		lns = append(lns, relayListener{l, "", a.socket})
+	}
+	if a.model != "" {
+		l, err := net.Listen("tcp", a.model)
+		if err != nil {
+			return fmt.Errorf("listen for the model relay on %s: %w", a.model, err)
+		}
+		lns = append(lns, relayListener{l, "", ModelSocket})
 	}
 	for _, r := range a.relays {
 		l, err := net.Listen("tcp", r.listen)
@@ -142,7 +152,7 @@ func inner(args []string) error {
 		if err != nil {
 			return fmt.Errorf("listen for %s on %s: %w", r.target, r.listen, err)
 		}
-		lns = append(lns, relayListener{l, r.target})
+		lns = append(lns, relayListener{l, r.target, a.socket})
 	}
 	if err := dropCapabilities(); err != nil {
 		return err
@@ -164,7 +174,7 @@ func inner(args []string) error {
 		os.Exit(0)
 	}
 	for _, l := range lns {
-		go serveRelay(l, a.socket)
+		go serveRelay(l)
 	}
 	if a.mem > 0 || a.nproc > 0 {
 		go watch(a.mem, a.nproc)

@@ -69,16 +69,16 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	lim := p.Limits.with(s.Defaults)
 	var inner []string
 	env = withoutProxyVars(env)
-	var plan netPlan
-	if len(p.Allow) > 0 {
-		plan = planNetwork(p.Allow)
+	proxied := len(p.Allow) > 0 || p.Proxy
+	plan := planNetwork(p.Allow, p.Model.Listen, proxied)
+	if proxied {
 		sock := filepath.Join(l.dir, "egress.sock")
 		if l.proxy, err = s.guard.Listen(sock, p.Allow, s.log); err != nil {
 			return nil, err
 		}
-		inner = append(inner, plan.flags()...)
-		env = append(env, plan.env()...)
 	}
+	inner = append(inner, plan.flags()...)
+	env = append(env, plan.env()...)
 	files, err := writeLaunchFiles(l.dir, p.Home, plan.hosts)
 	if err != nil {
 		return nil, err
@@ -86,6 +86,7 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	if l.proxy != nil {
 		files.socket = filepath.Join(l.dir, "egress.sock")
 	}
+	files.model = p.Model.Socket
 	if s.cgroups != nil {
 		if l.cg, err = s.cgroups.create(lim); err != nil {
 			return nil, err

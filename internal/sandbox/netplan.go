@@ -18,29 +18,59 @@ type hostEntry struct{ addr, name string }
 // listen is tunnelled to target through the egress proxy.
 type relay struct{ listen, target string }
 
-// netPlan is how a sandbox with an allowlist reaches the egress proxy:
-// proxy is the loopback address programs that honour the standard proxy
-// variables use; relays let the others (Node's fetch, for one) reach each
-// exact host:port by its own name or address, which hosts maps to a
-// loopback address of its own.
+// netPlan is how a sandbox reaches the world: proxy is the loopback
+// address programs that honour the standard proxy variables use to reach
+// the egress proxy (none without an allowlist); relays let the others
+// (Node's fetch, for one) reach each exact host:port by its own name or
+// address, which hosts maps to a loopback address of its own; model is
+// where the worker's model relay is reached, if the visit has one.
 type netPlan struct {
 	proxy  string
 	relays []relay
 	hosts  []hostEntry
+	model  string
 }
 
 // defaultProxyPort is where the proxy listens inside unless a relay needs
-// that port.
-const defaultProxyPort = 3128
+// that port; defaultModelPort likewise for the model relay.
+const (
+	defaultProxyPort = 3128
+	defaultModelPort = 3127
+)
+
+// ModelListen is the loopback address inside a sandbox whose node allows
+// allow at which its CLI reaches the worker's model relay: plain HTTP on
+// 127.0.0.1, which every CLI's base URL takes and the standard NO_PROXY of
+// the sandbox keeps off the proxy, at a port no exact loopback endpoint
+// of the allowlist listens on.
+func ModelListen(allow []egress.Pattern) string {
+	used := map[int]bool{}
+	for _, p := range allow {
+		if p.Exact() && (p.Host == "localhost" || p.IsAddr() && netip.MustParseAddr(p.Host) == netip.AddrFrom4([4]byte{127, 0, 0, 1})) {
+			used[p.Port] = true
+		}
+	}
+	port := defaultModelPort
+	for used[port] {
+		port++
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
 
 // planNetwork lays out the relays for allow: an exact loopback address
 // listens as itself, localhost on both loopback addresses, an exact name
 // on 127.0.0.N (N from 2) which hosts gives it; a pattern with a wildcard,
-// or another address, is reached through the proxy only.
-func planNetwork(allow []egress.Pattern) netPlan {
-	var n netPlan
+// or another address, is reached through the proxy only. model, when
+// set, is the model relay's address (ModelListen), which no other
+// listener takes. Without an allowlist there is a proxy only when proxy
+// says so.
+func planNetwork(allow []egress.Pattern, model string, proxy bool) netPlan {
+	n := netPlan{model: model}
 	names := map[string]string{}
-	seen := map[string]bool{}
+	seen := map[string]bool{model: model != ""}
+	if len(allow) == 0 && !proxy {
+		return n
+	}
 	add := func(listen, target string) {
 		if !seen[listen] {
 			seen[listen] = true
@@ -89,6 +119,9 @@ func planNetwork(allow []egress.Pattern) netPlan {
 // sandbox's own loopback is left direct: a test server a tool starts
 // inside is there, and the relays listen there.
 func (n netPlan) env() []string {
+	if n.proxy == "" {
+		return nil
+	}
 	url := "http://" + n.proxy
 	noProxy := "localhost,127.0.0.1,::1"
 	var out []string
@@ -102,9 +135,15 @@ func (n netPlan) env() []string {
 
 // flags are the helper's flags for the plan.
 func (n netPlan) flags() []string {
-	out := []string{"--socket", EgressSocket, "--proxy", n.proxy}
-	for _, r := range n.relays {
-		out = append(out, "--relay", r.listen+"="+r.target)
+	var out []string
+	if n.proxy != "" {
+		out = append(out, "--socket", EgressSocket, "--proxy", n.proxy)
+		for _, r := range n.relays {
+			out = append(out, "--relay", r.listen+"="+r.target)
+		}
+	}
+	if n.model != "" {
+		out = append(out, "--model", n.model)
 	}
 	return out
 }

@@ -23,8 +23,24 @@ type Policy struct {
 	// Allow are the host:port patterns the process may reach through
 	// the egress proxy; none cuts it off the network.
 	Allow []egress.Pattern
+	// Proxy serves the egress proxy even when Allow is empty: whatever
+	// the process tries is refused there and noted (an agent, whose
+	// model the model relay carries, so that its output says what it
+	// tried).
+	Proxy bool
 	// Limits bound the visit; zero fields take the sandbox's defaults.
 	Limits Limits
+	// Model, when set, is the worker's model relay for the visit
+	// (LevelFull): its Unix socket, bound into the sandbox, and the
+	// loopback address inside (ModelListen) the helper relays to it.
+	Model ModelRelay
+}
+
+// ModelRelay is where a confined CLI reaches the worker's relay for its
+// model endpoint: the helper listens at Listen on the sandbox's loopback
+// and carries each connection, as it is, to the relay's Unix socket.
+type ModelRelay struct {
+	Socket, Listen string
 }
 
 // Limits bound what one visit's processes may use together (per process
@@ -97,6 +113,14 @@ func WithVisit(ctx context.Context, v *Visit) context.Context {
 func VisitOf(ctx context.Context) *Visit {
 	v, _ := ctx.Value(visitKey{}).(*Visit)
 	return v
+}
+
+// Allowed are the node's own host:port patterns (none for a nil v).
+func (v *Visit) Allowed() []egress.Pattern {
+	if v == nil {
+		return nil
+	}
+	return v.Allow
 }
 
 // Note records what the egress proxy refused during the visit.

@@ -234,6 +234,26 @@ func (s *Sandbox) String() string {
 // LevelNone only refuses nodes, see Admit).
 func (s *Sandbox) Confines() bool { return s != nil && s.Level > LevelNone }
 
+// ConfinesNetwork reports whether each confined process has a network of
+// its own (LevelFull), so that the worker's relays reach it through Unix
+// sockets bound into the sandbox; otherwise a process shares the
+// worker's network, and reaches a relay on the worker's loopback.
+func (s *Sandbox) ConfinesNetwork() bool { return s != nil && s.Level == LevelFull }
+
+// SocketDir makes a private directory, outside everything a confined
+// process sees, for a socket the worker binds into a sandbox (the model
+// relay's); the caller removes it.
+func (s *Sandbox) SocketDir() (string, error) {
+	if !s.ConfinesNetwork() {
+		return "", fmt.Errorf("sandbox: no private directory without the full sandbox")
+	}
+	d, err := os.MkdirTemp(s.runDir, "m-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	return d, nil
+}
+
 // Admit refuses a node that this sandbox cannot confine as the node asks:
 // below LevelFull, a node with permissions: full or with its own network
 // setting, unless the sandbox is off (a nil s, TETHER_SANDBOX=off).

@@ -32,7 +32,7 @@ func (s *Soak) startModel(ctx context.Context) error {
 	bin := lines[len(lines)-1]
 	s.model = fakemodel.New()
 	s.modelEnv = []string{"TETHER_CLI_BIN=" + bin}
-	vars := clitest.VarsAt(s.model.URL())[cliBackend]
+	vars := clitest.FakeVars(s.model)[cliBackend]
 	for _, name := range sortedNames(vars) {
 		s.modelEnv = append(s.modelEnv, name+"="+vars[name])
 	}

@@ -24,6 +24,8 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/github"
+	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
@@ -90,6 +92,11 @@ type Options struct {
 	// Versioning makes the worker a build of a Temporal worker deployment
 	// (deployment.go); the zero value is an unversioned worker.
 	Versioning Versioning
+	// GitHub reaches GitHub for the runs started from it (nil: this worker
+	// has no GitHub credentials), and ConsoleURL is the console's public
+	// address for the links it writes there.
+	GitHub     *forge.Forge
+	ConsoleURL string
 	// Role splits a worker: RoleAll (the default) runs workflows and
 	// activities; RoleWorkflows runs workflows and their local activities
 	// (checkpoints) only; RoleActivities runs activities only.
@@ -192,6 +199,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Temporal: c,
 		Pins:     c,
 		Health:   health,
+		GitHub:   &activities.GitHub{Forge: o.GitHub, Temporal: c, ConsoleURL: o.ConsoleURL},
 
 		ShutdownGrace: o.ShutdownGrace,
 	}
@@ -229,11 +237,15 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.Role != RoleActivities {
 		// A run is pinned to the build it started on: it moves only
 		// between visits, by continuing as new (workflows/move.go). A
-		// notice follows the current build: it has no visit to keep.
+		// notice and a GitHub delivery follow the current build: they
+		// have no visit to keep, and a run a delivery starts begins on
+		// the current build.
 		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{
 			Name: workflows.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorPinned)})
 		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{
 			Name: workflows.NoticeWorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
+		h.shared.RegisterWorkflowWithOptions(workflows.GitHubDelivery, workflow.RegisterOptions{
+			Name: github.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{

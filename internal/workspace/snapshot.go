@@ -32,6 +32,9 @@ type Snapshotted struct {
 	Uploaded int64
 	// Notes say what was left out and why.
 	Notes []string
+	// SourceCommit is the commit of the source repository an Import read
+	// ("" for a directory).
+	SourceCommit string
 }
 
 // Snapshot records the working directory as a commit on top of cur (which

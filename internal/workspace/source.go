@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/tether-run/tether/internal/blob"
@@ -29,6 +30,10 @@ type Source struct {
 	// A repository path without Ref is imported as its directory is,
 	// uncommitted changes included.
 	Ref string
+	// Auth authenticates a clone of a URL (nil: none). It stays in this
+	// process: git runs in process, so no credential reaches a disk, an
+	// environment or a remote's URL.
+	Auth transport.AuthMethod
 }
 
 func (s Source) String() string {
@@ -61,7 +66,7 @@ func Import(ctx context.Context, blobs blob.Store, run string, src Source, lim L
 	var tracked map[string]bool
 	if src.Ref != "" || isURL(src.From) {
 		dir = filepath.Join(tmp, "tree")
-		if tracked, err = checkoutRef(ctx, src, dir, withDefaults(lim)); err != nil {
+		if tracked, rep.SourceCommit, err = checkoutRef(ctx, src, dir, withDefaults(lim)); err != nil {
 			return nil, rep, err
 		}
 	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -88,11 +93,13 @@ func Import(ctx context.Context, blobs blob.Store, run string, src Source, lim L
 		x.prepare()
 		w.live.idx = x
 	}
+	commit := rep.SourceCommit
 	st, rep, err := w.Snapshot(ctx, nil, CommitInfo{
 		Message: "workspace from " + src.String(),
 		Details: []string{"run: " + run, "source: " + src.String()},
 		When:    now,
 	})
+	rep.SourceCommit = commit
 	if err != nil {
 		return nil, rep, err
 	}
@@ -101,13 +108,14 @@ func Import(ctx context.Context, blobs blob.Store, run string, src Source, lim L
 }
 
 // checkoutRef writes the files of the repository at src.Ref into dir and
-// returns their paths. Paths, modes, link targets and limits are checked
-// as for a restore; submodules are left out.
-func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[string]bool, error) {
+// returns their paths and the commit they are of. Paths, modes, link
+// targets and limits are checked as for a restore; submodules are left
+// out.
+func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[string]bool, string, error) {
 	var repo *git.Repository
 	var err error
 	if isURL(src.From) {
-		opts := &git.CloneOptions{URL: src.From, Depth: 1, SingleBranch: true, Tags: git.NoTags}
+		opts := &git.CloneOptions{URL: src.From, Depth: 1, SingleBranch: true, Tags: git.NoTags, Auth: src.Auth}
 		if src.Ref != "" && !plumbing.IsHash(src.Ref) {
 			opts.ReferenceName = plumbing.ReferenceName(src.Ref)
 			if !strings.HasPrefix(src.Ref, "refs/") {
@@ -124,7 +132,7 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 		repo, err = git.PlainOpenWithOptions(src.From, &git.PlainOpenOptions{DetectDotGit: true})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrSource, src.From, err)
+		return nil, "", fmt.Errorf("%w: %s: %v", ErrSource, src.From, err)
 	}
 	ref := src.Ref
 	if ref == "" {
@@ -132,22 +140,22 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(ref))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s has no ref %q: %v", ErrSource, src.From, ref, err)
+		return nil, "", fmt.Errorf("%w: %s has no ref %q: %v", ErrSource, src.From, ref, err)
 	}
 	commit, err := repo.CommitObject(*h)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s@%s: %v", ErrSource, src.From, ref, err)
+		return nil, "", fmt.Errorf("%w: %s@%s: %v", ErrSource, src.From, ref, err)
 	}
 	tree, err := commit.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s@%s: %v", ErrSource, src.From, ref, err)
+		return nil, "", fmt.Errorf("%w: %s@%s: %v", ErrSource, src.From, ref, err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer root.Close()
 	tracked := map[string]bool{}
@@ -157,40 +165,40 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 	defer walker.Close()
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		name, e, err := walker.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s@%s: %v", ErrSource, src.From, ref, err)
+			return nil, "", fmt.Errorf("%w: %s@%s: %v", ErrSource, src.From, ref, err)
 		}
 		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
 			continue
 		}
 		if err := checkPath(name, lim); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if loginPath(name) {
 			continue
 		}
 		b, err := repo.BlobObject(e.Hash)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrSource, name, err)
+			return nil, "", fmt.Errorf("%w: %s: %v", ErrSource, name, err)
 		}
 		if b.Size > lim.MaxFileBytes {
-			return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, name, b.Size, lim.MaxFileBytes)
+			return nil, "", fmt.Errorf("%w: %s is %d bytes, over the %d-byte single-file limit", ErrTooLarge, name, b.Size, lim.MaxFileBytes)
 		}
 		if total += b.Size; total > lim.MaxTotalBytes || len(tracked) >= lim.MaxFiles {
-			return nil, fmt.Errorf("%w: %s@%s is over the workspace limits (%d files, %d bytes)", ErrTooLarge, src.From, ref, lim.MaxFiles, lim.MaxTotalBytes)
+			return nil, "", fmt.Errorf("%w: %s@%s is over the workspace limits (%d files, %d bytes)", ErrTooLarge, src.From, ref, lim.MaxFiles, lim.MaxTotalBytes)
 		}
 		content, err := blobContent(b)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if err := makeParents(root, name, parents); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		switch e.Mode {
 		case filemode.Symlink:
@@ -204,11 +212,11 @@ func checkoutRef(ctx context.Context, src Source, dir string, lim Limits) (map[s
 			err = root.WriteFile(name, content, 0o644)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("workspace: write %s: %w", name, err)
+			return nil, "", fmt.Errorf("workspace: write %s: %w", name, err)
 		}
 		tracked[name] = true
 	}
-	return tracked, nil
+	return tracked, h.String(), nil
 }
 
 func blobContent(b *object.Blob) ([]byte, error) {

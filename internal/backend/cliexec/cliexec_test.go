@@ -247,3 +247,14 @@ func TestAskedQuestions(t *testing.T) {
 	assert.Nil(t, AskedQuestions("ASK_USER: early\nthen more text", nil))
 	assert.Equal(t, []agent.Question{{ID: "q1", Text: "ok?"}}, AskedQuestions(`{"ask_user":"ok?"}`, map[string]any{"ask_user": "ok?"}))
 }
+
+// The forge's credentials reach no process, whatever names them.
+func TestEnvironNeverPassesTheForgesCredentials(t *testing.T) {
+	t.Setenv("TETHER_GITHUB_TOKEN", "ghp_canary")
+	t.Setenv("TETHER_GITHUB_APP_KEY", "/etc/tether/app.pem")
+	t.Setenv("TETHER_GITHUB_WEBHOOK_SECRET", "s")
+	env := Environ([]string{"TETHER_*", "TETHER_GITHUB_TOKEN"})
+	for _, kv := range env {
+		assert.False(t, strings.HasPrefix(kv, "TETHER_GITHUB_"), "%s reached a process", kv)
+	}
+}

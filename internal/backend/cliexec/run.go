@@ -83,8 +83,12 @@ type Spec struct {
 	Confinement
 	// ModelEndpoints are the host:port of the agent's model, which a
 	// confined agent may reach unless its node says otherwise (the
-	// visit's sandbox.Visit in the run's context).
+	// visit's sandbox.Visit in the run's context): when no model relay
+	// carries its calls.
 	ModelEndpoints []string
+	// Model is the worker's model relay as a network-confined program
+	// reaches it (zero: none, or on the worker's own loopback).
+	Model sandbox.ModelRelay
 }
 
 // Confinement is what a confined program may reach besides the system
@@ -431,6 +435,10 @@ func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Pol
 	}
 	v := sandbox.VisitOf(ctx)
 	if v == nil || v.Model {
+		// An agent's: what it tries beyond its model is refused at the
+		// proxy and noted, whether its model is reached through the
+		// model relay or the proxy.
+		p.Proxy = true
 		for _, e := range s.ModelEndpoints {
 			// An endpoint that does not parse is not reached: the visit
 			// fails where it talks to its model, never runs unconfined.
@@ -443,6 +451,7 @@ func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Pol
 		p.Allow = append(p.Allow, v.Allow...)
 		p.Limits = v.Limits
 	}
+	p.Model = s.Model
 	return p
 }
 

@@ -1,0 +1,3 @@
+module example.com/widgets
+
+go 1.22
