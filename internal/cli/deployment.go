@@ -226,11 +226,17 @@ waiting ones); once it is drained its workers can stop.`,
 func (a *app) waitDrained(ctx context.Context, build string, timeout time.Duration) error {
 	began := time.Now()
 	last := ""
-	var asked time.Time
+	var asked, missing time.Time
 	for {
 		d, err := a.deployment(ctx)
 		if err != nil {
-			return failedErr(err)
+			// A busy server: try again, within the timeout.
+			if time.Since(began) > timeout {
+				return failedErr(err)
+			}
+			fmt.Fprintf(a.errOut, "could not read the deployment (trying again): %v\n", err)
+			time.Sleep(2 * time.Second)
+			continue
 		}
 		var b *Build
 		for i := range d.Builds {
@@ -238,14 +244,26 @@ func (a *app) waitDrained(ctx context.Context, build string, timeout time.Durati
 				b = &d.Builds[i]
 			}
 		}
+		if b != nil {
+			missing = time.Time{}
+		}
 		switch {
-		case b == nil:
+		case b == nil && missing.IsZero():
+			// A busy server's deployment workflow now and then answers
+			// "not found": look again before believing it.
+			missing = time.Now()
+		case b == nil && time.Since(missing) > missingFor:
 			return failedErr(fmt.Errorf("deployment %s has no build %s (tether workers lists its builds)", d.Name, build))
+		case b == nil:
 		case b.Routing != "":
 			return failedErr(fmt.Errorf("build %s is %s: new runs still go to it, so it does not drain; make another build current first", build, b.Routing))
 		case b.Drainage == "drained":
 			fmt.Fprintf(a.out, "build %s drained after %s\n", build, time.Since(began).Round(100*time.Millisecond))
 			return nil
+		}
+		if b == nil {
+			time.Sleep(2 * time.Second)
+			continue
 		}
 		// A run that began to wait just as the routing changed may have
 		// been missed by tether upgrade-runs: ask the waiting ones again.
@@ -271,8 +289,12 @@ func (a *app) waitDrained(ctx context.Context, build string, timeout time.Durati
 }
 
 // askAgain is how often tether workers --wait-drained asks the waiting
-// runs of the build it waits on to move.
-const askAgain = 10 * time.Second
+// runs of the build it waits on to move; missingFor is how long the
+// deployment may not list the build before it believes that.
+const (
+	askAgain   = 10 * time.Second
+	missingFor = time.Minute
+)
 
 // askToMove signals every open run of build (only those waiting for a
 // person, with waitingOnly) to check whether it should move.

@@ -18,8 +18,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/upgradeprobe"
 	"github.com/tether-run/tether/workflows"
 )
@@ -183,8 +185,11 @@ func (s *Soak) upgrade(ctx context.Context) (*Upgraded, error) {
 	if q, err := s.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && q.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == to {
 		u.CurrentAt = q.GetVersioningInfo().GetUpdateTime().AsTime()
 	}
-	if m := regexp.MustCompile(`build \S+ drained after (\S+)`).FindStringSubmatch(out); m != nil {
-		u.Drained, _ = time.ParseDuration(m[1])
+	// From the new build becoming current to the old one being called
+	// drained, both as the server recorded them.
+	if v, err := s.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment).DescribeVersion(ctx, client.WorkerDeploymentDescribeVersionOptions{BuildID: u.From}); err == nil &&
+		v.Info.DrainageInfo != nil && !u.CurrentAt.IsZero() {
+		u.Drained = v.Info.DrainageInfo.LastChangedTime.Sub(u.CurrentAt).Round(100 * time.Millisecond)
 	}
 	if err != nil {
 		// The old workers were not stopped: they serve on.
