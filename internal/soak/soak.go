@@ -129,8 +129,8 @@ func New(ctx context.Context, o Options) (*Soak, error) {
 	}
 	return &Soak{
 		o: o, cfg: cfg, c: c, blobs: blobs, runs: runstore.New(blobs, cfg.RunStoreOptions()...),
-		prefix: "soak-" + strings.ToLower(ulid.Make().String()[16:]),
-		rng:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		prefix:  "soak-" + strings.ToLower(ulid.Make().String()[16:]),
+		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 		retired: map[int]bool{}, upgradeDone: make(chan struct{}),
 	}, nil
 }

@@ -177,6 +177,11 @@ func (s *Soak) upgrade(ctx context.Context) (*Upgraded, error) {
 	out, err := s.clusterOut(ctx, "upgrade", "--bin", s.o.Upgrade.Bin, "--workers", strconv.Itoa(len(old)),
 		"--ramp", "25", "--ramp-for", s.o.Upgrade.RampFor.String(), "--drain-timeout", "15m")
 	u.Took, u.Output = time.Since(began), out
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(line, "time=") {
+			s.logf("upgrade | %s", line)
+		}
+	}
 	for _, m := range regexp.MustCompile(`(?m)^(\S+): moved to build \S+ in (\S+)$`).FindAllStringSubmatch(out, -1) {
 		if d, err := time.ParseDuration(m[2]); err == nil {
 			u.Moves[m[1]] = d
