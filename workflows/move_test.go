@@ -237,3 +237,49 @@ func (s *GraphRunSuite) TestAWaitingRunWaitsForItsWorkerToReadTheNewRouting() {
 	s.Require().NotNil(next.Move)
 	s.Equal("b", next.Move.To)
 }
+
+// A question asked inside a fan-out's branch lives in the run's memory
+// only, so the run does not leave that wait: asked to move while a branch
+// waits, it waits on, takes the answer, and moves once every branch is
+// done, before the join.
+func (s *GraphRunSuite) TestARunWaitingInABranchMovesOnceTheBranchesAreDone() {
+	g := `
+name: branch-ask
+start: split
+nodes:
+  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
+  - {id: gate, kind: human, question: "Ship it?"}
+  - {id: meet, kind: join}
+  - {id: after, kind: tool, run: [sh, -c, 'true']}
+  - {id: done, kind: end}
+edges:
+  - {from: split, to: gate}
+  - {from: gate, to: meet}
+  - {from: meet, to: after}
+  - {from: after, to: done}
+`
+	rt := &routingOf{rt: onA}
+	versioned(s.env, rt)
+	s.env.RegisterDelayedCallback(func() {
+		rt.set(onB)
+		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
+	}, time.Hour)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.queryState()
+		s.Require().Len(st.Questions, 1, "still waiting in the branch")
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
+	}, 2*time.Hour)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
+	next := s.continuedWith(s.env)
+	s.Require().NotNil(next.Move)
+	s.Equal([]string{"meet"}, cursorNodes(next.Checkpoint), "it moved with every branch done, before the join")
+	s.Equal("yes", next.Checkpoint.Outputs["gate"]["answer"])
+}
+
+func cursorNodes(cp *runstore.Checkpoint) []string {
+	var out []string
+	for _, c := range cp.Cursor {
+		out = append(out, c.Node)
+	}
+	return out
+}
