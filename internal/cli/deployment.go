@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/tether-run/tether/internal/runapi"
 )
@@ -260,6 +261,11 @@ func (a *app) waitDrained(ctx context.Context, build string, timeout time.Durati
 		case b.Drainage == "drained":
 			fmt.Fprintf(a.out, "build %s drained after %s\n", build, time.Since(began).Round(100*time.Millisecond))
 			return nil
+		case b.Drainage == "" && b.OpenRuns == 0 && time.Since(began) > missingFor:
+			// Never current nor ramping, Temporal keeps no drainage for
+			// it; no run is pinned to it.
+			fmt.Fprintf(a.out, "build %s has no open run (it was never routed to, so Temporal keeps no drainage of it)\n", build)
+			return nil
 		}
 		if b == nil {
 			time.Sleep(2 * time.Second)
@@ -391,14 +397,15 @@ func (a *app) printDeployment(d *Deployment) {
 	fmt.Fprintln(a.out)
 	for _, b := range d.Builds {
 		if b.ID != "" && b.Routing == "" && b.OpenRuns > 0 && len(b.Workers) == 0 {
-			fmt.Fprintf(a.out, "\n! build %s has %d open runs and no worker: they wait until a worker of build %s starts, which moves them to build %s\n", b.ID, b.OpenRuns, b.ID, d.Current)
+			fmt.Fprintf(a.out, "\n! build %s has %d open runs and no worker: they wait until a worker of build %s starts, which moves them to build %s (or tether upgrade-runs --replay-stranded has build %s replay them)\n", b.ID, b.OpenRuns, b.ID, d.Current, d.Current)
 		}
 	}
 }
 
 func (a *app) upgradeRunsCmd() *cobra.Command {
 	var wait time.Duration
-	var dryRun bool
+	var dryRun, stranded bool
+	var replay string
 	cmd := &cobra.Command{
 		Use:   "upgrade-runs",
 		Short: "Move the runs of builds no longer routed to onto the current build, at their safe points",
@@ -414,9 +421,14 @@ With --wait it waits until each run it asked has moved or ended, and says
 how long each took.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if stranded || replay != "" {
+				return a.replayStranded(cmd.Context(), replay, dryRun)
+			}
 			return a.upgradeRuns(cmd.Context(), wait, dryRun)
 		},
 	}
+	cmd.Flags().BoolVar(&stranded, "replay-stranded", false, "instead: pin the open runs of builds no worker polls to the current build, which replays their histories (every release of Tether replays every older one's; a build that does not fails the run's workflow task)")
+	cmd.Flags().StringVar(&replay, "replay", "", "as --replay-stranded, for the runs of build BUILD, whatever Temporal says of its workers (whose pollers it lists for a minute and a half after they are gone)")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for the runs to move (0: do not wait)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs it would ask, and ask none")
 	return cmd
@@ -478,12 +490,63 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 		fmt.Fprintf(a.out, "%s: on build %s, %s\n", r.id, r.build, what)
 	}
 	for build, n := range stranded {
-		fmt.Fprintf(a.errOut, "! %d runs of build %s wait for a worker of that build: none polls, so none can move them; start one (it moves them to build %s at once)\n", n, build, d.Current)
+		fmt.Fprintf(a.errOut, "! %d runs of build %s wait for a worker of that build: none polls, so none can move them; start one (it moves them to build %s at once), or have build %s replay them (tether upgrade-runs --replay-stranded)\n", n, build, d.Current, d.Current)
 	}
 	if dryRun || wait <= 0 {
 		return nil
 	}
 	return a.awaitMoves(ctx, runs, d.Current, wait)
+}
+
+// replayStranded pins every open run of a build that is neither current
+// nor ramping and that no worker polls to the current build: nothing can
+// run such a run's code any more (its workers were replaced without a
+// rollout), so the current build takes its next task and replays its
+// history. The upgrade signal that follows gives it that task at once.
+func (a *app) replayStranded(ctx context.Context, only string, dryRun bool) error {
+	c, err := a.temporal()
+	if err != nil {
+		return failedErr(err)
+	}
+	d, err := a.deployment(ctx)
+	if err != nil {
+		return failedErr(err)
+	}
+	if d.Current == "" {
+		return failedErr(fmt.Errorf("deployment %s has no current build to replay stranded runs on", d.Name))
+	}
+	n := 0
+	for _, b := range d.Builds {
+		if b.ID == "" || b.Routing != "" || (only == "" && len(b.Workers) > 0) || (only != "" && b.ID != only) {
+			continue
+		}
+		runs, err := a.pinnedRuns(ctx, d.Name, b.ID)
+		if err != nil {
+			return failedErr(err)
+		}
+		for _, r := range runs {
+			n++
+			if dryRun {
+				fmt.Fprintf(a.out, "%s: on build %s, which no worker polls (not pinned: --dry-run)\n", r.id, b.ID)
+				continue
+			}
+			_, err := c.UpdateWorkflowExecutionOptions(ctx, client.UpdateWorkflowExecutionOptionsRequest{
+				WorkflowId: r.id, RunId: r.execution,
+				WorkflowExecutionOptionsChanges: client.WorkflowExecutionOptionsChanges{VersioningOverride: &client.VersioningOverrideChange{
+					Value: &client.PinnedVersioningOverride{Version: worker.WorkerDeploymentVersion{DeploymentName: d.Name, BuildID: d.Current}},
+				}},
+			})
+			if err != nil {
+				return failedErr(fmt.Errorf("pin run %s to build %s: %w", r.id, d.Current, err))
+			}
+			_ = c.SignalWorkflow(ctx, r.id, r.execution, runapi.SignalUpgrade, a.upgradeAsk(ctx, d))
+			fmt.Fprintf(a.out, "%s: was on build %s; pinned to build %s, which replays it now\n", r.id, b.ID, d.Current)
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(a.out, "no open run is on a build without workers")
+	}
+	return nil
 }
 
 // rampingNote says which build ramps, if one does.

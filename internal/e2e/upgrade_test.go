@@ -331,3 +331,42 @@ func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 	}
 	assert.Equal(t, "manual-1", pinnedTo(t, h.c, "nc-1"))
 }
+
+// Workers replaced without a rollout (every worker of a build stopped,
+// workers of another build started) leave the old build's runs with no
+// worker: tether upgrade-runs --replay (and --replay-stranded, once
+// Temporal no longer lists the old workers) pins them to the current
+// build, which replays them (the builds here are the same code) and
+// carries them to their end.
+func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
+	store := t.TempDir()
+	h := newHarness(t, "file://"+store)
+	h.hostOptions = func(o *workerhost.Options) {
+		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningAuto, Deployment: runapi.DefaultDeployment, BuildID: "gone-a", RoutingEvery: 500 * time.Millisecond}
+	}
+	h.startWorker()
+	h.start("stranded-1", parseGraph(t, upgradeGraph(2, 1, "0")), nil)
+	h.waitQuestion("stranded-1")
+	h.stopWorker()
+	h.hostOptions = func(o *workerhost.Options) {
+		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "new-b", RoutingEvery: 500 * time.Millisecond}
+	}
+	h.startWorker()
+	require.Eventually(t, func() bool {
+		_, err := h.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment).SetCurrentVersion(t.Context(), client.WorkerDeploymentSetCurrentVersionOptions{BuildID: "new-b"})
+		return err == nil
+	}, time.Minute, 200*time.Millisecond)
+	// Temporal lists the stopped worker's pollers for 90 s more: name
+	// the build.
+	out := h.tether(t, store, "upgrade-runs", "--replay", "gone-a")
+	assert.Contains(t, out, "stranded-1: was on build gone-a; pinned to build new-b, which replays it now")
+	q := h.waitQuestion("stranded-1")
+	h.answer("stranded-1", q.ID, "go on")
+	res, err := h.result(h.c.GetWorkflow(t.Context(), "stranded-1", ""))
+	require.NoError(t, err)
+	assert.Equal(t, "completed", res.Status)
+	assert.Equal(t, "new-b", pinnedTo(t, h.c, "stranded-1"))
+	cp, err := h.runs.Latest(t.Context(), "stranded-1")
+	require.NoError(t, err)
+	assert.Equal(t, upgradeReply(2), fmt.Sprint(cp.Outputs["writer"]["text"]))
+}
