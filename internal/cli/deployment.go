@@ -465,11 +465,13 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 			return failedErr(err)
 		}
 		if len(b.Workers) == 0 && len(found) > 0 {
+			// Nothing runs their code: they cannot move (below).
 			stranded[b.ID] = len(found)
+			continue
 		}
 		runs = append(runs, found...)
 	}
-	if len(runs) == 0 {
+	if len(runs) == 0 && len(stranded) == 0 {
 		fmt.Fprintf(a.out, "every open run is on build %s%s\n", d.Current, rampingNote(d))
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -213,6 +214,10 @@ func (s *Soak) upgrade(ctx context.Context) (*Upgraded, error) {
 func (s *Soak) clusterOut(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.o.Root, "scripts", "cluster.sh")}, args...)...)
 	cmd.Env = append(append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir), s.workerEnv()...)
+	// Its own process group, ended whole when ctx ends: the tether
+	// commands it waits on go with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
