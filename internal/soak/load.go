@@ -78,6 +78,9 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 	if s.o.Upgrade.Bin == "" {
 		close(s.upgradeDone)
 	}
+	if err := s.ensureCurrent(ctx); err != nil {
+		return nil, fmt.Errorf("make the workers' build current: %w", err)
+	}
 
 	runs, err := s.startMix(ctx)
 	if err != nil {

@@ -210,6 +210,35 @@ func (s *Soak) upgrade(ctx context.Context) (*Upgraded, error) {
 	return u, nil
 }
 
+// ensureCurrent makes the build the workers run the deployment's current
+// one, when it is not: a binary rebuilt since the cluster started (make
+// soak builds it) is another build, which the workers the soak restarted
+// run, and which would not take over from the old one until its pollers
+// have been gone 90 s.
+func (s *Soak) ensureCurrent(ctx context.Context) error {
+	up := s.runningWorkers()
+	if len(up) == 0 {
+		return nil
+	}
+	bin, err := os.ReadFile(filepath.Join(s.o.ClusterDir, "run", fmt.Sprintf("worker-%d.bin", up[0])))
+	if err != nil {
+		return err
+	}
+	build, err := buildOf(ctx, strings.TrimSpace(string(bin)))
+	if err != nil {
+		return err
+	}
+	q, err := s.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err == nil && q.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == build {
+		return nil
+	}
+	s.logf("the workers run build %s, which is not current: making it current", build)
+	_, err = s.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment).SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{
+		BuildID: build, AllowNoPollers: true, IgnoreMissingTaskQueues: true,
+	})
+	return err
+}
+
 // clusterOut is cluster with its output (stdout and stderr).
 func (s *Soak) clusterOut(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.o.Root, "scripts", "cluster.sh")}, args...)...)
