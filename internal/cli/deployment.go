@@ -614,7 +614,9 @@ func (a *app) awaitMoves(ctx context.Context, runs []*pinnedRun, current string,
 			if o := vi.GetVersioningOverride().GetPinned(); o != nil {
 				on = o.GetVersion().GetBuildId()
 			}
-			if on == current && info.GetExecution().GetRunId() != r.execution {
+			// (The execution listed may be the one a move started, on its
+			// way to the current build.)
+			if on == current {
 				fmt.Fprintf(a.out, "%s: moved to build %s in %s\n", r.id, current, time.Since(r.asked).Round(100*time.Millisecond))
 				return true
 			}
