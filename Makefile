@@ -3,28 +3,28 @@
 SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
-# The version and revision every binary says it is (tether version,
-# tether-worker --version), and from which a worker's build id in its
-# Temporal worker deployment is made (internal/buildinfo).
-BUILDINFO := github.com/tether-run/tether/internal/buildinfo
-VERSION ?= $(shell git describe --tags 2>/dev/null || echo dev)
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-DIRTY ?= $(shell test -z "$$(git status --porcelain 2>/dev/null)" || echo true)
-LDFLAGS := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION) -X $(BUILDINFO).Dirty=$(DIRTY)
 
 .PHONY: all build upgrade-probe tools run console screenshots test test-loaded mutate lint fuzz bench histories cluster cluster-down soak soak-short clean
 
 all: build tools
 
-## build: the tether CLI, the tether-worker binary and its confine helper, into bin/
+# VERSION and COMMIT are stamped into both binaries (tether version,
+# tether-worker --version); a release sets VERSION. A versioned worker's
+# default build id in its Temporal worker deployment is made of them
+# (internal/version.BuildID).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS = -X github.com/tether-run/tether/internal/version.Version=$(VERSION) -X github.com/tether-run/tether/internal/version.Commit=$(COMMIT)
+
+## build: the tether CLI, the tether-worker binary and its confine helper, into bin/, with VERSION and COMMIT stamped
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tether ./starter
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/tether-worker ./worker
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether ./starter
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
 
 ## upgrade-probe: bin/upgrade/tether-worker, this source with a test-only change of workflow code (one more activity before every visit), for the soak's rolling upgrade
 upgrade-probe:
-	$(GO) build -tags tether_upgrade_probe -ldflags '$(LDFLAGS)' -o bin/upgrade/tether-worker ./worker
+	$(GO) build -tags tether_upgrade_probe -ldflags "$(LDFLAGS)" -o bin/upgrade/tether-worker ./worker
 	$(GO) build -o bin/upgrade/tether-confine ./internal/sandbox/cmd/tether-confine
 
 ## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap, chromium
@@ -42,7 +42,7 @@ console: build
 
 ## screenshots: docs/console/*.png, taken by the console's browser tests
 screenshots: build
-	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers'
+	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers|TestResumeWithACorrectedGraph'
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
@@ -97,7 +97,7 @@ bench: tools
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
 	TETHER_RECORD_HISTORIES=1 $(GO) test -count 1 -timeout 20m ./internal/e2e \
-		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestRollingUpgradeMovesRunsAtTheirSafePoints'
+		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestResumeWithACorrectedGraph|TestACancelIsNoVisit|TestRollingUpgradeMovesRunsAtTheirSafePoints'
 
 clean:
 	rm -rf bin .tether

@@ -68,7 +68,7 @@ func (r agentRun) request() agent.Request {
 func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, error) {
 	prompt, err := graph.RenderPrompt(r.node.Prompt, graph.PromptData{Input: r.input, Output: r.prev, Visit: r.visit, Workspace: r.workspace})
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", r.nodeID, err), ErrTypeBadRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt: %s", r.nodeID, graph.TemplateReason(err)), ErrTypeBadRequest, nil)
 	}
 	if r.lostAnswer != "" {
 		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer
@@ -113,26 +113,7 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		return nil, err
 	}
 
-	out := map[string]any{"text": res.Text}
-	if len(res.Text) > MaxOutputText {
-		// Temporal bounds an activity result (2 MB); a larger one would
-		// fail the completion and run the agent again. The whole reply
-		// stays in the agent's own session.
-		out["text"] = strings.ToValidUTF8(res.Text[:MaxOutputText], "") + fmt.Sprintf("\n… [%d more bytes cut; the whole reply is in the agent's session]", len(res.Text)-MaxOutputText)
-		out["text_truncated"] = true
-	}
-	for k, v := range res.Structured {
-		out[k] = v
-	}
-	out[agent.SessionIDKey] = res.SessionID
-	out[agent.BackendKey] = r.b.Name()
-	out[agent.SessionFingerprintKey] = res.Fingerprint
-	if !res.Usage.IsZero() {
-		out[agent.UsageKey] = res.Usage
-	}
-	if r.lost != nil {
-		out[agent.RetryNoteKey] = r.lost.Note()
-	}
+	out := r.output(res)
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
 		Usage: res.Usage, BudgetStop: res.BudgetStop,
@@ -164,6 +145,37 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 	}
 	a.logger().Info("visit done", "run", r.runID, "node", r.nodeID, "visit", r.visit, "backend", r.b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)
 	return result, nil
+}
+
+// output is the visit's output: the reply (cut to MaxOutputText), its
+// structured fields, and Tether's stamps and notes.
+func (r agentRun) output(res agent.Result) map[string]any {
+	out := map[string]any{"text": res.Text}
+	if len(res.Text) > MaxOutputText {
+		// Temporal bounds an activity result (2 MB); a larger one would
+		// fail the completion and run the agent again. The whole reply
+		// stays in the agent's own session.
+		out["text"] = strings.ToValidUTF8(res.Text[:MaxOutputText], "") + fmt.Sprintf("\n… [%d more bytes cut; the whole reply is in the agent's session]", len(res.Text)-MaxOutputText)
+		out["text_truncated"] = true
+	}
+	for k, v := range res.Structured {
+		if strings.HasPrefix(k, "_") {
+			// Tether's own keys (its stamps and notes) are Tether's to
+			// write: a reply cannot forge a retry or session note.
+			continue
+		}
+		out[k] = v
+	}
+	out[agent.SessionIDKey] = res.SessionID
+	out[agent.BackendKey] = r.b.Name()
+	out[agent.SessionFingerprintKey] = res.Fingerprint
+	if !res.Usage.IsZero() {
+		out[agent.UsageKey] = res.Usage
+	}
+	if r.lost != nil {
+		out[agent.RetryNoteKey] = r.lost.Note()
+	}
+	return out
 }
 
 // pickBackend returns the backend to run: the planned one if it can run

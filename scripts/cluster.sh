@@ -289,7 +289,7 @@ worker_start() {
 	say "worker $i up (cluster-w$i, build $(build_of "$bin"), roots in $w)"
 }
 # build_of BIN: the build id tether-worker BIN registers with.
-build_of() { "$1" --version | sed -n 's/.*(build id \([^,]*\),.*/\1/p'; }
+build_of() { "$1" --version | sed -n 's/.*(build id \([^,)]*\)[,)].*/\1/p'; }
 # workers: the indices of the workers started, running or not.
 workers() {
 	local f

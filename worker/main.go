@@ -10,7 +10,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -25,12 +28,12 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/askuser"
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/buildinfo"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/github/forge"
-	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/internal/workerhost"
 )
 
@@ -40,17 +43,60 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == askuser.Subcommand {
 		os.Exit(askuser.Main(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
+		os.Exit(confine.Main(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version") {
-		fmt.Println(versionLine())
-		return
+	if code, done := flags(os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether-worker:", err)
 		os.Exit(1)
 	}
+}
+
+// usage is what `tether-worker --help` prints.
+const usage = `Usage: tether-worker [--version]
+
+tether-worker runs Tether's GraphRun workflow and its activities: it
+polls the Temporal task queue "tether" (and a queue of its own) at
+TEMPORAL_ADDRESS in TEMPORAL_NAMESPACE, runs each visit's agent CLI or
+tool confined, and stores sessions, workspaces and checkpoints at
+TETHER_BLOB_URL. It stops gracefully on SIGINT or SIGTERM.
+
+It takes no arguments: it is configured by the environment it shares
+with tether (README.md, "Configuration"), e.g. TEMPORAL_ADDRESS,
+TETHER_BLOB_URL, TETHER_CHECKPOINT_KEY, TETHER_SANDBOX,
+TETHER_MAX_CONCURRENT_VISITS, TETHER_METRICS_ADDR.
+
+Flags:
+  --version   print this build's version and exit
+  --help      print this and exit
+`
+
+// flags handles the worker's few flags before anything starts: --help
+// and --version print and exit 0, anything else is a usage error (exit
+// 2). done says the process should exit with code.
+func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
+	fs := flag.NewFlagSet("tether-worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	showVersion := fs.Bool("version", false, "")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return 0, true
+	case err != nil:
+		fmt.Fprintf(stderr, "tether-worker: %v\n\n%s", err, usage)
+		return 2, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "tether-worker: unexpected argument %q: the worker takes no arguments; it is configured by its environment\n\n%s", fs.Arg(0), usage)
+		return 2, true
+	case *showVersion:
+		fmt.Fprintln(stdout, versionLine())
+		return 0, true
+	}
+	return 0, false
 }
 
 func run() error {
@@ -62,9 +108,9 @@ func run() error {
 	slog.SetDefault(logger)
 	versioning := workerVersioning(cfg.Versioning)
 	if versioning.Mode == workerhost.VersioningOff {
-		logger.Info("tether-worker "+buildinfo.Read().Short(), "versioning", "off (TETHER_VERSIONING=off): an unversioned worker; runs are not pinned to a build, and an upgrade must keep every workflow change replayable (docs/operations.md)")
+		logger.Info("tether-worker "+version.Get().String(), "versioning", "off (TETHER_VERSIONING=off): an unversioned worker; runs are not pinned to a build, and an upgrade must keep every workflow change replayable (docs/operations.md)")
 	} else {
-		logger.Info("tether-worker "+buildinfo.Read().Short(), "deployment", versioning.Deployment, "build", versioning.BuildID, "versioning", versioning.Mode.String())
+		logger.Info("tether-worker "+version.Get().String(), "deployment", versioning.Deployment, "build", versioning.BuildID, "versioning", versioning.Mode.String())
 	}
 	sb, err := confinement(context.Background(), cfg, logger)
 	if err != nil {
@@ -137,6 +183,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		WorkdirRoots:        cfg.WorkdirRoots,
 		PassEnv:             cfg.Agents.PassEnv,
 		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,
@@ -179,11 +226,12 @@ func workerVersioning(v config.Versioning) workerhost.Versioning {
 	return workerhost.Versioning{Mode: mode, Deployment: v.Deployment, BuildID: v.Build()}
 }
 
-// versionLine is what `tether-worker --version` prints: the version, the
-// build id it registers with its worker deployment, Go and the SDK.
+// versionLine is what `tether-worker --version` prints: the version and
+// commit, the build id it registers with its worker deployment by default
+// (TETHER_BUILD_ID overrides it), Go and the SDK:
+// `tether-worker v1.2.3 (commit 0123456789ab) (build id v1.2.3-0123456789ab) (go1.26.8, temporal sdk v1.51.0)`.
 func versionLine() string {
-	i := buildinfo.Read()
-	return fmt.Sprintf("tether-worker %s (build id %s, %s, temporal sdk %s)", i.Short(), buildinfo.BuildID(), runtime.Version(), i.SDK)
+	return fmt.Sprintf("tether-worker %s (build id %s) (%s, temporal sdk %s)", version.Get(), version.BuildID(), runtime.Version(), version.SDK())
 }
 
 // flush sends the spans not yet sent and closes the metrics endpoint,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runapi"
@@ -154,7 +155,13 @@ func (r *runImpl) resolve(ctx workflow.Context, node *graph.Node, cur runstore.C
 		Outputs: r.cp.Outputs, NodeSessions: r.cp.NodeSessions, Pause: r.pauseOf(sc),
 	})
 	if checked && plan.Kind == resolve.Fresh && node.Session != graph.SessionFresh {
-		return plan, fmt.Sprintf("the inbound session %s was not resumed: %s; started a fresh conversation", id, plan.Reason)
+		note := fmt.Sprintf("the inbound session %s was not resumed: %s; started a fresh conversation", id, plan.Reason)
+		if r.refFree(ctx) {
+			// The id is whatever the edge delivered: a tool's output,
+			// a literal, another node's stamp.
+			note = blobref.Hide(note)
+		}
+		return plan, note
 	}
 	return plan, ""
 }
@@ -231,7 +238,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if restarts < maxVisitRestarts && again {
 			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
 			if workflow.GetVersion(ctx, changeRetryNote, workflow.DefaultVersion, versionRetryNote) == versionRetryNote {
-				retryOf = lostFacts(err, retryOf)
+				retryOf = lostFacts(err, retryOf, r.refFree(ctx))
 				actx = workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), " · again after an interrupted attempt"))
 			}
 			if !workerLost(err) {
@@ -247,7 +254,12 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+		// The activity's message may name the node itself: once is enough.
+		inner := activities.ErrorText(err)
+		for _, named := range []string{fmt.Sprintf("tool node %q: ", node.ID), fmt.Sprintf("node %q: ", node.ID)} {
+			inner = strings.TrimPrefix(inner, named)
+		}
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, inner), ErrTypeNodeFailed, err)
 	}
 }
 
@@ -278,8 +290,13 @@ func (r *runImpl) visitOptions(ctx workflow.Context, node *graph.Node, visitNo i
 			NonRetryableErrorTypes: []string{startToCloseTimeout},
 		}
 	}
+	summary := visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc)
+	if node.Kind == graph.KindTool && r.refFree(ctx) {
+		// A tool's summary quotes its command, text of the graph's.
+		summary = blobref.Hide(summary)
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:   visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc),
+		Summary:   summary,
 		TaskQueue: TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,

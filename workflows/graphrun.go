@@ -42,6 +42,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 // execute runs the graph from where the input says.
 func (r *runImpl) execute(ctx workflow.Context) (*GraphRunResult, error) {
 	in := r.in
+	r.askAgainIfRewound(ctx)
 	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
 		if in.Checkpoint == nil {
 			// A new run has a workspace from its first visit: the one
@@ -130,6 +131,12 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// canceled are the visits a cancel stopped (cancel.go).
+	canceled []runstore.EndedVisit
+	// rewound says this execution starts from the checkpoint a rewind
+	// wrote: the questions its pause waits for are asked again
+	// (changeRewoundQuestions).
+	rewound bool
 	// gh keeps the run's GitHub thread current (github.go).
 	gh gitHubReporter
 	// upgradeAsked is set by the upgrade signal: a waiting run checks
@@ -147,6 +154,9 @@ type question struct {
 	Answered   bool
 	Answer     string
 	AllowEmpty bool
+	// Notice names the notice sent for this asking of the question
+	// (runstore.Question.Notice), which its answer links name.
+	Notice string
 }
 
 func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
@@ -158,6 +168,8 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		cp := *in.Checkpoint
 		r.cp = &cp
 		r.cp.RunID = in.RunID
+		l := cp.Lineage
+		r.rewound = l != nil && l.Kind == "rewind" && l.At != 0 && l.At == cp.Seq
 	} else {
 		if in.Graph == nil {
 			return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a graph or a checkpoint", ErrTypeGraph, nil)
@@ -350,7 +362,7 @@ func (r *runImpl) register(node string, qs []runstore.Question) []*question {
 	for _, q := range qs {
 		existing := r.lookup(q.ID)
 		if existing == nil {
-			existing = &question{ID: q.ID, Node: node, Text: q.Text, AllowEmpty: q.AllowEmpty}
+			existing = &question{ID: q.ID, Node: node, Text: q.Text, AllowEmpty: q.AllowEmpty, Notice: q.Notice}
 			r.questions = append(r.questions, existing)
 		}
 		mine = append(mine, existing)
@@ -392,7 +404,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node)})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node), Asking: q.Notice})
 		}
 	}
 	return s

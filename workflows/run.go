@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,11 +21,22 @@ import (
 
 // run walks the graph from the checkpoint's cursor until an end node.
 func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
+	// An execution seeded with a visit that ended before its edges failed
+	// chooses them again from its output (changeEndedVisit).
+	keepEnded := workflow.GetVersion(ctx, changeEndedVisit, workflow.DefaultVersion, versionEndedVisit) == versionEndedVisit
+	ended := r.cp.Ended
+	r.cp.Ended = nil
+	if !keepEnded {
+		ended = nil
+	}
 	for {
 		if len(r.cp.Cursor) == 0 {
 			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
 		}
 		if mv, _ := r.moveDue(ctx); mv != nil {
+			// A visit that ended before the run failed stays ended on the
+			// new build.
+			r.cp.Ended = ended
 			return nil, r.continueAsNew(ctx, mv)
 		}
 		if r.continueAsNewDue(ctx) {
@@ -48,13 +60,23 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if node.Kind == graph.KindEnd {
 			return r.complete(ctx, node, cur)
 		}
-		v, err := r.visit(ctx, node, cur, &scope{})
-		if mv := moveOf(err); mv != nil {
-			return nil, r.continueAsNew(ctx, mv)
+		var v visitResult
+		if ended != nil && ended.Node == cur.Node && ended.Visit == r.cp.Visits[cur.Node] && len(r.cp.Cursor) == 1 {
+			// The visit ran and ended; what failed came after it. Its
+			// output is the run's: it is not run again (its effects with it).
+			v = visitResult{output: r.cp.Outputs[cur.Node]}
+			workflow.GetLogger(ctx).Info("taking the output of the visit that ended before the run failed", "node", cur.Node, "visit", ended.Visit)
+		} else {
+			var err error
+			v, err = r.visit(ctx, node, cur, &scope{})
+			if mv := moveOf(err); mv != nil {
+				return nil, r.continueAsNew(ctx, mv)
+			}
+			if err != nil {
+				return nil, r.fail(ctx, err)
+			}
 		}
-		if err != nil {
-			return nil, r.fail(ctx, err)
-		}
+		ended = nil
 		if v.budgetStop != "" {
 			return nil, r.stopMidVisit(ctx, node, cur, v)
 		}
@@ -65,6 +87,9 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			r.cp.Cursor = []runstore.Cursor{cur}
 			r.cp.Status = runstore.StatusFailed
 			r.cp.Error = activities.ErrorText(err)
+			if keepEnded {
+				r.cp.Ended = &runstore.EndedVisit{Node: cur.Node, Visit: r.cp.Visits[cur.Node]}
+			}
 			if serr := r.save(ctx); serr != nil {
 				return nil, r.failResumable(ctx, cur, serr)
 			}
@@ -158,6 +183,10 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
+		if errors.Is(ctx.Err(), workflow.ErrCanceled) {
+			// A cancel stopped it: endCanceled decides whether it counts.
+			r.canceled = append(r.canceled, runstore.EndedVisit{Node: node.ID, Visit: visitNo})
+		}
 		if moveOf(err) == nil {
 			r.addStep(failedStep(step, err))
 		}

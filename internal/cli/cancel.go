@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/tether-run/tether/internal/buildinfo"
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/version"
 )
 
 // cancelWait is how long `tether cancel` waits to see the run close.
@@ -51,7 +51,7 @@ func (a *app) cancel(ctx context.Context, id string) (string, error) {
 	switch statusOf(d) {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
-		return "", failedErr(fmt.Errorf("run %s is not known to Temporal at %s", id, a.cfg.TemporalAddress))
+		return "", usageErr("run %s is not known to Temporal at %s; check the id (tether list)", id, a.cfg.TemporalAddress)
 	default:
 		return "", usageErr("run %s is not open (%s); nothing to cancel", id, temporalStatusName(statusOf(d)))
 	}
@@ -78,9 +78,8 @@ func (a *app) versionCmd() *cobra.Command {
 	}
 }
 
-// versionLine is `tether v1.2.3 (go1.26.8, temporal sdk v1.51.0, checkpoint format 1)`:
-// the version the Makefile stamped (internal/buildinfo), with its revision.
+// versionLine is `tether v1.2.3 (commit 0123456789ab) (go1.26.8,
+// temporal sdk v1.51.0, checkpoint format 1)`.
 func versionLine() string {
-	i := buildinfo.Read()
-	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", i.Short(), runtime.Version(), i.SDK, runstore.FormatVersion)
+	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", version.Get(), runtime.Version(), version.SDK(), runstore.FormatVersion)
 }

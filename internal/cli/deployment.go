@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
 )
 
@@ -163,7 +164,7 @@ func (a *app) pollersByBuild(ctx context.Context, deployment string) (map[string
 			return nil, fmt.Errorf("describe task queue %s: %w", runapi.TaskQueue, err)
 		}
 		for _, p := range d.GetPollers() {
-			if t := p.GetLastAccessTime(); t == nil || time.Since(t.AsTime()) >= pollerAlive {
+			if t := p.GetLastAccessTime(); t == nil || time.Since(t.AsTime()) >= health.LongPoll {
 				continue
 			}
 			build := ""

@@ -219,8 +219,10 @@ func (a *app) follow(ctx context.Context, id string) error {
 	// Ctrl-C leaves the run going on, and says so.
 	interrupted, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
 	defer stopSignals()
-	ws := a.workers("the run")
-	var lastWorkerCheck time.Time
+	// Lines of the run and of the worker watch interleave whole.
+	out := &lockedWriter{w: a.out}
+	stopWatch := a.workers(id, "the run").watch(ctx, out)
+	defer stopWatch()
 	printed := 0
 	asked := map[string]bool{}
 	// shown is the progress last printed per running visit.
@@ -229,11 +231,6 @@ func (a *app) follow(ctx context.Context, id string) error {
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	poll := func() {
-		// First: a run with no worker answers no query.
-		if time.Since(lastWorkerCheck) >= time.Second {
-			lastWorkerCheck = time.Now()
-			ws.check(ctx, a.out)
-		}
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		st, err := a.queryState(qctx, id)
@@ -244,14 +241,14 @@ func (a *app) follow(ctx context.Context, id string) error {
 		if fresh := st.Steps - printed; fresh > 0 {
 			first := max(len(st.Path)-fresh, 0)
 			for _, s := range st.Path[first:] {
-				fmt.Fprintln(a.out, stepLine(st, s))
+				fmt.Fprintln(out, stepLine(st, s))
 			}
 			printed = st.Steps
 		}
 		for _, q := range st.Questions {
 			if !asked[q.ID] {
 				asked[q.ID] = true
-				fmt.Fprintf(a.out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, id, q.ID)
+				fmt.Fprintf(out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, id, q.ID)
 			}
 		}
 		running, err := a.runningVisits(qctx, id)
@@ -262,7 +259,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 			visit, key := fmt.Sprintf("%s/%d", p.Node, p.Visit), progressKey(p)
 			if shown[visit] != key {
 				shown[visit] = key
-				fmt.Fprintf(a.out, "… %s\n", progressLine(p))
+				fmt.Fprintf(out, "… %s\n", progressLine(p))
 			}
 		}
 	}
@@ -270,6 +267,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 		select {
 		case err := <-done:
 			poll()
+			stopWatch()
 			var usage []string
 			if last != nil {
 				usage = nodeUsages(last)
@@ -281,6 +279,7 @@ func (a *app) follow(ctx context.Context, id string) error {
 		case <-tick.C:
 			poll()
 		case <-interrupted.Done():
+			stopWatch()
 			if ctx.Err() == nil {
 				fmt.Fprintf(a.out, "detached from run %s; it goes on without you. Follow it again with `tether status %s --follow`, stop it with `tether cancel %s`\n", id, id, id)
 				return &exitError{code: ExitDetached, err: fmt.Errorf("detached from run %s", id)}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tether-run/tether/internal/buildinfo"
 	"github.com/tether-run/tether/internal/runapi"
+	"github.com/tether-run/tether/internal/version"
 )
 
 // Versioning is how the worker joins Temporal's worker deployments
@@ -17,7 +17,7 @@ type Versioning struct {
 	Mode string
 	// Deployment is TETHER_DEPLOYMENT (default runapi.DefaultDeployment).
 	Deployment string
-	// BuildID is TETHER_BUILD_ID (default buildinfo.BuildID(): the
+	// BuildID is TETHER_BUILD_ID (default version.BuildID(): the
 	// binary's version and revision).
 	BuildID string
 }
@@ -74,11 +74,11 @@ func (c *Config) readVersioning() error {
 	if v.Deployment == "" {
 		v.Deployment = runapi.DefaultDeployment
 	}
-	if !buildinfo.ValidDeployment(v.Deployment) {
+	if !version.ValidDeployment(v.Deployment) {
 		return fmt.Errorf("TETHER_DEPLOYMENT=%q: want letters, digits, '_', '-' and '/' (Temporal refuses '.' and ':' in a deployment's name)", v.Deployment)
 	}
-	if v.BuildID != "" && !buildinfo.ValidBuildID(v.BuildID) {
-		return fmt.Errorf("TETHER_BUILD_ID=%q: want letters, digits, '.', '_', '+' and '-', starting with a letter or digit, at most %d characters", v.BuildID, buildinfo.MaxBuildID)
+	if v.BuildID != "" && !version.ValidBuildID(v.BuildID) {
+		return fmt.Errorf("TETHER_BUILD_ID=%q: want letters, digits, '.', '_', '+' and '-', starting with a letter or digit, at most %d characters", v.BuildID, version.MaxBuildID)
 	}
 	c.Versioning = v
 	return nil
@@ -98,10 +98,10 @@ func oneOf(ours, theirs string) (string, error) {
 }
 
 // Build is the build id the worker registers: TETHER_BUILD_ID, else the
-// binary's own (buildinfo.BuildID).
+// binary's own (version.BuildID).
 func (v Versioning) Build() string {
 	if v.BuildID != "" {
 		return v.BuildID
 	}
-	return buildinfo.BuildID()
+	return version.BuildID()
 }

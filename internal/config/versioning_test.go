@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/buildinfo"
+	"github.com/tether-run/tether/internal/version"
 )
 
 // A worker is versioned by default, in the deployment "tether", as the
@@ -20,7 +20,7 @@ func TestVersioningSettings(t *testing.T) {
 	}
 	c := fromEnv(t)
 	assert.Equal(t, Versioning{Mode: VersioningAuto, Deployment: "tether"}, c.Versioning)
-	assert.Equal(t, buildinfo.BuildID(), c.Versioning.Build())
+	assert.Equal(t, version.BuildID(), c.Versioning.Build())
 
 	t.Setenv("TETHER_VERSIONING", "off")
 	assert.Equal(t, VersioningOff, fromEnv(t).Versioning.Mode)

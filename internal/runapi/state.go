@@ -38,6 +38,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 		Error:      cp.Error,
 		Checkpoint: cp.Seq,
 		Guidance:   slices.Clone(cp.Guidance),
+		GraphEdits: slices.Clone(cp.GraphEdits),
 	}
 	for _, c := range cp.Cursor {
 		s.Current = append(s.Current, c.Node)
@@ -72,7 +73,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID)})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID), Asking: q.Notice})
 			}
 		}
 	}

@@ -127,6 +127,40 @@ type Checkpoint struct {
 	// review node waited, oldest first: the next visit of their node takes
 	// them as its answer instead of waiting (github.go).
 	Reviews []QueuedReview `json:"reviews,omitempty"`
+	// Ended is the visit after which the run failed to go on: the visit
+	// finished (its output and step are recorded, the cursor still names
+	// its node) and no edge out of it could be followed. An execution that
+	// starts from this checkpoint chooses the edge again from that output
+	// instead of visiting the node again; `tether resume --graph` clears
+	// it when the corrected graph changed the node, or is asked to.
+	Ended *EndedVisit `json:"ended,omitempty"`
+	// GraphEdits are the corrected graphs the run continued with, oldest
+	// first (`tether resume|rewind|fork --graph`).
+	GraphEdits []GraphEdit `json:"graph_edits,omitempty"`
+}
+
+// EndedVisit names a finished visit whose edges failed.
+type EndedVisit struct {
+	Node  string `json:"node"`
+	Visit int    `json:"visit"`
+}
+
+// GraphEdit is a corrected graph a run went on with: the checkpoint it
+// took over at, how (resume, rewind, fork), the file it came from, its
+// digest, and what changed from the graph before.
+type GraphEdit struct {
+	Seq  int64  `json:"seq"`
+	Via  string `json:"via"`
+	File string `json:"file,omitempty"`
+	// Digest is the SHA-256 of the new graph as a graph file (hex).
+	Digest  string   `json:"digest"`
+	Changes []string `json:"changes,omitempty"`
+	// Rerun names the node whose ended visit runs again (the new graph
+	// changed it, or the person asked); "" when none does.
+	Rerun string `json:"rerun,omitempty"`
+	// At is when it was made (RFC 3339, the command's clock), By who.
+	At string `json:"at,omitempty"`
+	By string `json:"by,omitempty"`
 }
 
 // BranchState is one fan-out branch's line of the workspace: it starts at

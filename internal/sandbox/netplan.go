@@ -9,14 +9,11 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
 // hostEntry is one line of the sandbox's /etc/hosts.
 type hostEntry struct{ addr, name string }
-
-// relay is one loopback listener inside the sandbox: what connects to
-// listen is tunnelled to target through the egress proxy.
-type relay struct{ listen, target string }
 
 // netPlan is how a sandbox reaches the world: proxy is the loopback
 // address programs that honour the standard proxy variables use to reach
@@ -26,7 +23,7 @@ type relay struct{ listen, target string }
 // where the worker's model relay is reached, if the visit has one.
 type netPlan struct {
 	proxy  string
-	relays []relay
+	relays []confine.Relay
 	hosts  []hostEntry
 	model  string
 }
@@ -74,7 +71,7 @@ func planNetwork(allow []egress.Pattern, model string, proxy bool) netPlan {
 	add := func(listen, target string) {
 		if !seen[listen] {
 			seen[listen] = true
-			n.relays = append(n.relays, relay{listen, target})
+			n.relays = append(n.relays, confine.Relay{Listen: listen, Target: target})
 		}
 	}
 	next := 2
@@ -133,19 +130,16 @@ func (n netPlan) env() []string {
 	return append(out, "no_proxy="+noProxy, "NO_PROXY="+noProxy, "NODE_USE_ENV_PROXY=1")
 }
 
-// flags are the helper's flags for the plan.
-func (n netPlan) flags() []string {
-	var out []string
+// apply gives the helper's arguments what the plan asks of it: the egress
+// proxy's socket, the proxy's loopback address and the relays, and the
+// model relay's socket and address.
+func (n netPlan) apply(a *confine.Args) {
 	if n.proxy != "" {
-		out = append(out, "--socket", EgressSocket, "--proxy", n.proxy)
-		for _, r := range n.relays {
-			out = append(out, "--relay", r.listen+"="+r.target)
-		}
+		a.Socket, a.Proxy, a.Relays = EgressSocket, n.proxy, n.relays
 	}
 	if n.model != "" {
-		out = append(out, "--model", n.model)
+		a.ModelSocket, a.Model = ModelSocket, n.model
 	}
-	return out
 }
 
 // proxyVars are the variables a confined program must not get from the

@@ -141,7 +141,7 @@ func buildOf(ctx context.Context, bin string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s --version: %w", bin, err)
 	}
-	m := regexp.MustCompile(`\(build id ([^,]+),`).FindSubmatch(out)
+	m := regexp.MustCompile(`\(build id ([^,)]+)[,)]`).FindSubmatch(out)
 	if m == nil {
 		return "", fmt.Errorf("%s --version names no build id: %s", bin, out)
 	}
