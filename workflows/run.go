@@ -19,6 +19,17 @@ import (
 	"github.com/tether-run/tether/internal/telemetry"
 )
 
+// visitOrTakeEnded visits node at cur, unless ended is that very visit,
+// which ran and ended before the run failed on what came after it: its
+// output is the run's, and it is not run again (its effects with it).
+func (r *runImpl) visitOrTakeEnded(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, ended *runstore.EndedVisit) (visitResult, error) {
+	if ended != nil && ended.Node == cur.Node && ended.Visit == r.cp.Visits[cur.Node] && len(r.cp.Cursor) == 1 {
+		workflow.GetLogger(ctx).Info("taking the output of the visit that ended before the run failed", "node", cur.Node, "visit", ended.Visit)
+		return visitResult{output: r.cp.Outputs[cur.Node]}, nil
+	}
+	return r.visit(ctx, node, cur, &scope{})
+}
+
 // run walks the graph from the checkpoint's cursor until an end node.
 func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 	// An execution seeded with a visit that ended before its edges failed
@@ -60,21 +71,12 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if node.Kind == graph.KindEnd {
 			return r.complete(ctx, node, cur)
 		}
-		var v visitResult
-		if ended != nil && ended.Node == cur.Node && ended.Visit == r.cp.Visits[cur.Node] && len(r.cp.Cursor) == 1 {
-			// The visit ran and ended; what failed came after it. Its
-			// output is the run's: it is not run again (its effects with it).
-			v = visitResult{output: r.cp.Outputs[cur.Node]}
-			workflow.GetLogger(ctx).Info("taking the output of the visit that ended before the run failed", "node", cur.Node, "visit", ended.Visit)
-		} else {
-			var err error
-			v, err = r.visit(ctx, node, cur, &scope{})
-			if mv := moveOf(err); mv != nil {
-				return nil, r.continueAsNew(ctx, mv)
-			}
-			if err != nil {
-				return nil, r.fail(ctx, err)
-			}
+		v, err := r.visitOrTakeEnded(ctx, node, cur, ended)
+		if mv := moveOf(err); mv != nil {
+			return nil, r.continueAsNew(ctx, mv)
+		}
+		if err != nil {
+			return nil, r.fail(ctx, err)
 		}
 		ended = nil
 		if v.budgetStop != "" {
