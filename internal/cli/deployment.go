@@ -486,6 +486,12 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 			continue
 		}
 		if err := c.SignalWorkflow(ctx, r.id, r.execution, runapi.SignalUpgrade, ask); err != nil {
+			var gone *serviceerror.NotFound
+			if errors.As(err, &gone) {
+				// It ended (or moved by itself) since it was listed.
+				fmt.Fprintf(a.out, "%s: ended or moved on build %s before it was asked\n", r.id, r.build)
+				continue
+			}
 			fmt.Fprintf(a.errOut, "%s: could not ask it to move: %v\n", r.id, err)
 			continue
 		}
