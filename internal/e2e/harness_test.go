@@ -93,6 +93,25 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	return h
 }
 
+// cliHarness is a harness on a file store in a fresh directory, with a
+// worker started and the tether CLI in this process (tetherCode) pointed
+// at its server and store; it returns the harness and that directory.
+func cliHarness(t *testing.T) (*harness, string) {
+	t.Helper()
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	h.useCLI(t)
+	return h, dir
+}
+
+// useCLI points the tether CLI run in this process (tetherCode) at the
+// harness's server and blob store for the rest of the test.
+func (h *harness) useCLI(t testing.TB) {
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", h.blobURL)
+}
+
 // s3Store starts a real S3 server (versitygw) for the test, hands its
 // credentials to the AWS chain, and returns the blob store URL of bucket.
 func s3Store(t *testing.T, bucket string) string {

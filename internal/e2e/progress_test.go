@@ -52,8 +52,7 @@ nodes:
 edges:
   - {from: writer, to: done}
 `), 0o644))
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 
 	const id = "progress-1"
 	var follow lockedBuffer

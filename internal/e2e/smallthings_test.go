@@ -22,11 +22,7 @@ import (
 // answer update a plain client sends, unless the question allows one;
 // the refusal reads as one sentence, without Temporal's type trailer.
 func TestEmptyAnswersAreRefused(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	file := writeGraph(t, "two.yaml", `
 name: two
 start: approve
@@ -77,8 +73,7 @@ edges:
 func TestNoWorkerIsSaidAndSoIsItsReturn(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	file := writeGraph(t, "ask.yaml", askGraph)
 
 	var follow lockedBuffer
@@ -133,8 +128,7 @@ func waitFor(t *testing.T, b *lockedBuffer, want string, within time.Duration) {
 func TestSmallThings(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	ask, err := graph.ParseFile(writeGraph(t, "ask.yaml", askGraph))
 	require.NoError(t, err)
 

@@ -305,8 +305,7 @@ func (h *harness) recordHistoryRun(name, workflowID, run string) {
 func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	h.hostOptions = func(o *workerhost.Options) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
 	}

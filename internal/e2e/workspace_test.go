@@ -85,8 +85,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 			}
 
 			// One commit per visit that changed the files, in plain git.
-			t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-			t.Setenv("TETHER_BLOB_URL", url)
+			h.useCLI(t)
 			if _, err := exec.LookPath("git"); err != nil {
 				testenv.Unavailable(t, "git is not installed")
 			}
