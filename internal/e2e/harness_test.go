@@ -280,6 +280,13 @@ func (h *harness) result(run client.WorkflowRun) (*workflows.GraphRunResult, err
 // TETHER_RECORD_HISTORIES=1 and never overwrites a committed history.
 func (h *harness) recordHistory(name, workflowID string) {
 	h.t.Helper()
+	h.recordHistoryRun(name, workflowID, "")
+}
+
+// recordHistoryRun is recordHistory for one execution (run) of
+// workflowID; "" is its latest.
+func (h *harness) recordHistoryRun(name, workflowID, run string) {
+	h.t.Helper()
 	if os.Getenv("TETHER_RECORD_HISTORIES") != "1" {
 		return
 	}
@@ -288,8 +295,11 @@ func (h *harness) recordHistory(name, workflowID string) {
 		h.t.Logf("history %s exists; not overwriting (histories are never edited)", path)
 		return
 	}
-	out, err := exec.Command(testenv.Tool(h.t, "temporal"), "workflow", "show",
-		"--address", h.srv.Address, "--workflow-id", workflowID, "--output", "json").Output()
+	args := []string{"workflow", "show", "--address", h.srv.Address, "--workflow-id", workflowID, "--output", "json"}
+	if run != "" {
+		args = append(args, "--run-id", run)
+	}
+	out, err := exec.Command(testenv.Tool(h.t, "temporal"), args...).Output()
 	require.NoError(h.t, err)
 	require.NoError(h.t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(h.t, os.WriteFile(path, out, 0o644))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +21,6 @@ import (
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
-	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/upgradeprobe"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/internal/workspace"
@@ -278,25 +276,6 @@ func parseGraph(t *testing.T, src string) *graph.Graph {
 	require.NoError(t, err)
 	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
 	return g
-}
-
-// recordHistoryRun is recordHistory for one execution (run) of
-// workflowID.
-func (h *harness) recordHistoryRun(name, workflowID, run string) {
-	h.t.Helper()
-	if os.Getenv("TETHER_RECORD_HISTORIES") != "1" {
-		return
-	}
-	path := filepath.Join(testenv.Root(), "testdata", "histories", name+".json")
-	if _, err := os.Stat(path); err == nil {
-		h.t.Logf("history %s exists; not overwriting (histories are never edited)", path)
-		return
-	}
-	out, err := exec.Command(testenv.Tool(h.t, "temporal"), "workflow", "show",
-		"--address", h.srv.Address, "--workflow-id", workflowID, "--run-id", run, "--output", "json").Output()
-	require.NoError(h.t, err)
-	require.NoError(h.t, os.WriteFile(path, out, 0o644))
-	h.t.Logf("recorded %s", path)
 }
 
 // Versioned workers whose deployment has no current build take no new
