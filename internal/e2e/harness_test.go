@@ -306,6 +306,16 @@ func (h *harness) recordHistoryRun(name, workflowID, run string) {
 	h.t.Logf("recorded %s", path)
 }
 
+// parseGraph parses the graph src, named name in errors, and requires it
+// to be valid.
+func parseGraph(t *testing.T, src, name string) *graph.Graph {
+	t.Helper()
+	g, err := graph.Parse([]byte(src), name)
+	require.NoError(t, err, src)
+	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	return g
+}
+
 func loadGraph(t *testing.T, rel string) *graph.Graph {
 	t.Helper()
 	g, err := graph.ParseFile(filepath.Join(testenv.Root(), rel))

@@ -212,10 +212,7 @@ edges:
   - {from: probe, to: agent}
   - {from: agent, to: done}
 `, script.String(), b, permissions, strings.TrimSpace(prompt.String()))
-	g, err := graph.Parse([]byte(src), "isolation.yaml")
-	require.NoError(t, err, src)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
+	return parseGraph(t, src, "isolation.yaml")
 }
 
 // around is s near [i, i+n), for a failure message.

@@ -51,10 +51,7 @@ edges:
   - {from: judge, to: done, when: 'output.answer == "approve"'}
   - {from: judge, to: writer}
 `, backendName, script)
-	g, err := graph.Parse([]byte(src), "persist.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
+	return parseGraph(t, src, "persist.yaml")
 }
 
 // TestPersistAcrossWorkers is issue 6's end-to-end proof for each backend

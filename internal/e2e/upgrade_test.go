@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/upgradeprobe"
 	"github.com/tether-run/tether/internal/workerhost"
@@ -94,8 +93,8 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	h.startWorker()
 	workerA := h.worker
 
-	waiting := parseGraph(t, upgradeGraph(3, 1, "0"))
-	busy := parseGraph(t, upgradeGraph(4, 99, "2"))
+	waiting := parseGraph(t, upgradeGraph(3, 1, "0"), "upgrade.yaml")
+	busy := parseGraph(t, upgradeGraph(4, 99, "2"), "upgrade.yaml")
 	runs := map[string]int{"wait-1": 3, "plain-wait": 3, "busy-1": 4}
 	h.start("wait-1", waiting, nil)
 	h.start("plain-wait", waiting, nil)
@@ -270,14 +269,6 @@ func exportFiles(t *testing.T, h *harness, id string) map[string]string {
 	return got
 }
 
-func parseGraph(t *testing.T, src string) *graph.Graph {
-	t.Helper()
-	g, err := graph.Parse([]byte(src), "graph.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
-}
-
 // Versioned workers whose deployment has no current build take no new
 // run (a worker in manual mode never sets one): tether run --follow says
 // so, and what to do, and the run starts once a build is made current.
@@ -323,7 +314,7 @@ func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningAuto, Deployment: runapi.DefaultDeployment, BuildID: "gone-a", RoutingEvery: 500 * time.Millisecond}
 	}
 	h.startWorker()
-	h.start("stranded-1", parseGraph(t, upgradeGraph(2, 1, "0")), nil)
+	h.start("stranded-1", parseGraph(t, upgradeGraph(2, 1, "0"), "upgrade.yaml"), nil)
 	h.waitQuestion("stranded-1")
 	h.stopWorker()
 	h.hostOptions = func(o *workerhost.Options) {

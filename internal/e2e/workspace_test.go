@@ -238,9 +238,7 @@ func TestWorkspaceFromARepository(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.startWorker()
-	g, err := graph.Parse([]byte(importGraph), "import.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, importGraph, "import.yaml")
 
 	res, err := h.result(h.start("ws-import", g, map[string]any{"repo": repo}))
 	require.NoError(t, err)
