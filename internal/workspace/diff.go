@@ -72,11 +72,7 @@ func (w *Workspace) Stat(ctx context.Context, from, to string) (DiffStat, error)
 
 // patch is go-git's patch from commit from ("": the empty tree) to to.
 func (w *Workspace) patch(ctx context.Context, from, to string) (*object.Patch, error) {
-	a, err := w.commitTree(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := w.commitTree(to)
+	a, b, err := w.commitTrees(from, to)
 	if err != nil {
 		return nil, err
 	}
