@@ -240,7 +240,7 @@ var tetherBin = buildOnce("tether", "starter")
 // consoleProc is a `tether console` the test started.
 type consoleProc struct {
 	URL string
-	out *lockedBuffer
+	out *testenv.SyncBuffer
 	pid int
 }
 
@@ -272,7 +272,7 @@ func startConsole(t testing.TB, h *harness, env []string, args ...string) *conso
 	cmd := exec.Command(bin, append([]string{"console", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+h.srv.Address, "TETHER_BLOB_URL="+h.blobURL, "TETHER_CONSOLE_TOKEN=")
 	cmd.Env = append(cmd.Env, env...)
-	out := &lockedBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.Stderr = out
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/runapi"
+	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/upgradeprobe"
 	"github.com/tether-run/tether/internal/workerhost"
 	"github.com/tether-run/tether/internal/workspace"
@@ -281,7 +282,7 @@ func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 	}
 	h.startWorker()
 	file := writeGraph(t, "ask.yaml", askGraph)
-	var follow lockedBuffer
+	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- cli.Main([]string{"run", file, "--id", "nc-1", "--follow"}, &follow, &follow) }()
 	waitFor(t, &follow, "but the deployment has no current build, so none takes the run", time.Minute)
