@@ -223,16 +223,7 @@ func listener(t *testing.T) (string, *atomic.Int64) {
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	var n atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
+	testenv.CountAccepts(l, &n)
 	return l.Addr().String(), &n
 }
 
