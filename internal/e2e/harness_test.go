@@ -93,6 +93,17 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	return h
 }
 
+// reviseUntil answers question qid of run id "revise" in each round
+// before last, and "approve" in round last.
+func (h *harness) reviseUntil(id, qid string, round, last int) {
+	h.t.Helper()
+	answer := "revise"
+	if round == last {
+		answer = "approve"
+	}
+	h.answer(id, qid, answer)
+}
+
 // cliHarness is a harness on a file store in a fresh directory, with a
 // worker started and the tether CLI in this process (tetherCode) pointed
 // at its server and store; it returns the harness and that directory.

@@ -108,11 +108,7 @@ func persistLoop(t *testing.T, h *harness, b string) {
 		// Recycle the pod: the next visit lands on an empty root.
 		h.stopWorker()
 		h.startWorker()
-		answer := "revise"
-		if visit == 3 {
-			answer = "approve"
-		}
-		h.answer(id, q.ID, answer)
+		h.reviseUntil(id, q.ID, visit, 3)
 	}
 	res, err := h.result(run)
 	require.NoError(t, err)

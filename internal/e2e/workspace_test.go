@@ -71,11 +71,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 					require.NotContains(t, check, "a.go", "a deleted file stays deleted")
 					require.Contains(t, check, fmt.Sprintf("after %d earlier turn(s)", round-1), "the writer continued its own conversation")
 				}
-				answer := "revise"
-				if round == 3 {
-					answer = "approve"
-				}
-				h.answer(id, q.ID, answer)
+				h.reviseUntil(id, q.ID, round, 3)
 			}
 			_, err = h.result(run)
 			require.NoError(t, err)
@@ -156,11 +152,7 @@ func rewindRun(t *testing.T, mode string) {
 				}
 			}
 		}
-		answer := "revise"
-		if round == 3 {
-			answer = "approve"
-		}
-		h.answer(id, q.ID, answer)
+		h.reviseUntil(id, q.ID, round, 3)
 	}
 	_, err = h.result(run)
 	require.NoError(t, err)
