@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -207,7 +208,7 @@ func (r *runImpl) continueAsNew(ctx workflow.Context) error {
 		return err
 	}
 	cp := *r.cp
-	next := &GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options}
+	next := &runapi.GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options}
 	workflow.GetLogger(ctx).Info("continuing as new", "history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength(), "checkpoint", r.cp.Seq)
 	return workflow.NewContinueAsNewError(ctx, GraphRun, next)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/tether-run/tether/internal/github"
 	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -172,7 +173,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.MaxConcurrentVisits <= 0 {
 		o.MaxConcurrentVisits = DefaultMaxConcurrentVisits
 	}
-	queue := workflows.WorkerQueue(o.ID)
+	queue := runapi.WorkerQueue(o.ID)
 	logger := o.Logger.With("worker", o.ID)
 	if err := probeStore(o.Blobs, o.ID); err != nil {
 		return nil, err
@@ -211,7 +212,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
+	h.shared = worker.New(c, runapi.TaskQueue, worker.Options{
 		WorkerStopTimeout:            stopTimeout,
 		StickyScheduleToStartTimeout: stickyTimeout,
 		MaxHeartbeatThrottleInterval: heartbeatThrottle,
@@ -223,8 +224,8 @@ func Start(c client.Client, o Options) (*Host, error) {
 		LocalActivityWorkerOnly:      o.Role == RoleWorkflows,
 	})
 	if o.Role != RoleActivities {
-		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
-		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{Name: workflows.NoticeWorkflowType})
+		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
+		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{Name: runapi.NoticeWorkflowType})
 		h.shared.RegisterWorkflowWithOptions(workflows.GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
 	}
 	h.shared.RegisterActivity(acts)
@@ -247,12 +248,12 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	if err := h.shared.Start(); err != nil {
 		h.own.Stop()
-		return nil, fmt.Errorf("start worker on %s: %w", workflows.TaskQueue, err)
+		return nil, fmt.Errorf("start worker on %s: %w", runapi.TaskQueue, err)
 	}
 	watch, stopWatch := context.WithCancel(context.Background())
 	h.stopWatch = stopWatch
 	go health.Watch(watch, reprobeEvery)
-	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
+	o.Logger.Info("worker started", "id", o.ID, "queues", []string{runapi.TaskQueue, queue}, "state_dir", o.StateDir)
 	return h, nil
 }
 
