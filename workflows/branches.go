@@ -77,7 +77,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 		r.cp.Workspace = decided
 		r.cp.Branches = nil
 	}
-	input := map[string]any{"branches": joined, "workspace": joinOutput(node, branches, conflicts, explain)}
+	input := map[string]any{runapi.JoinBranchesKey: joined, runapi.JoinOutputKey: joinOutput(node, branches, conflicts, explain)}
 	return runstore.Cursor{Node: join, Input: input, From: starts[0].From}, nil
 }
 
@@ -408,51 +408,26 @@ func (r *runImpl) recordJoined(join string, visit int, trunk *runstore.Workspace
 // joinOutput is the join's output under "workspace": what it did, each
 // branch's head and change, which it kept, and a merge's conflicts.
 func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Conflict, explain bool) map[string]any {
-	mode := join.Workspace.ModeOrTrunk()
-	kept := ""
-	var list []any
+	out := runapi.JoinOutput{Mode: join.Workspace.ModeOrTrunk(), Explained: explain}
 	for _, b := range branches {
 		head := ""
 		if b.sc.ws != nil {
 			head = b.sc.ws.Commit
 		}
-		if b.kept && mode == graph.JoinPick {
-			kept = b.st.Name
+		if b.kept && out.Mode == graph.JoinPick {
+			out.Kept = b.st.Name
 		}
-		entry := map[string]any{
-			"name": b.st.Name, "head": head, "kept": b.kept,
-			"files": b.stat.Files, "added": b.stat.Added, "removed": b.stat.Removed, "lines": b.stat.Lines,
-		}
-		if explain {
-			entry["pick_value"], entry["by_value"], entry["why"] = nil, nil, b.why
-			if b.pick != nil {
-				entry["pick_value"] = *b.pick
-			}
-			if b.by != nil {
-				entry["by_value"] = *b.by
-			}
-		}
-		list = append(list, entry)
+		out.Branches = append(out.Branches, runapi.JoinBranch{Name: b.st.Name, Head: head, Kept: b.kept, Change: b.stat, PickValue: b.pick, ByValue: b.by, Why: b.why})
 	}
-	conflicts := []any{}
-	if mode == graph.JoinMerge {
+	if out.Mode == graph.JoinMerge {
 		for _, c := range merged {
-			conflicts = append(conflicts, map[string]any{"path": c.Path, "branches": toAny(c.Branches), "ours": c.Ours, "theirs": c.Theirs})
+			out.Conflicts = append(out.Conflicts, runapi.JoinConflict{Path: c.Path, Branches: c.Branches, Ours: c.Ours, Theirs: c.Theirs})
 		}
 	}
-	out := map[string]any{"mode": mode, "kept": kept, "branches": list, "conflicts": conflicts}
 	if explain {
-		out["pick"], out["by"] = join.Workspace.Pick, join.Workspace.By
+		out.Pick, out.By = join.Workspace.Pick, join.Workspace.By
 	}
-	return out
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
+	return out.Map()
 }
 
 // latestJoined are the branches of the latest join.
