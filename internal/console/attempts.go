@@ -104,8 +104,9 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := cp.Outputs[join]
 	ws, _ := out[runapi.JoinOutputKey].(map[string]any)
-	// A malformed entry reads as nothing; the page shows the rest.
-	jo, _ := runapi.JoinOutputOf(ws)
+	// A malformed entry reads as nothing; the page shows the rest, and
+	// says which.
+	jo, malformed := runapi.JoinOutputOf(ws)
 	v.Mode, v.Kept, v.Pick, v.By, v.Explained = jo.Mode, jo.Kept, jo.Pick, jo.By, jo.Explained
 	g := runapi.GraphOrEmpty(cp)
 	if def, ok := g.Node(join); ok && def.Workspace != nil && !v.Explained {
@@ -171,6 +172,9 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.compare(ctx, w, v, heads, r.URL.Query())
 	})
+	if err == nil {
+		err = malformed
+	}
 	if err != nil {
 		v.Err = blobref.Hide(err.Error())
 	}
