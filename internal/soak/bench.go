@@ -82,7 +82,7 @@ func (s *Soak) floor(ctx context.Context, n, steps int) (Throughput, error) {
 }
 
 func (s *Soak) tetherLevel(ctx context.Context, n int) (Throughput, error) {
-	g := parse("soak-persist", persistGraph(s.o.BenchRounds, false))
+	g := parse("soak-persist", persistGraph(s.o.BenchRounds, 0))
 	runs := make([]*run, n)
 	started := time.Now()
 	for i := range runs {
