@@ -331,6 +331,9 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 		Path:    r.cp.Path,
 		Visits:  r.cp.PathTotal,
 		Usage:   runUsage(r.cp),
+		// A result is no command: replays compare none of it.
+		NodeUsage:  maps.Clone(r.cp.Usage),
+		NodeVisits: maps.Clone(r.cp.Visits),
 	}, nil
 }
 

@@ -81,6 +81,14 @@ func (ws *workers) check(ctx context.Context, w io.Writer) {
 	}
 }
 
+// saying reports whether it said no worker polls, and has not yet said
+// that one does again.
+func (ws *workers) saying() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.said
+}
+
 // watch checks every second until ctx ends, in the background; stop
 // waits for it to finish.
 func (ws *workers) watch(ctx context.Context, w io.Writer) (stop func()) {
