@@ -57,7 +57,7 @@ type Options struct {
 	// history of each build to (JSON, as `temporal workflow show
 	// --output json` writes it).
 	Histories string
-	Out        io.Writer
+	Out       io.Writer
 }
 
 // graphYAML is the measured graph: one claude_code persist visit.
