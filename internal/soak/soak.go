@@ -26,6 +26,7 @@ import (
 	"github.com/tether-run/tether/internal/notify/notifytest"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/temporalclient"
+	"github.com/tether-run/tether/internal/visitbench"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -55,6 +56,14 @@ type Options struct {
 	// TETHER_NOTIFY naming it, and checks each question was notified
 	// exactly once (notices.go).
 	Notify bool
+	// Trace has the workers export their spans to the soak during the
+	// throughput phase, which then splits each visit's time by them too.
+	Trace bool
+	// Dev is the dev server the soak measures instead of a cluster
+	// (StartDevServer); nil: the cluster scripts/cluster.sh runs. Its
+	// worker exports its spans to Spans, when Trace is set.
+	Dev   *DevServer
+	Spans *visitbench.Receiver
 	// Deadline bounds the whole soak.
 	Deadline time.Duration
 	Out      io.Writer
@@ -89,6 +98,10 @@ type Soak struct {
 	// environment naming it, while Options.Notify has them up.
 	receiver  *notifytest.Receiver
 	notifyEnv []string
+	// spans and traceEnv are the span receiver and the workers'
+	// environment naming it, while Options.Trace has them up.
+	spans    *visitbench.Receiver
+	traceEnv []string
 }
 
 // New connects to the cluster the environment names (as tether does).
@@ -178,7 +191,7 @@ func (s *Soak) wait(ctx context.Context, runs []*run) {
 // cluster runs scripts/cluster.sh with args.
 func (s *Soak) cluster(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.o.Root, "scripts", "cluster.sh")}, args...)...)
-	cmd.Env = append(append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir), s.notifyEnv...)
+	cmd.Env = append(append(append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir), s.notifyEnv...), s.traceEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cluster.sh %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -189,7 +202,10 @@ func (s *Soak) cluster(ctx context.Context, args ...string) error {
 // tether runs the tether CLI against the cluster.
 func (s *Soak) tether(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(s.o.Root, "bin", "tether"), args...)
-	cmd.Env = append(os.Environ(), "TETHER_HOME="+filepath.Join(s.o.ClusterDir, "cli"))
+	cmd.Env = os.Environ()
+	if s.o.Dev == nil {
+		cmd.Env = append(cmd.Env, "TETHER_HOME="+filepath.Join(s.o.ClusterDir, "cli"))
+	}
 	return cmd.CombinedOutput()
 }
 

@@ -1,6 +1,8 @@
 package visitbench
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -225,39 +227,64 @@ func (p Part) IsSub() bool { return strings.HasPrefix(p.Name, " ") }
 // median over the runs (a run without the part counts zero), in the order
 // the parts first appear.
 func Median(runs [][]Part) []Part {
-	var order []string
-	seen := map[string]bool{}
-	key := func(parent, name string) string { return parent + "\n" + name }
-	for _, r := range runs {
+	return combine(runs, func(ds []time.Duration) time.Duration { return medianDuration(ds) })
+}
+
+// Per is several runs' splits summed part by part and divided by n (the
+// visits they made): where one visit's time went, on average.
+func Per(runs [][]Part, n int) []Part {
+	return combine(runs, func(ds []time.Duration) time.Duration {
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		return sum / time.Duration(max(n, 1))
+	})
+}
+
+// combine lists every part of runs, each sub-part under the part it
+// splits, in the order they first appear, with f of its values over the
+// runs (a run without the part gives zero).
+func combine(runs [][]Part, f func([]time.Duration) time.Duration) []Part {
+	var tops []string
+	subs := map[string][]string{}
+	vals := map[[2]string][]time.Duration{}
+	for i, r := range runs {
 		parent := ""
 		for _, p := range r {
-			if !p.IsSub() {
+			k := [2]string{"", p.Name}
+			if p.IsSub() {
+				k[0] = parent
+				if !slices.Contains(subs[parent], p.Name) {
+					subs[parent] = append(subs[parent], p.Name)
+				}
+			} else {
 				parent = p.Name
+				if !slices.Contains(tops, p.Name) {
+					tops = append(tops, p.Name)
+				}
 			}
-			if k := key(parent, p.Name); !seen[k] {
-				seen[k] = true
-				order = append(order, k)
+			v := vals[k]
+			for len(v) <= i {
+				v = append(v, 0)
 			}
+			v[i] += p.D
+			vals[k] = v
 		}
 	}
-	var out []Part
-	for _, k := range order {
-		var ds []time.Duration
-		for _, r := range runs {
-			var d time.Duration
-			parent := ""
-			for _, p := range r {
-				if !p.IsSub() {
-					parent = p.Name
-				}
-				if key(parent, p.Name) == k {
-					d = p.D
-				}
-			}
-			ds = append(ds, d)
+	value := func(k [2]string) time.Duration {
+		v := vals[k]
+		for len(v) < len(runs) {
+			v = append(v, 0)
 		}
-		_, name, _ := strings.Cut(k, "\n")
-		out = append(out, Part{Name: name, D: medianDuration(ds)})
+		return f(v)
+	}
+	var out []Part
+	for _, top := range tops {
+		out = append(out, Part{Name: top, D: value([2]string{"", top})})
+		for _, sub := range subs[top] {
+			out = append(out, Part{Name: sub, D: value([2]string{top, sub})})
+		}
 	}
 	return out
 }
@@ -269,4 +296,62 @@ func medianDuration(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// Table writes parts side by side as a Markdown table, one column of
+// milliseconds per set under its head, each sub-part under the part it
+// splits (a sub-part's name may recur under another part).
+func Table(w io.Writer, heads []string, cols [][]Part) {
+	type key struct{ parent, name string }
+	var rows []key
+	cells := make([]map[key]time.Duration, len(cols))
+	for i, c := range cols {
+		cells[i] = map[key]time.Duration{}
+		parent := ""
+		for _, p := range c {
+			k := key{name: p.Name}
+			if p.IsSub() {
+				k.parent = parent
+			} else {
+				parent = p.Name
+			}
+			cells[i][k] += p.D
+		}
+	}
+	// Tops in the order they first appear; each top's subs right after it.
+	var tops []string
+	subs := map[string][]string{}
+	for _, c := range cols {
+		parent := ""
+		for _, p := range c {
+			if p.IsSub() {
+				if !slices.Contains(subs[parent], p.Name) {
+					subs[parent] = append(subs[parent], p.Name)
+				}
+				continue
+			}
+			parent = p.Name
+			if !slices.Contains(tops, p.Name) {
+				tops = append(tops, p.Name)
+			}
+		}
+	}
+	for _, t := range tops {
+		rows = append(rows, key{name: t})
+		for _, s := range subs[t] {
+			rows = append(rows, key{t, s})
+		}
+	}
+	fmt.Fprintf(w, "| part | %s |\n|---|%s\n", strings.Join(heads, " | "), strings.Repeat("---|", len(heads)))
+	for _, r := range rows {
+		line := "| " + strings.ReplaceAll(r.name, "  ", "&nbsp;&nbsp;&nbsp;&nbsp;") + " |"
+		for i := range cols {
+			cell := ""
+			if d, ok := cells[i][r]; ok {
+				cell = fmt.Sprintf("%.1f", float64(d.Microseconds())/1000)
+			}
+			line += " " + cell + " |"
+		}
+		fmt.Fprintln(w, line)
+	}
 }

@@ -1,6 +1,7 @@
 package visitbench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,21 @@ func TestMedianTakesEachPartsMedian(t *testing.T) {
 		{{PartStart, ms(20)}, {PartActivity, ms(900)}, {subActivityRest, ms(7)}},
 	}
 	assert.Equal(t, []Part{{PartStart, ms(20)}, {PartActivity, ms(700)}, {subActivityRest, ms(5)}}, Median(runs))
+}
+
+// A sub-part keeps to the part it splits, even where another part has a
+// sub-part of the same name.
+func TestTableKeepsSubPartsUnderTheirPart(t *testing.T) {
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	a := []Part{{PartFirstTask, ms(10)}, {subTaskRest, ms(8)}, {PartTask, ms(20)}, {subTaskRest, ms(5)}}
+	b := []Part{{PartFirstTask, ms(11)}, {PartTask, ms(30)}, {subLocalPrefix + "SaveCheckpoint", ms(4)}, {subTaskRest, ms(26)}}
+	var out strings.Builder
+	Table(&out, []string{"a", "b"}, [][]Part{a, b})
+	want := "| part | a | b |\n|---|---|---|\n" +
+		"| " + PartFirstTask + " | 10.0 | 11.0 |\n" +
+		"| &nbsp;&nbsp;&nbsp;&nbsp;workflow code and the SDK | 8.0 |  |\n" +
+		"| " + PartTask + " | 20.0 | 30.0 |\n" +
+		"| &nbsp;&nbsp;&nbsp;&nbsp;workflow code and the SDK | 5.0 | 26.0 |\n" +
+		"| &nbsp;&nbsp;&nbsp;&nbsp;local activity SaveCheckpoint |  | 4.0 |\n"
+	assert.Equal(t, want, out.String())
 }

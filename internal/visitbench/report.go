@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -47,36 +46,13 @@ func Report(w io.Writer, res *Result, server string) {
 		return
 	}
 	fmt.Fprintf(w, "\nWhere a run's time goes: medians of %d more rounds with tracing on (the parts' medians need not add up to the median whole).\n\n", len(res.Sides[0].Splits))
-	head, sep = "| part |", "|---|"
-	meds := make([][]Part, len(res.Sides))
+	var heads []string
+	var cols [][]Part
 	for i, s := range res.Sides {
-		head += fmt.Sprintf(" %s, ms |", string(rune('a'+i)))
-		sep += "---|"
-		meds[i] = Median(s.Splits)
+		heads = append(heads, fmt.Sprintf("%s, ms", string(rune('a'+i))))
+		cols = append(cols, Median(s.Splits))
 	}
-	fmt.Fprintln(w, head)
-	fmt.Fprintln(w, sep)
-	var names []string
-	for _, m := range meds {
-		for _, p := range m {
-			if !slices.Contains(names, p.Name) {
-				names = append(names, p.Name)
-			}
-		}
-	}
-	for _, n := range names {
-		line := "| " + strings.ReplaceAll(n, "  ", "&nbsp;&nbsp;&nbsp;&nbsp;") + " |"
-		for _, m := range meds {
-			cell := ""
-			for _, p := range m {
-				if p.Name == n {
-					cell = msf(p.D)
-				}
-			}
-			line += " " + cell + " |"
-		}
-		fmt.Fprintln(w, line)
-	}
+	Table(w, heads, cols)
 	line := "| the bare `claude -p` in these rounds |"
 	for range res.Sides {
 		line += " " + msf(medianDuration(res.SplitBare)) + " |"

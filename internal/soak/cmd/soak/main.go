@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/soak"
+	"github.com/tether-run/tether/internal/visitbench"
 )
 
 func main() {
 	root, _ := os.Getwd()
 	o := soak.Options{Out: os.Stdout}
-	var levels, report string
+	var levels, report, target, open string
 	var short bool
 	var lostSamples int
 	flag.StringVar(&o.Root, "root", root, "the repository (scripts/cluster.sh, bin/)")
@@ -42,6 +43,9 @@ func main() {
 	flag.IntVar(&lostSamples, "lost-worker", 3, "times to kill a worker in the middle of a visit and measure what it costs (0: never)")
 	flag.BoolVar(&o.Notify, "notify", true, "run a notice receiver, restart the workers with TETHER_NOTIFY naming it, and check each question was notified once")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
+	flag.StringVar(&target, "target", "cluster", "cluster (make cluster's, which must be up) or devserver (the embedded default make run starts: scripts/devserver.sh and one worker, started and stopped here)")
+	flag.BoolVar(&o.Trace, "trace", false, "the workers export their spans to the soak during the throughput phase, which splits each visit's time by them")
+	flag.StringVar(&open, "open", "", "open runs to hold, comma-separated and cumulative (e.g. 1000,5000): each step starts runs that wait for a person and measures the server")
 	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs, levels 1 and 10, one worker kill, one 15 s S3 stop")
 	flag.Parse()
 	if short {
@@ -50,23 +54,56 @@ func main() {
 		o.Faults.StopS3.At, o.Faults.StopS3.For = 12*time.Second, 15*time.Second
 		o.Deadline, lostSamples = 10*time.Minute, 1
 	}
-	for _, l := range strings.Split(levels, ",") {
-		if l = strings.TrimSpace(l); l != "" {
-			n, err := strconv.Atoi(l)
-			if err != nil || n < 1 {
-				fmt.Fprintf(os.Stderr, "soak: -levels %q: want positive whole numbers\n", levels)
-				os.Exit(2)
+	o.Levels = counts("levels", levels)
+	openRuns := counts("open", open)
+	if target == "devserver" {
+		// The embedded default: no cluster to break, one worker.
+		o.Workers, o.Runs, lostSamples, o.Notify = 1, 0, 0, false
+		var extra []string
+		if o.Trace {
+			rcv, err := visitbench.Receive()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "soak:", err)
+				os.Exit(1)
 			}
-			o.Levels = append(o.Levels, n)
+			defer rcv.Close()
+			o.Spans = rcv
+			extra = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=200"}
 		}
+		dev, err := soak.StartDevServer(context.Background(), o.Root, extra)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		o.Dev = dev
 	}
-	if err := run(o, report, lostSamples); err != nil {
+	err := run(o, report, lostSamples, openRuns)
+	if o.Dev != nil {
+		o.Dev.Close()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o soak.Options, report string, lostSamples int) error {
+// counts parses a flag of positive whole numbers, comma-separated.
+func counts(name, v string) []int {
+	var out []int
+	for _, l := range strings.Split(v, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "soak: -%s %q: want positive whole numbers\n", name, v)
+				os.Exit(2)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func run(o soak.Options, report string, lostSamples int, openRuns []int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
 	defer cancel()
 	s, err := soak.New(ctx, o)
@@ -84,6 +121,12 @@ func run(o soak.Options, report string, lostSamples int) error {
 			return err
 		}
 	}
+	var open []soak.Open
+	if len(openRuns) > 0 {
+		if open, err = s.OpenRuns(ctx, openRuns, o.Dev); err != nil {
+			return err
+		}
+	}
 	var res *soak.Result
 	if o.Runs > 0 {
 		if res, err = s.Load(ctx); err != nil {
@@ -92,6 +135,7 @@ func run(o soak.Options, report string, lostSamples int) error {
 	}
 	var b strings.Builder
 	soak.Report(&b, levels, lost, res, o.Workers)
+	soak.OpenReport(&b, open)
 	fmt.Print(b.String())
 	if report != "" {
 		if err := os.WriteFile(report, []byte(b.String()), 0o644); err != nil {
