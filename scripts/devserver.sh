@@ -3,7 +3,9 @@
 # state in a SQLite file under .tether/ (durable across restarts), Web UI on
 # :8233, and the dynamic-config settings that take a regular activity's
 # round trip from ~100 ms (a poll-rate limit, not work) to ~30 ms.
-# It prints the server's pid once the frontend answers.
+# It prints the server's pid once the frontend answers. TEMPORAL_PORT,
+# TEMPORAL_UI_PORT and TEMPORAL_METRICS_PORT (Prometheus; default: none
+# asked for) move its ports, TETHER_HOME its state.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 home=${TETHER_HOME:-$root/.tether}
@@ -15,6 +17,7 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
 	--db-filename "$home/temporal.db" \
 	--log-level warn \
+	${TEMPORAL_METRICS_PORT:+--metrics-port "$TEMPORAL_METRICS_PORT"} \
 	--dynamic-config-value matching.numTaskqueueReadPartitions=1 \
 	--dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	--dynamic-config-value history.transferProcessorMaxPollRPS=10000 \

@@ -22,6 +22,9 @@ type Level struct {
 	// time went, from the runs' histories (and, with Options.Trace, the
 	// workers' spans): each part's sum over every run, per visit.
 	TetherParts, FloorParts []visitbench.Part
+	// TetherServer and FloorServer are what the Temporal server did per
+	// visit (floor step), when Options.ServerMetrics names its metrics.
+	TetherServer, FloorServer *ServerWork
 }
 
 // Throughput is visits (activities) per second over a phase and the
@@ -71,21 +74,32 @@ func (s *Soak) Bench(ctx context.Context) ([]Level, error) {
 		if err != nil {
 			return out, err
 		}
-		l := Level{Runs: n, Tether: tether.Throughput, Floor: floor.Throughput, TetherParts: tether.parts, FloorParts: floor.parts}
+		l := Level{Runs: n, Tether: tether.Throughput, Floor: floor.Throughput, TetherParts: tether.parts, FloorParts: floor.parts,
+			TetherServer: tether.server, FloorServer: floor.server}
 		s.logf("%4d runs at once: tether %.1f visits/s (p50 %s, p99 %s); floor %.1f/s (p50 %s, p99 %s)",
 			n, tether.PerSec, ms(tether.P50), ms(tether.P99), floor.PerSec, ms(floor.P50), ms(floor.P99))
+		if l.TetherServer != nil {
+			s.logf("%4d runs at once: the server per Tether visit: %s", n, l.TetherServer)
+			s.logf("%4d runs at once: the server per floor step: %s", n, l.FloorServer)
+		}
 		out = append(out, l)
 	}
 	return out, nil
 }
 
-// measured is a phase's throughput and where its steps' time went.
+// measured is a phase's throughput, where its steps' time went and what
+// the server did for them.
 type measured struct {
 	Throughput
-	parts []visitbench.Part
+	parts  []visitbench.Part
+	server *ServerWork
 }
 
 func (s *Soak) floor(ctx context.Context, n, steps int) (measured, error) {
+	before, err := scrape(ctx, s.o.ServerMetrics)
+	if err != nil {
+		return measured{}, err
+	}
 	started := time.Now()
 	handles := make([]client.WorkflowRun, n)
 	for i := range handles {
@@ -108,7 +122,11 @@ func (s *Soak) floor(ctx context.Context, n, steps int) (measured, error) {
 		ids = append(ids, h.GetID())
 	}
 	m := measured{Throughput: throughput(lat, time.Since(started))}
-	var err error
+	after, err := scrape(ctx, s.o.ServerMetrics)
+	if err != nil {
+		return m, err
+	}
+	m.server = work(before, after, len(lat))
 	m.parts, err = s.split(ctx, ids, len(lat))
 	return m, err
 }
@@ -144,6 +162,10 @@ func (s *Soak) split(ctx context.Context, ids []string, visits int) ([]visitbenc
 func (s *Soak) tetherLevel(ctx context.Context, n int) (measured, error) {
 	g := parse("soak-persist", persistGraph(s.o.BenchRounds, false))
 	runs := make([]*run, n)
+	before, err := scrape(ctx, s.o.ServerMetrics)
+	if err != nil {
+		return measured{}, err
+	}
 	started := time.Now()
 	for i := range runs {
 		runs[i] = &run{id: fmt.Sprintf("%s-bench-%d-%d", s.prefix, n, i), kind: "bench", rounds: s.o.BenchRounds}
@@ -168,11 +190,15 @@ func (s *Soak) tetherLevel(ctx context.Context, n int) (measured, error) {
 		return measured{}, fmt.Errorf("bench at %d runs: %d visits in the runs' paths, want %d", n, len(lat), want)
 	}
 	m := measured{Throughput: throughput(lat, elapsed)}
+	after, err := scrape(ctx, s.o.ServerMetrics)
+	if err != nil {
+		return m, err
+	}
+	m.server = work(before, after, len(lat))
 	var ids []string
 	for _, r := range runs {
 		ids = append(ids, r.id)
 	}
-	var err error
 	if m.parts, err = s.split(ctx, ids, len(lat)); err != nil {
 		return m, err
 	}

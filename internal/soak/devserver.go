@@ -17,9 +17,11 @@ import (
 // scripts/devserver.sh (SQLite, the settings that script ships) and one
 // tether-worker, each with a home of its own, and a file store.
 type DevServer struct {
-	Home   string
-	server *os.Process
-	worker *exec.Cmd
+	Home string
+	// Metrics is the server's Prometheus endpoint.
+	Metrics string
+	server  *os.Process
+	worker  *exec.Cmd
 }
 
 // StartDevServer starts the dev server and a worker from the repository
@@ -31,9 +33,11 @@ func StartDevServer(ctx context.Context, root string, extra []string) (*DevServe
 		return nil, err
 	}
 	d := &DevServer{Home: home}
-	port, ui := freePort(), freePort()
+	port, ui, metrics := freePort(), freePort(), freePort()
+	d.Metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "devserver.sh"))
-	cmd.Env = append(os.Environ(), "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui))
+	cmd.Env = append(os.Environ(), "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui),
+		"TEMPORAL_METRICS_PORT="+strconv.Itoa(metrics))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -64,6 +64,9 @@ type Options struct {
 	// worker exports its spans to Spans, when Trace is set.
 	Dev   *DevServer
 	Spans *visitbench.Receiver
+	// ServerMetrics is the Temporal server's Prometheus endpoint, whose
+	// database requests the throughput phase counts per visit ("": none).
+	ServerMetrics string
 	// Deadline bounds the whole soak.
 	Deadline time.Duration
 	Out      io.Writer

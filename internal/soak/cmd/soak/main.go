@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +23,7 @@ import (
 func main() {
 	root, _ := os.Getwd()
 	o := soak.Options{Out: os.Stdout}
-	var levels, report, target, open string
+	var levels, report, target, open, metrics string
 	var short bool
 	var lostSamples int
 	flag.StringVar(&o.Root, "root", root, "the repository (scripts/cluster.sh, bin/)")
@@ -44,6 +45,7 @@ func main() {
 	flag.BoolVar(&o.Notify, "notify", true, "run a notice receiver, restart the workers with TETHER_NOTIFY naming it, and check each question was notified once")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
 	flag.StringVar(&target, "target", "cluster", "cluster (make cluster's, which must be up) or devserver (the embedded default make run starts: scripts/devserver.sh and one worker, started and stopped here)")
+	flag.StringVar(&metrics, "server-metrics", "auto", "the Temporal server's Prometheus endpoint, whose database requests the throughput phase counts per visit (auto: the cluster's, or the dev server's; none: off)")
 	flag.BoolVar(&o.Trace, "trace", false, "the workers export their spans to the soak during the throughput phase, which splits each visit's time by them")
 	flag.StringVar(&open, "open", "", "open runs to hold, comma-separated and cumulative (e.g. 1000,5000): each step starts runs that wait for a person and measures the server")
 	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs, levels 1 and 10, one worker kill, one 15 s S3 stop")
@@ -77,6 +79,15 @@ func main() {
 		}
 		o.Dev = dev
 	}
+	switch {
+	case metrics == "none":
+	case metrics != "auto":
+		o.ServerMetrics = metrics
+	case o.Dev != nil:
+		o.ServerMetrics = o.Dev.Metrics
+	default:
+		o.ServerMetrics = clusterMetrics()
+	}
 	err := run(o, report, lostSamples, openRuns)
 	if o.Dev != nil {
 		o.Dev.Close()
@@ -85,6 +96,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
+}
+
+// clusterMetrics is the Prometheus endpoint of the cluster's Temporal
+// server: its frontend's port + 767 (scripts/cluster.sh).
+func clusterMetrics() string {
+	_, port, err := net.SplitHostPort(os.Getenv("TEMPORAL_ADDRESS"))
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		return ""
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", n+767)
 }
 
 // counts parses a flag of positive whole numbers, comma-separated.
