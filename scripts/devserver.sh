@@ -3,6 +3,12 @@
 # state in a SQLite file under .tether/ (durable across restarts), Web UI on
 # :8233, and the dynamic-config settings that take a regular activity's
 # round trip from ~100 ms (a poll-rate limit, not work) to ~30 ms.
+# The SQLite file is written ahead (journal_mode=wal) and synced at its
+# checkpoints, not at every commit (synchronous=normal): the server's one
+# connection serves every request in turn, and three syncs per write were
+# its ceiling. A crash of the server or a restart loses nothing; a crash
+# of the machine itself (power, kernel) can take back its last writes
+# (docs/operations.md, "The embedded default's ceiling").
 # It prints the server's pid once the frontend answers. TEMPORAL_PORT,
 # TEMPORAL_UI_PORT and TEMPORAL_METRICS_PORT (Prometheus; default: none
 # asked for) move its ports, TETHER_HOME its state.
@@ -18,6 +24,8 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--db-filename "$home/temporal.db" \
 	--log-level warn \
 	${TEMPORAL_METRICS_PORT:+--metrics-port "$TEMPORAL_METRICS_PORT"} \
+	--sqlite-pragma journal_mode=wal \
+	--sqlite-pragma synchronous=normal \
 	--dynamic-config-value matching.numTaskqueueReadPartitions=1 \
 	--dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	--dynamic-config-value history.transferProcessorMaxPollRPS=10000 \
