@@ -8,7 +8,10 @@
 # connection serves every request in turn, and three syncs per write were
 # its ceiling. A crash of the server or a restart loses nothing; a crash
 # of the machine itself (power, kernel) can take back its last writes
-# (docs/operations.md, "The embedded default's ceiling").
+# (docs/operations.md, "The embedded default's ceiling"). The search
+# attributes are registered here, at the start, so the server need not
+# read them from its database again on every use (the dev server's
+# default, for tests that register them later).
 # It prints the server's pid once the frontend answers. TEMPORAL_PORT,
 # TEMPORAL_UI_PORT and TEMPORAL_METRICS_PORT (Prometheus; default: none
 # asked for) move its ports, TETHER_HOME its state.
@@ -26,6 +29,7 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	${TEMPORAL_METRICS_PORT:+--metrics-port "$TEMPORAL_METRICS_PORT"} \
 	--sqlite-pragma journal_mode=wal \
 	--sqlite-pragma synchronous=normal \
+	--dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false \
 	--dynamic-config-value matching.numTaskqueueReadPartitions=1 \
 	--dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	--dynamic-config-value history.transferProcessorMaxPollRPS=10000 \
