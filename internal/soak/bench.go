@@ -25,6 +25,9 @@ type Level struct {
 	// TetherServer and FloorServer are what the Temporal server did per
 	// visit (floor step), when Options.ServerMetrics names its metrics.
 	TetherServer, FloorServer *ServerWork
+	// TetherCPU and FloorCPU are the processor time each part of the
+	// topology used, per visit (floor step).
+	TetherCPU, FloorCPU cpuUse
 }
 
 // Throughput is visits (activities) per second over a phase and the
@@ -75,9 +78,10 @@ func (s *Soak) Bench(ctx context.Context) ([]Level, error) {
 			return out, err
 		}
 		l := Level{Runs: n, Tether: tether.Throughput, Floor: floor.Throughput, TetherParts: tether.parts, FloorParts: floor.parts,
-			TetherServer: tether.server, FloorServer: floor.server}
+			TetherServer: tether.server, FloorServer: floor.server, TetherCPU: tether.cpu, FloorCPU: floor.cpu}
 		s.logf("%4d runs at once: tether %.1f visits/s (p50 %s, p99 %s); floor %.1f/s (p50 %s, p99 %s)",
 			n, tether.PerSec, ms(tether.P50), ms(tether.P99), floor.PerSec, ms(floor.P50), ms(floor.P99))
+		s.logf("%4d runs at once: per Tether visit %s; per floor step %s", n, l.TetherCPU, l.FloorCPU)
 		if l.TetherServer != nil {
 			s.logf("%4d runs at once: the server per Tether visit: %s", n, l.TetherServer)
 			s.logf("%4d runs at once: the server per floor step: %s", n, l.FloorServer)
@@ -93,6 +97,7 @@ type measured struct {
 	Throughput
 	parts  []visitbench.Part
 	server *ServerWork
+	cpu    cpuUse
 }
 
 func (s *Soak) floor(ctx context.Context, n, steps int) (measured, error) {
@@ -100,6 +105,7 @@ func (s *Soak) floor(ctx context.Context, n, steps int) (measured, error) {
 	if err != nil {
 		return measured{}, err
 	}
+	cpu0 := s.cpuNow()
 	started := time.Now()
 	handles := make([]client.WorkflowRun, n)
 	for i := range handles {
@@ -121,7 +127,7 @@ func (s *Soak) floor(ctx context.Context, n, steps int) (measured, error) {
 		lat = append(lat, d...)
 		ids = append(ids, h.GetID())
 	}
-	m := measured{Throughput: throughput(lat, time.Since(started))}
+	m := measured{Throughput: throughput(lat, time.Since(started)), cpu: s.cpuNow().perVisit(cpu0, len(lat))}
 	after, err := scrape(ctx, s.o.ServerMetrics)
 	if err != nil {
 		return m, err
@@ -166,6 +172,7 @@ func (s *Soak) tetherLevel(ctx context.Context, n int) (measured, error) {
 	if err != nil {
 		return measured{}, err
 	}
+	cpu0 := s.cpuNow()
 	started := time.Now()
 	for i := range runs {
 		runs[i] = &run{id: fmt.Sprintf("%s-bench-%d-%d", s.prefix, n, i), kind: "bench", rounds: s.o.BenchRounds}
@@ -189,7 +196,7 @@ func (s *Soak) tetherLevel(ctx context.Context, n int) (measured, error) {
 	if want := n * 2 * s.o.BenchRounds; len(lat) != want {
 		return measured{}, fmt.Errorf("bench at %d runs: %d visits in the runs' paths, want %d", n, len(lat), want)
 	}
-	m := measured{Throughput: throughput(lat, elapsed)}
+	m := measured{Throughput: throughput(lat, elapsed), cpu: s.cpuNow().perVisit(cpu0, len(lat))}
 	after, err := scrape(ctx, s.o.ServerMetrics)
 	if err != nil {
 		return m, err

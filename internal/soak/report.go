@@ -108,6 +108,33 @@ func parts(w io.Writer, levels []Level) {
 		cols = append(cols, l.FloorParts, l.TetherParts)
 	}
 	visitbench.Table(w, heads, cols)
+	fmt.Fprintf(w, "\nProcessor time per visit (floor step), ms:\n\n| | %s |\n|---|%s\n", strings.Join(heads, " | "), strings.Repeat("---|", len(heads)))
+	var names []string
+	for _, l := range levels {
+		for _, c := range []cpuUse{l.FloorCPU, l.TetherCPU} {
+			for k := range c {
+				if !slices.Contains(names, k) {
+					names = append(names, k)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, n := range append(names, "all") {
+		fmt.Fprintf(w, "| %s |", n)
+		for _, l := range levels {
+			for _, c := range []cpuUse{l.FloorCPU, l.TetherCPU} {
+				var v time.Duration
+				for k, d := range c {
+					if k == n || n == "all" {
+						v += d
+					}
+				}
+				fmt.Fprintf(w, " %.1f |", float64(v.Microseconds())/1000)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // OpenReport writes how the server held open runs.
