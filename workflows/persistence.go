@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -115,7 +117,10 @@ func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
 	// Named in the Web UI like every other step of a one-trip run; a
 	// summary is metadata, so older executions replay unchanged without one.
 	summary := ""
-	if r.viaVisit {
+	switch {
+	case r.viaVisit && r.refFree(ctx):
+		summary = deleteSummaryOfNodes(r.cp.RunID, live)
+	case r.viaVisit:
 		summary = deleteSummary(live)
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -128,7 +133,28 @@ func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
 	}
 }
 
-// deleteSummary names a DeleteBlobs step: how many blobs, and the first.
+// deleteSummaryOfNodes names a DeleteBlobs step of run by how many blobs
+// it deletes and whose (changeRefFreeNotes): a summary is an event the Web
+// UI shows, and no event names a ref (ADR-089).
+func deleteSummaryOfNodes(run string, keys []string) string {
+	var nodes []string
+	for _, k := range keys {
+		if _, node, err := runstore.ParseRef(run, k); err == nil && node != "" && !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
+		}
+	}
+	s := fmt.Sprintf("delete %d superseded blobs", len(keys))
+	if len(keys) == 1 {
+		s = "delete a superseded blob"
+	}
+	if len(nodes) > 0 {
+		s += " of " + strings.Join(nodes, ", ")
+	}
+	return oneLine(s, 160)
+}
+
+// deleteSummary names a DeleteBlobs step: how many blobs, and the first
+// (runs recorded before changeRefFreeNotes).
 func deleteSummary(keys []string) string {
 	if len(keys) == 1 {
 		return "delete superseded blob " + oneLine(keys[0], 120)
