@@ -270,7 +270,7 @@ func bareCLI(ctx context.Context, clis string, model map[string]string, scratch 
 	cmd.Stdin = strings.NewReader("hello")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-		"ANTHROPIC_BASE_URL=" + role(agent.VarBaseURL), "ANTHROPIC_API_KEY=k", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "IS_SANDBOX=1"}
+		"ANTHROPIC_BASE_URL=" + role(agent.VarBaseURL), "ANTHROPIC_API_KEY=" + role(agent.VarAPIKey), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "IS_SANDBOX=1"}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
