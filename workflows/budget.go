@@ -32,7 +32,7 @@ func (r *runImpl) addUsage(node string, u agent.Usage) {
 // its next node once the budget is raised.
 func (r *runImpl) stopIfOverBudget(ctx workflow.Context, change string, version workflow.Version) error {
 	msg := OverBudget(r.cp)
-	if msg == "" || workflow.GetVersion(ctx, change, workflow.DefaultVersion, version) != version {
+	if msg == "" || !r.at(ctx, change, version) {
 		return nil
 	}
 	r.cp.Status = runstore.StatusFailedResumable

@@ -22,7 +22,7 @@ func (r *runImpl) endCanceled(ctx workflow.Context, err error) error {
 		return err
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if workflow.GetVersion(dctx, changeCancelStatus, workflow.DefaultVersion, versionCancelStatus) != versionCancelStatus {
+	if !r.at(dctx, changeCancelStatus, versionCancelStatus) {
 		return err
 	}
 	r.cp.Status = runstore.StatusCanceled

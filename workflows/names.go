@@ -4,7 +4,11 @@
 // the run store and carries across continue-as-new.
 package workflows
 
-import "github.com/tether-run/tether/internal/runapi"
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/runapi"
+)
 
 // The names and error types are runapi's: `tether` reads them there.
 const (
@@ -156,4 +160,38 @@ const (
 	// cancel reached it inside a visit (cancel-status.json).
 	changeCancelStatus  = "cancel-status"
 	versionCancelStatus = 1
+
+	// changeBaseline: a new execution takes every change above at its
+	// version (baselineChanges) without asking GetVersion for each: each
+	// first GetVersion of an execution records a marker and upserts the
+	// TemporalChangeVersion search attribute, a write of the server's
+	// visibility store, so a run paid about eight of each before its first
+	// visit (baseline.json). Executions recorded before ask for each
+	// change as they did; a change added after the baseline asks for
+	// itself, as before.
+	changeBaseline  = "baseline"
+	versionBaseline = 1
 )
+
+// baselineChanges are the changes an execution on the baseline takes,
+// each at its version. The legacy two-activity visit's tool affinity is
+// not one: no execution on the baseline visits that way.
+var baselineChanges = map[string]workflow.Version{
+	changeOneTripVisit:      versionOneTripVisit,
+	changeWorkspaceImport:   versionWorkspaceImport,
+	changeBudgets:           versionBudgets,
+	changeBudgetAtStart:     versionBudgetAtStart,
+	changeQuestionsFirst:    versionQuestionsFirst,
+	changeServerRetry:       versionServerRetry,
+	changeLostAttemptBlobs:  versionLostAttemptBlobs,
+	changeIncrementalPacks:  versionIncrementalPacks,
+	changeBranchWorkspaces:  versionBranchWorkspaces,
+	changeBranchVisitCounts: versionBranchVisitCounts,
+	changeEdgeDelivery:      versionEdgeDelivery,
+	changeRetryNote:         versionRetryNote,
+	changeNotices:           versionNotices,
+	changeGuide:             versionGuide,
+	changeJoinWhy:           versionJoinWhy,
+	changeRunIDCheck:        versionRunIDCheck,
+	changeCancelStatus:      versionCancelStatus,
+}

@@ -73,7 +73,7 @@ func (r *runImpl) noticeEndpoints(ctx workflow.Context) []activities.NoticeEndpo
 		return r.notices.endpoints
 	}
 	r.notices.checked = true
-	if workflow.GetVersion(ctx, changeNotices, workflow.DefaultVersion, versionNotices) != versionNotices {
+	if !r.at(ctx, changeNotices, versionNotices) {
 		return nil
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{

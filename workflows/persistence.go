@@ -162,10 +162,26 @@ func (r *runImpl) mintID(ctx workflow.Context) string {
 // mintHook, set only by tests, sees every minted id.
 var mintHook func(id string)
 
+// onBaseline decides, first thing in an execution, whether it takes the
+// baseline's changes all at once (changeBaseline).
+func (r *runImpl) onBaseline(ctx workflow.Context) {
+	r.baseline = workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, versionBaseline) >= versionBaseline
+}
+
+// at reports whether this execution takes change at version: at once on
+// the baseline, for a change the baseline names at that version; else as
+// GetVersion says, which records the choice the first time.
+func (r *runImpl) at(ctx workflow.Context, change string, version workflow.Version) bool {
+	if r.baseline && baselineChanges[change] >= version {
+		return true
+	}
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, version) == version
+}
+
 // oneTripVisits reports whether this run visits agents and tools in one
 // Visit activity with a durable workspace (changeOneTripVisit).
 func (r *runImpl) oneTripVisits(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, changeOneTripVisit, workflow.DefaultVersion, versionOneTripVisit) == versionOneTripVisit
+	return r.at(ctx, changeOneTripVisit, versionOneTripVisit)
 }
 
 // continueAsNewDue reports whether history is large enough to start over.
