@@ -8,10 +8,16 @@ export GOFLAGS ?= -buildvcs=false
 
 all: build tools
 
-## build: the tether CLI, the tether-worker binary and its confine helper, into bin/
+# VERSION and COMMIT are stamped into both binaries (tether version,
+# tether-worker --version); a release sets VERSION.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS = -X github.com/tether-run/tether/internal/version.Version=$(VERSION) -X github.com/tether-run/tether/internal/version.Commit=$(COMMIT)
+
+## build: the tether CLI, the tether-worker binary and its confine helper, into bin/, with VERSION and COMMIT stamped
 build:
-	$(GO) build -o bin/tether ./starter
-	$(GO) build -o bin/tether-worker ./worker
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether ./starter
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
 
 ## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap, chromium
@@ -29,7 +35,7 @@ console: build
 
 ## screenshots: docs/console/*.png, taken by the console's browser tests
 screenshots: build
-	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers'
+	TETHER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e -run 'TestConsole|TestOneClickAnswers|TestResumeWithACorrectedGraph'
 
 ## test: every test, against the real dev server, versitygw and agent CLIs
 test: build tools
@@ -89,7 +95,7 @@ bench-visit: tools build
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
 	TETHER_RECORD_HISTORIES=1 $(GO) test -count 1 -timeout 20m ./internal/e2e \
-		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands'
+		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestResumeWithACorrectedGraph|TestACancelIsNoVisit|TestNewRunTakesTheBaselineAtOnce'
 
 clean:
 	rm -rf bin .tether

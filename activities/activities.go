@@ -41,6 +41,10 @@ type Activities struct {
 	StateDir string
 	// WorkDir holds the runs' working directories.
 	WorkDir string
+	// WorkdirRoots are the directories below which an agent's absolute
+	// workdir may lie (TETHER_WORKDIR_ROOTS); none refuses every absolute
+	// workdir.
+	WorkdirRoots []string
 	// PassEnv names worker environment variables every tool node gets
 	// besides the minimal base (cliexec.BaseEnv) and its node's env: the
 	// worker's TETHER_PASS_ENV, as the agent CLIs get it.

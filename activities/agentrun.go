@@ -39,7 +39,20 @@ type agentRun struct {
 	lost *agent.Interruption
 	// guidance are people's notes for this visit, after the prompt.
 	guidance []string
+	// limits are the budgets the visit counts against; continues says
+	// why an earlier attempt of it stopped mid-turn.
+	limits    []agent.Limit
+	continues string
 }
+
+// BudgetContinue is what an agent that a spent budget stopped mid-turn is
+// told when its visit goes on in its own conversation, after the budget
+// was raised; %s is why it stopped.
+const BudgetContinue = "Your previous turn was stopped before it finished because %s. The budget has been raised: carry on with the task from where you stopped."
+
+// BudgetContinueAfresh goes before the prompt of a visit that goes on
+// from a stopped turn but could not resume that conversation.
+const BudgetContinueAfresh = "An earlier attempt at this task was stopped before it finished because %s; its changes to the files are kept. Carry on with the task."
 
 // request is the backend request of the run, without its prompt.
 func (r agentRun) request() agent.Request {
@@ -47,7 +60,7 @@ func (r agentRun) request() agent.Request {
 		RunID: r.runID, NodeID: r.nodeID, Visit: r.visit, Input: r.input,
 		SessionID: r.sessionID, Fork: r.fork,
 		Model: r.node.Model, Script: r.node.Script, Answer: r.answer, Env: r.env,
-		Settings: r.node.AgentSettings(),
+		Settings: r.node.AgentSettings(), Limits: r.limits,
 	}
 }
 
@@ -56,13 +69,20 @@ func (r agentRun) request() agent.Request {
 func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, error) {
 	prompt, err := graph.RenderPrompt(r.node.Prompt, graph.PromptData{Input: r.input, Output: r.prev, Visit: r.visit, Workspace: r.workspace})
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt template: %v", r.nodeID, err), ErrTypeBadRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: prompt: %s", r.nodeID, graph.TemplateReason(err)), ErrTypeBadRequest, nil)
 	}
 	if r.lostAnswer != "" {
 		prompt += "\n\n" + LostAnswerIntro + "\n" + r.lostAnswer
 	}
 	if r.lost != nil {
 		prompt = r.lost.Note() + "\n\n" + prompt
+	}
+	switch {
+	case r.continues != "" && r.sessionID != "" && !r.fork && r.answer == nil:
+		// The conversation holds the task and the turn so far.
+		prompt = fmt.Sprintf(BudgetContinue, r.continues)
+	case r.continues != "":
+		prompt = fmt.Sprintf(BudgetContinueAfresh, r.continues) + "\n\n" + prompt
 	}
 	prompt += guidanceText(r.guidance)
 
@@ -96,29 +116,10 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		return nil, err
 	}
 
-	out := map[string]any{"text": res.Text}
-	if len(res.Text) > MaxOutputText {
-		// Temporal bounds an activity result (2 MB); a larger one would
-		// fail the completion and run the agent again. The whole reply
-		// stays in the agent's own session.
-		out["text"] = strings.ToValidUTF8(res.Text[:MaxOutputText], "") + fmt.Sprintf("\n… [%d more bytes cut; the whole reply is in the agent's session]", len(res.Text)-MaxOutputText)
-		out["text_truncated"] = true
-	}
-	for k, v := range res.Structured {
-		out[k] = v
-	}
-	out[agent.SessionIDKey] = res.SessionID
-	out[agent.BackendKey] = r.b.Name()
-	out[agent.SessionFingerprintKey] = res.Fingerprint
-	if !res.Usage.IsZero() {
-		out[agent.UsageKey] = res.Usage
-	}
-	if r.lost != nil {
-		out[agent.RetryNoteKey] = r.lost.Note()
-	}
+	out := r.output(res)
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,
-		Usage: res.Usage,
+		Usage: res.Usage, BudgetStop: res.BudgetStop,
 	}
 
 	key := r.packTo
@@ -144,8 +145,42 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 			}
 		}
 	}
+	if res.BudgetStop != "" {
+		a.logger().Warn("a budget was spent mid-visit; the visit stopped", "run", r.runID, "node", r.nodeID, "visit", r.visit, "why", res.BudgetStop)
+	}
 	a.logger().Info("visit done", "run", r.runID, "node", r.nodeID, "visit", r.visit, "backend", r.b.Name(), "session_id", res.SessionID, "asked", len(result.Questions), "packed", result.Packed)
 	return result, nil
+}
+
+// output is the visit's output: the reply (cut to MaxOutputText), its
+// structured fields, and Tether's stamps and notes.
+func (r agentRun) output(res agent.Result) map[string]any {
+	out := map[string]any{"text": res.Text}
+	if len(res.Text) > MaxOutputText {
+		// Temporal bounds an activity result (2 MB); a larger one would
+		// fail the completion and run the agent again. The whole reply
+		// stays in the agent's own session.
+		out["text"] = strings.ToValidUTF8(res.Text[:MaxOutputText], "") + fmt.Sprintf("\n… [%d more bytes cut; the whole reply is in the agent's session]", len(res.Text)-MaxOutputText)
+		out["text_truncated"] = true
+	}
+	for k, v := range res.Structured {
+		if strings.HasPrefix(k, "_") {
+			// Tether's own keys (its stamps and notes) are Tether's to
+			// write: a reply cannot forge a retry or session note.
+			continue
+		}
+		out[k] = v
+	}
+	out[agent.SessionIDKey] = res.SessionID
+	out[agent.BackendKey] = r.b.Name()
+	out[agent.SessionFingerprintKey] = res.Fingerprint
+	if !res.Usage.IsZero() {
+		out[agent.UsageKey] = res.Usage
+	}
+	if r.lost != nil {
+		out[agent.RetryNoteKey] = r.lost.Note()
+	}
+	return out
 }
 
 // pickBackend returns the backend to run: the planned one if it can run

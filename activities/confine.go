@@ -18,6 +18,18 @@ import (
 // a worker with the full sandbox.
 const ErrTypeSandboxRefused = "SandboxRefused"
 
+// ErrTypePathRefused: the sandbox refused a path the visit would run or
+// be given: a program named through "..", or leading outside where a
+// confined program may come from (agent.ErrPathRefused). The visit fails
+// before anything starts.
+const ErrTypePathRefused = "PathRefused"
+
+// ErrTypeWorkdirRefused: an agent's workdir this worker will not run in:
+// an absolute one outside the roots its operator names
+// (TETHER_WORKDIR_ROOTS), one holding or inside the worker's own
+// directories, or one that leads out of its root through a link.
+const ErrTypeWorkdirRefused = "WorkdirRefused"
+
 // NetworkRefusedKey is the output key that lists what the visit's egress
 // proxy refused: each request and why, never any data.
 const NetworkRefusedKey = "_network_refused"
@@ -49,7 +61,11 @@ func (a *Activities) confineVisit(ctx context.Context, node graph.Node) (context
 		if err != nil {
 			return ctx, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: limits: %v", node.ID, err), ErrTypeBadRequest, err)
 		}
-		v.Limits = sandbox.Limits{MemoryBytes: mem, Pids: l.Pids, CPU: l.CPU}
+		disk, err := l.DiskBytes()
+		if err != nil {
+			return ctx, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: limits: %v", node.ID, err), ErrTypeBadRequest, err)
+		}
+		v.Limits = sandbox.Limits{MemoryBytes: mem, Pids: l.Pids, CPU: l.CPU, DiskBytes: disk}
 	}
 	return sandbox.WithVisit(ctx, v), v, nil
 }

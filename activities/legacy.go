@@ -22,8 +22,11 @@ import (
 // run's node on this worker, for the activities of runs recorded before
 // one-trip visits: the directories a trunk Visit would use.
 func (a *Activities) liveEnv(backendName, runID string, node graph.Node) (agent.Env, error) {
-	_, cwd, err := a.visitDirs(&VisitRequest{RunID: runID, NodeID: node.ID, Node: node})
+	_, base, cwd, err := a.visitDirs(&VisitRequest{RunID: runID, NodeID: node.ID, Node: node})
 	if err != nil {
+		return agent.Env{}, err
+	}
+	if err := a.makeWorkdir(node.ID, base, cwd); err != nil {
 		return agent.Env{}, err
 	}
 	return a.agentEnv(backendName, runID, cwd)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -85,16 +86,86 @@ func TestSessionNotesNameNoRef(t *testing.T) {
 	}
 }
 
-// Whatever a note quotes (an unpack error can quote an untrusted
-// archive), a blob key in it does not survive.
-func TestWithoutRefs(t *testing.T) {
-	for in, want := range map[string]string{
-		"cannot unpack runs/r1/sessions/w/01J00000000000000000000000: bad": "cannot unpack (a blob): bad",
-		`entry "x/sessions/y/z" escapes`:                                   `entry "(a blob)" escapes`,
-		"key runs/r2/workspace/abc.pack and runs/r1/sessions/w/pause/01J":  "key (a blob) and (a blob)",
-		"the session's blob is gone from the store":                        "the session's blob is gone from the store",
-		"ran 3 reruns/of it":                                               "ran 3 reruns/of it",
-	} {
-		assert.Equal(t, want, withoutRefs(in), in)
+// plantedRef is a blob key of the run as a store fault, an inbound
+// _session_id or an agent's tool call can carry it into a note.
+const plantedRef = "runs/r1/sessions/writer/01J00000000000000000000BEN"
+
+// An inbound session id a visit cannot find (the HasSession plan, which
+// takes the id as the edge delivered it) is quoted by the session note:
+// a ref planted there does not reach the note, the output or the prompt.
+func TestSessionNoteHidesAPlantedRef(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	res, err := a.Visit(context.Background(), &VisitRequest{
+		RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", Started: time.Now(),
+		Input:   map[string]any{agent.SessionIDKey: plantedRef},
+		Session: &SessionPlan{Kind: resolve.HasSession.String(), SessionID: plantedRef, Stripped: map[string]any{}},
+	})
+	require.NoError(t, err)
+	assert.Contains(t, res.SessionNote, "is not present on this worker")
+	assertNoRef(t, res.SessionNote, plantedRef)
+	for k, v := range res.Output {
+		s, _ := v.(string)
+		assert.NotContains(t, s, "runs/", "output %s", k)
 	}
+}
+
+// What earlier attempts did comes back to the next one as text from
+// outside: the cause quotes the failure (a store fault names the key it
+// failed on), the calls and files are what the agent's tools reported.
+// No key in them reaches the agent's prompt, the visit's output, a tool's
+// output or the environment a tool's command reads.
+func TestRetryNotesNameNoRef(t *testing.T) {
+	lost := &agent.Interruption{
+		Attempts: 1, Started: true, ToolCalls: 2,
+		Cause: `it failed: read session blob for node "writer": blob: get ` + plantedRef + `: input/output error`,
+		Calls: []string{"Bash cat " + plantedRef, "Read /var/store/runs/r1/checkpoints/00000000000000000003.json"},
+		Files: []string{"notes/" + plantedRef},
+	}
+	for _, tc := range []struct {
+		name string
+		node graph.Node
+	}{
+		{"agent", graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: "scripted", Prompt: "write", Script: []string{"{{.Prompt}}"}}},
+		{"tool", graph.Node{ID: "check", Kind: graph.KindTool, Run: []string{"sh", "-c", `printf '%s' "$` + agent.RetryOfEnv + `"`}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newActs(t, blob.NewMem())
+			res, err := a.Visit(context.Background(), &VisitRequest{
+				RunID: "r1", NodeID: tc.node.ID, Visit: 2, Node: tc.node, Backend: tc.node.Backend, Started: time.Now(), RetryOf: lost,
+			})
+			require.NoError(t, err)
+			note, _ := res.Output[agent.RetryNoteKey].(string)
+			assertNoRef(t, note, plantedRef)
+			assert.Contains(t, note, "interrupted")
+			if tc.node.Kind == graph.KindAgent {
+				text, _ := res.Output["text"].(string) // the scripted agent says its prompt back
+				assert.Contains(t, text, "an earlier attempt of this very turn was interrupted")
+				assert.Contains(t, text, "a session blob of the run", "the note still says what failed")
+				assert.Contains(t, text, "2 tool calls (`Bash cat a session blob of the run`, `Read a checkpoint of the run`)", "and what it did")
+				assert.Contains(t, text, "It was changing `a session blob of the run`.")
+				assertNoRef(t, text, plantedRef)
+			} else {
+				env, _ := res.Output["stdout"].(string)
+				assert.Contains(t, env, `"attempts":1`)
+				assertNoRef(t, env, plantedRef)
+			}
+		})
+	}
+	assert.Contains(t, lost.Cause, plantedRef, "the request itself is left as it was")
+}
+
+// An agent's reply cannot write Tether's notes or stamps: a structured
+// reply's keys that start with "_" are dropped, so a retry or session
+// note (or a ref in one) on the output is always Tether's own.
+func TestAReplyCannotForgeANote(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	node := graph.Node{ID: "writer", Kind: graph.KindAgent, Backend: "scripted", Prompt: "judge",
+		Script: []string{`JSON: {"verdict": "ok", "_retry_note": "` + plantedRef + `", "_session_note": "` + plantedRef + `", "_network_refused": ["` + plantedRef + `"]}`}}
+	res, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: node, Backend: "scripted", Started: time.Now()})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", res.Output["verdict"])
+	for _, k := range []string{agent.RetryNoteKey, SessionNoteKey, NetworkRefusedKey} {
+		assert.NotContains(t, res.Output, k)
+	}
+	assert.Equal(t, "scripted", res.Output[agent.BackendKey])
 }

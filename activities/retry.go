@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 )
 
 // lostCause is what an attempt the server started again knows of how its
@@ -16,11 +17,22 @@ import (
 const lostCause = "its worker was lost or stopped"
 
 // lostAttempts is what the attempts of this visit before this one did,
-// if any was interrupted: those the workflow reports (req.RetryOf, when it
+// if any was interrupted, with every blob key in it hidden (withoutRefs).
+func lostAttempts(ctx context.Context, req *VisitRequest) *agent.Interruption {
+	lost := interrupted(ctx, req)
+	if lost == nil {
+		return nil
+	}
+	c := withoutRefs(*lost)
+	return &c
+}
+
+// interrupted is what the attempts of this visit before this one did, if
+// any was interrupted: those the workflow reports (req.RetryOf, when it
 // started the visit again itself) and, when the server started this
 // attempt again, the last heartbeat of the attempt before it, which
 // carries what came before that one.
-func lostAttempts(ctx context.Context, req *VisitRequest) *agent.Interruption {
+func interrupted(ctx context.Context, req *VisitRequest) *agent.Interruption {
 	lost := req.RetryOf
 	if lost != nil {
 		c := lost.Bound()
@@ -45,6 +57,29 @@ func lostAttempts(ctx context.Context, req *VisitRequest) *agent.Interruption {
 	return &next
 }
 
+// withoutRefs is what earlier attempts did with every blob key in its free
+// text hidden (internal/blobref), before a note, a prompt or a tool's
+// environment is made from it: its cause quotes a failure (a store's error
+// names the key it failed on), and its calls and files are what the
+// agent's tools reported, which the agent chose.
+func withoutRefs(i agent.Interruption) agent.Interruption {
+	i.Cause = blobref.Hide(i.Cause)
+	i.Calls = hideAll(i.Calls)
+	i.Files = hideAll(i.Files)
+	return i
+}
+
+func hideAll(list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = blobref.Hide(s)
+	}
+	return out
+}
+
 // withProgress adds what the attempt did (its last heartbeat details) to
 // a failure the workflow may start the visit again after (a failure that
 // may pass, a worker that stopped), so that the next activity can tell
@@ -61,7 +96,7 @@ func withProgress(err error, details []any) error {
 	if appErr.NonRetryable() {
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), cause, details[0])
 	}
-	return temporal.NewApplicationError(appErr.Message(), appErr.Type(), cause, details[0])
+	return temporal.NewApplicationErrorWithCause(appErr.Message(), appErr.Type(), cause, details[0])
 }
 
 // retryEnv is the variable a tool's command gets when earlier attempts of

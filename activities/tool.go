@@ -53,9 +53,13 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	for i, arg := range node.Run {
 		s, err := graph.RenderPrompt(arg, graph.PromptData{Input: input, Visit: visit, Workspace: ws})
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: argument %d: %v", node.ID, i, err), ErrTypeBadRequest, err)
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("argument %d of its run: %s", i, graph.TemplateReason(err)), ErrTypeBadRequest, nil)
 		}
 		argv[i] = s
+	}
+	if graph.ClimbsOut(argv[0]) {
+		err := fmt.Errorf("%w: tool node %q: its program %q climbs with \"..\", which the kernel resolves after the links before it (a link in the workspace leads anywhere) rather than as the text reads; name the program by a path without \"..\"", agent.ErrPathRefused, node.ID, argv[0])
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePathRefused, err)
 	}
 	timeout := time.Duration(node.Timeout)
 	if timeout <= 0 {
@@ -125,6 +129,8 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		out["timed_out"] = true
 	case errors.As(err, &exit):
 		out["exit_code"] = exit.Code
+	case errors.Is(err, agent.ErrPathRefused):
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: the worker's sandbox will not run %q: %v", node.ID, argv[0], err), ErrTypePathRefused, err)
 	case errors.Is(err, agent.ErrNotInstalled):
 		// Not the agent CLIs' advice (scripts/tools.sh clis): a tool's
 		// program is the graph's, and every worker needs it.

@@ -67,8 +67,13 @@ type ExecuteResult struct {
 	// digest (the resumed slot's runstore.NodeSessionSlot.LastDigest). The
 	// slot is then that slot with this part after its own.
 	PackDeltaOf string `json:"pack_delta_of,omitempty"`
-	// Usage is what this visit cost, as the CLI reported it.
+	// Usage is what this visit cost, as the CLI reported it (each token
+	// count at least what the worker's model relay read).
 	Usage agent.Usage `json:"usage,omitzero"`
+	// BudgetStop, when set, says which budget was spent mid-visit: the
+	// relay refused the agent's next model call, and the visit ended
+	// there, its session packed as far as it got.
+	BudgetStop string `json:"budget_stop,omitempty"`
 }
 
 // ToolRequest runs a tool node's argv.

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
 	"github.com/tether-run/tether/internal/runstore"
@@ -76,6 +76,16 @@ type VisitRequest struct {
 	// Guidance are notes people sent the node (the guide signal): an
 	// agent visit adds them after its prompt (GuidanceIntro).
 	Guidance []string `json:"guidance,omitempty"`
+	// Limits are the budgets an agent visit counts against: the worker's
+	// model relay refuses the visit's next model call once one is spent,
+	// and the visit ends there (ExecuteResult.BudgetStop).
+	Limits []agent.Limit `json:"limits,omitempty"`
+	// Continues, when set, is why an earlier attempt at this visit
+	// stopped mid-turn (a spent budget): an agent that resumes its own
+	// conversation is told to carry on (BudgetContinue) instead of being
+	// given its prompt again; one that starts afresh gets the prompt with
+	// that note in front.
+	Continues string `json:"continues,omitempty"`
 }
 
 // SessionPlan is what session resolution decided to restore.
@@ -175,9 +185,9 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		last = visitProgress.details(key)
 		stop()
 	}()
-	root, cwd, err := a.visitDirs(req)
+	root, base, cwd, err := a.visitDirs(req)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRequest, err)
+		return nil, err
 	}
 	res = &VisitResult{}
 	if req.ServerRetry {
@@ -197,9 +207,10 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 		}
 	}
 	// The node's directory exists even where the snapshot has none (a
-	// snapshot keeps no empty directories).
-	if err := mkdirAll(cwd); err != nil {
-		return nil, fmt.Errorf("node %q: create its directory: %w", req.NodeID, err)
+	// snapshot keeps no empty directories), made after the restore and
+	// without following a link the restored files hold.
+	if err := a.makeWorkdir(req.NodeID, base, cwd); err != nil {
+		return nil, err
 	}
 
 	asked, err := a.runVisit(ctx, req, cwd, ws, lost, res)
@@ -262,49 +273,6 @@ func onlyLostWorkersRetry(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeMayPass, err)
 }
 
-// visitDirs returns the workspace root of the visit ("" when the node runs
-// in an absolute directory Tether does not manage) and the directory the
-// node runs in.
-func (a *Activities) visitDirs(req *VisitRequest) (root, cwd string, err error) {
-	// The run and node ids become directory names: one that is not an id
-	// (`../../x`) would create directories outside the work root.
-	if err := runstore.ValidateRunID(req.RunID); err != nil {
-		return "", "", err
-	}
-	if req.Branch {
-		if err := runstore.ValidateNodeID(req.NodeID); err != nil {
-			return "", "", err
-		}
-		if req.BranchName != "" {
-			if err := runstore.ValidateBranchName(req.BranchName); err != nil {
-				return "", "", err
-			}
-		}
-	}
-	wd := req.Node.Workdir
-	if filepath.IsAbs(wd) {
-		return "", filepath.Clean(wd), nil
-	}
-	root = filepath.Join(a.WorkDir, req.RunID)
-	switch {
-	case req.BranchName != "":
-		// The branch's own directory, beside the run's (never inside it,
-		// where a snapshot would take it in).
-		root = filepath.Join(a.WorkDir, req.RunID+"@"+req.BranchName)
-	case req.Branch:
-		// A private copy per branch node.
-		root = filepath.Join(a.WorkDir, req.RunID+"@"+req.NodeID)
-	}
-	cwd = root
-	if wd != "" {
-		if !filepath.IsLocal(wd) {
-			return "", "", fmt.Errorf("node %q: workdir %q leaves the run's workspace; use a relative path inside it or an absolute path", req.NodeID, wd)
-		}
-		cwd = filepath.Join(root, wd)
-	}
-	return root, cwd, nil
-}
-
 // visitAgent restores the planned session (or strips it), runs the agent
 // and packs its session.
 func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd string, wsData map[string]any, lost *agent.Interruption, res *VisitResult) error {
@@ -345,7 +313,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 			}
 		}
 		if res.SessionNote != "" {
-			res.SessionNote = withoutRefs(res.SessionNote)
+			res.SessionNote = blobref.Hide(res.SessionNote)
 			a.logger().Warn("session not resumed; the visit runs fresh", "run", req.RunID, "node", req.NodeID, "plan", req.Session.Kind, "reason", res.SessionNote)
 		}
 	}
@@ -354,6 +322,7 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		input: input, prev: req.PrevOutput, sessionID: sessionID, fork: req.Fork && sessionID != "",
 		packTo: req.PackTo, pauseTo: req.PauseTo, workspace: wsData,
 		incremental: req.Incremental, extend: extend, lost: lost, guidance: req.Guidance,
+		limits: req.Limits, continues: req.Continues,
 	}
 	if req.Answer != nil {
 		if sessionID != "" {
@@ -373,29 +342,13 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 	return nil
 }
 
-// blobKey matches what could be a blob key in a note's text: a run's keys
-// (runs/…) and any path through a sessions folder.
-var blobKey = regexp.MustCompile(`[\w.@+/-]*(?:\bruns/|/sessions/)[\w.@+/-]*`)
-
-// withoutRefs is a session note with anything that looks like a blob key
-// taken out. A note lands on the visit's output, its loop snapshots and
-// its log line, which outlive the blob (ADR-089: no ref on outputs), and
-// part of a note can be an error quoting an untrusted archive: the notes
-// Tether writes name what happened, never a ref, and this holds even for
-// text it did not write.
-func withoutRefs(note string) string {
-	return blobKey.ReplaceAllString(note, "(a blob)")
-}
-
 // agentEnv is a backend's live root for one run on this worker and the
-// directory the agent works in. Each run has roots of its own, so that a
+// directory the agent works in (made already, see makeWorkdir). Each run has roots of its own, so that a
 // confined agent, which may write its root, sees no other run's sessions.
 func (a *Activities) agentEnv(backendName, runID, cwd string) (agent.Env, error) {
 	env := agent.Env{StateRoot: filepath.Join(a.StateDir, "runs", runID, backendName), Workdir: cwd}
-	for _, d := range []string{env.StateRoot, env.Workdir} {
-		if err := mkdirAll(d); err != nil {
-			return agent.Env{}, err
-		}
+	if err := mkdirAll(env.StateRoot); err != nil {
+		return agent.Env{}, err
 	}
 	return env, nil
 }

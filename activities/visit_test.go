@@ -39,8 +39,9 @@ func TestVisitRefusesWhatIsNotAVisit(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// A node's workdir is inside the run's workspace unless it is absolute; a
-// relative one that climbs out is refused.
+// A node's workdir is inside the run's workspace, or an absolute
+// directory below a root the worker's operator names; a relative one that
+// climbs out, and an absolute one anywhere else, are refused.
 func TestVisitWorkdir(t *testing.T) {
 	a := newActs(t, blob.NewMem())
 	tool := func(wd string) (*VisitResult, error) {
@@ -48,17 +49,22 @@ func TestVisitWorkdir(t *testing.T) {
 			Node: graph.Node{ID: "t", Kind: graph.KindTool, Workdir: wd, Run: []string{"pwd"}}})
 	}
 	_, err := tool("../escape")
-	assert.Equal(t, ErrTypeBadRequest, appType(err), "%v", err)
+	assert.Equal(t, ErrTypeWorkdirRefused, appType(err), "%v", err)
 	res, err := tool("sub/dir")
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(a.WorkDir, "r1", "sub", "dir"), trimmed(res.Output["stdout"]))
 	res, err = tool("")
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(a.WorkDir, "r1"), trimmed(res.Output["stdout"]))
-	abs := t.TempDir()
+	roots := t.TempDir()
+	abs := filepath.Join(roots, "checkout")
+	_, err = tool(abs)
+	assert.Equal(t, ErrTypeWorkdirRefused, appType(err), "no root named: %v", err)
+	assert.ErrorContains(t, err, "TETHER_WORKDIR_ROOTS")
+	a.WorkdirRoots = []string{roots}
 	res, err = tool(abs)
 	require.NoError(t, err)
-	assert.Equal(t, abs, trimmed(res.Output["stdout"]), "an absolute workdir is used as it is")
+	assert.Equal(t, abs, trimmed(res.Output["stdout"]), "an absolute workdir below a root is used as it is")
 }
 
 func trimmed(v any) string {

@@ -23,11 +23,19 @@ else
 	echo "demo: starting the Temporal dev server (state in $TETHER_HOME/temporal.db, Web UI http://127.0.0.1:8233)"
 	pids+=("$(bash "$root/scripts/devserver.sh")")
 fi
+console_addr=${TETHER_CONSOLE_ADDR:-127.0.0.1:8080}
+# The worker refuses every port of the dev server (devserver.sh names them
+# in temporal.env) and the console to the agents and tools it confines.
+deny="tether-console=$console_addr"
+if [ -f "$TETHER_HOME/temporal.env" ]; then
+	servers=$(sed -n 's/^TETHER_SANDBOX_DENY=//p' "$TETHER_HOME/temporal.env")
+	deny="$deny${servers:+,$servers}"
+fi
+export TETHER_SANDBOX_DENY="${TETHER_SANDBOX_DENY:+$TETHER_SANDBOX_DENY,}$deny"
 echo "demo: starting tether-worker (log in $TETHER_HOME/worker.log)"
 "$root/bin/tether-worker" >"$TETHER_HOME/worker.log" 2>&1 &
 pids+=("$!")
 
-console_addr=${TETHER_CONSOLE_ADDR:-127.0.0.1:8080}
 echo "demo: starting tether console (log in $TETHER_HOME/console.log)"
 "$tether" console --addr "$console_addr" >"$TETHER_HOME/console.log" 2>&1 &
 pids+=("$!")

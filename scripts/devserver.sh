@@ -12,18 +12,24 @@
 # attributes are registered here, at the start, so the server need not
 # read them from its database again on every use (the dev server's
 # default, for tests that register them later).
-# It prints the server's pid once the frontend answers. TEMPORAL_PORT,
-# TEMPORAL_UI_PORT and TEMPORAL_METRICS_PORT (Prometheus; default: none
-# asked for) move its ports, TETHER_HOME its state.
+# Its HTTP API is on the frontend's port + 10, where a worker expects it.
+# Once the frontend answers it writes $TETHER_HOME/temporal.env, which
+# names every port the server listens on (its internal services and
+# metrics are on ports it picks, or TEMPORAL_METRICS_PORT for Prometheus)
+# in TETHER_SANDBOX_DENY, so that a worker given it refuses them all to
+# the agents and tools it confines (scripts/demo.sh does), and prints the
+# server's pid. TEMPORAL_PORT and TEMPORAL_UI_PORT move its ports,
+# TETHER_HOME its state.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 home=${TETHER_HOME:-$root/.tether}
 port=${TEMPORAL_PORT:-7233}
 ui_port=${TEMPORAL_UI_PORT:-8233}
+http_port=$((port + 10))
 mkdir -p "$home"
 temporal=$(bash "$root/scripts/tools.sh" temporal)
 "$temporal" server start-dev \
-	--ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
+	--ip 127.0.0.1 --port "$port" --http-port "$http_port" --ui-port "$ui_port" \
 	--db-filename "$home/temporal.db" \
 	--log-level warn \
 	${TEMPORAL_METRICS_PORT:+--metrics-port "$TEMPORAL_METRICS_PORT"} \
@@ -42,8 +48,42 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--search-attribute TetherThread=KeywordList \
 	>"$home/temporal.log" 2>&1 &
 pid=$!
+
+# listening PID: the TCP ports process PID listens on, one a line.
+listening() {
+	local inodes
+	inodes=$(for f in /proc/"$1"/fd/*; do readlink "$f" 2>/dev/null; done | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p' | sort -u | tr '\n' ' ')
+	[ -n "$inodes" ] || return 0
+	local hex
+	for hex in $(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v inodes=" $inodes" '
+		$4 == "0A" && index(inodes, " " $10 " ") { split($2, a, ":"); print a[2] }'); do
+		echo $((16#$hex))
+	done | sort -un
+}
+
+# deny: write $home/temporal.env once the HTTP API and the Web UI listen.
+deny() {
+	local ports=""
+	for _ in $(seq 1 50); do
+		ports=$(listening "$pid")
+		if grep -qx "$http_port" <<<"$ports" && grep -qx "$ui_port" <<<"$ports"; then
+			break
+		fi
+		sleep 0.2
+	done
+	local list=""
+	for p in $ports; do
+		list="${list:+$list,}temporal-dev-server=127.0.0.1:$p"
+	done
+	echo "TETHER_SANDBOX_DENY=$list" >"$home/temporal.env.tmp"
+	mv "$home/temporal.env.tmp" "$home/temporal.env"
+}
+
 for _ in $(seq 1 150); do
-	if "$temporal" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1; then
+	# Our server's frontend, not another one already on the port.
+	if grep -qx "$port" <<<"$(listening "$pid")" &&
+		"$temporal" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1; then
+		deny
 		echo "$pid"
 		exit 0
 	fi

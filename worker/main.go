@@ -10,10 +10,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -25,9 +29,10 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/github/forge"
-	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/internal/workerhost"
 )
 
@@ -37,13 +42,60 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == askuser.Subcommand {
 		os.Exit(askuser.Main(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
+		os.Exit(confine.Main(os.Args[2:]))
+	}
+	if code, done := flags(os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether-worker:", err)
 		os.Exit(1)
 	}
+}
+
+// usage is what `tether-worker --help` prints.
+const usage = `Usage: tether-worker [--version]
+
+tether-worker runs Tether's GraphRun workflow and its activities: it
+polls the Temporal task queue "tether" (and a queue of its own) at
+TEMPORAL_ADDRESS in TEMPORAL_NAMESPACE, runs each visit's agent CLI or
+tool confined, and stores sessions, workspaces and checkpoints at
+TETHER_BLOB_URL. It stops gracefully on SIGINT or SIGTERM.
+
+It takes no arguments: it is configured by the environment it shares
+with tether (README.md, "Configuration"), e.g. TEMPORAL_ADDRESS,
+TETHER_BLOB_URL, TETHER_CHECKPOINT_KEY, TETHER_SANDBOX,
+TETHER_MAX_CONCURRENT_VISITS, TETHER_METRICS_ADDR.
+
+Flags:
+  --version   print this build's version and exit
+  --help      print this and exit
+`
+
+// flags handles the worker's few flags before anything starts: --help
+// and --version print and exit 0, anything else is a usage error (exit
+// 2). done says the process should exit with code.
+func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
+	fs := flag.NewFlagSet("tether-worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	showVersion := fs.Bool("version", false, "")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return 0, true
+	case err != nil:
+		fmt.Fprintf(stderr, "tether-worker: %v\n\n%s", err, usage)
+		return 2, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "tether-worker: unexpected argument %q: the worker takes no arguments; it is configured by its environment\n\n%s", fs.Arg(0), usage)
+		return 2, true
+	case *showVersion:
+		fmt.Fprintf(stdout, "tether-worker %s (%s)\n", version.Get(), runtime.Version())
+		return 0, true
+	}
+	return 0, false
 }
 
 func run() error {
@@ -124,6 +176,7 @@ func run() error {
 		Backends:            backends,
 		StateDir:            cfg.StateDir,
 		WorkDir:             cfg.WorkDir,
+		WorkdirRoots:        cfg.WorkdirRoots,
 		PassEnv:             cfg.Agents.PassEnv,
 		Sandbox:             sb,
 		WorkspaceLimits:     cfg.WorkspaceLimits,

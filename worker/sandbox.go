@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
 // confinement makes the worker's own environment unreadable to its
@@ -28,6 +29,7 @@ func confinement(ctx context.Context, cfg config.Config, logger *slog.Logger) (*
 	}
 	sb, err := sandbox.New(ctx, sandbox.Config{
 		Mode: cfg.Sandbox, Helper: helper, RW: cfg.SandboxRW, RO: cfg.SandboxRO,
+		CLIBin: cfg.Agents.CLIBin, Protected: []string{cfg.StateDir, cfg.WorkDir},
 		Services: cfg.SandboxServices(), Cgroup: cfg.Cgroup, Logger: logger,
 	})
 	if err != nil {
@@ -69,5 +71,5 @@ func confineHelper() ([]string, error) {
 	if st, err := os.Stat(small); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 		return []string{small}, nil
 	}
-	return []string{self, sandbox.Subcommand}, nil
+	return []string{self, confine.Subcommand}, nil
 }

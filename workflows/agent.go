@@ -13,8 +13,10 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -75,9 +77,18 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 	// the answer to a question the visit asked.
 	notes := r.guidanceFor(ctx, node.ID)
 	guidance := guidanceTexts(notes)
+	midVisit := r.budgetsMidVisit(ctx, node, sc)
+	continues := r.continues(node, visitNo, sc)
 	for {
 		plan, refused := r.resolve(ctx, node, cur, answer != nil, sc)
-		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, guidance, sc)
+		var extra visitExtras
+		if midVisit {
+			extra.limits = runapi.Limits(r.cp, node.ID)
+		}
+		if answer == nil {
+			extra.continues = continues
+		}
+		res, unnamed, err := r.oneTrip(ctx, node, visitNo, plan, answer, guidance, extra, sc)
 		if err != nil {
 			return visitResult{}, err
 		}
@@ -97,6 +108,11 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 		}
 		v := r.commit(ctx, node, res, sc)
 		v.usage = used
+		if midVisit && res.BudgetStop != "" {
+			v.budgetStop = res.BudgetStop
+		} else if s := r.cp.Stopped; s != nil && s.Node == node.ID && !sc.branch {
+			r.cp.Stopped = nil
+		}
 		if len(notes) > 0 {
 			r.tookGuidance(node.ID, notes)
 			v.guidance = notes
@@ -139,7 +155,13 @@ func (r *runImpl) resolve(ctx workflow.Context, node *graph.Node, cur runstore.C
 		Outputs: r.cp.Outputs, NodeSessions: r.cp.NodeSessions, Pause: r.pauseOf(sc),
 	})
 	if checked && plan.Kind == resolve.Fresh && node.Session != graph.SessionFresh {
-		return plan, fmt.Sprintf("the inbound session %s was not resumed: %s; started a fresh conversation", id, plan.Reason)
+		note := fmt.Sprintf("the inbound session %s was not resumed: %s; started a fresh conversation", id, plan.Reason)
+		if r.refFree(ctx) {
+			// The id is whatever the edge delivered: a tool's output,
+			// a literal, another node's stamp.
+			note = blobref.Hide(note)
+		}
+		return plan, note
 	}
 	return plan, ""
 }
@@ -171,7 +193,7 @@ func (r *runImpl) delivered(cur runstore.Cursor) string {
 // Besides the result, it returns the blob keys that attempts other than
 // the one that produced it were given (see unnamedKeys): no checkpoint
 // names them, so they are garbage once the visit is committed.
-func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, sc *scope) (*activities.VisitResult, []string, error) {
+func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, plan resolve.Plan, answer *agent.Answer, guidance []string, extra visitExtras, sc *scope) (*activities.VisitResult, []string, error) {
 	log := workflow.GetLogger(ctx)
 	actx, serverRetry := r.visitOptions(ctx, node, visitNo, plan, sc)
 	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
@@ -182,6 +204,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 	for restarts := 0; ; restarts++ {
 		req := r.visitRequest(ctx, node, visitNo, plan, answer, guidance, sc)
 		req.ServerRetry, req.Incremental, req.RetryOf = serverRetry, incremental, retryOf
+		req.Limits, req.Continues = extra.limits, extra.continues
 		var res activities.VisitResult
 		visit := acts.Visit
 		if req.BranchName != "" {
@@ -215,7 +238,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if restarts < maxVisitRestarts && again {
 			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
 			if r.at(ctx, changeRetryNote, versionRetryNote) {
-				retryOf = lostFacts(err, retryOf)
+				retryOf = lostFacts(err, retryOf, r.refFree(ctx))
 				actx = workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), " · again after an interrupted attempt"))
 			}
 			if !workerLost(err) {
@@ -231,7 +254,12 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		if node.Kind == graph.KindAgent {
 			what = fmt.Sprintf("agent node %q (visit %d, backend %s)", node.ID, visitNo, plan.Backend)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+		// The activity's message may name the node itself: once is enough.
+		inner := activities.ErrorText(err)
+		for _, named := range []string{fmt.Sprintf("tool node %q: ", node.ID), fmt.Sprintf("node %q: ", node.ID)} {
+			inner = strings.TrimPrefix(inner, named)
+		}
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, inner), ErrTypeNodeFailed, err)
 	}
 }
 
@@ -262,8 +290,13 @@ func (r *runImpl) visitOptions(ctx workflow.Context, node *graph.Node, visitNo i
 			NonRetryableErrorTypes: []string{startToCloseTimeout},
 		}
 	}
+	summary := visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc)
+	if node.Kind == graph.KindTool && r.refFree(ctx) {
+		// A tool's summary quotes its command, text of the graph's.
+		summary = blobref.Hide(summary)
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:   visitSummary(node, visitNo, plan.Backend) + branchSuffix(sc),
+		Summary:   summary,
 		TaskQueue: TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,

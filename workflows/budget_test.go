@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -126,4 +127,68 @@ func nodeOf(g *graph.Graph, id string) *graph.Node {
 		}
 	}
 	panic(fmt.Sprintf("no node %q", id))
+}
+
+// A spent budget stops an agent visit between two model calls
+// (changeBudgetMidVisit): the writer's budget of 250 tokens lets three of
+// its five calls of 100 run and refuses the fourth. The run stops
+// resumably on the writer, its slot holding the cut turn, its usage 300;
+// the path says the visit stopped and why. Resumed with the budget
+// raised, the same visit goes on in its own conversation, told why it
+// stopped instead of given its prompt again, and the run finishes.
+func (s *GraphRunSuite) TestBudgetStopsAVisitMidTurn() {
+	src := strings.Replace(persistLoop, `prompt: "draft {{.visit}}"}`, `prompt: "CALLS:5 draft {{.visit}}", budget: {max_tokens: 250}}`, 1)
+	s.Require().NotEqual(persistLoop, src)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src)})
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
+	s.Equal(ErrTypeBudget, appErr.Type())
+	const reason = "the budget of node writer is spent: 300 tokens used, max_tokens is 250"
+	s.Contains(appErr.Error(), reason+", in the middle of node writer's visit 1")
+	var cp runstore.Checkpoint
+	s.Require().NoError(appErr.Details(&cp))
+	s.Equal(runstore.StatusFailedResumable, cp.Status)
+	s.Require().Len(cp.Cursor, 1)
+	s.Equal("writer", cp.Cursor[0].Node, "the cursor stays on the stopped node")
+	s.Equal(&runstore.StoppedVisit{Node: "writer", Visit: 1, Reason: reason}, cp.Stopped)
+	s.Equal(int64(300), cp.Usage["writer"].Tokens(), "three calls, not the visit's five")
+	slot := cp.NodeSessions["writer"]
+	s.NotEmpty(slot.StateRef, "the cut turn's session is committed")
+	s.NotContains(cp.Outputs, "writer", "a cut turn is not the node's output")
+	last := cp.Path[len(cp.Path)-1]
+	s.Equal(runstore.StepStopped, last.Status)
+	s.Equal(runstore.OutcomeBudget, last.Outcome)
+	s.Equal(reason, last.Detail)
+	s.Equal(int64(300), last.Usage.Tokens())
+	calls := s.writerCalls()
+	s.Require().Len(calls, 1)
+	s.Equal(int64(250), calls[0].Limits[0].MaxTokens)
+	stored := s.latest()
+	s.Equal(runstore.StatusFailedResumable, stored.Status)
+	s.NotNil(stored.Stopped, "the run store has the stopped visit")
+
+	nodeOf(&cp.Graph, "writer").Budget = &graph.Budget{MaxTokens: 100_000}
+	done := s.resume(&cp)
+	s.Require().NoError(done.GetWorkflowError())
+	calls = s.writerCalls()
+	s.Require().Len(calls, 4, "the stopped visit goes on, then two more")
+	s.Equal(1, calls[1].Visit, "under the same number")
+	s.Equal(slot.SessionID, calls[1].SessionID, "in its own conversation")
+	s.Equal(fmt.Sprintf(activities.BudgetContinue, reason), calls[1].Prompt, "told why it stopped, not given its prompt again")
+	s.Equal(2, calls[2].Visit)
+	s.Contains(calls[2].Prompt, "draft 2")
+	var res GraphRunResult
+	s.Require().NoError(done.GetWorkflowResult(&res))
+	s.Equal(4, countNode(res.Path, "writer"), "the stopped step, then writer visits 1, 2 and 3")
+}
+
+// countNode counts the steps of node in path.
+func countNode(path []runstore.Step, node string) int {
+	n := 0
+	for _, s := range path {
+		if s.Node == node {
+			n++
+		}
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -25,6 +26,9 @@ func (r *runImpl) endCanceled(ctx workflow.Context, err error) error {
 	if !r.at(dctx, changeCancelStatus, versionCancelStatus) {
 		return err
 	}
+	if r.at(dctx, changeCancelUncounted, versionCancelUncounted) {
+		r.uncount(r.canceled)
+	}
 	r.cp.Status = runstore.StatusCanceled
 	r.cp.Error = "canceled through Temporal; continue it with `tether resume " + r.cp.RunID + "`"
 	r.current = nil
@@ -35,4 +39,22 @@ func (r *runImpl) endCanceled(ctx workflow.Context, err error) error {
 	// The cancel may have surfaced inside a visit, as the visit's failure:
 	// the run was canceled, not failed.
 	return temporal.NewCanceledError()
+}
+
+// uncount takes the visits a cancel stopped off the path and the visit
+// counts: they did not happen, and a resume runs each again under its
+// number.
+func (r *runImpl) uncount(stopped []runstore.EndedVisit) {
+	for _, v := range stopped {
+		for i := len(r.cp.Path) - 1; i >= 0; i-- {
+			if s := r.cp.Path[i]; s.Node == v.Node && s.Visit == v.Visit && s.Status == "failed" {
+				r.cp.Path = slices.Delete(r.cp.Path, i, i+1)
+				r.cp.PathTotal--
+				break
+			}
+		}
+		if r.cp.Visits[v.Node] == v.Visit {
+			r.cp.Visits[v.Node] = v.Visit - 1
+		}
+	}
 }

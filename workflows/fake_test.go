@@ -19,7 +19,10 @@ import (
 // of an id that is not in the live root fails with ErrNoSession.
 //
 // A prompt containing "ASK:" asks the user (once per turn, until answered);
-// "FAIL" fails; "JSON:{...}" returns that object as structured output.
+// "FAIL" fails; "JSON:{...}" returns that object as structured output;
+// "CALLS:n" makes the visit n model calls of 100 tokens and a cent each,
+// which stop, as the worker's model relay stops them, once a budget of
+// the request's limits is spent.
 type fakeAgent struct {
 	name string
 
@@ -109,8 +112,20 @@ func (f *fakeAgent) Execute(ctx context.Context, req agent.Request) (agent.Resul
 		turn = "ANSWER:" + req.Answer.Text
 	}
 	disk[id] = append(disk[id], turn)
-	// Every visit costs 100 tokens and a cent.
-	res := agent.Result{SessionID: id, Fingerprint: f.Fingerprint(req), Usage: agent.Usage{InputTokens: 90, OutputTokens: 10, CostUSD: 0.01, CostKnown: true}}
+	// Every model call costs 100 tokens and a cent; a visit makes one.
+	res := agent.Result{SessionID: id, Fingerprint: f.Fingerprint(req)}
+	calls := 1
+	if i := strings.Index(req.Prompt, "CALLS:"); i >= 0 {
+		_, _ = fmt.Sscanf(req.Prompt[i+len("CALLS:"):], "%d", &calls)
+	}
+	for range calls {
+		if res.BudgetStop = agent.Spent(req.Limits, res.Usage); res.BudgetStop != "" {
+			res.Metered = res.Usage
+			res.Text = fmt.Sprintf("stopped in turn %d of %s", len(disk[id]), id)
+			return res, nil
+		}
+		res.Usage = res.Usage.Add(agent.Usage{InputTokens: 90, OutputTokens: 10, CostUSD: 0.01, CostKnown: true})
+	}
 	if strings.Contains(req.Prompt, "FAIL") {
 		return agent.Result{}, fmt.Errorf("%w: asked to fail", agent.ErrScript)
 	}

@@ -25,10 +25,10 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.onBaseline(ctx)
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
-	r.onBaseline(ctx)
 	if err := r.claimRunID(ctx); err != nil {
 		return nil, err
 	}
@@ -41,6 +41,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 // execute runs the graph from where the input says.
 func (r *runImpl) execute(ctx workflow.Context) (*GraphRunResult, error) {
 	in := r.in
+	r.askAgainIfRewound(ctx)
 	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
 		if in.Checkpoint == nil {
 			// A new run has a workspace from its first visit: the one
@@ -132,6 +133,12 @@ type runImpl struct {
 	retryNotes []retryNote
 	// notices are the notices this execution sent (notice.go).
 	notices notices
+	// canceled are the visits a cancel stopped (cancel.go).
+	canceled []runstore.EndedVisit
+	// rewound says this execution starts from the checkpoint a rewind
+	// wrote: the questions its pause waits for are asked again
+	// (changeRewoundQuestions).
+	rewound bool
 	// gh keeps the run's GitHub thread current (github.go).
 	gh gitHubReporter
 }
@@ -144,6 +151,9 @@ type question struct {
 	Answered   bool
 	Answer     string
 	AllowEmpty bool
+	// Notice names the notice sent for this asking of the question
+	// (runstore.Question.Notice), which its answer links name.
+	Notice string
 }
 
 func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
@@ -155,6 +165,8 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		cp := *in.Checkpoint
 		r.cp = &cp
 		r.cp.RunID = in.RunID
+		l := cp.Lineage
+		r.rewound = l != nil && l.Kind == "rewind" && l.At != 0 && l.At == cp.Seq
 	} else {
 		if in.Graph == nil {
 			return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a graph or a checkpoint", ErrTypeGraph, nil)
@@ -191,6 +203,10 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	// again under the same visit number, so its questions keep their ids.
 	if p := r.cp.Pause; p != nil && p.Visit > 0 {
 		r.cp.Visits[p.NodeID] = p.Visit - 1
+	}
+	// So does one a spent budget stopped mid-turn: the visit goes on.
+	if s := r.cp.Stopped; s != nil && s.Visit > 0 {
+		r.cp.Visits[s.Node] = s.Visit - 1
 	}
 	return r, nil
 }
@@ -349,7 +365,7 @@ func (r *runImpl) register(node string, qs []runstore.Question) []*question {
 	for _, q := range qs {
 		existing := r.lookup(q.ID)
 		if existing == nil {
-			existing = &question{ID: q.ID, Node: node, Text: q.Text, AllowEmpty: q.AllowEmpty}
+			existing = &question{ID: q.ID, Node: node, Text: q.Text, AllowEmpty: q.AllowEmpty, Notice: q.Notice}
 			r.questions = append(r.questions, existing)
 		}
 		mine = append(mine, existing)
@@ -391,7 +407,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node)})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node), Asking: q.Notice})
 		}
 	}
 	return s

@@ -161,14 +161,62 @@ const (
 	changeCancelStatus  = "cancel-status"
 	versionCancelStatus = 1
 
+	// changeEndedVisit: a run whose edges failed after a visit ended
+	// records that visit in its checkpoint (Ended), and an execution
+	// started from such a checkpoint (resume, possibly with a corrected
+	// graph) chooses the edges again from the visit's output instead of
+	// visiting the node again, so a tool's effects are not repeated
+	// (ended-visit.json). Executions before it visited the node again.
+	changeEndedVisit  = "ended-visit"
+	versionEndedVisit = 1
+
+	// changeCancelUncounted: a visit a cancel stopped is taken off the
+	// run's path and visit counts, so it counts as no visit and a resume
+	// runs it again under the same number (cancel-uncounted.json).
+	// Executions before it counted it as a failed visit.
+	changeCancelUncounted  = "cancel-uncounted"
+	versionCancelUncounted = 1
+
+	// changeBudgetMidVisit: an agent visit of the run's trunk that counts
+	// against a budget gives the Visit activity its budgets, whose model
+	// relay refuses the next model call once one is spent; the visit then
+	// ends there, its slot and usage are committed, and the run stops
+	// resumably with its cursor on the node, which a resume continues
+	// (budget-mid-visit.json). Runs recorded before checked budgets only
+	// after each visit (budget-stop.json).
+	changeBudgetMidVisit  = "budget-mid-visit"
+	versionBudgetMidVisit = 1
+
+	// changeRefFreeNotes: the notes the workflow writes hide every blob
+	// key in the text they quote (internal/blobref), as the visit's own
+	// notes do: the "not resumed" note of an inbound _session_id, the
+	// cause a visit started again is told (a store fault names the key
+	// it failed on), the retry notes of the run's details; and a
+	// DeleteBlobs step names the nodes whose blobs it deletes, not the
+	// keys (ref-free-notes.json). Runs recorded before quoted the text
+	// as it was, and named the first key.
+	changeRefFreeNotes  = "ref-free-notes"
+	versionRefFreeNotes = 1
+
+	// changeRewoundQuestions: a run rewound to a checkpoint taken while it
+	// waited for a question asks it again: a new notice, whose answer
+	// links name this asking, instead of the notice (and links) sent
+	// before the rewind, which may have answered it once already
+	// (rewound-questions.json). Runs recorded before kept the earlier
+	// notice (rewound-questions-before.json).
+	changeRewoundQuestions  = "rewound-questions"
+	versionRewoundQuestions = 1
+
 	// changeBaseline: a new execution takes every change above at its
 	// version (baselineChanges) without asking GetVersion for each: each
-	// first GetVersion of an execution records a marker and upserts the
-	// TemporalChangeVersion search attribute, a write of the server's
-	// visibility store, so a run paid about eight of each before its first
-	// visit (baseline.json). Executions recorded before ask for each
-	// change as they did; a change added after the baseline asks for
-	// itself, as before.
+	// first GetVersion of an execution records a marker event and upserts
+	// the TemporalChangeVersion search attribute (another event, and a
+	// write of the server's visibility store), so a run paid about eight
+	// of each before its first visit, and more as it reached the others
+	// (baseline.json). Executions recorded before ask for each change as
+	// they did. A change added below asks for itself, as before: the
+	// baseline's set is never changed, a later baseline is a new version
+	// with a set of its own.
 	changeBaseline  = "baseline"
 	versionBaseline = 1
 )
@@ -194,4 +242,9 @@ var baselineChanges = map[string]workflow.Version{
 	changeJoinWhy:           versionJoinWhy,
 	changeRunIDCheck:        versionRunIDCheck,
 	changeCancelStatus:      versionCancelStatus,
+	changeEndedVisit:        versionEndedVisit,
+	changeCancelUncounted:   versionCancelUncounted,
+	changeBudgetMidVisit:    versionBudgetMidVisit,
+	changeRefFreeNotes:      versionRefFreeNotes,
+	changeRewoundQuestions:  versionRewoundQuestions,
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -131,18 +132,22 @@ func (r *runImpl) noticeQuestions(ctx workflow.Context, node string, qs []runsto
 		if q.Notice == "" {
 			q.Notice = r.earlierNotice(q.ID)
 		}
-		if q.Notice != "" {
-			continue
+		if q.Notice == "" {
+			if len(r.noticeEndpoints(ctx)) == 0 {
+				return
+			}
+			q.Notice = fmt.Sprintf("%s/%s/%d", graph.NotifyWaiting, q.ID, r.cp.Seq)
+			// The notice's key names this asking; its answer links
+			// carry it, and answer no other (internal/answerlink).
+			nq := &notify.Question{ID: q.ID, Text: q.Text, Asking: q.Notice}
+			if n, ok := r.g.Node(node); ok && n.Kind == graph.KindHuman {
+				nq.Options = n.Options
+			}
+			r.notice(ctx, graph.NotifyWaiting, q.Notice, notify.Notice{Node: node, Question: nq, Status: runstore.StatusWaiting})
 		}
-		if len(r.noticeEndpoints(ctx)) == 0 {
-			return
+		if known := r.lookup(q.ID); known != nil {
+			known.Notice = q.Notice
 		}
-		q.Notice = fmt.Sprintf("%s/%s/%d", graph.NotifyWaiting, q.ID, r.cp.Seq)
-		nq := &notify.Question{ID: q.ID, Text: q.Text}
-		if n, ok := r.g.Node(node); ok && n.Kind == graph.KindHuman {
-			nq.Options = n.Options
-		}
-		r.notice(ctx, graph.NotifyWaiting, q.Notice, notify.Notice{Node: node, Question: nq, Status: runstore.StatusWaiting})
 	}
 }
 
@@ -157,6 +162,27 @@ func (r *runImpl) earlierNotice(id string) string {
 		}
 	}
 	return ""
+}
+
+// askAgainIfRewound: a run rewound to a checkpoint taken while it waited
+// for a question asks it again (changeRewoundQuestions): it forgets the
+// notice sent before the rewind, so that people are told anew, with
+// answer links that name this asking, and the links sent before, one of
+// which may have answered the question already, answer nothing.
+func (r *runImpl) askAgainIfRewound(ctx workflow.Context) {
+	p := r.cp.Pause
+	if !r.rewound || p == nil || !slices.ContainsFunc(p.Questions, func(q runstore.Question) bool { return q.Notice != "" }) {
+		return
+	}
+	if !r.at(ctx, changeRewoundQuestions, versionRewoundQuestions) {
+		return
+	}
+	again := *p
+	again.Questions = slices.Clone(p.Questions)
+	for i := range again.Questions {
+		again.Questions[i].Notice = ""
+	}
+	r.cp.Pause = &again
 }
 
 // noticeEnd sends the notice of how the execution ended, if it ended the

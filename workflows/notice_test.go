@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runstore"
 )
 
 // noticeRecorder stands in for the Notify activity: it records each
@@ -114,4 +115,69 @@ edges:
 	s.Equal("failed", rec.sent[0].Event)
 	s.Equal("failed", rec.sent[0].Status)
 	s.Contains(rec.sent[0].Error, "asked to fail")
+}
+
+// waitingCheckpoint runs humanGraph with notices until it waits for
+// ask-1, answers it, and returns the checkpoint taken while it waited.
+func (s *GraphRunSuite) waitingCheckpoint() *runstore.Checkpoint {
+	s.withNotices(notify.Endpoint{Name: "ops", URL: "https://ops.example/hook"})
+	var waiting *runstore.Checkpoint
+	s.env.RegisterDelayedCallback(func() {
+		waiting = s.latest()
+		s.Equal("waiting/ask-1/0", s.queryState().Questions[0].Asking, "the state names the asking")
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+	}, time.Hour)
+	_, err := s.run(humanGraph, map[string]any{"title": "Otters"})
+	s.Require().NoError(err)
+	s.Require().NotNil(waiting.Pause)
+	return waiting
+}
+
+// restart runs GraphRun again from cp (as rewind and resume do) with
+// notices, and returns the asking of ask-1 it waits for and the notices
+// it sent.
+func (s *GraphRunSuite) restart(cp *runstore.Checkpoint, before bool) (string, *noticeRecorder) {
+	s.SetupTest()
+	rec := s.withNotices(notify.Endpoint{Name: "ops", URL: "https://ops.example/hook"})
+	if before {
+		s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
+		s.env.OnGetVersion(changeRewoundQuestions, workflow.DefaultVersion, versionRewoundQuestions).Return(workflow.DefaultVersion)
+	}
+	var asking string
+	s.env.RegisterDelayedCallback(func() {
+		asking = s.queryState().Questions[0].Asking
+		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "no"})
+	}, time.Hour)
+	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: cp})
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	return asking, rec
+}
+
+// A run rewound to a checkpoint taken while it waited asks the question
+// again (changeRewoundQuestions): a new notice, whose asking its answer
+// links name, so the links sent before the rewind answer nothing. A run
+// resumed from the same checkpoint (not rewound) waits for the same
+// asking and sends nothing again; a run recorded before the change kept
+// the earlier notice.
+func (s *GraphRunSuite) TestRewoundQuestionsAreAskedAgain() {
+	waiting := s.waitingCheckpoint()
+	rewound := *waiting
+	rewound.Seq = 3
+	rewound.Lineage = &runstore.Lineage{Run: "run-1", Seq: waiting.Seq, Kind: "rewind", At: 3}
+
+	asking, rec := s.restart(&rewound, false)
+	s.Equal("waiting/ask-1/3", asking)
+	s.Equal([]string{"waiting", "completed"}, rec.events("ops"))
+	s.Require().NotNil(rec.sent[0].Question)
+	s.Equal("waiting/ask-1/3", rec.sent[0].Question.Asking, "the notice's links name the new asking")
+	s.Equal(notify.Key("run-1", "waiting/ask-1/3", "ops"), rec.sent[0].Key)
+
+	asking, rec = s.restart(waiting, false)
+	s.Equal("waiting/ask-1/0", asking, "a resume waits for the same asking")
+	s.Equal([]string{"completed"}, rec.events("ops"), "and tells no one again")
+
+	asking, rec = s.restart(&rewound, true)
+	s.Equal("waiting/ask-1/0", asking, "before the change")
+	s.Equal([]string{"completed"}, rec.events("ops"))
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -115,7 +117,10 @@ func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
 	// Named in the Web UI like every other step of a one-trip run; a
 	// summary is metadata, so older executions replay unchanged without one.
 	summary := ""
-	if r.viaVisit {
+	switch {
+	case r.viaVisit && r.refFree(ctx):
+		summary = deleteSummaryOfNodes(r.cp.RunID, live)
+	case r.viaVisit:
 		summary = deleteSummary(live)
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -128,7 +133,28 @@ func (r *runImpl) deleteBlobs(ctx workflow.Context, keys []string) {
 	}
 }
 
-// deleteSummary names a DeleteBlobs step: how many blobs, and the first.
+// deleteSummaryOfNodes names a DeleteBlobs step of run by how many blobs
+// it deletes and whose (changeRefFreeNotes): a summary is an event the Web
+// UI shows, and no event names a ref (ADR-089).
+func deleteSummaryOfNodes(run string, keys []string) string {
+	var nodes []string
+	for _, k := range keys {
+		if _, node, err := runstore.ParseRef(run, k); err == nil && node != "" && !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
+		}
+	}
+	s := fmt.Sprintf("delete %d superseded blobs", len(keys))
+	if len(keys) == 1 {
+		s = "delete a superseded blob"
+	}
+	if len(nodes) > 0 {
+		s += " of " + strings.Join(nodes, ", ")
+	}
+	return oneLine(s, 160)
+}
+
+// deleteSummary names a DeleteBlobs step: how many blobs, and the first
+// (runs recorded before changeRefFreeNotes).
 func deleteSummary(keys []string) string {
 	if len(keys) == 1 {
 		return "delete superseded blob " + oneLine(keys[0], 120)
@@ -163,19 +189,36 @@ func (r *runImpl) mintID(ctx workflow.Context) string {
 var mintHook func(id string)
 
 // onBaseline decides, first thing in an execution, whether it takes the
-// baseline's changes all at once (changeBaseline).
+// baseline's changes at once (changeBaseline). An execution recorded
+// before the baseline has no marker for it, and asks for each change as
+// it did.
 func (r *runImpl) onBaseline(ctx workflow.Context) {
-	r.baseline = workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, versionBaseline) >= versionBaseline
+	r.baseline = workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, versionBaseline) == versionBaseline
 }
 
-// at reports whether this execution takes change at version: at once on
-// the baseline, for a change the baseline names at that version; else as
-// GetVersion says, which records the choice the first time.
+// at reports whether this execution takes change at version. On the
+// baseline, a change the baseline holds at that version or newer is taken
+// without asking. Otherwise GetVersion says, recording the choice the
+// first time; on the baseline, no marker (workflow.DefaultVersion) means
+// the baseline's version of the change, so that a later version of a
+// baseline change asks for itself and still replays the executions that
+// took the baseline's. Every GetVersion of a change goes through here
+// (TestEveryChangeAsksThroughTheBaseline).
 func (r *runImpl) at(ctx workflow.Context, change string, version workflow.Version) bool {
-	if r.baseline && baselineChanges[change] >= version {
+	base := workflow.DefaultVersion
+	if r.baseline {
+		if v, ok := baselineChanges[change]; ok {
+			base = v
+		}
+	}
+	if base >= version {
 		return true
 	}
-	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, version) == version
+	v := workflow.GetVersion(ctx, change, workflow.DefaultVersion, version)
+	if v == workflow.DefaultVersion {
+		v = base
+	}
+	return v >= version
 }
 
 // oneTripVisits reports whether this run visits agents and tools in one

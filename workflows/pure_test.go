@@ -116,6 +116,16 @@ func TestBudgetIsSpentOnlyPastItsLimit(t *testing.T) {
 func TestDeleteSummary(t *testing.T) {
 	assert.Equal(t, "delete superseded blob k1", deleteSummary([]string{"k1"}))
 	assert.Equal(t, "delete 2 superseded blobs (k1, …)", deleteSummary([]string{"k1", "k2"}))
+
+	// Since changeRefFreeNotes: whose blobs, never a key.
+	const id = "01J00000000000000000000BEN"
+	keys := []string{runstore.SessionKey("r1", "writer", id), runstore.PauseKey("r1", "writer", id), runstore.SessionKey("r1", "judge", id), "not-a-key"}
+	assert.Equal(t, "delete 4 superseded blobs of writer, judge", deleteSummaryOfNodes("r1", keys))
+	assert.Equal(t, "delete a superseded blob of writer", deleteSummaryOfNodes("r1", keys[:1]))
+	assert.Equal(t, "delete a superseded blob", deleteSummaryOfNodes("r1", []string{runstore.SessionKey("r2", "writer", id)}), "another run's key names nothing")
+	for _, k := range keys {
+		assert.NotContains(t, deleteSummaryOfNodes("r1", keys), k)
+	}
 }
 
 // A progress save counts only finished visits: one visit of each node in

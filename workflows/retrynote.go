@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 )
 
 // lostFacts is what the next activity of a visit is told about the one
@@ -18,8 +19,16 @@ import (
 // said it had done, on top of what was lost before it. A heartbeat
 // timeout carries the last heartbeat's details; a failure that may pass,
 // and a worker that stopped, carry them in the error (activities'
-// withProgress).
-func lostFacts(err error, before *agent.Interruption) *agent.Interruption {
+// withProgress). With refFree (changeRefFreeNotes), a blob key the
+// failure's message quotes is hidden before the message is cut, so that
+// no part of it reaches the note.
+func lostFacts(err error, before *agent.Interruption, refFree bool) *agent.Interruption {
+	message := func(s string) string {
+		if refFree {
+			s = blobref.Hide(s)
+		}
+		return oneLine(s, 160)
+	}
 	var (
 		last  agent.Progress
 		cause string
@@ -36,7 +45,7 @@ func lostFacts(err error, before *agent.Interruption) *agent.Interruption {
 			last = decodeProgress(te.LastHeartbeatDetails)
 		}
 	case errors.As(err, &ae):
-		cause = "it failed: " + oneLine(ae.Message(), 160)
+		cause = "it failed: " + message(ae.Message())
 		if ae.Type() == activities.ErrTypeWorkerStopping {
 			cause = "its worker was shut down"
 		}
@@ -44,7 +53,7 @@ func lostFacts(err error, before *agent.Interruption) *agent.Interruption {
 			last = decodeProgress(ae.Details)
 		}
 	default:
-		cause = "it failed: " + oneLine(err.Error(), 160)
+		cause = "it failed: " + message(err.Error())
 	}
 	if last.Interrupted == nil {
 		last.Interrupted = before
@@ -91,6 +100,10 @@ func (r *runImpl) noteRetry(ctx workflow.Context, node string, visit int, out ma
 	if note == "" {
 		return
 	}
+	if r.refFree(ctx) {
+		// A worker of an older build wrote the note as it was.
+		note = blobref.Hide(note)
+	}
 	workflow.GetLogger(ctx).Info("a visit ran again after an interrupted attempt", "node", node, "visit", visit)
 	r.retryNotes = append(r.retryNotes, retryNote{Node: node, Visit: visit, Note: note})
 	if over := len(r.retryNotes) - maxRetryNotes; over > 0 {
@@ -117,4 +130,10 @@ func withSummary(o workflow.ActivityOptions, suffix string) workflow.ActivityOpt
 		o.Summary += suffix
 	}
 	return o
+}
+
+// refFree says whether this execution's notes hide the blob keys they
+// quote (changeRefFreeNotes).
+func (r *runImpl) refFree(ctx workflow.Context) bool {
+	return r.at(ctx, changeRefFreeNotes, versionRefFreeNotes)
 }

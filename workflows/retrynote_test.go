@@ -18,7 +18,7 @@ func TestLostFactsFromAFailureThatMayPass(t *testing.T) {
 	p := agent.Progress{Node: "check", Visit: 1, Backend: "tool", Activity: "sh -c deploy", Elapsed: 3 * time.Second}
 	err := temporal.NewNonRetryableApplicationError("snapshot: put failed", activities.ErrTypeMayPass, errors.New("put failed"), p)
 	before := &agent.Interruption{Attempts: 2}
-	i := lostFacts(err, before)
+	i := lostFacts(err, before, false)
 	assert.Equal(t, 3, i.Attempts)
 	assert.True(t, i.Started)
 	assert.Equal(t, 3*time.Second, i.Elapsed)
@@ -26,7 +26,7 @@ func TestLostFactsFromAFailureThatMayPass(t *testing.T) {
 	assert.Contains(t, i.Cause, "it failed: snapshot: put failed")
 
 	stopping := temporal.NewApplicationError("worker w stopped", activities.ErrTypeWorkerStopping, nil)
-	i = lostFacts(stopping, nil)
+	i = lostFacts(stopping, nil, false)
 	assert.Equal(t, 1, i.Attempts)
 	assert.False(t, i.Started, "no details: what it did is not known")
 	assert.Equal(t, "its worker was shut down", i.Cause)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,6 +21,14 @@ import (
 
 // run walks the graph from the checkpoint's cursor until an end node.
 func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
+	// An execution seeded with a visit that ended before its edges failed
+	// chooses them again from its output (changeEndedVisit).
+	keepEnded := r.at(ctx, changeEndedVisit, versionEndedVisit)
+	ended := r.cp.Ended
+	r.cp.Ended = nil
+	if !keepEnded {
+		ended = nil
+	}
 	for {
 		if len(r.cp.Cursor) == 0 {
 			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
@@ -45,9 +54,21 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if node.Kind == graph.KindEnd {
 			return r.complete(ctx, node, cur)
 		}
-		v, err := r.visit(ctx, node, cur, &scope{})
-		if err != nil {
-			return nil, r.fail(ctx, err)
+		var v visitResult
+		if ended != nil && ended.Node == cur.Node && ended.Visit == r.cp.Visits[cur.Node] && len(r.cp.Cursor) == 1 {
+			// The visit ran and ended; what failed came after it. Its
+			// output is the run's: it is not run again (its effects with it).
+			v = visitResult{output: r.cp.Outputs[cur.Node]}
+			workflow.GetLogger(ctx).Info("taking the output of the visit that ended before the run failed", "node", cur.Node, "visit", ended.Visit)
+		} else {
+			var err error
+			if v, err = r.visit(ctx, node, cur, &scope{}); err != nil {
+				return nil, r.fail(ctx, err)
+			}
+		}
+		ended = nil
+		if v.budgetStop != "" {
+			return nil, r.stopMidVisit(ctx, node, cur, v)
 		}
 		next, err := r.selectNext(node, cur, v.output)
 		if err != nil {
@@ -56,6 +77,9 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 			r.cp.Cursor = []runstore.Cursor{cur}
 			r.cp.Status = runstore.StatusFailed
 			r.cp.Error = activities.ErrorText(err)
+			if keepEnded {
+				r.cp.Ended = &runstore.EndedVisit{Node: cur.Node, Visit: r.cp.Visits[cur.Node]}
+			}
 			if serr := r.save(ctx); serr != nil {
 				return nil, r.failResumable(ctx, cur, serr)
 			}
@@ -104,6 +128,10 @@ type visitResult struct {
 	guidance []runstore.Guidance
 	// usage is what the visit cost, every round of it.
 	usage agent.Usage
+	// budgetStop says which budget a spent model call stopped the visit
+	// at, mid-turn (changeBudgetMidVisit): its output is not the node's,
+	// and the run stops resumably on the node.
+	budgetStop string
 }
 
 // visit runs one node and records its output and path step in memory.
@@ -145,8 +173,20 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
+		if errors.Is(ctx.Err(), workflow.ErrCanceled) {
+			// A cancel stopped it: endCanceled decides whether it counts.
+			r.canceled = append(r.canceled, runstore.EndedVisit{Node: node.ID, Visit: visitNo})
+		}
 		r.addStep(failedStep(step, err))
 		return v, err
+	}
+	if v.budgetStop != "" {
+		// A turn cut short: the node's output stays its last finished
+		// visit's.
+		step = stoppedStep(step, v.budgetStop, v.usage)
+		step.Guidance = v.guidance
+		r.addStep(step)
+		return v, nil
 	}
 	r.setOutput(node.ID, visitNo, v.output)
 	r.noteRetry(ctx, node.ID, visitNo, v.output)

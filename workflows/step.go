@@ -45,6 +45,16 @@ func finishedStep(step runstore.Step, node *graph.Node, out map[string]any, usag
 	return step
 }
 
+// stoppedStep completes the path step of a visit a spent budget stopped
+// mid-turn, with why and what it had cost.
+func stoppedStep(step runstore.Step, why string, usage agent.Usage) runstore.Step {
+	step.Status = runstore.StepStopped
+	step.Outcome = runstore.OutcomeBudget
+	step.Usage = usage
+	step.Detail = cut(why, runstore.StepDetailBytes)
+	return step
+}
+
 // failedStep completes the path step of a visit that failed with err.
 func failedStep(step runstore.Step, err error) runstore.Step {
 	step.Status = "failed"

@@ -12,7 +12,7 @@ import (
 // activity on any worker.
 func (r *runImpl) toolVisit(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, visitNo int, sc *scope) (visitResult, error) {
 	// A tool visit is given no blob keys, so no attempt leaves any.
-	res, _, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, nil, sc)
+	res, _, err := r.oneTrip(ctx, node, visitNo, resolve.Plan{Kind: resolve.Fresh, Input: cur.Input}, nil, nil, visitExtras{}, sc)
 	if err != nil {
 		return visitResult{}, err
 	}

@@ -40,6 +40,11 @@ type Request struct {
 	// Settings are the node's agent settings, over the executor's
 	// worker-wide defaults.
 	Settings Settings
+	// Limits are the budgets the visit counts against. A backend whose
+	// model calls go through the worker's model relay refuses the next
+	// call once one of them is spent, and the visit ends there
+	// (Result.BudgetStop).
+	Limits []Limit
 	// Progress, when set, is called with what the visit has done so far
 	// each time the executor learns more (a tool call, reply text, token
 	// counts), from the goroutine that reads the CLI's output. It must
@@ -75,8 +80,21 @@ type Result struct {
 	// must pause; the session files are still live on disk.
 	NeedsInteraction *Interaction
 	// Usage is what this visit alone cost (never the conversation's
-	// earlier visits), also when it asked the user.
+	// earlier visits), also when it asked the user. Where the worker's
+	// model relay carried the visit's model calls, each token count is at
+	// least what the relay read in the model's answers (Metered): a CLI
+	// that stopped on an error may report less than it spent.
 	Usage Usage
+	// Metered is what the worker's model relay read in the model's
+	// answers during the visit (tokens only: the relay knows no prices);
+	// zero when no relay carried them.
+	Metered Usage
+	// BudgetStop, when set, says which budget was spent mid-visit: the
+	// relay refused the CLI's next model call and the visit ended there.
+	// The session on disk holds the conversation up to that call, and the
+	// visit is otherwise a finished one (its text so far, its usage, its
+	// files), which the run stops after, resumably.
+	BudgetStop string
 }
 
 // Interaction is an in-node ask_user: the visit pauses until answered.

@@ -19,6 +19,11 @@ var (
 	// is a link, not a regular file, or over its size cap
 	// (internal/untrusted). The visit fails; the worker goes on.
 	ErrUnsafeFile = errors.New("backend: a file the agent could write is not one the worker reads")
+	// ErrPathRefused: the sandbox will not run the program (named
+	// through "..", or leading outside where a confined program may come
+	// from) or give a path the process asks for (internal/sandbox). The
+	// visit fails before anything starts; the worker goes on.
+	ErrPathRefused = errors.New("backend: a path the sandbox refuses")
 )
 
 // ErrorType names a typed failure for Temporal application errors.
@@ -36,6 +41,8 @@ func ErrorType(err error) string {
 		return "ScriptedFailure"
 	case errors.Is(err, ErrUnsafeFile):
 		return "UnsafeFile"
+	case errors.Is(err, ErrPathRefused):
+		return "PathRefused"
 	default:
 		return ""
 	}

@@ -65,8 +65,14 @@ type Facts struct {
 	Credentials []string
 	// ModelEndpoints are the host:port the CLI reaches its model at when
 	// the worker names no endpoint of its own: what a confined visit of
-	// an agent node may reach by default (`network: model`).
+	// an agent node may reach by default (`network: model`) when no model
+	// relay carries its calls.
 	ModelEndpoints []string
+	// ModelURL is the CLI's own model endpoint, as its base URL variable
+	// (VarBaseURL) takes it, where the worker's model relay sends the
+	// visit's calls when the worker names no endpoint; empty for a CLI
+	// whose endpoint Tether does not know, which then gets no key.
+	ModelURL string
 }
 
 // The model APIs a CLI may speak (Facts.Wire).
@@ -93,8 +99,10 @@ type VarRole string
 const (
 	// VarBaseURL is the model endpoint (cliexec.Options.BaseURL).
 	VarBaseURL VarRole = "base_url"
-	// VarAPIKey is the endpoint's key (cliexec.Options.APIKey): it reaches
-	// the CLI in its environment only, and no log line shows it.
+	// VarAPIKey is the endpoint's key (cliexec.Options.APIKey): the
+	// worker's model relay holds it and puts it on the CLI's calls to the
+	// endpoint; the CLI gets a placeholder of the visit's, and no log line
+	// shows the key.
 	VarAPIKey VarRole = "api_key"
 	// VarModel is the default model (cliexec.Options.Model).
 	VarModel VarRole = "model"

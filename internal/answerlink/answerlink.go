@@ -1,7 +1,7 @@
 // Package answerlink makes and checks one-click answer links: signed
-// tokens that let whoever holds one answer one question of one run, with
-// one given answer or through the console's answer form, until it
-// expires. A worker signs them into a notice (internal/notify) with the
+// tokens that let whoever holds one answer one asking of one question of
+// one run, with one given answer or through the console's answer form,
+// until it expires. A worker signs them into a notice (internal/notify) with the
 // link key; the console (tether console) checks them with the same key,
 // shows the question and asks for confirmation, and only then answers
 // through the run's answer update, which refuses a question already
@@ -14,7 +14,16 @@
 // another key and an expired token are each refused with a reason of
 // their own (ErrForged, ErrExpired); and that a token is never accepted
 // for a run or question other than the one it names (ErrOtherRun,
-// ErrOtherQuestion).
+// ErrOtherQuestion), nor for another asking of its question (ErrAskedAgain).
+//
+// A run can ask the same question again: a rewind to before it (or to a
+// checkpoint that waited for it), or a resume that runs its node again,
+// gives it the same id. A link names the asking it was sent for (the key
+// of the notice that carried it: the question and the checkpoint the run
+// had reached when it asked), so a link from before cannot answer the
+// question asked since, with an answer someone gave to another asking.
+// Links made before they named an asking (version 1) are refused as such
+// (ErrOldLink): nothing in them says which asking they were sent for.
 package answerlink
 
 import (
@@ -54,20 +63,29 @@ var (
 	// question than the address it was opened at.
 	ErrOtherRun      = errors.New("answerlink: the link is for another run")
 	ErrOtherQuestion = errors.New("answerlink: the link is for another question")
+	// ErrAskedAgain: the question was asked again since the link was
+	// sent (after a rewind, or a resume that ran its node again).
+	ErrAskedAgain = errors.New("answerlink: the question was asked again since the link was sent")
+	// ErrOldLink: the link was made by a Tether that did not name the
+	// asking in a link; it cannot show which asking it was sent for.
+	ErrOldLink = errors.New("answerlink: the link was made by an older Tether and names no asking of its question")
 )
 
 // domain separates answer links from anything else the key might sign.
 const domain = "tether answer link v1\x00"
 
-// Link is what a token grants: answering Question of Run, with Answer
-// when Fixed (one link per option), else through the answer form, until
-// Expires.
+// Link is what a token grants: answering the asking Asking of Question
+// of Run, with Answer when Fixed (one link per option), else through the
+// answer form, until Expires.
 type Link struct {
 	Run      string
 	Question string
-	Answer   string
-	Fixed    bool
-	Expires  time.Time
+	// Asking names the asking the link was sent for: the key of the
+	// notice that carried it (runapi.PendingQuestion.Asking).
+	Asking  string
+	Answer  string
+	Fixed   bool
+	Expires time.Time
 }
 
 // payload is a Link as the token holds it, with short names: a link goes
@@ -76,21 +94,30 @@ type payload struct {
 	V int    `json:"v"`
 	R string `json:"r"`
 	Q string `json:"q"`
+	// K is the asking (version 2 on).
+	K string `json:"k,omitempty"`
 	// A is the answer of a one-option link; nil for a form link.
 	A *string `json:"a,omitempty"`
 	X int64   `json:"x"`
 }
 
 // maxToken bounds a token a console reads (an option is at most 200
-// bytes, a run id 128, a question id under 200).
+// bytes, a run id 128, a question id under 200, an asking under 250).
 const maxToken = 2048
+
+// version is the payload's version: 2 names the asking; 1, before it,
+// did not.
+const version = 2
 
 // Sign makes the token of l with key.
 func Sign(key []byte, l Link) (string, error) {
 	if len(key) < 16 {
 		return "", fmt.Errorf("answerlink: the link key has %d bytes; %s needs 32", len(key), KeyEnv)
 	}
-	p := payload{V: 1, R: l.Run, Q: l.Question, X: l.Expires.Unix()}
+	if l.Asking == "" {
+		return "", fmt.Errorf("answerlink: a link to question %s of run %s names no asking; it could answer the question asked again later", l.Question, l.Run)
+	}
+	p := payload{V: version, R: l.Run, Q: l.Question, K: l.Asking, X: l.Expires.Unix()}
 	if l.Fixed {
 		a := l.Answer
 		p.A = &a
@@ -130,15 +157,18 @@ func Verify(key []byte, token string, now time.Time) (Link, error) {
 	var p payload
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || p.V != 1 || p.R == "" || p.Q == "" {
+	if err := dec.Decode(&p); err != nil || p.R == "" || p.Q == "" || (p.V != 1 && p.V != version) || (p.V == version) != (p.K != "") {
 		return Link{}, ErrMalformed
 	}
-	l := Link{Run: p.R, Question: p.Q, Expires: time.Unix(p.X, 0).UTC()}
+	l := Link{Run: p.R, Question: p.Q, Asking: p.K, Expires: time.Unix(p.X, 0).UTC()}
 	if p.A != nil {
 		l.Answer, l.Fixed = *p.A, true
 	}
 	if !now.Before(l.Expires) {
 		return l, fmt.Errorf("%w (on %s)", ErrExpired, l.Expires.Format(time.RFC1123))
+	}
+	if p.V == 1 {
+		return l, ErrOldLink
 	}
 	return l, nil
 }
@@ -151,6 +181,16 @@ func (l Link) For(run, question string) error {
 		return fmt.Errorf("%w: it answers run %s, not %s", ErrOtherRun, l.Run, run)
 	case l.Question != question:
 		return fmt.Errorf("%w: it answers %s, not %s", ErrOtherQuestion, l.Question, question)
+	}
+	return nil
+}
+
+// Answers checks that a verified link answers the asking of its question
+// that waits now (runapi.PendingQuestion.Asking): a link sent for an
+// earlier asking is refused with ErrAskedAgain.
+func (l Link) Answers(asking string) error {
+	if l.Asking != asking {
+		return fmt.Errorf("%w: the link was sent when the run asked %s (%s); it asks it again now (%s)", ErrAskedAgain, l.Question, l.Asking, asking)
 	}
 	return nil
 }

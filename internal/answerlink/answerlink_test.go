@@ -2,6 +2,8 @@ package answerlink
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ var (
 )
 
 func TestLinks(t *testing.T) {
-	l := Link{Run: "r1", Question: "judge-2", Answer: "approve", Fixed: true, Expires: now.Add(DefaultTTL)}
+	l := Link{Run: "r1", Question: "judge-2", Asking: "waiting/judge-2/7", Answer: "approve", Fixed: true, Expires: now.Add(DefaultTTL)}
 	tok, err := Sign(key, l)
 	require.NoError(t, err)
 	got, err := Verify(key, tok, now)
@@ -44,7 +46,7 @@ func TestLinks(t *testing.T) {
 		assert.True(t, isForgedOrMalformed(err), "%q: %v", bad, err)
 	}
 
-	form, err := Sign(key, Link{Run: "r1", Question: "judge-2", Expires: now.Add(time.Hour)})
+	form, err := Sign(key, Link{Run: "r1", Question: "judge-2", Asking: "waiting/judge-2/7", Expires: now.Add(time.Hour)})
 	require.NoError(t, err)
 	got, err = Verify(key, form, now)
 	require.NoError(t, err)
@@ -56,4 +58,59 @@ func TestLinks(t *testing.T) {
 
 func isForgedOrMalformed(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), ErrForged.Error()) || strings.Contains(err.Error(), ErrMalformed.Error()))
+}
+
+// A link answers the asking it was sent for, and no later one: the same
+// question asked again (after a rewind, or a resume that ran its node
+// again) refuses it, whatever the rest of the link says.
+func TestALinkAnswersOneAsking(t *testing.T) {
+	l := Link{Run: "r1", Question: "approve-1", Asking: "waiting/approve-1/4", Answer: "ship", Fixed: true, Expires: now.Add(time.Hour)}
+	tok, err := Sign(key, l)
+	require.NoError(t, err)
+	got, err := Verify(key, tok, now)
+	require.NoError(t, err)
+	assert.Equal(t, "waiting/approve-1/4", got.Asking)
+	require.NoError(t, got.Answers("waiting/approve-1/4"))
+	err = got.Answers("waiting/approve-1/9")
+	assert.ErrorIs(t, err, ErrAskedAgain)
+	assert.Contains(t, err.Error(), "waiting/approve-1/9")
+
+	// A link must name its asking.
+	l.Asking = ""
+	_, err = Sign(key, l)
+	assert.ErrorContains(t, err, "names no asking")
+}
+
+// A link made before links named an asking (version 1) is genuine, but
+// cannot say which asking it was sent for: it is refused as old, after
+// the checks every link gets (a changed one is forged, an expired one
+// expired). A version 2 payload without an asking, or a version 1 with
+// one, is no link this package makes.
+func TestOldLinksAreRefused(t *testing.T) {
+	old := sign(t, map[string]any{"v": 1, "r": "r1", "q": "approve-1", "a": "ship", "x": now.Add(time.Hour).Unix()})
+	l, err := Verify(key, old, now)
+	assert.ErrorIs(t, err, ErrOldLink)
+	assert.Equal(t, "approve-1", l.Question, "the link says what it was for")
+	_, err = Verify(key, old, now.Add(2*time.Hour))
+	assert.ErrorIs(t, err, ErrExpired)
+	_, err = Verify(bytes.Repeat([]byte{8}, 32), old, now)
+	assert.ErrorIs(t, err, ErrForged)
+
+	for _, p := range []map[string]any{
+		{"v": 2, "r": "r1", "q": "approve-1", "x": now.Add(time.Hour).Unix()},
+		{"v": 1, "r": "r1", "q": "approve-1", "k": "waiting/approve-1/4", "x": now.Add(time.Hour).Unix()},
+		{"v": 3, "r": "r1", "q": "approve-1", "k": "waiting/approve-1/4", "x": now.Add(time.Hour).Unix()},
+	} {
+		_, err := Verify(key, sign(t, p), now)
+		assert.ErrorIs(t, err, ErrMalformed, "%v", p)
+	}
+}
+
+// sign makes a token of any payload, as Sign would.
+func sign(t *testing.T, p map[string]any) string {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(raw) + "." + enc.EncodeToString(mac(key, raw))
 }

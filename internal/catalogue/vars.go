@@ -51,3 +51,19 @@ func Shown(vars map[string]map[string]string) (shown map[string]map[string]strin
 	slices.Sort(keyed)
 	return shown, slices.Compact(keyed)
 }
+
+// KeyVars are the names of every backend's model key variable
+// (agent.VarAPIKey), sorted: the worker's model relay holds their values,
+// and no confined process gets one by name.
+func KeyVars() []string {
+	var out []string
+	for _, b := range backends {
+		for _, v := range b.Vars {
+			if v.Role == agent.VarAPIKey {
+				out = append(out, v.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -11,11 +11,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tether-run/tether/internal/runstore"
+	"github.com/tether-run/tether/internal/version"
 )
-
-// Version is this build's version; release builds set it with
-// -ldflags "-X github.com/tether-run/tether/internal/cli.Version=v1.2.3".
-var Version = ""
 
 // cancelWait is how long `tether cancel` waits to see the run close.
 const cancelWait = 30 * time.Second
@@ -55,7 +52,7 @@ func (a *app) cancel(ctx context.Context, id string) (string, error) {
 	switch statusOf(d) {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
-		return "", failedErr(fmt.Errorf("run %s is not known to Temporal at %s", id, a.cfg.TemporalAddress))
+		return "", usageErr("run %s is not known to Temporal at %s; check the id (tether list)", id, a.cfg.TemporalAddress)
 	default:
 		return "", usageErr("run %s is not open (%s); nothing to cancel", id, temporalStatusName(statusOf(d)))
 	}
@@ -82,26 +79,16 @@ func (a *app) versionCmd() *cobra.Command {
 	}
 }
 
-// versionLine is `tether v1.2.3 (go1.26.8, temporal sdk v1.51.0, checkpoint format 1)`.
+// versionLine is `tether v1.2.3 (commit 0123456789ab) (go1.26.8,
+// temporal sdk v1.51.0, checkpoint format 1)`.
 func versionLine() string {
-	v, sdk := Version, "unknown"
+	sdk := "unknown"
 	if info, ok := debug.ReadBuildInfo(); ok {
-		if v == "" {
-			v = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 && (v == "" || v == "(devel)") {
-				v = "(devel) " + s.Value[:12]
-			}
-		}
 		for _, dep := range info.Deps {
 			if dep.Path == "go.temporal.io/sdk" {
 				sdk = dep.Version
 			}
 		}
 	}
-	if v == "" {
-		v = "(devel)"
-	}
-	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", v, runtime.Version(), sdk, runstore.FormatVersion)
+	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", version.Get(), runtime.Version(), sdk, runstore.FormatVersion)
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/tether-run/tether/internal/github/triggers"
 	"github.com/tether-run/tether/internal/github/webhook"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
+	"github.com/tether-run/tether/internal/runlist"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -98,16 +100,29 @@ type consoleActions struct{ a *app }
 
 var _ console.Actions = consoleActions{}
 
+func (c consoleActions) Health(ctx context.Context, run string) health.Report {
+	return c.a.health(ctx, run)
+}
+
 func (c consoleActions) State(ctx context.Context, run string) (*console.RunState, error) {
-	st, source, d, err := c.a.loadState(ctx, run)
+	l, err := c.a.loadState(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	rs := &console.RunState{State: st, Source: source, Running: pendingProgress(d)}
+	d := l.described
+	rs := &console.RunState{State: l.st, Source: l.source, Running: pendingProgress(d), Workers: l.workers}
 	if d != nil {
 		rs.Temporal = temporalStatusName(statusOf(d))
 		info := d.GetWorkflowExecutionInfo()
 		rs.History = &console.History{RunID: info.GetExecution().GetRunId(), Events: info.GetHistoryLength()}
+		rs.Started = info.GetStartTime().AsTime()
+		if info.GetCloseTime() != nil {
+			rs.Closed = info.GetCloseTime().AsTime()
+		}
+		rs.Executions = 1
+		if row, ok, err := runlist.Run(ctx, c.a.client, run); err == nil && ok {
+			rs.Started, rs.Executions = row.Started, row.Executions
+		}
 	}
 	return rs, nil
 }
@@ -140,6 +155,10 @@ func (c consoleActions) Answer(ctx context.Context, run, question, text, by stri
 	return answer(ctx, cl, run, runapi.Answer{QuestionID: question, Text: text})
 }
 
+func (c consoleActions) QueueAnswer(ctx context.Context, run, question, text, by string) error {
+	return c.a.queueAnswer(ctx, run, runapi.Answer{QuestionID: question, Text: text}, by)
+}
+
 func (c consoleActions) Guide(ctx context.Context, run, node, text, by string) (string, error) {
 	return c.a.guide(ctx, run, node, text, by)
 }
@@ -149,7 +168,7 @@ func (c consoleActions) Cancel(ctx context.Context, run string) (string, error) 
 }
 
 func (c consoleActions) Resume(ctx context.Context, run string) (string, error) {
-	return c.a.resume(ctx, run, "", 0, 0)
+	return c.a.resume(ctx, run, "", 0, 0, graphFix{})
 }
 
 func (c consoleActions) Rewind(ctx context.Context, run string, seq int64) (string, error) {
@@ -157,7 +176,7 @@ func (c consoleActions) Rewind(ctx context.Context, run string, seq int64) (stri
 	if err != nil {
 		return "", err
 	}
-	msg, warnings, err := c.a.rewind(ctx, run, seq, runs)
+	msg, warnings, err := c.a.rewind(ctx, run, seq, runs, graphFix{})
 	for _, w := range warnings {
 		msg += w + "\n"
 	}
@@ -169,7 +188,7 @@ func (c consoleActions) Fork(ctx context.Context, run string, seq int64) (string
 	if err != nil {
 		return "", "", failedErr(err)
 	}
-	return c.a.fork(ctx, run, seq, "", runs)
+	return c.a.fork(ctx, run, seq, "", runs, graphFix{})
 }
 
 func (c consoleActions) Delete(ctx context.Context, run string) (string, error) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -48,25 +49,30 @@ func (a *app) follow(ctx context.Context, id string) error {
 	// Ctrl-C leaves the run going on, and says so.
 	interrupted, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
 	defer stopSignals()
-	f := &follower{a: a, id: id, ws: a.workers("the run"), asked: map[string]bool{}, shown: map[string]string{}}
+	// Lines of the run and of the worker watch interleave whole.
+	out := &lockedWriter{w: a.out}
+	ws := a.workers(id, "the run")
+	// A history that grew within the last second shows a worker at work:
+	// the watch asks Temporal and probes the run only while it is quiet.
+	ws.busy = func() bool { quiet, _ := h.since(); return quiet < followTick }
+	stopWorkers := ws.watch(ctx, out)
+	defer stopWorkers()
+	f := &follower{a: a, out: out, id: id, asked: map[string]bool{}, shown: map[string]string{}}
 	tick := time.NewTicker(followTick)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-done:
+			stopWorkers()
 			return f.end(ctx, &result, err)
 		case <-news:
 			f.query(ctx)
 		case <-tick.C:
-			quiet, running := h.since()
-			if quiet >= followTick || f.ws.saying() {
-				// First: a run with no worker answers no query.
-				f.ws.check(ctx, a.out)
-			}
-			if running >= followTick {
+			if _, running := h.since(); running >= followTick {
 				f.progress(ctx)
 			}
 		case <-interrupted.Done():
+			stopWorkers()
 			if ctx.Err() == nil {
 				fmt.Fprintf(a.out, "detached from run %s; it goes on without you. Follow it again with `tether status %s --follow`, stop it with `tether cancel %s`\n", id, id, id)
 				return &exitError{code: ExitDetached, err: fmt.Errorf("detached from run %s", id)}
@@ -79,8 +85,8 @@ func (a *app) follow(ctx context.Context, id string) error {
 // follower is what --follow has printed.
 type follower struct {
 	a       *app
+	out     io.Writer // a.out, shared with the worker watch
 	id      string
-	ws      *workers
 	printed int
 	asked   map[string]bool
 	// shown is the progress last printed per running visit.
@@ -101,7 +107,7 @@ func (f *follower) query(ctx context.Context) {
 	for _, q := range st.Questions {
 		if !f.asked[q.ID] {
 			f.asked[q.ID] = true
-			fmt.Fprintf(f.a.out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, f.id, q.ID)
+			fmt.Fprintf(f.out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, f.id, q.ID)
 		}
 	}
 }
@@ -111,7 +117,7 @@ func (f *follower) steps(st *runapi.State, total int, path []runstore.Step) {
 	if fresh := total - f.printed; fresh > 0 {
 		first := max(len(path)-fresh, 0)
 		for _, s := range path[first:] {
-			fmt.Fprintln(f.a.out, stepLine(st, s))
+			fmt.Fprintln(f.out, stepLine(st, s))
 		}
 		f.printed = total
 	}
@@ -129,7 +135,7 @@ func (f *follower) progress(ctx context.Context) {
 		visit, key := fmt.Sprintf("%s/%d", p.Node, p.Visit), progressKey(p)
 		if f.shown[visit] != key {
 			f.shown[visit] = key
-			fmt.Fprintf(f.a.out, "… %s\n", progressLine(p))
+			fmt.Fprintf(f.out, "… %s\n", progressLine(p))
 		}
 	}
 }
@@ -139,7 +145,7 @@ func (f *follower) progress(ctx context.Context) {
 // that failed, or whose worker's result does not say what each node cost,
 // is asked for its state.
 func (f *follower) end(ctx context.Context, result *runapi.GraphRunResult, err error) error {
-	st := f.last
+	var st *runapi.State
 	if err == nil && (result.NodeUsage != nil || result.Usage.IsZero()) {
 		st = &runapi.State{RunID: f.id, Visits: result.NodeVisits, Usage: result.NodeUsage, TotalUsage: result.Usage}
 		f.steps(st, result.Visits, result.Path)

@@ -20,7 +20,7 @@ import (
 func TestFollowEndsFromTheResult(t *testing.T) {
 	var out bytes.Buffer
 	a := &app{cfg: config.Config{TemporalAddress: "127.0.0.1:1", Namespace: "default"}, out: &out, errOut: &out}
-	f := &follower{a: a, id: "r1", asked: map[string]bool{}, shown: map[string]string{}, printed: 1}
+	f := &follower{a: a, out: &out, id: "r1", asked: map[string]bool{}, shown: map[string]string{}, printed: 1}
 	used := agent.Usage{InputTokens: 1200, OutputTokens: 30}
 	res := &runapi.GraphRunResult{
 		RunID: "r1", Status: runstore.StatusCompleted, EndNode: "done", Visits: 3, Usage: used,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -59,6 +61,9 @@ func (a *app) guide(ctx context.Context, id, node, text, by string) (string, err
 	}
 	if err := runapi.CheckGuide(g, gd); err != nil {
 		return "", usageErr("run %s: %v", id, err)
+	}
+	if from, ok := a.whereRunIs(ctx, id); ok && !reachable(g, from, node) {
+		return "", usageErr("run %s: node %s cannot be visited again from where the run is (%s): no edge leads back to it, so no visit would read the note", id, node, strings.Join(append(slices.Clone(from.visiting), from.next...), ", "))
 	}
 	if len(gd.Text) > runapi.MaxGuideText {
 		return "", usageErr("the note is %d bytes; a note may hold %d", len(gd.Text), runapi.MaxGuideText)
@@ -122,4 +127,59 @@ func osUser() string {
 		name += "@" + h
 	}
 	return name
+}
+
+// runPlace is where a run is: the nodes being visited now, and the
+// nodes it visits next without going anywhere first.
+type runPlace struct {
+	visiting, next []string
+}
+
+// whereRunIs asks the live run where it is (else its latest checkpoint);
+// ok is false when neither can say.
+func (a *app) whereRunIs(ctx context.Context, id string) (runPlace, bool) {
+	var p runPlace
+	if st, err := a.queryState(ctx, id); err == nil {
+		p.visiting = st.Current
+		if st.Workspace != nil {
+			for _, b := range st.Workspace.Branches {
+				if b.Next != "" {
+					p.next = append(p.next, b.Next)
+				}
+			}
+		}
+	}
+	cp, err := a.latestCheckpoint(ctx, id)
+	if err == nil {
+		for _, c := range cp.Cursor {
+			if !slices.Contains(p.visiting, c.Node) {
+				p.next = append(p.next, c.Node)
+			}
+		}
+	}
+	return p, len(p.visiting)+len(p.next) > 0
+}
+
+// reachable says node is visited again from p: it is next, or an edge
+// path leads to it from a node being visited or next.
+func reachable(g *graph.Graph, p runPlace, node string) bool {
+	if slices.Contains(p.next, node) {
+		return true
+	}
+	seen := map[string]bool{}
+	queue := append(slices.Clone(p.visiting), p.next...)
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, e := range g.EdgesFrom(n) {
+			if e.To == node {
+				return true
+			}
+			if !seen[e.To] {
+				seen[e.To] = true
+				queue = append(queue, e.To)
+			}
+		}
+	}
+	return false
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/render"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
@@ -33,7 +34,7 @@ func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"temporal client:", msg}, kv...)...)
+	fmt.Fprint(os.Stderr, render.Terminal(fmt.Sprintln(append([]any{"temporal client:", msg}, kv...)...)))
 }
 
 var _ log.Logger = quietLogger{}
@@ -85,10 +86,14 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "Show a run: status, current node, visits, pending questions, path",
 		Long: `Show a run. A live run is asked through the workflow's "state" query;
 when no worker is up, or Temporal no longer holds the run, the latest
-checkpoint in the run store answers instead.
+checkpoint in the run store answers instead, and the output says so.
+Temporal unreachable is a failure (exit 1), after what the store holds.
 
 With --follow, an open run is followed as tether run --follow does: each
-visit so far, then each new one, until the run ends (Ctrl-C detaches).`,
+visit so far, then each new one, until the run ends (Ctrl-C detaches).
+The exit code is the run's whenever it has ended: 0 completed, 1 failed,
+canceled, terminated or timed out, whether it ended before or while it
+was followed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -98,24 +103,35 @@ visit so far, then each new one, until the run ends (Ctrl-C detaches).`,
 					return a.follow(ctx, id)
 				}
 			}
-			st, source, described, err := a.loadState(ctx, id)
+			l, err := a.loadState(ctx, id)
 			if err != nil {
 				return err
 			}
-			if pending {
+			st := l.st
+			switch {
+			case pending:
 				for _, q := range st.Questions {
 					fmt.Fprintln(a.out, q.ID)
 				}
-				return nil
-			}
-			if asJSON {
-				enc := json.NewEncoder(a.out)
+			case asJSON:
+				// Exact, for programs: a person's terminal gets the
+				// escaped text of the commands without --json.
+				enc := json.NewEncoder(a.raw)
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				if err := enc.Encode(jsonState(st)); err != nil {
+					return err
+				}
+			default:
+				a.printState(st, l.source, l.unanswerable())
+				if l.open() {
+					a.printRunning(pendingProgress(l.described))
+				}
 			}
-			a.printState(st, source)
-			if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
-				a.printRunning(pendingProgress(described))
+			if l.workers.Temporal != nil {
+				return failedErr(fmt.Errorf("%s; what is shown is the run store's, which may be behind the run", l.workers.String()))
+			}
+			if follow {
+				return endedErr(id, st.Status)
 			}
 			return nil
 		},
@@ -126,37 +142,94 @@ visit so far, then each new one, until the run ends (Ctrl-C detaches).`,
 	return cmd
 }
 
-// loadState asks the live workflow first and the run store second. When
-// neither can answer, it says which source failed and how; when only
-// Temporal can, it shows what Temporal knows and says what is missing. It
-// also returns Temporal's description of the run (nil when Temporal did
-// not describe it), which holds the progress of the visits in flight.
-func (a *app) loadState(ctx context.Context, id string) (*runapi.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
+// endedErr is the exit of a command that saw run id end with status:
+// nil for completed, a failure (exit 1) for every other end.
+func endedErr(id, status string) error {
+	switch status {
+	case runstore.StatusCompleted:
+		return nil
+	case runstore.StatusRunning, runstore.StatusWaiting:
+		return failedErr(fmt.Errorf("run %s is %s, but Temporal no longer runs it", id, status))
+	}
+	return failedErr(fmt.Errorf("run %s ended %s", id, status))
+}
+
+// jsonState is st as `status --json` prints it: a path step's status is
+// its outcome when the visit did not go as it should (failed, exited,
+// timed_out), never "ok" beside an outcome that says otherwise.
+func jsonState(st *runapi.State) *runapi.State {
+	out := *st
+	out.Path = make([]runstore.Step, len(st.Path))
+	for i, s := range st.Path {
+		if s.Outcome != "" && s.Outcome != runstore.OutcomeOK {
+			s.Status = s.Outcome
+		}
+		out.Path[i] = s
+	}
+	return &out
+}
+
+// loaded is a run as loadState found it.
+type loaded struct {
+	st     *runapi.State
+	source string
+	// described is Temporal's description of the run (nil when Temporal
+	// did not describe it): it holds the progress of the visits in flight.
+	described *workflowservice.DescribeWorkflowExecutionResponse
+	// workers is what was known of Temporal and the workers: a run no
+	// worker answered says so here.
+	workers health.Report
+}
+
+// open says Temporal runs the run.
+func (l *loaded) open() bool {
+	return statusOf(l.described) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// unanswerable says why the run's questions cannot be answered now; ""
+// when they can.
+func (l *loaded) unanswerable() string {
+	switch {
+	case l.workers.Temporal != nil:
+		return "Temporal is unreachable: no answer can be sent now"
+	case !l.open():
+		return "unanswered when the run ended"
+	}
+	return ""
+}
+
+// liveWait bounds the state query of a run a worker polled for a moment
+// ago: a page that waits on it is one a person waits on.
+const liveWait = 2 * time.Second
+
+// loadState asks the live workflow first and the run store second. It
+// asks the workers' health first: a run no worker polls for is read from
+// the store at once, not after a query's timeout, and Temporal
+// unreachable is said in a second. When neither source can answer, it
+// says which failed and how; when only Temporal can, it shows what
+// Temporal knows and says what is missing.
+func (a *app) loadState(ctx context.Context, id string) (*loaded, error) {
+	l := &loaded{workers: a.health(ctx, "")}
 	var temporalStatus enumspb.WorkflowExecutionStatus
-	var described *workflowservice.DescribeWorkflowExecutionResponse
 	var live string // why the live workflow did not answer
-	if _, err := a.temporal(); err != nil {
-		live = "Temporal is unreachable: " + err.Error()
+	if l.workers.Temporal != nil {
+		live = l.workers.String()
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		var err error
-		described, err = a.describe(dctx, id)
-		temporalStatus = statusOf(described)
+		l.described, err = a.describe(dctx, id)
+		temporalStatus = statusOf(l.described)
 		cancel()
 		switch {
 		case err != nil:
 			live = "Temporal could not describe the run: " + err.Error()
 		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			st, err := a.queryState(qctx, id)
-			cancel()
-			if err == nil {
-				return st, "live query", described, nil
+			st, why := a.liveState(ctx, id, &l.workers)
+			if st != nil {
+				l.st, l.source = st, "live query"
+				return l, nil
 			}
-			live = "the run is open but no worker answered its state query (" + rootCause(err) + ")"
-			if pollers, perr := a.livePollers(ctx); perr == nil && len(pollers) == 0 {
-				live = fmt.Sprintf("the run is open, but no worker is polling task queue %q: start tether-worker", runapi.TaskQueue)
-			}
+			live = why
 		case temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
 			live = "Temporal does not know the run"
 		default:
@@ -166,27 +239,65 @@ func (a *app) loadState(ctx context.Context, id string) (*runapi.State, string, 
 	cp, err := a.latestCheckpoint(ctx, id)
 	if err != nil {
 		if errors.Is(err, runstore.ErrNoCheckpoint) {
-			return a.withoutCheckpoint(ctx, id, temporalStatus, live, described)
+			return a.withoutCheckpoint(ctx, id, temporalStatus, live, l)
 		}
 		storeErr := fmt.Sprintf("the run store %s failed: %s", a.cfg.BlobURL, rootCause(err))
 		if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
-			return nil, "", nil, failedErr(fmt.Errorf("cannot show run %q: %s; %s. Check that the store is up and TETHER_BLOB_URL names it, then try again", id, live, storeErr))
+			return nil, failedErr(fmt.Errorf("cannot show run %q: %s; %s. Check that the store is up and TETHER_BLOB_URL names it, then try again", id, live, storeErr))
 		}
 		// Temporal knows the run: its status at least.
-		st := &runapi.State{RunID: id, Status: temporalStatusName(temporalStatus)}
-		return st, fmt.Sprintf("Temporal only (%s; %s: visits, outputs and questions are in the store)", live, storeErr), described, nil
+		l.st = &runapi.State{RunID: id, Status: temporalStatusName(temporalStatus)}
+		l.source = fmt.Sprintf("Temporal only (%s; %s: visits, outputs and questions are in the store)", live, storeErr)
+		return l, nil
 	}
-	st := runapi.StateOf(cp)
+	l.st = runapi.StateOf(cp)
 	if temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && temporalStatus != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		if st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting {
-			st.Status = temporalStatusName(temporalStatus)
+		if l.st.Status == runstore.StatusRunning || l.st.Status == runstore.StatusWaiting {
+			l.st.Status = temporalStatusName(temporalStatus)
 		}
 	}
-	source := fmt.Sprintf("run store, checkpoint %d", cp.Seq)
-	if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		source += "; " + live
+	l.source = fmt.Sprintf("run store, checkpoint %d", cp.Seq)
+	if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || l.workers.Temporal != nil {
+		l.source += "; " + live
 	}
-	return st, source, described, nil
+	return l, nil
+}
+
+// liveState asks an open run for its state, as long as a worker may
+// answer: not at all when none polls, a moment when the pollers cannot
+// tell (the answer, or its absence, settles rep). Without a state it says
+// why.
+func (a *app) liveState(ctx context.Context, id string, rep *health.Report) (*runapi.State, string) {
+	if rep.Workers == health.WorkersDown {
+		return nil, "the run is open, but " + rep.String()
+	}
+	var st *runapi.State
+	query := func(qctx context.Context) (err error) {
+		st, err = a.queryState(qctx, id)
+		return err
+	}
+	var err error
+	if rep.Workers == health.WorkersUnsure {
+		if err = rep.Probe(ctx, id, query); rep.Workers != health.WorkersUnsure {
+			a.healthMu.Lock()
+			a.healthLast = *rep
+			a.healthMu.Unlock()
+		}
+	} else {
+		qctx, cancel := context.WithTimeout(ctx, liveWait)
+		err = query(qctx)
+		cancel()
+		if err != nil && (health.NoWorker(err) || qctx.Err() != nil) {
+			rep.Workers, rep.Unanswered = health.WorkersDown, id
+		}
+	}
+	switch {
+	case err == nil:
+		return st, ""
+	case rep.Workers == health.WorkersDown:
+		return nil, "the run is open, but " + rep.String()
+	}
+	return nil, "the run is open but its state query failed (" + rootCause(err) + ")"
 }
 
 func (a *app) latestCheckpoint(ctx context.Context, id string) (*runstore.Checkpoint, error) {
@@ -218,10 +329,15 @@ func rootCause(err error) string {
 	}
 }
 
-func (a *app) printState(st *runapi.State, source string) {
+// printState prints a run's state; unanswerable says why its questions
+// cannot be answered now ("" when they can: each gets its answer line).
+func (a *app) printState(st *runapi.State, source, unanswerable string) {
 	w := a.out
 	fmt.Fprintf(w, "run:        %s\n", st.RunID)
 	fmt.Fprintf(w, "graph:      %s\n", st.Graph)
+	for _, e := range st.GraphEdits {
+		fmt.Fprintf(w, "corrected:  at checkpoint %d by %s from %s: %s\n", e.Seq, e.Via, e.File, strings.Join(e.Changes, "; "))
+	}
 	fmt.Fprintf(w, "status:     %s\n", st.Status)
 	if len(st.Current) > 0 {
 		fmt.Fprintf(w, "current:    %s\n", strings.Join(st.Current, ", "))
@@ -233,6 +349,11 @@ func (a *app) printState(st *runapi.State, source string) {
 		fmt.Fprintf(w, "error:      %s\n", st.Error)
 	}
 	for _, q := range st.Questions {
+		if unanswerable != "" {
+			// A closed run takes no answer; its resume asks again.
+			fmt.Fprintf(w, "question:   [%s] %s asked: %s (%s)\n", q.ID, q.Node, q.Text, unanswerable)
+			continue
+		}
 		fmt.Fprintf(w, "question:   [%s] %s asks: %s\n            answer with: tether answer %s %s TEXT\n", q.ID, q.Node, q.Text, st.RunID, q.ID)
 	}
 	if ws := st.Workspace; ws != nil && ws.Commit != "" {
@@ -297,17 +418,17 @@ fire and forget.`,
 					return err
 				}
 			}
-			// The answer waits for a worker: say so when none is up.
-			stop := a.workers("the answer").watch(cmd.Context(), a.errOut)
-			defer stop()
 			ans := runapi.Answer{QuestionID: qid, Text: text}
 			if signal {
-				if err := c.SignalWorkflow(cmd.Context(), id, "", runapi.SignalAnswer, ans); err != nil {
-					return failedErr(fmt.Errorf("signal run %s: %w", id, err))
+				if err := a.queueAnswer(cmd.Context(), id, ans, ""); err != nil {
+					return err
 				}
 				fmt.Fprintf(a.out, "answer to %s sent to run %s\n", qid, id)
 				return nil
 			}
+			// The answer waits for a worker: say so when none is up.
+			stop := a.workers(id, "the answer").watch(cmd.Context(), a.errOut)
+			defer stop()
 			if err := answer(cmd.Context(), c, id, ans); err != nil {
 				stop()
 				return err
@@ -338,6 +459,27 @@ func (a *app) emptyAllowed(ctx context.Context, id, qid string) error {
 	return usageErr("the answer to %s is empty; the question needs one (its node does not set allow_empty). Give the answer as the last argument, quoted: tether answer %s %s \"…\"", qid, id, qid)
 }
 
+// queueAnswer sends ans to run id as the "answer" signal, by (the OS
+// user when empty): Temporal keeps it in the run's history, and the run
+// takes it when a worker does, or ignores it if the question is no
+// longer pending. `tether answer --signal` and the console (when no
+// worker polls) use it.
+func (a *app) queueAnswer(ctx context.Context, id string, ans runapi.Answer, by string) error {
+	c, done, err := a.as(by)
+	if err != nil {
+		return failedErr(err)
+	}
+	defer done()
+	if err := c.SignalWorkflow(ctx, id, "", runapi.SignalAnswer, ans); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return usageErr("run %s is not open, so it takes no answer", id)
+		}
+		return failedErr(fmt.Errorf("signal run %s: %w", id, err))
+	}
+	return nil
+}
+
 // answer sends ans to run id as the "answer" update and waits for the
 // run to take it: the run's own refusal (an unknown or answered question)
 // comes back as a usage error. `tether answer` and the console use it.
@@ -352,7 +494,10 @@ func answer(ctx context.Context, c client.Client, id string, ans runapi.Answer) 
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return failedErr(fmt.Errorf("run %s is not open: %s", id, runapi.ErrorText(err)))
+			return usageErr("answer refused: run %s is not open (%s), so it takes no answer", id, runapi.ErrorText(err))
+		}
+		if ctx.Err() != nil {
+			return failedErr(fmt.Errorf("run %s did not take the answer: %w", id, ctx.Err()))
 		}
 		return usageErr("answer refused by run %s: %s", id, runapi.ErrorText(err))
 	}

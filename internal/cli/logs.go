@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	commonpb "go.temporal.io/api/common/v1"
@@ -28,13 +30,27 @@ import (
 // input and result `tether logs` reads from a run's history.
 var visitActivityTypes = []string{"Visit", "VisitBranch", "ExecuteNode", "RunTool"}
 
-// visitRecord is one attempt of a visit as the history holds it.
+// visitRecord is one round of a visit as the history holds it: an agent
+// or tool visit's activity, or the answer a human node took.
 type visitRecord struct {
 	req     visitInput
 	output  map[string]any
 	failure string
 	pending bool
 	seq     int // order in the run's histories
+	// exec is the execution (0: the run's first) whose history holds it.
+	exec int
+	// answer is a human node's answer (nil for an activity).
+	answer *humanAnswer
+}
+
+// humanAnswer is the answer a human node's visit took.
+type humanAnswer struct {
+	question string // its id
+	text     string
+	by       string
+	at       time.Time
+	signal   bool
 }
 
 // visitInput is what every visit activity's request has in common.
@@ -48,16 +64,20 @@ type visitInput struct {
 	Workspace  *runstore.WorkspaceState `json:"workspace"`
 	Answer     *agent.Answer            `json:"answer"`
 	BranchName string                   `json:"branch_name"`
+	Guidance   []string                 `json:"guidance"`
 }
 
 func (a *app) logsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logs RUN [NODE [VISIT]]",
-		Short: "Print what a run's visits were given and what they said: prompt, output, stdout and stderr",
+		Short: "Print what a run's visits were given and what they said: prompt, guidance, output, stdout and stderr, answers",
 		Long: `Print each visit of RUN (of NODE, or only its visit VISIT): the prompt
-it ran with, rendered again from the input Temporal recorded for it, its
-output, and a tool's exit code, stdout and stderr (their last 4 KiB). A visit
-that asked a person shows each round, with the answer it was given.
+it ran with, rendered again from the input Temporal recorded for it, the
+guidance people sent it, its output, and a tool's command, exit code,
+stdout and stderr (their last 4 KiB). A visit that asked a person shows
+each round, with the answer it was given; a human node's visit shows its
+question and the answer, who gave it and when. After a rewind, a visit
+shows as the run's current line of history ran it.
 
 It reads the run's histories in Temporal. Once Temporal's retention has
 removed them, it prints what the run store kept instead: each visit's
@@ -75,37 +95,51 @@ summary on the path, and a node's latest output.`,
 				}
 				visit = n
 			}
-			recs, err := a.visitRecords(cmd.Context(), id)
+			recs, execs, err := a.visitRecords(cmd.Context(), id)
 			if err != nil {
 				return failedErr(err)
 			}
-			recs = slices.DeleteFunc(recs, func(r visitRecord) bool {
+			if execs == 0 {
+				return a.logsFromStore(cmd.Context(), id, node, visit)
+			}
+			all := recs
+			recs = slices.DeleteFunc(slices.Clone(recs), func(r visitRecord) bool {
 				return (node != "" && r.req.NodeID != node) || (visit != 0 && r.req.Visit != visit)
 			})
-			if len(recs) > 0 {
-				for _, r := range recs {
-					printVisit(a.out, r)
-				}
-				return nil
+			if len(recs) == 0 {
+				return usageErr("run %s has no visit %s in Temporal's history; its visits: %s", id, strings.TrimSpace(node+" "+visitText(visit)), visitList(all))
 			}
-			return a.logsFromStore(cmd.Context(), id, node, visit)
+			for _, r := range recs {
+				printVisit(a.out, r)
+			}
+			return nil
 		},
 	}
 }
 
-// visitRecords reads the visit activities of every execution of run id,
-// oldest first.
-func (a *app) visitRecords(ctx context.Context, id string) ([]visitRecord, error) {
+// visitRecords reads the visits of every execution of run id, oldest
+// first, and how many executions Temporal holds. A visit that a later
+// execution ran again (after a rewind, a resume) is shown as the later
+// one ran it: the earlier one was dropped.
+func (a *app) visitRecords(ctx context.Context, id string) ([]visitRecord, int, error) {
 	c, err := a.temporal()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	humans := map[string]*graph.Node{}
+	if g, ok, err := a.temporalGraph(ctx, id); err == nil && ok {
+		for i, n := range g.Nodes {
+			if n.Kind == graph.KindHuman {
+				humans[n.ID] = &g.Nodes[i]
+			}
+		}
 	}
 	var execs []*commonpb.WorkflowExecution
 	var page []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id), NextPageToken: page})
 		if err != nil {
-			return nil, fmt.Errorf("list the executions of run %s: %w", id, err)
+			return nil, 0, fmt.Errorf("list the executions of run %s: %w", id, err)
 		}
 		infos := resp.GetExecutions()
 		slices.SortFunc(infos, func(x, y *workflowpb.WorkflowExecutionInfo) int {
@@ -120,18 +154,98 @@ func (a *app) visitRecords(ctx context.Context, id string) ([]visitRecord, error
 	}
 	dc := converter.GetDefaultDataConverter()
 	var recs []visitRecord
-	for _, e := range execs {
+	for n, e := range execs {
 		byID := map[int64]int{} // scheduled event id -> index in recs
+		first := len(recs)
 		it := c.GetWorkflowHistory(ctx, id, e.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
-				return nil, fmt.Errorf("read the history of run %s: %w", id, err)
+				return nil, 0, fmt.Errorf("read the history of run %s: %w", id, err)
 			}
 			record(ev, dc, byID, &recs)
+			recordAnswer(ev, dc, humans, &recs, first)
+		}
+		for i := first; i < len(recs); i++ {
+			recs[i].exec = n
 		}
 	}
-	return recs, nil
+	return current(recs), len(execs), nil
+}
+
+// current keeps each visit as the latest execution that ran it: a rewind
+// runs a visit again under its number, and the earlier run of it was
+// dropped with the checkpoints after the rewind's.
+func current(recs []visitRecord) []visitRecord {
+	key := func(r visitRecord) string {
+		return fmt.Sprintf("%s\x00%d\x00%s", r.req.NodeID, r.req.Visit, r.req.BranchName)
+	}
+	last := map[string]int{}
+	for _, r := range recs {
+		last[key(r)] = max(last[key(r)], r.exec)
+	}
+	return slices.DeleteFunc(recs, func(r visitRecord) bool { return r.exec < last[key(r)] })
+}
+
+// recordAnswer adds the answer a human node's visit took: the update the
+// run accepted, or the signal it was sent (the first for each question).
+// The records of this execution start at first.
+func recordAnswer(ev *historypb.HistoryEvent, dc converter.DataConverter, humans map[string]*graph.Node, recs *[]visitRecord, first int) {
+	var (
+		a      runapi.Answer
+		by     string
+		signal bool
+	)
+	switch {
+	case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
+		at := ev.GetWorkflowExecutionSignaledEventAttributes()
+		if at.GetSignalName() != runapi.SignalAnswer || dc.FromPayloads(at.GetInput(), &a) != nil {
+			return
+		}
+		by, signal = at.GetIdentity(), true
+	case ev.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil:
+		req := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest()
+		if req.GetInput().GetName() != runapi.UpdateAnswer || dc.FromPayloads(req.GetInput().GetArgs(), &a) != nil {
+			return
+		}
+		by = req.GetMeta().GetIdentity()
+	default:
+		return
+	}
+	i := strings.LastIndexByte(a.QuestionID, '-')
+	if i <= 0 {
+		return
+	}
+	node, ok := humans[a.QuestionID[:i]]
+	visit, err := strconv.Atoi(a.QuestionID[i+1:])
+	if !ok || err != nil || visit < 1 {
+		return // an agent's question: its next round shows the answer
+	}
+	for _, r := range (*recs)[first:] {
+		if r.answer != nil && r.answer.question == a.QuestionID {
+			return // answered already; the run ignored this one
+		}
+	}
+	*recs = append(*recs, visitRecord{
+		req:    visitInput{NodeID: node.ID, Visit: visit, Node: *node},
+		answer: &humanAnswer{question: a.QuestionID, text: a.Text, by: by, at: ev.GetEventTime().AsTime(), signal: signal},
+		seq:    len(*recs),
+	})
+}
+
+// visitList names recs' visits, for a person who asked for another.
+func visitList(recs []visitRecord) string {
+	var out []string
+	for _, r := range recs {
+		v := fmt.Sprintf("%s %d", r.req.NodeID, r.req.Visit)
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return "none yet"
+	}
+	return strings.Join(out, ", ")
 }
 
 // record adds what one history event says about a visit.
@@ -193,6 +307,20 @@ func printVisit(w io.Writer, r visitRecord) {
 		head += " · branch " + in.BranchName
 	}
 	fmt.Fprintln(w, head+" ==")
+	if a := r.answer; a != nil {
+		q, err := graph.RenderPrompt(in.Node.Question, graph.PromptData{Visit: in.Visit})
+		if err != nil || strings.Contains(in.Node.Question, ".input") {
+			q = in.Node.Question + "\n(as the graph writes it; the run filled it in from the visit's input)"
+		}
+		section(w, "question "+a.question, q)
+		how := "update"
+		if a.signal {
+			how = "signal"
+		}
+		section(w, fmt.Sprintf("answer (by %s, %s, %s)", a.by, a.at.UTC().Format(time.RFC3339), how), a.text)
+		fmt.Fprintln(w)
+		return
+	}
 	switch in.Node.Kind {
 	case graph.KindTool:
 		argv := make([]string, len(in.Node.Run))
@@ -213,6 +341,9 @@ func printVisit(w io.Writer, r visitRecord) {
 				p = fmt.Sprintf("(the prompt cannot be rendered: %v)", err)
 			}
 			section(w, "prompt (rendered again from the input Temporal recorded)", p)
+		}
+		if len(in.Guidance) > 0 {
+			section(w, "guidance it got after its prompt", strings.Join(in.Guidance, "\n"))
 		}
 	}
 	switch {
@@ -266,8 +397,11 @@ func (a *app) logsFromStore(ctx context.Context, id, node string, visit int) err
 		return failedErr(err)
 	}
 	cp, err := runs.Latest(ctx, id)
+	if errors.Is(err, runstore.ErrNoCheckpoint) {
+		return usageErr("no run %q: Temporal at %s holds no execution of it and the run store %s no checkpoint; check the id (tether list)", id, a.cfg.TemporalAddress, a.cfg.BlobURL)
+	}
 	if err != nil {
-		return failedErr(fmt.Errorf("run %s: Temporal has no history of it, and the run store: %w", id, err))
+		return failedErr(fmt.Errorf("run %s: Temporal holds no execution of it, and the run store: %w", id, err))
 	}
 	fmt.Fprintf(a.out, "(Temporal has no history of run %s; from the run store, checkpoint %d: each visit's summary, and each node's latest output)\n", id, cp.Seq)
 	st := runapi.StateOf(cp)
@@ -289,7 +423,7 @@ func (a *app) logsFromStore(ctx context.Context, id, node string, visit int) err
 		}
 	}
 	if shown == 0 {
-		return failedErr(fmt.Errorf("run %s has no visit %s", id, strings.TrimSpace(node+" "+visitText(visit))))
+		return usageErr("run %s has no visit %s", id, strings.TrimSpace(node+" "+visitText(visit)))
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
@@ -18,15 +17,16 @@ import (
 // differently: Temporal unreachable, a run open (with or without a worker)
 // that has not written one yet, a run closed without one (whose fail-stop
 // may carry one all the same), and a run neither knows.
-func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.WorkflowExecutionStatus, live string, described *workflowservice.DescribeWorkflowExecutionResponse) (*runapi.State, string, *workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.WorkflowExecutionStatus, live string, l *loaded) (*loaded, error) {
 	switch {
-	case a.client == nil || strings.HasPrefix(live, "Temporal could not"):
-		return nil, "", nil, failedErr(fmt.Errorf("cannot show run %q: %s, and the run store %s has no checkpoint of it; start Temporal or set TEMPORAL_ADDRESS, and check that TETHER_BLOB_URL names the store the run used", id, live, a.cfg.BlobURL))
+	case l.workers.Temporal != nil || strings.HasPrefix(live, "Temporal could not"):
+		return nil, failedErr(fmt.Errorf("cannot show run %q: %s, and the run store %s has no checkpoint of it; start Temporal or set TEMPORAL_ADDRESS, and check that TETHER_BLOB_URL names the store the run used", id, live, a.cfg.BlobURL))
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
-		return nil, "", nil, failedErr(fmt.Errorf("run %q not found: Temporal at %s does not know the run, and the run store %s has no checkpoint of it; check the run id, TEMPORAL_ADDRESS and TETHER_BLOB_URL", id, a.cfg.TemporalAddress, a.cfg.BlobURL))
+		return nil, usageErr("run %q not found: Temporal at %s does not know the run, and the run store %s has no checkpoint of it; check the run id (tether list), TEMPORAL_ADDRESS and TETHER_BLOB_URL", id, a.cfg.TemporalAddress, a.cfg.BlobURL)
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		st := &runapi.State{RunID: id, Status: runstore.StatusRunning}
-		return st, fmt.Sprintf("Temporal only: %s; the run has written no checkpoint yet", live), described, nil
+		l.st = &runapi.State{RunID: id, Status: runstore.StatusRunning}
+		l.source = fmt.Sprintf("Temporal only: %s; the run has written no checkpoint yet", live)
+		return l, nil
 	}
 	// Closed: a fail-stop carries its checkpoint in its failure even when
 	// the store never received one.
@@ -37,12 +37,15 @@ func (a *app) withoutCheckpoint(ctx context.Context, id string, status enumspb.W
 	if appErr, stopped := runapi.StopError(werr); stopped && appErr.HasDetails() {
 		var cp runstore.Checkpoint
 		if err := appErr.Details(&cp); err == nil {
-			return runapi.StateOf(&cp), fmt.Sprintf("Temporal: the checkpoint the run's stop carried (the run store %s has none; `tether resume %s` continues from it)", a.cfg.BlobURL, id), described, nil
+			l.st = runapi.StateOf(&cp)
+			l.source = fmt.Sprintf("Temporal: the checkpoint the run's stop carried (the run store %s has none; `tether resume %s` continues from it)", a.cfg.BlobURL, id)
+			return l, nil
 		}
 	}
-	st := &runapi.State{RunID: id, Status: runapi.ExecutionStatus(status)}
+	l.st = &runapi.State{RunID: id, Status: runapi.ExecutionStatus(status)}
 	if werr != nil {
-		st.Error = runapi.ErrorText(werr)
+		l.st.Error = runapi.ErrorText(werr)
 	}
-	return st, fmt.Sprintf("Temporal only: the run is closed (%s) and never wrote a checkpoint to the run store %s, so it cannot be resumed; start it again", runapi.ExecutionStatus(status), a.cfg.BlobURL), described, nil
+	l.source = fmt.Sprintf("Temporal only: the run is closed (%s) and never wrote a checkpoint to the run store %s, so it cannot be resumed; start it again", runapi.ExecutionStatus(status), a.cfg.BlobURL)
+	return l, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/health"
+	"github.com/tether-run/tether/internal/render"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/temporalclient"
@@ -53,13 +56,23 @@ func failedErr(err error) error { return &exitError{code: ExitFailed, err: err} 
 // app holds what the commands share; connections open lazily so that
 // `tether validate` works with no server and no store.
 type app struct {
-	cfg    config.Config
-	out    io.Writer
-	errOut io.Writer
-	client client.Client
-	blobs  blob.Store
-	runs   *runstore.Store
-	tel    *telemetry.Telemetry
+	cfg config.Config
+	// out and errOut are what a person reads: everything written to them
+	// is shown as render.Terminal shows it, so that nothing an agent, a
+	// tool or the store wrote can drive the terminal. raw is stdout as it
+	// is, for output a program reads (--json, a diff into a pipe);
+	// rawTerminal says it is a terminal.
+	out, errOut io.Writer
+	raw         io.Writer
+	rawTerminal bool
+	client      client.Client
+	blobs       blob.Store
+	runs        *runstore.Store
+	tel         *telemetry.Telemetry
+	// healthLast is the latest look at Temporal and the workers, shared
+	// by the commands of one process (the console's pages run at once).
+	healthMu   sync.Mutex
+	healthLast health.Report
 }
 
 func (a *app) temporal() (client.Client, error) {
@@ -115,22 +128,25 @@ func (a *app) close() {
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	out, errOut := render.NewTerminalWriter(stdout), render.NewTerminalWriter(stderr)
+	defer errOut.Flush()
+	defer out.Flush()
 	cfg, err := config.FromEnv()
 	if err != nil {
-		fmt.Fprintln(stderr, "tether:", err)
+		fmt.Fprintln(errOut, "tether:", err)
 		return ExitUsage
 	}
-	a := &app{cfg: cfg, out: stdout, errOut: stderr}
+	a := &app{cfg: cfg, out: out, errOut: errOut, raw: stdout, rawTerminal: isTerminal(stdout)}
 	defer a.close()
 	root := a.rootCmd()
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(out)
+	root.SetErr(errOut)
 	err = root.Execute()
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "tether:", err)
+	fmt.Fprintln(errOut, "tether:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -157,8 +173,18 @@ TETHER_BLOB_URL (file://.tether/store) and TETHER_UI (http://127.0.0.1:8233).`,
 		a.resumeCmd(), a.rewindCmd(), a.forkCmd(), a.deleteCmd(), a.checkpointsCmd(),
 		a.workspaceCmd(), a.storeCmd(), a.guideCmd(), a.consoleCmd(),
 	)
-	root.AddCommand(a.cancelCmd(), a.versionCmd(), a.logsCmd())
+	root.AddCommand(a.cancelCmd(), a.versionCmd(), a.logsCmd(), a.listCmd())
 	return root
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // Run is the entry point of the tether binary.

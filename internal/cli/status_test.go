@@ -19,6 +19,6 @@ func TestStatusNamesWhatTheWorkspaceLeftOut(t *testing.T) {
 		Commit: "0123456789abcdef0123456789abcdef01234567", Files: 3, Commits: 2,
 		Notes: []string{".env: a credential-shaped file (.env), not snapshotted (a snapshot keeps a credential only when the run's source tracked it)"},
 	}}
-	a.printState(workflows.StateOf(cp), "run store, checkpoint 1")
+	a.printState(workflows.StateOf(cp), "run store, checkpoint 1", "")
 	assert.Contains(t, out.String(), "workspace:  note: .env: a credential-shaped file (.env), not snapshotted")
 }

@@ -10,13 +10,16 @@ import (
 )
 
 // stepOutcome is how a step's outcome reads in a path: ok, failed, exit 1,
-// timeout. A step recorded before steps had outcomes reads as its status.
+// timeout, budget stop. A step recorded before steps had outcomes reads as
+// its status.
 func stepOutcome(s runstore.Step) string {
 	switch s.Outcome {
 	case runstore.OutcomeExited:
 		return fmt.Sprintf("exit %d", s.ExitCode)
 	case runstore.OutcomeTimedOut:
 		return "timeout"
+	case runstore.OutcomeBudget:
+		return "budget stop"
 	case "":
 		return s.Status
 	}

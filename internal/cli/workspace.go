@@ -216,7 +216,13 @@ func (a *app) git(ctx context.Context, id string, st *runstore.WorkspaceState, b
 		return failedErr(fmt.Errorf("read the workspace history of run %s: %w", id, err))
 	}
 	c := exec.CommandContext(ctx, bin, append([]string{"--no-pager", "--git-dir", gitDir}, args...)...)
-	c.Stdout, c.Stderr = a.out, a.errOut
+	// Into a pipe or a file the output is exact (a diff applies with git
+	// apply); on a terminal it is escaped, as all output is, since the
+	// files are the agents' (git then prints it without colour).
+	c.Stdout, c.Stderr = a.raw, a.errOut
+	if a.rawTerminal {
+		c.Stdout = a.out
+	}
 	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 	if err := c.Run(); err != nil {
 		return failedErr(fmt.Errorf("git %s: %w", args[0], err))

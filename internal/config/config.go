@@ -99,8 +99,12 @@ type Config struct {
 	// sandbox.go here.
 	Sandbox              string
 	SandboxRW, SandboxRO []string
-	SandboxDeny          []egress.Service
-	Cgroup               string
+	// WorkdirRoots are the directories below which an agent's absolute
+	// workdir may lie (TETHER_WORKDIR_ROOTS, separated like PATH); none
+	// refuses every absolute workdir.
+	WorkdirRoots []string
+	SandboxDeny  []egress.Service
+	Cgroup       string
 	// Notify sends notices of runs to the endpoints TETHER_NOTIFY names,
 	// signed with TETHER_NOTIFY_SECRET, with links on the console at
 	// ConsoleURL signed with LinkKey (internal/notify); nil when

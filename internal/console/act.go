@@ -80,30 +80,30 @@ type confirmView struct {
 	Next string
 }
 
-func (s *Server) actionOf(w http.ResponseWriter, r *http.Request) (action, string, int64, bool) {
+// actionOf reads the action a request asks for, its run, and the
+// checkpoint it names (rewind, fork).
+func actionOf(r *http.Request) (action, string, int64, error) {
 	run := r.PathValue("run")
 	a, ok := actions[r.PathValue("action")]
 	if !ok || runstore.ValidateRunID(run) != nil {
-		s.fail(w, r, http.StatusNotFound, "No such action", fmt.Errorf("there is no action %q; the run page lists what can be done", r.PathValue("action")))
-		return a, "", 0, false
+		return a, "", 0, notFound("No such action", fmt.Errorf("there is no action %q; the run page lists what can be done", r.PathValue("action")))
 	}
 	var seq int64
 	if a.Seq {
 		raw := r.FormValue("seq")
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if (err != nil || n < 1) && !(a.Name == "fork" && raw == "") {
-			s.fail(w, r, http.StatusBadRequest, a.Title, fmt.Errorf("checkpoint %q is not a checkpoint number; pick one from the run's list of checkpoints", raw))
-			return a, "", 0, false
+			return a, "", 0, badRequest(a.Title, fmt.Errorf("checkpoint %q is not a checkpoint number; pick one from the run's list of checkpoints", raw))
 		}
 		seq = n
 	}
-	return a, run, seq, true
+	return a, run, seq, nil
 }
 
-func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
-	a, run, seq, ok := s.actionOf(w, r)
-	if !ok {
-		return
+func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) error {
+	a, run, seq, err := actionOf(r)
+	if err != nil {
+		return err
 	}
 	v := confirmView{Run: run, Action: a, Seq: seq, What: a.What}
 	if a.Seq {
@@ -113,13 +113,13 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
 		}
 		v.What = fmt.Sprintf(a.What, at)
 	}
-	s.render(w, r, http.StatusOK, "confirm", page{Title: a.Title, Nav: "runs", Data: v})
+	return s.render(w, r, http.StatusOK, "confirm", page{Title: a.Title, Nav: "runs", Data: v})
 }
 
-func (s *Server) act(w http.ResponseWriter, r *http.Request) {
-	a, run, seq, ok := s.actionOf(w, r)
-	if !ok {
-		return
+func (s *Server) act(w http.ResponseWriter, r *http.Request) error {
+	a, run, seq, err := actionOf(r)
+	if err != nil {
+		return err
 	}
 	msg, next, err := a.do(s, r.Context(), run, seq)
 	v := confirmView{Run: run, Action: a, Seq: seq, Done: true, OK: err == nil, Msg: msg, Next: next}
@@ -128,7 +128,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		v.Msg = err.Error()
 		status = http.StatusConflict
 	}
-	s.render(w, r, status, "confirm", page{Title: a.Title, Nav: "runs", Data: v})
+	return s.render(w, r, status, "confirm", page{Title: a.Title, Nav: "runs", Data: v})
 }
 
 // runLink is a run page's address.

@@ -3,6 +3,9 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +32,24 @@ import (
 type linkRun struct {
 	stubActions
 	answers []string
+	// asking is the asking of ask-1 that waits (askedAt when empty).
+	asking string
 }
+
+// askedAt is the asking of ask-1 the links of these tests were sent for.
+const askedAt = "waiting/ask-1/3"
 
 func (a *linkRun) State(context.Context, string) (*RunState, error) {
 	st := &workflows.State{RunID: "r1", Graph: "g", Status: "waiting"}
+	asking := a.asking
+	switch asking {
+	case "":
+		asking = askedAt
+	case "-":
+		asking = ""
+	}
 	if len(a.answers) == 0 {
-		st.Questions = []workflows.PendingQuestion{{ID: "ask-1", Node: "ask", Text: "Ship <b>it</b>?", Options: []string{"yes", "no"}}}
+		st.Questions = []workflows.PendingQuestion{{ID: "ask-1", Node: "ask", Text: "Ship <b>it</b>?", Options: []string{"yes", "no"}, Asking: asking}}
 	}
 	return &RunState{State: st}, nil
 }
@@ -87,7 +103,7 @@ func TestAnswerLinkPages(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 	exp := time.Now().Add(time.Hour)
-	link := base + answerlink.Path("r1", "ask-1", sign(t, answerlink.Link{Run: "r1", Question: "ask-1", Answer: "yes", Fixed: true, Expires: exp}))
+	link := base + answerlink.Path("r1", "ask-1", sign(t, answerlink.Link{Run: "r1", Question: "ask-1", Asking: askedAt, Answer: "yes", Fixed: true, Expires: exp}))
 
 	code, page := linkGet(t, c, link)
 	require.Equal(t, http.StatusOK, code, page)
@@ -126,7 +142,7 @@ func TestAnswerLinkPages(t *testing.T) {
 		reason string
 	}{
 		"changed byte": {base + answerlink.Path("r1", "ask-1", string(changed)), http.StatusForbidden, "This link is not valid"},
-		"expired":      {base + answerlink.Path("r1", "ask-1", sign(t, answerlink.Link{Run: "r1", Question: "ask-1", Expires: time.Now().Add(-time.Minute)})), http.StatusGone, "This link has expired"},
+		"expired":      {base + answerlink.Path("r1", "ask-1", sign(t, answerlink.Link{Run: "r1", Question: "ask-1", Asking: askedAt, Expires: time.Now().Add(-time.Minute)})), http.StatusGone, "This link has expired"},
 		"other run":    {base + answerlink.Path("r2", "ask-1", tok), http.StatusForbidden, "This link is for another run"},
 		"other key":    {base + answerlink.Path("r1", "ask-1", otherKeyToken(t)), http.StatusForbidden, "This link is not valid"},
 	} {
@@ -140,7 +156,64 @@ func TestAnswerLinkPages(t *testing.T) {
 
 func otherKeyToken(t *testing.T) string {
 	t.Helper()
-	tok, err := answerlink.Sign(bytes.Repeat([]byte{4}, 32), answerlink.Link{Run: "r1", Question: "ask-1", Expires: time.Now().Add(time.Hour)})
+	tok, err := answerlink.Sign(bytes.Repeat([]byte{4}, 32), answerlink.Link{Run: "r1", Question: "ask-1", Asking: askedAt, Expires: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	return tok
+}
+
+// A link answers only the asking it was sent for (security finding 6):
+// once the run asked the question again (a rewind, a resume), a link sent
+// before, a one-option link or a form link, is refused, page and
+// confirmation alike, saying the question was asked again and where to
+// answer it now. A link made before links named an asking is refused as
+// such; so is every link while the run does not say when it asked.
+func TestAnswerLinkForAnEarlierAsking(t *testing.T) {
+	base, run := linkServer(t, "")
+	c := &http.Client{}
+	exp := time.Now().Add(time.Hour)
+	run.asking = "waiting/ask-1/9"
+	for _, l := range []answerlink.Link{
+		{Run: "r1", Question: "ask-1", Asking: askedAt, Answer: "yes", Fixed: true, Expires: exp},
+		{Run: "r1", Question: "ask-1", Asking: askedAt, Expires: exp},
+	} {
+		link := base + answerlink.Path("r1", "ask-1", sign(t, l))
+		code, page := linkGet(t, c, link)
+		assert.Equal(t, http.StatusConflict, code, page)
+		assert.Contains(t, page, "This question was asked again")
+		assert.Contains(t, page, "a link answers only the asking it was sent for")
+		assert.Contains(t, page, `href="/runs/r1"`, "where to answer it now")
+		u, _ := url.Parse(link)
+		resp, err := c.PostForm(base+u.Path, url.Values{"t": {u.Query().Get("t")}, "option": {"yes"}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.NotEqual(t, http.StatusOK, resp.StatusCode)
+	}
+	assert.Empty(t, run.answers)
+
+	// The link of the asking that waits answers it.
+	code, page := linkGet(t, c, base+answerlink.Path("r1", "ask-1", sign(t, answerlink.Link{Run: "r1", Question: "ask-1", Asking: "waiting/ask-1/9", Expires: exp})))
+	assert.Equal(t, http.StatusOK, code, page)
+
+	// A link of an older Tether: genuine, but it cannot say which asking.
+	code, page = linkGet(t, c, base+answerlink.Path("r1", "ask-1", versionOneToken(t, `{"v":1,"r":"r1","q":"ask-1","a":"yes","x":`+strconv.FormatInt(exp.Unix(), 10)+`}`)))
+	assert.Equal(t, http.StatusGone, code, page)
+	assert.Contains(t, page, "This link is from an earlier version of Tether")
+	assert.Contains(t, page, "tether answer r1 ask-1 TEXT")
+
+	// A run whose worker does not say when it asked.
+	run.asking = "-"
+	code, page = linkGet(t, c, base+answerlink.Path("r1", "ask-1", sign(t, answerlink.Link{Run: "r1", Question: "ask-1", Asking: askedAt, Expires: exp})))
+	assert.Equal(t, http.StatusConflict, code, page)
+	assert.Empty(t, run.answers)
+}
+
+// versionOneToken is a link as Tether made them before links named an
+// asking: the same format and key, payload version 1.
+func versionOneToken(t *testing.T, payload string) string {
+	t.Helper()
+	m := hmac.New(sha256.New, linkKey)
+	m.Write([]byte("tether answer link v1\x00"))
+	m.Write([]byte(payload))
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(m.Sum(nil))
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -38,11 +40,14 @@ type attemptsView struct {
 }
 
 type attempt struct {
-	Name    string
-	Kept    bool
-	Nodes   []string
+	Name  string
+	Kept  bool
+	Nodes []string
+	// Last is the branch's last node; Text what it said (TextIs says
+	// what that is: "reply", "stdout", "output").
 	Last    string
 	Text    string
+	TextIs  string
 	Files   []fileStat
 	Added   int
 	Removed int
@@ -67,22 +72,19 @@ type toolResult struct {
 	URL      string
 }
 
-func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 	run, join := r.PathValue("run"), r.PathValue("node")
 	visit, err := strconv.Atoi(r.PathValue("visit"))
 	if err != nil || visit < 1 || runstore.ValidateRunID(run) != nil || runstore.ValidateNodeID(join) != nil {
-		s.fail(w, r, http.StatusNotFound, "No such join", fmt.Errorf("%s is not a join's address: /runs/RUN/joins/NODE/N", r.URL.Path))
-		return
+		return notFound("No such join", fmt.Errorf("%s is not a join's address: /runs/RUN/joins/NODE/N", r.URL.Path))
 	}
 	ctx := r.Context()
 	cp, err := s.visitCheckpoint(ctx, run, join, visit)
 	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, "Attempts", fmt.Errorf("the run store could not be read: %w", err))
-		return
+		return storeFailed("Attempts", err)
 	}
 	if cp == nil {
-		s.fail(w, r, http.StatusNotFound, "Attempts", fmt.Errorf("run %s has not reached visit %d of join %s (yet)", run, visit, join))
-		return
+		return notFound("Attempts", fmt.Errorf("run %s has not reached visit %d of join %s (yet)", run, visit, join))
 	}
 	v := &attemptsView{Run: run, Join: join, Visit: visit, RunURL: runLink(run)}
 	var heads = map[string]*runstore.WorkspaceState{}
@@ -96,8 +98,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(branches) == 0 {
-		s.fail(w, r, http.StatusNotFound, "Attempts", fmt.Errorf("the checkpoint after join %s visit %d does not list its branches (the run keeps the branches of its latest %d joins)", join, visit, runstore.MaxJoined))
-		return
+		return notFound("Attempts", fmt.Errorf("the checkpoint after join %s visit %d does not list its branches (the run keeps the branches of its latest %d joins)", join, visit, runstore.MaxJoined))
 	}
 	out := cp.Outputs[join]
 	ws, _ := out["workspace"].(map[string]any)
@@ -142,7 +143,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if lo, ok := lastOut[b.Last].(map[string]any); ok {
-				a.Text = lastText(lo)
+				a.Text, a.TextIs = lastText(lo)
 			}
 			for _, n := range b.Nodes {
 				def, ok := cp.Graph.Node(n)
@@ -152,7 +153,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
 				o := cp.Outputs[n]
 				tr := toolResult{Node: n, ExitCode: o["exit_code"], URL: visitURL(run, n, cp.Visits[n])}
 				if len(def.Run) > 0 {
-					tr.Command = strings.Join(def.Run, " ")
+					tr.Command = shellLine(def.Run)
 				}
 				tr.TimedOut, _ = o["timed_out"].(bool)
 				tail, _ := o["stdout"].(string)
@@ -171,14 +172,17 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) {
 					a.Lines = a.Added + a.Removed
 				}
 			}
+			if a.TextIs == "stdout" && slices.ContainsFunc(a.Tools, func(t toolResult) bool { return t.Node == b.Last }) {
+				a.Text = "" // its tool result above shows it
+			}
 			v.Branches = append(v.Branches, a)
 		}
 		return s.compare(ctx, w, v, heads, r.URL.Query())
 	})
 	if err != nil {
-		v.Err = err.Error()
+		v.Err = blobref.Hide(err.Error())
 	}
-	s.render(w, r, http.StatusOK, "attempts", page{Title: fmt.Sprintf("Attempts at %s visit %d", join, visit), Nav: "runs", Data: v})
+	return s.render(w, r, http.StatusOK, "attempts", page{Title: fmt.Sprintf("Attempts at %s visit %d", join, visit), Nav: "runs", Data: v})
 }
 
 // compare fills the diff between the two branches the page asks for
@@ -211,20 +215,30 @@ func (s *Server) compare(ctx context.Context, w *workspace.Workspace, v *attempt
 	return nil
 }
 
-// lastText is what a branch's last node said: its text, else its output
-// as JSON.
-func lastText(out map[string]any) string {
-	if t, ok := out["text"].(string); ok && t != "" {
-		return t
+// lastText is what a branch's last node said, as text: an agent's
+// reply, a tool's stdout (its last lines), else each field of its output
+// on a line of its own; never the output as JSON.
+func lastText(out map[string]any) (text, is string) {
+	if t, ok := out["text"].(string); ok && strings.TrimSpace(t) != "" {
+		return t, "reply"
 	}
-	clean := map[string]any{}
-	for k, v := range out {
-		if len(k) > 0 && k[0] != '_' {
-			clean[k] = v
+	if _, tool := out["exit_code"]; tool {
+		stdout, _ := out["stdout"].(string)
+		return tailLines(stdout, 20), "stdout"
+	}
+	var b strings.Builder
+	for _, k := range sortedNodes(out) {
+		if strings.HasPrefix(k, "_") {
+			continue
 		}
+		v, ok := out[k].(string)
+		if !ok {
+			raw, _ := json.Marshal(out[k])
+			v = string(raw)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", k, v)
 	}
-	b, _ := json.Marshal(clean)
-	return string(b)
+	return strings.TrimRight(b.String(), "\n"), "output"
 }
 
 // tailLines is the last n lines of s.

@@ -8,8 +8,17 @@
 //
 // The package promises:
 //
-//   - no state of its own: every page is read from Temporal and the run
-//     store when it is asked for;
+//   - no store of its own: every page is read from Temporal and the run
+//     store when it is asked for. What it remembers between requests is
+//     in memory, bounded, and held by the Server (its caches): values
+//     that cannot have changed (a checkpoint once written, the answers in
+//     an execution's history at one length, a closed run's summary), an
+//     open run's summary for 2 s, and what is down for 2 s; plus the
+//     workspace packs it fetched, in its cache directory;
+//   - it says what is down before it waits on it: Temporal unreachable
+//     is an error page (never a page built from the run store alone), and
+//     no worker polling the task queue is said in the page's status, and
+//     an answer then is queued and said so at once (health);
 //   - it binds a loopback address unless given a token, and then asks
 //     every request for it (a login sets an HttpOnly, SameSite=Strict
 //     cookie); every POST carries a CSRF token; on loopback without a
@@ -38,6 +47,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -52,8 +62,14 @@ const DefaultAddr = "127.0.0.1:8080"
 // Actions are what the console asks of the tether CLI: its commands' own
 // code paths. Every error they return is shown to the person as it is.
 type Actions interface {
+	// Health says whether Temporal answers and a worker polls the task
+	// queue, asking run (when given, and open) whether a worker answers
+	// it when the pollers alone cannot tell. It takes at most a few
+	// seconds, and a report a moment old serves again.
+	Health(ctx context.Context, run string) health.Report
 	// State is the run as `tether status` shows it: the live query, else
-	// the run store.
+	// the run store. A run no worker answers is read from the store at
+	// once.
 	State(ctx context.Context, run string) (*RunState, error)
 	// Live is what a live page polls: cheap, from Temporal alone.
 	Live(ctx context.Context, run string) (*Live, error)
@@ -63,6 +79,10 @@ type Actions interface {
 	// Answer answers a question through the "answer" update; by names
 	// who answered (the Temporal client's identity).
 	Answer(ctx context.Context, run, question, text, by string) error
+	// QueueAnswer sends the answer as the "answer" signal, which Temporal
+	// keeps in the run's history until a worker takes it: for a run no
+	// worker polls for.
+	QueueAnswer(ctx context.Context, run, question, text, by string) error
 	// Guide sends a note to node's next visit (the "guide" signal).
 	Guide(ctx context.Context, run, node, text, by string) (string, error)
 	Cancel(ctx context.Context, run string) (string, error)
@@ -87,6 +107,14 @@ type RunState struct {
 	// ("running", "completed", "canceled", …; "" when Temporal does not
 	// know it).
 	Temporal string
+	// Workers is what was known of the workers when State was read: a
+	// run no worker answered says so here.
+	Workers health.Report
+	// Started and Closed are when the run's first execution started and
+	// its latest closed (zero while open, or when Temporal does not know);
+	// Executions counts them (1 + resumes, rewinds, continues-as-new).
+	Started, Closed time.Time
+	Executions      int
 	// History names that execution and its history's length as Temporal
 	// described it; nil when Temporal does not know the run.
 	History *History
@@ -137,7 +165,8 @@ type Options struct {
 	GitHubHook http.Handler
 }
 
-// Server is a running console's handler and its dependencies.
+// Server is a running console's handler, its dependencies, and what it
+// remembers between requests.
 type Server struct {
 	opts     Options
 	cacheDir string
@@ -148,7 +177,11 @@ type Server struct {
 	live     *hub
 	log      *slog.Logger
 	mux      *http.ServeMux
-	closer   func()
+	caches   caches
+	// user names the console's own user@host, who acts for a person
+	// who gave no name.
+	user   string
+	closer func()
 }
 
 // ErrNeedsToken is the refusal to listen beyond loopback without a token.
@@ -172,7 +205,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Runs == nil || opts.Actions == nil {
 		return nil, errors.New("console: a run store and the CLI's actions are required")
 	}
-	s := &Server{opts: opts, blobs: opts.Runs.Blobs(), log: opts.Logger}
+	s := &Server{opts: opts, blobs: opts.Runs.Blobs(), log: opts.Logger, caches: newCaches(), user: hostUser()}
 	dir := opts.CacheDir
 	cleanup := func() {}
 	if dir == "" {
@@ -200,7 +233,7 @@ func New(opts Options) (*Server, error) {
 }
 
 // Handler is the console with its security wrapped around every route.
-func (s *Server) Handler() http.Handler { return s.sec.wrap(s.mux) }
+func (s *Server) Handler() http.Handler { return s.sec.wrap(s.mux, s.loginPage) }
 
 // Close stops the live updates and removes the cache.
 func (s *Server) Close() { s.closer() }
@@ -268,22 +301,23 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.Handle("GET /static/", http.StripPrefix("/static/", staticHandler()))
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/runs", http.StatusSeeOther) })
-	m.HandleFunc("GET /login", s.sec.loginPage(s))
-	m.HandleFunc("POST /login", s.sec.login(s))
+	m.HandleFunc("GET /login", s.loginForm)
+	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.sec.logout)
-	m.HandleFunc("GET /runs", s.runsPage)
+	m.HandleFunc("GET /runs", s.handle(s.runsPage))
 	m.HandleFunc("GET /runs/events", s.live.runsEvents)
-	m.HandleFunc("GET /questions", s.questionsPage)
-	m.HandleFunc("GET /runs/{run}", s.runPage)
+	m.HandleFunc("GET /questions", s.handle(s.questionsPage))
+	m.HandleFunc("GET /runs/{run}", s.handle(s.runPage))
+	m.HandleFunc("GET /runs/{run}/graph", s.handle(s.graphPage))
 	m.HandleFunc("GET /runs/{run}/events", s.live.runEvents)
-	m.HandleFunc("GET /runs/{run}/visits/{node}/{visit}", s.visitPage)
-	m.HandleFunc("GET /runs/{run}/joins/{node}/{visit}", s.attemptsPage)
-	m.HandleFunc("POST /runs/{run}/answer", s.answer)
-	m.HandleFunc("POST /runs/{run}/guide", s.guide)
-	m.HandleFunc("GET /runs/{run}/act/{action}", s.confirmPage)
-	m.HandleFunc("POST /runs/{run}/act/{action}", s.act)
-	m.HandleFunc("GET /answer/{run}/{question}", s.answerLinkPage)
-	m.HandleFunc("POST /answer/{run}/{question}", s.answerByLink)
+	m.HandleFunc("GET /runs/{run}/visits/{node}/{visit}", s.handle(s.visitPage))
+	m.HandleFunc("GET /runs/{run}/joins/{node}/{visit}", s.handle(s.attemptsPage))
+	m.HandleFunc("POST /runs/{run}/answer", s.handle(s.answer))
+	m.HandleFunc("POST /runs/{run}/guide", s.handle(s.guide))
+	m.HandleFunc("GET /runs/{run}/act/{action}", s.handle(s.confirmPage))
+	m.HandleFunc("POST /runs/{run}/act/{action}", s.handle(s.act))
+	m.HandleFunc("GET /answer/{run}/{question}", s.handle(s.answerLinkPage))
+	m.HandleFunc("POST /answer/{run}/{question}", s.handle(s.answerByLink))
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	if s.opts.GitHubHook != nil {
 		m.Handle("POST "+hooksPrefix+"github", s.opts.GitHubHook)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
@@ -66,13 +67,13 @@ func (s *Server) conversation(ctx context.Context, run, node string, visit int, 
 	pg, err := conversation.Read(ctx, src, from, entriesPerPage, transcript.Limits{})
 	switch {
 	case errors.Is(err, conversation.ErrGone):
-		cv.Note = fmt.Sprintf("The session blob of this visit is gone from the store: a run keeps a node's latest sessions only (the later visits' pages show the conversation up to them). (%s)", hideKeys(err.Error()))
+		cv.Note = fmt.Sprintf("The session blob of this visit is gone from the store: a run keeps a node's latest sessions only (the later visits' pages show the conversation up to them). (%s)", blobref.Hide(err.Error()))
 		return cv
 	case errors.Is(err, conversation.ErrNoReader):
-		cv.Note = fmt.Sprintf("This build has no reader for %s sessions. (%s)", src.Backend, hideKeys(err.Error()))
+		cv.Note = fmt.Sprintf("This build has no reader for %s sessions. (%s)", src.Backend, blobref.Hide(err.Error()))
 		return cv
 	case err != nil:
-		cv.Note = "The conversation could not be read: " + hideKeys(err.Error())
+		cv.Note = "The conversation could not be read: " + blobref.Hide(err.Error())
 		return cv
 	}
 	cv.From, cv.Cut = pg.From, pg.Cut

@@ -208,6 +208,11 @@ func layout(g *graph.Graph, t taken) svgGraph {
 			se.Class += " fwd"
 		}
 		out.Edges = append(out.Edges, se)
+		if se.Label != "" {
+			// A condition is written rightwards from its place: the
+			// drawing is wide enough to show it whole.
+			out.W = max(out.W, se.LX+7*len([]rune(se.Label))+marginX)
+		}
 	}
 	return out
 }

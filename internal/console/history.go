@@ -1,11 +1,8 @@
 package console
 
 import (
-	"container/list"
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -18,88 +15,31 @@ import (
 // line, newest first (a rewound run's "writer visit 3" is the one its
 // current line holds).
 
-// memo keeps recently read values that never change under their key: a
-// checkpoint, once written; a run execution's answers, read at one length
-// of its history. A page read twice costs nothing the second time.
-type memo[V any] struct {
-	mu    sync.Mutex
-	order *list.List
-	m     map[string]*list.Element
-	max   int
-}
-
-type memoEntry[V any] struct {
-	key string
-	v   V
-	at  time.Time
-}
-
-// checkpointMemory is how long a remembered value is trusted: a run
-// deleted and started again under its id writes new checkpoints.
-const checkpointMemory = 10 * time.Minute
-
-func newMemo[V any](n int) *memo[V] {
-	return &memo[V]{order: list.New(), m: map[string]*list.Element{}, max: n}
-}
-
-func (c *memo[V]) get(key string) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.m[key]
-	if !ok || time.Since(el.Value.(*memoEntry[V]).at) > checkpointMemory {
-		var zero V
-		return zero, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*memoEntry[V]).v, true
-}
-
-func (c *memo[V]) put(key string, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.m[key]; ok {
-		el.Value = &memoEntry[V]{key, v, time.Now()}
-		c.order.MoveToFront(el)
-		return
-	}
-	c.m[key] = c.order.PushFront(&memoEntry[V]{key, v, time.Now()})
-	for c.order.Len() > c.max {
-		el := c.order.Back()
-		c.order.Remove(el)
-		delete(c.m, el.Value.(*memoEntry[V]).key)
-	}
-}
-
-var (
-	peeked = newMemo[*runstore.Checkpoint](512)
-	full   = newMemo[*runstore.Checkpoint](32)
-)
-
 // peek reads checkpoint seq of run without its path blocks (cached).
 func (s *Server) peek(ctx context.Context, run string, seq int64) (*runstore.Checkpoint, error) {
 	key := fmt.Sprintf("%s/%d", run, seq)
-	if cp, ok := peeked.get(key); ok {
+	if cp, ok := s.caches.peeked.get(key); ok {
 		return cp, nil
 	}
 	cp, err := s.opts.Runs.Peek(ctx, run, seq)
 	if err != nil {
 		return nil, err
 	}
-	peeked.put(key, cp)
+	s.caches.peeked.put(key, cp)
 	return cp, nil
 }
 
 // checkpoint reads checkpoint seq of run whole (cached).
 func (s *Server) checkpoint(ctx context.Context, run string, seq int64) (*runstore.Checkpoint, error) {
 	key := fmt.Sprintf("%s/%d", run, seq)
-	if cp, ok := full.get(key); ok {
+	if cp, ok := s.caches.full.get(key); ok {
 		return cp, nil
 	}
 	cp, err := s.opts.Runs.Get(ctx, run, seq)
 	if err != nil {
 		return nil, err
 	}
-	full.put(key, cp)
+	s.caches.full.put(key, cp)
 	return cp, nil
 }
 

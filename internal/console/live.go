@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-run/tether/internal/runlist"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -215,13 +216,13 @@ func (h *hub) runsDigest(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	d := fnv.New64a()
-	for _, f := range []runFilter{{}, {Status: runstore.StatusWaiting}} {
-		rows, _, err := h.s.visibility(ctx, f, nil)
+	for _, f := range []runlist.Filter{{}, {Status: runstore.StatusWaiting}} {
+		pg, err := runlist.List(ctx, h.s.opts.Temporal, f, nil, runsPerPage)
 		if err != nil {
 			return 0, err
 		}
-		for _, row := range rows {
-			fmt.Fprintf(d, "%s\x00%s\x00%s\x00%s\n", row.ID, row.Status, row.Node, row.Changed)
+		for _, row := range pg.Rows {
+			fmt.Fprintf(d, "%s\x00%s\x00%s\x00%s\x00%s\n", row.ID, row.Execution, row.Status, row.Node, row.Closed)
 		}
 	}
 	return d.Sum64() | 1, nil

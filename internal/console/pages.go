@@ -3,16 +3,19 @@ package console
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
@@ -51,34 +54,97 @@ type page struct {
 	// Token says the person logged in with the console's token (the page
 	// shows a log-out button); one who came by an answer link did not.
 	Token bool
-	// Flash is a message about the last action, OK or not.
-	Flash   string
-	FlashOK bool
-	Data    any
+	// Flash is the outcome of the person's last action, from the
+	// server (flash.go); nil for none.
+	Flash *flash
+	Data  any
 }
 
+// funcs are the templates' functions, each named for what it gives.
 var funcs = template.FuncMap{
-	"tokens":  tokens,
-	"usd":     usd,
-	"dur":     dur,
-	"ago":     ago,
-	"stamp":   stamp,
-	"r":       treepolicy.RedactText,
-	"line":    oneLine,
-	"cut":     cut,
-	"short":   short,
-	"plural":  plural,
-	"esc":     url.PathEscape,
-	"query":   url.QueryEscape,
-	"add":     func(a, b int) int { return a + b },
-	"usage":   usageText,
-	"pct":     pct,
-	"status":  statusClass,
-	"join":    strings.Join,
-	"int64":   func(i int) int64 { return int64(i) },
-	"minutes": func(d time.Duration) string { return dur(d) },
+	"tokens":   tokens,
+	"usd":      usd,
+	"dur":      dur,
+	"ago":      ago,
+	"stamp":    stamp,
+	"r":        treepolicy.RedactText,
+	"line":     oneLine,
+	"cut":      cut,
+	"short":    short,
+	"plural":   plural,
+	"esc":      url.PathEscape,
+	"query":    url.QueryEscape,
+	"add":      func(a, b int) int { return a + b },
+	"usage":    usageText,
+	"pct":      pct,
+	"status":   statusClass,
+	"join":     strings.Join,
+	"lineKind": lineKind,
+	"lineMark": lineMark,
+	"value":    valueText,
+	"size":     size,
+	"sentence": sentence,
 }
 
+// sentence is s with its first letter a capital: a message that goes
+// on after a colon elsewhere, at the start of a page's status.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// size is a number of bytes as a person reads it: 512 bytes, 12.3 KiB.
+func size(n int64) string {
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// lineKind is a diff line's CSS class: "add", "del", or "" for context.
+func lineKind(op byte) string {
+	switch op {
+	case '+':
+		return "add"
+	case '-':
+		return "del"
+	}
+	return ""
+}
+
+// lineMark is a diff line's mark as a person reads it: +, − (a minus
+// sign, not a hyphen), or nothing for context.
+func lineMark(op byte) string {
+	switch op {
+	case '+':
+		return "+"
+	case '-':
+		return "−"
+	}
+	return ""
+}
+
+// valueText is an expression's value as a page shows it: "–" when the
+// join did not evaluate it.
+func valueText(v any) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprint(v)
+}
+
+// loadPages parses every page once, at start: each page's own template
+// with the layout and the shared parts.
 func loadPages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
 	names, err := fs.Glob(templateFiles, "templates/*.html")
@@ -99,51 +165,116 @@ func loadPages() (*pages, error) {
 	return p, nil
 }
 
-// render writes a whole page; a template error is logged and answered
-// with 500 (nothing half-written reaches the browser).
-func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, pg page) {
+// render writes a whole page, drawn into a buffer first so that nothing
+// half-written reaches the browser; a page that cannot be drawn is an
+// error for serveError.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, pg page) error {
 	pg.CSRF = csrfToken(r)
 	pg.Token = s.opts.Token != "" && s.sec.loggedIn(r)
-	t := s.pages.byName[name]
-	var buf bytes.Buffer
-	if t == nil {
-		s.log.Error("console: no such template", "name", name)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+	if pg.Flash == nil {
+		pg.Flash = s.sec.takeFlash(w, r)
 	}
+	t := s.pages.byName[name]
+	if t == nil {
+		return fmt.Errorf("console: no template %q", name)
+	}
+	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", pg); err != nil {
-		s.log.Error("console: render page", "page", name, "error", err)
-		http.Error(w, "the page could not be drawn; the console's log has the reason", http.StatusInternalServerError)
-		return
+		return fmt.Errorf("console: draw page %s: %w", name, err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
+	return nil
 }
 
-// fail shows an error page that says what happened and what to do.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, title string, err error) {
-	if status >= 500 {
-		s.log.Warn("console: page failed", "path", r.URL.Path, "error", err)
-	}
-	s.render(w, r, status, "error", page{Title: title, Data: map[string]string{"Title": title, "Error": hideKeys(err.Error())}})
+// A pageHandler writes its page, or returns the error that keeps it
+// from doing so; serveError, the one error handler, shows that error.
+type pageHandler func(w http.ResponseWriter, r *http.Request) error
+
+// pageError is an error with the status and title of the page that says
+// it. An error that is none is a 500 that the log explains.
+type pageError struct {
+	status int
+	title  string
+	err    error
 }
 
-func renderLogin(w http.ResponseWriter, r *http.Request, s *security, msg string) {
-	t, err := template.New("login").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/login.html")
-	if err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+func (e *pageError) Error() string { return e.err.Error() }
+func (e *pageError) Unwrap() error { return e.err }
+
+func notFound(title string, err error) error   { return &pageError{http.StatusNotFound, title, err} }
+func badRequest(title string, err error) error { return &pageError{http.StatusBadRequest, title, err} }
+
+// storeFailed is the run store that could not be read.
+func storeFailed(title string, err error) error {
+	return &pageError{http.StatusBadGateway, title, fmt.Errorf("the run store could not be read: %w", err)}
+}
+
+// handle adapts a pageHandler to the mux: its error goes to serveError.
+func (s *Server) handle(h pageHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.serveError(w, r, err)
+		}
 	}
+}
+
+// errorView is what the error page says.
+type errorView struct {
+	Title string
+	Error string
+	// Down says Temporal is unreachable: the page shows nothing read
+	// from elsewhere meanwhile, and says when to look again.
+	Down bool
+}
+
+// serveError shows err on a page that says what happened and what to do:
+// a *pageError with its status and title, Temporal unreachable with 503,
+// anything else as a 500 whose cause the log keeps.
+func (s *Server) serveError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		pe   *pageError
+		down *downError
+		v    errorView
+	)
+	switch {
+	case errors.As(err, &down):
+		pe = &pageError{status: http.StatusServiceUnavailable, title: "Temporal is unreachable", err: err}
+		v.Down = true
+	case errors.As(err, &pe):
+	default:
+		pe = &pageError{status: http.StatusInternalServerError, title: "Something went wrong",
+			err: errors.New("the console could not draw this page; its log has the reason")}
+	}
+	if pe.status >= 500 {
+		s.log.Warn("console: page failed", "path", r.URL.Path, "status", pe.status, "error", err)
+	}
+	v.Title, v.Error = pe.title, blobref.Hide(pe.err.Error())
+	if rerr := s.render(w, r, pe.status, "error", page{Title: pe.title, Data: v}); rerr != nil {
+		s.log.Error("console: draw the error page", "error", rerr)
+		http.Error(w, "the page could not be drawn; the console's log has the reason", http.StatusInternalServerError)
+	}
+}
+
+// loginPage is the page that asks for the console's token; msg says why
+// the last try failed.
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	next := r.URL.RequestURI()
 	if r.URL.Path == "/login" || r.Method != http.MethodGet {
 		next = "/runs"
 	}
-	pg := page{Title: "Log in", CSRF: csrfToken(r), Data: map[string]string{"Error": msg, "Next": next}}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := t.ExecuteTemplate(w, "layout", pg); err != nil {
-		slog.Warn("console: render login", "error", err)
+	pg := page{Title: "Log in", Data: loginView{Error: msg, Next: next}}
+	if err := s.render(w, r, status, "login", pg); err != nil {
+		s.serveError(w, r, err)
 	}
+}
+
+// loginView is what the login page shows.
+type loginView struct {
+	Error string
+	// Next is where the login leads (a path of this console).
+	Next string
 }
 
 // tokens is a token count as a person reads it: 950, 12.4k, 1.2M.
@@ -249,9 +380,16 @@ func short(commit string) string {
 	return commit
 }
 
+// plural is n and its noun, in the plural unless n is 1: "1 file", "3
+// files", "2 branches".
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	for _, end := range []string{"s", "x", "ch", "sh"} {
+		if strings.HasSuffix(noun, end) {
+			return fmt.Sprintf("%d %ses", n, noun)
+		}
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

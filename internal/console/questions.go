@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/user"
 	"strings"
@@ -14,7 +13,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/runapi"
+	"github.com/tether-run/tether/internal/runlist"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -27,15 +28,14 @@ type answered struct {
 	By       string
 	At       time.Time
 	Signal   bool
+	// Queued says no worker has taken it yet (the run page's question
+	// still waits for it).
+	Queued bool
 }
 
 // maxHistoryEvents bounds how much of a run's history the run page reads
 // for its answers; a run that continues as new keeps its histories short.
 const maxHistoryEvents = 20000
-
-// answeredMemo keeps the answers read from an execution's history at one
-// length: a history only grows, so the same length is the same answers.
-var answeredMemo = newMemo[[]answered](256)
 
 // answers reads the answers the run's current execution accepted; at,
 // when Temporal described the execution, names it and its history's
@@ -48,7 +48,8 @@ func (s *Server) answers(ctx context.Context, run string, at *History) []answere
 	key, execution := "", ""
 	if at != nil && at.RunID != "" {
 		key, execution = fmt.Sprintf("%s/%s/%d", run, at.RunID, at.Events), at.RunID
-		if out, ok := answeredMemo.get(key); ok {
+		// A history only grows: the same length is the same answers.
+		if out, ok := s.caches.answered.get(key); ok {
 			return out
 		}
 	}
@@ -105,7 +106,7 @@ func (s *Server) answers(ctx context.Context, run string, at *History) []answere
 		out[i], out[j] = out[j], out[i]
 	}
 	if key != "" && whole {
-		answeredMemo.put(key, out)
+		s.caches.answered.put(key, out)
 	}
 	return out
 }
@@ -122,29 +123,39 @@ type pendingRun struct {
 type questionsView struct {
 	Runs  []pendingRun
 	Total int
-	Err   string
+	// Down is what is down (no worker polls), for the page's status.
+	Down string
 }
 
 // questionsPage lists every pending question of every waiting run, each
 // with its answer form.
-func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
-	v := questionsView{}
-	rows, _, err := s.visibility(r.Context(), runFilter{Status: runstore.StatusWaiting}, nil)
-	if err != nil {
-		v.Err = "Temporal's visibility could not list the waiting runs: " + err.Error()
+func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	rep := s.opts.Actions.Health(ctx, "")
+	if rep.Temporal != nil {
+		return temporalDown(rep)
 	}
-	v.Runs = make([]pendingRun, len(rows))
+	waiting, err := runlist.List(ctx, s.opts.Temporal, runlist.Filter{Status: runstore.StatusWaiting}, nil, runsPerPage)
+	if err != nil {
+		return &downError{"Temporal's visibility did not list the waiting runs: " + err.Error()}
+	}
+	if !rep.Down() && len(waiting.Rows) > 0 {
+		// A waiting run's query proves a worker there; none answering, no
+		// run is asked again below.
+		rep = s.opts.Actions.Health(ctx, waiting.Rows[0].ID)
+	}
+	v := questionsView{Runs: make([]pendingRun, len(waiting.Rows)), Down: rep.String()}
 	var wg sync.WaitGroup
-	for i, row := range rows {
+	for i, row := range waiting.Rows {
 		v.Runs[i] = pendingRun{Run: row.ID, Graph: row.Graph, Since: row.Started}
 		wg.Add(1)
 		go func(pr *pendingRun) {
 			defer wg.Done()
-			qctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			rs, err := s.opts.Actions.State(qctx, pr.Run)
 			if err != nil {
-				pr.Err = err.Error()
+				pr.Err = blobref.Hide(err.Error())
 				return
 			}
 			pr.Questions = rs.State.Questions
@@ -154,44 +165,79 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
 	for _, pr := range v.Runs {
 		v.Total += len(pr.Questions)
 	}
-	pg := page{Title: "Questions", Nav: "questions", Live: "/runs/events", Data: v}
-	pg.Flash, pg.FlashOK = flash(r)
-	s.render(w, r, http.StatusOK, "questions", pg)
+	return s.render(w, r, http.StatusOK, "questions", page{Title: "Questions", Nav: "questions", Live: "/runs/events", Data: v})
 }
+
+// answerWait bounds how long a page waits for a run to take an answer:
+// a worker that polls takes it in well under a second.
+const answerWait = 10 * time.Second
 
 // answer sends a question's answer through the same update `tether answer`
 // uses; the run's refusal (unknown, already answered) comes back on the
-// page as it is.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+// page as it is. When no worker polls, the update could not be taken, so
+// the answer goes as the signal, which Temporal keeps in the run's
+// history until a worker takes it, and the page says so: either way the
+// page comes back within a second.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) error {
 	run := r.PathValue("run")
+	if err := runstore.ValidateRunID(run); err != nil {
+		return notFound("No such run", err)
+	}
 	qid, text := r.PostFormValue("question"), r.PostFormValue("text")
-	back := r.PostFormValue("back")
-	if back != "questions" {
-		back = "run"
+	back := backURL(r.PostFormValue("back"), run)
+	ctx := r.Context()
+	rep := s.opts.Actions.Health(ctx, run)
+	var f flash
+	switch {
+	case rep.Temporal != nil:
+		f = flash{Kind: "refused", Text: "Your answer was not sent: " + rep.String() + "."}
+	case rep.Down() && strings.TrimSpace(text) == "":
+		f = flash{Kind: "refused", Text: fmt.Sprintf("Your answer to %s is empty, and it cannot be queued: %s, so the run cannot say whether the question takes an empty answer.", qid, rep.String())}
+	case rep.Down():
+		if err := s.opts.Actions.QueueAnswer(ctx, run, qid, text, s.identity(r)); err != nil {
+			f = flash{Kind: "refused", Text: err.Error()}
+			break
+		}
+		f = flash{Kind: "queued", Text: fmt.Sprintf("Your answer to %s is queued, not yet taken: %s. Temporal keeps it in run %s's history and the run takes it when a worker starts; if %s is answered before, the run ignores this answer.", qid, rep.String(), run, qid)}
+	default:
+		actx, cancel := context.WithTimeout(ctx, answerWait)
+		defer cancel()
+		err := s.opts.Actions.Answer(actx, run, qid, text, s.identity(r))
+		switch {
+		case err == nil:
+			f = flash{Kind: "ok", Text: "Your answer to " + qid + " was accepted by run " + run + "."}
+		case actx.Err() != nil:
+			f = flash{Kind: "refused", Text: fmt.Sprintf("Run %s did not take your answer to %s within %s: no worker answered it. The answer may still be taken when one does; reload the run's page to see.", run, qid, dur(answerWait))}
+		default:
+			f = flash{Kind: "refused", Text: err.Error()}
+		}
 	}
-	err := s.opts.Actions.Answer(r.Context(), run, qid, text, s.identity(r))
-	msg := "Your answer to " + qid + " was accepted by run " + run + "."
-	if err != nil {
-		msg = err.Error()
-	}
-	redirectFlash(w, r, backURL(back, run), msg, err == nil)
+	s.redirectFlash(w, r, back, f)
+	return nil
 }
 
 // guide sends a note to a node's next visit.
-func (s *Server) guide(w http.ResponseWriter, r *http.Request) {
+func (s *Server) guide(w http.ResponseWriter, r *http.Request) error {
 	run := r.PathValue("run")
-	msg, err := s.opts.Actions.Guide(r.Context(), run, r.PostFormValue("node"), r.PostFormValue("text"), s.identity(r))
-	if err != nil {
-		msg = err.Error()
+	if err := runstore.ValidateRunID(run); err != nil {
+		return notFound("No such run", err)
 	}
-	redirectFlash(w, r, backURL("run", run), msg, err == nil)
+	msg, err := s.opts.Actions.Guide(r.Context(), run, r.PostFormValue("node"), r.PostFormValue("text"), s.identity(r))
+	f := flash{Kind: "ok", Text: msg}
+	if err != nil {
+		f = flash{Kind: "refused", Text: err.Error()}
+	}
+	s.redirectFlash(w, r, backURL("run", run), f)
+	return nil
 }
 
+// backURL is the page an answer leads back to: the questions page it
+// came from, else the run's.
 func backURL(back, run string) string {
 	if back == "questions" {
 		return "/questions"
 	}
-	return "/runs/" + url.PathEscape(run)
+	return runLink(run)
 }
 
 // identity names who acts through the console, for Temporal's history:
@@ -200,10 +246,12 @@ func (s *Server) identity(r *http.Request) string {
 	if c, err := r.Cookie(nameCookie); err == nil && cleanName(c.Value) != "" {
 		return cleanName(c.Value) + " (tether console)"
 	}
-	return consoleUser() + " (tether console)"
+	return s.user + " (tether console)"
 }
 
-var consoleUser = sync.OnceValue(func() string {
+// hostUser is user@host of the process: who acts for a person who gave
+// no name.
+func hostUser() string {
 	name := "console"
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -212,27 +260,4 @@ var consoleUser = sync.OnceValue(func() string {
 		name += "@" + h
 	}
 	return name
-})
-
-// A flash is the outcome of an action, shown once on the page the action
-// leads back to. It travels in the redirect's URL (?ok= or ?refused=), so
-// it needs no state; the page escapes it like any text.
-func redirectFlash(w http.ResponseWriter, r *http.Request, to, msg string, ok bool) {
-	key := "refused"
-	if ok {
-		key = "ok"
-	}
-	sep := "?"
-	if strings.Contains(to, "?") {
-		sep = "&"
-	}
-	http.Redirect(w, r, to+sep+key+"="+url.QueryEscape(cut(msg, 600)), http.StatusSeeOther)
-}
-
-func flash(r *http.Request) (string, bool) {
-	q := r.URL.Query()
-	if m := q.Get("ok"); m != "" {
-		return m, true
-	}
-	return q.Get("refused"), false
 }

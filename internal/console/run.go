@@ -2,15 +2,19 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -49,6 +53,22 @@ type runView struct {
 	Lineage   *runstore.Lineage
 	WebUI     string
 	Note      string
+	// Inputs are the run's inputs, as its latest checkpoint holds them.
+	Inputs []field
+	// Started is when the run's first execution started, Closed when its
+	// latest closed (zero while open); Took is how long it ran (so far).
+	Started    time.Time
+	Closed     time.Time
+	Took       time.Duration
+	Executions int
+	// Down is what keeps the run from moving (no worker polls, or none
+	// answered it), for the page's status; "" when nothing is known down.
+	Down string
+	// Queued are the questions an answer is queued for (the answer
+	// signal, in the run's history, that no worker has taken yet).
+	Queued map[string]*answered
+	// Edits are the corrected graphs the run continued with.
+	Edits []runstore.GraphEdit
 }
 
 type progressView struct {
@@ -99,6 +119,8 @@ func resultOf(st runstore.Step) string {
 		return fmt.Sprintf("exit %d", st.ExitCode)
 	case runstore.OutcomeTimedOut:
 		return "timed out"
+	case runstore.OutcomeBudget:
+		return "stopped by its budget"
 	case "":
 		return st.Status
 	}
@@ -136,39 +158,57 @@ type checkpointsView struct {
 	NextURL string
 }
 
-func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
 	run := r.PathValue("run")
 	if err := runstore.ValidateRunID(run); err != nil {
-		s.fail(w, r, http.StatusNotFound, "No such run", err)
-		return
+		return notFound("No such run", err)
 	}
-	v, err := s.loadRun(r.Context(), run, r.URL.Query())
+	ctx := r.Context()
+	rep := s.opts.Actions.Health(ctx, "")
+	if rep.Temporal != nil {
+		// What the run store holds may be behind the run: no page, and
+		// no form, is built from it alone.
+		return temporalDown(rep)
+	}
+	v, err := s.loadRun(ctx, run, r.URL.Query(), rep)
 	if err != nil {
-		s.fail(w, r, http.StatusNotFound, "Run "+run, err)
-		return
+		return notFound("Run "+run, err)
 	}
 	pg := page{Title: "Run " + run, Nav: "runs", Data: v}
 	if v.Open {
 		pg.Live = "/runs/" + url.PathEscape(run) + "/events"
 	}
-	pg.Flash, pg.FlashOK = flash(r)
-	s.render(w, r, http.StatusOK, "run", pg)
+	return s.render(w, r, http.StatusOK, "run", pg)
 }
 
 // loadRun gathers a run: its state (live or stored), its latest
 // checkpoint (graph, path taken, budgets), the page of its timeline asked
-// for, its checkpoints, and its answered questions.
-func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runView, error) {
+// for, its checkpoints, and its answered questions; rep is what was down
+// before the run was read.
+func (s *Server) loadRun(ctx context.Context, run string, q url.Values, rep health.Report) (*runView, error) {
 	ctx = withListing(ctx, run)
 	rs, err := s.opts.Actions.State(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	st := rs.State
-	v := &runView{ID: run, State: st, Source: rs.Source, Temporal: rs.Temporal, Status: st.Status}
+	v := &runView{ID: run, State: st, Source: rs.Source, Temporal: rs.Temporal, Status: st.Status, Started: rs.Started, Closed: rs.Closed, Executions: rs.Executions}
 	v.Open = rs.Temporal == "running"
 	if !v.Open && rs.Temporal != "" && (st.Status == runstore.StatusRunning || st.Status == runstore.StatusWaiting) {
 		v.Status = rs.Temporal
+	}
+	if v.Open {
+		// The run's own look (its query unanswered), else the queue's.
+		if v.Down = rs.Workers.String(); v.Down == "" {
+			v.Down = rep.String()
+		}
+	}
+	switch {
+	case v.Started.IsZero():
+	case !v.Closed.IsZero():
+		v.Took = v.Closed.Sub(v.Started)
+	case v.Open:
+		v.Took = time.Since(v.Started)
 	}
 	if s.opts.WebUI != nil {
 		v.WebUI = s.opts.WebUI(run)
@@ -183,20 +223,22 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 	}
 	all, err := s.seqs(ctx, run)
 	if err != nil {
-		v.Note = fmt.Sprintf("The run store could not list the run's checkpoints: %v", err)
+		v.Note = fmt.Sprintf("The run store could not list the run's checkpoints: %v", blobref.Hide(err.Error()))
 	}
 	var cp *runstore.Checkpoint
 	if len(all) > 0 {
 		if cp, err = s.checkpoint(ctx, run, all[len(all)-1]); err != nil {
-			v.Note = fmt.Sprintf("The run's latest checkpoint could not be read: %v", err)
+			v.Note = fmt.Sprintf("The run's latest checkpoint could not be read: %v", blobref.Hide(err.Error()))
 		}
 	}
 	var tk taken
 	if cp != nil {
 		v.Graph = &cp.Graph
 		v.Lineage = cp.Lineage
+		v.Edits = cp.GraphEdits
 		v.Budgets = budgets(cp, st)
 		v.Joins = joinsOf(run, cp)
+		v.Inputs = fieldsOf(cp.Inputs)
 		tk = taken{visits: cp.Visits, transitions: cp.Transitions}
 	} else if g, err := s.opts.Actions.Graph(ctx, run); err == nil {
 		// A run before its first checkpoint: the graph it was started with.
@@ -229,7 +271,82 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values) (*runVie
 	if hasQuestions(v.Graph) {
 		v.Answered = s.answers(ctx, run, rs.History)
 	}
+	if v.Open && v.Down != "" {
+		// An answer sent while no worker polls waits in the history.
+		v.Queued = map[string]*answered{}
+		for i, a := range v.Answered {
+			if a.Signal && slices.ContainsFunc(v.Questions, func(q runapi.PendingQuestion) bool { return q.ID == a.Question }) {
+				if _, ok := v.Queued[a.Question]; !ok {
+					v.Answered[i].Queued = true
+					v.Queued[a.Question] = &v.Answered[i]
+				}
+			}
+		}
+	}
 	return v, nil
+}
+
+// fieldsOf is a map of values (a run's inputs, a visit's output) as a
+// page lists them: by key, each as text (JSON for what is not a string).
+func fieldsOf(m map[string]any) []field {
+	var out []field
+	for _, k := range sortedNodes(m) {
+		if strings.HasPrefix(k, "_") {
+			continue // Tether's own stamps (fingerprints, refs): not for people
+		}
+		var s string
+		switch x := m[k].(type) {
+		case string:
+			s = x
+		default:
+			b, err := json.MarshalIndent(x, "", "  ")
+			if err != nil {
+				continue
+			}
+			s = string(b)
+		}
+		out = append(out, field{Key: k, Value: s, Long: len(s) > 120 || strings.Contains(s, "\n")})
+	}
+	return out
+}
+
+// graphPage is a run's graph alone, at its own size: for a graph too big
+// to read beside the rest of the run page.
+func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) error {
+	run := r.PathValue("run")
+	if err := runstore.ValidateRunID(run); err != nil {
+		return notFound("No such run", err)
+	}
+	ctx := withListing(r.Context(), run)
+	all, err := s.seqs(ctx, run)
+	if err != nil {
+		return storeFailed("Graph of run "+run, err)
+	}
+	var (
+		g  *graph.Graph
+		tk taken
+	)
+	if len(all) > 0 {
+		cp, err := s.checkpoint(ctx, run, all[len(all)-1])
+		if err != nil {
+			return storeFailed("Graph of run "+run, err)
+		}
+		g, tk = &cp.Graph, taken{visits: cp.Visits, transitions: cp.Transitions}
+	} else if g, err = s.opts.Actions.Graph(ctx, run); err != nil {
+		return notFound("Graph of run "+run, err)
+	}
+	tk.link = func(node string, visit int) string { return visitURL(run, node, visit) }
+	svg := layout(g, tk)
+	v := graphView{Run: run, Name: g.Name, SVG: &svg, RunURL: runLink(run)}
+	return s.render(w, r, http.StatusOK, "graph", page{Title: "Graph of run " + run, Nav: "runs", Data: v})
+}
+
+// graphView is the graph page.
+type graphView struct {
+	Run    string
+	Name   string
+	SVG    *svgGraph
+	RunURL string
 }
 
 // mergeVisits is the visit counts of the live state where it has them.

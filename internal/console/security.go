@@ -74,8 +74,8 @@ func open(path string) bool {
 	return path == "/login" || path == "/healthz" || strings.HasPrefix(path, "/static/") || strings.HasPrefix(path, "/answer/")
 }
 
-// wrap puts the gate in front of h.
-func (s *security) wrap(h http.Handler) http.Handler {
+// wrap puts the gate in front of h; login draws the login page.
+func (s *security) wrap(h http.Handler, login func(w http.ResponseWriter, r *http.Request, status int, msg string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", csp)
@@ -97,8 +97,7 @@ func (s *security) wrap(h http.Handler) http.Handler {
 		r = s.withCSRF(w, r)
 		bearer := s.token != "" && s.bearer(r)
 		if s.token != "" && !bearer && !open(r.URL.Path) && !s.loggedIn(r) {
-			w.WriteHeader(http.StatusUnauthorized)
-			renderLogin(w, r, s, "")
+			login(w, r, http.StatusUnauthorized, "")
 			return
 		}
 		if r.Method == http.MethodPost && !bearer && !s.csrfOK(r) {
@@ -169,37 +168,36 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (s *security) loginPage(srv *Server) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.token == "" {
-			http.Redirect(w, r, "/runs", http.StatusSeeOther)
-			return
-		}
-		renderLogin(w, r, s, "")
+// loginForm is GET /login: the page that asks for the token.
+func (srv *Server) loginForm(w http.ResponseWriter, r *http.Request) {
+	if srv.sec.token == "" {
+		http.Redirect(w, r, "/runs", http.StatusSeeOther)
+		return
 	}
+	srv.loginPage(w, r, http.StatusOK, "")
 }
 
-func (s *security) login(srv *Server) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.token == "" {
-			http.Redirect(w, r, "/runs", http.StatusSeeOther)
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.token)) != 1 {
-			w.WriteHeader(http.StatusUnauthorized)
-			renderLogin(w, r, s, "That is not the console's token.")
-			return
-		}
-		http.SetCookie(w, s.cookie(r, sessionCookie, s.session()))
-		if name := cleanName(r.PostFormValue("name")); name != "" {
-			http.SetCookie(w, s.cookie(r, nameCookie, name))
-		}
-		next := r.PostFormValue("next")
-		if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
-			next = "/runs"
-		}
-		http.Redirect(w, r, next, http.StatusSeeOther)
+// login is POST /login: a right token sets the session cookie (and the
+// name given, recorded with the person's answers) and leads on.
+func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
+	s := srv.sec
+	if s.token == "" {
+		http.Redirect(w, r, "/runs", http.StatusSeeOther)
+		return
 	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.token)) != 1 {
+		srv.loginPage(w, r, http.StatusUnauthorized, "That is not the console's token.")
+		return
+	}
+	http.SetCookie(w, s.cookie(r, sessionCookie, s.session()))
+	if name := cleanName(r.PostFormValue("name")); name != "" {
+		http.SetCookie(w, s.cookie(r, nameCookie, name))
+	}
+	next := r.PostFormValue("next")
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		next = "/runs"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (s *security) logout(w http.ResponseWriter, r *http.Request) {

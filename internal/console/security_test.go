@@ -1,7 +1,9 @@
 package console
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -9,11 +11,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
@@ -21,12 +25,26 @@ import (
 // stubActions answers as a run that is always waiting for "q-1"; it is
 // the in-process stand-in of the CLI for the console's unit tests (the
 // browser tests run the real one).
-type stubActions struct{ answered []string }
+type stubActions struct {
+	answered, queued []string
+	// down, when set, is what Health reports.
+	down *health.Report
+}
 
 func (a *stubActions) State(context.Context, string) (*RunState, error) {
 	return &RunState{State: &workflows.State{RunID: "r", Graph: "g", Status: "waiting", Questions: []workflows.PendingQuestion{{ID: "q-1", Node: "ask", Text: "Ship <b>it</b>?"}}}, Temporal: "running"}, nil
 }
 func (a *stubActions) Live(context.Context, string) (*Live, error) { return &Live{}, nil }
+func (a *stubActions) Health(context.Context, string) health.Report {
+	if a.down != nil {
+		return *a.down
+	}
+	return health.Report{Workers: health.WorkersUp, At: time.Now()}
+}
+func (a *stubActions) QueueAnswer(_ context.Context, _, _, text, _ string) error {
+	a.queued = append(a.queued, text)
+	return nil
+}
 func (a *stubActions) Graph(context.Context, string) (*graph.Graph, error) {
 	return &graph.Graph{Name: "g", Start: "ask", Nodes: []graph.Node{{ID: "ask", Kind: graph.KindHuman}}}, nil
 }
@@ -154,7 +172,11 @@ func TestTokenAndCSRF(t *testing.T) {
 	resp = post("/runs/r/answer", url.Values{"question": {"q-1"}, "text": {"yes"}, "csrf": {csrf}}, true)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, []string{"yes"}, acts.answered)
-	require.Contains(t, resp.Header.Get("Location"), "ok=")
+	require.Equal(t, "/runs/r", resp.Header.Get("Location"), "the outcome travels in a signed cookie, not the address")
+	_, body, _ = get(t, ts, jar, "/runs/r")
+	require.Contains(t, body, "Your answer to q-1 was accepted by run r.")
+	_, body, _ = get(t, ts, jar, "/runs/r")
+	require.NotContains(t, body, "was accepted", "a flash is shown once")
 
 	// A refusal comes back as the page's flash, escaped.
 	resp = post("/runs/r/answer", url.Values{"question": {"q-9"}, "text": {"yes"}, "csrf": {csrf}}, true)
@@ -184,4 +206,79 @@ func TestLoopbackHostOnly(t *testing.T) {
 	require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
 	status, _, _ := get(t, ts, newJar(t), "/healthz")
 	require.Equal(t, http.StatusOK, status)
+}
+
+// TestFlashComesOnlyFromTheServer: words in a page's address are never
+// shown as a message (a link to a real run's page with ?refused= or ?ok=
+// would put any text there), and neither is a flash cookie the console
+// did not sign, nor one meant for another page.
+func TestFlashComesOnlyFromTheServer(t *testing.T) {
+	ts, _ := newTestServer(t, "127.0.0.1:0", "")
+	jar := newJar(t)
+	for _, q := range []string{"refused=Your+account+is+locked%3A+call+555", "ok=Your+account+is+locked%3A+call+555"} {
+		status, body, _ := get(t, ts, jar, "/runs/r?"+q)
+		require.Equal(t, http.StatusOK, status)
+		require.NotContains(t, body, "locked", "the address's text is not on the page")
+		require.NotContains(t, body, `id="flash"`)
+	}
+	u, _ := url.Parse(ts.URL)
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"text":"Your account is locked","kind":"refused","path":"/runs/r"}`))
+	jar.SetCookies(u, []*http.Cookie{{Name: flashCookie, Value: forged + ".0123456789abcdef"}})
+	_, body, _ := get(t, ts, jar, "/runs/r")
+	require.NotContains(t, body, "locked", "a flash the console did not sign is not shown")
+
+	// One the console signed shows on its own page only.
+	s := &security{key: bytes.Repeat([]byte{7}, 32)}
+	rec := httptest.NewRecorder()
+	s.setFlash(rec, httptest.NewRequest("POST", "/runs/r/answer", nil), flash{Text: "accepted", Kind: "ok", Path: "/runs/r"})
+	req := httptest.NewRequest("GET", "/runs/other", nil)
+	for _, c := range rec.Result().Cookies() {
+		req.AddCookie(c)
+	}
+	require.Nil(t, s.takeFlash(httptest.NewRecorder(), req), "a flash for another page")
+	req.URL.Path = "/runs/r"
+	f := s.takeFlash(httptest.NewRecorder(), req)
+	require.NotNil(t, f)
+	require.Equal(t, "accepted", f.Text)
+}
+
+// TestAnswerWithNoWorkerIsQueued: with no worker, an answer goes as the
+// signal Temporal keeps (never the update, which would wait for one),
+// and the page says it is queued; an empty one cannot be queued; with
+// Temporal unreachable nothing is sent and the pages are an error page.
+func TestAnswerWithNoWorkerIsQueued(t *testing.T) {
+	ts, acts := newTestServer(t, "127.0.0.1:0", "")
+	acts.down = &health.Report{Queue: "tether", Workers: health.WorkersDown, At: time.Now()}
+	jar := newJar(t)
+	_, body, _ := get(t, ts, jar, "/runs/r")
+	require.Contains(t, body, `id="down"`)
+	require.Contains(t, body, "No worker has polled task queue &#34;tether&#34; in the last 5 min: start tether-worker")
+	post := func(text string) string {
+		c := &http.Client{Jar: jar, CheckRedirect: noRedirects.CheckRedirect}
+		resp, err := c.PostForm(ts.URL+"/runs/r/answer", url.Values{"csrf": {csrfOf(body)}, "question": {"q-1"}, "text": {text}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		_, page, _ := get(t, ts, jar, resp.Header.Get("Location"))
+		return page
+	}
+	page := post("yes")
+	require.Equal(t, []string{"yes"}, acts.queued)
+	require.Empty(t, acts.answered, "no update was sent")
+	require.Contains(t, page, `class="flash queued"`)
+	require.Contains(t, page, "Your answer to q-1 is queued, not yet taken")
+	page = post("  ")
+	require.Equal(t, []string{"yes"}, acts.queued, "an empty answer is not queued")
+	require.Contains(t, page, "is empty, and it cannot be queued")
+
+	acts.down = &health.Report{Address: "127.0.0.1:7233", Temporal: errors.New("connection refused"), At: time.Now()}
+	page = post("again")
+	require.Equal(t, []string{"yes"}, acts.queued)
+	require.Contains(t, page, "Temporal is unreachable", "the error page")
+	for _, p := range []string{"/runs", "/runs/r", "/questions"} {
+		status, body, _ := get(t, ts, jar, p)
+		require.Equal(t, http.StatusServiceUnavailable, status, p)
+		require.Contains(t, body, "Temporal is unreachable at 127.0.0.1:7233 (connection refused)", p)
+		require.NotContains(t, body, "<textarea", p)
+	}
 }

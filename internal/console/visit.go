@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
@@ -21,6 +22,8 @@ type visitView struct {
 	Node  string
 	Visit int
 	Def   *graph.Node
+	// Command is a tool's command, as its node writes it.
+	Command string
 	// Step is the visit's line of the run's path (nil while it runs).
 	Step     *runstore.Step
 	Started  time.Time
@@ -57,37 +60,37 @@ type field struct {
 	Long  bool
 }
 
-func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) error {
 	run, node := r.PathValue("run"), r.PathValue("node")
 	visit, err := strconv.Atoi(r.PathValue("visit"))
 	if err != nil || visit < 1 || runstore.ValidateRunID(run) != nil || runstore.ValidateNodeID(node) != nil {
-		s.fail(w, r, http.StatusNotFound, "No such visit", fmt.Errorf("%s is not a visit's address: /runs/RUN/visits/NODE/N", r.URL.Path))
-		return
+		return notFound("No such visit", fmt.Errorf("%s is not a visit's address: /runs/RUN/visits/NODE/N", r.URL.Path))
 	}
 	ctx := r.Context()
+	title := fmt.Sprintf("%s visit %d", node, visit)
 	v := &visitView{Run: run, Node: node, Visit: visit, RunURL: runLink(run)}
 	cp, err := s.visitCheckpoint(ctx, run, node, visit)
 	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, "Visit "+node+" "+strconv.Itoa(visit), fmt.Errorf("the run store could not be read: %w", err))
-		return
+		return storeFailed("Visit "+title, err)
 	}
 	if cp == nil {
 		// No checkpoint holds it yet: it may be the visit in flight.
 		rs, err := s.opts.Actions.State(ctx, run)
 		if err != nil || rs.State.Visits[node] < visit {
-			s.fail(w, r, http.StatusNotFound, "Visit "+node+" "+strconv.Itoa(visit), fmt.Errorf("run %s has no visit %d of node %s (yet)", run, visit, node))
-			return
+			return notFound("Visit "+title, fmt.Errorf("run %s has no visit %d of node %s (yet)", run, visit, node))
 		}
 		v.Running = true
 		if visit > 1 {
 			v.PrevURL = visitURL(run, node, visit-1)
 		}
-		pg := page{Title: fmt.Sprintf("%s visit %d", node, visit), Nav: "runs", Live: "/runs/" + url.PathEscape(run) + "/events", Data: v}
-		s.render(w, r, http.StatusOK, "visit", pg)
-		return
+		pg := page{Title: title, Nav: "runs", Live: "/runs/" + url.PathEscape(run) + "/events", Data: v}
+		return s.render(w, r, http.StatusOK, "visit", pg)
 	}
 	v.Checkpoint = cp.Seq
 	v.Def, _ = cp.Graph.Node(node)
+	if v.Def != nil && v.Def.Kind == graph.KindTool {
+		v.Command = shellLine(v.Def.Run)
+	}
 	for i := len(cp.Path) - 1; i >= 0; i-- {
 		if st := cp.Path[i]; st.Node == node && st.Visit == visit {
 			v.Step = &st
@@ -111,8 +114,12 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	if visit > 1 {
 		v.PrevURL = visitURL(run, node, visit-1)
 	}
-	if rs, err := s.opts.Actions.State(ctx, run); err == nil && rs.State.Visits[node] > visit {
+	if cp.Visits[node] > visit {
 		v.NextURL = visitURL(run, node, visit+1)
+	} else if rep := s.opts.Actions.Health(ctx, ""); rep.Temporal == nil {
+		if rs, err := s.opts.Actions.State(ctx, run); err == nil && rs.State.Visits[node] > visit {
+			v.NextURL = visitURL(run, node, visit+1)
+		}
 	}
 	states := []*runstore.WorkspaceState{cp.Workspace}
 	for _, list := range [][]runstore.BranchState{cp.Branches, cp.Joined} {
@@ -124,7 +131,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	}
 	change, commit, err := s.visitChange(ctx, run, node, visit, states)
 	if err != nil {
-		v.ChangeErr = hideKeys(err.Error())
+		v.ChangeErr = blobref.Hide(err.Error())
 	}
 	if change != nil {
 		v.Change, v.Commit = change, commit
@@ -133,57 +140,49 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) {
 	if v.Def != nil && v.Def.Kind == graph.KindAgent {
 		v.Conv = s.conversation(ctx, run, node, visit, cp, r.URL.Query())
 	}
-	s.render(w, r, http.StatusOK, "visit", page{Title: fmt.Sprintf("%s visit %d", node, visit), Nav: "runs", Data: v})
+	return s.render(w, r, http.StatusOK, "visit", page{Title: title, Nav: "runs", Data: v})
+}
+
+// shellLine is a command's argv as a person would type it in a shell:
+// each argument quoted when it holds anything but plain characters.
+func shellLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // output splits a visit's output into its text, its usage and session,
 // and the other fields a person reads (never a state ref: the run never
 // stores one on an output).
 func (v *visitView) output(out map[string]any) {
-	for _, k := range sortedNodes(out) {
-		val := out[k]
+	rest := map[string]any{}
+	for k, val := range out {
 		switch k {
 		case "text":
 			v.Text, _ = val.(string)
-			continue
 		case agent.UsageKey:
 			if b, err := json.Marshal(val); err == nil {
 				_ = json.Unmarshal(b, &v.Usage)
 			}
-			continue
 		case agent.BackendKey:
 			v.Backend, _ = val.(string)
-			continue
 		case agent.SessionIDKey:
 			v.SessionID, _ = val.(string)
-			continue
 		case agent.RetryNoteKey:
-			v.RetryNote, _ = val.(string)
-			continue
-		}
-		if strings.HasPrefix(k, "_") {
-			continue // Tether's own stamps (fingerprints, refs): not for people
-		}
-		var s string
-		switch x := val.(type) {
-		case string:
-			s = x
+			// Hidden again: a run recorded before the worker filtered
+			// its notes may hold a key in one.
+			note, _ := val.(string)
+			v.RetryNote = blobref.Hide(note)
 		default:
-			b, err := json.MarshalIndent(x, "", "  ")
-			if err != nil {
-				continue
-			}
-			s = string(b)
-		}
-		v.Fields = append(v.Fields, field{Key: k, Value: s, Long: len(s) > 120 || containsNewline(s)})
-	}
-}
-
-func containsNewline(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return true
+			rest[k] = val
 		}
 	}
-	return false
+	v.Fields = fieldsOf(rest)
 }

@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -98,7 +100,7 @@ func TestOneClickAnswers(t *testing.T) {
 	changed := []byte(formTok)
 	changed[10] ^= 1
 	refused(public+answerlink.Path(runB, "first-1", string(changed)), "This link is not valid", "it was changed")
-	expired, err := answerlink.Sign(key, answerlink.Link{Run: runB, Question: "first-1", Expires: time.Now().Add(-time.Hour)})
+	expired, err := answerlink.Sign(key, answerlink.Link{Run: runB, Question: "first-1", Asking: tokenAsking(t, b.AnswerForm), Expires: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	refused(public+answerlink.Path(runB, "first-1", expired), "This link has expired", "It was valid until")
 	refused(public+answerlink.Path(runB, "first-1", tokenOf(t, a.AnswerForm)), "This link is for another run", "It answers first-1 of run "+runA)
@@ -168,4 +170,18 @@ func acceptedAnswers(t *testing.T, h *harness, run, question string) int {
 		}
 	}
 	return n
+}
+
+// tokenAsking is the asking a link's token names.
+func tokenAsking(t *testing.T, link string) string {
+	t.Helper()
+	tok := tokenOf(t, link)
+	raw, err := base64.RawURLEncoding.DecodeString(tok[:strings.IndexByte(tok, '.')])
+	require.NoError(t, err)
+	var p struct {
+		K string `json:"k"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &p))
+	require.NotEmpty(t, p.K)
+	return p.K
 }

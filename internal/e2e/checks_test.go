@@ -61,13 +61,31 @@ edges:
 	assert.Contains(t, out, "G058 warning", "run prints the warning before it starts")
 	assert.Regexp(t, `node "writer".*map has no entry for key "feedback".*the input it was given has keys topic`, out)
 
-	// A when that is not a boolean at run time names node, edge,
-	// expression and the values it saw.
+	// A when that fails on what a scripted agent's script writes is
+	// caught before the run starts.
+	scripted := writeGraph(t, "scripted.yaml", `
+name: approved
+start: judge
+nodes:
+  - {id: judge, kind: agent, backend: scripted, script: ['JSON: {"approved": "yes"}']}
+  - {id: done, kind: end}
+  - {id: again, kind: end}
+edges:
+  - {from: judge, to: done, when: output.approved}
+  - {from: judge, to: again}
+`)
+	code, out = tetherCode(t, "run", scripted, "--id", "ap-0")
+	assert.Equal(t, cli.ExitUsage, code, out)
+	assert.Contains(t, out, `G069 error: the when of edge judge -> done fails on reply 1 of judge's script ({"approved": "yes"}): when "output.approved" gave yes (string), not a boolean`)
+	assert.Equal(t, 0, h.executions("ap-0"), "nothing started")
+
+	// A when that is not a boolean at run time (a reply validation cannot
+	// foresee) names node, edge, expression and the values it saw.
 	approved := writeGraph(t, "approved.yaml", `
 name: approved
 start: judge
 nodes:
-  - {id: judge, kind: agent, backend: scripted, script: ['JSON: {"verdict": "yes"}']}
+  - {id: judge, kind: agent, backend: scripted, script: ['JSON: {"verdict": "yes, turn {{.Turn}}"}']}
   - {id: done, kind: end}
   - {id: again, kind: end}
 edges:
@@ -78,7 +96,7 @@ edges:
 	assert.Equal(t, cli.ExitFailed, code, out)
 	st := h.tether(t, dir, "status", "ap-1")
 	t.Logf("run:\n%s\nstatus:\n%s", out, st)
-	assert.Regexp(t, `error: +node judge, edge judge -> done: when "output.approved" gave nil, not a boolean.*the values it saw: output \{.*verdict="yes".*\}, input \{\}, visits 1`, st)
+	assert.Regexp(t, `error: +node judge, edge judge -> done: when "output.approved" gave nil, not a boolean.*the values it saw: output \{.*verdict="yes, turn 1".*\}, input \{\}, visits 1`, st)
 }
 
 // Item 8: inputs are checked before a run starts, and are strings unless

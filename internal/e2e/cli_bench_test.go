@@ -62,7 +62,7 @@ edges:
 		cmd.Stdin = strings.NewReader("hello")
 		cmd.Dir = b.TempDir()
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-			"ANTHROPIC_BASE_URL=" + fake.URL(), "ANTHROPIC_API_KEY=k", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "IS_SANDBOX=1"}
+			"ANTHROPIC_BASE_URL=" + fake.URL(), "ANTHROPIC_API_KEY=" + fake.Key(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "IS_SANDBOX=1"}
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "turn 1: hello") {
 			b.Fatalf("bare claude: %v\n%s", err, out)

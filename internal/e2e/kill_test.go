@@ -110,7 +110,7 @@ func newKillRig(t *testing.T, model string) *killRig {
 		"TETHER_BLOB_URL=file://" + k.store,
 		"TETHER_CLI_BIN=" + cliBin,
 		"ANTHROPIC_BASE_URL=" + k.fake.URL(),
-		"ANTHROPIC_API_KEY=k",
+		"ANTHROPIC_API_KEY=" + k.fake.Key(),
 		"TETHER_MODEL_CLAUDE_CODE=" + model,
 	}
 	return k

@@ -50,7 +50,7 @@ func TestRewindDropsLaterCheckpointsAndEveryCommandKnows(t *testing.T) {
 	require.Len(t, infos, 9)
 
 	out := h.tether(t, dir, "rewind", "a1", "--to", "3")
-	assert.Regexp(t, `rewound to checkpoint 3 \(new checkpoint 10, [1-9]\d* blob\(s\) dropped\)`, out)
+	assert.Regexp(t, `rewound to checkpoint 3 \(new checkpoint 10, [1-9]\d* blobs? dropped\)`, out)
 	_, err = h.result(h.c.GetWorkflow(context.Background(), "a1", ""))
 	require.NoError(t, err)
 

@@ -110,7 +110,8 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 
 // TestBlobDeletesAreNamed: the local activity that deletes a superseded
 // session blob carries a summary in the history, as every other step of a
-// run does, so the Web UI says what it removed.
+// run does, so the Web UI says whose blobs it removed (by node, never by
+// key: no event names a ref).
 func TestBlobDeletesAreNamed(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
@@ -140,7 +141,8 @@ edges:
 	for line := range strings.Lines(joined) {
 		if strings.HasPrefix(line, "delete ") {
 			deletes = append(deletes, line)
-			assert.Contains(t, line, "runs/deletes/sessions/writer/", "a delete names what it removes")
+			assert.Contains(t, line, " of writer", "a delete names whose blobs it removes")
+			assert.NotContains(t, line, "runs/deletes/", "a summary is an event the Web UI shows, and no event names a ref")
 		}
 	}
 	assert.NotEmpty(t, deletes, joined)

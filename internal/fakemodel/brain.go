@@ -32,6 +32,9 @@ const (
 	// CueSleepAfterTool delays the reply that follows a tool result, as an
 	// agent that keeps working after it asked the user would.
 	CueSleepAfterTool = "SLEEP_AFTER_TOOL:"
+	// CueTokens makes every request of the turn cost the number of tokens
+	// after it ("TOKENS: 400"): a budget test's exact arithmetic.
+	CueTokens = "TOKENS:"
 )
 
 // AskUserTool is the suffix by which the server recognises the ask_user tool
@@ -156,6 +159,22 @@ func (c conversation) reply() reply {
 		r.text = normal
 	}
 	return r
+}
+
+// tokensPerCall is what the latest prompt's CueTokens line asks every
+// request of its turn to cost, or 0.
+func (c conversation) tokensPerCall() int {
+	if len(c.prompts) == 0 {
+		return 0
+	}
+	for _, line := range strings.Split(c.prompts[len(c.prompts)-1], "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), CueTokens); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 func (c conversation) askUserTool() string {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +14,40 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// keys are the keys of the servers the tests started, by URL.
+var keys sync.Map
+
+// start starts a server whose key post sends.
+func start(t *testing.T) *Server {
+	s := Start(t)
+	keys.Store(s.URL(), s.Key())
+	return s
+}
+
+// keyOfURL is the key of the server url is at.
+func keyOfURL(url string) string {
+	var key string
+	keys.Range(func(k, v any) bool {
+		if strings.HasPrefix(url, k.(string)+"/") {
+			key = v.(string)
+			return false
+		}
+		return true
+	})
+	return key
+}
+
 func post(t *testing.T, url, body string) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	key := keyOfURL(url)
+	// Each API reads its own header.
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("X-Api-Key", key)
+	req.Header.Set("X-Goog-Api-Key", key)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -49,7 +81,7 @@ func TestPromptText(t *testing.T) {
 }
 
 func TestAnthropicMemoryAndToolCall(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	_, body := post(t, s.URL()+"/v1/messages", `{"model":"m","messages":[
 		{"role":"user","content":[{"type":"text","text":"<system-reminder>ctx</system-reminder>"},{"type":"text","text":"alpha"}]},
 		{"role":"assistant","content":[{"type":"text","text":"turn 1: alpha"}]},
@@ -83,13 +115,13 @@ func TestAnthropicMemoryAndToolCall(t *testing.T) {
 }
 
 func TestAnthropicWithoutToolAsksInText(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	_, body := post(t, s.URL()+"/v1/messages", `{"model":"m","messages":[{"role":"user","content":"ASK_USER: why?"}]}`)
 	assert.Contains(t, body, `"text":"ASK_USER: why?"`)
 }
 
 func TestResponsesStreamAndNamespaceTool(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	_, body := post(t, s.URL()+"/v1/responses", `{"model":"m","stream":true,
 		"tools":[{"type":"function","name":"exec_command"},{"type":"namespace","name":"mcp__tether","tools":[{"type":"function","name":"ask_user"}]}],
 		"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]},
@@ -116,7 +148,7 @@ func TestResponsesStreamAndNamespaceTool(t *testing.T) {
 }
 
 func TestChatCompletions(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	_, body := post(t, s.URL()+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[
 		{"role":"system","content":"sys"},{"role":"user","content":[{"type":"text","text":"a"}]},
 		{"role":"assistant","content":"turn 1: a"},{"role":"user","content":"b"}]}`)
@@ -133,21 +165,24 @@ func TestChatCompletions(t *testing.T) {
 }
 
 func TestCues(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	_, body := post(t, s.URL()+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"REPLY: {\"a\":1}"}]}`)
 	assert.Contains(t, body, `"content":"{\"a\":1}"`)
 	resp, _ := post(t, s.URL()+"/v1/messages", `{"model":"m","messages":[{"role":"user","content":"HTTP_ERROR: 418"}]}`)
 	assert.Equal(t, 418, resp.StatusCode)
-	start := time.Now()
+	began := time.Now()
 	post(t, s.URL()+"/v1/responses", `{"model":"m","input":"SLEEP: 300ms"}`)
-	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
 }
 
 func TestSideCalls(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	_, body := post(t, s.URL()+"/v1/messages/count_tokens", `{"model":"m","messages":[]}`)
 	assert.Contains(t, body, "input_tokens")
-	resp, err := http.Get(s.URL() + "/v1/models")
+	req, err := http.NewRequest(http.MethodGet, s.URL()+"/v1/models", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.Key())
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
@@ -159,7 +194,7 @@ func TestSideCalls(t *testing.T) {
 // a conversation's first request writes the system tokens to the cache,
 // later ones read them; the OpenAI APIs count cached tokens as input too.
 func TestUsageOnEveryWire(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	first := Usage{Input: 20, Output: 5 + len("turn 1: a")/4, CacheWrite: SystemTokens}
 	second := Usage{Input: 40, Output: 5 + len("turn 2: a | b")/4, CacheRead: SystemTokens}
 	num := func(m map[string]any, path ...string) int {

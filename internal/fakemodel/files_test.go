@@ -61,7 +61,7 @@ func TestFilePlanPerCLIAndTurn(t *testing.T) {
 // One call per response, then the normal final text; the progress is
 // counted from the tool calls since the latest prompt.
 func TestFileCuesOverTheWire(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	prompt, _ := json.Marshal("go\nWRITE_FILE: a.txt\nhi\nEND_FILE\nWRITE_FILE: b.txt\nho\nEND_FILE")
 	tools := `"tools":[{"type":"function","function":{"name":"write"}}]`
 	_, body := post(t, s.URL()+"/v1/chat/completions", `{"model":"m",`+tools+`,"messages":[{"role":"user","content":`+string(prompt)+`}]}`)

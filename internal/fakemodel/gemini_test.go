@@ -13,7 +13,7 @@ import (
 // ignored, usage with cached tokens inside the prompt count, SSE streaming,
 // file tools and errors on cue.
 func TestGeminiMemoryStreamAndTools(t *testing.T) {
-	s := Start(t)
+	s := start(t)
 	conv := `{"contents":[
 		{"role":"user","parts":[{"text":"<session_context>\nThis is the Gemini CLI.\n- **Workspace Directories:**\n  - /w\n</session_context>"}]},
 		{"role":"user","parts":[{"text":"alpha\n"}]},

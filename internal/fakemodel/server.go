@@ -12,9 +12,19 @@
 // files.go) make the model write and edit files through the asking CLI's
 // own tools, on the turn they name, wherever in the conversation they are
 // written.
+//
+// Like a real endpoint, it answers only requests that carry its key (Key),
+// where the request's API carries one: x-api-key or Authorization: Bearer
+// for the Messages API, Authorization: Bearer for the OpenAI APIs,
+// x-goog-api-key or ?key= for the Gemini API. Any other key (a
+// placeholder, an empty one) is refused with 401 in the API's own error
+// format, so that no test passes by a key that never reached it.
 package fakemodel
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -58,11 +68,16 @@ type Request struct {
 	// Usage is the token usage reported with the answer (zero for an
 	// HTTP error).
 	Usage Usage
+	// Key is the key the request carried, wherever its API puts it ("":
+	// none); Refused marks a request answered 401 for it.
+	Key     string
+	Refused bool
 }
 
 // Server is a running fake model.
 type Server struct {
 	srv *httptest.Server
+	key string
 
 	mu   sync.Mutex
 	reqs []Request
@@ -79,10 +94,16 @@ func Start(t testing.TB) *Server {
 
 // New starts a server on loopback; the caller closes it.
 func New() *Server {
-	s := &Server{}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	s := &Server{key: "fake-model-key-" + hex.EncodeToString(b[:])}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
+
+// Key is the only key the server answers: random, so that it is also a
+// canary a test can look for wherever it must not be.
+func (s *Server) Key() string { return s.key }
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
@@ -95,6 +116,17 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.reqs...)
+}
+
+// Refused returns the requests refused for their key.
+func (s *Server) Refused() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Refused {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Turns returns the conversation requests received so far.
@@ -141,6 +173,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Body: body, API: Other}
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	rec.API = apiOf(r.Method, path)
+	rec.Key = keyOf(rec.API, r)
+	if subtle.ConstantTimeCompare([]byte(rec.Key), []byte(s.key)) != 1 {
+		rec.Refused = true
+		s.record(rec)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, unauthorized(rec.API))
+		return
+	}
+	rec.API = Other
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
 		rec.API = Anthropic
@@ -175,4 +218,59 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiOf is the API a request is for, by its method and path.
+func apiOf(method, path string) API {
+	switch {
+	case method == http.MethodPost && (strings.HasSuffix(path, "/messages/count_tokens") || strings.HasSuffix(path, "/messages")):
+		return Anthropic
+	case method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		return Responses
+	case method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
+		return Chat
+	case method == http.MethodPost && geminiMethod(path) != "":
+		return Gemini
+	}
+	return Other
+}
+
+// keyOf is the key r carries where api's real endpoint reads it; for a
+// request of no known API, wherever any of them does.
+func keyOf(api API, r *http.Request) string {
+	bearer := func() string {
+		k, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		return k
+	}
+	switch api {
+	case Anthropic:
+		if k := r.Header.Get("X-Api-Key"); k != "" {
+			return k
+		}
+		return bearer()
+	case Responses, Chat:
+		return bearer()
+	case Gemini:
+		if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
+			return k
+		}
+		return r.URL.Query().Get("key")
+	}
+	for _, k := range []string{r.Header.Get("X-Api-Key"), r.Header.Get("X-Goog-Api-Key"), bearer(), r.URL.Query().Get("key")} {
+		if k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// unauthorized is a refusal for a wrong key in api's own error format.
+func unauthorized(api API) string {
+	switch api {
+	case Anthropic:
+		return `{"type":"error","error":{"type":"authentication_error","message":"fake model: invalid x-api-key"}}`
+	case Gemini:
+		return `{"error":{"code":401,"message":"fake model: API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED"}}`
+	}
+	return `{"error":{"message":"fake model: Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`
 }

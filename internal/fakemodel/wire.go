@@ -126,6 +126,9 @@ func fakeID(prefix string, n int) string {
 //	Output     = 5 + len(reply)/4, reply as Request.Reply spells it
 //	CacheWrite = SystemTokens on a conversation's first request, else 0
 //	CacheRead  = SystemTokens on every later request, else 0
+//
+// unless the latest prompt has a CueTokens line: then every request of its
+// turn costs exactly that many tokens, input and output, nothing cached.
 type Usage struct {
 	Input, Output, CacheRead, CacheWrite int
 }
@@ -147,6 +150,10 @@ func (u Usage) openAIInput() int { return u.Input + u.CacheRead + u.CacheWrite }
 
 // usage is what answering the conversation with rep costs.
 func (c conversation) usage(rep reply) Usage {
+	if n := c.tokensPerCall(); n > 0 {
+		out := min(5+len(rep.String())/4, n)
+		return Usage{Input: n - out, Output: out}
+	}
 	u := Usage{Input: 20*len(c.prompts) + 30*c.callsSincePrompt, Output: 5 + len(rep.String())/4}
 	if len(c.prompts) <= 1 && c.callsSincePrompt == 0 {
 		u.CacheWrite = SystemTokens

@@ -91,21 +91,32 @@ var networkForms = "model, none, or a mapping {allow: [host:port, ...]}"
 
 // Limits bound what one visit of an agent or tool node may use, all its
 // processes together: Memory (a size such as 512MiB or 2GiB), Pids
-// (processes and threads), CPU (cores' worth of CPU time, e.g. 1.5). A
-// zero field keeps the worker's default (docs/security.md).
+// (processes and threads), CPU (cores' worth of CPU time, e.g. 1.5), Disk
+// (a size: the visit's /tmp, and what it may write to the worker's disk).
+// A zero field keeps the worker's default (docs/security.md).
 type Limits struct {
 	Memory string  `json:"memory,omitempty" yaml:"memory,omitempty"`
 	Pids   int     `json:"pids,omitempty" yaml:"pids,omitempty"`
 	CPU    float64 `json:"cpu,omitempty" yaml:"cpu,omitempty"`
+	Disk   string  `json:"disk,omitempty" yaml:"disk,omitempty"`
 }
 
 // MinMemory is the smallest memory limit a node may set: less does not
 // start a CLI.
 const MinMemory = 32 << 20
 
+// MinDisk is the smallest disk limit a node may set: less does not start
+// a CLI, which writes its state and temporary files.
+const MinDisk = 16 << 20
+
 // MemoryBytes is Memory in bytes, 0 when it is not set.
 func (l Limits) MemoryBytes() (int64, error) {
 	return ParseSize(l.Memory)
+}
+
+// DiskBytes is Disk in bytes, 0 when it is not set.
+func (l Limits) DiskBytes() (int64, error) {
+	return ParseSize(l.Disk)
 }
 
 // ParseSize reads a size: a whole number of bytes, or a number with a

@@ -16,7 +16,7 @@ func TestNetworkAndLimits(t *testing.T) {
 name: n
 start: fetch
 nodes:
-  - {id: fetch, kind: tool, run: [go, test], network: {allow: ["proxy.golang.org:443", "*.golang.org:443"]}, limits: {memory: 2GiB, pids: 512, cpu: 1.5}}
+  - {id: fetch, kind: tool, run: [go, test], network: {allow: ["proxy.golang.org:443", "*.golang.org:443"]}, limits: {memory: 2GiB, pids: 512, cpu: 1.5, disk: 1GiB}}
   - {id: writer, kind: agent, backend: claude_code, network: model}
   - {id: offline, kind: tool, run: [make], network: none}
   - {id: done, kind: end}
@@ -28,10 +28,13 @@ edges:
 	require.False(t, Validate(g).HasErrors(), Validate(g).String())
 	fetch := g.Nodes[0]
 	assert.Equal(t, &Network{Allow: []string{"proxy.golang.org:443", "*.golang.org:443"}}, fetch.Network)
-	assert.Equal(t, &Limits{Memory: "2GiB", Pids: 512, CPU: 1.5}, fetch.Limits)
+	assert.Equal(t, &Limits{Memory: "2GiB", Pids: 512, CPU: 1.5, Disk: "1GiB"}, fetch.Limits)
 	mem, err := fetch.Limits.MemoryBytes()
 	require.NoError(t, err)
 	assert.Equal(t, int64(2<<30), mem)
+	disk, err := fetch.Limits.DiskBytes()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<30), disk)
 	assert.Equal(t, &Network{Mode: NetworkModel}, g.Nodes[1].Network)
 	assert.Equal(t, &Network{Mode: NetworkNone}, g.Nodes[2].Network)
 
@@ -68,6 +71,8 @@ func TestNetworkAndLimitsProblems(t *testing.T) {
 		"few pids":           {`{id: a, kind: tool, run: [x], limits: {pids: 2}}`, CodeBadLimits, "at least 16"},
 		"negative cpu":       {`{id: a, kind: agent, backend: pi, limits: {cpu: -1}}`, CodeBadLimits, "cores"},
 		"empty limits":       {`{id: a, kind: tool, run: [x], limits: {}}`, CodeBadLimits, "set nothing"},
+		"bad disk":           {`{id: a, kind: tool, run: [x], limits: {disk: plenty}}`, CodeBadLimits, "not a size"},
+		"tiny disk":          {`{id: a, kind: tool, run: [x], limits: {disk: 1MiB}}`, CodeBadLimits, "too little"},
 		"network on a human": {`{id: a, kind: human, question: q, network: none}`, CodeIgnoredField, "network has no effect"},
 		"limits on a join":   {`{id: a, kind: end, limits: {pids: 20}}`, CodeIgnoredField, "limits has no effect"},
 	} {

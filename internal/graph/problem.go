@@ -104,6 +104,12 @@ const (
 	CodeBadPublish      = "G063" // a publish without pull_request, or a pull request without a title
 	CodeReviewNoPublish = "G064" // a review node in a graph without publish.pull_request
 	CodeReviewInBranch  = "G065" // a review node inside a fan-out branch
+	// Paths (docs/security.md, "Paths").
+	CodeProgramClimbs = "G066" // a tool's program (run[0]) named through ".."
+	CodeBadWorkdir    = "G067" // a workdir through "..", or a relative one that leaves the workspace
+
+	CodeUncheckedWhen = "G068" // a when that is a value an agent writes, not a comparison
+	CodeScriptedWhen  = "G069" // a when that fails on what a scripted agent's script says
 )
 
 // CodeInfo describes one problem code.
@@ -176,6 +182,10 @@ var codeTable = []CodeInfo{
 	{CodeBadPublish, SeverityError, "a publish without pull_request, or a pull request without a title"},
 	{CodeReviewNoPublish, SeverityError, "a review node in a graph that publishes no pull request"},
 	{CodeReviewInBranch, SeverityError, "a review node inside a fan-out branch"},
+	{CodeProgramClimbs, SeverityError, "a tool's program (the first run argument) is named through \"..\""},
+	{CodeBadWorkdir, SeverityError, "a workdir holds \"..\""},
+	{CodeUncheckedWhen, SeverityWarning, "a when that is a value an agent writes, not a comparison: the run fails if it is not a boolean"},
+	{CodeScriptedWhen, SeverityError, "a when that fails on what a scripted agent's script says it writes"},
 }
 
 // Codes lists every problem code, in code order.

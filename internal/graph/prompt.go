@@ -2,6 +2,7 @@ package graph
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -54,7 +55,7 @@ func parsePrompt(src string) (*template.Template, error) {
 func RenderPrompt(tmpl string, data PromptData) (string, error) {
 	t, err := parsePrompt(tmpl)
 	if err != nil {
-		return "", fmt.Errorf("graph: prompt: %w", err)
+		return "", &PromptError{msg: promptMessage(err), err: err}
 	}
 	orEmpty := func(m map[string]any) map[string]any {
 		if m == nil {
@@ -66,9 +67,49 @@ func RenderPrompt(tmpl string, data PromptData) (string, error) {
 	if err := t.Execute(&b, map[string]any{"input": orEmpty(data.Input), "output": orEmpty(data.Output),
 		"visit": data.Visit, "workspace": orEmpty(data.Workspace)}); err != nil {
 		// Say what the template had to read from: the values it saw.
-		return "", fmt.Errorf("graph: prompt: %w; the input it was given has %s", err, keyList(data.Input))
+		return "", &PromptError{msg: fmt.Sprintf("%s; the input it was given has %s", promptMessage(err), keyList(data.Input)), err: err}
 	}
 	return b.String(), nil
+}
+
+// PromptError is a template (a prompt, a question, a tool's argument)
+// that did not render: its message says where, and what was missing,
+// without the template engine's own prefixes.
+type PromptError struct {
+	msg string
+	err error
+}
+
+func (e *PromptError) Error() string { return "graph: template: " + e.msg }
+func (e *PromptError) Unwrap() error { return e.err }
+
+// Reason is the message alone, for a caller that names the template
+// itself ("node writer: prompt: …").
+func (e *PromptError) Reason() string { return e.msg }
+
+// promptMessage is a text/template error as a person reads it:
+// `line 1, column 14 (.input.x): map has no entry for key "x"` rather than
+// `template: prompt:1:14: executing "prompt" at <.input.x>: …`.
+func promptMessage(err error) string {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "template: prompt:")
+	if !ok {
+		return msg
+	}
+	pos, detail, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return msg
+	}
+	where := "line " + pos
+	if line, col, ok := strings.Cut(pos, ":"); ok {
+		where = "line " + line + ", column " + col
+	}
+	if at, ok := strings.CutPrefix(detail, `executing "prompt" at <`); ok {
+		if field, reason, ok := strings.Cut(at, ">: "); ok {
+			return fmt.Sprintf("%s (%s): %s", where, field, reason)
+		}
+	}
+	return where + ": " + detail
 }
 
 // keyList names a map's keys, sorted, or says it is empty.
@@ -188,4 +229,14 @@ func walkRootFields(n parse.Node, rootDot bool, note func(ident []string, prefix
 	case *parse.TemplateNode:
 		walk(x.Pipe, rootDot)
 	}
+}
+
+// TemplateReason is err's message without the package's prefix: the
+// reason alone of a *PromptError, else err's message.
+func TemplateReason(err error) string {
+	var pe *PromptError
+	if errors.As(err, &pe) {
+		return pe.Reason()
+	}
+	return strings.TrimPrefix(err.Error(), "graph: ")
 }

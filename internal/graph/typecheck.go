@@ -1,13 +1,17 @@
 package graph
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
+
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // ToolOutput is the output of a tool node's visit, with its types: what a
@@ -103,7 +107,8 @@ func checkTyped(src string, k Kind) error {
 }
 
 // checkTypes checks each edge's when and with against the known types of
-// its from node's output (tool and human nodes).
+// its from node's output (tool and human nodes), and an agent's when
+// against what the agent may write (checkAgentWhen).
 func (v *validator) checkTypes() {
 	for i, e := range v.g.Edges {
 		fromIdx, ok := v.index[e.From]
@@ -111,6 +116,10 @@ func (v *validator) checkTypes() {
 			continue
 		}
 		from := v.g.Nodes[fromIdx]
+		if from.Kind == KindAgent {
+			v.checkAgentWhen(i, e, &from)
+			continue
+		}
 		if typedEnv(from.Kind) == nil {
 			continue
 		}
@@ -260,4 +269,50 @@ func (v *validator) inputsReadBy(n *Node) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkAgentWhen checks the when of edge i out of agent node from. An
+// agent's output has no types, so a when that is a value it writes, not a
+// comparison (`output.approved`), fails the run whenever the agent writes
+// something other than a boolean ("yes", "true"): a warning. An
+// agent whose backend reads its script (the built-in one) has its outputs
+// in that script: a when that fails on one of them
+// (its JSON: replies without templates) is an error.
+func (v *validator) checkAgentWhen(i int, e Edge, from *Node) {
+	if e.When == "" {
+		return
+	}
+	p, err := CompileWhen(e.When)
+	if err != nil {
+		return // reported as G020
+	}
+	path := edgePath(i)
+	label := fmt.Sprintf("edge %s -> %s", e.From, orQ(e.To))
+	if catalogue.ReadsScript(from.Backend) && v.checkScriptedWhen(p, path, label, e, from) {
+		return
+	}
+	switch p.prog.Node().(type) {
+	case *ast.MemberNode, *ast.IdentifierNode:
+		v.add(CodeUncheckedWhen, v.at(path+".when", path), e.From, "the when of %s is %s, a value agent %s writes: the run fails when it is not a boolean (an agent may write \"yes\" or \"true\"); compare it: %s == true", label, e.When, e.From, e.When)
+	}
+}
+
+// checkScriptedWhen reports the first reply of a scripted agent's script
+// on which the when fails; it says whether it reported one.
+func (v *validator) checkScriptedWhen(p *Program, path, label string, e Edge, from *Node) bool {
+	for n, reply := range from.Script {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(reply), "JSON:")
+		if !ok || strings.Contains(rest, "{{") {
+			continue
+		}
+		var out map[string]any
+		if json.Unmarshal([]byte(rest), &out) != nil {
+			continue
+		}
+		if _, err := p.EvalBool(Env{Output: out, Input: map[string]any{}}); err != nil {
+			v.add(CodeScriptedWhen, v.at(path+".when", path), e.From, "the when of %s fails on reply %d of %s's script (%s): %s", label, n+1, e.From, strings.TrimSpace(rest), strings.TrimPrefix(exprMessage(err), "graph: "))
+			return true
+		}
+	}
+	return false
 }

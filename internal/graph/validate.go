@@ -172,6 +172,7 @@ func (v *validator) checkNodes() {
 			v.checkTemplate(n.Question, "the question of node "+name, v.at(path+".question", path), n.ID)
 		}
 		v.checkNodePublish(i, name)
+		v.checkPaths(i, name)
 		v.checkIgnoredFields(i, name)
 	}
 	// After the loop, so that every node id is known to the outputs check.

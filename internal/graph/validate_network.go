@@ -56,13 +56,18 @@ func (v *validator) checkLimits(i int, name string) {
 		v.add(CodeBadLimits, v.at(path+"."+field, path), n.ID, "the %s limit of node %s %s", field, name, fmt.Sprintf(format, args...))
 	}
 	if *l == (Limits{}) {
-		v.add(CodeBadLimits, v.at(path, nodePath(i)), n.ID, "node %s has limits that set nothing; set memory, pids or cpu, e.g. limits: {memory: 2GiB}, or leave limits out for the worker's defaults", name)
+		v.add(CodeBadLimits, v.at(path, nodePath(i)), n.ID, "node %s has limits that set nothing; set memory, pids, cpu or disk, e.g. limits: {memory: 2GiB}, or leave limits out for the worker's defaults", name)
 		return
 	}
 	if b, err := l.MemoryBytes(); err != nil {
 		bad("memory", "is not a size: %v", err)
 	} else if l.Memory != "" && b < MinMemory {
 		bad("memory", "is %s, under %d MiB, too little to start an agent CLI or a toolchain; raise it", l.Memory, MinMemory>>20)
+	}
+	if b, err := l.DiskBytes(); err != nil {
+		bad("disk", "is not a size: %v", err)
+	} else if l.Disk != "" && b < MinDisk {
+		bad("disk", "is %s, under %d MiB, too little for a CLI's state and temporary files; raise it", l.Disk, MinDisk>>20)
 	}
 	if l.Pids < 0 || l.Pids > 0 && l.Pids < 16 {
 		bad("pids", "is %d; allow at least 16 processes and threads (a CLI and its runtime use a dozen), or leave it out", l.Pids)

@@ -209,6 +209,21 @@ edges:
 `, "7:13"},
 		{"edge without from", CodeUnknownEdgeFrom, okGraph + "  - to: a\n", "13:5"},
 		{"disabled builtin", CodeBadWhen, okGraph + "    when: now() > 0\n", "13:11"},
+		{"a when that is a value an agent writes", CodeUncheckedWhen, okGraph + "    when: output.approved\n", "13:11"},
+		{"a when that fails on a scripted reply", CodeScriptedWhen, `
+start: a
+nodes:
+  - id: a
+    kind: agent
+    backend: scripted
+    script: ['JSON: {"approved": "yes"}']
+  - {id: done, kind: end}
+edges:
+  - {from: a, to: done, when: output.approved == true}
+  - from: a
+    to: done
+    when: output.approved
+`, "13:11"},
 		{"keys is disabled", CodeBadWith, okGraph + "    with: {k: keys(output)}\n", "13:15"},
 		{"missing id on a join", CodeMissingID, `
 start: a
@@ -407,7 +422,8 @@ func TestEveryCodeIsExercised(t *testing.T) {
 		CodeTypeMismatch, CodeInputNotDelivered, CodeBadInputType,
 
 		CodeBadNotifyEvent, CodeBadNotifyTo, CodeBadOptions,
-		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch} {
+		CodeBadPublish, CodeReviewNoPublish, CodeReviewInBranch,
+		CodeProgramClimbs, CodeBadWorkdir, CodeUncheckedWhen, CodeScriptedWhen} {
 		seen[c] = true
 	}
 	for _, c := range parseCodesTested {

@@ -40,6 +40,11 @@ type Question struct {
 	ID      string   `json:"id"`
 	Text    string   `json:"text"`
 	Options []string `json:"options,omitempty"`
+	// Asking names this asking of the question (the notice's event key,
+	// runapi.PendingQuestion.Asking); its answer links name it, so they
+	// cannot answer the question asked again. A notice without it (from
+	// a run of an older build) carries no answer links.
+	Asking string `json:"asking,omitempty"`
 }
 
 // Key is the idempotency key of the notice of run's event (an event key

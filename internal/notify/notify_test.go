@@ -38,7 +38,7 @@ func waiting() Notice {
 	return Notice{
 		Endpoint: "ops", Key: Key("r1", "waiting/judge-2/7", "ops"), Event: graph.NotifyWaiting, Run: "r1", Graph: "review-loop",
 		Node: "judge", Status: "waiting", Time: when,
-		Question: &Question{ID: "judge-2", Text: hostile, Options: []string{"approve", "revise"}},
+		Question: &Question{ID: "judge-2", Text: hostile, Options: []string{"approve", "revise"}, Asking: "waiting/judge-2/7"},
 	}
 }
 
@@ -143,7 +143,7 @@ func TestJSONBody(t *testing.T) {
 	tok := got.Question.AnswerLinks[1].URL[strings.Index(got.Question.AnswerLinks[1].URL, "?t=")+3:]
 	l, err := answerlink.Verify(linkKey, strings.ReplaceAll(tok, "%3D", "="), when)
 	require.NoError(t, err)
-	assert.Equal(t, answerlink.Link{Run: "r1", Question: "judge-2", Answer: "revise", Fixed: true, Expires: when.Add(answerlink.DefaultTTL)}, l)
+	assert.Equal(t, answerlink.Link{Run: "r1", Question: "judge-2", Asking: "waiting/judge-2/7", Answer: "revise", Fixed: true, Expires: when.Add(answerlink.DefaultTTL)}, l)
 	assert.NotEmpty(t, got.Question.AnswerForm)
 
 	var failed JSONNotice
@@ -159,6 +159,15 @@ func TestJSONBody(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body(t, noLinks, FormatJSON, n), &bare))
 	assert.Empty(t, bare.ConsoleURL)
 	assert.Empty(t, bare.Question.AnswerLinks, "no console address: no links")
+
+	// A notice of a run of an older build names no asking: no link that
+	// could answer the question asked again later, the run's page only.
+	n.Question.Asking = ""
+	var unnamed JSONNotice
+	require.NoError(t, json.Unmarshal(body(t, s, FormatJSON, n), &unnamed))
+	assert.Empty(t, unnamed.Question.AnswerLinks)
+	assert.Empty(t, unnamed.Question.AnswerForm)
+	assert.Equal(t, "https://tether.example.com/console/runs/r1", unnamed.ConsoleURL)
 }
 
 func TestSignature(t *testing.T) {

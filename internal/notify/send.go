@@ -121,18 +121,18 @@ func (s *Sender) Links(n Notice) (Links, error) {
 	base := s.ConsoleURL
 	l.Console = trimSlash(base) + "/runs/" + url.PathEscape(n.Run)
 	q := n.Question
-	if q == nil || n.Event != graph.NotifyWaiting || s.LinkKey == nil {
+	if q == nil || n.Event != graph.NotifyWaiting || s.LinkKey == nil || q.Asking == "" {
 		return l, nil
 	}
 	exp := n.Time.Add(s.LinkTTL)
 	for _, opt := range q.Options {
-		tok, err := answerlink.Sign(s.LinkKey, answerlink.Link{Run: n.Run, Question: q.ID, Answer: opt, Fixed: true, Expires: exp})
+		tok, err := answerlink.Sign(s.LinkKey, answerlink.Link{Run: n.Run, Question: q.ID, Asking: q.Asking, Answer: opt, Fixed: true, Expires: exp})
 		if err != nil {
 			return l, err
 		}
 		l.Answers = append(l.Answers, AnswerLink{Answer: opt, URL: answerlink.URL(base, n.Run, q.ID, tok)})
 	}
-	tok, err := answerlink.Sign(s.LinkKey, answerlink.Link{Run: n.Run, Question: q.ID, Expires: exp})
+	tok, err := answerlink.Sign(s.LinkKey, answerlink.Link{Run: n.Run, Question: q.ID, Asking: q.Asking, Expires: exp})
 	if err != nil {
 		return l, err
 	}

@@ -1,5 +1,8 @@
 // Package render draws a graph as Mermaid or Graphviz DOT, optionally
-// highlighting the edges a run took and the nodes it visited.
+// highlighting the edges a run took and the nodes it visited, and shows
+// untrusted text on a terminal (Terminal, TerminalWriter): every command
+// of `tether` prints through a TerminalWriter, so no byte an agent, a tool
+// or the store wrote reaches a person's terminal as a control.
 package render
 
 import (

@@ -38,6 +38,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 		Error:      cp.Error,
 		Checkpoint: cp.Seq,
 		Guidance:   slices.Clone(cp.Guidance),
+		GraphEdits: slices.Clone(cp.GraphEdits),
 	}
 	for _, c := range cp.Cursor {
 		s.Current = append(s.Current, c.Node)
@@ -72,7 +73,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID)})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID), Asking: q.Notice})
 			}
 		}
 	}
@@ -92,26 +93,41 @@ func RunUsage(cp *runstore.Checkpoint) agent.Usage {
 // spending crossed, or "" when none is spent: a run resumed in that state
 // stops again before its next visit.
 func OverBudget(cp *runstore.Checkpoint) string {
-	if msg := crossed("the run's budget", cp.Graph.Budget, RunUsage(cp)); msg != "" {
+	if msg := agent.Spent(limit(RunBudgetName, cp.Graph.Budget, RunUsage(cp)), agent.Usage{}); msg != "" {
 		return msg
 	}
 	for _, n := range cp.Graph.Nodes {
-		if msg := crossed("the budget of node "+n.ID, n.Budget, cp.Usage[n.ID]); msg != "" {
+		if msg := agent.Spent(limit(NodeBudgetName(n.ID), n.Budget, cp.Usage[n.ID]), agent.Usage{}); msg != "" {
 			return msg
 		}
 	}
 	return ""
 }
 
-func crossed(what string, b *graph.Budget, u agent.Usage) string {
-	switch {
-	case b == nil:
-	case b.MaxTokens > 0 && u.Tokens() > b.MaxTokens:
-		return fmt.Sprintf("%s is spent: %d tokens used, max_tokens is %d", what, u.Tokens(), b.MaxTokens)
-	case b.MaxCostUSD > 0 && u.CostUSD > b.MaxCostUSD:
-		return fmt.Sprintf("%s is spent: $%.4f used, max_cost_usd is $%.2f", what, u.CostUSD, b.MaxCostUSD)
+// RunBudgetName names the run's budget in messages; NodeBudgetName a
+// node's.
+const RunBudgetName = "the run's budget"
+
+// NodeBudgetName names node's budget in messages.
+func NodeBudgetName(node string) string { return "the budget of node " + node }
+
+// Limits are the budgets a visit of node counts against, the run's first,
+// each with what it had counted when cp was taken: what the worker's
+// model relay refuses the visit's model calls by once one is spent.
+func Limits(cp *runstore.Checkpoint, node string) []agent.Limit {
+	out := limit(RunBudgetName, cp.Graph.Budget, RunUsage(cp))
+	if n, ok := cp.Graph.Node(node); ok {
+		out = append(out, limit(NodeBudgetName(node), n.Budget, cp.Usage[node])...)
 	}
-	return ""
+	return out
+}
+
+// limit is budget b as a Limit named what that has spent u, or none.
+func limit(what string, b *graph.Budget, u agent.Usage) []agent.Limit {
+	if b == nil || b.MaxTokens <= 0 && b.MaxCostUSD <= 0 {
+		return nil
+	}
+	return []agent.Limit{{Name: what, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD, Spent: u}}
 }
 
 // CheckGuide says why a note cannot go to node of g ("" when it can): the

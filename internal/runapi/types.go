@@ -116,6 +116,8 @@ type State struct {
 	Checkpoint int64 `json:"checkpoint"`
 	// Guidance are the notes waiting for their node's next visit.
 	Guidance []runstore.Guidance `json:"guidance,omitempty"`
+	// GraphEdits are the corrected graphs the run went on with.
+	GraphEdits []runstore.GraphEdit `json:"graph_edits,omitempty"`
 }
 
 // SessionView is a persist node's conversation, without its state ref.
@@ -154,4 +156,11 @@ type PendingQuestion struct {
 	AllowEmpty bool `json:"allow_empty,omitempty"`
 	// Options are the answers a human node offers (its options:).
 	Options []string `json:"options,omitempty"`
+	// Asking names this asking of the question: the key of the notice
+	// that told people of it (waiting/ID/SEQ, SEQ the checkpoint the run
+	// had reached when it asked); empty when no notice went out. The run
+	// can ask a question again under the same id (after a rewind, or a
+	// resume that runs its node again); an answer link names the asking
+	// it was sent for, and answers no other (internal/answerlink).
+	Asking string `json:"asking,omitempty"`
 }

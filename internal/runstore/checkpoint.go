@@ -74,6 +74,11 @@ type Checkpoint struct {
 	// Pause is set while an agent node waits on an in-node ask_user or a
 	// human node waits on its question.
 	Pause *PauseInfo `json:"pause,omitempty"`
+	// Stopped is the agent visit a spent budget stopped mid-turn (the
+	// worker's model relay refused its next model call): the run stopped
+	// resumably with its cursor on that node, and a resume continues the
+	// visit, under the same number, in its own conversation.
+	Stopped *StoppedVisit `json:"stopped,omitempty"`
 	// LoopSnapshots keep a looping node's earlier outputs.
 	LoopSnapshots []LoopSnapshot `json:"loop_snapshots,omitempty"`
 	// Path is the most recent visits, in order; PathTotal counts them all.
@@ -122,6 +127,40 @@ type Checkpoint struct {
 	// review node waited, oldest first: the next visit of their node takes
 	// them as its answer instead of waiting (github.go).
 	Reviews []QueuedReview `json:"reviews,omitempty"`
+	// Ended is the visit after which the run failed to go on: the visit
+	// finished (its output and step are recorded, the cursor still names
+	// its node) and no edge out of it could be followed. An execution that
+	// starts from this checkpoint chooses the edge again from that output
+	// instead of visiting the node again; `tether resume --graph` clears
+	// it when the corrected graph changed the node, or is asked to.
+	Ended *EndedVisit `json:"ended,omitempty"`
+	// GraphEdits are the corrected graphs the run continued with, oldest
+	// first (`tether resume|rewind|fork --graph`).
+	GraphEdits []GraphEdit `json:"graph_edits,omitempty"`
+}
+
+// EndedVisit names a finished visit whose edges failed.
+type EndedVisit struct {
+	Node  string `json:"node"`
+	Visit int    `json:"visit"`
+}
+
+// GraphEdit is a corrected graph a run went on with: the checkpoint it
+// took over at, how (resume, rewind, fork), the file it came from, its
+// digest, and what changed from the graph before.
+type GraphEdit struct {
+	Seq  int64  `json:"seq"`
+	Via  string `json:"via"`
+	File string `json:"file,omitempty"`
+	// Digest is the SHA-256 of the new graph as a graph file (hex).
+	Digest  string   `json:"digest"`
+	Changes []string `json:"changes,omitempty"`
+	// Rerun names the node whose ended visit runs again (the new graph
+	// changed it, or the person asked); "" when none does.
+	Rerun string `json:"rerun,omitempty"`
+	// At is when it was made (RFC 3339, the command's clock), By who.
+	At string `json:"at,omitempty"`
+	By string `json:"by,omitempty"`
 }
 
 // BranchState is one fan-out branch's line of the workspace: it starts at
@@ -417,8 +456,9 @@ type LoopSnapshot struct {
 type Step struct {
 	Node  string `json:"node"`
 	Visit int    `json:"visit"`
-	// Status is "ok" once the visit finished and "failed" when it did
-	// not. A tool that exited non-zero finished: Outcome says how.
+	// Status is "ok" once the visit finished, "failed" when it did not,
+	// and StepStopped when a spent budget stopped it mid-turn. A tool that
+	// exited non-zero finished: Outcome says how.
 	Status     string `json:"status"`
 	StartedAt  string `json:"started_at,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
@@ -444,6 +484,15 @@ type Step struct {
 	Guidance []Guidance `json:"guidance,omitempty"`
 }
 
+// StoppedVisit is an agent visit a spent budget stopped mid-turn.
+type StoppedVisit struct {
+	Node  string `json:"node"`
+	Visit int    `json:"visit"`
+	// Reason names the budget and what it had counted: "the budget of
+	// node writer is spent: 1200 tokens used, max_tokens is 1000".
+	Reason string `json:"reason"`
+}
+
 // Guidance is a note a person sent an agent node for its next visit.
 type Guidance struct {
 	Node string `json:"node"`
@@ -463,7 +512,14 @@ const (
 	OutcomeTimedOut = "timed_out"
 	// OutcomeFailed: the visit did not finish; Detail says why.
 	OutcomeFailed = "failed"
+	// OutcomeBudget: a spent budget stopped the agent visit mid-turn
+	// (its step's Status is StatusStopped); Detail says which budget. A
+	// resume continues the visit.
+	OutcomeBudget = "budget"
 )
+
+// StepStopped is the Status of a step a spent budget stopped mid-turn.
+const StepStopped = "stopped"
 
 // StepDetailBytes bounds Step.Detail.
 const StepDetailBytes = 300

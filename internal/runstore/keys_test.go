@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/blobref"
 )
 
 const ulidA, ulidB = "01JD0000000000000000000000", "01jd0000000000000000000001"
@@ -190,5 +191,30 @@ func TestValidDigestChecksEveryDigit(t *testing.T) {
 		"../" + strings.Repeat("0", 61), strings.Repeat("0", 63) + ":", strings.Repeat("0", 63) + "`",
 	} {
 		require.False(t, validDigest(d), d)
+	}
+}
+
+// TestEveryKeyIsHidden: every kind of key the store's layout mints, for
+// run ids of every allowed shape, is one that internal/blobref hides from
+// notes and pages, so a new kind of key cannot reach an output unseen.
+func TestEveryKeyIsHidden(t *testing.T) {
+	digest := strings.Repeat("ab", 32)
+	for _, run := range []string{"r1", "run.with.dots", "A-b_c", strings.Repeat("x", maxRunIDLen)} {
+		for _, k := range []string{
+			SessionKey(run, "writer", ulidA),
+			PauseKey(run, "writer", ulidA),
+			AttemptKey(SessionKey(run, "writer", ulidA), 2),
+			AttemptKey(PauseKey(run, "pause", ulidA), 3),
+			checkpointKey(run, 42),
+			WorkspacePackKey(run, digest),
+			pathBlockKey(run, digest),
+		} {
+			require.NotEmpty(t, k)
+			for _, text := range []string{k, "blob: get " + k + ": EIO", `"` + k + `"`, "/var/store/" + k} {
+				require.True(t, blobref.In(text), "%q", text)
+				require.NotContains(t, blobref.Hide(text), k)
+				require.NotContains(t, blobref.Hide(text), run+"/")
+			}
+		}
 	}
 }

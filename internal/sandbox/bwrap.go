@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -19,33 +22,23 @@ const (
 const (
 	// EgressSocket is where the visit's egress proxy is bound.
 	EgressSocket = "/run/tether/egress.sock"
-	hostname     = "tether"
+	// ModelSocket is where the visit's model relay is bound.
+	ModelSocket = "/run/tether/model.sock"
+	hostname    = "tether"
 )
-
-// SystemPaths are what every confined process may read and execute: the
-// system's programs and libraries. /etc is added without etcDenied; /proc
-// and /dev are the sandbox's own (LevelFull) or the machine's (Landlock).
-var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
-
-// sysPaths are parts of /sys a confined process may read: the CPU
-// topology, which runtimes read to size their thread pools.
-var sysPaths = []string{"/sys/devices/system/cpu"}
-
-// etcDenied are the entries of /etc no confined process may read: password
-// hashes, sudo rules, SSH host keys, TLS private keys.
-var etcDenied = []string{"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssh", "security", "ssl/private"}
 
 // launchFiles are the files bwrap binds into one sandbox that the worker
 // makes for it: its user and group entries, its hosts file and the egress
 // proxy's socket.
 type launchFiles struct {
-	passwd, group, hosts, socket string
+	passwd, group, hosts, socket, model string
 }
 
 // bwrapArgv is the argv that runs the helper with inner (its flags, "--",
-// the program) under bubblewrap, with policy p's paths bound, and f's files
+// the program) under bubblewrap, with the binds and aliases m of a
+// policy's paths (mounts), p's /tmp and working directory, and f's files
 // (none for the probe).
-func (s *Sandbox) bwrapArgv(p Policy, f *launchFiles, inner []string) ([]string, error) {
+func (s *Sandbox) bwrapArgv(p Policy, m mountPlan, f *launchFiles, inner []string) ([]string, error) {
 	a := []string{s.bwrap,
 		// Every namespace but the network's, which the helper makes
 		// itself: one bwrap made would belong to the user namespace
@@ -64,7 +57,7 @@ func (s *Sandbox) bwrapArgv(p Policy, f *launchFiles, inner []string) ([]string,
 	if f != nil {
 		a = append(a, "--info-fd", "3")
 	}
-	for _, d := range SystemPaths {
+	for _, d := range confine.SystemPaths {
 		st, err := os.Lstat(d)
 		switch {
 		case err != nil:
@@ -79,7 +72,7 @@ func (s *Sandbox) bwrapArgv(p Policy, f *launchFiles, inner []string) ([]string,
 		}
 	}
 	a = append(a, "--ro-bind", "/etc", "/etc")
-	for _, e := range etcDenied {
+	for _, e := range confine.EtcDenied {
 		p := filepath.Join("/etc", e)
 		st, err := os.Lstat(p)
 		switch {
@@ -94,31 +87,35 @@ func (s *Sandbox) bwrapArgv(p Policy, f *launchFiles, inner []string) ([]string,
 		a = append(a, "--ro-bind", f.passwd, "/etc/passwd", "--ro-bind", f.group, "/etc/group", "--ro-bind", f.hosts, "/etc/hosts")
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	for _, d := range sysPaths {
+	for _, d := range confine.SysPaths {
 		a = append(a, "--ro-bind-try", d, d)
 	}
-	if p.Tmp != "" {
-		a = append(a, "--bind", p.Tmp, "/tmp")
-	} else {
-		a = append(a, "--tmpfs", "/tmp")
+	// /tmp is the visit's own, in memory and bounded: a program that
+	// fills it gets "no space left on device", and the worker's disk
+	// never sees it.
+	if p.Limits.DiskBytes > 0 {
+		a = append(a, "--size", strconv.FormatInt(p.Limits.DiskBytes, 10))
 	}
+	a = append(a, "--tmpfs", "/tmp")
 	if f != nil && f.socket != "" {
 		a = append(a, "--ro-bind", f.socket, EgressSocket)
+	}
+	if f != nil && f.model != "" {
+		a = append(a, "--ro-bind", f.model, ModelSocket)
 	}
 	helper, err := filepath.EvalSymlinks(s.Helper[0])
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the helper %s: %w", s.Helper[0], err)
 	}
 	a = append(a, "--ro-bind", helper, helper)
-	binds, aliases := mounts(p)
-	for _, b := range binds {
+	for _, b := range m.binds {
 		flag := "--ro-bind"
 		if b.rw {
 			flag = "--bind"
 		}
 		a = append(a, flag, b.path, b.path)
 	}
-	for _, al := range aliases {
+	for _, al := range m.aliases {
 		a = append(a, "--symlink", al[1], al[0])
 	}
 	if p.Dir != "" {
@@ -134,23 +131,101 @@ type bind struct {
 	rw   bool
 }
 
-// mounts are the binds that give p's paths, each at its real path, parents
-// before children, and the symlinks (link, target) that make each path as
-// it was given lead there: a relative link inside (node_modules/.bin) then
-// resolves as it does outside.
+// mountPlan is how a policy's paths appear inside the sandbox: binds,
+// parents before children, each at its real path, and the symlinks
+// (link, target) that make each path as it was given lead there.
+type mountPlan struct {
+	binds   []bind
+	aliases [][2]string
+}
+
+// ErrPath is a path a policy gives that the sandbox will not bind.
+var ErrPath = errors.New("sandbox: a path the sandbox will not give a confined process")
+
+// paths are the read-only and read-write paths of p (with the sandbox's
+// own extra paths) that need a place of their own in the sandbox: a path
+// that lies, by its text, in another one the process gets is left out,
+// since it is reached through that one. Its text may lead anywhere (a
+// link a visit planted in its state root or workspace, where a variable
+// such as XDG_CACHE_HOME points): inside the sandbox it resolves against
+// what the sandbox shows, and outside it must never become a bind of
+// its own. Only a path read-write below a read-only one keeps its place,
+// and only while it really lies there. A path whose text holds ".." is
+// refused: the kernel resolves ".." after the links before it, not as
+// the text reads.
+func (s *Sandbox) paths(p Policy) (ro, rw []string, err error) {
+	var order []string
+	writable := map[string]bool{}
+	for _, group := range []struct {
+		paths []string
+		rw    bool
+	}{{p.RO, false}, {s.RO, false}, {p.RW, true}, {s.RW, true}} {
+		for _, d := range group.paths {
+			if d == "" || !filepath.IsAbs(d) {
+				continue
+			}
+			if hasDotDot(d) {
+				return nil, nil, fmt.Errorf("%w: %q holds \"..\", which the kernel resolves after the links before it rather than as the text reads", ErrPath, d)
+			}
+			d = filepath.Clean(d)
+			if _, seen := writable[d]; !seen {
+				order = append(order, d)
+			}
+			writable[d] = writable[d] || group.rw
+		}
+	}
+	for _, d := range order {
+		keep := true
+		for _, o := range order {
+			if o == d || !within(d, o) {
+				continue
+			}
+			if writable[o] || !writable[d] {
+				keep = false
+				break
+			}
+			// Read-write below a read-only path: a bind of its own, if
+			// it really lies there.
+			real, err1 := filepath.EvalSymlinks(d)
+			oreal, err2 := filepath.EvalSymlinks(o)
+			if err1 != nil || err2 != nil || !within(real, oreal) {
+				keep = false
+				break
+			}
+		}
+		switch {
+		case !keep:
+		case writable[d]:
+			rw = append(rw, d)
+		default:
+			ro = append(ro, d)
+		}
+	}
+	return ro, rw, nil
+}
+
+// mounts are the binds and aliases that give the paths ro and rw (from
+// paths), each at its real path, parents before children. A path that
+// leads to the root, or to a directory that holds one of the worker's own
+// (Config.Protected: its state and work directories), is refused.
 //
 // A path is re-made link by link: each symlink met while resolving it
 // becomes one alias, so two paths behind one linked directory (a CLI
 // folder reached through a linked .tools) share its alias instead of
 // each making the folder again, which bubblewrap refuses ("File exists").
-// A link inside a bound directory, or a system one, is already there.
-func mounts(p Policy) ([]bind, [][2]string) {
-	var binds []bind
+// A relative link inside (node_modules/.bin) then resolves as it does
+// outside. A link inside a bound directory, or a system one, is already
+// there.
+func (s *Sandbox) mounts(ro, rw []string) (mountPlan, error) {
+	var m mountPlan
 	var links [][2]string
-	add := func(path string, rw bool) {
+	add := func(path string, rw bool) error {
 		real, err := filepath.EvalSymlinks(path)
 		if err != nil {
-			return
+			return nil
+		}
+		if err := s.checkBind(path, real); err != nil {
+			return err
 		}
 		for _, l := range linksOf(path) {
 			if !underSystem(l[0]) && !slices.ContainsFunc(links, func(a [2]string) bool { return a[0] == l[0] }) {
@@ -158,31 +233,49 @@ func mounts(p Policy) ([]bind, [][2]string) {
 			}
 		}
 		if underSystem(real) && !rw {
-			return
+			return nil
 		}
-		for i, b := range binds {
+		for i, b := range m.binds {
 			if b.path == real {
-				binds[i].rw = b.rw || rw
-				return
+				m.binds[i].rw = b.rw || rw
+				return nil
 			}
 		}
-		binds = append(binds, bind{real, rw})
+		m.binds = append(m.binds, bind{real, rw})
+		return nil
 	}
-	for _, d := range clean(p.RO) {
-		add(d, false)
-	}
-	for _, d := range clean(p.RW) {
-		add(d, true)
-	}
-	slices.SortStableFunc(binds, func(a, b bind) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
-	aliases := links[:0]
-	for _, l := range links {
-		if !slices.ContainsFunc(binds, func(b bind) bool { return within(l[0], b.path) }) {
-			aliases = append(aliases, l)
+	for _, d := range ro {
+		if err := add(d, false); err != nil {
+			return m, err
 		}
 	}
-	slices.SortStableFunc(aliases, func(a, b [2]string) int { return strings.Count(a[0], "/") - strings.Count(b[0], "/") })
-	return binds, aliases
+	for _, d := range rw {
+		if err := add(d, true); err != nil {
+			return m, err
+		}
+	}
+	slices.SortStableFunc(m.binds, func(a, b bind) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
+	for _, l := range links {
+		if !slices.ContainsFunc(m.binds, func(b bind) bool { return within(l[0], b.path) }) {
+			m.aliases = append(m.aliases, l)
+		}
+	}
+	slices.SortStableFunc(m.aliases, func(a, b [2]string) int { return strings.Count(a[0], "/") - strings.Count(b[0], "/") })
+	return m, nil
+}
+
+// checkBind refuses to bind real (where path leads): the root, or a
+// directory that is or holds one of the worker's protected directories.
+func (s *Sandbox) checkBind(path, real string) error {
+	if real == "/" {
+		return fmt.Errorf("%w: %s leads to /, the whole of the machine", ErrPath, path)
+	}
+	for _, d := range s.protected {
+		if within(d, real) {
+			return fmt.Errorf("%w: %s leads to %s, which holds the worker's %s", ErrPath, path, real, d)
+		}
+	}
+	return nil
 }
 
 // linksOf are the symlinks met resolving the absolute path, in order,
@@ -220,7 +313,7 @@ func within(p, dir string) bool {
 // underSystem reports whether p lies in a system path, already bound
 // read-only.
 func underSystem(p string) bool {
-	for _, d := range SystemPaths {
+	for _, d := range confine.SystemPaths {
 		if within(p, d) {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,7 +137,7 @@ func (s *Sandbox) CheckOutside(what, file string, dirs ...string) error {
 	if real, err := filepath.EvalSymlinks(file); err == nil {
 		paths = append(paths, real)
 	}
-	for _, d := range append(append(append(append([]string{}, SystemPaths...), "/etc"), append(s.RW, s.RO...)...), dirs...) {
+	for _, d := range append(append(append(append([]string{}, confine.SystemPaths...), "/etc"), append(s.RW, s.RO...)...), dirs...) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
 		}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,8 @@ import (
 // The test binary is its own confine helper, as tether-worker is, and its
 // own probe (see probe_test.go) inside the sandbox.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == Subcommand {
-		os.Exit(Main(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
+		os.Exit(confine.Main(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == probeCommand {
 		os.Exit(probeMain(os.Args[2:]))
@@ -48,7 +49,7 @@ func full(t *testing.T) *Sandbox {
 			fullErr = err
 			return
 		}
-		fullSB, fullErr = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, Subcommand}, Services: testServices})
+		fullSB, fullErr = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, confine.Subcommand}, Services: testServices})
 	})
 	if fullErr != nil {
 		testenv.Unavailable(t, "the full sandbox: %v", fullErr)
@@ -62,7 +63,7 @@ func landlockOnlySandbox(t *testing.T) *Sandbox {
 	requireLandlock(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	return &Sandbox{Helper: []string{self, Subcommand}, Level: LevelLandlock}
+	return &Sandbox{Helper: []string{self, confine.Subcommand}, Level: LevelLandlock}
 }
 
 // result is what one confined run left.
@@ -117,7 +118,7 @@ func TestFullSandboxIsTheDefault(t *testing.T) {
 	requireLandlock(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	sb, err := New(context.Background(), Config{Mode: ModeAuto, Helper: []string{self, Subcommand}})
+	sb, err := New(context.Background(), Config{Mode: ModeAuto, Helper: []string{self, confine.Subcommand}})
 	require.NoError(t, err)
 	t.Cleanup(func() { sb.Close() })
 	if sb.Level != LevelFull {
@@ -130,7 +131,7 @@ func TestFullSandboxIsTheDefault(t *testing.T) {
 	assert.Contains(t, off.String(), "none")
 	_, err = ParseMode("bwrap")
 	assert.Error(t, err)
-	_, err = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, Subcommand}, Bwrap: "/nonexistent/bwrap"})
+	_, err = New(context.Background(), Config{Mode: ModeFull, Helper: []string{self, confine.Subcommand}, Bwrap: "/nonexistent/bwrap"})
 	assert.ErrorIs(t, err, ErrUnsupported, "full mode refuses to start without what it needs")
 }
 
@@ -186,23 +187,23 @@ func levels(t *testing.T) []level {
 }
 
 // The helper fails closed: a bad command line or a program that cannot be
-// started exits ExitConfine without running anything.
+// started exits confine.ExitConfine without running anything.
 func TestConfineFailsClosed(t *testing.T) {
 	requireLandlock(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
 	for _, args := range [][]string{
-		{Subcommand, "--rw"},
-		{Subcommand, "--", "sh"},
-		{Subcommand, "--", "/nonexistent/program"},
-		{Subcommand, "--bogus", "x", "--", "/bin/true"},
-		{Subcommand, innerFlag, "--bogus", "x", "--", "/bin/true"},
-		{Subcommand, innerFlag, "--", "relative"},
+		{confine.Subcommand, "--rw"},
+		{confine.Subcommand, "--", "sh"},
+		{confine.Subcommand, "--", "/nonexistent/program"},
+		{confine.Subcommand, "--bogus", "x", "--", "/bin/true"},
+		{confine.Subcommand, "--inner", "--bogus", "x", "--", "/bin/true"},
+		{confine.Subcommand, "--inner", "--", "relative"},
 	} {
 		out, err := exec.Command(self, args...).CombinedOutput()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "%v: %s", args, out)
-		assert.Equal(t, ExitConfine, ee.ExitCode(), "%v: %s", args, out)
+		assert.Equal(t, confine.ExitConfine, ee.ExitCode(), "%v: %s", args, out)
 		assert.Contains(t, string(out), "tether confine:")
 	}
 }
@@ -286,6 +287,7 @@ var nobodyTests = []string{
 	"TestConfineDeniesOutsideAllowsInside", "TestConfineHidesOtherProcesses", "TestConfineWithoutNamespacesHidesNonDumpableWorker",
 	"TestNetworkIsTheNodesOnly", "TestNoRawSocketsNoCapabilitiesNotRoot", "TestNoTerminal", "TestHostSocketsDoNotExist",
 	"TestNothingOutlivesTheVisit", "TestNoPrivilegeLeftAndNoHostMounts", "TestMemoryLimitIsEnforced", "TestSignalReachesTheProgram", "TestCLIBinOpensOnlyItsLinks",
+	"TestNoNetlinkNoVsock", "TestProgramIsFoundAsTheSandboxSeesIt", "TestPathsAreNeverBoundThroughALink",
 }
 
 func TestConfineAsNobody(t *testing.T) {

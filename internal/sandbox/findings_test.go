@@ -195,6 +195,26 @@ echo "session=$(cut -d' ' -f6,7 /proc/self/stat)"
 	}
 }
 
+// Finding 6 (LOW) of the attack on this sandbox: netlink and vsock
+// sockets could be made, a wide surface of the kernel that no agent CLI
+// or tool needs (the routing, socket-diagnostics, uevent and audit
+// interfaces; a hypervisor's). The filter refuses every kind, under both
+// levels; outside, as the control, a netlink socket opens.
+func TestNoNetlinkNoVsock(t *testing.T) {
+	me := self(t)
+	for _, lv := range levels(t) {
+		t.Run(lv.name, func(t *testing.T) {
+			r := confined(t, lv.sb, Policy{RO: []string{me}}, fmt.Sprintf("%[1]s %[2]s netlink\n%[1]s %[2]s vsock\n", me, probeCommand))
+			assert.Equal(t, 0, r.code, r.out)
+			assert.Contains(t, r.out, "netlink=operation not permitted")
+			assert.Contains(t, r.out, "vsock=operation not permitted")
+		})
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	require.NoError(t, err, "outside the sandbox a netlink socket opens (the attack)")
+	unix.Close(fd)
+}
+
 // Finding 5: Landlock refused to list /var/tmp, yet connect() to a
 // pathname socket there worked.
 func TestHostSocketsDoNotExist(t *testing.T) {

@@ -8,11 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
 // Launch is one confined process as the worker starts it: the argv and
@@ -38,22 +39,38 @@ type Launch struct {
 // policy p and the sandbox's own extra paths. The caller starts Argv with
 // Env (after Prepare), calls Started once it runs, and Finish once it is
 // done, whatever happened. A nil s runs the program unconfined.
+//
+// The program is checked as Program checks it (ErrProgram, or an error
+// wrapping fs.ErrNotExist), and only the file is given to the process,
+// never the directory it lies in; a path of p that would give it the
+// root or what holds the worker's own directories is ErrPath.
 func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*Launch, error) {
 	if s == nil || s.Level == LevelNone {
 		return &Launch{Argv: append([]string{path}, args...), Env: env, visit: v}, nil
 	}
-	rw := append(slices.Clone(p.RW), s.RW...)
-	ro := append(slices.Clone(p.RO), s.RO...)
+	extra, err := s.programFile(p, path)
+	if err != nil {
+		return nil, err
+	}
+	p.RO = append(slices.Clone(p.RO), extra...)
+	ro, rw, err := s.paths(p)
+	if err != nil {
+		return nil, err
+	}
 	if s.Level == LevelLandlock {
-		argv := slices.Clone(s.Helper)
-		for _, d := range clean(rw) {
-			argv = append(argv, "--rw", d)
+		for _, d := range append(slices.Clone(ro), rw...) {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				if err := s.checkBind(d, real); err != nil {
+					return nil, err
+				}
+			}
 		}
-		for _, d := range clean(ro) {
-			argv = append(argv, "--ro", d)
-		}
-		argv = append(append(argv, "--", path), args...)
-		return &Launch{Argv: argv, Env: env, visit: v}, nil
+		a := confine.Args{RW: rw, RO: ro, Command: append([]string{path}, args...)}
+		return &Launch{Argv: append(slices.Clone(s.Helper), a.Argv()...), Env: env, visit: v}, nil
+	}
+	m, err := s.mounts(ro, rw)
+	if err != nil {
+		return nil, err
 	}
 	l := &Launch{visit: v}
 	ok := false
@@ -62,23 +79,30 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 			l.Finish()
 		}
 	}()
-	var err error
 	if l.dir, err = os.MkdirTemp(s.runDir, "v-"); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	lim := p.Limits.with(s.Defaults)
-	var inner []string
+	p.Limits = lim
 	env = withoutProxyVars(env)
-	var plan netPlan
-	if len(p.Allow) > 0 {
-		plan = planNetwork(p.Allow)
+	if p.Tmp != "" {
+		// The program's temporary files go to the sandbox's own /tmp,
+		// bounded by the visit's disk limit, not to a directory of the
+		// worker's disk.
+		env = setEnv(env, "TMPDIR", "/tmp")
+	}
+	// The helper's descriptor 4 is the ready pipe (Prepare).
+	inner := confine.Args{Inside: true, ReadyFD: 4, Command: append([]string{path}, args...)}
+	proxied := len(p.Allow) > 0 || p.Proxy
+	plan := planNetwork(p.Allow, p.Model.Listen, proxied)
+	if proxied {
 		sock := filepath.Join(l.dir, "egress.sock")
 		if l.proxy, err = s.guard.Listen(sock, p.Allow, s.log); err != nil {
 			return nil, err
 		}
-		inner = append(inner, plan.flags()...)
-		env = append(env, plan.env()...)
 	}
+	plan.apply(&inner)
+	env = append(env, plan.env()...)
 	files, err := writeLaunchFiles(l.dir, p.Home, plan.hosts)
 	if err != nil {
 		return nil, err
@@ -86,25 +110,35 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	if l.proxy != nil {
 		files.socket = filepath.Join(l.dir, "egress.sock")
 	}
+	files.model = p.Model.Socket
 	if s.cgroups != nil {
 		if l.cg, err = s.cgroups.create(lim); err != nil {
 			return nil, err
 		}
 	} else {
-		inner = append(inner, "--mem", strconv.FormatInt(lim.MemoryBytes, 10), "--nproc", strconv.Itoa(lim.Pids))
+		inner.Mem, inner.Tasks = lim.MemoryBytes, lim.Pids
 	}
-	// Landlock inside: what is bound, as it is reached inside (each path
-	// and its real path), and /tmp.
-	for _, d := range landlockPaths(rw) {
-		inner = append(inner, "--rw", d)
+	// What the visit writes to the worker's disk is watched: its
+	// read-write paths, but the caches its environment names and the
+	// worker's extra paths, which other visits share.
+	inner.Disk = lim.DiskBytes
+	shared := realPaths(append(EnvPaths(env, CacheVars), s.RW...))
+	for _, b := range m.binds {
+		if b.rw && !underAnyReal(b.path, shared) {
+			inner.Watch = append(inner.Watch, b.path)
+		}
 	}
-	inner = append(inner, "--rw", "/tmp")
-	for _, d := range landlockPaths(ro) {
-		inner = append(inner, "--ro", d)
+	// Landlock inside: what is bound, at its real path (every alias
+	// leads there), and /tmp.
+	for _, b := range m.binds {
+		if b.rw {
+			inner.RW = append(inner.RW, b.path)
+		} else {
+			inner.RO = append(inner.RO, b.path)
+		}
 	}
-	inner = append(append(append([]string{innerFlag, "--ready-fd", "4"}, inner...), "--", path), args...)
-	p.RW, p.RO = rw, ro
-	if l.Argv, err = s.bwrapArgv(p, files, inner); err != nil {
+	inner.RW = append(inner.RW, "/tmp")
+	if l.Argv, err = s.bwrapArgv(p, m, files, inner.Argv()); err != nil {
 		return nil, err
 	}
 	if l.info, l.infoW, err = os.Pipe(); err != nil {
@@ -118,16 +152,32 @@ func (s *Sandbox) Launch(p Policy, path string, args, env []string, v *Visit) (*
 	return l, nil
 }
 
-// landlockPaths are paths and, where they differ, their real paths.
-func landlockPaths(paths []string) []string {
+// realPaths are the paths, each with its links followed; those that do
+// not resolve are left out.
+func realPaths(paths []string) []string {
 	var out []string
-	for _, p := range clean(paths) {
-		out = append(out, p)
-		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+	for _, p := range paths {
+		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(real) {
 			out = append(out, real)
 		}
 	}
 	return out
+}
+
+// underAnyReal reports whether p lies in one of the real paths dirs.
+func underAnyReal(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return within(p, d) })
+}
+
+// setEnv is env with name set to value, in place of any value it had.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
 }
 
 // Prepare sets what cmd needs beyond Argv and Env: bwrap's status pipe,

@@ -9,42 +9,69 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
 // hostEntry is one line of the sandbox's /etc/hosts.
 type hostEntry struct{ addr, name string }
 
-// relay is one loopback listener inside the sandbox: what connects to
-// listen is tunnelled to target through the egress proxy.
-type relay struct{ listen, target string }
-
-// netPlan is how a sandbox with an allowlist reaches the egress proxy:
-// proxy is the loopback address programs that honour the standard proxy
-// variables use; relays let the others (Node's fetch, for one) reach each
-// exact host:port by its own name or address, which hosts maps to a
-// loopback address of its own.
+// netPlan is how a sandbox reaches the world: proxy is the loopback
+// address programs that honour the standard proxy variables use to reach
+// the egress proxy (none without an allowlist); relays let the others
+// (Node's fetch, for one) reach each exact host:port by its own name or
+// address, which hosts maps to a loopback address of its own; model is
+// where the worker's model relay is reached, if the visit has one.
 type netPlan struct {
 	proxy  string
-	relays []relay
+	relays []confine.Relay
 	hosts  []hostEntry
+	model  string
 }
 
 // defaultProxyPort is where the proxy listens inside unless a relay needs
-// that port.
-const defaultProxyPort = 3128
+// that port; defaultModelPort likewise for the model relay.
+const (
+	defaultProxyPort = 3128
+	defaultModelPort = 3127
+)
+
+// ModelListen is the loopback address inside a sandbox whose node allows
+// allow at which its CLI reaches the worker's model relay: plain HTTP on
+// 127.0.0.1, which every CLI's base URL takes and the standard NO_PROXY of
+// the sandbox keeps off the proxy, at a port no exact loopback endpoint
+// of the allowlist listens on.
+func ModelListen(allow []egress.Pattern) string {
+	used := map[int]bool{}
+	for _, p := range allow {
+		if p.Exact() && (p.Host == "localhost" || p.IsAddr() && netip.MustParseAddr(p.Host) == netip.AddrFrom4([4]byte{127, 0, 0, 1})) {
+			used[p.Port] = true
+		}
+	}
+	port := defaultModelPort
+	for used[port] {
+		port++
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
 
 // planNetwork lays out the relays for allow: an exact loopback address
 // listens as itself, localhost on both loopback addresses, an exact name
 // on 127.0.0.N (N from 2) which hosts gives it; a pattern with a wildcard,
-// or another address, is reached through the proxy only.
-func planNetwork(allow []egress.Pattern) netPlan {
-	var n netPlan
+// or another address, is reached through the proxy only. model, when
+// set, is the model relay's address (ModelListen), which no other
+// listener takes. Without an allowlist there is a proxy only when proxy
+// says so.
+func planNetwork(allow []egress.Pattern, model string, proxy bool) netPlan {
+	n := netPlan{model: model}
 	names := map[string]string{}
-	seen := map[string]bool{}
+	seen := map[string]bool{model: model != ""}
+	if len(allow) == 0 && !proxy {
+		return n
+	}
 	add := func(listen, target string) {
 		if !seen[listen] {
 			seen[listen] = true
-			n.relays = append(n.relays, relay{listen, target})
+			n.relays = append(n.relays, confine.Relay{Listen: listen, Target: target})
 		}
 	}
 	next := 2
@@ -89,6 +116,9 @@ func planNetwork(allow []egress.Pattern) netPlan {
 // sandbox's own loopback is left direct: a test server a tool starts
 // inside is there, and the relays listen there.
 func (n netPlan) env() []string {
+	if n.proxy == "" {
+		return nil
+	}
 	url := "http://" + n.proxy
 	noProxy := "localhost,127.0.0.1,::1"
 	var out []string
@@ -100,13 +130,16 @@ func (n netPlan) env() []string {
 	return append(out, "no_proxy="+noProxy, "NO_PROXY="+noProxy, "NODE_USE_ENV_PROXY=1")
 }
 
-// flags are the helper's flags for the plan.
-func (n netPlan) flags() []string {
-	out := []string{"--socket", EgressSocket, "--proxy", n.proxy}
-	for _, r := range n.relays {
-		out = append(out, "--relay", r.listen+"="+r.target)
+// apply gives the helper's arguments what the plan asks of it: the egress
+// proxy's socket, the proxy's loopback address and the relays, and the
+// model relay's socket and address.
+func (n netPlan) apply(a *confine.Args) {
+	if n.proxy != "" {
+		a.Socket, a.Proxy, a.Relays = EgressSocket, n.proxy, n.relays
 	}
-	return out
+	if n.model != "" {
+		a.ModelSocket, a.Model = ModelSocket, n.model
+	}
 }
 
 // proxyVars are the variables a confined program must not get from the

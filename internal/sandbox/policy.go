@@ -9,7 +9,7 @@ import (
 )
 
 // Policy is what one confined process may reach besides the system paths
-// (SystemPaths): RW paths it may read, write and execute, RO paths it may
+// (confine.SystemPaths): RW paths it may read, write and execute, RO paths it may
 // read and execute, and the network endpoints of Network.
 type Policy struct {
 	RW, RO []string
@@ -18,13 +18,30 @@ type Policy struct {
 	// Home is the program's HOME, as its user's entry in /etc/passwd
 	// gives it.
 	Home string
-	// Dir is where the program starts.
+	// Dir is where the program starts: the run's workspace, where a
+	// program may also come from (see Program).
 	Dir string
 	// Allow are the host:port patterns the process may reach through
 	// the egress proxy; none cuts it off the network.
 	Allow []egress.Pattern
+	// Proxy serves the egress proxy even when Allow is empty: whatever
+	// the process tries is refused there and noted (an agent, whose
+	// model the model relay carries, so that its output says what it
+	// tried).
+	Proxy bool
 	// Limits bound the visit; zero fields take the sandbox's defaults.
 	Limits Limits
+	// Model, when set, is the worker's model relay for the visit
+	// (LevelFull): its Unix socket, bound into the sandbox, and the
+	// loopback address inside (ModelListen) the helper relays to it.
+	Model ModelRelay
+}
+
+// ModelRelay is where a confined CLI reaches the worker's relay for its
+// model endpoint: the helper listens at Listen on the sandbox's loopback
+// and carries each connection, as it is, to the relay's Unix socket.
+type ModelRelay struct {
+	Socket, Listen string
 }
 
 // Limits bound what one visit's processes may use together (per process
@@ -36,12 +53,18 @@ type Limits struct {
 	Pids int
 	// CPU bounds CPU time to this many cores' worth; 0 is no bound.
 	CPU float64
+	// DiskBytes bounds what the visit writes: the size of its /tmp, and
+	// what its processes add to the worker's disk through their
+	// read-write paths (the working directory, home, state and scratch,
+	// not the shared caches); 0 is the default.
+	DiskBytes int64
 }
 
 // Default limits of a visit whose node sets none.
 const (
 	DefaultMemoryBytes = 8 << 30
 	DefaultPids        = 4096
+	DefaultDiskBytes   = 4 << 30
 )
 
 func (l Limits) orDefaults() Limits {
@@ -50,6 +73,9 @@ func (l Limits) orDefaults() Limits {
 	}
 	if l.Pids <= 0 {
 		l.Pids = DefaultPids
+	}
+	if l.DiskBytes <= 0 {
+		l.DiskBytes = DefaultDiskBytes
 	}
 	return l
 }
@@ -64,6 +90,9 @@ func (l Limits) with(def Limits) Limits {
 	}
 	if l.CPU <= 0 {
 		l.CPU = def.CPU
+	}
+	if l.DiskBytes <= 0 {
+		l.DiskBytes = def.DiskBytes
 	}
 	return l.orDefaults()
 }
@@ -97,6 +126,14 @@ func WithVisit(ctx context.Context, v *Visit) context.Context {
 func VisitOf(ctx context.Context) *Visit {
 	v, _ := ctx.Value(visitKey{}).(*Visit)
 	return v
+}
+
+// Allowed are the node's own host:port patterns (none for a nil v).
+func (v *Visit) Allowed() []egress.Pattern {
+	if v == nil {
+		return nil
+	}
+	return v.Allow
 }
 
 // Note records what the egress proxy refused during the visit.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -94,6 +95,36 @@ func probe(what, arg string) error {
 			unix.Close(fd)
 		}
 		return err
+	case "netlink":
+		// A netlink socket of each kind an attacker would use: routing
+		// (as a datagram socket, which the raw-socket rule lets
+		// through), socket diagnostics, uevents, audit.
+		for _, s := range []struct{ typ, proto int }{
+			{unix.SOCK_DGRAM, unix.NETLINK_ROUTE}, {unix.SOCK_RAW, unix.NETLINK_ROUTE},
+			{unix.SOCK_DGRAM, unix.NETLINK_SOCK_DIAG}, {unix.SOCK_DGRAM, unix.NETLINK_KOBJECT_UEVENT}, {unix.SOCK_DGRAM, unix.NETLINK_AUDIT},
+		} {
+			fd, err := unix.Socket(unix.AF_NETLINK, s.typ|unix.SOCK_CLOEXEC, s.proto)
+			if err == nil {
+				unix.Close(fd)
+				return fmt.Errorf("netlink %d/%d opened", s.typ, s.proto)
+			}
+			if !errors.Is(err, unix.EPERM) {
+				return err
+			}
+		}
+		return unix.EPERM
+	case "vsock":
+		for _, typ := range []int{unix.SOCK_STREAM, unix.SOCK_DGRAM, unix.SOCK_SEQPACKET} {
+			fd, err := unix.Socket(unix.AF_VSOCK, typ|unix.SOCK_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fd)
+				return fmt.Errorf("vsock %d opened", typ)
+			}
+			if !errors.Is(err, unix.EPERM) {
+				return err
+			}
+		}
+		return unix.EPERM
 	case "userns":
 		return unix.Unshare(unix.CLONE_NEWUSER)
 	case "unix":

@@ -1,26 +1,32 @@
-// Package sandbox confines the processes a worker starts for a visit (agent
-// CLIs and tool nodes) to one rule: a confined process reads and writes its
-// run's working directory, its state root and its scratch space, reads the
-// system paths it needs, reaches the network endpoints its node allows, and
-// nothing else; and nothing of it outlives the visit.
+// Package sandbox is the worker's side of confining the processes it
+// starts for a visit (agent CLIs and tool nodes) to one rule: a confined
+// process reads and writes its run's working directory, its state root
+// and its scratch space, reads the system paths it needs, reaches the
+// network endpoints its node allows, and nothing else; and nothing of it
+// outlives the visit.
 //
+// It decides what a visit is given, from paths it resolved, never from a
+// path's text (Program, Launch): the program, found as the sandbox sees
+// it and never by its directory, and the paths of the visit's Policy.
 // Where the machine allows user namespaces, every confined process runs
 // under bubblewrap (bwrap) in new user, mount, PID, IPC, UTS and cgroup
 // namespaces, as a non-zero uid without capabilities, in a new session
 // without a terminal, on a minimal root built from binds with a fresh
-// /proc and /dev; the confine helper (Subcommand, also built alone as
-// tether-confine) then runs inside as its first process: it joins a fresh
-// session keyring, makes a network namespace whose only way out is a relay
-// to the worker's egress proxy (internal/egress), drops its capabilities,
-// applies Landlock and a seccomp filter, and starts the program. Where namespaces are not available the helper alone
-// applies Landlock and the seccomp filter (LevelLandlock), and the worker
-// refuses the nodes whose promises it cannot keep (see Admit).
+// /proc, /dev and /tmp; the confine helper (internal/sandbox/confine, a
+// process of its own, built alone as tether-confine) runs inside as its
+// first process with the confine.Args the worker gives it, confines
+// itself and starts the program, while the worker serves the visit's
+// egress proxy (internal/egress) and its cgroup. Where namespaces are not
+// available the helper alone applies Landlock and the seccomp filter
+// (LevelLandlock), and the worker refuses the nodes whose promises it
+// cannot keep (see Admit).
 package sandbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -95,13 +101,21 @@ type Config struct {
 	// Mode is one of the modes above.
 	Mode string
 	// Helper is the argv that starts the confine helper: tether-confine,
-	// or the worker's own executable and Subcommand.
+	// or the worker's own executable and confine.Subcommand.
 	Helper []string
 	// Bwrap is bubblewrap's path; empty looks it up in PATH.
 	Bwrap string
 	// RW and RO are paths every confined process may also write, or read
 	// and execute (TETHER_SANDBOX_RW, TETHER_SANDBOX_RO).
 	RW, RO []string
+	// CLIBin is the agent CLIs' bin directory (TETHER_CLI_BIN): a
+	// program there, or where its links lead, may run confined, with
+	// what an agent is given of the installation (CLIBinReadable).
+	CLIBin string
+	// Protected are the worker's own directories (its state and work
+	// directories): no confined process is given one of them, or a
+	// directory that holds one, whatever its paths say.
+	Protected []string
 	// Services are the worker's own endpoints, never reachable from a
 	// confined process.
 	Services []egress.Service
@@ -130,6 +144,11 @@ type Sandbox struct {
 	// Defaults are the limits of a node without its own.
 	Defaults Limits
 
+	// cli is what a program of the CLI installation is given with it;
+	// protected are the real paths of Config.Protected.
+	cli       []string
+	protected []string
+
 	bwrap   string
 	guard   *egress.Guard
 	cgroups *cgroupParent
@@ -157,6 +176,29 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Sandbox{Helper: slices.Clone(cfg.Helper), RW: clean(cfg.RW), RO: clean(cfg.RO), Defaults: cfg.Limits.orDefaults(), log: log}
+	if cfg.CLIBin != "" {
+		s.cli = CLIBinReadable(cfg.CLIBin)
+	}
+	for _, d := range cfg.Protected {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		s.protected = append(s.protected, realOrSelf(abs))
+	}
+	for _, d := range append(append(slices.Clone(s.RO), s.RW...), s.cli...) {
+		if hasDotDot(d) {
+			return nil, fmt.Errorf("%w: %q holds \"..\"; give TETHER_SANDBOX_RO, TETHER_SANDBOX_RW and TETHER_CLI_BIN without it", ErrPath, d)
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			if err := s.checkBind(d, real); err != nil {
+				return nil, fmt.Errorf("%w (TETHER_SANDBOX_RO, TETHER_SANDBOX_RW, TETHER_CLI_BIN: name directories that hold none of the worker's own)", err)
+			}
+		}
+	}
 	if ABI() < 1 {
 		s.Why = errors.New("the kernel offers no Landlock (Linux 5.13 or later with landlock in the lsm= boot list)")
 	} else {
@@ -179,6 +221,8 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		if s.runDir, err = privateDir(cfg.RunDir); err != nil {
 			return nil, err
 		}
+		// Every visit's egress socket is there.
+		s.protected = append(s.protected, realOrSelf(s.runDir))
 		s.cgroups, s.noCg = openCgroups(cfg.Cgroup)
 	}
 	return s, nil
@@ -197,7 +241,7 @@ func (s *Sandbox) probeFull(ctx context.Context, cfg Config) error {
 		bw = p
 	}
 	s.bwrap = bw
-	argv, err := s.bwrapArgv(Policy{}, nil, []string{innerFlag, probeFlag, "--", "/"})
+	argv, err := s.bwrapArgv(Policy{}, mountPlan{}, nil, confine.Args{Inside: true, Probe: true, Command: []string{"/"}}.Argv())
 	if err != nil {
 		return err
 	}
@@ -205,7 +249,7 @@ func (s *Sandbox) probeFull(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("bubblewrap cannot make the namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	if !strings.Contains(string(out), probeOK) {
+	if !strings.Contains(string(out), confine.ProbeOK) {
 		return fmt.Errorf("the helper did not confine itself inside bubblewrap: %s", strings.TrimSpace(string(out)))
 	}
 	return nil
@@ -233,6 +277,26 @@ func (s *Sandbox) String() string {
 // Confines reports whether s confines processes at all (a sandbox of
 // LevelNone only refuses nodes, see Admit).
 func (s *Sandbox) Confines() bool { return s != nil && s.Level > LevelNone }
+
+// ConfinesNetwork reports whether each confined process has a network of
+// its own (LevelFull), so that the worker's relays reach it through Unix
+// sockets bound into the sandbox; otherwise a process shares the
+// worker's network, and reaches a relay on the worker's loopback.
+func (s *Sandbox) ConfinesNetwork() bool { return s != nil && s.Level == LevelFull }
+
+// SocketDir makes a private directory, outside everything a confined
+// process sees, for a socket the worker binds into a sandbox (the model
+// relay's); the caller removes it.
+func (s *Sandbox) SocketDir() (string, error) {
+	if !s.ConfinesNetwork() {
+		return "", fmt.Errorf("sandbox: no private directory without the full sandbox")
+	}
+	d, err := os.MkdirTemp(s.runDir, "m-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	return d, nil
+}
 
 // Admit refuses a node that this sandbox cannot confine as the node asks:
 // below LevelFull, a node with permissions: full or with its own network
@@ -307,6 +371,14 @@ func HideEnviron() error {
 		return fmt.Errorf("sandbox: prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
 	return nil
+}
+
+// realOrSelf is p with its links followed, or p when it does not resolve.
+func realOrSelf(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
 }
 
 // exists reports whether p can be looked up (a rule on a missing path

@@ -28,8 +28,9 @@ var DevServerArgs = []string{
 
 // Server is a real Temporal dev server started for a test.
 type Server struct {
-	dev *testsuite.DevServer
-	log *syncBuffer
+	dev  *testsuite.DevServer
+	log  *syncBuffer
+	stop sync.Once
 	// Address is the frontend's host:port; HTTPAddress its HTTP API's.
 	Address, HTTPAddress string
 }
@@ -89,10 +90,15 @@ func DevServer(t testing.TB) *Server {
 		if t.Failed() {
 			t.Logf("dev server log:\n%s", buf.String())
 		}
-		_ = dev.Stop()
+		s.Stop()
 	})
 	return s
 }
+
+// Stop stops the server before the test ends: Temporal down, for a test
+// of what a client says then. A test that stops a server has it to
+// itself.
+func (s *Server) Stop() { s.stop.Do(func() { _ = s.dev.Stop() }) }
 
 type syncBuffer struct {
 	mu sync.Mutex

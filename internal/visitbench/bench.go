@@ -125,7 +125,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			s.close(context.Background())
 		}
 	}()
-	model := clitest.VarsAt(fake.URL())["claude_code"]
+	model := clitest.FakeVars(fake)["claude_code"]
 	workerEnv := map[string]string{"TETHER_CLI_BIN": o.CLIs}
 	for k, v := range model {
 		workerEnv[k] = v

@@ -21,10 +21,6 @@ type CPU struct {
 	Server time.Duration
 }
 
-func (c CPU) add(o CPU) CPU {
-	return CPU{CLI: c.CLI + o.CLI, Worker: c.Worker + o.Worker, Children: c.Children + o.Children, Server: c.Server + o.Server}
-}
-
 func (c CPU) sub(o CPU) CPU {
 	return CPU{CLI: c.CLI - o.CLI, Worker: c.Worker - o.Worker, Children: c.Children - o.Children, Server: c.Server - o.Server}
 }

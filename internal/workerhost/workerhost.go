@@ -45,6 +45,9 @@ type Options struct {
 	Backends      activities.Backends
 	StateDir      string
 	WorkDir       string
+	// WorkdirRoots are where an agent's absolute workdir may lie
+	// (TETHER_WORKDIR_ROOTS); none refuses every absolute workdir.
+	WorkdirRoots []string
 	// PassEnv names worker environment variables every tool node gets
 	// besides the minimal base and its node's env (TETHER_PASS_ENV; the
 	// agent CLIs get it through their backends' configuration).
@@ -194,6 +197,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		GitHub:   &activities.GitHub{Forge: o.GitHub, Temporal: c, ConsoleURL: o.ConsoleURL},
 
 		ShutdownGrace: o.ShutdownGrace,
+		WorkdirRoots:  o.WorkdirRoots,
 	}
 	acts.Workspaces = workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger,
 		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(activities.RunForgetter(acts)))

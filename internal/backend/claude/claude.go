@@ -27,8 +27,9 @@ const Name = facts.Name
 // against the CLI's default endpoint with no key of its own.
 type Options struct {
 	// Options are what every CLI executor takes. BaseURL is the Messages
-	// API endpoint (ANTHROPIC_BASE_URL), empty for the CLI's default;
-	// APIKey reaches the CLI as ANTHROPIC_API_KEY.
+	// API endpoint, empty for the CLI's default; the CLI reaches it
+	// through the worker's model relay (ANTHROPIC_BASE_URL), which holds
+	// APIKey and gives the CLI a placeholder as ANTHROPIC_API_KEY.
 	cliexec.Options
 	// SystemPrompt replaces Claude Code's system prompt; AppendSystemPrompt
 	// is added to it.
@@ -89,7 +90,7 @@ func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v 
 		return cliexec.Launch{}, err
 	}
 	st := &stream{track: cliexec.NewTracker(Name, req)}
-	return cliexec.Launch{Args: args, Env: o.env(c, req), Output: st,
+	return cliexec.Launch{Args: args, Env: o.env(c, req, v), Output: st,
 		Gone: func(stderr string) bool { return missingSession(stderr, st.errors) }}, nil
 }
 
@@ -147,18 +148,18 @@ func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (
 }
 
 // env is what the executor sets in the CLI's environment: the visit's
-// root and endpoint.
-func (o Options) env(c *cliexec.CLI, req agent.Request) []string {
+// root, endpoint and key (the model relay's and the visit's placeholder).
+func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) []string {
 	env := req.Env
 	set := []string{
 		"CLAUDE_CONFIG_DIR=" + env.StateRoot,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if o.APIKey != "" {
-		set = append(set, "ANTHROPIC_API_KEY="+o.APIKey)
+	if visit.APIKey != "" {
+		set = append(set, "ANTHROPIC_API_KEY="+visit.APIKey)
 	}
-	if o.BaseURL != "" {
-		set = append(set, "ANTHROPIC_BASE_URL="+o.BaseURL)
+	if visit.BaseURL != "" {
+		set = append(set, "ANTHROPIC_BASE_URL="+visit.BaseURL)
 	}
 	if o.settings(c, req).permissionMode == "bypassPermissions" && os.Geteuid() == 0 {
 		set = append(set, "IS_SANDBOX=1")

@@ -38,7 +38,7 @@ func TestPermissionsMapToPermissionMode(t *testing.T) {
 	_, set := clitest.Flag(argv(t, Options{}, agent.Settings{}), "--permission-mode")
 	assert.False(t, set, "no setting anywhere keeps the CLI's default")
 	d, c := drv(Options{})
-	full := d.env(c, agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}})
+	full := d.env(c, agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}}, &cliexec.Visit{})
 	assert.Equal(t, os.Geteuid() == 0, slices.Contains(full, "IS_SANDBOX=1"), "bypassPermissions as root needs IS_SANDBOX=1")
 }
 
@@ -67,7 +67,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "worker-key")
 	e, c := drv(Options{Options: cliexec.Options{BaseURL: "http://fake", APIKey: "k", PassEnv: []string{"TETHER_TEST_WORKER"}}})
 	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE", "ANTHROPIC_BASE_URL"}}, Env: agent.Env{StateRoot: "/r"}}
-	env := c.Environ(req, e.env(c, req)...)
+	env := c.Environ(req, e.env(c, req, &cliexec.Visit{BaseURL: "http://fake", APIKey: "k"})...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "TETHER_TEST_WORKER=w")
 	assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
@@ -77,10 +77,10 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	for _, kv := range env {
 		assert.NotContains(t, kv, "s3cret", "a variable nobody named stays with the worker")
 	}
-	// The key is the executor's (the worker's configuration read it once):
-	// without one, the CLI gets none, whatever the worker's environment.
+	// The key is the visit's (the relay's placeholder): without one, the
+	// CLI gets none, whatever the worker's environment.
 	d, c := drv(Options{})
-	for _, kv := range d.env(c, agent.Request{Env: agent.Env{StateRoot: "/r"}}) {
+	for _, kv := range d.env(c, agent.Request{Env: agent.Env{StateRoot: "/r"}}, &cliexec.Visit{}) {
 		assert.False(t, strings.HasPrefix(kv, "ANTHROPIC_API_KEY="), kv)
 	}
 }

@@ -6,24 +6,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 )
 
 // BenchmarkConfinedStart measures what confinement adds to starting a
-// process: each iteration runs /bin/true once unconfined and once under the
-// full sandbox (with an allowlist, so the egress proxy and a relay are set
-// up too, as for an agent), interleaved so that the machine's load falls on
-// both alike. It reports the medians and their difference.
+// process: each iteration starts an agent's model relay and runs /bin/true
+// once unconfined (the relay on the loopback) and once under the full
+// sandbox (the relay's socket bound in and a loopback listener for it, and
+// an allowlist, so the egress proxy and a relay are set up too, as for an
+// agent with a `network:` of its own), interleaved so that the machine's
+// load falls on both alike. It reports the medians and their difference.
 func BenchmarkConfinedStart(b *testing.B) {
 	sb := sandboxtest.New(b)
 	dir, home, tmp := b.TempDir(), b.TempDir(), b.TempDir()
 	conf := Confinement{Home: home, TempDir: tmp}
-	ctx := sandbox.WithVisit(context.Background(), &sandbox.Visit{Model: true})
+	f, _ := catalogue.Lookup("claude_code")
+	ctx := sandbox.WithVisit(context.Background(), &sandbox.Visit{Model: true, Allow: egress.MustParsePatterns("api.github.com:443")})
 	run := func(s *sandbox.Sandbox) time.Duration {
 		start := time.Now()
-		_, err := Run(ctx, Spec{Backend: "bench", Bin: "/bin/true", Dir: dir, Sandbox: s, Confinement: conf,
-			ModelEndpoints: []string{"api.anthropic.com:443"}})
+		c := CLI{Options: Options{BaseURL: "https://api.anthropic.com", APIKey: "k", Sandbox: s}, Backend: f.Name}
+		route, err := c.route(ctx, agent.Request{}, func(agent.Usage) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = Run(ctx, Spec{Backend: "bench", Bin: "/bin/true", Dir: dir, Sandbox: s, Confinement: conf, Model: route.in})
+		route.close()
 		if err != nil {
 			b.Fatal(err)
 		}

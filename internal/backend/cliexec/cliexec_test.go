@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/sandbox/confine"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 )
 
@@ -114,11 +115,17 @@ func TestRunStop(t *testing.T) {
 	assert.True(t, out.Stopped)
 }
 
+// A missing CLI is named with the setting a person sets (TETHER_CLI_BIN),
+// never the Go field behind it.
 func TestResolveMissing(t *testing.T) {
 	_, err := Resolve("t", t.TempDir(), "nope")
 	assert.ErrorIs(t, err, agent.ErrNotInstalled)
+	assert.Contains(t, err.Error(), "TETHER_CLI_BIN")
+	assert.NotContains(t, err.Error(), "BinDir")
 	_, err = Resolve("t", "", "tether-no-such-program")
 	assert.ErrorIs(t, err, agent.ErrNotInstalled)
+	assert.Contains(t, err.Error(), "set TETHER_CLI_BIN to the directory that holds it")
+	assert.NotContains(t, err.Error(), "BinDir")
 }
 
 func TestEnvironIsBasePassAndSet(t *testing.T) {
@@ -164,8 +171,9 @@ func TestRunRelativeProgramFromDir(t *testing.T) {
 	assert.ErrorIs(t, err, agent.ErrNotInstalled)
 }
 
-// A confined run starts the sandbox's helper with the run's paths, and
-// the program's HOME and TMPDIR are the run's own, never the worker's.
+// A confined run starts the sandbox's helper with the run's paths (never
+// the directory its program lies in: the system's /bin here), and the
+// program's HOME and TMPDIR are the run's own, never the worker's.
 func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	dir, home, tmp, cache := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	helper := script(t, `echo "argv: $*"; echo "HOME=$HOME"; echo "TMPDIR=$TMPDIR"`)
@@ -173,16 +181,17 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 	_, err := Run(context.Background(), Spec{
 		Backend: "t", Bin: "/bin/true", Dir: dir,
 		Env:         []string{"HOME=/root", "TMPDIR=/tmp", "GOCACHE=" + cache},
-		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, sandbox.Subcommand}, RO: []string{"/extra"}, Level: sandbox.LevelLandlock},
+		Sandbox:     &sandbox.Sandbox{Helper: []string{helper, confine.Subcommand}, RO: []string{"/extra"}, Level: sandbox.LevelLandlock},
 		Confinement: Confinement{Home: home, TempDir: tmp, Writable: []string{"/state"}, Readable: []string{"/cli"}},
 		OnLine:      func(b []byte) { lines = append(lines, string(b)) },
 	})
 	require.NoError(t, err)
 	require.Len(t, lines, 3)
 	for _, want := range []string{"confine ", "--rw " + dir + " ", "--rw " + home + " ", "--rw " + tmp + " ", "--rw /state ",
-		"--rw " + cache + " ", "--ro /bin ", "--ro /cli ", "--ro /extra ", "-- /bin/true"} {
+		"--rw " + cache + " ", "--ro /cli ", "--ro /extra ", "-- /bin/true"} {
 		assert.Contains(t, lines[0], want)
 	}
+	assert.NotContains(t, lines[0], "--ro /bin ", "the program's directory is not given")
 	assert.Equal(t, "HOME="+home, lines[1])
 	assert.Equal(t, "TMPDIR="+tmp, lines[2])
 }
@@ -193,8 +202,14 @@ func TestRunConfinedGoesThroughTheHelper(t *testing.T) {
 // a timeout that kills everything it started.
 func TestRunConfinedFull(t *testing.T) {
 	sb := sandboxtest.New(t)
-	dir, home, tmp := t.TempDir(), t.TempDir(), t.TempDir()
-	conf := Confinement{Home: home, TempDir: tmp}
+	dir, home, tmp, cli := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	// The programs are the CLI's installation, which the process reads.
+	conf := Confinement{Home: home, TempDir: tmp, Readable: []string{cli}}
+	script := func(t *testing.T, body string) string {
+		p := filepath.Join(cli, fmt.Sprintf("cli-%d", len(body)))
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755))
+		return p
+	}
 	bin := script(t, "trap 'echo stopped-gracefully; exit 0' TERM; cat; echo; echo \"uid=$(id -u) home=$HOME\"; while :; do sleep 0.05; done")
 	stop := time.Now().Add(time.Second)
 	var lines []string

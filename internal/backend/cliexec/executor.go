@@ -162,12 +162,21 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 		return res, err
 	}
 	defer visit.Close()
+	route, err := e.relay(ctx, &req, visit)
+	if err != nil {
+		return res, err
+	}
+	defer route.close()
 	l, err := e.Driver.Launch(ctx, &e.CLI, req, visit)
 	if err != nil {
 		return res, err
 	}
 	spec := e.CLI.Spec(ctx, req, visit)
-	spec.Args, spec.Env, spec.OnLine, spec.ReadOnlyDir = l.Args, e.CLI.Environ(req, l.Env...), l.Output.Line, l.ReadOnlyDir
+	spec.Args, spec.Env, spec.OnLine, spec.ReadOnlyDir = l.Args, route.environ(e.CLI.Environ(req, l.Env...)), l.Output.Line, l.ReadOnlyDir
+	if route != nil {
+		spec.Model, spec.ModelEndpoints = route.in, nil
+		spec.Stop = either(spec.Stop, route.stop(BudgetGrace))
+	}
 	if l.PromptInArgs {
 		spec.Stdin = ""
 	}
@@ -176,14 +185,17 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if rep.Err != nil {
 		return res, fmt.Errorf("%s: %w", e.CLI.Backend, rep.Err)
 	}
-	if runErr != nil {
+	metered := route.usage()
+	stopped := route.stopped()
+	if runErr != nil && (stopped == "" || ctx.Err() != nil) {
 		if req.SessionID != "" && l.Gone != nil && l.Gone(out.StderrTail) {
 			return res, fmt.Errorf("%w: %s session %s is not in %s (working directory %s): %s",
 				agent.ErrNoSession, e.CLI.Backend, req.SessionID, req.Env.StateRoot, req.Env.Workdir, firstLine(out.StderrTail))
 		}
 		return res, ReportFailure(runErr, rep.Failure)
 	}
-	res = agent.Result{SessionID: rep.SessionID, Fingerprint: e.Fingerprint(req), Text: rep.Text, Usage: rep.Usage}
+	res = agent.Result{SessionID: rep.SessionID, Fingerprint: e.Fingerprint(req), Text: rep.Text,
+		Usage: withMetered(rep.Usage, metered), Metered: metered}
 	ask, err := visit.Interaction(rep.AskUserID)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", e.CLI.Backend, err)
@@ -193,6 +205,18 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 			return res, err
 		}
 		res.NeedsInteraction = ask
+		return res, nil
+	}
+	if stopped != "" {
+		// The relay refused the next model call: the visit ends here,
+		// a finished one whatever the CLI made of the refusal, with the
+		// session as far as it got.
+		res.BudgetStop = stopped
+		if res.SessionID != "" {
+			if err := e.finish(ctx, req, visit, res.SessionID); err != nil {
+				return res, err
+			}
+		}
 		return res, nil
 	}
 	if rep.Failed {
@@ -207,6 +231,27 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	}
 	FinishReply(&res, e.Convention)
 	return res, nil
+}
+
+// relay starts the visit's model relay, which holds the key and counts
+// the calls against req's budgets: v gets the relay's address and a
+// placeholder for the CLI, and req's progress the relay's token count as
+// it grows. A nil route leaves the CLI its own endpoint and no key.
+func (e *Executor) relay(ctx context.Context, req *agent.Request, v *Visit) (*modelRoute, error) {
+	live := &liveUsage{report: req.Progress, last: agent.Progress{Node: req.NodeID, Visit: req.Visit, Backend: e.CLI.Backend}}
+	if live.report == nil {
+		live.report = func(agent.Progress) {}
+	}
+	req.Progress = live.progress
+	route, err := e.CLI.route(ctx, *req, live.usage)
+	if err != nil || route == nil {
+		return nil, err
+	}
+	v.BaseURL, v.APIKey = route.baseURL, route.key
+	live.mu.Lock()
+	live.priced = route.setCost
+	live.mu.Unlock()
+	return route, nil
 }
 
 func (e *Executor) finish(ctx context.Context, req agent.Request, v *Visit, id string) error {
@@ -234,4 +279,12 @@ func NoSession(backendName, id string, err error) error {
 		return fmt.Errorf("%w: %s session %s: %v", agent.ErrUnsafeFile, backendName, id, err)
 	}
 	return fmt.Errorf("%s: find session %s: %w", backendName, id, err)
+}
+
+// either is a Stop that is true once a or b is (nil: never).
+func either(a, b func() bool) func() bool {
+	if a == nil {
+		return b
+	}
+	return func() bool { return a() || b() }
 }

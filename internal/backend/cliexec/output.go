@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
 )
 
 // Structured parses an agent's final text as structured output: the whole
@@ -79,9 +81,10 @@ var BaseEnv = []string{
 var NeverPass = []string{"TETHER_GITHUB_TOKEN", "TETHER_GITHUB_APP_KEY", "TETHER_GITHUB_WEBHOOK_SECRET"}
 
 // Environ is the environment of a CLI or tool process: the worker's
-// variables named by BaseEnv and by pass (never those of NeverPass), then
-// set (NAME=value entries), which always win: the process never sees the
-// worker's value of a variable set names.
+// variables named by BaseEnv and by pass (never those of NeverPass, nor a
+// model key: catalogue.KeyVars, which the worker's model relay holds,
+// whatever pass names), then set (NAME=value entries), which always win:
+// the process never sees the worker's value of a variable set names.
 func Environ(pass []string, set ...string) []string {
 	setNames := map[string]bool{}
 	for _, kv := range set {
@@ -92,12 +95,15 @@ func Environ(pass []string, set ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !setNames[name] && matches(name, names) && !matches(name, NeverPass) {
+		if !setNames[name] && matches(name, names) && !matches(name, NeverPass) && !slices.Contains(keyVars, name) {
 			out = append(out, kv)
 		}
 	}
 	return append(out, set...)
 }
+
+// keyVars are the names of the model keys, which no process gets by name.
+var keyVars = catalogue.KeyVars()
 
 // matches reports whether name is in names (exact names, or prefixes
 // ending in "*").

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,8 +84,12 @@ type Spec struct {
 	Confinement
 	// ModelEndpoints are the host:port of the agent's model, which a
 	// confined agent may reach unless its node says otherwise (the
-	// visit's sandbox.Visit in the run's context).
+	// visit's sandbox.Visit in the run's context): when no model relay
+	// carries its calls.
 	ModelEndpoints []string
+	// Model is the worker's model relay as a network-confined program
+	// reaches it (zero: none, or on the worker's own loopback).
+	Model sandbox.ModelRelay
 }
 
 // Confinement is what a confined program may reach besides the system
@@ -131,7 +136,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 	default:
 		lp, err := exec.LookPath(bin)
 		if err != nil {
-			return "", fmt.Errorf("%w: %s: %q is not in PATH; install it (scripts/tools.sh clis) or set the executor's BinDir", agent.ErrNotInstalled, backendName, bin)
+			return "", fmt.Errorf("%w: %s: %q is not on the worker's PATH; install it on every worker (scripts/tools.sh clis), or set TETHER_CLI_BIN to the directory that holds it", agent.ErrNotInstalled, backendName, bin)
 		}
 		return lp, nil
 	}
@@ -140,7 +145,7 @@ func Resolve(backendName, dir, bin string) (string, error) {
 		if err == nil {
 			err = fs.ErrPermission
 		}
-		return "", fmt.Errorf("%w: %s: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", agent.ErrNotInstalled, backendName, p, err)
+		return "", fmt.Errorf("%w: %s: %s: %v; install it there (scripts/tools.sh clis), or point TETHER_CLI_BIN at the directory that holds it", agent.ErrNotInstalled, backendName, p, err)
 	}
 	return p, nil
 }
@@ -148,7 +153,12 @@ func Resolve(backendName, dir, bin string) (string, error) {
 // Run runs the CLI to completion. A nil error means exit status 0 (or a
 // run that Stop ended).
 func Run(ctx context.Context, s Spec) (Outcome, error) {
-	path, err := s.program()
+	env := s.environ()
+	var pol sandbox.Policy
+	if s.Sandbox != nil {
+		pol = s.policy(ctx, env)
+	}
+	path, err := s.program(pol, env)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -168,7 +178,7 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	// thread stays locked to this call until Wait.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p, err := s.start(ctx, path, grace)
+	p, err := s.start(ctx, path, env, pol, grace)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -190,8 +200,23 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 }
 
 // program resolves the binary to run. A relative path with a slash is
-// where the process will run, not where the worker does.
-func (s Spec) program() (string, error) {
+// where the process will run, not where the worker does. A confined
+// program is found as its sandbox will see it (sandbox.Program): a path
+// through ".." or to a file outside what the sandbox may run is
+// agent.ErrPathRefused.
+func (s Spec) program(p sandbox.Policy, env []string) (string, error) {
+	if s.Sandbox.Confines() {
+		path, err := s.Sandbox.Program(p, s.Bin, s.BinDir, env)
+		switch {
+		case err == nil:
+			return path, nil
+		case errors.Is(err, sandbox.ErrProgram):
+			return "", fmt.Errorf("%w: %s: %v", agent.ErrPathRefused, s.Backend, err)
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("%w: %s: %v; install it (scripts/tools.sh clis) or fix the executor's BinDir", agent.ErrNotInstalled, s.Backend, err)
+		}
+		return "", fmt.Errorf("%s: %w", s.Backend, err)
+	}
 	bin := s.Bin
 	if strings.ContainsRune(bin, filepath.Separator) && !filepath.IsAbs(bin) && s.Dir != "" {
 		abs, err := filepath.Abs(filepath.Join(s.Dir, bin))
@@ -220,12 +245,15 @@ type proc struct {
 // start starts the program in a session and process group of its own
 // (no controlling terminal), which dies with the worker, with the prompt
 // on stdin; confined when the spec has a sandbox.
-func (s Spec) start(ctx context.Context, path string, grace time.Duration) (*proc, error) {
-	argv, env := append([]string{path}, s.Args...), s.environ()
+func (s Spec) start(ctx context.Context, path string, env []string, pol sandbox.Policy, grace time.Duration) (*proc, error) {
+	argv := append([]string{path}, s.Args...)
 	var launch *sandbox.Launch
 	if s.Sandbox != nil {
-		l, err := s.Sandbox.Launch(s.policy(ctx, path, env), path, s.Args, env, sandbox.VisitOf(ctx))
-		if err != nil {
+		l, err := s.Sandbox.Launch(pol, path, s.Args, env, sandbox.VisitOf(ctx))
+		switch {
+		case errors.Is(err, sandbox.ErrProgram), errors.Is(err, sandbox.ErrPath):
+			return nil, fmt.Errorf("%w: %s: %v", agent.ErrPathRefused, s.Backend, err)
+		case err != nil:
 			return nil, fmt.Errorf("%s: %w", s.Backend, err)
 		}
 		launch, argv, env = l, l.Argv, l.Env
@@ -413,13 +441,15 @@ func (s Spec) environ() []string {
 	return env
 }
 
-// policy is what the program at path, with environment env, may reach
-// under the spec's sandbox: its paths, and the network of its visit (the
-// model's endpoints by default for an agent, nothing for a tool).
-func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Policy {
+// policy is what the program, with environment env, may reach under the
+// spec's sandbox: its paths, and the network of its visit (the model's
+// endpoints by default for an agent, nothing for a tool). The program's
+// own directory is never among its paths: the sandbox finds the program
+// where the process may already read it (sandbox.Program).
+func (s Spec) policy(ctx context.Context, env []string) sandbox.Policy {
 	p := sandbox.Policy{
 		RW:   append(append([]string{s.Home, s.TempDir}, s.Writable...), sandbox.EnvPaths(env, sandbox.CacheVars)...),
-		RO:   append(append([]string{filepath.Dir(path)}, s.Readable...), sandbox.EnvPaths(env, sandbox.ReadVars)...),
+		RO:   append(slices.Clone(s.Readable), sandbox.EnvPaths(env, sandbox.ReadVars)...),
 		Tmp:  s.TempDir,
 		Home: s.Home,
 		Dir:  s.Dir,
@@ -431,6 +461,10 @@ func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Pol
 	}
 	v := sandbox.VisitOf(ctx)
 	if v == nil || v.Model {
+		// An agent's: what it tries beyond its model is refused at the
+		// proxy and noted, whether its model is reached through the
+		// model relay or the proxy.
+		p.Proxy = true
 		for _, e := range s.ModelEndpoints {
 			// An endpoint that does not parse is not reached: the visit
 			// fails where it talks to its model, never runs unconfined.
@@ -443,6 +477,7 @@ func (s Spec) policy(ctx context.Context, path string, env []string) sandbox.Pol
 		p.Allow = append(p.Allow, v.Allow...)
 		p.Limits = v.Limits
 	}
+	p.Model = s.Model
 	return p
 }
 

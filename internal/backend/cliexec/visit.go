@@ -25,6 +25,12 @@ type Visit struct {
 	// (CLI.Begin sets both).
 	Prompt string
 	Model  string
+	// BaseURL and APIKey are the model endpoint and key the CLI is given
+	// for the visit, in its environment or its configuration: with the
+	// worker's model relay, the relay's loopback URL and the visit's
+	// placeholder, never the worker's key; empty, the CLI's own default
+	// endpoint and no key.
+	BaseURL, APIKey string
 }
 
 // NewVisit makes a private scratch directory under tempDir ("" means the

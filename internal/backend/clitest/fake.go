@@ -29,13 +29,13 @@ func Model(name string) string { return "fake-" + strings.ReplaceAll(name, "_", 
 
 // FakeVars are the variables (backend.Config.Vars) of every CLI backend
 // of the catalogue, pointed at the fake model f: its endpoint for the
-// backend's wire, a fake key and Model. A backend added to the catalogue
-// is in every test that runs all of them.
-func FakeVars(f *fakemodel.Server) map[string]map[string]string { return VarsAt(f.URL()) }
+// backend's wire, its key and Model. A backend added to the catalogue is
+// in every test that runs all of them.
+func FakeVars(f *fakemodel.Server) map[string]map[string]string { return VarsAt(f.URL(), f.Key()) }
 
 // VarsAt is FakeVars for a fake model reached at root (a forwarder of it,
-// say).
-func VarsAt(root string) map[string]map[string]string {
+// say) that takes key.
+func VarsAt(root, key string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, b := range catalogue.All() {
 		if !b.Implemented || b.CLI == "" {
@@ -47,7 +47,7 @@ func VarsAt(root string) map[string]map[string]string {
 			case agent.VarBaseURL:
 				vs[v.Name] = baseAt(root, b.Wire)
 			case agent.VarAPIKey:
-				vs[v.Name] = "k"
+				vs[v.Name] = key
 			case agent.VarModel:
 				vs[v.Name] = Model(b.Name)
 			}

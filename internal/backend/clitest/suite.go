@@ -112,14 +112,14 @@ func Expect(wire string, u fakemodel.Usage) agent.Usage {
 }
 
 // Options are the executor options a suite's New passes for h: the CLIs'
-// bin dir, the fake model at baseURL with a fake key, model, the ask_user
+// bin dir, the fake model at baseURL with its key, model, the ask_user
 // server and the suite's limits and heartbeat. A backend without an MCP
 // client ignores AskUser.
 func (h *Harness) Options(baseURL, model string) cliexec.Options {
 	return cliexec.Options{
 		BinDir:         h.BinDir,
 		BaseURL:        baseURL,
-		APIKey:         "sk-fake",
+		APIKey:         h.Fake.Key(),
 		Model:          model,
 		AskUser:        h.AskUser,
 		AskUserGrace:   h.AskUserGrace,
@@ -321,6 +321,8 @@ func Run(t *testing.T, s Suite) {
 	t.Run("ReadOnlyLeavesFiles", func(t *testing.T) { readOnly(t, s) })
 	t.Run("PersistedTurnCueEditsOnResume", func(t *testing.T) { persistedCue(t, s) })
 	t.Run("PlantedFilesAreRefused", func(t *testing.T) { planted(t, s) })
+	t.Run("KeyStaysWithTheWorker", func(t *testing.T) { KeyStays(t, s) })
+	t.Run("BudgetStopsBetweenCalls", func(t *testing.T) { BudgetStop(t, s) })
 	if s.facts(t).Persist {
 		// A backend without persist keeps no session to read.
 		t.Run("TranscriptReadsTheSession", func(t *testing.T) { transcriptOf(t, s) })
@@ -562,7 +564,8 @@ func persistedCue(t *testing.T, s Suite) {
 
 // visitUsage: each visit reports exactly what the fake model counted for
 // its own requests, never the conversation's earlier visits, whether it
-// starts, resumes or forks the conversation.
+// starts, resumes or forks the conversation; and the worker's model relay
+// read the same in the answers the CLI streamed or got whole.
 func visitUsage(t *testing.T, s Suite) {
 	h := s.harness(t)
 	env := NewEnv(t)
@@ -572,6 +575,7 @@ func visitUsage(t *testing.T, s Suite) {
 		h.Fake.Reset()
 		res := execute(t, b, req)
 		assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of visit %q is what the model counted for it", req.Prompt)
+		assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Metered, "the worker's model relay read the same in the model's answers")
 		return res
 	}
 	first := visit(agent.Request{Prompt: "alpha", Env: env})
@@ -594,6 +598,7 @@ func visitUsage(t *testing.T, s Suite) {
 	turns := h.Fake.Turns()
 	require.Greater(t, len(turns), 2, "the file task takes a request per tool call")
 	assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Usage, "the usage of %d requests", len(turns))
+	assert.Equal(t, Expect(s.facts(t).Wire, h.Fake.Usage()), res.Metered, "the relay's count of %d requests", len(turns))
 }
 
 // progress: while the CLI runs, the executor reports what it does (its tool

@@ -151,7 +151,7 @@ func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, 
 	if err != nil {
 		return cliexec.Launch{}, err
 	}
-	return cliexec.Launch{Args: args, Env: o.env(c, req), Output: st, ReadOnlyDir: o.confinedReadOnly(c, req),
+	return cliexec.Launch{Args: args, Env: o.env(c, req, v), Output: st, ReadOnlyDir: o.confinedReadOnly(c, req),
 		Gone: func(stderr string) bool { return strings.Contains(stderr, "no rollout found") }}, nil
 }
 
@@ -163,7 +163,7 @@ func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (
 		"-c", "check_for_update_on_startup=false",
 		"-c", "model_provider=" + tomlString(ProviderID),
 		"-c", "model_providers." + ProviderID + "={name=" + tomlString(ProviderID) +
-			",base_url=" + tomlString(o.BaseURL) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
+			",base_url=" + tomlString(cliexec.Pick(visit.BaseURL, o.BaseURL)) + `,wire_api="responses",env_key=` + tomlString(APIKeyVar) + "}",
 	}
 	if visit.Model != "" {
 		a = append(a, "-m", visit.Model)
@@ -210,8 +210,9 @@ func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (
 	return append(a, "-"), nil
 }
 
-func (o Options) env(c *cliexec.CLI, req agent.Request) []string {
-	return []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + o.APIKey}
+// env is the visit's root and key (the model relay's placeholder).
+func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) []string {
+	return []string{"CODEX_HOME=" + req.Env.StateRoot, APIKeyVar + "=" + visit.APIKey}
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are a subset

@@ -69,7 +69,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("TETHER_TEST_NODE", "n")
 	e, c := drv(Options{Options: cliexec.Options{APIKey: "k"}})
 	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}, Env: agent.Env{StateRoot: "/r"}}
-	env := c.Environ(req, e.env(c, req)...)
+	env := c.Environ(req, e.env(c, req, &cliexec.Visit{APIKey: "k"})...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, "CODEX_HOME=/r")
 	assert.Contains(t, env, APIKeyVar+"=k")
@@ -79,7 +79,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	// Without a key of its own the executor passes none: it never reads
 	// the worker's environment for one.
 	d, c := drv(Options{})
-	assert.Contains(t, d.env(c, agent.Request{Env: agent.Env{StateRoot: "/r"}}), APIKeyVar+"=")
+	assert.Contains(t, d.env(c, agent.Request{Env: agent.Env{StateRoot: "/r"}}, &cliexec.Visit{}), APIKeyVar+"=")
 }
 
 func TestFingerprintFollowsSettings(t *testing.T) {

@@ -194,11 +194,11 @@ func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, v 
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 		"NO_COLOR=1",
 	}
-	if o.APIKey != "" {
-		set = append(set, "GEMINI_API_KEY="+o.APIKey)
+	if visit.APIKey != "" {
+		set = append(set, "GEMINI_API_KEY="+visit.APIKey)
 	}
-	if o.BaseURL != "" {
-		set = append(set, "GOOGLE_GEMINI_BASE_URL="+o.BaseURL)
+	if visit.BaseURL != "" {
+		set = append(set, "GOOGLE_GEMINI_BASE_URL="+visit.BaseURL)
 	}
 	if v.SystemPrompt != "" {
 		p, err := visit.WriteFile("system.md", []byte(v.SystemPrompt))

@@ -44,9 +44,10 @@ const AskUserInstructions = "(When you need information, a decision or an approv
 	"end your reply with one line per question, each of the form `ASK_USER: <question>`, and write nothing after them.)"
 
 // Options configure the executor. BaseURL is the chat completions endpoint
-// (with its /v1; empty: the CLI's default, api.x.ai); APIKey reaches the
-// CLI as GROK_API_KEY in its environment, never on its command line, which
-// would make it save the key in its settings file.
+// (with its /v1; empty: the CLI's default, api.x.ai), which the CLI
+// reaches through the worker's model relay; APIKey stays with the relay,
+// and the CLI gets a placeholder as GROK_API_KEY in its environment, never
+// on its command line, which would make it save it in its settings file.
 type Options struct {
 	cliexec.Options
 	// MaxToolRounds bounds the model calls of one visit (default
@@ -100,11 +101,11 @@ func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v 
 		args = append(args, "--model", v.Model)
 	}
 	set := []string{}
-	if o.BaseURL != "" {
-		set = append(set, "GROK_BASE_URL="+o.BaseURL)
+	if v.BaseURL != "" {
+		set = append(set, "GROK_BASE_URL="+v.BaseURL)
 	}
-	if o.APIKey != "" {
-		set = append(set, "GROK_API_KEY="+o.APIKey)
+	if v.APIKey != "" {
+		set = append(set, "GROK_API_KEY="+v.APIKey)
 	}
 	return cliexec.Launch{Args: args, Env: set, PromptInArgs: true, Output: &stream{track: cliexec.NewTracker(Name, req)}}, nil
 }

@@ -32,7 +32,7 @@ func newHarness(t *testing.T, convention bool) *harness {
 	fake := fakemodel.Start(t)
 	home := t.TempDir()
 	ex := grok.New(grok.Options{Options: cliexec.Options{
-		BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: "grok-secret-key", Model: "fake-grok-1",
+		BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: fake.Key(), Model: "fake-grok-1",
 		Timeout: 2 * time.Minute, TempDir: t.TempDir(), Home: home,
 	}, AskUserConvention: convention})
 	return &harness{fake: fake, ex: ex, env: clitest.NewEnv(t), home: home}
@@ -86,7 +86,8 @@ func TestAskUserConvention(t *testing.T) {
 	assert.Contains(t, strings.Join(last.Prompts, "\n"), grok.AskUserPrefix, "the instructions went with the prompt")
 }
 
-// The key reaches the CLI in its environment only: never its command line,
+// The key stays with the worker's model relay, and what the CLI gets in
+// its place reaches it in its environment only: never its command line,
 // where the CLI would save it into its settings file.
 func TestKeyNeverOnDisk(t *testing.T) {
 	h := newHarness(t, false)
@@ -99,10 +100,22 @@ func TestKeyNeverOnDisk(t *testing.T) {
 			}
 			b, err := os.ReadFile(p)
 			require.NoError(t, err)
-			assert.NotContains(t, string(b), "grok-secret-key", "the key was written to %s", p)
+			assert.NotContains(t, string(b), h.fake.Key(), "the key was written to %s", p)
 			return nil
 		}))
 	}
+}
+
+// grok, confined as a worker confines it, never holds the model's key: the
+// worker's model relay does, and the CLI, its processes and its files have
+// only the visit's placeholder (clitest.KeyStays).
+func TestKeyStaysWithTheWorker(t *testing.T) {
+	clitest.KeyStays(t, clitest.Suite{Backend: grok.Configured})
+}
+
+// A spent budget stops grok between two model calls (clitest.BudgetStop).
+func TestBudgetStopsBetweenCalls(t *testing.T) {
+	clitest.BudgetStop(t, clitest.Suite{Backend: grok.Configured})
 }
 
 // A failed model call is a failed visit, not a reply: the CLI prints it as
@@ -121,7 +134,7 @@ func BenchmarkVisit(b *testing.B) {
 	bin := testenv.CLIBin(b)
 	fake := fakemodel.New()
 	defer fake.Close()
-	ex := grok.New(grok.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: "k", Model: "fake-grok-1", TempDir: b.TempDir(), Home: b.TempDir()}})
+	ex := grok.New(grok.Options{Options: cliexec.Options{BinDir: bin, BaseURL: fake.URL() + "/v1", APIKey: fake.Key(), Model: "fake-grok-1", TempDir: b.TempDir(), Home: b.TempDir()}})
 	env := agent.Env{StateRoot: b.TempDir(), Workdir: b.TempDir()}
 	b.ResetTimer()
 	for range b.N {

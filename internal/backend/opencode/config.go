@@ -91,8 +91,8 @@ func (o Options) writeConfig(c *cliexec.CLI, visit *cliexec.Visit, v visitSettin
 		cfg["model"], cfg["small_model"] = m, m
 	}
 	if o.BaseURL != "" {
-		opts := map[string]any{"baseURL": o.BaseURL}
-		if o.APIKey != "" {
+		opts := map[string]any{"baseURL": cliexec.Pick(visit.BaseURL, o.BaseURL)}
+		if visit.APIKey != "" {
 			opts["apiKey"] = "{env:" + KeyEnv + "}"
 		}
 		cfg["provider"] = map[string]any{ProviderID: map[string]any{

@@ -38,7 +38,8 @@ type Options struct {
 	// Options are what every CLI executor takes. BaseURL, when set, is an
 	// OpenAI Chat Completions endpoint (with /v1) that the visit's
 	// configuration defines as the provider ProviderID, with Model its
-	// only model; APIKey reaches the CLI as KeyEnv. AskUser starts the
+	// only model, reached through the worker's model relay, which holds
+	// APIKey (the CLI gets a placeholder as KeyEnv). AskUser starts the
 	// ask_user MCP server unless AskUserConvention is on.
 	cliexec.Options
 	// SystemPrompt replaces opencode's system prompt (the build agent's
@@ -131,7 +132,7 @@ func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, 
 		}
 	}
 	st := &stream{track: cliexec.NewTracker(Name, req), ownProviders: o.BaseURL == ""}
-	return cliexec.Launch{Args: o.args(c, v, req), Env: o.env(c, req, config), Output: st}, nil
+	return cliexec.Launch{Args: o.args(c, v, req), Env: o.env(c, req, visit, config), Output: st}, nil
 }
 
 // Finish writes the session's export, which is what its packer packs:
@@ -144,7 +145,7 @@ func (o Options) Finish(ctx context.Context, c *cliexec.CLI, req agent.Request, 
 
 // bookkeepingEnv is the environment of export and import runs.
 func (o Options) bookkeepingEnv(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) []string {
-	return c.Environ(req, o.env(c, req, filepath.Join(visit.Dir, bookkeeping))...)
+	return c.Environ(req, o.env(c, req, visit, filepath.Join(visit.Dir, bookkeeping))...)
 }
 
 func (o Options) args(c *cliexec.CLI, v visitSettings, req agent.Request) []string {
@@ -174,7 +175,7 @@ func (o Options) modelRef(c *cliexec.CLI, model string) string {
 // env is what the executor sets in the CLI's environment: every directory
 // opencode writes in the state root, the visit's configuration and key, and the switches that
 // keep a headless run off the network and quick.
-func (o Options) env(c *cliexec.CLI, req agent.Request, config string) []string {
+func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, config string) []string {
 	root := req.Env.StateRoot
 	set := []string{
 		"XDG_DATA_HOME=" + filepath.Join(root, ".local", "share"),
@@ -196,8 +197,8 @@ func (o Options) env(c *cliexec.CLI, req agent.Request, config string) []string 
 		"OPENCODE_DISABLE_TERMINAL_TITLE=1",
 		"NO_COLOR=1",
 	}
-	if o.APIKey != "" {
-		set = append(set, KeyEnv+"="+o.APIKey)
+	if visit.APIKey != "" && o.BaseURL != "" {
+		set = append(set, KeyEnv+"="+visit.APIKey)
 	}
 	return set
 }

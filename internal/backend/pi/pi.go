@@ -37,15 +37,20 @@ const (
 	AskUserPrefix = cliexec.AskUserPrefix
 	// AskUserKey is the structured-output form of the convention.
 	AskUserKey = cliexec.AskUserKey
+	// BuiltinProvider is pi's provider at the facts' ModelURL, which a
+	// visit without BaseURL routes through the model relay.
+	BuiltinProvider = "openai"
 )
 
 // Options configure the executor.
 type Options struct {
 	// Options are what every CLI executor takes. BaseURL, when set,
 	// defines provider ProviderID at that URL (including /v1 for
-	// OpenAI-compatible servers) speaking API, and APIKey reaches pi as
-	// APIKeyVar; when empty, Provider names one of pi's built-in
-	// providers, and APIKey reaches pi as APIKeyEnv. pi has no MCP client,
+	// OpenAI-compatible servers) speaking API; when empty, Provider names
+	// one of pi's built-in providers, the one at its facts' ModelURL.
+	// Either is reached through the worker's model relay, which holds
+	// APIKey: pi gets a placeholder as APIKeyVar, or as APIKeyEnv for a
+	// built-in provider. pi has no MCP client,
 	// so AskUser and AskUserGrace are not used: AskUserConvention is its
 	// ask_user.
 	cliexec.Options
@@ -56,7 +61,10 @@ type Options struct {
 	// Cost is the price of the model at BaseURL, so that pi reports what a
 	// visit cost; nil leaves its cost unknown.
 	Cost *Cost
-	// Provider is the built-in provider used when BaseURL is empty.
+	// Provider is the built-in provider used when BaseURL is empty
+	// (empty: pi's default, BuiltinProvider with the key of APIKeyEnv);
+	// it must be the provider at the facts' ModelURL, where the relay
+	// sends its calls.
 	Provider string
 	// APIKeyEnv is the variable a built-in Provider reads its key from
 	// (default OPENAI_API_KEY): pi gets APIKey under that name.
@@ -182,19 +190,27 @@ func (o Options) Launch(ctx context.Context, c *cliexec.CLI, req agent.Request, 
 		return cliexec.Launch{}, err
 	}
 	agentDir := filepath.Join(v.Dir, "agent")
-	if o.BaseURL != "" {
+	switch {
+	case o.BaseURL != "":
 		if err := o.writeModels(c, v); err != nil {
 			return cliexec.Launch{}, err
 		}
-	} else if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		return cliexec.Launch{}, fmt.Errorf("pi: %w", err)
+	case v.BaseURL != "":
+		// The built-in provider, through the worker's model relay.
+		if err := o.writeOverride(v); err != nil {
+			return cliexec.Launch{}, err
+		}
+	default:
+		if err := os.MkdirAll(agentDir, 0o700); err != nil {
+			return cliexec.Launch{}, fmt.Errorf("pi: %w", err)
+		}
 	}
 	// pi prices every call from the model's rates: its own table for a
 	// built-in provider, the executor's Cost for one it defines. A model
 	// defined without rates costs 0, which is not a price.
 	priced := o.BaseURL == "" || o.Cost != nil
 	st := &stream{track: cliexec.NewTracker(Name, req), priced: priced}
-	return cliexec.Launch{Args: o.args(c, req, v.Model, session), Env: o.env(c, req, agentDir), Output: st}, nil
+	return cliexec.Launch{Args: o.args(c, req, v.Model, session), Env: o.env(c, req, v, agentDir), Output: st}, nil
 }
 
 // sessionFile is the file of the session req resumes or forks, or "" for a
@@ -215,9 +231,24 @@ func (o Options) sessionFile(c *cliexec.CLI, ctx context.Context, req agent.Requ
 	return session, nil
 }
 
+// writeOverride routes the built-in provider to the visit's endpoint,
+// keeping its models and their prices.
+func (o Options) writeOverride(visit *cliexec.Visit) error {
+	b, err := json.MarshalIndent(map[string]any{"providers": map[string]any{
+		cliexec.Pick(o.Provider, BuiltinProvider): map[string]any{"baseUrl": visit.BaseURL},
+	}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := visit.WriteFile(filepath.Join("agent", "models.json"), b); err != nil {
+		return fmt.Errorf("pi: %w", err)
+	}
+	return nil
+}
+
 func (o Options) writeModels(c *cliexec.CLI, visit *cliexec.Visit) error {
 	prov := map[string]any{
-		"baseUrl": o.BaseURL,
+		"baseUrl": cliexec.Pick(visit.BaseURL, o.BaseURL),
 		"api":     o.API,
 		// pi resolves a value naming an environment variable to its value.
 		"apiKey": APIKeyVar,
@@ -272,11 +303,13 @@ func (o Options) args(c *cliexec.CLI, req agent.Request, model, session string) 
 	return a
 }
 
-func (o Options) env(c *cliexec.CLI, req agent.Request, agentDir string) []string {
+// env is the visit's agent directory and key (the model relay's
+// placeholder).
+func (o Options) env(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit, agentDir string) []string {
 	set := []string{"PI_CODING_AGENT_DIR=" + agentDir, "PI_OFFLINE=1"}
 	if o.BaseURL != "" {
-		set = append(set, APIKeyVar+"="+o.APIKey)
-	} else if key := o.APIKey; key != "" {
+		set = append(set, APIKeyVar+"="+visit.APIKey)
+	} else if key := visit.APIKey; key != "" {
 		// A built-in provider reads its own variable.
 		set = append(set, o.APIKeyEnv+"="+key)
 	}

@@ -67,7 +67,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "provider-key")
 	d, c := drv(Options{Options: cliexec.Options{BaseURL: "http://fake/v1", APIKey: "k"}})
 	req := agent.Request{Settings: agent.Settings{Env: []string{"TETHER_TEST_NODE"}}}
-	env := c.Environ(req, d.env(c, req, "/agent")...)
+	env := c.Environ(req, d.env(c, req, &cliexec.Visit{APIKey: "k"}, "/agent")...)
 	assert.Contains(t, env, "TETHER_TEST_NODE=n")
 	assert.Contains(t, env, APIKeyVar+"=k")
 	for _, kv := range env {
@@ -75,12 +75,12 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="))
 	}
 	d, c = drv(Options{Options: cliexec.Options{APIKey: "k"}, Provider: "openai"})
-	builtin := d.env(c, agent.Request{}, "/agent")
+	builtin := d.env(c, agent.Request{}, &cliexec.Visit{APIKey: "k"}, "/agent")
 	assert.Contains(t, builtin, "OPENAI_API_KEY=k", "a built-in provider gets the key under its own variable")
 	// The key is the executor's (the worker's configuration read it once):
 	// the executor never reads the worker's environment for one.
 	d, c = drv(Options{Provider: "openai"})
-	for _, kv := range d.env(c, agent.Request{}, "/agent") {
+	for _, kv := range d.env(c, agent.Request{}, &cliexec.Visit{}, "/agent") {
 		assert.False(t, strings.HasPrefix(kv, "OPENAI_API_KEY="), kv)
 	}
 }

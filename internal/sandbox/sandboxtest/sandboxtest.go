@@ -43,9 +43,8 @@ func Helper(t testing.TB) string {
 	root := testenv.Root()
 	h := sha256.New()
 	io.WriteString(h, runtime.Version())
-	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "sandbox", "*.go"))
-	more, _ := filepath.Glob(filepath.Join(root, "internal", "egress", "*.go"))
-	srcs = append(append(srcs, more...), filepath.Join(root, "internal", "sandbox", "cmd", "tether-confine", "main.go"),
+	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "sandbox", "confine", "*.go"))
+	srcs = append(srcs, filepath.Join(root, "internal", "sandbox", "cmd", "tether-confine", "main.go"),
 		filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
 	for _, f := range srcs {
 		b, err := os.ReadFile(f)
@@ -98,6 +97,12 @@ func WithServices(s ...egress.Service) Option {
 // WithRO adds paths every confined process may read.
 func WithRO(paths ...string) Option {
 	return func(c *sandbox.Config) { c.RO = append(c.RO, paths...) }
+}
+
+// WithLimits sets the limits of a node that sets none (the worker's
+// defaults).
+func WithLimits(l sandbox.Limits) Option {
+	return func(c *sandbox.Config) { c.Limits = l }
 }
 
 // New is the full sandbox with the small helper, closed when the test

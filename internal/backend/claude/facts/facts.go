@@ -27,7 +27,7 @@ var Backend = agent.Facts{
 	MCP: true, CLI: "claude", Pin: "AGENT_CLI_CLAUDE_CODE", Wire: agent.WireAnthropic,
 	Vars: []agent.Var{
 		{Name: "ANTHROPIC_BASE_URL", Role: agent.VarBaseURL, Doc: "Claude Code's Messages API endpoint"},
-		{Name: "ANTHROPIC_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: "ANTHROPIC_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, which the worker's model relay holds: the CLI gets a placeholder"},
 		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
 		{Name: PermissionModeVar, Role: agent.VarSetting, Doc: "its --permission-mode for nodes without `permissions:`"},
 	},
@@ -38,4 +38,5 @@ var Backend = agent.Facts{
 		".claude.json*",      // account state
 	},
 	ModelEndpoints: []string{"api.anthropic.com:443"},
+	ModelURL:       "https://api.anthropic.com",
 }

@@ -33,7 +33,7 @@ var Backend = agent.Facts{
 	MCP: true, CLI: "codex", Pin: "AGENT_CLI_CODEX", Wire: agent.WireResponses,
 	Vars: []agent.Var{
 		{Name: "OPENAI_BASE_URL", Role: agent.VarBaseURL, Doc: "Codex's Responses API endpoint, with its /v1"},
-		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, which the worker's model relay holds: the CLI gets a placeholder"},
 		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
 		{Name: SandboxVar, Role: agent.VarSetting, Doc: "its sandbox (-s) for nodes without `permissions:`"},
 	},
@@ -41,4 +41,5 @@ var Backend = agent.Facts{
 	Permissions:    Sandboxes,
 	Credentials:    []string{".codex/auth.json*"},
 	ModelEndpoints: []string{"api.openai.com:443"},
+	ModelURL:       "https://api.openai.com/v1",
 }

@@ -25,7 +25,7 @@ var Backend = agent.Facts{
 	CLI: "gemini", Pin: "AGENT_CLI_GEMINI_CLI", Wire: agent.WireGemini,
 	Vars: []agent.Var{
 		{Name: "GOOGLE_GEMINI_BASE_URL", Role: agent.VarBaseURL, Doc: "Gemini CLI's Gemini API endpoint, without /v1beta"},
-		{Name: "GEMINI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: "GEMINI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, which the worker's model relay holds: the CLI gets a placeholder"},
 		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
 	},
 	Honours:     agent.AllSettings,
@@ -36,4 +36,5 @@ var Backend = agent.Facts{
 		".gemini/settings.json*",        // may hold API keys
 	},
 	ModelEndpoints: []string{"generativelanguage.googleapis.com:443"},
+	ModelURL:       "https://generativelanguage.googleapis.com",
 }

@@ -17,11 +17,12 @@ var Backend = agent.Facts{
 	CLI: "grok", Pin: "AGENT_CLI_GROK", Wire: agent.WireChat,
 	Vars: []agent.Var{
 		{Name: "GROK_BASE_URL", Role: agent.VarBaseURL, Doc: "grok's Chat Completions endpoint, with its /v1"},
-		{Name: "GROK_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: "GROK_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, which the worker's model relay holds: the CLI gets a placeholder"},
 		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
 	},
 	Credentials: []string{
 		".grok/user-settings.json*", // holds the API key once given as a flag
 	},
 	ModelEndpoints: []string{"api.x.ai:443"},
+	ModelURL:       "https://api.x.ai/v1",
 }

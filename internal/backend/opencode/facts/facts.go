@@ -33,7 +33,7 @@ var Backend = agent.Facts{
 	MCP: true, CLI: "opencode", Pin: "AGENT_CLI_OPENCODE", Wire: agent.WireChat,
 	Vars: []agent.Var{
 		{Name: "OPENAI_BASE_URL", Role: agent.VarBaseURL, Doc: "opencode's Chat Completions endpoint, with its /v1 (empty: the providers of its own configuration)"},
-		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, which the worker's model relay holds: the CLI gets a placeholder"},
 		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
 	},
 	Honours:     agent.AllSettings,

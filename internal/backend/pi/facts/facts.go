@@ -26,7 +26,7 @@ var Backend = agent.Facts{
 	CLI: "pi", Pin: "AGENT_CLI_PI", Wire: agent.WireChat,
 	Vars: []agent.Var{
 		{Name: "OPENAI_BASE_URL", Role: agent.VarBaseURL, Doc: "pi's Chat Completions endpoint, with its /v1"},
-		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, given to the CLI in its environment only"},
+		{Name: "OPENAI_API_KEY", Role: agent.VarAPIKey, Doc: "the endpoint's key, which the worker's model relay holds: the CLI gets a placeholder"},
 		{Name: agent.ModelVar(Name), Role: agent.VarModel, Doc: "the default model (a node's `model:` wins)"},
 	},
 	Honours:     agent.AllSettings,
@@ -36,6 +36,7 @@ var Backend = agent.Facts{
 		".pi/agent/models.json*", // provider keys
 	},
 	ModelEndpoints: []string{"api.openai.com:443"},
+	ModelURL:       "https://api.openai.com/v1",
 }
 
 func joined(m map[string][]string) map[string]string {

@@ -1,4 +1,4 @@
-package sandbox
+package confine
 
 import (
 	"bufio"
@@ -10,21 +10,22 @@ import (
 )
 
 // relayListener is a loopback listener inside the sandbox: a connection
-// to it is carried to the egress proxy's socket, as it is (target empty:
-// the client speaks to the proxy itself) or through a CONNECT to target.
+// to it is carried to socket (the egress proxy's, or the model relay's),
+// as it is (target empty: the client speaks to the server behind the
+// socket itself) or through a CONNECT to target.
 type relayListener struct {
 	net.Listener
-	target string
+	target, socket string
 }
 
 // serveRelay accepts until the sandbox ends.
-func serveRelay(l relayListener, socket string) {
+func serveRelay(l relayListener) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
-		go relayConn(c, socket, l.target)
+		go relayConn(c, l.socket, l.target)
 	}
 }
 

@@ -1,85 +1,16 @@
-package sandbox
+package confine
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
-
-// Subcommand is the worker's hidden subcommand that is the confine helper:
-// `tether-worker confine [--rw PATH]... [--ro PATH]... -- PROGRAM
-// [ARG]...` (LevelLandlock), or `tether-worker confine --inner …` as the
-// first process inside bubblewrap (LevelFull). tether-confine is the same
-// helper built alone, which starts in a few milliseconds instead of the
-// worker's few hundred.
-const Subcommand = "confine"
-
-// ExitConfine is the helper's exit status when it could not confine itself
-// or start the program: the program never ran.
-const ExitConfine = 126
-
-// devFiles are the device files a confined process may read and write. No
-// /dev/tty: a confined process has no terminal.
-var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
-
-// Main is the confine helper: it confines itself to what its flags say,
-// then runs the program. It returns only on failure, with ExitConfine.
-func Main(args []string) int {
-	var err error
-	if len(args) > 0 && args[0] == innerFlag {
-		err = inner(args[1:])
-	} else {
-		err = landlockOnly(args)
-	}
-	fmt.Fprintln(os.Stderr, "tether confine:", err)
-	return ExitConfine
-}
-
-// landlockOnly confines the helper with Landlock, the seccomp filter and
-// an empty capability set, then replaces it with the program: the
-// confinement of a machine without namespaces.
-func landlockOnly(args []string) error {
-	// Capability sets and the bounding set belong to a thread: dropping
-	// them, and the exec that must inherit the drop, happen on one.
-	runtime.LockOSThread()
-	var rw, ro []string
-	for len(args) > 0 && args[0] != "--" {
-		if len(args) < 2 || (args[0] != "--rw" && args[0] != "--ro") {
-			return fmt.Errorf("usage: %s [--rw PATH]... [--ro PATH]... -- PROGRAM [ARG ...]", Subcommand)
-		}
-		if args[0] == "--rw" {
-			rw = append(rw, args[1])
-		} else {
-			ro = append(ro, args[1])
-		}
-		args = args[2:]
-	}
-	if len(args) < 2 {
-		return fmt.Errorf("no program after --")
-	}
-	prog, argv := args[1], args[1:]
-	if !filepath.IsAbs(prog) {
-		return fmt.Errorf("program %q: want an absolute path", prog)
-	}
-	if err := dropCapabilities(); err != nil {
-		return err
-	}
-	if err := restrict(rw, ro, false); err != nil {
-		return err
-	}
-	if err := installSeccomp(); err != nil {
-		return err
-	}
-	err := syscall.Exec(prog, argv, os.Environ())
-	return fmt.Errorf("exec %s: %w", prog, err)
-}
 
 // restrict confines the calling process, and everything it starts from now
 // on, to the system paths, rw (read, write, execute) and ro (read,
@@ -89,8 +20,8 @@ func landlockOnly(args []string) error {
 // /dev/shm are its own; outside them they are the machine's and stay out
 // of reach.
 func restrict(rw, ro []string, inside bool) error {
-	if ABI() < 1 {
-		return fmt.Errorf("%w: the kernel offers no Landlock: refusing to run the program unconfined", ErrUnsupported)
+	if v, err := llsys.LandlockGetABIVersion(); err != nil || v < 1 {
+		return errors.New("the kernel offers no Landlock: refusing to run the program unconfined")
 	}
 	var rules []landlock.Rule
 	add := func(paths []string, write bool) {
@@ -114,7 +45,7 @@ func restrict(rw, ro []string, inside bool) error {
 	add(SystemPaths, false)
 	add(etcPaths(), false)
 	add([]string{"/proc"}, false)
-	add(sysPaths, false)
+	add(SysPaths, false)
 	if !inside {
 		add([]string{"/sys"}, false)
 	}
@@ -154,7 +85,7 @@ func restrict(rw, ro []string, inside bool) error {
 }
 
 // etcPaths are the entries of /etc a confined process may read: all but
-// etcDenied (one level down for a denied path such as ssl/private).
+// EtcDenied (one level down for a denied path such as ssl/private).
 func etcPaths() []string {
 	var out []string
 	var walk func(dir, rel string)
@@ -165,7 +96,7 @@ func etcPaths() []string {
 		}
 		for _, e := range ents {
 			r := filepath.Join(rel, e.Name())
-			if slices.Contains(etcDenied, r) {
+			if slices.Contains(EtcDenied, r) {
 				continue
 			}
 			if e.IsDir() && deniedBelow(r) {
@@ -181,7 +112,7 @@ func etcPaths() []string {
 
 // deniedBelow reports whether a denied entry lies inside rel.
 func deniedBelow(rel string) bool {
-	for _, d := range etcDenied {
+	for _, d := range EtcDenied {
 		if len(d) > len(rel) && d[:len(rel)+1] == rel+"/" {
 			return true
 		}
@@ -226,4 +157,25 @@ func lastCap() int {
 		return unix.CAP_LAST_CAP
 	}
 	return n
+}
+
+// clean drops empty and relative paths and duplicates, keeping order.
+func clean(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		if p = filepath.Clean(p); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// exists reports whether p can be looked up (a rule on a missing path
+// fails the whole ruleset).
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package confine
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,76 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Flags of the helper inside bubblewrap.
-const (
-	innerFlag = "--inner"
-	probeFlag = "--probe"
-	probeOK   = "tether confine: confined"
-)
-
-// innerArgs are the helper's flags inside bubblewrap.
-type innerArgs struct {
-	rw, ro        []string
-	socket, proxy string
-	relays        []relay
-	mem           int64
-	nproc, ready  int
-	probe         bool
-	prog          string
-	argv          []string
-}
-
-func parseInner(args []string) (innerArgs, error) {
-	var a innerArgs
-	for len(args) > 0 && args[0] != "--" {
-		if args[0] == probeFlag {
-			a.probe = true
-			args = args[1:]
-			continue
-		}
-		if len(args) < 2 {
-			return a, fmt.Errorf("flag %s needs a value", args[0])
-		}
-		v := args[1]
-		var err error
-		switch args[0] {
-		case "--rw":
-			a.rw = append(a.rw, v)
-		case "--ro":
-			a.ro = append(a.ro, v)
-		case "--socket":
-			a.socket = v
-		case "--proxy":
-			a.proxy = v
-		case "--relay":
-			listen, target, ok := strings.Cut(v, "=")
-			if !ok {
-				return a, fmt.Errorf("--relay %q: want LISTEN=TARGET", v)
-			}
-			a.relays = append(a.relays, relay{listen, target})
-		case "--mem":
-			a.mem, err = strconv.ParseInt(v, 10, 64)
-		case "--nproc":
-			a.nproc, err = strconv.Atoi(v)
-		case "--ready-fd":
-			a.ready, err = strconv.Atoi(v)
-		default:
-			return a, fmt.Errorf("unknown flag %s", args[0])
-		}
-		if err != nil {
-			return a, fmt.Errorf("%s %q: %w", args[0], v, err)
-		}
-		args = args[2:]
-	}
-	if len(args) < 2 {
-		return a, fmt.Errorf("no program after --")
-	}
-	a.prog, a.argv = args[1], args[1:]
-	if !filepath.IsAbs(a.prog) {
-		return a, fmt.Errorf("program %q: want an absolute path", a.prog)
-	}
-	return a, nil
-}
+// ProbeOK is what the helper prints when a probe (Args.Probe) finds it
+// confined.
+const ProbeOK = "tether confine: confined"
 
 // inner is the helper as the first process of the sandbox's namespaces:
 // it leaves the worker's session, joins a fresh keyring, opens the
@@ -92,7 +24,7 @@ func parseInner(args []string) (innerArgs, error) {
 // limits the visit has no cgroup for, applies Landlock and the seccomp
 // filter, then runs the program as its child and exits with its status,
 // which ends every process left in the namespace.
-func inner(args []string) error {
+func inner(a Args) error {
 	runtime.LockOSThread()
 	// From the start: a signal the worker sends before the program runs
 	// is passed on once it does, instead of killing the helper.
@@ -101,15 +33,11 @@ func inner(args []string) error {
 	// Nothing the helper got from bwrap or the worker passes on to the
 	// program but its standard streams.
 	closeOnExec()
-	a, err := parseInner(args)
-	if err != nil {
-		return err
-	}
-	if a.ready > 0 {
+	if a.ReadyFD > 0 {
 		// The worker signals the program only from now on: before, a
 		// signal to the namespace's first process is lost.
-		_, _ = unix.Write(a.ready, []byte{1})
-		unix.Close(a.ready)
+		_, _ = unix.Write(a.ReadyFD, []byte{1})
+		unix.Close(a.ReadyFD)
 	}
 	// The program runs as the same user: without this it could ptrace
 	// the helper, which still holds the relays.
@@ -127,49 +55,59 @@ func inner(args []string) error {
 		return err
 	}
 	var lns []relayListener
-	if a.proxy != "" {
-		l, err := net.Listen("tcp", a.proxy)
+	if a.Proxy != "" {
+		l, err := net.Listen("tcp", a.Proxy)
 		if err != nil {
-			return fmt.Errorf("listen for the proxy on %s: %w", a.proxy, err)
+			return fmt.Errorf("listen for the proxy on %s: %w", a.Proxy, err)
 		}
-		lns = append(lns, relayListener{l, ""})
+		lns = append(lns, relayListener{l, "", a.Socket})
 	}
-	for _, r := range a.relays {
-		l, err := net.Listen("tcp", r.listen)
-		if err != nil && strings.HasPrefix(r.listen, "[") && errors.Is(err, unix.EADDRNOTAVAIL) {
+	if a.Model != "" {
+		l, err := net.Listen("tcp", a.Model)
+		if err != nil {
+			return fmt.Errorf("listen for the model relay on %s: %w", a.Model, err)
+		}
+		lns = append(lns, relayListener{l, "", a.ModelSocket})
+	}
+	for _, r := range a.Relays {
+		l, err := net.Listen("tcp", r.Listen)
+		if err != nil && strings.HasPrefix(r.Listen, "[") && errors.Is(err, unix.EADDRNOTAVAIL) {
 			continue // a kernel without IPv6: localhost is 127.0.0.1 alone
 		}
 		if err != nil {
-			return fmt.Errorf("listen for %s on %s: %w", r.target, r.listen, err)
+			return fmt.Errorf("listen for %s on %s: %w", r.Target, r.Listen, err)
 		}
-		lns = append(lns, relayListener{l, r.target})
+		lns = append(lns, relayListener{l, r.Target, a.Socket})
 	}
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := setLimits(a.nproc); err != nil {
+	if err := setLimits(a.Tasks); err != nil {
 		return err
 	}
-	if err := restrict(a.rw, a.ro, true); err != nil {
+	if err := restrict(a.RW, a.RO, true); err != nil {
 		return err
 	}
 	if err := installSeccomp(); err != nil {
 		return err
 	}
-	if a.probe {
+	if a.Probe {
 		if err := checkConfined(); err != nil {
 			return err
 		}
-		fmt.Println(probeOK)
+		fmt.Println(ProbeOK)
 		os.Exit(0)
 	}
 	for _, l := range lns {
-		go serveRelay(l, a.socket)
+		go serveRelay(l)
 	}
-	if a.mem > 0 || a.nproc > 0 {
-		go watch(a.mem, a.nproc)
+	if a.Mem > 0 || a.Tasks > 0 {
+		go watch(a.Mem, a.Tasks)
 	}
-	code, err := runAsInit(a.prog, a.argv, sigs)
+	if a.Disk > 0 && len(a.Watch) > 0 {
+		go watchDisk(a.Disk, a.Watch)
+	}
+	code, err := runAsInit(a.Command[0], a.Command, sigs)
 	if err != nil {
 		return err
 	}
@@ -234,9 +172,13 @@ func checkConfined() error {
 
 // runAsInit runs the program as the helper's child, in a process group of
 // its own, and stays the namespace's first process: it passes on the
-// signals the worker sends to the program's group, reaps orphans, and
-// returns the program's exit status (128+signal when a signal ended it).
+// signals the worker sends to the program's group, reaps orphans, runs
+// what the watches ask of the thread the program was started from
+// (onFirstThread), and returns the program's exit status (128+signal when
+// a signal ended it).
 func runAsInit(prog string, argv []string, sigs chan os.Signal) (int, error) {
+	children := make(chan os.Signal, 1)
+	signal.Notify(children, syscall.SIGCHLD)
 	p, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -251,20 +193,30 @@ func runAsInit(prog string, argv []string, sigs chan os.Signal) (int, error) {
 		}
 	}()
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("wait for %s: %w", prog, err)
+			}
+			if pid == 0 {
+				break // children left, none ended
+			}
+			if pid != p.Pid {
+				continue
+			}
+			if ws.Signaled() {
+				return 128 + int(ws.Signal()), nil
+			}
+			return ws.ExitStatus(), nil
 		}
-		if err != nil {
-			return 0, fmt.Errorf("wait for %s: %w", prog, err)
+		select {
+		case <-children:
+		case f := <-firstThread:
+			f()
 		}
-		if pid != p.Pid {
-			continue
-		}
-		if ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ws.ExitStatus(), nil
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package confine
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ const helperTasks = 64
 // watch holds a visit without a cgroup to its limits (0 leaves one
 // alone). The helper, first process of the visit's PID namespace, adds up
 // every process there: their anonymous resident memory with what the
-// sandbox's /dev/shm holds, and their tasks (processes and threads, as a
+// sandbox's /dev/shm and /tmp hold (both in memory), and their tasks (processes and threads, as a
 // cgroup's pids.max counts them). It ends the whole visit once either
 // passes its limit; its exit, as the namespace's init, takes every
 // process there with it. Between two looks a process can go over by what
@@ -52,7 +52,7 @@ func end(why string) {
 // countTasks, their tasks.
 func usage(countTasks bool) (mem int64, tasks int) {
 	page := int64(os.Getpagesize())
-	mem = shmUsed()
+	mem = tmpfsUsed("/dev/shm") + tmpfsUsed("/tmp")
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
@@ -97,10 +97,11 @@ func threads(dir string) int {
 	return n
 }
 
-// shmUsed is what the sandbox's /dev/shm holds.
-func shmUsed() int64 {
+// tmpfsUsed is what the sandbox's file system in memory at dir holds (0
+// for one that is not in memory).
+func tmpfsUsed(dir string) int64 {
 	var st unix.Statfs_t
-	if err := unix.Statfs("/dev/shm", &st); err != nil {
+	if err := unix.Statfs(dir, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
 		return 0
 	}
 	return int64(st.Blocks-st.Bfree) * st.Bsize

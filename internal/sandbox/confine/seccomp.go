@@ -1,4 +1,4 @@
-package sandbox
+package confine
 
 import (
 	"fmt"
@@ -15,6 +15,12 @@ import (
 //     input (only the low 32 bits of the request are compared, as the
 //     kernel reads them);
 //   - packet sockets and raw sockets: capturing the machine's traffic;
+//   - netlink sockets (the kernel's routing, audit, uevent and socket
+//     diagnostics interfaces) and vsock sockets (to a hypervisor or its
+//     virtual machines): nothing an agent CLI or a tool needs inside a
+//     network namespace of its own, and a wide surface of the kernel
+//     (glibc and libuv already live without netlink here, whose raw
+//     sockets the line above refuses);
 //   - a new user namespace (clone or unshare with CLONE_NEWUSER; clone3,
 //     whose flags a filter cannot read, is ENOSYS so that libc falls back
 //     to clone): capabilities of its own;
@@ -56,7 +62,7 @@ func nativeArch() (uint32, error) {
 	case "arm64":
 		return unix.AUDIT_ARCH_AARCH64, nil
 	}
-	return 0, fmt.Errorf("sandbox: no seccomp filter for %s", runtime.GOARCH)
+	return 0, fmt.Errorf("confine: no seccomp filter for %s", runtime.GOARCH)
 }
 
 // bpfProg assembles a classic BPF program with named jump targets.
@@ -101,7 +107,7 @@ func (p *bpfProg) assemble() ([]unix.SockFilter, error) {
 			to, ok := p.labels[t.name]
 			off := to - f.at - 1
 			if !ok || off < 0 || off > 255 {
-				return nil, fmt.Errorf("sandbox: seccomp jump to %q out of range", t.name)
+				return nil, fmt.Errorf("confine: seccomp jump to %q out of range", t.name)
 			}
 			*t.dst = uint8(off)
 		}
@@ -142,6 +148,8 @@ func seccompFilter() ([]unix.SockFilter, error) {
 	p.label("socket")
 	p.load(offArg0)
 	p.jump(unix.BPF_JEQ, unix.AF_PACKET, "deny", "")
+	p.jump(unix.BPF_JEQ, unix.AF_NETLINK, "deny", "")
+	p.jump(unix.BPF_JEQ, unix.AF_VSOCK, "deny", "")
 	p.load(offArg1)
 	p.and(0xf)
 	p.jump(unix.BPF_JEQ, unix.SOCK_RAW, "deny", "")
@@ -172,13 +180,13 @@ func installSeccomp() error {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+		return fmt.Errorf("confine: no_new_privs: %w", err)
 	}
 	prog := unix.SockFprog{Len: uint16(len(ins)), Filter: &ins[0]}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
 	runtime.KeepAlive(ins)
 	if errno != 0 {
-		return fmt.Errorf("sandbox: install the seccomp filter: %w", errno)
+		return fmt.Errorf("confine: install the seccomp filter: %w", errno)
 	}
 	return nil
 }
