@@ -4,7 +4,11 @@
 // the run store and carries across continue-as-new.
 package workflows
 
-import "github.com/tether-run/tether/internal/runapi"
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tether-run/tether/internal/runapi"
+)
 
 // The names and error types are runapi's: `tether` reads them there.
 const (
@@ -202,4 +206,45 @@ const (
 	// notice (rewound-questions-before.json).
 	changeRewoundQuestions  = "rewound-questions"
 	versionRewoundQuestions = 1
+
+	// changeBaseline: a new execution takes every change above at its
+	// version (baselineChanges) without asking GetVersion for each: each
+	// first GetVersion of an execution records a marker event and upserts
+	// the TemporalChangeVersion search attribute (another event, and a
+	// write of the server's visibility store), so a run paid about eight
+	// of each before its first visit, and more as it reached the others
+	// (baseline.json). Executions recorded before ask for each change as
+	// they did. A change added below asks for itself, as before: the
+	// baseline's set is never changed, a later baseline is a new version
+	// with a set of its own.
+	changeBaseline  = "baseline"
+	versionBaseline = 1
 )
+
+// baselineChanges are the changes an execution on the baseline takes,
+// each at its version. The legacy two-activity visit's tool affinity is
+// not one: no execution on the baseline visits that way.
+var baselineChanges = map[string]workflow.Version{
+	changeOneTripVisit:      versionOneTripVisit,
+	changeWorkspaceImport:   versionWorkspaceImport,
+	changeBudgets:           versionBudgets,
+	changeBudgetAtStart:     versionBudgetAtStart,
+	changeQuestionsFirst:    versionQuestionsFirst,
+	changeServerRetry:       versionServerRetry,
+	changeLostAttemptBlobs:  versionLostAttemptBlobs,
+	changeIncrementalPacks:  versionIncrementalPacks,
+	changeBranchWorkspaces:  versionBranchWorkspaces,
+	changeBranchVisitCounts: versionBranchVisitCounts,
+	changeEdgeDelivery:      versionEdgeDelivery,
+	changeRetryNote:         versionRetryNote,
+	changeNotices:           versionNotices,
+	changeGuide:             versionGuide,
+	changeJoinWhy:           versionJoinWhy,
+	changeRunIDCheck:        versionRunIDCheck,
+	changeCancelStatus:      versionCancelStatus,
+	changeEndedVisit:        versionEndedVisit,
+	changeCancelUncounted:   versionCancelUncounted,
+	changeBudgetMidVisit:    versionBudgetMidVisit,
+	changeRefFreeNotes:      versionRefFreeNotes,
+	changeRewoundQuestions:  versionRewoundQuestions,
+}

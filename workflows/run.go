@@ -23,7 +23,7 @@ import (
 func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 	// An execution seeded with a visit that ended before its edges failed
 	// chooses them again from its output (changeEndedVisit).
-	keepEnded := workflow.GetVersion(ctx, changeEndedVisit, workflow.DefaultVersion, versionEndedVisit) == versionEndedVisit
+	keepEnded := r.at(ctx, changeEndedVisit, versionEndedVisit)
 	ended := r.cp.Ended
 	r.cp.Ended = nil
 	if !keepEnded {
