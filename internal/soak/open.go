@@ -61,6 +61,10 @@ func (s *Soak) OpenRuns(ctx context.Context, counts []int, dev *DevServer) ([]Op
 		})
 	}()
 	var out []Open
+	// notStarted are the runs the server refused to start; answered those
+	// the steps before answered, which wait no more.
+	notStarted, answered := 0, 0
+	const sample = 20
 	for _, n := range counts {
 		if n <= len(ids) {
 			continue
@@ -71,16 +75,18 @@ func (s *Soak) OpenRuns(ctx context.Context, counts []int, dev *DevServer) ([]Op
 			batch = append(batch, fmt.Sprintf("%s-open-%d", s.prefix, i))
 		}
 		started := time.Now()
-		o.Errors += s.each(ctx, batch, func(ctx context.Context, id string) error {
+		refused := s.each(ctx, batch, func(ctx context.Context, id string) error {
 			_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
 				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g})
 			return err
 		})
+		o.Errors += refused
+		notStarted += refused
 		o.StartPerSec = float64(len(batch)) / time.Since(started).Seconds()
 		ids = append(ids, batch...)
 		for {
 			waiting, err := s.countWaiting(ctx)
-			if err == nil && waiting >= len(ids)-o.Errors {
+			if err == nil && waiting >= len(ids)-notStarted-answered {
 				break
 			}
 			if ctx.Err() != nil {
@@ -89,7 +95,8 @@ func (s *Soak) OpenRuns(ctx context.Context, counts []int, dev *DevServer) ([]Op
 			time.Sleep(500 * time.Millisecond)
 		}
 		o.Waiting = time.Since(started)
-		o.AnswerP50, o.AnswerMax, o.Errors = s.answerSample(ctx, batch, 20, o.Errors)
+		o.AnswerP50, o.AnswerMax, o.Errors = s.answerSample(ctx, batch, sample, o.Errors)
+		answered += min(sample, len(batch))
 		if dev != nil {
 			o.RSS, o.DB = dev.Stats()
 		}
