@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox"
 )
 
@@ -49,7 +49,7 @@ func (a *Activities) confineVisit(ctx context.Context, node graph.Node) (context
 		case graph.NetworkNone:
 			v.Model = false
 		default:
-			allow, err := egress.ParsePatterns(n.Allow)
+			allow, err := hostport.ParsePatterns(n.Allow)
 			if err != nil {
 				return ctx, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q: %v", node.ID, err), ErrTypeBadRequest, err)
 			}

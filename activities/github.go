@@ -317,7 +317,7 @@ func (a *Activities) runGraph(ctx context.Context, c client.Client, run string) 
 	}
 	switch {
 	case in.Checkpoint != nil:
-		return &in.Checkpoint.Graph, nil
+		return runapi.GraphOf(in.Checkpoint)
 	case in.Graph != nil:
 		return in.Graph, nil
 	}

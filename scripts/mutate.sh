@@ -24,7 +24,7 @@ targets=(
 	"resolve|./internal/resolve|"
 	"packer|./internal/packer|internal/packer/(deny|format|limits|secrets|unpack)\.go$"
 	"workspace|./internal/workspace|internal/workspace/(restore|limits)\.go$"
-	"treepolicy|./internal/treepolicy|internal/treepolicy/(credentials|kinds|limits|secrets)\.go$"
+	"treepolicy|./internal/treepolicy|internal/treepolicy/(credentials|kinds|limits|secrets|state)\.go$"
 	"blob|./internal/blob|internal/blob/(blob|encrypt|key|retry|reader)\.go$"
 	"runstore|./internal/runstore|internal/runstore/(auth|sign|keys)\.go$"
 	"visit|./activities|activities/(visit|restore|visitworkspace|digest|retry)\.go$"

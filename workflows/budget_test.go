@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -88,7 +89,7 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 			s.Require().NoError(againErr.Details(&cp))
 			s.Equal(tc.next, cp.Cursor[0].Node)
 
-			tc.raise(&cp.Graph)
+			editGraph(&cp, tc.raise)
 			done := s.resume(&cp)
 			s.Require().NoError(done.GetWorkflowError())
 			var res GraphRunResult
@@ -102,12 +103,18 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 
 // resume runs a new execution seeded with cp, as `tether resume` starts.
 func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowEnvironment {
-	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
-	env.RegisterActivity(s.acts)
+	env := s.newEnv()
 	c := *cp
 	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: c.RunID, Checkpoint: &c})
 	s.Require().True(env.IsWorkflowCompleted())
+	return env
+}
+
+// newEnv is a new execution's environment with the suite's activities.
+func (s *GraphRunSuite) newEnv() *testsuite.TestWorkflowEnvironment {
+	env := loadTolerant(s.NewTestWorkflowEnvironment())
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivity(s.acts)
 	return env
 }
 
@@ -118,6 +125,15 @@ func (s *GraphRunSuite) visitCount() int {
 		n += len(a.requests())
 	}
 	return n
+}
+
+// editGraph changes the graph cp keeps as edit says.
+func editGraph(cp *runstore.Checkpoint, edit func(*graph.Graph)) {
+	g := runapi.GraphOrEmpty(cp)
+	edit(g)
+	if err := runapi.SetGraph(cp, g); err != nil {
+		panic(err)
+	}
 }
 
 func nodeOf(g *graph.Graph, id string) *graph.Node {
@@ -167,7 +183,7 @@ func (s *GraphRunSuite) TestBudgetStopsAVisitMidTurn() {
 	s.Equal(runstore.StatusFailedResumable, stored.Status)
 	s.NotNil(stored.Stopped, "the run store has the stopped visit")
 
-	nodeOf(&cp.Graph, "writer").Budget = &graph.Budget{MaxTokens: 100_000}
+	editGraph(&cp, func(g *graph.Graph) { nodeOf(g, "writer").Budget = &graph.Budget{MaxTokens: 100_000} })
 	done := s.resume(&cp)
 	s.Require().NoError(done.GetWorkflowError())
 	calls = s.writerCalls()

@@ -165,6 +165,11 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		cp := *in.Checkpoint
 		r.cp = &cp
 		r.cp.RunID = in.RunID
+		g, err := runapi.GraphOf(&cp)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the checkpoint it continues from holds a graph that does not read (%v); resume it from another checkpoint, or start the graph anew", in.RunID, err), ErrTypeGraph, nil)
+		}
+		r.g = g
 		l := cp.Lineage
 		r.rewound = l != nil && l.Kind == "rewind" && l.At != 0 && l.At == cp.Seq
 	} else {
@@ -175,13 +180,16 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
 		}
+		r.g = in.Graph
 		r.cp = &runstore.Checkpoint{
 			Version: runstore.FormatVersion,
 			RunID:   in.RunID,
-			Graph:   *in.Graph,
 			Inputs:  inputs,
 			Cursor:  []runstore.Cursor{{Node: in.Graph.Start, Input: maps.Clone(inputs)}},
 			GitHub:  in.GitHub,
+		}
+		if err := runapi.SetGraph(r.cp, in.Graph); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
 		}
 	}
 	r.cp.Status = runstore.StatusRunning
@@ -195,7 +203,6 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 	if r.cp.NodeSessions == nil {
 		r.cp.NodeSessions = map[string]runstore.NodeSessionSlot{}
 	}
-	r.g = &r.cp.Graph
 	if _, ok := r.g.Node(r.g.Start); !ok {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: start node %q does not exist; run `tether validate` on the graph file", r.g.Name, r.g.Start), ErrTypeGraph, nil)
 	}
@@ -407,7 +414,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(&r.cp.Graph, q.Node), Asking: q.Notice})
+			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(r.g, q.Node), Asking: q.Notice})
 		}
 	}
 	return s

@@ -535,7 +535,7 @@ func (s *GraphRunSuite) TestBudgetStopThenResume() {
 	s.Equal(runstore.StatusFailedResumable, stored.Status, "the run store records the stop")
 
 	// Resume with a raised budget.
-	cp.Graph.Budget = &graph.Budget{MaxTokens: 10_000}
+	editGraph(&cp, func(g *graph.Graph) { g.Budget = &graph.Budget{MaxTokens: 10_000} })
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
 	env.RegisterActivity(s.acts)

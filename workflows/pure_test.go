@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -95,10 +96,9 @@ func TestLoopSnapshotsKeepTheLastOfEachNode(t *testing.T) {
 // A budget is spent only once usage goes over it; equal is within it.
 func TestBudgetIsSpentOnlyPastItsLimit(t *testing.T) {
 	cp := func(run, node *graph.Budget, tokens int64, cost float64) *runstore.Checkpoint {
-		return &runstore.Checkpoint{
-			Graph: graph.Graph{Budget: run, Nodes: []graph.Node{{ID: "a"}, {ID: "w", Budget: node}}},
-			Usage: map[string]agent.Usage{"w": {InputTokens: tokens - 1, OutputTokens: 1, CostUSD: cost}},
-		}
+		cp := &runstore.Checkpoint{Usage: map[string]agent.Usage{"w": {InputTokens: tokens - 1, OutputTokens: 1, CostUSD: cost}}}
+		require.NoError(t, runapi.SetGraph(cp, &graph.Graph{Budget: run, Nodes: []graph.Node{{ID: "a"}, {ID: "w", Budget: node}}}))
+		return cp
 	}
 	assert.Empty(t, OverBudget(cp(&graph.Budget{MaxTokens: 100}, nil, 100, 0)))
 	assert.Equal(t, "the run's budget is spent: 101 tokens used, max_tokens is 100", OverBudget(cp(&graph.Budget{MaxTokens: 100}, nil, 101, 0)))
@@ -176,7 +176,7 @@ func TestSavedCheckpointIsDetached(t *testing.T) {
 func TestStateOf(t *testing.T) {
 	ws := &runstore.WorkspaceState{Commit: "c1", Files: 2, Bytes: 3, Commits: 4, Notes: []string{"n"}}
 	cp := &runstore.Checkpoint{
-		RunID: "r", Graph: graph.Graph{Name: "g"}, Status: runstore.StatusWaiting, Seq: 7, PathTotal: 9,
+		RunID: "r", Graph: json.RawMessage(`{"name":"g"}`), Status: runstore.StatusWaiting, Seq: 7, PathTotal: 9,
 		Cursor:       []runstore.Cursor{{Node: "x"}, {Node: "y"}},
 		Visits:       map[string]int{"x": 1},
 		Outputs:      map[string]map[string]any{"x": {"text": "t"}},
@@ -206,11 +206,12 @@ func TestStateOf(t *testing.T) {
 // nodes with 4 KB outputs and loop snapshots), beside the encoding the
 // save does anyway.
 func BenchmarkDetachedCheckpoint(b *testing.B) {
-	cp := runstore.Checkpoint{RunID: "bench", Seq: 9, Status: runstore.StatusRunning, Graph: graph.Graph{Name: "g"},
+	cp := runstore.Checkpoint{RunID: "bench", Seq: 9, Status: runstore.StatusRunning,
 		Outputs: map[string]map[string]any{}, Visits: map[string]int{}, Usage: map[string]agent.Usage{}}
+	g := graph.Graph{Name: "g"}
 	for i := range 20 {
 		n := fmt.Sprintf("node-%d", i)
-		cp.Graph.Nodes = append(cp.Graph.Nodes, graph.Node{ID: n, Kind: graph.KindAgent, Backend: "claude_code", Prompt: strings.Repeat("p", 400)})
+		g.Nodes = append(g.Nodes, graph.Node{ID: n, Kind: graph.KindAgent, Backend: "claude_code", Prompt: strings.Repeat("p", 400)})
 		cp.Outputs[n] = map[string]any{"text": strings.Repeat("o", 4096), "exit_code": 0, "_visit": i}
 		cp.Visits[n] = 10
 		cp.Usage[n] = agent.Usage{InputTokens: 12345, OutputTokens: 678}
@@ -220,6 +221,7 @@ func BenchmarkDetachedCheckpoint(b *testing.B) {
 		cp.Path = append(cp.Path, runstore.Step{Node: fmt.Sprintf("node-%d", i%20), Visit: i / 20, Status: "ok", StartedAt: "2026-12-03T10:00:00Z", DurationMS: 1234, Detail: strings.Repeat("d", 200), Outcome: runstore.OutcomeOK})
 	}
 	cp.PathTotal = 10 * maxPathSteps
+	require.NoError(b, runapi.SetGraph(&cp, &g))
 	size, err := json.Marshal(&cp)
 	require.NoError(b, err)
 	b.Run("detached", func(b *testing.B) {

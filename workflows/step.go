@@ -5,6 +5,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -51,7 +52,7 @@ func stoppedStep(step runstore.Step, why string, usage agent.Usage) runstore.Ste
 	step.Status = runstore.StepStopped
 	step.Outcome = runstore.OutcomeBudget
 	step.Usage = usage
-	step.Detail = cut(why, runstore.StepDetailBytes)
+	step.Detail = excerpt.Head(why, runstore.StepDetailBytes)
 	return step
 }
 
@@ -59,7 +60,7 @@ func stoppedStep(step runstore.Step, why string, usage agent.Usage) runstore.Ste
 func failedStep(step runstore.Step, err error) runstore.Step {
 	step.Status = "failed"
 	step.Outcome = runstore.OutcomeFailed
-	step.Detail = cut(strings.Join(strings.Fields(activities.ErrorText(err)), " "), runstore.StepDetailBytes)
+	step.Detail = excerpt.Head(excerpt.Flat(activities.ErrorText(err)), runstore.StepDetailBytes)
 	return step
 }
 
@@ -85,23 +86,8 @@ func lastLines(s string, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return cut(strings.Join(lines, " ⏎ "), runstore.StepDetailBytes)
+	return excerpt.Head(strings.Join(lines, " ⏎ "), runstore.StepDetailBytes)
 }
-
-// cut shortens s to at most max bytes, on a rune boundary, marking the cut.
-func cut(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const mark = "…"
-	end := max - len(mark)
-	for end > 0 && !utf8Start(s[end]) {
-		end--
-	}
-	return s[:end] + mark
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // number is a JSON number of an output as an int: activity results decode
 // as float64, test environments may hand over ints.

@@ -148,6 +148,11 @@ func branchSuffix(sc *scope) string {
 	return " · branch " + sc.name
 }
 
+// oneLine is the first line of s, with " …" when more lines follow, its
+// first max bytes kept and "…" after them when it is longer. It is not
+// internal/excerpt's Line: activity summaries are made with it, and a
+// replay must name every activity as the recorded run did
+// (TestReplayResumesTheSameConversations), byte for byte.
 func oneLine(s string, max int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i] + " …"

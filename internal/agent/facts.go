@@ -73,6 +73,15 @@ type Facts struct {
 	// visit's calls when the worker names no endpoint; empty for a CLI
 	// whose endpoint Tether does not know, which then gets no key.
 	ModelURL string
+	// State are the CLI's own state files that a folder of its sessions
+	// may hold but no session archive carries (its settings, config,
+	// identity, telemetry spools, databases): patterns of one path
+	// component in path.Match syntax ("auth.json*", "settings*.json",
+	// "backups"), compared in lower case. A path with a component that
+	// matches one, or under a directory that does, is never packed and
+	// never unpacked, in any backend's archive; a workspace may hold such
+	// files.
+	State []string
 }
 
 // The model APIs a CLI may speak (Facts.Wire).

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tether-run/tether/internal/excerpt"
 )
 
 // RetryNoteKey is the output key of a visit that ran again after an
@@ -45,7 +47,7 @@ const maxCause = 200
 
 // Bound cuts the free-text fields to their limits.
 func (i Interruption) Bound() Interruption {
-	i.Cause = Head(i.Cause, maxCause)
+	i.Cause = excerpt.Head(i.Cause, maxCause)
 	i.Calls = boundList(i.Calls, MaxProgressCalls, true)
 	i.Files = boundList(i.Files, MaxProgressFiles, false)
 	return i

@@ -2,9 +2,9 @@ package agent
 
 import (
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/tether-run/tether/internal/excerpt"
 )
 
 // Bounds of a Progress value, so that it rides on every heartbeat of a
@@ -69,7 +69,7 @@ func (p *Progress) AddCall(tool, arg, activity string) {
 		p.Calls = p.Calls[over:]
 	}
 	if fileTools[tool] && arg != "" && !slices.Contains(p.Files, arg) && len(p.Files) < MaxProgressFiles {
-		p.Files = append(slices.Clone(p.Files), Head(arg, MaxProgressActivity))
+		p.Files = append(slices.Clone(p.Files), excerpt.Head(arg, MaxProgressActivity))
 	}
 }
 
@@ -80,8 +80,8 @@ var fileTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, 
 // Bound cuts the free-text fields to their limits: the activity keeps its
 // head, the text its tail, both on rune boundaries.
 func (p Progress) Bound() Progress {
-	p.Activity = Head(p.Activity, MaxProgressActivity)
-	p.Text = Tail(p.Text, MaxProgressText)
+	p.Activity = excerpt.Head(p.Activity, MaxProgressActivity)
+	p.Text = excerpt.Tail(p.Text, MaxProgressText)
 	p.Calls = boundList(p.Calls, MaxProgressCalls, true)
 	p.Files = boundList(p.Files, MaxProgressFiles, false)
 	if p.Interrupted != nil {
@@ -106,32 +106,7 @@ func boundList(list []string, n int, latest bool) []string {
 	}
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = Head(s, MaxProgressActivity)
+		out[i] = excerpt.Head(s, MaxProgressActivity)
 	}
 	return out
-}
-
-// Head is s cut to at most n bytes on a rune boundary, with "…" when cut.
-func Head(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-len("…")]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
-
-// Tail is the last n bytes of s at most, on a rune boundary, with "…" in
-// front when cut.
-func Tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n+len("…"):]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return "…" + strings.TrimLeft(s, " \n")
 }

@@ -119,6 +119,7 @@ func options(f agent.Facts, cfg Config, binDir string) cliexec.Options {
 	o := cliexec.Options{
 		BinDir: binDir, AskUser: cfg.AskUser, TempDir: cfg.TempDir, PassEnv: cfg.PassEnv,
 		Home: cfg.Home, Redact: cfg.Redact, Sandbox: cfg.Sandbox, Vars: vars,
+		Policy: catalogue.SessionPolicy(),
 	}
 	for _, v := range f.Vars {
 		switch v.Role {

@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/packer/packertest"
 )
 
 // The catalogue and the worker's backends are one registry: every backend
@@ -78,4 +81,26 @@ func TestHonoursIsWhatTheExecutorsApply(t *testing.T) {
 			assert.Equal(t, catalogue.Honours(b.Name(), s), changed, "%s: setting %s; its facts honour %v", b.Name(), s, info.Honours)
 		}
 	}
+}
+
+// The registry hands every backend's packer the policy built from all
+// backends' facts: an archive holding any backend's state file is refused
+// by every backend's packer, whichever CLI the file belongs to (the
+// packer itself names none).
+func TestEveryPackerRefusesEveryBackendsState(t *testing.T) {
+	bs, err := backend.New(backend.Config{})
+	require.NoError(t, err)
+	checked := 0
+	for _, b := range bs {
+		p := b.Packer(agent.Env{StateRoot: t.TempDir(), Workdir: t.TempDir()})
+		if p == nil {
+			continue
+		}
+		for _, state := range catalogue.StateExamples() {
+			blob := packertest.Craft(t, b.Name(), packertest.ID, packertest.File{Name: state, Body: "private"})
+			assert.ErrorIs(t, p.UnpackSession(context.Background(), packertest.ID, blob), packer.ErrDenied, "%s: %s", b.Name(), state)
+			checked++
+		}
+	}
+	assert.Greater(t, checked, len(catalogue.StateExamples()), "more than one backend checked")
 }

@@ -1,7 +1,8 @@
 // Package catalogue is the table of known agent backends: their names and
 // what each can do (agent.Facts), composed from the facts every backend
 // package declares beside its code, and the one credential policy built
-// from their login files. It links no executor: graph validation, session
+// from their login and state files. Their transcript readers are
+// registered apart (internal/catalogue/transcripts). It links no executor: graph validation, session
 // resolution and the tree engines read it without pulling in a CLI
 // driver, the MCP server or a session log. The constructors are the
 // registry's (internal/backend).
@@ -12,46 +13,21 @@ import (
 	"sync"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/transcript"
 	"github.com/tether-run/tether/internal/treepolicy"
 )
 
-// entries is the registration of every backend: the folders of
+// backends is the registration of every backend: the folders of
 // internal/backend (entries_gen.go, which `go generate ./internal/backend`
 // writes from them: a new backend registers itself by its folder and its
 // pin in .env), then the backends known without a folder.
-var entries = append(slices.Clip(folders),
+var backends = append(slices.Clip(folders),
 	// Known to ADR-089 as a backend without the persist capability; this
 	// build has no executor for it (its CLI, kimi-cli on the Python
 	// registry, cannot be installed where Tether is built and tested:
 	// docs/backends.md), so a graph naming it is refused (G046) instead of
 	// failing at run time.
-	entry{agent.Facts{Name: "kimi"}, nil},
+	agent.Facts{Name: "kimi"},
 )
-
-type entry struct {
-	facts      agent.Facts
-	transcript *transcript.Reader
-}
-
-var backends = func() []agent.Facts {
-	out := make([]agent.Facts, len(entries))
-	for i, e := range entries {
-		out[i] = e.facts
-	}
-	return out
-}()
-
-// Transcript returns the reader of backend name's conversations, for a
-// person to read them (internal/conversation).
-func Transcript(name string) (transcript.Reader, bool) {
-	for _, e := range entries {
-		if e.facts.Name == name && e.transcript != nil {
-			return *e.transcript, true
-		}
-	}
-	return transcript.Reader{}, false
-}
 
 // All returns every backend's facts, in catalogue order.
 func All() []agent.Facts { return slices.Clone(backends) }
@@ -130,6 +106,36 @@ func Credentials() []string {
 // A session archive and a workspace snapshot both ask it, so they refuse
 // the same files, and a login of one CLI is refused in any backend's tree.
 var Policy = sync.OnceValue(func() *treepolicy.Policy { return treepolicy.New(Credentials()...) })
+
+// States lists every backend's state file patterns (agent.Facts.State),
+// in catalogue order.
+func States() []string {
+	var out []string
+	for _, b := range backends {
+		out = append(out, b.State...)
+	}
+	return out
+}
+
+// SessionPolicy is the policy of every session archive: Policy's
+// credentials, for sessions (treepolicy.Policy.ForSessions), with every
+// backend's state files. The registry hands it to each backend's packer
+// (packer.WithPolicy), so a state file of one CLI is refused in any
+// backend's archive.
+var SessionPolicy = sync.OnceValue(func() *treepolicy.Policy { return Policy().ForSessions(States()...) })
+
+// StateExamples are paths SessionPolicy must refuse beyond the
+// credentials: one for each backend's state pattern, at the top and
+// deeper in a tree.
+func StateExamples() []string {
+	var out []string
+	for _, b := range backends {
+		for _, s := range b.State {
+			out = append(out, treepolicy.Example(s), "dir-of-"+b.Name+"/"+treepolicy.Example(s))
+		}
+	}
+	return out
+}
 
 // CredentialExamples are paths Policy must refuse: treepolicy's examples
 // of the base rules, and one path for each backend's login pattern, under

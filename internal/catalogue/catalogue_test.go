@@ -2,6 +2,7 @@ package catalogue
 
 import (
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,29 @@ func TestPolicyRefusesEveryBackendsLogins(t *testing.T) {
 	for _, p := range CredentialExamples() {
 		got, _ := Policy().Classify(p)
 		assert.NotEqual(t, treepolicy.Plain, got, p)
+	}
+}
+
+// Every backend's state files are refused by the session policy, in any
+// case and under any directory, and by no workspace: a repository may
+// hold a settings.json. Each pattern is one path component that
+// path.Match reads.
+func TestSessionPolicyRefusesEveryBackendsState(t *testing.T) {
+	for _, b := range All() {
+		for _, s := range b.State {
+			_, err := path.Match(s, "")
+			require.NoError(t, err, "%s: state pattern %q", b.Name, s)
+			assert.NotContains(t, s, "/", "%s: a state pattern is one path component", b.Name)
+			for _, p := range []string{treepolicy.Example(s), "some/dir/" + strings.ToUpper(treepolicy.Example(s)), treepolicy.Example(s) + "/under/it"} {
+				assert.True(t, SessionPolicy().State(p), "%s: %s", b.Name, p)
+				assert.False(t, Policy().State(p), "%s: a workspace keeps %s", b.Name, p)
+			}
+		}
+	}
+	assert.NotEmpty(t, StateExamples())
+	for _, p := range CredentialExamples() {
+		got, _ := SessionPolicy().Classify(p)
+		assert.NotEqual(t, treepolicy.Plain, got, "the session policy refuses every credential too: %s", p)
 	}
 }
 

@@ -3,30 +3,24 @@
 package catalogue
 
 import (
+	"github.com/tether-run/tether/internal/agent"
 	claudefacts "github.com/tether-run/tether/internal/backend/claude/facts"
-	claudesession "github.com/tether-run/tether/internal/backend/claude/session"
 	codexfacts "github.com/tether-run/tether/internal/backend/codex/facts"
-	codexsession "github.com/tether-run/tether/internal/backend/codex/session"
 	geminifacts "github.com/tether-run/tether/internal/backend/gemini/facts"
-	geminisession "github.com/tether-run/tether/internal/backend/gemini/session"
 	grokfacts "github.com/tether-run/tether/internal/backend/grok/facts"
 	opencodefacts "github.com/tether-run/tether/internal/backend/opencode/facts"
-	opencodesession "github.com/tether-run/tether/internal/backend/opencode/session"
 	pifacts "github.com/tether-run/tether/internal/backend/pi/facts"
-	pisession "github.com/tether-run/tether/internal/backend/pi/session"
 	scriptedfacts "github.com/tether-run/tether/internal/backend/scripted/facts"
-	scriptedsession "github.com/tether-run/tether/internal/backend/scripted/session"
 )
 
-// folders are the backends of internal/backend/<dir>, in catalogue order:
-// each one's facts and, for one that keeps a session, its transcript
-// reader.
-var folders = []entry{
-	{scriptedfacts.Backend, &scriptedsession.Transcript},
-	{claudefacts.Backend, &claudesession.Transcript},
-	{codexfacts.Backend, &codexsession.Transcript},
-	{pifacts.Backend, &pisession.Transcript},
-	{geminifacts.Backend, &geminisession.Transcript},
-	{grokfacts.Backend, nil},
-	{opencodefacts.Backend, &opencodesession.Transcript},
+// folders are the facts of the backends of internal/backend/<dir>, in
+// catalogue order.
+var folders = []agent.Facts{
+	scriptedfacts.Backend,
+	claudefacts.Backend,
+	codexfacts.Backend,
+	pifacts.Backend,
+	geminifacts.Backend,
+	grokfacts.Backend,
+	opencodefacts.Backend,
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -57,16 +58,20 @@ func (a *app) applyGraphFix(fix graphFix, cp *runstore.Checkpoint, via string, s
 	if err != nil {
 		return err
 	}
-	if sameName && g.Name != cp.Graph.Name {
-		return usageErr("%s: the graph is named %q, the run's %q: a corrected graph keeps its name (fork the run to run another graph: tether fork RUN --graph FILE)", fix.path, g.Name, cp.Graph.Name)
+	old, err := runapi.GraphOf(cp)
+	if err != nil {
+		return failedErr(err)
 	}
-	if err := compatible(&cp.Graph, g, cp); err != nil {
+	if sameName && g.Name != old.Name {
+		return usageErr("%s: the graph is named %q, the run's %q: a corrected graph keeps its name (fork the run to run another graph: tether fork RUN --graph FILE)", fix.path, g.Name, old.Name)
+	}
+	if err := compatible(old, g, cp); err != nil {
 		return usageErr("%s cannot take over run %s at checkpoint %d: %v", fix.path, cp.RunID, cp.Seq, err)
 	}
 	if missing := missingInputs(g, cp.Inputs); len(missing) > 0 {
 		return usageErr("%s requires input(s) %s that run %s was not given; give them defaults in the graph", fix.path, strings.Join(missing, ", "), cp.RunID)
 	}
-	edit := runstore.GraphEdit{Seq: cp.Seq, Via: via, File: fix.path, Changes: graphChanges(&cp.Graph, g), At: time.Now().UTC().Format(time.RFC3339), By: osUser()}
+	edit := runstore.GraphEdit{Seq: cp.Seq, Via: via, File: fix.path, Changes: graphChanges(old, g), At: time.Now().UTC().Format(time.RFC3339), By: osUser()}
 	if len(edit.Changes) == 0 {
 		edit.Changes = []string{"no change"}
 	}
@@ -77,14 +82,16 @@ func (a *app) applyGraphFix(fix graphFix, cp *runstore.Checkpoint, via string, s
 	sum := sha256.Sum256(b)
 	edit.Digest = hex.EncodeToString(sum[:])
 	if e := cp.Ended; e != nil {
-		old, _ := cp.Graph.Node(e.Node)
+		was, _ := old.Node(e.Node)
 		now, _ := g.Node(e.Node)
-		if fix.rerun || !sameNode(old, now) {
+		if fix.rerun || !sameNode(was, now) {
 			edit.Rerun = e.Node
 			cp.Ended = nil
 		}
 	}
-	cp.Graph = *g
+	if err := runapi.SetGraph(cp, g); err != nil {
+		return failedErr(err)
+	}
 	cp.GraphEdits = append(slices.Clone(cp.GraphEdits), edit)
 	return nil
 }

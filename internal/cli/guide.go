@@ -96,7 +96,11 @@ func (a *app) runGraph(ctx context.Context, id string) (*graph.Graph, error) {
 	if err != nil {
 		return nil, failedErr(err)
 	}
-	return &cp.Graph, nil
+	g, err = runapi.GraphOf(cp)
+	if err != nil {
+		return nil, failedErr(err)
+	}
+	return g, nil
 }
 
 // as is the Temporal client acting as identity by (the client itself when

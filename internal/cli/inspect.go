@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/health"
 	"github.com/tether-run/tether/internal/render"
@@ -392,7 +393,7 @@ func (a *app) printRunning(running []agent.Progress) {
 	for _, p := range running {
 		fmt.Fprintf(a.out, "running:    %s\n", progressLine(p))
 		if p.Activity != "" && p.Text != "" {
-			fmt.Fprintf(a.out, "            %q\n", oneLine(p.Text))
+			fmt.Fprintf(a.out, "            %q\n", excerpt.Flat(p.Text))
 		}
 	}
 }
@@ -566,7 +567,9 @@ run before forking it with changes, or to see a file as Tether reads it.`,
 				}
 				taken = &render.Taken{Visits: cp.Visits, Transitions: cp.Transitions}
 				if g == nil {
-					g = &cp.Graph
+					if g, err = runapi.GraphOf(cp); err != nil {
+						return failedErr(err)
+					}
 				}
 			}
 			if format == "yaml" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -251,9 +252,13 @@ func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float6
 		}
 		return nil
 	}
-	b := &cp.Graph.Budget
+	g, err := runapi.GraphOf(cp)
+	if err != nil {
+		return failedErr(err)
+	}
+	b := &g.Budget
 	if node != "" {
-		n, ok := cp.Graph.Node(node)
+		n, ok := g.Node(node)
 		if !ok {
 			return usageErr("--node %s: the run's graph has no such node", node)
 		}
@@ -270,6 +275,9 @@ func raiseBudget(cp *runstore.Checkpoint, node string, tokens int64, cost float6
 	}
 	if cost > 0 {
 		(*b).MaxCostUSD = cost
+	}
+	if err := runapi.SetGraph(cp, g); err != nil {
+		return failedErr(err)
 	}
 	return nil
 }
@@ -342,15 +350,24 @@ func (a *app) rewind(ctx context.Context, id string, seq int64, runs *runstore.S
 			return "", nil, checkpointErr(id, seq, err)
 		}
 		if ok {
-			target.Graph = *g
+			if err := runapi.SetGraph(target, g); err != nil {
+				return "", nil, failedErr(err)
+			}
 		}
 		if err := a.applyGraphFix(fix, target, "rewind", true); err != nil {
 			return "", nil, err
 		}
-		edited, g, ok = target, &target.Graph, true
+		if g, err = runapi.GraphOf(target); err != nil {
+			return "", nil, failedErr(err)
+		}
+		edited, ok = target, true
 	}
 	if ok {
-		opts = append(opts, runstore.RewindGraph(*g))
+		b, err := json.Marshal(g)
+		if err != nil {
+			return "", nil, failedErr(err)
+		}
+		opts = append(opts, runstore.RewindGraph(b))
 	}
 	rep, err := runs.Rewind(ctx, id, seq, opts...)
 	if err != nil {
@@ -444,7 +461,7 @@ func (a *app) fork(ctx context.Context, id string, seq int64, newID string, runs
 		return "", "", err
 	}
 	if newID == "" {
-		newID = newRunID(cp.Graph.Name)
+		newID = newRunID(cp.GraphName())
 	} else if err := runstore.ValidateRunID(newID); err != nil {
 		return "", "", usageErr("--id: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/runapi"
 )
 
@@ -78,7 +79,7 @@ func progressKey(p agent.Progress) string {
 	case p.Activity != "":
 		parts = append(parts, p.Activity)
 	case p.Text != "":
-		parts = append(parts, fmt.Sprintf("%q", agent.Tail(oneLine(p.Text), 60)))
+		parts = append(parts, fmt.Sprintf("%q", excerpt.Tail(excerpt.Flat(p.Text), 60)))
 	default:
 		parts = append(parts, "thinking")
 	}
@@ -87,8 +88,6 @@ func progressKey(p agent.Progress) string {
 	}
 	return strings.Join(parts, " · ")
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // tokens is a token count as a person reads it: 950 tokens, 12.4k tokens,
 // 1.2M tokens.

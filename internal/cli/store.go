@@ -48,7 +48,11 @@ func (a *app) temporalGraph(ctx context.Context, id string) (g *graph.Graph, ok 
 	}
 	switch {
 	case in.Checkpoint != nil:
-		return &in.Checkpoint.Graph, true, nil
+		g, err := graph.FromJSON(in.Checkpoint.Graph)
+		if err != nil {
+			return nil, false, fmt.Errorf("run %s's workflow input: %w", id, err)
+		}
+		return g, true, nil
 	case in.Graph != nil:
 		return in.Graph, true, nil
 	}
@@ -65,7 +69,9 @@ func (a *app) trustedGraph(ctx context.Context, id string, cp *runstore.Checkpoi
 	if !ok {
 		return "the run store", nil
 	}
-	cp.Graph = *g
+	if err := runapi.SetGraph(cp, g); err != nil {
+		return "", failedErr(err)
+	}
 	return "the run's workflow input", nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox/mode"
 )
 
@@ -69,15 +70,15 @@ func (c Config) SandboxServices() []egress.Service {
 	}
 	// The Web UI calls the frontend for whoever reaches it, and the
 	// console answers and rewinds runs.
-	if p, err := egress.EndpointOf(c.UIAddress); err == nil {
+	if p, err := hostport.EndpointOf(c.UIAddress); err == nil {
 		out = append(out, egress.Service{Name: "Temporal Web UI", Addr: p.String()})
 	}
-	if p, err := egress.EndpointOf(c.ConsoleURL); err == nil && c.ConsoleURL != "" {
+	if p, err := hostport.EndpointOf(c.ConsoleURL); err == nil && c.ConsoleURL != "" {
 		out = append(out, egress.Service{Name: "Tether console", Addr: p.String()})
 	}
 	if u, err := url.Parse(c.BlobURL); err == nil && u.Scheme == "s3" {
 		if ep := u.Query().Get("endpoint"); ep != "" {
-			if p, err := egress.EndpointOf(ep); err == nil {
+			if p, err := hostport.EndpointOf(ep); err == nil {
 				out = append(out, egress.Service{Name: "S3 endpoint", Addr: p.String()})
 			}
 		}
@@ -86,7 +87,7 @@ func (c Config) SandboxServices() []egress.Service {
 		out = append(out, egress.Service{Name: "metrics listener", Addr: c.MetricsAddr})
 	}
 	if c.OTLPEndpoint != "" {
-		if p, err := egress.EndpointOf(c.OTLPEndpoint); err == nil {
+		if p, err := hostport.EndpointOf(c.OTLPEndpoint); err == nil {
 			out = append(out, egress.Service{Name: "OpenTelemetry collector", Addr: p.String()})
 		} else if _, _, err := net.SplitHostPort(c.OTLPEndpoint); err == nil {
 			out = append(out, egress.Service{Name: "OpenTelemetry collector", Addr: c.OTLPEndpoint})

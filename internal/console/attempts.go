@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -107,7 +108,8 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 	v.Pick, _ = ws["pick"].(string)
 	v.By, _ = ws["by"].(string)
 	_, v.Explained = ws["pick"]
-	if def, ok := cp.Graph.Node(join); ok && def.Workspace != nil && !v.Explained {
+	g := runapi.GraphOrEmpty(cp)
+	if def, ok := g.Node(join); ok && def.Workspace != nil && !v.Explained {
 		v.Pick, v.By = def.Workspace.Pick, def.Workspace.By
 	}
 	listed := map[string]map[string]any{}
@@ -146,7 +148,7 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 				a.Text, a.TextIs = lastText(lo)
 			}
 			for _, n := range b.Nodes {
-				def, ok := cp.Graph.Node(n)
+				def, ok := g.Node(n)
 				if !ok || def.Kind != graph.KindTool {
 					continue
 				}

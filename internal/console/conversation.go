@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/blobref"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/transcript"
 )
@@ -48,7 +50,7 @@ type entryView struct {
 // input (internal/conversation).
 func (s *Server) conversation(ctx context.Context, run, node string, visit int, cp *runstore.Checkpoint, q url.Values) *conversationView {
 	cv := &conversationView{}
-	def, _ := cp.Graph.Node(node)
+	def, _ := runapi.GraphOrEmpty(cp).Node(node)
 	var src conversation.Source
 	switch slot, ok := cp.NodeSessions[node]; {
 	case ok && slot.StateRef != "":
@@ -64,7 +66,7 @@ func (s *Server) conversation(ctx context.Context, run, node string, visit int, 
 	}
 	cv.Backend, cv.SessionID = src.Backend, src.SessionID
 	from := max(0, atoiDefault(q.Get("from"), 0))
-	pg, err := conversation.Read(ctx, src, from, entriesPerPage, transcript.Limits{})
+	pg, err := conversation.Read(ctx, transcripts.Reader, src, from, entriesPerPage, transcript.Limits{})
 	switch {
 	case errors.Is(err, conversation.ErrGone):
 		cv.Note = fmt.Sprintf("The session blob of this visit is gone from the store: a run keeps a node's latest sessions only (the later visits' pages show the conversation up to them). (%s)", blobref.Hide(err.Error()))

@@ -233,7 +233,7 @@ func (s *Server) loadRun(ctx context.Context, run string, q url.Values, rep heal
 	}
 	var tk taken
 	if cp != nil {
-		v.Graph = &cp.Graph
+		v.Graph = runapi.GraphOrEmpty(cp)
 		v.Lineage = cp.Lineage
 		v.Edits = cp.GraphEdits
 		v.Budgets = budgets(cp, st)
@@ -331,7 +331,10 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return storeFailed("Graph of run "+run, err)
 		}
-		g, tk = &cp.Graph, taken{visits: cp.Visits, transitions: cp.Transitions}
+		if g, err = runapi.GraphOf(cp); err != nil {
+			return storeFailed("Graph of run "+run, err)
+		}
+		tk = taken{visits: cp.Visits, transitions: cp.Transitions}
 	} else if g, err = s.opts.Actions.Graph(ctx, run); err != nil {
 		return notFound("Graph of run "+run, err)
 	}
@@ -398,8 +401,9 @@ func budgets(cp *runstore.Checkpoint, st *runapi.State) []budgetView {
 		}
 		out = append(out, budgetView{What: what, Tokens: u.Tokens(), MaxTokens: b.MaxTokens, Cost: u.CostUSD, MaxCost: b.MaxCostUSD, CostKnown: u.CostKnown})
 	}
-	add("the run", cp.Graph.Budget, st.TotalUsage)
-	for _, n := range cp.Graph.Nodes {
+	g := runapi.GraphOrEmpty(cp)
+	add("the run", g.Budget, st.TotalUsage)
+	for _, n := range g.Nodes {
 		add("node "+n.ID, n.Budget, st.Usage[n.ID])
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blobref"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -87,7 +88,7 @@ func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) error {
 		return s.render(w, r, http.StatusOK, "visit", pg)
 	}
 	v.Checkpoint = cp.Seq
-	v.Def, _ = cp.Graph.Node(node)
+	v.Def, _ = runapi.GraphOrEmpty(cp).Node(node)
 	if v.Def != nil && v.Def.Kind == graph.KindTool {
 		v.Command = shellLine(v.Def.Run)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/packer/archive"
 	"github.com/tether-run/tether/internal/runstore"
@@ -156,13 +157,13 @@ func BenchmarkTranscript(b *testing.B) {
 		require.NoError(b, blob.PutBytes(context.Background(), store, ref, data))
 		src := conversation.Source{Store: store, RunID: run, Backend: c.backend, SessionID: c.id,
 			Parts: []conversation.Part{{Ref: ref, Digest: archive.Digest(data)}}}
-		total, err := conversation.Read(context.Background(), src, 1<<30, 1, transcript.Limits{})
+		total, err := conversation.Read(context.Background(), transcripts.Reader, src, 1<<30, 1, transcript.Limits{})
 		require.NoError(b, err)
 		require.Empty(b, total.Entries)
 		// Count the entries: one page past the end reads them all.
 		all := 0
 		for from := 0; ; {
-			p, err := conversation.Read(context.Background(), src, from, 500, transcript.Limits{})
+			p, err := conversation.Read(context.Background(), transcripts.Reader, src, from, 500, transcript.Limits{})
 			require.NoError(b, err)
 			all += len(p.Entries)
 			if p.Next == 0 {
@@ -180,7 +181,7 @@ func BenchmarkTranscript(b *testing.B) {
 				stop := peakHeap()
 				b.ReportAllocs()
 				for b.Loop() {
-					p, err := conversation.Read(context.Background(), src, page.from, 100, transcript.Limits{})
+					p, err := conversation.Read(context.Background(), transcripts.Reader, src, page.from, 100, transcript.Limits{})
 					require.NoError(b, err)
 					require.Len(b, p.Entries, 100)
 				}

@@ -6,9 +6,10 @@
 // and the backend's conversation file is read by the backend's own
 // transcript reader, one page at a time.
 //
-// It links no executor, packer, sandbox or MCP server: only the store, the
-// archive's read side, and the catalogue's readers. Everything it reads
-// is untrusted; every failure is a typed error.
+// It links no executor, packer, sandbox or MCP server, and no registry of
+// backends: only the store and the archive's read side; the caller hands
+// it the backends' readers (Readers, for the console the catalogue's).
+// Everything it reads is untrusted; every failure is a typed error.
 package conversation
 
 import (
@@ -22,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/packer/archive"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/transcript"
@@ -91,14 +91,19 @@ func FromPause(store blob.Store, runID string, p runstore.PauseInfo) Source {
 	return src
 }
 
+// Readers find the transcript reader of a backend by its name; false for
+// a backend that keeps no session or is unknown (transcripts.Reader).
+type Readers func(backend string) (transcript.Reader, bool)
+
 // Read returns the page of at most n entries (n <= 0: Limits.MaxPage)
 // from entry index from of the conversation in src. Reading streams: the
 // conversation file is decompressed and parsed only up to the end of the
 // page (plus one entry, to know whether another page follows), so a later
 // page costs more than the first, and no page holds the whole session in
 // memory. Each blob is read with a cap, its digest checked, and its
-// archive header must name src's backend and session.
-func Read(ctx context.Context, src Source, from, n int, lim transcript.Limits) (transcript.Page, error) {
+// archive header must name src's backend and session; readers gives the
+// backend's reader.
+func Read(ctx context.Context, readers Readers, src Source, from, n int, lim transcript.Limits) (transcript.Page, error) {
 	lim = lim.Or(transcript.DefaultLimits())
 	if len(src.Parts) == 0 {
 		return transcript.Page{}, fmt.Errorf("%w: node session %s of backend %s has no blob in the checkpoint", ErrNoSession, src.SessionID, src.Backend)
@@ -106,7 +111,7 @@ func Read(ctx context.Context, src Source, from, n int, lim transcript.Limits) (
 	if len(src.Parts) > archiveMaxParts {
 		return transcript.Page{}, fmt.Errorf("%w: %d parts, more than %d", archive.ErrTooLarge, len(src.Parts), archiveMaxParts)
 	}
-	reader, ok := catalogue.Transcript(src.Backend)
+	reader, ok := readers(src.Backend)
 	if !ok {
 		return transcript.Page{}, fmt.Errorf("%w: %q", ErrNoReader, src.Backend)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/conversation"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/archive"
@@ -65,7 +66,7 @@ func scriptedSlot(t *testing.T, store blob.Store) runstore.NodeSessionSlot {
 func TestReadsAScriptedConversationAcrossParts(t *testing.T) {
 	store := blob.NewMem()
 	slot := scriptedSlot(t, store)
-	page, err := conversation.Read(context.Background(), conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	page, err := conversation.Read(context.Background(), transcripts.Reader, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, 0, page.Next)
 	assert.Equal(t, slot.SessionID, page.SessionID)
@@ -99,13 +100,13 @@ func TestReadsAScriptedConversationAcrossParts(t *testing.T) {
 func TestPagesJoinUpToTheWhole(t *testing.T) {
 	store := blob.NewMem()
 	src := conversation.FromSlot(store, run, scriptedSlot(t, store))
-	whole, err := conversation.Read(context.Background(), src, 0, 0, transcript.Limits{})
+	whole, err := conversation.Read(context.Background(), transcripts.Reader, src, 0, 0, transcript.Limits{})
 	require.NoError(t, err)
 	for _, n := range []int{1, 2, 4} {
 		var all []transcript.Entry
 		for from, pages := 0, 0; ; pages++ {
 			require.Less(t, pages, 20)
-			p, err := conversation.Read(context.Background(), src, from, n, transcript.Limits{})
+			p, err := conversation.Read(context.Background(), transcripts.Reader, src, from, n, transcript.Limits{})
 			require.NoError(t, err)
 			require.LessOrEqual(t, len(p.Entries), n)
 			all = append(all, p.Entries...)
@@ -123,7 +124,7 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 	store := blob.NewMem()
 	slot := scriptedSlot(t, store)
 	read := func(s runstore.NodeSessionSlot, runID string) error {
-		_, err := conversation.Read(ctx, conversation.FromSlot(store, runID, s), 0, 0, transcript.Limits{})
+		_, err := conversation.Read(ctx, transcripts.Reader, conversation.FromSlot(store, runID, s), 0, 0, transcript.Limits{})
 		return err
 	}
 	swapped := slot
@@ -146,6 +147,9 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 	unknown := slot
 	unknown.Backend = "grok"
 	assert.ErrorIs(t, read(unknown, run), conversation.ErrNoReader)
+	none := func(string) (transcript.Reader, bool) { return transcript.Reader{}, false }
+	_, err := conversation.Read(ctx, none, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	assert.ErrorIs(t, err, conversation.ErrNoReader, "the readers are the caller's")
 	assert.ErrorIs(t, read(runstore.NodeSessionSlot{Backend: "scripted"}, run), conversation.ErrNoSession)
 
 	deltaFirst := slot
@@ -153,7 +157,7 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 	deltaFirst.Parts = nil
 	assert.ErrorIs(t, read(deltaFirst, run), archive.ErrBrokenChain)
 
-	_, err := conversation.Read(ctx, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{MaxBlobBytes: 64})
+	_, err = conversation.Read(ctx, transcripts.Reader, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{MaxBlobBytes: 64})
 	assert.ErrorIs(t, err, archive.ErrTooLarge)
 }
 
@@ -161,7 +165,7 @@ func TestRefusesWhatItCannotTrust(t *testing.T) {
 func TestCutsALongSession(t *testing.T) {
 	store := blob.NewMem()
 	src := conversation.FromSlot(store, run, scriptedSlot(t, store))
-	p, err := conversation.Read(context.Background(), src, 0, 0, transcript.Limits{MaxSessionBytes: 300})
+	p, err := conversation.Read(context.Background(), transcripts.Reader, src, 0, 0, transcript.Limits{MaxSessionBytes: 300})
 	require.NoError(t, err)
 	assert.True(t, p.Cut)
 	require.NotEmpty(t, p.Entries)

@@ -236,7 +236,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 var tetherBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "tether-bin-*")
+	dir, err := builtIn("tether-bin-*")
 	if err != nil {
 		return "", err
 	}

@@ -232,9 +232,7 @@ func startTLSCluster(t *testing.T) *clusterUnderTest {
 	testenv.Tool(t, "temporal-server")
 	testenv.Tool(t, "versitygw")
 	root := testenv.Root()
-	worker := filepath.Join(t.TempDir(), "tether-worker")
-	out, err := exec.Command("go", "build", "-o", worker, filepath.Join(root, "worker")).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	worker := buildWorker(t)
 
 	cl := &clusterUnderTest{dir: filepath.Join(t.TempDir(), "cluster"), port: freeClusterBase(t)}
 	cl.httpAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(cl.port+10))
@@ -265,7 +263,7 @@ func startTLSCluster(t *testing.T) *clusterUnderTest {
 	}
 	cmd := exec.Command("bash", "-c", `eval "$(bash "$0" env)" && env`, script)
 	cmd.Env = append(envWithoutCluster(), env...)
-	out, err = cmd.Output()
+	out, err := cmd.Output()
 	require.NoError(t, err)
 	cl.env = map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {

@@ -27,6 +27,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/workflows"
 )
@@ -212,11 +213,12 @@ func BenchmarkConsoleTranscript(b *testing.B) {
 	g, err := graph.Parse([]byte(`{name: talk, start: w, nodes: [{id: w, kind: agent, backend: claude_code, session: persist, prompt: go}, {id: end, kind: end}], edges: [{from: w, to: end}]}`), "talk.yaml")
 	require.NoError(b, err)
 	cp := &runstore.Checkpoint{
-		RunID: id, Seq: 1, Status: runstore.StatusCompleted, Graph: *g,
+		RunID: id, Seq: 1, Status: runstore.StatusCompleted,
 		Visits: map[string]int{"w": 1, "end": 1}, Outputs: map[string]map[string]any{"w": {"text": "done"}},
 		NodeSessions: map[string]runstore.NodeSessionSlot{"w": slot},
 		Path:         []runstore.Step{{Node: "w", Visit: 1, Status: "ok"}, {Node: "end", Visit: 1, Status: "ok"}}, PathTotal: 2,
 	}
+	require.NoError(b, runapi.SetGraph(cp, g))
 	require.NoError(b, h.runs.Save(context.Background(), id, cp))
 	c := startConsole(b, h, nil)
 	b.ResetTimer()

@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/scripted"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/graph"
@@ -115,7 +116,7 @@ func (h *harness) startWorker() string {
 	if h.scriptedIDs != nil {
 		for i, b := range bs {
 			if b.Name() == "scripted" {
-				bs[i] = scripted.New(scripted.Options{NewID: h.scriptedIDs})
+				bs[i] = scripted.New(scripted.Options{NewID: h.scriptedIDs, Policy: catalogue.SessionPolicy()})
 			}
 		}
 	}

@@ -26,9 +26,8 @@ func TestWorkspaceDiffRefusesForgedCommits(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		testenv.Unavailable(t, "git is not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "tether")
-	out, err := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "starter")).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin, err := tetherBin()
+	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -76,7 +75,7 @@ func TestWorkspaceDiffRefusesForgedCommits(t *testing.T) {
 	cmd := exec.Command(bin, "workspace", "victim", "log", "--at", "1")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "TETHER_BLOB_URL=file://"+storeDir, "TETHER_STORE_RETRY=0")
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "payload.txt", "%s", out)
 }

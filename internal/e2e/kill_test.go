@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,15 +33,43 @@ type workerProcess struct {
 	log *os.File
 }
 
+// workerBin is the tether-worker the tests run as a process, built once
+// per test binary, with the environment the tests started with (a test's
+// HOME is fresh, and a build cache there would build everything again).
+var workerBin = sync.OnceValues(func() (string, error) {
+	dir, err := builtIn("tether-worker-*")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "tether-worker")
+	cmd := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "worker"))
+	cmd.Env = startEnv
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./worker: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+// confineBeside puts the confine helper beside the worker, where `make
+// build` puts it, once.
+var confineBeside sync.Once
+
+// buildWorker returns the tether-worker binary with its confine helper
+// beside it.
 func buildWorker(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tether-worker")
-	out, err := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "worker")).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	// Its confine helper beside it, where `make build` puts it.
-	helper, err := os.ReadFile(sandboxtest.Helper(t))
+	bin, err := workerBin()
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(bin), "tether-confine"), helper, 0o755))
+	var copyErr error
+	confineBeside.Do(func() {
+		helper, err := os.ReadFile(sandboxtest.Helper(t))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(filepath.Dir(bin), "tether-confine"), helper, 0o755)
+		}
+		copyErr = err
+	})
+	require.NoError(t, copyErr)
+	require.FileExists(t, filepath.Join(filepath.Dir(bin), "tether-confine"), "the confine helper beside the worker")
 	return bin
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -79,7 +80,7 @@ edges:
 	assert.Equal(t, "genuine\n", res.Output["said"], "rewind ran the bucket's argv")
 	rewound, err := h.runs.Get(ctx, "argv-plain", 4)
 	require.NoError(t, err, "the rewind checkpoint")
-	assert.Equal(t, []string{"sh", "-c", "echo genuine"}, rewound.Graph.Nodes[1].Run, "the rewind checkpoint carries Temporal's graph")
+	assert.Equal(t, []string{"sh", "-c", "echo genuine"}, runapi.GraphOrEmpty(rewound).Nodes[1].Run, "the rewind checkpoint carries Temporal's graph")
 
 	// A run stopped while it waits (terminated, so no fail-stop carries
 	// its checkpoint) resumes from the store's checkpoint with Temporal's

@@ -16,48 +16,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/hostport"
 )
-
-func TestPatterns(t *testing.T) {
-	for in, want := range map[string]string{
-		"api.example.com:443": "api.example.com:443", "API.Example.com.:443": "api.example.com:443",
-		"*.example.com:443": "*.example.com:443", "*:*": "*:*", "[::1]:8080": "[::1]:8080", "10.0.0.5:*": "10.0.0.5:*",
-		"[::ffff:127.0.0.1]:80": "127.0.0.1:80",
-	} {
-		p, err := ParsePattern(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, p.String(), in)
-	}
-	for _, in := range []string{"example.com", "example.com:0", "example.com:70000", "exa mple.com:443", ":443", "*.:443", "-x.com:443", "[fe80::1%eth0]:80", "a..b:1"} {
-		_, err := ParsePattern(in)
-		assert.ErrorIs(t, err, ErrBadPattern, in)
-	}
-	p := MustParsePatterns("*.example.com:443")[0]
-	assert.True(t, p.Matches("a.example.com", 443))
-	assert.True(t, p.Matches("A.b.Example.com.", 443))
-	assert.False(t, p.Matches("example.com", 443), "a wildcard is for subdomains")
-	assert.False(t, p.Matches("evilexample.com", 443))
-	assert.False(t, p.Matches("a.example.com", 80))
-	assert.False(t, p.Matches("93.184.216.34", 443), "a name pattern never matches an address")
-	assert.False(t, p.Exact())
-	ip := MustParsePatterns("127.0.0.1:8080")[0]
-	assert.True(t, ip.Exact() && ip.IsAddr())
-	assert.True(t, ip.Matches("127.0.0.1", 8080))
-	assert.True(t, ip.Matches("[::ffff:127.0.0.1]", 8080))
-	assert.False(t, ip.Matches("localhost", 8080), "an address pattern is not its names")
-	assert.True(t, MustParsePatterns("*:443")[0].Matches("10.1.2.3", 443))
-
-	for url, want := range map[string]string{
-		"https://api.anthropic.com": "api.anthropic.com:443", "http://127.0.0.1:8080/v1": "127.0.0.1:8080",
-		"http://localhost/x": "localhost:80", "https://user:pw@h.example:8443/p": "h.example:8443", "http://[::1]:9/": "[::1]:9",
-	} {
-		p, err := EndpointOf(url)
-		require.NoError(t, err, url)
-		assert.Equal(t, want, p.String(), url)
-	}
-	_, err := EndpointOf("ftp://x")
-	assert.Error(t, err)
-}
 
 // proxyFor serves a proxy allowing allow, with services refused.
 func proxyFor(t *testing.T, services []Service, allow ...string) (*Listener, string) {
@@ -65,7 +26,7 @@ func proxyFor(t *testing.T, services []Service, allow ...string) (*Listener, str
 	g, err := NewGuard(context.Background(), services)
 	require.NoError(t, err)
 	sock := filepath.Join(t.TempDir(), "egress.sock")
-	l, err := g.Listen(sock, MustParsePatterns(allow...), nil)
+	l, err := g.Listen(sock, hostport.MustParsePatterns(allow...), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	return l, sock

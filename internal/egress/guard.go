@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // Service is one of the worker's own endpoints (the Temporal frontend, the
@@ -118,7 +120,7 @@ func (g *Guard) refuseName(host string, port int) string {
 
 // refuseAddr is why a connection to a:port, reached through pattern p, is
 // refused ("" when it is not).
-func (g *Guard) refuseAddr(a netip.Addr, port int, p Pattern) string {
+func (g *Guard) refuseAddr(a netip.Addr, port int, p hostport.Pattern) string {
 	a = a.Unmap()
 	switch {
 	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || slices.Contains(metadata, a):

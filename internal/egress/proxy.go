@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // Timeouts of the proxy: reading a request's head, resolving a name,
@@ -33,7 +35,7 @@ const (
 // what the guard refuses.
 type Listener struct {
 	guard *Guard
-	allow []Pattern
+	allow []hostport.Pattern
 	ln    net.Listener
 	path  string
 	log   *slog.Logger
@@ -48,7 +50,7 @@ type Listener struct {
 
 // Listen serves a visit's proxy on a Unix socket at path, readable and
 // writable by its owner only, allowing the host:port patterns of allow.
-func (g *Guard) Listen(path string, allow []Pattern, log *slog.Logger) (*Listener, error) {
+func (g *Guard) Listen(path string, allow []hostport.Pattern, log *slog.Logger) (*Listener, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -229,7 +231,7 @@ func (l *Listener) route(ctx context.Context, host string, port int) ([]netip.Ad
 	if why := l.guard.refuseName(host, port); why != "" {
 		return nil, why, nil
 	}
-	var match *Pattern
+	var match *hostport.Pattern
 	for i := range l.allow {
 		if l.allow[i].Matches(host, port) && (match == nil || l.allow[i].Exact() && !match.Exact()) {
 			match = &l.allow[i]

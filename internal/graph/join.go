@@ -1,9 +1,7 @@
 package graph
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 )
 
@@ -73,25 +71,7 @@ func (w JoinWorkspace) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes. A JSON object is the pick
 // form, and may hold only pick and by.
-func (w *JoinWorkspace) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var mode string
-		if err := json.Unmarshal(b, &mode); err != nil {
-			return err
-		}
-		*w = JoinWorkspace{Mode: mode}
-		return nil
-	}
-	var f joinPickForm
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return fmt.Errorf("graph: join workspace %s: want %s: %w", b, joinForms, err)
-	}
-	*w = JoinWorkspace{Mode: JoinPick, Pick: f.Pick, By: f.By}
-	return nil
-}
+func (w *JoinWorkspace) UnmarshalJSON(b []byte) error { return joinCodec.readJSON(w, b) }
 
 // MarshalYAML writes the same forms as MarshalJSON, for the YAML library's
 // own encoder (Encode writes them itself).
@@ -100,27 +80,14 @@ func (w JoinWorkspace) MarshalYAML() (any, error) { return w.dslValue(), nil }
 // UnmarshalYAML reads the forms MarshalYAML writes, for the YAML library's
 // own decoder (Parse reads them itself, with positions).
 func (w *JoinWorkspace) UnmarshalYAML(unmarshal func(any) error) error {
-	var mode string
-	if err := unmarshal(&mode); err == nil {
-		*w = JoinWorkspace{Mode: mode}
-		return nil
-	}
-	var m map[string]any
-	if err := unmarshal(&m); err != nil {
-		return fmt.Errorf("graph: join workspace: want %s", joinForms)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	var f joinPickForm
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return fmt.Errorf("graph: join workspace: want %s: %w", joinForms, err)
-	}
-	*w = JoinWorkspace{Mode: JoinPick, Pick: f.Pick, By: f.By}
-	return nil
+	return joinCodec.readYAML(w, unmarshal)
+}
+
+// joinCodec reads a join's workspace.
+var joinCodec = modeOrForm[joinPickForm, JoinWorkspace]{
+	what: "join workspace", forms: joinForms,
+	mode: func(m string) JoinWorkspace { return JoinWorkspace{Mode: m} },
+	form: func(f joinPickForm) JoinWorkspace { return JoinWorkspace{Mode: JoinPick, Pick: f.Pick, By: f.By} },
 }
 
 // joinForms says how a join's workspace is written, for messages.

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -47,25 +46,7 @@ func (n Network) dslValue() any {
 func (n Network) MarshalJSON() ([]byte, error) { return json.Marshal(n.dslValue()) }
 
 // UnmarshalJSON reads what MarshalJSON writes.
-func (n *Network) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var mode string
-		if err := json.Unmarshal(b, &mode); err != nil {
-			return err
-		}
-		*n = Network{Mode: mode}
-		return nil
-	}
-	var f networkAllowForm
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return fmt.Errorf("graph: network %s: want %s: %w", b, networkForms, err)
-	}
-	*n = Network{Allow: f.Allow}
-	return nil
-}
+func (n *Network) UnmarshalJSON(b []byte) error { return networkCodec.readJSON(n, b) }
 
 // MarshalYAML writes the same forms as MarshalJSON.
 func (n Network) MarshalYAML() (any, error) { return n.dslValue(), nil }
@@ -73,17 +54,14 @@ func (n Network) MarshalYAML() (any, error) { return n.dslValue(), nil }
 // UnmarshalYAML reads the forms MarshalYAML writes, for the YAML
 // library's own decoder (Parse reads them itself, with positions).
 func (n *Network) UnmarshalYAML(unmarshal func(any) error) error {
-	var mode string
-	if err := unmarshal(&mode); err == nil {
-		*n = Network{Mode: mode}
-		return nil
-	}
-	var f networkAllowForm
-	if err := unmarshal(&f); err != nil {
-		return fmt.Errorf("graph: network: want %s", networkForms)
-	}
-	*n = Network{Allow: f.Allow}
-	return nil
+	return networkCodec.readYAML(n, unmarshal)
+}
+
+// networkCodec reads a node's network.
+var networkCodec = modeOrForm[networkAllowForm, Network]{
+	what: "network", forms: networkForms,
+	mode: func(m string) Network { return Network{Mode: m} },
+	form: func(f networkAllowForm) Network { return Network{Allow: f.Allow} },
 }
 
 // networkForms says how a node's network is written, for messages.

@@ -8,6 +8,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -316,3 +317,19 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // IsZero lets omitempty drop an unset duration.
 func (d Duration) IsZero() bool { return d == 0 }
+
+// FromJSON reads a graph from its JSON, as a run's checkpoint keeps it
+// (runstore.Checkpoint.Graph) and a workflow's input carries it: the
+// graph validated when the run started, not validated again. Empty
+// input is the empty graph, as a checkpoint without one decoded before
+// the run store kept the graph as bytes.
+func FromJSON(b []byte) (*Graph, error) {
+	var g Graph
+	if len(b) == 0 {
+		return &g, nil
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return nil, fmt.Errorf("graph: read a run's graph: %w", err)
+	}
+	return &g, nil
+}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // checkNetwork checks an agent or tool node's network: its form, that its
@@ -37,8 +37,8 @@ func (v *validator) checkNetwork(i int, name string) {
 		return
 	}
 	for j, a := range n.Network.Allow {
-		if _, err := egress.ParsePattern(a); err != nil {
-			msg := strings.TrimPrefix(err.Error(), egress.ErrBadPattern.Error()+" ")
+		if _, err := hostport.ParsePattern(a); err != nil {
+			msg := strings.TrimPrefix(err.Error(), hostport.ErrBadPattern.Error()+" ")
 			v.add(CodeBadAllow, v.at(path+".allow", path), n.ID, "allow entry %d of node %s: %s", j+1, name, msg)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/graph"
 )
 
@@ -92,7 +92,7 @@ type JSONQuestion struct {
 func jsonBody(n Notice, l Links) JSONNotice {
 	b := JSONNotice{
 		Type: "tether.notice", Version: 1, ID: n.Key, Event: n.Event, Run: n.Run, Graph: n.Graph, Node: n.Node,
-		Status: n.Status, Error: cut(n.Error, maxError), ConsoleURL: l.Console, Time: n.Time.UTC().Format(time.RFC3339Nano),
+		Status: n.Status, Error: excerpt.Head(n.Error, maxError), ConsoleURL: l.Console, Time: n.Time.UTC().Format(time.RFC3339Nano),
 	}
 	if n.Event == graph.NotifyFailed || n.Event == graph.NotifyBudget {
 		r := resumable(n)
@@ -137,7 +137,7 @@ func headline(n Notice) string {
 func what(n Notice) string {
 	switch n.Event {
 	case graph.NotifyFailed, graph.NotifyBudget:
-		s := cut(n.Error, maxError)
+		s := excerpt.Head(n.Error, maxError)
 		if resumable(n) {
 			s += "\nContinue it with `tether resume " + n.Run + "`."
 		}
@@ -148,16 +148,4 @@ func what(n Notice) string {
 		}
 	}
 	return ""
-}
-
-// cut is s at most n bytes, on a rune boundary, with "…" when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-len("…")]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }

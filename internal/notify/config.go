@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // Variables the workers read (internal/config).
@@ -207,16 +207,8 @@ func checkURL(ep *Endpoint) error {
 	if u.User != nil {
 		return errors.New("its url holds a user name or password; put credentials in the URL's path or query as the receiver documents, not before the host")
 	}
-	if u.Scheme == "http" && !ep.Insecure && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !ep.Insecure && !hostport.Loopback(u.Hostname()) {
 		return fmt.Errorf("its url is plain http to %s; notices hold answer links, so use https (or insecure: true in a file of endpoints, on a network you trust)", u.Host)
 	}
 	return nil
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/github"
 )
 
@@ -29,7 +30,7 @@ func githubBody(n Notice, l Links) string {
 	fmt.Fprintf(&b, "**%s**", github.Escape(headline(n)))
 	if q := n.Question; q != nil {
 		fmt.Fprintf(&b, "\n\n`%s` asks (`%s`):\n", code(n.Node), code(q.ID))
-		for _, line := range strings.Split(strings.TrimSpace(cut(q.Text, 4000)), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(excerpt.Head(q.Text, 4000)), "\n") {
 			b.WriteString("> " + github.Escape(line) + "\n")
 		}
 		fmt.Fprintf(&b, "\nAnswer with a comment `/tether answer %s TEXT`", code(q.ID))
@@ -59,5 +60,5 @@ func githubBody(n Notice, l Links) string {
 
 // code keeps s inside a code span.
 func code(s string) string {
-	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(cut(s, 200))
+	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(excerpt.Head(s, 200))
 }

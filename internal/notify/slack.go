@@ -3,6 +3,8 @@ package notify
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tether-run/tether/internal/excerpt"
 )
 
 // Slack's limits on an incoming webhook's blocks (Block Kit reference):
@@ -48,20 +50,20 @@ func slackBody(n Notice, l Links) slackMessage {
 	no := false
 	head := headline(n)
 	m := slackMessage{Text: slackEscape(head)}
-	m.Blocks = append(m.Blocks, slackBlock{Type: "header", Text: &slackText{Type: "plain_text", Text: cut(head, slackHeader), Emoji: &no}})
+	m.Blocks = append(m.Blocks, slackBlock{Type: "header", Text: &slackText{Type: "plain_text", Text: excerpt.Head(head, slackHeader), Emoji: &no}})
 	if q := n.Question; q != nil {
-		m.Text = slackEscape(cut(head+": "+q.Text, slackSection))
-		m.Blocks = append(m.Blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: cut(slackEscape(q.Text), slackSection)}})
+		m.Text = slackEscape(excerpt.Head(head+": "+q.Text, slackSection))
+		m.Blocks = append(m.Blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: excerpt.Head(slackEscape(q.Text), slackSection)}})
 	}
 	if w := what(n); w != "" {
-		m.Blocks = append(m.Blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: cut(slackEscape(w), slackSection)}})
+		m.Blocks = append(m.Blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: excerpt.Head(slackEscape(w), slackSection)}})
 	}
 	var buttons []slackElement
 	for i, a := range l.Answers {
 		if len(a.URL) > slackURL {
 			continue
 		}
-		b := slackElement{Type: "button", Text: slackText{Type: "plain_text", Text: cut(a.Answer, slackButton), Emoji: &no},
+		b := slackElement{Type: "button", Text: slackText{Type: "plain_text", Text: excerpt.Head(a.Answer, slackButton), Emoji: &no},
 			ActionID: fmt.Sprintf("answer-%d", i), URL: a.URL}
 		if i == 0 {
 			b.Style = "primary"

@@ -6,8 +6,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/testenv/files"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // denyFiles is one file per deny-list entry.
@@ -84,10 +86,27 @@ func checkDenied(t *testing.T, deny string) {
 }
 
 func TestDenied(t *testing.T) {
-	for _, p := range []string{"auth.json", "a/AUTH.JSON", "auth.json.txt", "x/backups/y", "telemetry", "a/b.sqlite-wal", ".claude.json.backup.2"} {
+	for _, p := range []string{"auth.json", "a/AUTH.JSON", "auth.json.txt", "x/backups/y", "telemetry", "a/b.sqlite-wal", ".claude.json.backup.2", "keys/id_ed25519.pub"} {
 		assert.True(t, denied(p), p)
 	}
 	for _, p := range []string{"project/x.jsonl", "tasks/x/1.json", "my-backups/x", "sqlite"} {
 		assert.False(t, denied(p), p)
+	}
+}
+
+// The CLIs' state files are the backends' facts, handed to the packer in
+// its policy: generic code names none. A packer made without a policy
+// keeps to treepolicy's base rules (and the public halves of keys), and
+// one given a policy refuses the state files that policy names.
+func TestStateFilesComeWithThePolicy(t *testing.T) {
+	bare := New(testBackend, agent.Env{}, Limits{}, Files(testPlaces))
+	assert.True(t, bare.denied(".env"), "treepolicy's base rules")
+	assert.True(t, bare.denied("x/id_rsa.pub"), "the public halves of keys")
+	assert.False(t, bare.denied("settings.json"), "no backend's state without its facts")
+	given := New(testBackend, agent.Env{}, Limits{}, Files(testPlaces), WithPolicy(treepolicy.New().ForSessions("settings*.json")))
+	assert.True(t, given.denied("a/Settings.local.JSON"))
+	assert.False(t, given.denied("auth.json"), "only what the policy names")
+	for _, p := range catalogue.StateExamples() {
+		assert.True(t, denied(p), "%s: every backend's state file, in every backend's archive", p)
 	}
 }

@@ -19,7 +19,9 @@
 // The package promises, for every archive it is handed:
 //
 //   - only whitelisted session files are ever written, never anything on the
-//     deny list (credentials, settings, keys, databases, backups, telemetry);
+//     deny list: the credentials and CLI state files (settings, keys,
+//     databases, backups, telemetry) of the policy it is given
+//     (WithPolicy), which the backends' facts name;
 //   - nothing is written outside a private staging directory inside the state
 //     root until the whole archive has been read and checked; then every
 //     session part is checked against the live root, and only then renamed

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/packer/archive"
 )
 
@@ -145,9 +146,15 @@ func testSlug(dir string) string {
 	}, dir)
 }
 
+// newTestPacker is a packer of the test layout with the policy a worker
+// gives every backend (catalogue.SessionPolicy: every backend's login and
+// state files); opts may change it.
 func newTestPacker(env agent.Env, limits Limits, opts ...Option) *Packer {
-	return New(testBackend, env, limits, Files(testPlaces), opts...)
+	return New(testBackend, env, limits, Files(testPlaces), append([]Option{WithPolicy(catalogue.SessionPolicy())}, opts...)...)
 }
+
+// denied is what the worker's packers refuse.
+func denied(p string) bool { return newTestPacker(agent.Env{}, Limits{}).denied(p) }
 
 // testEnv returns an env whose state root and working directory live
 // under a fresh temp dir.

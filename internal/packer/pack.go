@@ -252,7 +252,7 @@ func (p *Packer) collect(ctx context.Context, root *os.Root, parts []Place) ([]e
 				return err
 			}
 			name := pl.Name + rel[len(pl.Path):]
-			if denied(name) || denied(rel) {
+			if p.denied(name) || p.denied(rel) {
 				if d.IsDir() {
 					return fs.SkipDir
 				}

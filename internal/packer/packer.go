@@ -23,6 +23,7 @@ type Packer struct {
 	limits  Limits
 	layout  Layout
 	redact  RedactMode
+	policy  *treepolicy.Policy
 	log     *slog.Logger
 }
 
@@ -50,6 +51,9 @@ func New(backendName string, env agent.Env, limits Limits, l Layout, opts ...Opt
 	p := &Packer{backend: backendName, env: env, limits: withDefaults(limits), layout: l}
 	for _, o := range opts {
 		o(p)
+	}
+	if p.policy == nil {
+		p.policy = basePolicy()
 	}
 	return p
 }
@@ -133,7 +137,7 @@ func (p *Packer) findLive(root *os.Root, id string) ([]Place, error) {
 	}
 	var found []Place
 	for _, pl := range cands {
-		if denied(pl.Name) || denied(pl.Path) {
+		if p.denied(pl.Name) || p.denied(pl.Path) {
 			continue
 		}
 		fi, err := lstatInRoot(root, pl.Path)

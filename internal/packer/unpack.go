@@ -262,7 +262,7 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 	if !filepath.IsLocal(filepath.FromSlash(name)) {
 		return "", Place{}, "", fmt.Errorf("%w: %q", ErrUnsafePath, name)
 	}
-	if denied(name) {
+	if p.denied(name) {
 		return "", Place{}, "", fmt.Errorf("%w: %q", ErrDenied, name)
 	}
 	pl, ok := resolve(name)
@@ -280,7 +280,7 @@ func (p *Packer) checkEntry(th *tar.Header, id string, resolve func(string) (Pla
 	if err := checkRel(rel); err != nil {
 		return "", Place{}, "", err
 	}
-	if denied(rel) {
+	if p.denied(rel) {
 		return "", Place{}, "", fmt.Errorf("%w: %q", ErrDenied, rel)
 	}
 	return name, pl, rel, nil

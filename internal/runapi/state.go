@@ -1,6 +1,7 @@
 package runapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -23,13 +24,56 @@ func OptionsOf(g *graph.Graph, node string) []string {
 	return nil
 }
 
+// GraphOf is the graph cp's run executes, read from the JSON the
+// checkpoint keeps of it; a graph that does not read is an
+// ErrInvalidCheckpoint. The workflow reads it too: encoding/json reads the
+// same bytes to the same graph on every replay; workflowcheck only sees
+// reflection.
+//
+//workflowcheck:ignore
+func GraphOf(cp *runstore.Checkpoint) (*graph.Graph, error) {
+	g, err := graph.FromJSON(cp.Graph)
+	if err != nil {
+		return nil, fmt.Errorf("%w: run %q checkpoint %d: %v", runstore.ErrInvalidCheckpoint, cp.RunID, cp.Seq, err)
+	}
+	return g, nil
+}
+
+// SetGraph makes g the graph cp's run executes: its JSON, as the
+// checkpoint keeps it. encoding/json writes struct fields in order and
+// map keys sorted, so the workflow writes the same bytes on every
+// replay; workflowcheck only sees reflection.
+//
+//workflowcheck:ignore
+func SetGraph(cp *runstore.Checkpoint, g *graph.Graph) error {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return fmt.Errorf("graph %q: %w", g.Name, err)
+	}
+	cp.Graph = b
+	return nil
+}
+
+// GraphOrEmpty is GraphOf, or the empty graph when it does not read: a
+// state, a page or a budget check shows what the rest of the checkpoint
+// says (the workflow refuses such a graph when it starts, and a signed
+// checkpoint holds the graph its run was started with).
+func GraphOrEmpty(cp *runstore.Checkpoint) *graph.Graph {
+	g, err := GraphOf(cp)
+	if err != nil {
+		return &graph.Graph{}
+	}
+	return g
+}
+
 // StateOf is what a checkpoint alone says about a run, in the shape of the
 // state query: `tether status` answers with it when no worker is up, and
 // the live query starts from it. Sessions appear without their state refs.
 func StateOf(cp *runstore.Checkpoint) *State {
+	g := GraphOrEmpty(cp)
 	s := &State{
 		RunID:      cp.RunID,
-		Graph:      cp.Graph.Name,
+		Graph:      g.Name,
 		Status:     cp.Status,
 		Visits:     maps.Clone(cp.Visits),
 		Outputs:    map[string]map[string]any{},
@@ -73,7 +117,7 @@ func StateOf(cp *runstore.Checkpoint) *State {
 	if p := cp.Pause; p != nil {
 		for _, q := range p.Questions {
 			if !q.Answered {
-				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(&cp.Graph, p.NodeID), Asking: q.Notice})
+				s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: p.NodeID, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: OptionsOf(g, p.NodeID), Asking: q.Notice})
 			}
 		}
 	}
@@ -93,10 +137,11 @@ func RunUsage(cp *runstore.Checkpoint) agent.Usage {
 // spending crossed, or "" when none is spent: a run resumed in that state
 // stops again before its next visit.
 func OverBudget(cp *runstore.Checkpoint) string {
-	if msg := agent.Spent(limit(RunBudgetName, cp.Graph.Budget, RunUsage(cp)), agent.Usage{}); msg != "" {
+	g := GraphOrEmpty(cp)
+	if msg := agent.Spent(limit(RunBudgetName, g.Budget, RunUsage(cp)), agent.Usage{}); msg != "" {
 		return msg
 	}
-	for _, n := range cp.Graph.Nodes {
+	for _, n := range g.Nodes {
 		if msg := agent.Spent(limit(NodeBudgetName(n.ID), n.Budget, cp.Usage[n.ID]), agent.Usage{}); msg != "" {
 			return msg
 		}
@@ -115,8 +160,9 @@ func NodeBudgetName(node string) string { return "the budget of node " + node }
 // each with what it had counted when cp was taken: what the worker's
 // model relay refuses the visit's model calls by once one is spent.
 func Limits(cp *runstore.Checkpoint, node string) []agent.Limit {
-	out := limit(RunBudgetName, cp.Graph.Budget, RunUsage(cp))
-	if n, ok := cp.Graph.Node(node); ok {
+	g := GraphOrEmpty(cp)
+	out := limit(RunBudgetName, g.Budget, RunUsage(cp))
+	if n, ok := g.Node(node); ok {
 		out = append(out, limit(NodeBudgetName(node), n.Budget, cp.Usage[node])...)
 	}
 	return out

@@ -1,13 +1,13 @@
 package runstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // FormatVersion is the checkpoint format this build writes and reads.
@@ -50,9 +50,12 @@ type Checkpoint struct {
 	Seq    int64  `json:"seq"`
 	Status string `json:"status"`
 	// Graph is the graph the run executes, so resume, fork and status work
-	// from the store alone.
-	Graph  graph.Graph    `json:"graph"`
-	Inputs map[string]any `json:"inputs,omitempty"`
+	// from the store alone: its JSON as internal/graph writes it
+	// (graph.FromJSON reads it). The run store keeps the bytes as they
+	// came and never reads them, so it links no DSL, and a checkpoint
+	// written again carries, and signs, the graph its writer gave it.
+	Graph  json.RawMessage `json:"graph"`
+	Inputs map[string]any  `json:"inputs,omitempty"`
 
 	// Cursor holds the node(s) to visit next, in order.
 	Cursor []Cursor `json:"cursor,omitempty"`
@@ -161,6 +164,16 @@ type GraphEdit struct {
 	// At is when it was made (RFC 3339, the command's clock), By who.
 	At string `json:"at,omitempty"`
 	By string `json:"by,omitempty"`
+}
+
+// GraphName is the name of the checkpoint's graph ("" when it has none
+// that reads), for messages that say which run a checkpoint is of.
+func (cp *Checkpoint) GraphName() string {
+	var g struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(cp.Graph, &g)
+	return g.Name
 }
 
 // BranchState is one fan-out branch's line of the workspace: it starts at
@@ -562,6 +575,9 @@ func Decode(b []byte) (*Checkpoint, error) {
 	var cp Checkpoint
 	if err := json.Unmarshal(b, &cp); err != nil {
 		return nil, fmt.Errorf("runstore: decode checkpoint: %w", err)
+	}
+	if g := bytes.TrimSpace(cp.Graph); len(g) > 0 && g[0] != '{' && string(g) != "null" {
+		return nil, fmt.Errorf("%w: its graph is %.20s, not a JSON object", ErrInvalidCheckpoint, g)
 	}
 	if err := cp.Workspace.Validate(); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
@@ -33,12 +34,12 @@ func longRunCheckpoint() *Checkpoint {
 		RunID:  run,
 		Seq:    9801,
 		Status: StatusRunning,
-		Graph: graph.Graph{Name: "persist-loop", Start: "writer", Nodes: []graph.Node{
+		Graph: graphJSON(graph.Graph{Name: "persist-loop", Start: "writer", Nodes: []graph.Node{
 			{ID: "writer", Kind: graph.KindAgent, Backend: "claude_code", Session: graph.SessionPersist, Prompt: prompt, Tools: []string{"Read", "Edit", "Write", "Bash"}},
 			{ID: "judge", Kind: graph.KindAgent, Backend: "codex", Session: graph.SessionPersist, Prompt: strings.Repeat("Judge the draft: answer approve or revise with notes. ", 8)},
 			{ID: "test", Kind: graph.KindTool, Run: []string{"make", "check"}},
 			{ID: "done", Kind: graph.KindEnd},
-		}},
+		}}),
 		Inputs: map[string]any{"topic": "durable agent workflows", "max_rounds": 5000},
 		Cursor: []Cursor{{Node: "judge", Input: map[string]any{"draft": strings.Repeat("draft text ", 40)}, From: "writer"}},
 		Outputs: map[string]map[string]any{
@@ -157,4 +158,13 @@ func TestLongRunCheckpointIsRealistic(t *testing.T) {
 		t.Fatalf("the benchmark's checkpoint is %d bytes of JSON, not the 27–30 KB of a long run's", n)
 	}
 	t.Logf("%d bytes of JSON, %d stored", len(plain), len(Compress(plain)))
+}
+
+// graphJSON is g as a checkpoint keeps it.
+func graphJSON(g graph.Graph) json.RawMessage {
+	b, err := json.Marshal(&g)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -11,6 +11,7 @@ import (
 	"compress/gzip"
 
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -64,14 +65,14 @@ func TestUncompressedCheckpointsStillRead(t *testing.T) {
 	if err := blob.PutBytes(ctx, b, cpKey1, plain); err != nil {
 		t.Fatal(err)
 	}
-	if cp, err := runstore.New(b).Get(ctx, "r1", 1); err != nil || cp.Graph.Nodes[0].Run[0] != "make" {
+	if cp, err := runstore.New(b).Get(ctx, "r1", 1); err != nil || runapi.GraphOrEmpty(cp).Nodes[0].Run[0] != "make" {
 		t.Fatalf("Get of a bare JSON checkpoint = %+v, %v", cp, err)
 	}
 	if err := blob.PutBytes(ctx, b, cpKey1, runstore.Seal(testKey(1), "r1", 1, plain)); err != nil {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]*runstore.Store{"keyed": runstore.New(b, runstore.WithKey(testKey(1))), "keyless": runstore.New(b)} {
-		if cp, err := s.Get(ctx, "r1", 1); err != nil || cp.Graph.Nodes[0].Run[0] != "make" {
+		if cp, err := s.Get(ctx, "r1", 1); err != nil || runapi.GraphOrEmpty(cp).Nodes[0].Run[0] != "make" {
 			t.Fatalf("%s Get of a sealed JSON checkpoint = %+v, %v", name, cp, err)
 		}
 	}

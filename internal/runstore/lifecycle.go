@@ -2,13 +2,13 @@ package runstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // Refs lists every blob a checkpoint names: its persist slots, the slots
@@ -68,11 +68,12 @@ type RewindReport struct {
 // RewindOption changes what Rewind writes.
 type RewindOption func(*rewindOptions)
 
-type rewindOptions struct{ graph *graph.Graph }
+type rewindOptions struct{ graph json.RawMessage }
 
-// RewindGraph makes the rewound run execute g.
-func RewindGraph(g graph.Graph) RewindOption {
-	return func(o *rewindOptions) { o.graph = &g }
+// RewindGraph makes the rewound run execute the graph g (its JSON, as
+// Checkpoint.Graph holds it).
+func RewindGraph(g json.RawMessage) RewindOption {
+	return func(o *rewindOptions) { o.graph = g }
 }
 
 // Rewind makes checkpoint seq of run the run's latest again: it writes a
@@ -128,7 +129,7 @@ func (s *Store) Rewind(ctx context.Context, run string, seq int64, opts ...Rewin
 	cp.Error = ""
 	cp.Lineage = &Lineage{Run: run, Seq: seq, Kind: "rewind", At: cp.Seq}
 	if o.graph != nil {
-		cp.Graph = *o.graph
+		cp.Graph = o.graph
 	}
 	if err := s.Save(ctx, run, &cp); err != nil {
 		return nil, fmt.Errorf("runstore: write the rewind checkpoint of run %q: %w", run, err)

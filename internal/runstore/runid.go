@@ -35,7 +35,7 @@ func (s *Store) Holder(ctx context.Context, run string) (string, error) {
 	// The latest says which graph and how it stands; one that cannot be
 	// read still holds the id.
 	if cp, err := s.Get(ctx, run, infos[len(infos)-1].Seq); err == nil {
-		what += fmt.Sprintf(" (graph %q, %s)", cp.Graph.Name, cp.Status)
+		what += fmt.Sprintf(" (graph %q, %s)", cp.GraphName(), cp.Status)
 	}
 	return what, nil
 }

@@ -2,6 +2,7 @@ package runstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -13,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
 )
@@ -25,7 +25,7 @@ func checkpoint(run string, seq int64) *runstore.Checkpoint {
 		RunID:  run,
 		Seq:    seq,
 		Status: runstore.StatusWaiting,
-		Graph:  graph.Graph{Name: "loop", Start: "writer"},
+		Graph:  json.RawMessage(`{"name":"loop","start":"writer"}`),
 		Inputs: map[string]any{"topic": "stores"},
 		Cursor: []runstore.Cursor{{Node: "judge", Input: map[string]any{"draft": "v1"}, From: "writer"}},
 		Outputs: map[string]map[string]any{

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -87,7 +88,7 @@ func TestNetworkIsTheNodesOnly(t *testing.T) {
 	})
 
 	t.Run("allow", func(t *testing.T) {
-		allow := egress.MustParsePatterns(siteAddr, "127.0.0.1:*", temporalAddr, "*.example.com:443")
+		allow := hostport.MustParsePatterns(siteAddr, "127.0.0.1:*", temporalAddr, "*.example.com:443")
 		r := confined(t, sb, Policy{Allow: allow}, probe("get", "http://"+siteAddr+"/")+
 			probe("proxy", siteAddr)+
 			probe("proxy", temporalAddr)+
@@ -111,7 +112,7 @@ func TestNetworkIsTheNodesOnly(t *testing.T) {
 	})
 
 	t.Run("metadata-even-when-allowed", func(t *testing.T) {
-		r := confined(t, sb, Policy{Allow: egress.MustParsePatterns("*:*", "169.254.169.254:80")}, probe("proxy", "169.254.169.254:80")+probe("proxy", "[fe80::1]:80"))
+		r := confined(t, sb, Policy{Allow: hostport.MustParsePatterns("*:*", "169.254.169.254:80")}, probe("proxy", "169.254.169.254:80")+probe("proxy", "[fe80::1]:80"))
 		assert.Equal(t, 0, r.code, r.out)
 		assert.Equal(t, 2, strings.Count(r.out, "refused: a link-local or cloud metadata address"), r.out)
 	})

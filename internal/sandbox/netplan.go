@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
@@ -40,7 +40,7 @@ const (
 // 127.0.0.1, which every CLI's base URL takes and the standard NO_PROXY of
 // the sandbox keeps off the proxy, at a port no exact loopback endpoint
 // of the allowlist listens on.
-func ModelListen(allow []egress.Pattern) string {
+func ModelListen(allow []hostport.Pattern) string {
 	used := map[int]bool{}
 	for _, p := range allow {
 		if p.Exact() && (p.Host == "localhost" || p.IsAddr() && netip.MustParseAddr(p.Host) == netip.AddrFrom4([4]byte{127, 0, 0, 1})) {
@@ -61,7 +61,7 @@ func ModelListen(allow []egress.Pattern) string {
 // set, is the model relay's address (ModelListen), which no other
 // listener takes. Without an allowlist there is a proxy only when proxy
 // says so.
-func planNetwork(allow []egress.Pattern, model string, proxy bool) netPlan {
+func planNetwork(allow []hostport.Pattern, model string, proxy bool) netPlan {
 	n := netPlan{model: model}
 	names := map[string]string{}
 	seen := map[string]bool{model: model != ""}

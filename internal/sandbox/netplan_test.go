@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox/confine"
 )
 
@@ -14,7 +14,7 @@ import (
 // address of its own that /etc/hosts gives it; wildcards and other
 // addresses go through the proxy only, which never shares a relay's port.
 func TestPlanNetwork(t *testing.T) {
-	n := planNetwork(egress.MustParsePatterns("127.0.0.1:3128", "api.example.com:443", "api.example.com:8443", "localhost:11434",
+	n := planNetwork(hostport.MustParsePatterns("127.0.0.1:3128", "api.example.com:443", "api.example.com:8443", "localhost:11434",
 		"other.example.com:443", "*.example.org:443", "10.0.0.5:80", "[::1]:9000", "127.0.0.1:3128"), "127.0.0.1:3129", false)
 	assert.Equal(t, []confine.Relay{
 		{Listen: "127.0.0.1:3128", Target: "127.0.0.1:3128"},
@@ -40,8 +40,8 @@ func TestPlanNetwork(t *testing.T) {
 // plan is the model relay alone: no proxy, no proxy variables.
 func TestModelListen(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:3127", ModelListen(nil))
-	assert.Equal(t, "127.0.0.1:3127", ModelListen(egress.MustParsePatterns("api.example.com:3127", "127.0.0.2:3127", "*:3127")))
-	assert.Equal(t, "127.0.0.1:3129", ModelListen(egress.MustParsePatterns("127.0.0.1:3127", "localhost:3128")))
+	assert.Equal(t, "127.0.0.1:3127", ModelListen(hostport.MustParsePatterns("api.example.com:3127", "127.0.0.2:3127", "*:3127")))
+	assert.Equal(t, "127.0.0.1:3129", ModelListen(hostport.MustParsePatterns("127.0.0.1:3127", "localhost:3128")))
 	args := func(n netPlan) confine.Args {
 		var a confine.Args
 		n.apply(&a)

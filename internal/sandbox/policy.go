@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 )
 
 // Policy is what one confined process may reach besides the system paths
@@ -23,7 +23,7 @@ type Policy struct {
 	Dir string
 	// Allow are the host:port patterns the process may reach through
 	// the egress proxy; none cuts it off the network.
-	Allow []egress.Pattern
+	Allow []hostport.Pattern
 	// Proxy serves the egress proxy even when Allow is empty: whatever
 	// the process tries is refused there and noted (an agent, whose
 	// model the model relay carries, so that its output says what it
@@ -106,7 +106,7 @@ type Visit struct {
 	Node string
 	// Allow are the node's own host:port patterns; Model adds the
 	// endpoints of the agent's model (an agent node's default).
-	Allow []egress.Pattern
+	Allow []hostport.Pattern
 	Model bool
 	// Limits are the node's own; zero fields take the defaults.
 	Limits Limits
@@ -129,7 +129,7 @@ func VisitOf(ctx context.Context) *Visit {
 }
 
 // Allowed are the node's own host:port patterns (none for a nil v).
-func (v *Visit) Allowed() []egress.Pattern {
+func (v *Visit) Allowed() []hostport.Pattern {
 	if v == nil {
 		return nil
 	}

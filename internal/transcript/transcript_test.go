@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/transcript"
 )
 
@@ -99,7 +100,7 @@ func FuzzTranscriptReaders(f *testing.F) {
 		`{"id":"3","type":"user","content":[{"functionResponse":{"id":"c","name":"ls","response":{"output":"a"}}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, name := range catalogue.Known() {
-			r, ok := catalogue.Transcript(name)
+			r, ok := transcripts.Reader(name)
 			if !ok {
 				continue
 			}

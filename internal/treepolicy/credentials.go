@@ -88,12 +88,14 @@ var templates = map[string]bool{
 var backupSuffixes = []string{".bak", ".backup", ".old", ".orig", ".save", ".swp", ".tmp", "~"}
 
 // Policy is the deny list: the base rules and the Login patterns it was
-// made with. It is read-only once made, safe for concurrent use.
+// made with, and, for a session archive, the state files (ForSessions).
+// It is read-only once made, safe for concurrent use.
 type Policy struct {
 	exact       map[string]rule
 	wild        []rule
 	tails       []tailRule
 	first, last [256]bool
+	state       []string
 }
 
 // New returns the policy of the base rules plus logins, patterns of

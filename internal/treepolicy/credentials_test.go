@@ -114,3 +114,21 @@ func TestClassifyNamesTheFirstRuleOfEqualClass(t *testing.T) {
 		assert.Equal(t, want, why, p)
 	}
 }
+
+// A session policy refuses the state files it is made with and the
+// public halves of keys, on top of the credential rules; the policy it
+// is made from (a workspace's) names no state file.
+func TestForSessions(t *testing.T) {
+	ws := New(".tool/login.json*")
+	s := ws.ForSessions("settings*.json", "backups")
+	for _, p := range []string{"settings.json", "a/Settings.Local.JSON", "x/backups/y", "backups", "k/id_ed25519.pub"} {
+		assert.True(t, s.State(p), p)
+		assert.False(t, ws.State(p), p)
+	}
+	for _, p := range []string{"my-settings.jsonl", "backups-old/x", "notes.md"} {
+		assert.False(t, s.State(p), p)
+	}
+	c, _ := s.Classify("h/.tool/login.json")
+	assert.Equal(t, Login, c, "the credential rules stay")
+	assert.False(t, New().ForSessions().State("settings.json"), "only what it is given")
+}

@@ -17,7 +17,7 @@ import (
 // workspace snapshot: for every path of the base list and every
 // backend's login files, an agent that writes it beside an ordinary file
 // sees the ordinary file travel and the credential stay behind, in both
-// engines.
+// engines (the packer with the policy every worker gives its backends).
 func TestPackAndSnapshotRefuseTheSameCredentials(t *testing.T) {
 	ctx := context.Background()
 	const id = "0b7c9b1e-5f7e-4a4e-9f57-2b6f2c1d7a10"
@@ -37,10 +37,10 @@ func TestPackAndSnapshotRefuseTheSameCredentials(t *testing.T) {
 				"files/" + id + "/notes.md": "plain\n",
 				"files/" + id + "/" + cred:  "secret",
 			})
-			blob, err := packer.New("scripted", a, packer.Limits{}, packer.Files(places)).PackSession(ctx, id)
+			blob, err := packer.New("scripted", a, packer.Limits{}, packer.Files(places), packer.WithPolicy(catalogue.SessionPolicy())).PackSession(ctx, id)
 			require.NoError(t, err)
 			b := agent.Env{StateRoot: filepath.Join(base, "b")}
-			require.NoError(t, packer.New("scripted", b, packer.Limits{}, packer.Files(places)).UnpackSession(ctx, id, blob))
+			require.NoError(t, packer.New("scripted", b, packer.Limits{}, packer.Files(places), packer.WithPolicy(catalogue.SessionPolicy())).UnpackSession(ctx, id, blob))
 			packed := tree(t, b.StateRoot)
 
 			// The workspace snapshot.

@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
 func testPacker(env agent.Env) *packer.Packer {
-	return packer.New(Name, env, packer.Limits{}, sessionLayout)
+	return packer.New(Name, env, packer.Limits{}, sessionLayout, packer.WithPolicy(catalogue.SessionPolicy()))
 }
 
 // slugOf is the project folder of env's working directory.

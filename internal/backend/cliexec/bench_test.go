@@ -8,7 +8,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/catalogue"
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 )
@@ -25,10 +25,10 @@ func BenchmarkConfinedStart(b *testing.B) {
 	dir, home, tmp := b.TempDir(), b.TempDir(), b.TempDir()
 	conf := Confinement{Home: home, TempDir: tmp}
 	f, _ := catalogue.Lookup("claude_code")
-	ctx := sandbox.WithVisit(context.Background(), &sandbox.Visit{Model: true, Allow: egress.MustParsePatterns("api.github.com:443")})
+	ctx := sandbox.WithVisit(context.Background(), &sandbox.Visit{Model: true, Allow: hostport.MustParsePatterns("api.github.com:443")})
 	run := func(s *sandbox.Sandbox) time.Duration {
 		start := time.Now()
-		c := CLI{Options: Options{BaseURL: "https://api.anthropic.com", APIKey: "k", Sandbox: s}, Backend: f.Name}
+		c := CLI{Options: Options{BaseURL: "https://api.anthropic.com", APIKey: "k", Sandbox: s}, Backend: f.Name, Facts: f}
 		route, err := c.route(ctx, agent.Request{}, func(agent.Usage) {})
 		if err != nil {
 			b.Fatal(err)

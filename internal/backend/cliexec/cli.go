@@ -9,8 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/askuser"
-	"github.com/tether-run/tether/internal/catalogue"
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sandbox"
 )
@@ -27,6 +26,10 @@ type CLI struct {
 	Backend string
 	// Bin is the program, looked up in BinDir (empty: PATH).
 	Bin string
+	// Facts are the backend's facts, as New was given them: what the CLI
+	// reaches by default (ModelEndpoints) is read here, never looked up
+	// in a registry above the executors.
+	Facts agent.Facts
 }
 
 // Available reports whether the CLI can run on this worker: its program is
@@ -124,14 +127,13 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 // the defaults its backend's facts name when the worker sets none.
 func (c CLI) ModelEndpoints() []string {
 	if c.BaseURL != "" {
-		p, err := egress.EndpointOf(c.BaseURL)
+		p, err := hostport.EndpointOf(c.BaseURL)
 		if err != nil {
 			return nil
 		}
 		return []string{p.String()}
 	}
-	f, _ := catalogue.Lookup(c.Backend)
-	return f.ModelEndpoints
+	return c.Facts.ModelEndpoints
 }
 
 // confinement is what a confined visit may reach: its state root and
@@ -172,7 +174,11 @@ func (c CLI) Environ(req agent.Request, set ...string) []string {
 
 // PackerOptions are the options of the backend's session packers.
 func (c CLI) PackerOptions() []packer.Option {
-	return []packer.Option{packer.WithRedact(c.Redact)}
+	opts := []packer.Option{packer.WithRedact(c.Redact)}
+	if c.Policy != nil {
+		opts = append(opts, packer.WithPolicy(c.Policy))
+	}
+	return opts
 }
 
 // Pick is the node's value when set, else the executor's default.

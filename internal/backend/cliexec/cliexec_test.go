@@ -263,6 +263,19 @@ func TestAskedQuestions(t *testing.T) {
 	assert.Equal(t, []agent.Question{{ID: "q1", Text: "ok?"}}, AskedQuestions(`{"ask_user":"ok?"}`, map[string]any{"ask_user": "ok?"}))
 }
 
+// A CLI reaches by default what its backend's facts name, as New was
+// given them (nothing is looked up by name), and its BaseURL's host:port
+// when the worker sets one.
+func TestModelEndpointsComeWithTheFacts(t *testing.T) {
+	f := agent.Facts{Name: "t", CLI: "t-cli", ModelEndpoints: []string{"model.example:443"}}
+	e := New(f, Options{}, nil, nil, false)
+	assert.Equal(t, f, e.CLI.Facts)
+	assert.Equal(t, []string{"model.example:443"}, e.CLI.ModelEndpoints())
+	e = New(f, Options{BaseURL: "http://127.0.0.1:8080/v1"}, nil, nil, false)
+	assert.Equal(t, []string{"127.0.0.1:8080"}, e.CLI.ModelEndpoints())
+	assert.Empty(t, New(agent.Facts{Name: "u"}, Options{}, nil, nil, false).CLI.ModelEndpoints(), "no default, nothing reached")
+}
+
 // The forge's credentials reach no process, whatever names them.
 func TestEnvironNeverPassesTheForgesCredentials(t *testing.T) {
 	t.Setenv("TETHER_GITHUB_TOKEN", "ghp_canary")

@@ -107,7 +107,7 @@ func New(f agent.Facts, o Options, d Driver, layout packer.Layout, convention bo
 	if !f.MCP || convention {
 		o.AskUser = nil
 	}
-	return &Executor{CLI: CLI{Options: o, Backend: f.Name, Bin: f.CLI}, Driver: d, Layout: layout, Convention: convention}
+	return &Executor{CLI: CLI{Options: o, Backend: f.Name, Bin: f.CLI, Facts: f}, Driver: d, Layout: layout, Convention: convention}
 }
 
 // Name is the backend's name.

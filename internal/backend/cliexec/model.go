@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/modelrelay"
 	"github.com/tether-run/tether/internal/sandbox"
 )
@@ -44,8 +43,7 @@ func (c CLI) upstream() string {
 	if c.BaseURL != "" {
 		return c.BaseURL
 	}
-	f, _ := catalogue.Lookup(c.Backend)
-	return f.ModelURL
+	return c.Facts.ModelURL
 }
 
 // route starts the visit's model relay: on a Unix socket the sandbox binds
@@ -57,7 +55,6 @@ func (c CLI) route(ctx context.Context, req agent.Request, onUsage func(agent.Us
 	if up == "" {
 		return nil, nil
 	}
-	f, _ := catalogue.Lookup(c.Backend)
 	r := &modelRoute{}
 	var (
 		ln   net.Listener
@@ -87,7 +84,7 @@ func (c CLI) route(ctx context.Context, req agent.Request, onUsage func(agent.Us
 		addr = ln.Addr().String()
 	}
 	r.relay, err = modelrelay.Start(modelrelay.Config{
-		Upstream: up, Key: c.APIKey, Wire: f.Wire, Limits: req.Limits, OnUsage: onUsage,
+		Upstream: up, Key: c.APIKey, Wire: c.Facts.Wire, Limits: req.Limits, OnUsage: onUsage,
 	}, ln)
 	if err != nil {
 		r.close()

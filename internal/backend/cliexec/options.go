@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sandbox"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Options are the settings every CLI executor takes alike; each backend's
@@ -58,6 +59,11 @@ type Options struct {
 	// Redact is what packing the backend's sessions does with a
 	// secret-looking token (default packer.RedactDetect).
 	Redact packer.RedactMode
+	// Policy names the credentials and CLI state files the backend's
+	// session archives never hold (packer.WithPolicy); the registry gives
+	// every backend the one built from all backends' facts. Nil keeps to
+	// treepolicy's base rules.
+	Policy *treepolicy.Policy
 	// Vars are the worker's values of the backend's variables
 	// (agent.Facts.Vars), by name: its own settings, which its
 	// constructor reads (BaseURL, APIKey and Model are filled from them).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/excerpt"
 )
 
 // Tracker gathers one visit's progress as an executor's reader of the CLI's
@@ -46,7 +47,7 @@ func (t *Tracker) Say(text string) {
 	if strings.TrimSpace(text) == "" {
 		return
 	}
-	t.update(func(p *agent.Progress) { p.Text = agent.Tail(strings.TrimSpace(text), agent.MaxProgressText) })
+	t.update(func(p *agent.Progress) { p.Text = excerpt.Tail(strings.TrimSpace(text), agent.MaxProgressText) })
 }
 
 // SetUsage records the usage so far.
@@ -93,9 +94,9 @@ func Activity(tool, arg string) string {
 		arg += " …"
 	}
 	if arg == "" {
-		return agent.Head(tool, agent.MaxProgressActivity)
+		return excerpt.Head(tool, agent.MaxProgressActivity)
 	}
-	return agent.Head(tool+" "+arg, agent.MaxProgressActivity)
+	return excerpt.Head(tool+" "+arg, agent.MaxProgressActivity)
 }
 
 // MainArg picks a tool call's main argument from its input: the first of

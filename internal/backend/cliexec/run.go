@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox"
 )
 
@@ -468,7 +468,7 @@ func (s Spec) policy(ctx context.Context, env []string) sandbox.Policy {
 		for _, e := range s.ModelEndpoints {
 			// An endpoint that does not parse is not reached: the visit
 			// fails where it talks to its model, never runs unconfined.
-			if pat, err := egress.ParsePattern(e); err == nil {
+			if pat, err := hostport.ParsePattern(e); err == nil {
 				p.Allow = append(p.Allow, pat)
 			}
 		}

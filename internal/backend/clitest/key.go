@@ -19,8 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/egress"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/fakemodel"
+	"github.com/tether-run/tether/internal/hostport"
 	"github.com/tether-run/tether/internal/sandbox"
 )
 
@@ -56,7 +57,7 @@ func KeyStays(t *testing.T, s Suite) {
 	}))
 	defer other.Close()
 	otherAddr := strings.TrimPrefix(other.URL, "http://")
-	ctx := sandbox.WithVisit(context.Background(), &sandbox.Visit{Node: "writer", Model: true, Allow: egress.MustParsePatterns(otherAddr)})
+	ctx := sandbox.WithVisit(context.Background(), &sandbox.Visit{Node: "writer", Model: true, Allow: hostport.MustParsePatterns(otherAddr)})
 
 	env := NewEnv(t)
 	watched := watchVisit(t, h.Scratch, []string{h.Scratch, env.StateRoot, env.Workdir}, key)
@@ -214,7 +215,7 @@ func BudgetStop(t *testing.T, s Suite) {
 	res, err := b.Execute(context.Background(), req)
 	took := time.Since(began)
 	require.NoError(t, err, "a budget stop is a finished visit")
-	t.Logf("stopped after %s; the CLI's last words: %q", took.Round(time.Millisecond), agent.Tail(res.Text, 300))
+	t.Logf("stopped after %s; the CLI's last words: %q", took.Round(time.Millisecond), excerpt.Tail(res.Text, 300))
 	assert.Equal(t, "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000", res.BudgetStop)
 	assert.Len(t, h.Fake.Turns(), 3, "the fourth call never reached the model")
 	assert.Equal(t, int64(1200), res.Metered.Tokens())

@@ -22,7 +22,9 @@ import (
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/catalogue/transcripts"
 	"github.com/tether-run/tether/internal/conversation"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runstore"
@@ -637,7 +639,7 @@ func progress(t *testing.T, s Suite) {
 	assert.Contains(t, activities, "Edit old.txt")
 	last := seen[len(seen)-1]
 	assert.GreaterOrEqual(t, last.ToolCalls, 2)
-	assert.Equal(t, agent.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
+	assert.Equal(t, excerpt.Tail(res.Text, agent.MaxProgressText), last.Text, "the reply so far is the final reply's tail")
 	assert.Equal(t, res.Usage.Tokens(), last.Usage.Tokens(), "the tokens so far end at the visit's")
 }
 
@@ -763,7 +765,7 @@ func transcriptOf(t *testing.T, s Suite) {
 			slot.Parts = append(slot.Parts, runstore.SessionPart{Ref: ref, Digest: packer.Digest(data), Size: int64(len(data))})
 		}
 	}
-	page, err := conversation.Read(ctx, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
+	page, err := conversation.Read(ctx, transcripts.Reader, conversation.FromSlot(store, run, slot), 0, 0, transcript.Limits{})
 	require.NoError(t, err)
 	require.Zero(t, page.Next)
 

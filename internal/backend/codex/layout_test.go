@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
 	"github.com/tether-run/tether/internal/testenv/files"
@@ -23,7 +24,9 @@ func seed(t testing.TB, env agent.Env, id string) []string {
 	return []string{rollout}
 }
 
-func testPacker(env agent.Env) *packer.Packer { return packer.New(Name, env, packer.Limits{}, layout) }
+func testPacker(env agent.Env) *packer.Packer {
+	return packer.New(Name, env, packer.Limits{}, layout, packer.WithPolicy(catalogue.SessionPolicy()))
+}
 
 func TestLayout(t *testing.T) {
 	id := packertest.ID

@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/pi/facts"
+	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/packer"
 )
 
@@ -396,7 +397,7 @@ func (s *stream) Line(b []byte) {
 		case "text_start":
 			s.live = ""
 		case "text_delta":
-			s.live = agent.Tail(s.live+ev.AssistantMessageEvent.Delta, agent.MaxProgressText)
+			s.live = excerpt.Tail(s.live+ev.AssistantMessageEvent.Delta, agent.MaxProgressText)
 			s.track.Say(s.live)
 		}
 	case "tool_execution_start":

@@ -30,6 +30,7 @@ import (
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/sessionlog"
 	"github.com/tether-run/tether/internal/sessionlog/jsonl"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // IDPrefix starts every session id the scripted agent mints.
@@ -56,6 +57,9 @@ type Options struct {
 	// Redact is what packing a session does with a secret-looking token
 	// (default packer.RedactDetect).
 	Redact packer.RedactMode
+	// Policy names the credentials and CLI state files its archives never
+	// hold (packer.WithPolicy; nil: treepolicy's base rules).
+	Policy *treepolicy.Policy
 }
 
 // Backend is the scripted agent. It holds no state between visits: every
@@ -65,19 +69,20 @@ type Backend struct {
 	logger *slog.Logger
 	newID  func() string
 	redact packer.RedactMode
+	policy *treepolicy.Policy
 }
 
 var _ agent.Backend = (*Backend)(nil)
 
 // Configured is the scripted agent as the worker's configuration sets it
-// up: it takes only the redaction mode of its packer.
+// up: it takes only its packer's redaction mode and policy.
 func Configured(o cliexec.Options) agent.Backend {
-	return New(Options{Redact: o.Redact})
+	return New(Options{Redact: o.Redact, Policy: o.Policy})
 }
 
 // New returns the scripted backend.
 func New(opts Options) *Backend {
-	b := &Backend{logger: opts.Logger, newID: opts.NewID, redact: opts.Redact}
+	b := &Backend{logger: opts.Logger, newID: opts.NewID, redact: opts.Redact, policy: opts.Policy}
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
@@ -93,7 +98,11 @@ func (b *Backend) Name() string { return Name }
 // Packer implements agent.Backend with the shared packer, moving the
 // session's one log file.
 func (b *Backend) Packer(env agent.Env) agent.SessionPacker {
-	return packer.New(Name, env, packer.DefaultLimits(), packer.Files(places), packer.WithRedact(b.redact))
+	opts := []packer.Option{packer.WithRedact(b.redact)}
+	if b.policy != nil {
+		opts = append(opts, packer.WithPolicy(b.policy))
+	}
+	return packer.New(Name, env, packer.DefaultLimits(), packer.Files(places), opts...)
 }
 
 // Fingerprint implements agent.Backend: see the package function.

@@ -17,9 +17,12 @@ func TestEntriesAreCurrent(t *testing.T) {
 	root := testenv.Root()
 	want, err := Generate(root)
 	require.NoError(t, err)
-	have, err := os.ReadFile(filepath.Join(root, Output))
-	require.NoError(t, err)
-	assert.Equal(t, string(want), string(have), "%s is out of date: run go generate ./internal/backend", Output)
+	require.Len(t, want, 2)
+	for name, src := range want {
+		have, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		assert.Equal(t, string(src), string(have), "%s is out of date: run go generate ./internal/backend", name)
+	}
 }
 
 // A new backend is its folder and its pin: the generator finds it, puts
@@ -48,11 +51,15 @@ func TestANewFolderRegistersItself(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ses, "session.go"), []byte("package session\n\nvar Transcript = transcript.Reader{}\n"), 0o644))
 	env("# pins\nAGENT_CLI_ZETA=zeta@1\nOTHER=1\nAGENT_CLI_ALPHA=alpha@2\n")
 
-	src, err := Generate(root)
+	out, err := Generate(root)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?s)\{builtinfacts\.Backend, nil\},\s*\{zetafacts\.Backend, &zetasession\.Transcript\},\s*\{alphafacts\.Backend, nil\},`, string(src))
-	assert.Contains(t, string(src), `zetasession "github.com/tether-run/tether/internal/backend/zeta/session"`)
-	assert.NotContains(t, string(src), "cliexec")
+	src, readers := string(out[Output]), string(out[ReadersOutput])
+	assert.Regexp(t, `(?s)builtinfacts\.Backend,\s*zetafacts\.Backend,\s*alphafacts\.Backend,`, src)
+	assert.NotContains(t, src, "session", "the facts link no reader")
+	assert.Contains(t, readers, `zetasession "github.com/tether-run/tether/internal/backend/zeta/session"`)
+	assert.Regexp(t, `zetafacts\.Name:\s*&zetasession\.Transcript,`, readers)
+	assert.NotContains(t, readers, "alpha", "a backend without a session has no reader")
+	assert.NotContains(t, src+readers, "cliexec")
 
 	env("AGENT_CLI_ZETA=zeta@1\n")
 	_, err = Generate(root)

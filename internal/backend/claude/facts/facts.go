@@ -39,4 +39,9 @@ var Backend = agent.Facts{
 	},
 	ModelEndpoints: []string{"api.anthropic.com:443"},
 	ModelURL:       "https://api.anthropic.com",
+	State: []string{
+		"settings*.json", // its settings (settings.local.json too)
+		"backups",        // config backups
+		"telemetry",      // telemetry spools
+	},
 }

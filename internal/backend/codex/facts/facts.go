@@ -42,4 +42,11 @@ var Backend = agent.Facts{
 	Credentials:    []string{".codex/auth.json*"},
 	ModelEndpoints: []string{"api.openai.com:443"},
 	ModelURL:       "https://api.openai.com/v1",
+	State: []string{
+		"auth.json*",      // its credentials, wherever a layout puts them
+		"config.toml",     // its config (providers, keys)
+		"installation_id", // the machine's identity
+		// its state databases
+		"*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal",
+	},
 }

@@ -37,6 +37,11 @@ var Backend = agent.Facts{
 	},
 	ModelEndpoints: []string{"api.openai.com:443"},
 	ModelURL:       "https://api.openai.com/v1",
+	State: []string{
+		"auth.json*",     // its credentials, wherever a layout puts them
+		"models.json*",   // provider keys
+		"settings*.json", // its settings
+	},
 }
 
 func joined(m map[string][]string) map[string]string {

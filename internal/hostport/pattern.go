@@ -1,23 +1,22 @@
-// Package egress is the only way out of a confined process's network
-// namespace: an HTTP proxy (plain requests and CONNECT tunnels) that the
-// worker serves on a Unix socket per visit, which lets through exactly the
-// host:port patterns the visit's node allows and never the worker's own
-// services or the machine's metadata addresses. It also parses and matches
-// those patterns, which graph validation reads; it links nothing that
-// confines a process, so the `tether` CLI can use it on any platform.
-package egress
+// Package hostport reads and matches host:port patterns, the allowlist of
+// what a confined process may reach (a node's network: field, a model
+// endpoint): a name, a wildcard over a name's subdomains, any host, or an
+// IP address, with a port or any. It is a leaf: graph validation, the
+// worker's configuration, the executors, the sandbox and the egress proxy
+// all read patterns through it without linking a network client or
+// server.
+package hostport
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 )
 
 // ErrBadPattern is a host:port pattern that does not parse.
-var ErrBadPattern = errors.New("egress: bad host:port pattern")
+var ErrBadPattern = errors.New("hostport: bad host:port pattern")
 
 // Pattern is one host:port a confined process may reach: Host is a name
 // (api.example.com), a wildcard over a name's subdomains (*.example.com),
@@ -33,8 +32,8 @@ type Pattern struct {
 // ParsePattern reads host:port, [ipv6]:port, *.domain:port, *:port, with
 // port a number or *.
 func ParsePattern(s string) (Pattern, error) {
-	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
-	if err != nil {
+	host, port, ok := splitHostPort(strings.TrimSpace(s))
+	if !ok {
 		return Pattern{}, fmt.Errorf("%w %q: write host:port, e.g. api.example.com:443, *.example.com:443 or [::1]:8080", ErrBadPattern, s)
 	}
 	p := Pattern{Host: strings.ToLower(host)}
@@ -126,7 +125,7 @@ func (p Pattern) String() string {
 	if p.Port != 0 {
 		port = strconv.Itoa(p.Port)
 	}
-	return net.JoinHostPort(p.Host, port)
+	return joinHostPort(p.Host, port)
 }
 
 // Exact reports whether the pattern names one host and one port: only
@@ -171,8 +170,46 @@ func EndpointOf(rawURL string) (Pattern, error) {
 	if i := strings.LastIndex(hostport, "@"); i >= 0 {
 		hostport = hostport[i+1:]
 	}
-	if _, _, err := net.SplitHostPort(hostport); err != nil {
-		hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), def)
+	if _, _, ok := splitHostPort(hostport); !ok {
+		hostport = joinHostPort(strings.Trim(hostport, "[]"), def)
 	}
 	return ParsePattern(hostport)
+}
+
+// splitHostPort is net.SplitHostPort without linking package net (and its
+// resolver) into graph validation: host:port or [host]:port, the host
+// without colons or brackets unless bracketed, the port without either.
+// It accepts exactly what net.SplitHostPort accepts
+// (TestSplitHostPortIsNets).
+func splitHostPort(s string) (host, port string, ok bool) {
+	i := strings.LastIndexByte(s, ':') // the port starts after the last colon
+	if i < 0 {
+		return "", "", false
+	}
+	j, k := 0, 0
+	if s[0] == '[' {
+		// The first ']' just before the last ':'.
+		end := strings.IndexByte(s, ']')
+		if end < 0 || end+1 != i {
+			return "", "", false
+		}
+		host, j, k = s[1:end], 1, end+1
+	} else {
+		host = s[:i]
+		if strings.IndexByte(host, ':') >= 0 {
+			return "", "", false
+		}
+	}
+	if strings.IndexByte(s[j:], '[') >= 0 || strings.IndexByte(s[k:], ']') >= 0 {
+		return "", "", false
+	}
+	return host, s[i+1:], true
+}
+
+// joinHostPort is net.JoinHostPort: an IPv6 host in brackets.
+func joinHostPort(host, port string) string {
+	if strings.IndexByte(host, ':') >= 0 {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
 }
