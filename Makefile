@@ -4,12 +4,14 @@ SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build tools run console screenshots test test-loaded mutate lint fuzz bench bench-visit histories cluster cluster-down soak soak-short clean
+.PHONY: all build upgrade-probe tools run console screenshots test test-loaded mutate lint fuzz bench bench-visit histories cluster cluster-down soak soak-short clean
 
 all: build tools
 
 # VERSION and COMMIT are stamped into both binaries (tether version,
-# tether-worker --version); a release sets VERSION.
+# tether-worker --version); a release sets VERSION. A versioned worker's
+# default build id in its Temporal worker deployment is made of them
+# (internal/version.BuildID).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS = -X github.com/tether-run/tether/internal/version.Version=$(VERSION) -X github.com/tether-run/tether/internal/version.Commit=$(COMMIT)
@@ -19,6 +21,11 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether ./starter
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
+
+## upgrade-probe: bin/upgrade/tether-worker, this source with a test-only change of workflow code (one more activity before every visit), for the soak's rolling upgrade
+upgrade-probe:
+	$(GO) build -tags tether_upgrade_probe -ldflags "$(LDFLAGS)" -o bin/upgrade/tether-worker ./worker
+	$(GO) build -o bin/upgrade/tether-confine ./internal/sandbox/cmd/tether-confine
 
 ## tools: the Temporal CLI and versitygw (built once, cached by version), the agent CLIs, bubblewrap, chromium
 tools:
@@ -62,13 +69,13 @@ cluster: build
 cluster-down:
 	bash scripts/cluster.sh down
 
-## soak: 200 runs under worker kills and Temporal, PostgreSQL and S3 outages, against `make cluster`
-soak: build
-	eval "$$(bash scripts/cluster.sh env)" && $(GO) run ./internal/soak/cmd/soak -workers $${WORKERS:-3} $(SOAK_FLAGS)
+## soak: 200 runs under worker kills, Temporal, PostgreSQL and S3 outages and a rolling upgrade, against `make cluster`
+soak: build upgrade-probe
+	eval "$$(bash scripts/cluster.sh env)" && $(GO) run ./internal/soak/cmd/soak -workers $${WORKERS:-3} -upgrade-bin bin/upgrade/tether-worker $(SOAK_FLAGS)
 
-## soak-short: CI's soak (20 runs, one worker kill, one S3 stop)
-soak-short: build
-	eval "$$(bash scripts/cluster.sh env)" && $(GO) run ./internal/soak/cmd/soak -short -workers $${WORKERS:-3} $(SOAK_FLAGS)
+## soak-short: CI's soak (20 runs, one worker kill, one S3 stop, a rolling upgrade to bin/upgrade/tether-worker)
+soak-short: build upgrade-probe
+	eval "$$(bash scripts/cluster.sh env)" && $(GO) run ./internal/soak/cmd/soak -short -workers $${WORKERS:-3} -upgrade-bin bin/upgrade/tether-worker $(SOAK_FLAGS)
 
 ## lint: go vet, staticcheck and workflowcheck
 lint:
@@ -95,7 +102,7 @@ bench-visit: tools build
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
 	TETHER_RECORD_HISTORIES=1 $(GO) test -count 1 -timeout 20m ./internal/e2e \
-		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestResumeWithACorrectedGraph|TestACancelIsNoVisit|TestNewRunTakesTheBaselineAtOnce'
+		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestResumeWithACorrectedGraph|TestACancelIsNoVisit|TestRollingUpgradeMovesRunsAtTheirSafePoints|TestNewRunTakesTheBaselineAtOnce'
 
 clean:
 	rm -rf bin .tether

@@ -71,6 +71,9 @@ type Activities struct {
 	// Temporal is where CheckRunID looks for other runs under a new run's
 	// id; nil looks in the run store only.
 	Temporal Executions
+	// Pins sets the versioning override of an execution that moves to
+	// another build (PinExecution); nil on a worker without a client.
+	Pins Pinner
 	// Health is whether this worker's store works (health.go); nil is
 	// always healthy.
 	Health *Health

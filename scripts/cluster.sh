@@ -22,6 +22,14 @@
 #   scripts/cluster.sh worker start|stop|kill|wipe I
 #                                           worker I: start, SIGTERM, SIGKILL,
 #                                           empty its disks (HOME, state, work)
+#   scripts/cluster.sh upgrade --bin PATH [--workers N] [--ramp PCT]
+#                             [--ramp-for DURATION] [--drain-timeout DURATION]
+#                                           a rolling upgrade to the tether-worker
+#                                           at PATH: start N workers of its build,
+#                                           ramp it, make it current, move the
+#                                           waiting runs (tether upgrade-runs),
+#                                           wait until the old builds are drained,
+#                                           stop their workers
 #   scripts/cluster.sh start|stop|restart postgres|temporal|s3
 #
 # State lives in TETHER_CLUSTER_DIR (default .tether/cluster); the
@@ -30,7 +38,9 @@
 # (default 7233: Temporal's frontend, its HTTP API +10; history +1,
 # matching +2, worker +6, membership -300.., metrics +767), S3 on
 # TETHER_CLUSTER_S3_PORT (7070), PostgreSQL on TETHER_CLUSTER_PG_PORT (55432).
-# The workers run bin/tether-worker, or TETHER_CLUSTER_WORKER_BIN.
+# The workers run bin/tether-worker, or TETHER_CLUSTER_WORKER_BIN; each
+# worker's binary (and so its build) is recorded in run/worker-I.bin, so a
+# worker started again runs the build it ran.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -254,12 +264,18 @@ start_s3() {
 
 # --- workers ---------------------------------------------------------------
 
+# worker_start I [BIN]: start worker I, running BIN, else the binary it ran
+# last, else the default.
 worker_start() {
 	local i=$1 w=$dir/workers/w$1
 	if running "worker-$i"; then return 0; fi
-	mkdir -p "$w/home" "$w/state" "$w/work"
-	local bin=${TETHER_CLUSTER_WORKER_BIN:-$root/bin/tether-worker}
-	[ -x "$bin" ] || (cd "$root" && make -s build)
+	mkdir -p "$w/home" "$w/state" "$w/work" "$dir/run"
+	local bin=${2:-}
+	[ -n "$bin" ] || bin=$(cat "$dir/run/worker-$i.bin" 2>/dev/null) || true
+	[ -n "$bin" ] || bin=${TETHER_CLUSTER_WORKER_BIN:-$root/bin/tether-worker}
+	[ -x "$bin" ] || [ "$bin" != "$root/bin/tether-worker" ] || (cd "$root" && make -s build)
+	[ -x "$bin" ] || die "worker $i: $bin is not an executable tether-worker"
+	echo "$bin" >"$dir/run/worker-$i.bin"
 	(
 		eval "$(client_env)"
 		eval "$(tls_env worker)"
@@ -270,7 +286,18 @@ worker_start() {
 		export TETHER_SANDBOX_DENY="temporal-history=127.0.0.1:$((port + 1)),temporal-matching=127.0.0.1:$((port + 2)),temporal-worker=127.0.0.1:$((port + 6)),temporal-metrics=127.0.0.1:$((port + 767)),temporal-membership=127.0.0.1:$((port - 300)),temporal-membership=127.0.0.1:$((port - 299)),temporal-membership=127.0.0.1:$((port - 298)),temporal-membership=127.0.0.1:$((port - 294)),postgresql=$TETHER_PG_HOST:$TETHER_PG_PORT"
 		spawn "worker-$i" "$bin"
 	)
-	say "worker $i up (cluster-w$i, roots in $w)"
+	say "worker $i up (cluster-w$i, build $(build_of "$bin"), roots in $w)"
+}
+# build_of BIN: the build id tether-worker BIN registers with.
+build_of() { "$1" --version | sed -n 's/.*(build id \([^,)]*\)[,)].*/\1/p'; }
+# workers: the indices of the workers started, running or not.
+workers() {
+	local f
+	for f in "$dir"/run/worker-*.bin; do
+		[ -e "$f" ] || continue
+		f=${f##*/worker-}
+		echo "${f%.bin}"
+	done | sort -n
 }
 worker_wipe() {
 	local w=$dir/workers/w$1
@@ -322,6 +349,85 @@ down() {
 	fi
 }
 
+# tether: the tether CLI as a client of this cluster.
+tether_cli() { (eval "$(client_env)" && TETHER_HOME="$dir/cli" "$root/bin/tether" "$@"); }
+
+# retry N CMD...: run CMD until it succeeds, at most N times, 2 s apart;
+# its output is shown only when the last try fails.
+retry() {
+	local n=$1 out
+	shift
+	for _ in $(seq 1 "$n"); do
+		out=$("$@" 2>&1) && return 0
+		sleep 2
+	done
+	echo "$out" >&2
+	return 1
+}
+
+# registered BUILD: whether BUILD's workers registered Tether's task queue
+# for both workflow and activity tasks.
+registered() {
+	local v
+	v=$(temporal_cli worker deployment describe-version --deployment-name tether --build-id "$1" -o json 2>/dev/null | tr -d ' \n') || return 1
+	case $v in *'{"name":"tether","type":"workflow"}'*) ;; *) return 1 ;; esac
+	case $v in *'{"name":"tether","type":"activity"}'*) ;; *) return 1 ;; esac
+}
+
+# upgrade: a rolling upgrade to the build of --bin, on Temporal's worker
+# deployment versioning (docs/operations.md, "Upgrades").
+upgrade() {
+	local bin="" n="" ramp=25 ramp_for=10s drain_timeout=30m
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--bin) bin=$2; shift 2 ;;
+		--workers) n=$2; shift 2 ;;
+		--ramp) ramp=$2; shift 2 ;;
+		--ramp-for) ramp_for=$2; shift 2 ;;
+		--drain-timeout) drain_timeout=$2; shift 2 ;;
+		*) die "upgrade: unknown flag $1 (want --bin PATH [--workers N] [--ramp PCT] [--ramp-for DURATION] [--drain-timeout DURATION])" ;;
+		esac
+	done
+	[ -n "$bin" ] && [ -x "$bin" ] || die "upgrade: --bin must name the new tether-worker binary"
+	bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+	[ -x "$root/bin/tether" ] || (cd "$root" && make -s build)
+	local new old_workers=() old_builds=() i b last=0
+	new=$(build_of "$bin")
+	[ -n "$new" ] || die "upgrade: $bin --version names no build id"
+	for i in $(workers); do
+		last=$i
+		running "worker-$i" || continue
+		b=$(build_of "$(cat "$dir/run/worker-$i.bin")")
+		[ "$b" = "$new" ] && continue
+		old_workers+=("$i")
+		case " ${old_builds[*]} " in *" $b "*) ;; *) old_builds+=("$b") ;; esac
+	done
+	[ ${#old_workers[@]} -gt 0 ] || die "upgrade: no running worker of another build than $new"
+	n=${n:-${#old_workers[@]}}
+	local began=$SECONDS
+	say "upgrade: builds ${old_builds[*]} -> $new: starting $n workers of $new"
+	for i in $(seq $((last + 1)) $((last + n))); do worker_start "$i" "$bin"; done
+	# Ramped or current, the new build takes Tether's queue's workflow and
+	# activity tasks: wait until its workers have registered both.
+	wait_for "build $new to register Tether's queue with deployment tether" 60 registered "$new"
+	say "upgrade: ramping $new to $ramp% of new runs for $ramp_for"
+	# The deployment's own workflow answers these; on a busy server it can
+	# miss a call ("Worker Deployment not found"), so each is tried again.
+	retry 5 temporal_cli worker deployment set-ramping-version --deployment-name tether --build-id "$new" --percentage "$ramp" --ignore-missing-task-queues --yes ||
+		die "upgrade: could not ramp build $new"
+	sleep "$ramp_for"
+	retry 5 temporal_cli worker deployment set-current-version --deployment-name tether --build-id "$new" --ignore-missing-task-queues --yes ||
+		die "upgrade: could not make build $new current"
+	say "upgrade: $new is current; moving the runs of ${old_builds[*]}"
+	tether_cli upgrade-runs --wait "$drain_timeout" >&2 || say "upgrade: some runs have not moved yet (see above); waiting for the drain"
+	for b in "${old_builds[@]}"; do
+		tether_cli workers --wait-drained "$b" --timeout "$drain_timeout" >&2 ||
+			die "upgrade: build $b is not drained; its workers keep running (scripts/cluster.sh upgrade again, or tether workers)"
+	done
+	for i in "${old_workers[@]}"; do halt "worker-$i" TERM 60; done
+	say "upgrade: done in $((SECONDS - began))s: build $new serves every run; workers ${old_workers[*]} of ${old_builds[*]} stopped"
+}
+
 status() {
 	[ -d "$dir" ] || { echo "cluster: not set up ($dir)"; return 1; }
 	secrets
@@ -332,12 +438,10 @@ status() {
 	echo "temporal  $s  127.0.0.1:$port"
 	if running s3 && s3_ready; then s=up; else s=down ok=1; fi
 	echo "s3        $s  http://127.0.0.1:$s3_port/$bucket"
-	local f
-	for f in "$dir"/run/worker-*.pid; do
-		[ -e "$f" ] || continue
-		f=$(basename "$f" .pid)
-		if running "$f"; then s=up; else s=down ok=1; fi
-		echo "$f  $s  pid $(cat "$(pidfile "$f")")"
+	local i
+	for i in $(workers); do
+		if running "worker-$i"; then s="up  pid $(cat "$(pidfile "worker-$i")")"; else s=down; fi
+		echo "worker-$i  $s  build $(build_of "$(cat "$dir/run/worker-$i.bin")")"
 	done
 	return $ok
 }
@@ -346,6 +450,7 @@ cmd=${1:-}
 [ $# -eq 0 ] || shift
 case $cmd in
 up) up "$@" ;;
+upgrade) secrets; upgrade "$@" ;;
 down) down "$@" ;;
 status) status ;;
 env) secrets; client_env ;;
@@ -376,5 +481,5 @@ start | stop | restart)
 	*) die "$cmd postgres|temporal|s3" ;;
 	esac
 	;;
-*) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+*) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/tether-run/tether/activities"
@@ -92,7 +93,7 @@ func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
 		fmt.Fprintf(stderr, "tether-worker: unexpected argument %q: the worker takes no arguments; it is configured by its environment\n\n%s", fs.Arg(0), usage)
 		return 2, true
 	case *showVersion:
-		fmt.Fprintf(stdout, "tether-worker %s (%s)\n", version.Get(), runtime.Version())
+		fmt.Fprintln(stdout, versionLine())
 		return 0, true
 	}
 	return 0, false
@@ -105,6 +106,12 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(logger)
+	versioning := workerVersioning(cfg.Versioning)
+	if versioning.Mode == workerhost.VersioningOff {
+		logger.Info("tether-worker "+version.Get().String(), "versioning", "off (TETHER_VERSIONING=off): an unversioned worker; runs are not pinned to a build, and an upgrade must keep every workflow change replayable (docs/operations.md)")
+	} else {
+		logger.Info("tether-worker "+version.Get().String(), "deployment", versioning.Deployment, "build", versioning.BuildID, "versioning", versioning.Mode.String())
+	}
 	sb, err := confinement(context.Background(), cfg, logger)
 	if err != nil {
 		return err
@@ -182,7 +189,7 @@ func run() error {
 		WorkspaceLimits:     cfg.WorkspaceLimits,
 		WorkspaceRedact:     cfg.Agents.Redact,
 		Logger:              logger,
-		Interceptors:        tel.WorkerInterceptors(),
+		Interceptors:        append(tel.WorkerInterceptors(), extraInterceptors...),
 		Metrics:             tel.Metrics(),
 		Namespace:           cfg.Namespace,
 		ShutdownGrace:       cfg.ShutdownGrace,
@@ -190,6 +197,7 @@ func run() error {
 		GitHub:              gh,
 		ConsoleURL:          cfg.ConsoleURL,
 		OnHealth:            tel.SetHealth,
+		Versioning:          versioning,
 	})
 	if err != nil {
 		return err
@@ -199,6 +207,31 @@ func run() error {
 	stop()
 	h.Stop()
 	return nil
+}
+
+// extraInterceptors are added to the worker's own by test-only builds
+// (upgradeprobe.go); none in a release.
+var extraInterceptors []interceptor.WorkerInterceptor
+
+// workerVersioning is the worker deployment settings as workerhost takes
+// them.
+func workerVersioning(v config.Versioning) workerhost.Versioning {
+	mode := workerhost.VersioningAuto
+	switch v.Mode {
+	case config.VersioningOff:
+		return workerhost.Versioning{}
+	case config.VersioningManual:
+		mode = workerhost.VersioningManual
+	}
+	return workerhost.Versioning{Mode: mode, Deployment: v.Deployment, BuildID: v.Build()}
+}
+
+// versionLine is what `tether-worker --version` prints: the version and
+// commit, the build id it registers with its worker deployment by default
+// (TETHER_BUILD_ID overrides it), Go and the SDK:
+// `tether-worker v1.2.3 (commit 0123456789ab) (build id v1.2.3-0123456789ab) (go1.26.8, temporal sdk v1.51.0)`.
+func versionLine() string {
+	return fmt.Sprintf("tether-worker %s (build id %s) (%s, temporal sdk %s)", version.Get(), version.BuildID(), runtime.Version(), version.SDK())
 }
 
 // flush sends the spans not yet sent and closes the metrics endpoint,

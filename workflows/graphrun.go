@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -29,6 +30,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	r.arrive(ctx)
 	if err := r.claimRunID(ctx); err != nil {
 		return nil, err
 	}
@@ -141,6 +143,11 @@ type runImpl struct {
 	rewound bool
 	// gh keeps the run's GitHub thread current (github.go).
 	gh gitHubReporter
+	// upgradeAsked is set by the upgrade signal: a waiting run checks
+	// whether it should move to another build (move.go); upgradeSince is
+	// the newest routing a sender said it read.
+	upgradeAsked bool
+	upgradeSince time.Time
 }
 
 // question is a pending question and, once answered, its answer.
@@ -268,6 +275,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 		return err
 	}
 	r.receiveGuidance(ctx)
+	r.receiveUpgrade(ctx)
 	ch := workflow.GetSignalChannel(ctx, SignalAnswer)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -336,14 +344,7 @@ func (r *runImpl) ask(ctx workflow.Context, node string, qs []runstore.Question)
 	// A branch's questions, and a pause restored without its notices.
 	r.noticeQuestions(ctx, node, qs)
 	r.details(ctx)
-	if err := workflow.Await(ctx, func() bool {
-		for _, q := range mine {
-			if !q.Answered {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
+	if err := r.awaitAnswers(ctx, node, mine); err != nil {
 		return nil, err
 	}
 	answers := make([]string, len(mine))

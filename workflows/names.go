@@ -219,6 +219,15 @@ const (
 	// with a set of its own.
 	changeBaseline  = "baseline"
 	versionBaseline = 1
+
+	// changeMoveToCurrent: a run pinned to a build its worker deployment
+	// no longer routes new runs to moves to the current build between two
+	// visits, or while it waits for a person when the upgrade signal asks
+	// it to check, by continuing as new; the new execution pins itself to
+	// that build first (move.go; move-between-visits.json,
+	// move-while-waiting.json, move-arrival.json).
+	changeMoveToCurrent  = "move-to-current"
+	versionMoveToCurrent = 1
 )
 
 // baselineChanges are the changes an execution on the baseline takes,

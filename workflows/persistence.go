@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -234,13 +235,18 @@ func (r *runImpl) continueAsNewDue(ctx workflow.Context) bool {
 }
 
 // continueAsNew drains the handlers and starts a new execution carrying the
-// checkpoint.
-func (r *runImpl) continueAsNew(ctx workflow.Context) error {
+// checkpoint; with mv, the new execution moves to another build
+// (move.go), and its input says why.
+func (r *runImpl) continueAsNew(ctx workflow.Context, mv *runapi.Move) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
 	cp := *r.cp
-	next := &GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options}
+	next := &GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options, Move: mv}
+	if mv != nil {
+		workflow.GetLogger(ctx).Info("continuing as new on another build", "from", mv.From, "to", mv.To, "reason", mv.Reason, "checkpoint", r.cp.Seq)
+		return workflow.NewContinueAsNewError(ctx, GraphRun, next)
+	}
 	workflow.GetLogger(ctx).Info("continuing as new", "history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength(), "checkpoint", r.cp.Seq)
 	return workflow.NewContinueAsNewError(ctx, GraphRun, next)
 }

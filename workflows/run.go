@@ -19,6 +19,17 @@ import (
 	"github.com/tether-run/tether/internal/telemetry"
 )
 
+// visitOrTakeEnded visits node at cur, unless ended is that very visit,
+// which ran and ended before the run failed on what came after it: its
+// output is the run's, and it is not run again (its effects with it).
+func (r *runImpl) visitOrTakeEnded(ctx workflow.Context, node *graph.Node, cur runstore.Cursor, ended *runstore.EndedVisit) (visitResult, error) {
+	if ended != nil && ended.Node == cur.Node && ended.Visit == r.cp.Visits[cur.Node] && len(r.cp.Cursor) == 1 {
+		workflow.GetLogger(ctx).Info("taking the output of the visit that ended before the run failed", "node", cur.Node, "visit", ended.Visit)
+		return visitResult{output: r.cp.Outputs[cur.Node]}, nil
+	}
+	return r.visit(ctx, node, cur, &scope{})
+}
+
 // run walks the graph from the checkpoint's cursor until an end node.
 func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 	// An execution seeded with a visit that ended before its edges failed
@@ -33,8 +44,14 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if len(r.cp.Cursor) == 0 {
 			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
 		}
+		if mv, _ := r.moveDue(ctx); mv != nil {
+			// A visit that ended before the run failed stays ended on the
+			// new build.
+			r.cp.Ended = ended
+			return nil, r.continueAsNew(ctx, mv)
+		}
 		if r.continueAsNewDue(ctx) {
-			return nil, r.continueAsNew(ctx)
+			return nil, r.continueAsNew(ctx, nil)
 		}
 		if len(r.cp.Cursor) > 1 {
 			// A fan-out was in flight when this checkpoint was taken: run
@@ -54,17 +71,12 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		if node.Kind == graph.KindEnd {
 			return r.complete(ctx, node, cur)
 		}
-		var v visitResult
-		if ended != nil && ended.Node == cur.Node && ended.Visit == r.cp.Visits[cur.Node] && len(r.cp.Cursor) == 1 {
-			// The visit ran and ended; what failed came after it. Its
-			// output is the run's: it is not run again (its effects with it).
-			v = visitResult{output: r.cp.Outputs[cur.Node]}
-			workflow.GetLogger(ctx).Info("taking the output of the visit that ended before the run failed", "node", cur.Node, "visit", ended.Visit)
-		} else {
-			var err error
-			if v, err = r.visit(ctx, node, cur, &scope{}); err != nil {
-				return nil, r.fail(ctx, err)
-			}
+		v, err := r.visitOrTakeEnded(ctx, node, cur, ended)
+		if mv := moveOf(err); mv != nil {
+			return nil, r.continueAsNew(ctx, mv)
+		}
+		if err != nil {
+			return nil, r.fail(ctx, err)
 		}
 		ended = nil
 		if v.budgetStop != "" {
@@ -177,7 +189,9 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 			// A cancel stopped it: endCanceled decides whether it counts.
 			r.canceled = append(r.canceled, runstore.EndedVisit{Node: node.ID, Visit: visitNo})
 		}
-		r.addStep(failedStep(step, err))
+		if moveOf(err) == nil {
+			r.addStep(failedStep(step, err))
+		}
 		return v, err
 	}
 	if v.budgetStop != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,13 +81,5 @@ func (a *app) versionCmd() *cobra.Command {
 // versionLine is `tether v1.2.3 (commit 0123456789ab) (go1.26.8,
 // temporal sdk v1.51.0, checkpoint format 1)`.
 func versionLine() string {
-	sdk := "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "go.temporal.io/sdk" {
-				sdk = dep.Version
-			}
-		}
-	}
-	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", version.Get(), runtime.Version(), sdk, runstore.FormatVersion)
+	return fmt.Sprintf("tether %s (%s, temporal sdk %s, checkpoint format %d)", version.Get(), runtime.Version(), version.SDK(), runstore.FormatVersion)
 }

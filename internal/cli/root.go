@@ -173,7 +173,7 @@ TETHER_BLOB_URL (file://.tether/store) and TETHER_UI (http://127.0.0.1:8233).`,
 		a.resumeCmd(), a.rewindCmd(), a.forkCmd(), a.deleteCmd(), a.checkpointsCmd(),
 		a.workspaceCmd(), a.storeCmd(), a.guideCmd(), a.consoleCmd(),
 	)
-	root.AddCommand(a.cancelCmd(), a.versionCmd(), a.logsCmd(), a.listCmd())
+	root.AddCommand(a.cancelCmd(), a.versionCmd(), a.logsCmd(), a.listCmd(), a.workersCmd(), a.upgradeRunsCmd())
 	return root
 }
 

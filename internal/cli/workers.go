@@ -89,6 +89,10 @@ func (ws *workers) check(ctx context.Context, w io.Writer) {
 	switch {
 	case rep.Temporal != nil:
 		return // the command says so where it waits on Temporal
+	case rep.NoCurrentBuild != "" && !ws.said:
+		ws.said = true
+		d := rep.NoCurrentBuild
+		fmt.Fprintf(w, "! workers of deployment %s poll task queue %q, but the deployment has no current build, so none takes %s: make one current (temporal worker deployment set-current-version --deployment-name %s --build-id BUILD; tether workers lists them), or start a worker with TETHER_VERSIONING=auto; still waiting\n", d, runapi.TaskQueue, ws.what, d)
 	case rep.Workers == health.WorkersDown && !ws.said:
 		ws.said = true
 		fmt.Fprintf(w, "! %s; %s waits until one starts (still waiting)\n", rep.String(), ws.what)

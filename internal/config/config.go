@@ -119,6 +119,9 @@ type Config struct {
 	// valid (TETHER_LINK_TTL, default 7 days).
 	LinkKey Secret
 	LinkTTL time.Duration
+	// Versioning is how the worker joins Temporal's worker deployments
+	// (TETHER_VERSIONING, TETHER_DEPLOYMENT, TETHER_BUILD_ID).
+	Versioning Versioning
 	// GitHub is how workers reach GitHub (TETHER_GITHUB_*; docs/github.md).
 	GitHub GitHub
 	// GitHubWebhookSecret checks the console's GitHub deliveries
@@ -352,6 +355,9 @@ func readEnv() (Config, error) {
 		c.ConsoleToken = Secret(v)
 	}
 	if err := c.readNotify(); err != nil {
+		return c, err
+	}
+	if err := c.readVersioning(); err != nil {
 		return c, err
 	}
 	if err := c.readGitHub(); err != nil {

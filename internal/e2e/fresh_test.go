@@ -147,7 +147,7 @@ func (h *harness) startHost(role workerhost.Role, ic interceptor.WorkerIntercept
 	o := workerhost.Options{
 		ID: fmt.Sprintf("w%d-%d", n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
-		Logger: testLogger(), Role: role, Sandbox: h.sandbox,
+		Logger: testLogger(), Role: role, Sandbox: h.sandbox, Versioning: e2eVersioning(),
 	}
 	if ic != nil {
 		o.Interceptors = append(o.Interceptors, ic)

@@ -124,7 +124,7 @@ func (h *harness) startWorker() string {
 		ID: fmt.Sprintf("w%d-%d", h.n, time.Now().UnixNano()), Blobs: h.workerStore(), Backends: bs,
 		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
 		Logger: testLogger(), DisableEagerActivities: h.noEager, CheckpointKey: h.checkpointKey, Sandbox: h.sandbox,
-		Notify: h.notify,
+		Notify: h.notify, Versioning: e2eVersioning(),
 	}
 	if h.hostOptions != nil {
 		h.hostOptions(&o)

@@ -84,6 +84,8 @@ func startWorkerProcess(t *testing.T, bin string, env []string) *workerProcess {
 		"TETHER_STATE_DIR="+filepath.Join(dir, "state"),
 		"TETHER_WORK_DIR="+filepath.Join(dir, "work"),
 		"TETHER_WORKER_ID="+filepath.Base(dir),
+		// Unversioned, as the tests' own workers are (e2eVersioning).
+		"TETHER_VERSIONING=off",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())

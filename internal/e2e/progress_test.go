@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/agent"
@@ -117,6 +119,10 @@ func visitHeartbeat(t *testing.T, h *harness, id string) (agent.Progress, bool) 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d, err := h.c.DescribeWorkflow(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return agent.Progress{}, false // `tether run` checks the server and the workers before it starts the run
+	}
 	require.NoError(t, err)
 	for _, pa := range d.RawResponse.GetPendingActivities() {
 		payloads := pa.GetHeartbeatDetails().GetPayloads()

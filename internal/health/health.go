@@ -66,6 +66,11 @@ type Report struct {
 	// the workers that polled within LongPoll.
 	LastPoll time.Time
 	Pollers  []string
+	// NoCurrentBuild names the worker deployment whose versioned workers
+	// are the only ones polling, when it has no current build: a new run
+	// then goes to none of them (a run already pinned to a build still
+	// does).
+	NoCurrentBuild string
 	// Unanswered names the run whose query no worker answered (Probe),
 	// Answered the one a worker did.
 	Unanswered, Answered string
@@ -101,6 +106,8 @@ func Check(ctx context.Context, c client.Client, address, queue string) Report {
 		rep.Temporal = cause(err)
 		return rep
 	}
+	var versioned string
+	var unversioned bool
 	for _, p := range d.GetPollers() {
 		t := p.GetLastAccessTime().AsTime()
 		if t.After(rep.LastPoll) {
@@ -108,7 +115,15 @@ func Check(ctx context.Context, c client.Client, address, queue string) Report {
 		}
 		if rep.At.Sub(t) < LongPoll {
 			rep.Pollers = append(rep.Pollers, p.GetIdentity())
+			if p.GetDeploymentOptions().GetWorkerVersioningMode() == enumspb.WORKER_VERSIONING_MODE_VERSIONED {
+				versioned = p.GetDeploymentOptions().GetDeploymentName()
+			} else {
+				unversioned = true
+			}
 		}
+	}
+	if versioned != "" && !unversioned && d.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == "" {
+		rep.NoCurrentBuild = versioned
 	}
 	slices.Sort(rep.Pollers)
 	switch since := rep.At.Sub(rep.LastPoll); {

@@ -31,7 +31,7 @@ var Floors = []Floor{
 	}},
 	{"the CLI and the worker host", []string{
 		"internal/cli", "internal/console", "internal/render", "internal/temporalclient",
-		"internal/workerhost",
+		"internal/workerhost", "internal/upgradeprobe",
 	}},
 	{"workflows", []string{"workflows"}},
 	{"activities", []string{"activities"}},

@@ -24,6 +24,9 @@ type GraphRunInput struct {
 	// GitHub is the issue or pull request a new run started from (a
 	// GitHub delivery); nil for a run started otherwise.
 	GitHub *runstore.GitHubThread `json:"github,omitempty"`
+	// Move is set on the execution a run continued as new into to move
+	// to its deployment's current build (Move).
+	Move *Move `json:"move,omitempty"`
 }
 
 // Options tune a run. Zero values mean the defaults.

@@ -40,12 +40,27 @@ func (s *Soak) check(ctx context.Context, r *run) []string {
 		// The writer's last reply lists every earlier prompt of its
 		// conversation: a lost turn, a repeated one or another
 		// conversation's shows here.
-		if got, want := fmt.Sprint(cp.Outputs["writer"]["text"]), writerReply(r.rounds); got != want {
+		prompts, problems := writerPrompts(r, r.rounds-1)
+		out = append(out, problems...)
+		if got, want := fmt.Sprint(cp.Outputs["writer"]["text"]), writerReply(r.rounds, prompts); got != want {
 			out = append(out, bad("writer's conversation is %q, want %q", got, want)...)
 		}
 		if got := fmt.Sprint(cp.Outputs["judge"]["n"]); got != strconv.Itoa(r.rounds) {
 			out = append(out, bad("judge's conversation has %s turns, want %d", got, r.rounds)...)
 		}
+	case "cli":
+		if got := cp.Visits["writer"]; got != r.rounds {
+			out = append(out, bad("writer visited %d times, want %d", got, r.rounds)...)
+		}
+		// The fake model's reply lists every prompt of the conversation
+		// the CLI sent it: the real CLI resumed its own session, restored
+		// onto whatever worker ran each visit.
+		prompts, problems := writerPrompts(r, r.rounds)
+		out = append(out, problems...)
+		if got, want := fmt.Sprint(cp.Outputs["writer"]["text"]), fmt.Sprintf("turn %d: %s", r.rounds, strings.Join(prompts, " | ")); got != want {
+			out = append(out, bad("writer's conversation is %q, want %q", got, want)...)
+		}
+		out = append(out, s.compareWorkspace(ctx, r, cp, cliFiles(r.rounds), bad)...)
 	case "tool":
 		out = append(out, s.checkWorkspace(ctx, r, cp, bad)...)
 	case "fanout":
@@ -62,6 +77,38 @@ func (s *Soak) check(ctx context.Context, r *run) []string {
 		}
 	}
 	return out
+}
+
+// writerPrompts are the prompts of the writer's visits 1..n as its
+// conversation must hold them: "step k", and only on a visit an attempt of
+// which was lost with its worker (its history says so), that visit's retry
+// note before it, exactly as the visit's output recorded it (a note tells
+// the agent that an earlier attempt of this very turn was interrupted,
+// docs/operations.md). A note on a visit that lost no attempt is a
+// problem of its own.
+func writerPrompts(r *run, n int) ([]string, []string) {
+	visits := map[string]visitRecord{}
+	for _, x := range r.execs {
+		for k, v := range x.visits {
+			if prev, ok := visits[k]; ok && prev.interrupted {
+				v.interrupted = true
+			}
+			visits[k] = v
+		}
+	}
+	var prompts, problems []string
+	for k := 1; k <= n; k++ {
+		p := fmt.Sprintf("step %d", k)
+		v := visits[fmt.Sprintf("writer/%d", k)]
+		switch {
+		case v.note != "" && v.interrupted:
+			p = v.note + "\n\n" + p
+		case v.note != "":
+			problems = append(problems, fmt.Sprintf("run %s (%s): writer visit %d carries a retry note though no attempt of it was lost: %q", r.id, r.kind, k, v.note))
+		}
+		prompts = append(prompts, p)
+	}
+	return prompts, problems
 }
 
 // checkWorkspace exports a tool run's workspace and compares it, file by
@@ -148,7 +195,7 @@ func (s *Soak) deleteAll(ctx context.Context, runs []*run, res *Result) []string
 	}
 	// What a worker keeps of runs is a cache with bounds: working
 	// directories, and per run an object store and session roots.
-	for i := 1; i <= s.o.Workers; i++ {
+	for _, i := range s.allWorkers() {
 		root := filepath.Join(s.o.ClusterDir, "workers", fmt.Sprintf("w%d", i))
 		total := 0
 		for _, c := range []struct {

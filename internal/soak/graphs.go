@@ -8,15 +8,16 @@ import (
 )
 
 // persistGraph is a writer and a judge that keep their conversations
-// (scripted backend) for rounds rounds; with ask, a person is asked once,
-// halfway, and answered with a plain `temporal workflow signal`. The
+// (scripted backend) for rounds rounds; with askAt > 0, a person is asked
+// once, after round askAt, and answered with a plain `temporal workflow
+// signal`. The
 // writer's reply lists every earlier prompt of its conversation, so its
 // last reply proves the conversation holds exactly its turns, in order.
-func persistGraph(rounds int, ask bool) string {
+func persistGraph(rounds, askAt int) string {
 	askNode, askEdges := "", ""
-	if ask {
+	if askAt > 0 {
 		askNode = "\n  - {id: ask, kind: human, question: \"Go on?\"}"
-		askEdges = fmt.Sprintf("\n  - {from: judge, to: ask, when: 'output.n == %d'}\n  - {from: ask, to: writer}", rounds/2)
+		askEdges = fmt.Sprintf("\n  - {from: judge, to: ask, when: 'output.n == %d'}\n  - {from: ask, to: writer}", askAt)
 	}
 	return fmt.Sprintf(`
 name: soak-persist
@@ -44,11 +45,12 @@ edges:
 `, rounds, askNode, askEdges)
 }
 
-// writerReply is the writer's last reply after n visits of persistGraph.
-func writerReply(n int) string {
+// writerReply is the writer's last reply after n visits of persistGraph
+// whose earlier visits had prompts.
+func writerReply(n int, prompts []string) string {
 	s := fmt.Sprintf("t%d [", n)
-	for i := 1; i < n; i++ {
-		s += fmt.Sprintf("step %d;", i)
+	for _, p := range prompts {
+		s += p + ";"
 	}
 	return s + "]"
 }

@@ -36,6 +36,8 @@ type Result struct {
 	StoreObjectsBefore, StoreObjectsAfter int
 	// Notices is what the notice receiver got (Options.Notify).
 	Notices *Notices
+	// Upgraded is what the rolling upgrade did (Options.Upgrade).
+	Upgraded *Upgraded
 }
 
 // RSSSample is the workers' resident memory at one moment.
@@ -63,6 +65,23 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 		}()
 	}
 
+	if s.o.CLIRuns > 0 {
+		if err := s.startModel(ctx); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := s.stopModel(context.WithoutCancel(ctx)); err != nil {
+				s.logf("restarting the workers without the fake model: %v", err)
+			}
+		}()
+	}
+	if s.o.Upgrade.Bin == "" {
+		close(s.upgradeDone)
+	}
+	if err := s.ensureCurrent(ctx); err != nil {
+		return nil, fmt.Errorf("make the workers' build current: %w", err)
+	}
+
 	runs, err := s.startMix(ctx)
 	if err != nil {
 		return nil, err
@@ -76,6 +95,32 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 	bg.Add(3)
 	go func() { defer bg.Done(); s.answer(loadCtx, runs) }()
 	var faultMu sync.Mutex
+	var upgradeErr error
+	if s.o.Upgrade.Bin != "" {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			select {
+			case <-loadCtx.Done():
+				close(s.upgradeDone)
+				return
+			case <-time.After(time.Until(started.Add(s.o.Upgrade.At))):
+			}
+			s.logf("fault: rolling upgrade to %s", s.o.Upgrade.Bin)
+			u, err := s.upgrade(ctx)
+			faultMu.Lock()
+			defer faultMu.Unlock()
+			res.Upgraded, upgradeErr = u, err
+			switch {
+			case err != nil:
+				res.Faults = append(res.Faults, "FAILED upgrade: "+err.Error())
+			case u.Skipped != "":
+				res.Faults = append(res.Faults, "no upgrade: "+u.Skipped)
+			default:
+				res.Faults = append(res.Faults, fmt.Sprintf("%s rolling upgrade from build %s to %s (%s, every old worker stopped after the drain)", s.o.Upgrade.At, u.From, u.To, u.Took.Round(time.Second)))
+			}
+		}()
+	}
 	go func() {
 		defer bg.Done()
 		s.inject(loadCtx, started, func(f string) {
@@ -99,11 +144,24 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 	}
 	s.logf("every run ended after %s", res.Elapsed.Round(time.Second))
 	res.Problems = append(res.Problems, s.missedFaults(res.Faults)...)
+	if s.o.Upgrade.Bin != "" && res.Upgraded == nil && upgradeErr == nil {
+		res.Problems = append(res.Problems, "the rolling upgrade did not happen while the runs went on: start it earlier (-upgrade-at)")
+	}
+	if upgradeErr != nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("the rolling upgrade failed: %v\n%s", upgradeErr, res.Upgraded.output()))
+	}
 	for _, r := range runs {
+		if r.execs, err = s.executions(hctx, r.id); err != nil {
+			res.Problems = append(res.Problems, fmt.Sprintf("run %s: read its executions: %v", r.id, err))
+		}
 		res.Problems = append(res.Problems, s.check(hctx, r)...)
 		if r.result != nil {
 			res.Visits += r.result.Visits
 		}
+	}
+	if u := res.Upgraded; u != nil && u.Skipped == "" && upgradeErr == nil {
+		res.Problems = append(res.Problems, s.checkUpgrade(hctx, runs, u)...)
+		s.logf("upgrade: %d executions read back; %d runs moved while waiting, %d between visits; the new build ran its new activity %d times", u.Executions, u.MovedWaiting, u.MovedBetween, u.Probes)
 	}
 	if s.o.Notify {
 		// A notice is sent by a workflow of its own, which may still be
@@ -119,9 +177,16 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 // startMix starts the soak's runs: persist loops with a human answer, tool
 // runs in workspaces of many files, and fan-outs.
 func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
-	persist := parse("soak-persist", persistGraph(s.o.Rounds, true))
+	persist := parse("soak-persist", persistGraph(s.o.Rounds, s.o.Rounds/2))
+	// Half the persist loops are twice as long and ask late: under an
+	// upgrade they are in the middle of their visits when the new build
+	// becomes current, and move between two of them; the others wait for
+	// a person across it. Likewise the second half of the CLI runs.
+	late := parse("soak-persist", persistGraph(2*s.o.Rounds, 2*s.o.Rounds-2))
+	lateCLI := parse("soak-cli", cliGraph(2*cliRounds, 2*cliRounds-1))
 	tool := parse("soak-tool", toolGraph(s.o.Rounds))
 	fanout := parse("soak-fanout", fanoutGraph(max(1, s.o.Rounds/4)))
+	cli := parse("soak-cli", cliGraph(cliRounds, cliRounds/2))
 	nPersist := s.o.Runs * 3 / 5
 	nTool := s.o.Runs * 3 / 10
 	var src string
@@ -132,13 +197,19 @@ func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
 		}
 		defer os.RemoveAll(src)
 	}
-	runs := make([]*run, s.o.Runs)
+	runs := make([]*run, s.o.Runs+s.o.CLIRuns)
 	for i := range runs {
 		r := &run{id: fmt.Sprintf("%s-%d", s.prefix, i), rounds: s.o.Rounds}
 		runs[i] = r
 		var g *graph.Graph
 		var ws *runstore.WorkspaceState
 		switch {
+		case i >= s.o.Runs && (i-s.o.Runs)%2 == 1:
+			r.kind, g, r.rounds = "cli", lateCLI, 2*cliRounds
+		case i >= s.o.Runs:
+			r.kind, g, r.rounds = "cli", cli, cliRounds
+		case i < nPersist && i%2 == 1:
+			r.kind, g, r.rounds = "persist", late, 2*s.o.Rounds
 		case i < nPersist:
 			r.kind, g = "persist", persist
 		case i < nPersist+nTool:
@@ -184,17 +255,32 @@ func mixOf(runs []*run) string {
 	for _, r := range runs {
 		n[r.kind]++
 	}
-	return fmt.Sprintf("%d persist loops with a human answer, %d tool runs in workspaces, %d fan-outs", n["persist"], n["tool"], n["fanout"])
+	s := fmt.Sprintf("%d persist loops with a human answer, %d tool runs in workspaces, %d fan-outs", n["persist"], n["tool"], n["fanout"])
+	if n["cli"] > 0 {
+		s += fmt.Sprintf(", %d persist loops of %s (a real CLI) with a human answer", n["cli"], cliBackend)
+	}
+	return s
 }
+
+// cliRounds is how many rounds each CLI run makes: each is a visit of
+// the real CLI, seconds each.
+const cliRounds = 4
 
 // answer answers each persist run's question with the plain temporal CLI,
 // as a person or a script outside Tether would, once the run waits for it.
 func (s *Soak) answer(ctx context.Context, runs []*run) {
 	byID := map[string]*run{}
 	for _, r := range runs {
-		if r.kind == "persist" {
+		if r.kind == "persist" || r.kind == "cli" {
 			byID[r.id] = r
 		}
+	}
+	// With an upgrade, questions wait for it: runs then wait for a person
+	// across it, as a run waits over a weekend.
+	select {
+	case <-ctx.Done():
+		return
+	case <-s.upgradeDone:
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -283,7 +369,12 @@ func (s *Soak) inject(ctx context.Context, started time.Time, did func(string)) 
 	if f.KillEvery > 0 {
 		for at, n := f.KillEvery, 0; at < s.o.Deadline && (f.Kills == 0 || n < f.Kills); at, n = at+f.KillEvery, n+1 {
 			kills = append(kills, event{at, "kill", func() error {
-				w := strconv.Itoa(1 + s.rng.IntN(s.o.Workers))
+				// A worker that runs, and that no upgrade is replacing.
+				up := s.runningWorkers()
+				if len(up) == 0 {
+					return fmt.Errorf("no worker is running to kill")
+				}
+				w := strconv.Itoa(up[s.rng.IntN(len(up))])
 				for _, step := range []string{"kill", "wipe", "start"} {
 					if err := s.cluster(context.WithoutCancel(ctx), "worker", step, w); err != nil {
 						return err
@@ -330,7 +421,7 @@ func (s *Soak) heal(ctx context.Context) error {
 			return err
 		}
 	}
-	for i := 1; i <= s.o.Workers; i++ {
+	for _, i := range s.liveWorkers() {
 		if err := s.cluster(ctx, "worker", "start", strconv.Itoa(i)); err != nil {
 			return err
 		}
@@ -377,7 +468,7 @@ func (s *Soak) sampleRSS(ctx context.Context, started time.Time) []RSSSample {
 	defer tick.Stop()
 	for {
 		sample := RSSSample{At: time.Since(started), PerWk: map[string]int64{}}
-		for i := 1; i <= s.o.Workers; i++ {
+		for _, i := range s.liveWorkers() {
 			if rss := s.workerRSS(i); rss > 0 {
 				sample.PerWk[strconv.Itoa(i)] = rss
 			}

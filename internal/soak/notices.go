@@ -85,7 +85,7 @@ func (s *Soak) stopNotices(ctx context.Context) error {
 // restartWorkers stops each worker (SIGTERM: it finishes or hands back
 // what it runs) and starts it again with the soak's environment.
 func (s *Soak) restartWorkers(ctx context.Context) error {
-	for i := 1; i <= s.o.Workers; i++ {
+	for _, i := range s.liveWorkers() {
 		w := strconv.Itoa(i)
 		if err := s.cluster(ctx, "worker", "stop", w); err != nil {
 			return err
@@ -107,7 +107,7 @@ func (q question) String() string { return q.run + "/" + q.id }
 func asked(runs []*run) []question {
 	var out []question
 	for _, r := range runs {
-		if r.kind == "persist" && r.asked {
+		if (r.kind == "persist" || r.kind == "cli") && r.asked {
 			out = append(out, question{r.id, "ask-1"})
 		}
 	}

@@ -53,6 +53,10 @@ func Report(w io.Writer, levels []Level, lost *LostWorker, res *Result, workers 
 		fmt.Fprintf(w, "\nNotices (a receiver on loopback named by every worker's TETHER_NOTIFY): %d questions asked, %d notified exactly once, %d never notified, %d notified more than once; %d runs completed, %d completion notices; %d requests in all (%s), %d of them a notice sent again under its key (same body), %d with a bad signature.\n",
 			n.Questions, n.Notified, len(n.Unnotified), len(n.Twice), n.Completed, n.EndNotices, n.Requests, byEvent(n.ByEvent), n.Repeats, n.BadSignatures)
 	}
+	if u := res.Upgraded; u != nil && u.Skipped == "" {
+		fmt.Fprintf(w, "\nRolling upgrade (scripts/cluster.sh upgrade) from build %s to %s, whose workflow code runs one more activity before every visit: %s in all; %d runs moved while they waited for a person, %d between two visits; tether upgrade-runs saw %d move (%s); the old build drained %s after the new one became current, and its workers were stopped; %d executions read back, the new build's activity ran %d times.\n",
+			u.From, u.To, u.Took.Round(time.Second), u.MovedWaiting, u.MovedBetween, len(u.Moves), moveTimes(u.Moves), u.Drained, u.Executions, u.Probes)
+	}
 	fmt.Fprintf(w, "\nBucket objects before the soak: %d; after `tether delete` of every soak run: %d.\n", res.StoreObjectsBefore, res.StoreObjectsAfter)
 	fmt.Fprintf(w, "Entries of the soak's runs left in each worker's caches (working directories, object stores, session roots): %v.\n", res.Leftovers)
 	if len(res.Problems) == 0 {
@@ -60,13 +64,30 @@ func Report(w io.Writer, levels []Level, lost *LostWorker, res *Result, workers 
 		if res.Notices != nil {
 			notices = " every question was notified exactly once, and every completed run's end;"
 		}
-		fmt.Fprintf(w, "\nChecks: every run completed; every conversation and workspace is exact; every named blob is there;%s nothing is left after delete.\n", notices)
+		upgraded := ""
+		if res.Upgraded != nil && res.Upgraded.Skipped == "" {
+			upgraded = " no workflow task failed as non-deterministic, and every run ended on the new build;"
+		}
+		fmt.Fprintf(w, "\nChecks: every run completed; every conversation and workspace is exact; every named blob is there;%s%s nothing is left after delete.\n", notices, upgraded)
 		return
 	}
 	fmt.Fprintf(w, "\n%d problems:\n", len(res.Problems))
 	for _, p := range res.Problems {
 		fmt.Fprintf(w, "- %s\n", p)
 	}
+}
+
+// moveTimes is the median and the longest of the moves' times.
+func moveTimes(m map[string]time.Duration) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var d []time.Duration
+	for _, v := range m {
+		d = append(d, v)
+	}
+	d = sortDurations(d)
+	return fmt.Sprintf("median %s, longest %s, from being asked to being pinned to the new build", d[len(d)/2], d[len(d)-1])
 }
 
 func byEvent(m map[string]int) string {

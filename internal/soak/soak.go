@@ -22,6 +22,7 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/config"
+	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify/notifytest"
 	"github.com/tether-run/tether/internal/runstore"
@@ -67,6 +68,12 @@ type Options struct {
 	// ServerMetrics is the Temporal server's Prometheus endpoint, whose
 	// database requests the throughput phase counts per visit ("": none).
 	ServerMetrics string
+	// Upgrade rolls the cluster onto another build in the middle of the
+	// load (upgrade.go); its zero value does not.
+	Upgrade Upgrade
+	// CLIRuns is how many runs of the load have a persist writer on a
+	// real agent CLI (Claude Code against the fake model, cli.go).
+	CLIRuns int
 	// Deadline bounds the whole soak.
 	Deadline time.Duration
 	Out      io.Writer
@@ -105,6 +112,20 @@ type Soak struct {
 	// environment naming it, while Options.Trace has them up.
 	spans    *visitbench.Receiver
 	traceEnv []string
+	// model and modelEnv are the fake model the CLI runs talk to and the
+	// workers' environment naming it and the CLIs (cli.go).
+	model    *fakemodel.Server
+	modelEnv []string
+	// retired are the workers an upgrade replaces; upgradeDone is closed
+	// once the upgrade is over (or when there is none).
+	workersMu   sync.Mutex
+	retired     map[int]bool
+	upgradeDone chan struct{}
+}
+
+// workerEnv is the environment the soak gives the workers it (re)starts.
+func (s *Soak) workerEnv() []string {
+	return append(append(slices.Clone(s.notifyEnv), s.modelEnv...), s.traceEnv...)
 }
 
 // New connects to the cluster the environment names (as tether does).
@@ -124,8 +145,9 @@ func New(ctx context.Context, o Options) (*Soak, error) {
 	}
 	return &Soak{
 		o: o, cfg: cfg, c: c, blobs: blobs, runs: runstore.New(blobs, cfg.RunStoreOptions()...),
-		prefix: "soak-" + strings.ToLower(ulid.Make().String()[16:]),
-		rng:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		prefix:  "soak-" + strings.ToLower(ulid.Make().String()[16:]),
+		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		retired: map[int]bool{}, upgradeDone: make(chan struct{}),
 	}, nil
 }
 
@@ -151,6 +173,8 @@ type run struct {
 	result *workflows.GraphRunResult
 	err    error
 	asked  bool
+	// execs are its executions, read back after the load.
+	execs []execution
 }
 
 // start starts a run of g.
@@ -194,7 +218,7 @@ func (s *Soak) wait(ctx context.Context, runs []*run) {
 // cluster runs scripts/cluster.sh with args.
 func (s *Soak) cluster(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.o.Root, "scripts", "cluster.sh")}, args...)...)
-	cmd.Env = append(append(append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir), s.notifyEnv...), s.traceEnv...)
+	cmd.Env = append(append(os.Environ(), "TETHER_CLUSTER_DIR="+s.o.ClusterDir), s.workerEnv()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cluster.sh %s: %w\n%s", strings.Join(args, " "), err, out)

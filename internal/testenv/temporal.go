@@ -24,6 +24,12 @@ var DevServerArgs = []string{
 	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000",
 	"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 	"--dynamic-config-value", `history.timerProcessorMaxTimeShift="100ms"`,
+	// A worker deployment's build that is no longer routed to is called
+	// drained a few seconds after its last pinned run ends (by default
+	// after 3 to 6 minutes): Temporal checks every refresh interval, and
+	// waits out the grace period for visibility to catch up first.
+	"--dynamic-config-value", `matching.wv.VersionDrainageStatusRefreshInterval="2s"`,
+	"--dynamic-config-value", `matching.wv.VersionDrainageStatusVisibilityGracePeriod="5s"`,
 }
 
 // Server is a real Temporal dev server started for a test.

@@ -72,3 +72,16 @@ func (in Info) String() string {
 	}
 	return s
 }
+
+// SDK is the version of the Temporal Go SDK the binary links, "unknown"
+// when the toolchain recorded none.
+func SDK() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range bi.Deps {
+			if dep.Path == "go.temporal.io/sdk" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}

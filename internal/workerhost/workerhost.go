@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,6 +92,9 @@ type Options struct {
 	// OnHealth, if set, hears when the worker turns unhealthy (its store
 	// fails a probe: it takes no visit meanwhile) and healthy again.
 	OnHealth func(healthy bool, cause error)
+	// Versioning makes the worker a build of a Temporal worker deployment
+	// (deployment.go); the zero value is an unversioned worker.
+	Versioning Versioning
 	// GitHub reaches GitHub for the runs started from it (nil: this worker
 	// has no GitHub credentials), and ConsoleURL is the console's public
 	// address for the links it writes there.
@@ -172,6 +176,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if o.MaxConcurrentVisits <= 0 {
 		o.MaxConcurrentVisits = DefaultMaxConcurrentVisits
 	}
+	if err := o.Versioning.check(); err != nil {
+		return nil, err
+	}
 	queue := workflows.WorkerQueue(o.ID)
 	logger := o.Logger.With("worker", o.ID)
 	if err := probeStore(o.Blobs, o.ID); err != nil {
@@ -193,6 +200,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Queue:    queue,
 		Logger:   logger,
 		Temporal: c,
+		Pins:     c,
 		Health:   health,
 		GitHub:   &activities.GitHub{Forge: o.GitHub, Temporal: c, ConsoleURL: o.ConsoleURL},
 
@@ -202,6 +210,13 @@ func Start(c client.Client, o Options) (*Host, error) {
 	acts.Workspaces = workspace.NewManager(filepath.Join(o.StateDir, "workspaces"), o.Blobs, o.WorkspaceLimits, logger,
 		workspace.WithRedact(o.WorkspaceRedact), workspace.WithEvicted(activities.RunForgetter(acts)))
 	h := &Host{ID: o.ID, Queue: queue, logger: logger, grace: o.ShutdownGrace, health: health}
+	var routing *router
+	interceptors := o.Interceptors
+	if o.Versioning.Mode != VersioningOff {
+		routing = newRouter(c, o.Versioning, logger)
+		interceptors = append(slices.Clone(interceptors), workflows.RoutingInterceptor(routing.Routing))
+	}
+	deployment := o.Versioning.deploymentOptions()
 	stopTimeout := o.ShutdownGrace + handBack
 	sharedSlots, err := gatedTuner(health, o.MaxConcurrentVisits)
 	if err != nil {
@@ -218,14 +233,23 @@ func Start(c client.Client, o Options) (*Host, error) {
 		Identity:                     o.ID,
 		Tuner:                        sharedSlots,
 		DisableEagerActivities:       o.DisableEagerActivities || o.Role != RoleAll,
-		Interceptors:                 o.Interceptors,
+		Interceptors:                 interceptors,
 		DisableWorkflowWorker:        o.Role == RoleActivities,
 		LocalActivityWorkerOnly:      o.Role == RoleWorkflows,
+		DeploymentOptions:            deployment,
 	})
 	if o.Role != RoleActivities {
-		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{Name: workflows.WorkflowType})
-		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{Name: workflows.NoticeWorkflowType})
-		h.shared.RegisterWorkflowWithOptions(workflows.GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
+		// A run is pinned to the build it started on: it moves only
+		// between visits, by continuing as new (workflows/move.go). A
+		// notice and a GitHub delivery follow the current build: they
+		// have no visit to keep, and a run a delivery starts begins on
+		// the current build.
+		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{
+			Name: workflows.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorPinned)})
+		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{
+			Name: workflows.NoticeWorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
+		h.shared.RegisterWorkflowWithOptions(workflows.GitHubDelivery, workflow.RegisterOptions{
+			Name: github.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
 	}
 	h.shared.RegisterActivity(acts)
 	h.own = worker.New(c, queue, worker.Options{
@@ -235,6 +259,10 @@ func Start(c client.Client, o Options) (*Host, error) {
 		DisableWorkflowWorker:        true,
 		Tuner:                        ownSlots,
 		Interceptors:                 o.Interceptors,
+		// Unversioned: a worker's own queue is one worker's (the visits of
+		// runs recorded before one-trip visits), and a version lists
+		// every queue its workers poll, which would grow by one per
+		// worker ever started.
 	})
 	h.own.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := ensureSearchAttributesWithin(c, o.Namespace, searchAttributeWait); err != nil {
@@ -252,7 +280,16 @@ func Start(c client.Client, o Options) (*Host, error) {
 	watch, stopWatch := context.WithCancel(context.Background())
 	h.stopWatch = stopWatch
 	go health.Watch(watch, reprobeEvery)
-	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir)
+	if routing != nil {
+		routing.waitPromoted(watch)
+		go routing.watch(watch)
+		v := routing.Routing()
+		o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir,
+			"deployment", o.Versioning.Deployment, "build", o.Versioning.BuildID, "versioning", o.Versioning.Mode.String(), "current_build", v.Current)
+		return h, nil
+	}
+	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir,
+		"versioning", "off: an unversioned worker; runs are not pinned to a build (TETHER_VERSIONING)")
 	return h, nil
 }
 

@@ -42,19 +42,24 @@ func main() {
 	flag.DurationVar(&o.Faults.StopS3.For, "stop-s3-for", 30*time.Second, "and keep it stopped this long (0: never stop it)")
 	flag.DurationVar(&o.Deadline, "deadline", 40*time.Minute, "the soak fails if it takes longer")
 	flag.IntVar(&lostSamples, "lost-worker", 3, "times to kill a worker in the middle of a visit and measure what it costs (0: never)")
+	flag.StringVar(&o.Upgrade.Bin, "upgrade-bin", "", "roll the cluster onto this tether-worker in the middle of the load (make upgrade-probe builds one whose workflow code differs); empty: no upgrade")
+	flag.DurationVar(&o.Upgrade.At, "upgrade-at", 150*time.Second, "start the rolling upgrade this far into the soak")
+	flag.DurationVar(&o.Upgrade.RampFor, "upgrade-ramp-for", 10*time.Second, "ramp the new build for this long before it is made current")
+	flag.IntVar(&o.CLIRuns, "cli-runs", 10, "runs whose writer is a real agent CLI (Claude Code against a fake model), besides -runs (0: none)")
 	flag.BoolVar(&o.Notify, "notify", true, "run a notice receiver, restart the workers with TETHER_NOTIFY naming it, and check each question was notified once")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
 	flag.StringVar(&target, "target", "cluster", "cluster (make cluster's, which must be up) or devserver (the embedded default make run starts: scripts/devserver.sh and one worker, started and stopped here)")
 	flag.StringVar(&metrics, "server-metrics", "auto", "the Temporal server's Prometheus endpoint, whose database requests the throughput phase counts per visit (auto: the cluster's, or the dev server's; none: off)")
 	flag.BoolVar(&o.Trace, "trace", false, "the workers export their spans to the soak during the throughput phase, which splits each visit's time by them")
 	flag.StringVar(&open, "open", "", "open runs to hold, comma-separated and cumulative (e.g. 1000,5000): each step starts runs that wait for a person and measures the server")
-	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs, levels 1 and 10, one worker kill, one 15 s S3 stop")
+	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs and 2 on a real CLI, levels 1 and 10, one worker kill, one 15 s S3 stop, a rolling upgrade 35 s in (with -upgrade-bin)")
 	flag.Parse()
 	if short {
 		levels, o.Runs, o.Rounds, o.WorkspaceFiles, o.BenchRounds = "1,10", 20, 13, 200, 5
 		o.Faults.KillEvery, o.Faults.Kills, o.Faults.RestartTemporal, o.Faults.RestartPostgres = 8*time.Second, 1, 0, 0
 		o.Faults.StopS3.At, o.Faults.StopS3.For = 12*time.Second, 15*time.Second
 		o.Deadline, lostSamples = 10*time.Minute, 1
+		o.Upgrade.At, o.Upgrade.RampFor, o.CLIRuns = 35*time.Second, 5*time.Second, 2
 	}
 	o.Levels = counts("levels", levels)
 	openRuns := counts("open", open)
