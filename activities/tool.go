@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // tailBytes is how much of a tool's stdout and stderr its output keeps.
@@ -112,23 +113,16 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of tool node %q: %v", a.Queue, node.ID, err), ErrTypeWorkerStopping, err)
 	}
 
-	out := map[string]any{
-		"exit_code":   0,
-		"stdout":      text(stdout),
-		"stderr":      text(stderr),
-		"timed_out":   false,
-		"duration_ms": time.Since(started).Milliseconds(),
-	}
+	out := runapi.ToolOutput{Stdout: text(stdout), Stderr: text(stderr), DurationMS: int(time.Since(started).Milliseconds())}
 	var exit *agent.ExitError
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case errors.Is(err, agent.ErrTimeout):
-		out["exit_code"] = -1
-		out["timed_out"] = true
+		out.ExitCode, out.TimedOut = -1, true
 	case errors.As(err, &exit):
-		out["exit_code"] = exit.Code
+		out.ExitCode = exit.Code
 	case errors.Is(err, agent.ErrPathRefused):
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: the worker's sandbox will not run %q: %v", node.ID, argv[0], err), ErrTypePathRefused, err)
 	case errors.Is(err, agent.ErrNotInstalled):
@@ -138,7 +132,7 @@ func (a *Activities) runTool(ctx context.Context, node graph.Node, visit int, in
 	default:
 		return nil, err
 	}
-	return out, nil
+	return out.Map(), nil
 }
 
 // text is a tail as an output keeps it: its bytes, a broken UTF-8 sequence

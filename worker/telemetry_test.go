@@ -20,9 +20,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/telemetry/telemetrytest"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // TestWorkerTelemetryFromEnv runs the tether-worker binary with
@@ -96,8 +96,8 @@ edges:
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	run, err := srv.Client(t).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "env-run", TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "env-run", Graph: g})
+	run, err := srv.Client(t).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "env-run", TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "env-run", Graph: g})
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
 

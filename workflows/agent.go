@@ -259,7 +259,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		for _, named := range []string{fmt.Sprintf("tool node %q: ", node.ID), fmt.Sprintf("node %q: ", node.ID)} {
 			inner = strings.TrimPrefix(inner, named)
 		}
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, inner), ErrTypeNodeFailed, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", what, inner), runapi.ErrTypeNodeFailed, err)
 	}
 }
 
@@ -297,7 +297,7 @@ func (r *runImpl) visitOptions(ctx workflow.Context, node *graph.Node, visitNo i
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:   summary,
-		TaskQueue: TaskQueue,
+		TaskQueue: runapi.TaskQueue,
 		// The node's own time, plus room to restore and snapshot.
 		StartToCloseTimeout: timeout + visitOverhead,
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,

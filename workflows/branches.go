@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -36,7 +37,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 	if len(starts) > graph.MaxBranches {
 		return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("a fan-out from %q opens %d branches, more than the %d one fan-out may have; split it into fan-outs of at most %d, or narrow the edges' when", starts[0].From, len(starts), graph.MaxBranches, graph.MaxBranches),
-			ErrTypeGraph, nil)
+			runapi.ErrTypeGraph, nil)
 	}
 	branches := r.openBranches(starts, parent, trunk)
 	wg := workflow.NewWaitGroup(ctx)
@@ -55,7 +56,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 			return runstore.Cursor{}, b.err
 		}
 		if join != "" && b.st.Join != join {
-			return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branches meet at different joins (%q and %q); every branch of one fan-out must reach the same join", join, b.st.Join), ErrTypeGraph, nil)
+			return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branches meet at different joins (%q and %q); every branch of one fan-out must reach the same join", join, b.st.Join), runapi.ErrTypeGraph, nil)
 		}
 		join = b.st.Join
 		if b.st.Last != "" {
@@ -64,7 +65,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 	}
 	node, ok := r.g.Node(join)
 	if !ok {
-		return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", join), ErrTypeGraph, nil)
+		return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", join), runapi.ErrTypeGraph, nil)
 	}
 	decided, conflicts, explain, err := r.joinWorkspaces(ctx, node, trunk, branches)
 	if err != nil {
@@ -76,7 +77,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 		r.cp.Workspace = decided
 		r.cp.Branches = nil
 	}
-	input := map[string]any{"branches": joined, "workspace": joinOutput(node, branches, conflicts, explain)}
+	input := map[string]any{runapi.JoinBranchesKey: joined, runapi.JoinOutputKey: joinOutput(node, branches, conflicts, explain)}
 	return runstore.Cursor{Node: join, Input: input, From: starts[0].From}, nil
 }
 
@@ -152,7 +153,7 @@ func (r *runImpl) walkBranch(ctx workflow.Context, b *branchRun) error {
 		cur := *b.st.Next
 		node, ok := r.g.Node(cur.Node)
 		if !ok {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), ErrTypeGraph, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), runapi.ErrTypeGraph, nil)
 		}
 		if node.Kind == graph.KindJoin && !b.st.NestedJoin {
 			b.st.Next, b.st.Join = nil, node.ID
@@ -161,10 +162,10 @@ func (r *runImpl) walkBranch(ctx workflow.Context, b *branchRun) error {
 		}
 		b.st.NestedJoin = false
 		if node.Kind == graph.KindEnd {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branch reached end node %q before a join", node.ID), ErrTypeGraph, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branch reached end node %q before a join", node.ID), runapi.ErrTypeGraph, nil)
 		}
 		if node.Session == graph.SessionPersist {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has session: persist inside a fan-out branch; a persist conversation cannot run in parallel branches (move it out of the fan-out)", node.ID), ErrTypeGraph, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has session: persist inside a fan-out branch; a persist conversation cannot run in parallel branches (move it out of the fan-out)", node.ID), runapi.ErrTypeGraph, nil)
 		}
 		v, err := r.visit(ctx, node, cur, b.sc)
 		if err != nil {
@@ -268,7 +269,7 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             fmt.Sprintf("%s: %s %d branches' files", join.ID, mode, len(branches)),
-		TaskQueue:           TaskQueue,
+		TaskQueue:           runapi.TaskQueue,
 		StartToCloseTimeout: joinTimeout,
 		// Attempts go on (a store outage, a lost worker, or only workers
 		// of an older build, without the activity, polling) until an
@@ -284,10 +285,10 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 	})
 	var res activities.JoinResult
 	if err := workflow.ExecuteActivity(actx, acts.JoinWorkspaces, req).Get(ctx, &res); err != nil {
-		return nil, nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the branches' workspaces could not be joined: %v; the run can continue with `tether resume %s` once the cause is fixed", join.ID, err, r.cp.RunID), ErrTypeWorkspace, err)
+		return nil, nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the branches' workspaces could not be joined: %v; the run can continue with `tether resume %s` once the cause is fixed", join.ID, err, r.cp.RunID), runapi.ErrTypeWorkspace, err)
 	}
 	if len(res.Stats) != len(branches) {
-		return nil, nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the worker measured %d branches of %d", join.ID, len(res.Stats), len(branches)), ErrTypeWorkspace, nil)
+		return nil, nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("join %q: the worker measured %d branches of %d", join.ID, len(res.Stats), len(branches)), runapi.ErrTypeWorkspace, nil)
 	}
 	for i, b := range branches {
 		st := res.Stats[i]
@@ -329,7 +330,7 @@ func pickBranch(join *graph.Node, branches []*branchRun, explain bool) (*branchR
 		if b != nil {
 			msg = fmt.Sprintf("join %q: %s %q on branch %s: %v", join.ID, what, src, b.st.Name, err)
 		}
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypeGraph, nil)
+		return temporal.NewNonRetryableApplicationError(msg, runapi.ErrTypeGraph, nil)
 	}
 	// Compiled once for every branch.
 	pick, err := graph.CompilePick(join.Workspace.Pick)
@@ -407,51 +408,26 @@ func (r *runImpl) recordJoined(join string, visit int, trunk *runstore.Workspace
 // joinOutput is the join's output under "workspace": what it did, each
 // branch's head and change, which it kept, and a merge's conflicts.
 func joinOutput(join *graph.Node, branches []*branchRun, merged []activities.Conflict, explain bool) map[string]any {
-	mode := join.Workspace.ModeOrTrunk()
-	kept := ""
-	var list []any
+	out := runapi.JoinOutput{Mode: join.Workspace.ModeOrTrunk(), Explained: explain}
 	for _, b := range branches {
 		head := ""
 		if b.sc.ws != nil {
 			head = b.sc.ws.Commit
 		}
-		if b.kept && mode == graph.JoinPick {
-			kept = b.st.Name
+		if b.kept && out.Mode == graph.JoinPick {
+			out.Kept = b.st.Name
 		}
-		entry := map[string]any{
-			"name": b.st.Name, "head": head, "kept": b.kept,
-			"files": b.stat.Files, "added": b.stat.Added, "removed": b.stat.Removed, "lines": b.stat.Lines,
-		}
-		if explain {
-			entry["pick_value"], entry["by_value"], entry["why"] = nil, nil, b.why
-			if b.pick != nil {
-				entry["pick_value"] = *b.pick
-			}
-			if b.by != nil {
-				entry["by_value"] = *b.by
-			}
-		}
-		list = append(list, entry)
+		out.Branches = append(out.Branches, runapi.JoinBranch{Name: b.st.Name, Head: head, Kept: b.kept, Change: b.stat, PickValue: b.pick, ByValue: b.by, Why: b.why})
 	}
-	conflicts := []any{}
-	if mode == graph.JoinMerge {
+	if out.Mode == graph.JoinMerge {
 		for _, c := range merged {
-			conflicts = append(conflicts, map[string]any{"path": c.Path, "branches": toAny(c.Branches), "ours": c.Ours, "theirs": c.Theirs})
+			out.Conflicts = append(out.Conflicts, runapi.JoinConflict{Path: c.Path, Branches: c.Branches, Ours: c.Ours, Theirs: c.Theirs})
 		}
 	}
-	out := map[string]any{"mode": mode, "kept": kept, "branches": list, "conflicts": conflicts}
 	if explain {
-		out["pick"], out["by"] = join.Workspace.Pick, join.Workspace.By
+		out.Pick, out.By = join.Workspace.Pick, join.Workspace.By
 	}
-	return out
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
+	return out.Map()
 }
 
 // latestJoined are the branches of the latest join.

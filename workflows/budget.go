@@ -47,7 +47,7 @@ func (r *runImpl) stopIfOverBudget(ctx workflow.Context, change string, version 
 	workflow.GetLogger(ctx).Warn("budget spent; stopping the run resumably", "reason", msg)
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("%s; raise it and continue with `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", msg, r.cp.RunID),
-		ErrTypeBudget, nil, &cp)
+		runapi.ErrTypeBudget, nil, &cp)
 }
 
 // OverBudget says which budget of cp's graph its spending crossed, or ""
@@ -106,5 +106,5 @@ func (r *runImpl) stopMidVisit(ctx workflow.Context, node *graph.Node, cur runst
 	workflow.GetLogger(ctx).Warn("budget spent mid-visit; stopping the run resumably", "node", node.ID, "reason", v.budgetStop)
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("%s, in the middle of node %s's visit %d; raise it and continue the visit with `tether resume %s --max-tokens N` or `--max-cost-usd X` (add --node NODE for a node's budget)", v.budgetStop, node.ID, cp.Stopped.Visit, r.cp.RunID),
-		ErrTypeBudget, nil, &cp)
+		runapi.ErrTypeBudget, nil, &cp)
 }

@@ -61,10 +61,10 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 				src = strings.Replace(src, "start: writer\n", "start: writer\n"+tc.budget+"\n", 1)
 			}
 			s.Require().NotEqual(persistLoop, src, "the budget went into the graph")
-			s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src)})
+			s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(src)})
 			var appErr *temporal.ApplicationError
 			s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
-			s.Equal(ErrTypeBudget, appErr.Type())
+			s.Equal(runapi.ErrTypeBudget, appErr.Type())
 			s.Contains(appErr.Error(), tc.reason)
 			var cp runstore.Checkpoint
 			s.Require().NoError(appErr.Details(&cp))
@@ -83,7 +83,7 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 			again := s.resume(&cp)
 			var againErr *temporal.ApplicationError
 			s.Require().ErrorAs(again.GetWorkflowError(), &againErr)
-			s.Equal(ErrTypeBudget, againErr.Type())
+			s.Equal(runapi.ErrTypeBudget, againErr.Type())
 			s.Contains(againErr.Error(), tc.reason)
 			s.Equal(visits, s.visitCount(), "no visit runs past a spent budget")
 			s.Require().NoError(againErr.Details(&cp))
@@ -92,7 +92,7 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 			editGraph(&cp, tc.raise)
 			done := s.resume(&cp)
 			s.Require().NoError(done.GetWorkflowError())
-			var res GraphRunResult
+			var res runapi.GraphRunResult
 			s.Require().NoError(done.GetWorkflowResult(&res))
 			s.Equal(int64(600), res.Usage.Tokens(), "three writer and three judge visits in all")
 			s.InDelta(0.06, res.Usage.CostUSD, 1e-9)
@@ -105,7 +105,7 @@ func (s *GraphRunSuite) TestNodeAndCostBudgetsStopThenResume() {
 func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowEnvironment {
 	env := s.newEnv()
 	c := *cp
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: c.RunID, Checkpoint: &c})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: c.RunID, Checkpoint: &c})
 	s.Require().True(env.IsWorkflowCompleted())
 	return env
 }
@@ -113,7 +113,7 @@ func (s *GraphRunSuite) resume(cp *runstore.Checkpoint) *testsuite.TestWorkflowE
 // newEnv is a new execution's environment with the suite's activities.
 func (s *GraphRunSuite) newEnv() *testsuite.TestWorkflowEnvironment {
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
 	return env
 }
@@ -155,10 +155,10 @@ func nodeOf(g *graph.Graph, id string) *graph.Node {
 func (s *GraphRunSuite) TestBudgetStopsAVisitMidTurn() {
 	src := strings.Replace(persistLoop, `prompt: "draft {{.visit}}"}`, `prompt: "CALLS:5 draft {{.visit}}", budget: {max_tokens: 250}}`, 1)
 	s.Require().NotEqual(persistLoop, src)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src)})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(src)})
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
-	s.Equal(ErrTypeBudget, appErr.Type())
+	s.Equal(runapi.ErrTypeBudget, appErr.Type())
 	const reason = "the budget of node writer is spent: 300 tokens used, max_tokens is 250"
 	s.Contains(appErr.Error(), reason+", in the middle of node writer's visit 1")
 	var cp runstore.Checkpoint
@@ -193,7 +193,7 @@ func (s *GraphRunSuite) TestBudgetStopsAVisitMidTurn() {
 	s.Equal(fmt.Sprintf(activities.BudgetContinue, reason), calls[1].Prompt, "told why it stopped, not given its prompt again")
 	s.Equal(2, calls[2].Visit)
 	s.Contains(calls[2].Prompt, "draft 2")
-	var res GraphRunResult
+	var res runapi.GraphRunResult
 	s.Require().NoError(done.GetWorkflowResult(&res))
 	s.Equal(4, countNode(res.Path, "writer"), "the stopped step, then writer visits 1, 2 and 3")
 }

@@ -43,12 +43,12 @@ func (s *GraphRunSuite) TestResumesACheckpointOf3b88009() {
 
 	env := s.newEnv()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Minute)
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: run, Checkpoint: cp})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: run, Checkpoint: cp})
 	s.Require().True(env.IsWorkflowCompleted())
 	s.Require().NoError(env.GetWorkflowError())
-	var res GraphRunResult
+	var res runapi.GraphRunResult
 	s.Require().NoError(env.GetWorkflowResult(&res))
 	s.Equal("plan>add>swap>best>ask>done", pathOf(&res), "the resumed run went on from the question to the end its answer leads to")
 	s.Equal("yes", res.Output["answer"])

@@ -21,10 +21,10 @@ import (
 // landed.
 func (s *GraphRunSuite) failStopAt(src string, landed int) (runstore.Checkpoint, runstore.NodeSessionSlot) {
 	s.store.arm("/checkpoints/", landed, false)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src), Options: Options{SessionHistory: -1}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(src), Options: runapi.Options{SessionHistory: -1}})
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
-	s.Require().Equal(ErrTypeResumable, appErr.Type(), appErr.Error())
+	s.Require().Equal(runapi.ErrTypeResumable, appErr.Type(), appErr.Error())
 	var cp runstore.Checkpoint
 	s.Require().NoError(appErr.Details(&cp))
 	return cp, s.latest().NodeSessions["writer"]
@@ -196,7 +196,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsOnEveryPath() {
 			_, err := s.run(strings.Replace(fanoutGraph, "{id: left, kind: agent, backend: scripted,", "{id: left, kind: agent, backend: scripted, session: persist,", 1), nil)
 			var appErr *temporal.ApplicationError
 			s.Require().ErrorAs(err, &appErr)
-			s.Equal(ErrTypeGraph, appErr.Type())
+			s.Equal(runapi.ErrTypeGraph, appErr.Type())
 			s.Contains(appErr.Error(), `node "left" has session: persist inside a fan-out branch`)
 			for _, r := range s.agents["scripted"].requests() {
 				s.NotEqual("left", r.NodeID, "the persist node never ran")

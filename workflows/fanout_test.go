@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -40,7 +41,7 @@ func (s *GraphRunSuite) TestFanoutOpensAtMostMaxBranches() {
 	_, err = s.run(wideFanout(17), nil)
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
-	s.Equal(ErrTypeGraph, appErr.Type())
+	s.Equal(runapi.ErrTypeGraph, appErr.Type())
 	s.Contains(appErr.Error(), `a fan-out from "split" opens 17 branches, more than the 16 one fan-out may have`)
 	s.Zero(s.latest().Visits["b0"], "no branch ran")
 }
@@ -77,7 +78,7 @@ func (s *GraphRunSuite) TestBranchesMustMeetAtOneJoin() {
 		_, err := s.run(twoJoins, nil)
 		var appErr *temporal.ApplicationError
 		s.Require().ErrorAs(err, &appErr, "shared=%v", shared)
-		s.Equal(ErrTypeGraph, appErr.Type())
+		s.Equal(runapi.ErrTypeGraph, appErr.Type())
 		s.Contains(appErr.Error(), `fan-out branches meet at different joins ("ja" and "jb")`)
 	}
 }
@@ -95,7 +96,7 @@ func (s *GraphRunSuite) TestABranchMustReachAJoin() {
 		_, err := s.run(g, nil)
 		var appErr *temporal.ApplicationError
 		s.Require().ErrorAs(err, &appErr, "shared=%v", shared)
-		s.Equal(ErrTypeGraph, appErr.Type())
+		s.Equal(runapi.ErrTypeGraph, appErr.Type())
 		s.Contains(appErr.Error(), `fan-out branch reached end node "done" before a join`)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/github"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -39,7 +40,7 @@ const (
 func githubOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:                summary,
-		TaskQueue:              TaskQueue,
+		TaskQueue:              runapi.TaskQueue,
 		StartToCloseTimeout:    githubAttempt,
 		HeartbeatTimeout:       githubHeartbeat,
 		ScheduleToCloseTimeout: githubPatience,
@@ -55,7 +56,7 @@ func githubOptions(ctx workflow.Context, summary string) workflow.Context {
 // GitHubDelivery carries out the plan the console made of one delivery.
 func GitHubDelivery(ctx workflow.Context, p *github.Plan) error {
 	if p == nil || p.Kind == "" {
-		return temporal.NewNonRetryableApplicationError("GitHubDelivery needs a plan", ErrTypeGraph, nil)
+		return temporal.NewNonRetryableApplicationError("GitHubDelivery needs a plan", runapi.ErrTypeGraph, nil)
 	}
 	reply := func(text string) error {
 		if text == "" {
@@ -95,14 +96,14 @@ func startFromGitHub(ctx workflow.Context, p *github.Plan) error {
 		return err
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            RunWorkflowID(s.RunID),
-		TaskQueue:             TaskQueue,
+		WorkflowID:            runapi.RunWorkflowID(s.RunID),
+		TaskQueue:             runapi.TaskQueue,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:         fmt.Sprintf("%s for %s", s.GraphName, github.ThreadKey(p.Repo, p.Thread)),
 	})
-	in := &GraphRunInput{RunID: s.RunID, Graph: s.Graph, Inputs: s.Inputs, Workspace: prep.Workspace, GitHub: prep.Thread}
-	err := workflow.ExecuteChildWorkflow(cctx, WorkflowType, in).GetChildWorkflowExecution().Get(ctx, nil)
+	in := &runapi.GraphRunInput{RunID: s.RunID, Graph: s.Graph, Inputs: s.Inputs, Workspace: prep.Workspace, GitHub: prep.Thread}
+	err := workflow.ExecuteChildWorkflow(cctx, runapi.WorkflowType, in).GetChildWorkflowExecution().Get(ctx, nil)
 	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
 	if errors.As(err, &started) {
 		return nil
@@ -138,7 +139,7 @@ func (r *runImpl) reportGitHub(ctx workflow.Context) {
 			req := &activities.GitHubReportRequest{Thread: r.threadCopy(), Report: r.githubReport()}
 			actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 				Summary:             "report on " + github.ThreadKey(r.cp.GitHub.Repo, r.cp.GitHub.Issue),
-				TaskQueue:           TaskQueue,
+				TaskQueue:           runapi.TaskQueue,
 				StartToCloseTimeout: time.Minute,
 				RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeGitHub, activities.ErrTypeBadRequest}},
 			})
@@ -178,8 +179,8 @@ func (r *runImpl) threadVisibility(ctx workflow.Context) {
 		return
 	}
 	r.gh.thread = keys
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchThread.ValueSet(keys)); err != nil {
-		workflow.GetLogger(ctx).Warn("could not set search attribute", "name", SearchThread.GetName(), "error", err.Error())
+	if err := workflow.UpsertTypedSearchAttributes(ctx, runapi.SearchThread.ValueSet(keys)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not set search attribute", "name", runapi.SearchThread.GetName(), "error", err.Error())
 	}
 }
 

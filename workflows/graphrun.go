@@ -21,7 +21,7 @@ import (
 // GraphRun interprets one graph run. Its whole state is a
 // runstore.Checkpoint: saved to the run store after every visit, carried
 // across continue-as-new, and handed back by a fail-stop.
-func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) {
+func GraphRun(ctx workflow.Context, in *runapi.GraphRunInput) (*runapi.GraphRunResult, error) {
 	r, err := newRun(ctx, in)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func GraphRun(ctx workflow.Context, in *GraphRunInput) (*GraphRunResult, error) 
 }
 
 // execute runs the graph from where the input says.
-func (r *runImpl) execute(ctx workflow.Context) (*GraphRunResult, error) {
+func (r *runImpl) execute(ctx workflow.Context) (*runapi.GraphRunResult, error) {
 	in := r.in
 	r.askAgainIfRewound(ctx)
 	if r.viaVisit = r.oneTripVisits(ctx); r.viaVisit {
@@ -78,14 +78,14 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 	}
 	from, ref, err := src.Render(r.cp.Inputs)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", r.g.Name, err), ErrTypeGraph, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", r.g.Name, err), runapi.ErrTypeGraph, err)
 	}
 	if from == "" {
 		return nil
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             "import the workspace from " + oneLine(from, 80),
-		TaskQueue:           TaskQueue,
+		TaskQueue:           runapi.TaskQueue,
 		StartToCloseTimeout: importTimeout,
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -96,7 +96,7 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 	var st runstore.WorkspaceState
 	req := &activities.ImportRequest{RunID: r.cp.RunID, From: from, Ref: ref, Started: workflow.Now(ctx)}
 	if err := workflow.ExecuteActivity(actx, acts.ImportWorkspace, req).Get(ctx, &st); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %s", r.g.Name, from, activities.ErrorText(err)), ErrTypeWorkspace, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: the workspace could not be imported from %s: %s", r.g.Name, from, activities.ErrorText(err)), runapi.ErrTypeWorkspace, err)
 	}
 	r.cp.Workspace = &st
 	return nil
@@ -104,8 +104,8 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 
 // runImpl is one execution of GraphRun.
 type runImpl struct {
-	in   *GraphRunInput
-	opts Options
+	in   *runapi.GraphRunInput
+	opts runapi.Options
 	cp   *runstore.Checkpoint
 	g    *graph.Graph
 
@@ -163,9 +163,9 @@ type question struct {
 	Notice string
 }
 
-func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
+func newRun(ctx workflow.Context, in *runapi.GraphRunInput) (*runImpl, error) {
 	if in == nil || in.RunID == "" {
-		return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a run_id", ErrTypeGraph, nil)
+		return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a run_id", runapi.ErrTypeGraph, nil)
 	}
 	r := &runImpl{in: in, opts: withDefaults(in.Options)}
 	if in.Checkpoint != nil {
@@ -174,18 +174,18 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		r.cp.RunID = in.RunID
 		g, err := runapi.GraphOf(&cp)
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the checkpoint it continues from holds a graph that does not read (%v); resume it from another checkpoint, or start the graph anew", in.RunID, err), ErrTypeGraph, nil)
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: the checkpoint it continues from holds a graph that does not read (%v); resume it from another checkpoint, or start the graph anew", in.RunID, err), runapi.ErrTypeGraph, nil)
 		}
 		r.g = g
 		l := cp.Lineage
 		r.rewound = l != nil && l.Kind == "rewind" && l.At != 0 && l.At == cp.Seq
 	} else {
 		if in.Graph == nil {
-			return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a graph or a checkpoint", ErrTypeGraph, nil)
+			return nil, temporal.NewNonRetryableApplicationError("GraphRun needs a graph or a checkpoint", runapi.ErrTypeGraph, nil)
 		}
 		inputs, err := applyInputDefaults(in.Graph, in.Inputs)
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), runapi.ErrTypeGraph, nil)
 		}
 		r.g = in.Graph
 		r.cp = &runstore.Checkpoint{
@@ -196,7 +196,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 			GitHub:  in.GitHub,
 		}
 		if err := runapi.SetGraph(r.cp, in.Graph); err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeGraph, nil)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), runapi.ErrTypeGraph, nil)
 		}
 	}
 	r.cp.Status = runstore.StatusRunning
@@ -211,7 +211,7 @@ func newRun(ctx workflow.Context, in *GraphRunInput) (*runImpl, error) {
 		r.cp.NodeSessions = map[string]runstore.NodeSessionSlot{}
 	}
 	if _, ok := r.g.Node(r.g.Start); !ok {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: start node %q does not exist; run `tether validate` on the graph file", r.g.Name, r.g.Start), ErrTypeGraph, nil)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: start node %q does not exist; run `tether validate` on the graph file", r.g.Name, r.g.Start), runapi.ErrTypeGraph, nil)
 	}
 	// A run checkpointed while a node waited for an answer visits that node
 	// again under the same visit number, so its questions keep their ids.
@@ -241,13 +241,13 @@ func applyInputDefaults(g *graph.Graph, given map[string]any) (map[string]any, e
 
 // setup registers the query, the answer signal and the answer update.
 func (r *runImpl) setup(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryState, func() (*State, error) {
+	if err := workflow.SetQueryHandler(ctx, runapi.QueryState, func() (*runapi.State, error) {
 		return r.state(), nil
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer,
-		func(ctx workflow.Context, a Answer) (string, error) {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, runapi.UpdateAnswer,
+		func(ctx workflow.Context, a runapi.Answer) (string, error) {
 			if ok, err := r.reviewNodeAnswer(a, true); ok {
 				return "accepted", err
 			}
@@ -256,7 +256,7 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 			}
 			return "accepted", nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(a Answer) error {
+		workflow.UpdateHandlerOptions{Validator: func(a runapi.Answer) error {
 			if ok, err := r.reviewNodeAnswer(a, false); ok {
 				return err
 			}
@@ -276,10 +276,10 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	}
 	r.receiveGuidance(ctx)
 	r.receiveUpgrade(ctx)
-	ch := workflow.GetSignalChannel(ctx, SignalAnswer)
+	ch := workflow.GetSignalChannel(ctx, runapi.SignalAnswer)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var a Answer
+			var a runapi.Answer
 			ch.Receive(ctx, &a)
 			if ok, err := r.reviewNodeAnswer(a, true); ok {
 				if err != nil {
@@ -303,7 +303,7 @@ var (
 	ErrEmptyAnswer     = errors.New("empty answer")
 )
 
-func (r *runImpl) findQuestion(a Answer) (*question, error) {
+func (r *runImpl) findQuestion(a runapi.Answer) (*question, error) {
 	if a.QuestionID == "" {
 		return nil, fmt.Errorf("answer has no question_id; `tether status %s` lists the pending questions", r.cp.RunID)
 	}
@@ -327,7 +327,7 @@ func (r *runImpl) findQuestion(a Answer) (*question, error) {
 	return nil, fmt.Errorf("%w: %q (pending: %s)", ErrUnknownQuestion, a.QuestionID, strings.Join(pending, ", "))
 }
 
-func (r *runImpl) applyAnswer(a Answer) error {
+func (r *runImpl) applyAnswer(a runapi.Answer) error {
 	q, err := r.findQuestion(a)
 	if err != nil {
 		return err
@@ -406,7 +406,7 @@ func (r *runImpl) lookup(id string) *question {
 // state builds the query answer from the checkpoint plus what only the
 // running workflow knows (the nodes being visited, the questions asked),
 // with long values cut and never a state ref.
-func (r *runImpl) state() *State {
+func (r *runImpl) state() *runapi.State {
 	s := StateOf(r.cp)
 	s.Current = slices.Clone(r.current)
 	for _, id := range sortedKeys(s.Outputs) {
@@ -415,7 +415,7 @@ func (r *runImpl) state() *State {
 	s.Questions = nil
 	for _, q := range r.questions {
 		if !q.Answered {
-			s.Questions = append(s.Questions, PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(r.g, q.Node), Asking: q.Notice})
+			s.Questions = append(s.Questions, runapi.PendingQuestion{ID: q.ID, Node: q.Node, Text: q.Text, AllowEmpty: q.AllowEmpty, Options: optionsOf(r.g, q.Node), Asking: q.Notice})
 		}
 	}
 	return s
@@ -441,7 +441,7 @@ func queryValue(m map[string]any) map[string]any {
 func sortedKeys[V any](m map[string]V) []string { return workflow.DeterministicKeys(m) }
 
 // StateOf is what a checkpoint alone says about a run (runapi.StateOf).
-func StateOf(cp *runstore.Checkpoint) *State { return runapi.StateOf(cp) }
+func StateOf(cp *runstore.Checkpoint) *runapi.State { return runapi.StateOf(cp) }
 
 // optionsOf are the options of node, when it is a human node.
 func optionsOf(g *graph.Graph, node string) []string { return runapi.OptionsOf(g, node) }

@@ -27,6 +27,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
@@ -131,13 +132,13 @@ func (s *GraphRunSuite) SetupTest() {
 	dir := s.T().TempDir()
 	s.acts = &activities.Activities{
 		Blobs: s.store, Runs: s.runs, Backends: bs,
-		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: WorkerQueue("test"),
+		StateDir: dir + "/state", WorkDir: dir + "/work", Queue: runapi.WorkerQueue("test"),
 		Workspaces: workspace.NewManager(dir+"/state/workspaces", s.store, workspace.Limits{}, nil),
 	}
 	s.logs = &logs{}
 	s.SetLogger(s.logs)
 	s.env = loadTolerant(s.NewTestWorkflowEnvironment())
-	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	s.env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	s.env.RegisterActivity(s.acts)
 }
 
@@ -147,13 +148,13 @@ func (s *GraphRunSuite) parse(src string) *graph.Graph {
 	return g
 }
 
-func (s *GraphRunSuite) run(src string, inputs map[string]any) (*GraphRunResult, error) {
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(src), Inputs: inputs})
+func (s *GraphRunSuite) run(src string, inputs map[string]any) (*runapi.GraphRunResult, error) {
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(src), Inputs: inputs})
 	s.Require().True(s.env.IsWorkflowCompleted())
 	if err := s.env.GetWorkflowError(); err != nil {
 		return nil, err
 	}
-	var res GraphRunResult
+	var res runapi.GraphRunResult
 	s.Require().NoError(s.env.GetWorkflowResult(&res))
 	return &res, nil
 }
@@ -164,7 +165,7 @@ func (s *GraphRunSuite) latest() *runstore.Checkpoint {
 	return cp
 }
 
-func pathOf(res *GraphRunResult) string {
+func pathOf(res *runapi.GraphRunResult) string {
 	var p []string
 	for _, st := range res.Path {
 		p = append(p, st.Node)
@@ -270,7 +271,7 @@ func (s *GraphRunSuite) writerSlotBlobs() []string {
 // A slot blob that falls out of the session_history window is deleted
 // after the checkpoint that superseded it, and only then.
 func (s *GraphRunSuite) TestSlotBlobsBeyondTheHistoryAreDeleted() {
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Options: Options{SessionHistory: 1}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Options: runapi.Options{SessionHistory: 1}})
 	s.Require().NoError(s.env.GetWorkflowError())
 	cp := s.latest()
 	s.Len(cp.RetainedSessions["writer"], 1)
@@ -290,7 +291,7 @@ edges:
 `, nil)
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
-	s.Equal(ErrTypeNoEdge, appErr.Type())
+	s.Equal(runapi.ErrTypeNoEdge, appErr.Type())
 	s.Contains(appErr.Error(), `node "a"`)
 	s.Contains(appErr.Error(), `verdict="maybe"`)
 	s.Equal(runstore.StatusFailed, s.latest().Status)
@@ -309,7 +310,7 @@ edges:
 `, nil)
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
-	s.Equal(ErrTypeMaxVisits, appErr.Type())
+	s.Equal(runapi.ErrTypeMaxVisits, appErr.Type())
 	s.Contains(appErr.Error(), "4th time but max_visits is 3")
 	s.Len(s.agents["scripted"].requests(), 3)
 }
@@ -344,7 +345,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsAtRunTime() {
 	_, err := s.run(strings.Replace(fanoutGraph, "{id: left, kind: agent, backend: scripted,", "{id: left, kind: agent, backend: scripted, session: persist,", 1), nil)
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
-	s.Equal(ErrTypeGraph, appErr.Type())
+	s.Equal(runapi.ErrTypeGraph, appErr.Type())
 	s.Contains(appErr.Error(), "persist inside a fan-out branch")
 }
 
@@ -365,7 +366,7 @@ func (s *GraphRunSuite) TestAnswerBySignal() {
 		s.Equal("ask-1", st.Questions[0].ID)
 		s.Equal("Publish Otters?", st.Questions[0].Text)
 		s.Equal(runstore.StatusWaiting, st.Status)
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Hour)
 	res, err := s.run(humanGraph, map[string]any{"title": "Otters"})
 	s.Require().NoError(err)
@@ -375,19 +376,19 @@ func (s *GraphRunSuite) TestAnswerBySignal() {
 func (s *GraphRunSuite) TestAnswerByUpdateRejectsBadAnswers() {
 	var rejectedUnknown, accepted, rejectedTwice error
 	s.env.RegisterDelayedCallback(func() {
-		s.env.UpdateWorkflow(UpdateAnswer, "u1", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(runapi.UpdateAnswer, "u1", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedUnknown = err },
 			OnAccept: func() { s.Fail("unknown question accepted") },
-		}, Answer{QuestionID: "nope", Text: "yes"})
-		s.env.UpdateWorkflow(UpdateAnswer, "u2", &testsuite.TestUpdateCallback{
+		}, runapi.Answer{QuestionID: "nope", Text: "yes"})
+		s.env.UpdateWorkflow(runapi.UpdateAnswer, "u2", &testsuite.TestUpdateCallback{
 			OnReject:   func(err error) { s.Fail("good answer rejected", err) },
 			OnAccept:   func() {},
 			OnComplete: func(any, error) { accepted = nil },
-		}, Answer{QuestionID: "ask-1", Text: "ship it"})
-		s.env.UpdateWorkflow(UpdateAnswer, "u3", &testsuite.TestUpdateCallback{
+		}, runapi.Answer{QuestionID: "ask-1", Text: "ship it"})
+		s.env.UpdateWorkflow(runapi.UpdateAnswer, "u3", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedTwice = err },
 			OnAccept: func() {},
-		}, Answer{QuestionID: "ask-1", Text: "again"})
+		}, runapi.Answer{QuestionID: "ask-1", Text: "again"})
 	}, time.Hour)
 	res, err := s.run(humanGraph, map[string]any{"title": "x"})
 	s.Require().NoError(err)
@@ -399,10 +400,10 @@ func (s *GraphRunSuite) TestAnswerByUpdateRejectsBadAnswers() {
 	s.Contains(rejectedTwice.Error(), "already answered")
 }
 
-func (s *GraphRunSuite) queryState() *State {
-	v, err := s.env.QueryWorkflow(QueryState)
+func (s *GraphRunSuite) queryState() *runapi.State {
+	v, err := s.env.QueryWorkflow(runapi.QueryState)
 	s.Require().NoError(err)
-	var st State
+	var st runapi.State
 	s.Require().NoError(v.Get(&st))
 	return &st
 }
@@ -475,7 +476,7 @@ func TestMintIDsReplay(t *testing.T) {
 	require.NotEmpty(t, keys, "the history names its session keys")
 	r := worker.NewWorkflowReplayer()
 	var minted []string
-	r.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	r.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	mintHook = func(id string) { minted = append(minted, id) }
 	defer func() { mintHook = nil }()
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("..", "testdata", "histories", "persist-loop.json")))
@@ -522,7 +523,7 @@ func (s *GraphRunSuite) TestAnswerSignalledDuringTheWaitingCheckpointIsTaken() {
 		}
 		if req, ok := args[0].(*activities.CheckpointRequest); ok && req.Checkpoint.Status == runstore.StatusWaiting {
 			signalled = true
-			s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+			s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 		}
 	})
 	res, err := s.run(humanGraph, map[string]any{"title": "Otters"})

@@ -15,10 +15,10 @@ import (
 // receiveGuidance keeps the notes people send agent nodes with the guide
 // signal, in the checkpoint, until their node's next visit takes them.
 func (r *runImpl) receiveGuidance(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, SignalGuide)
+	ch := workflow.GetSignalChannel(ctx, runapi.SignalGuide)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var gd Guide
+			var gd runapi.Guide
 			ch.Receive(ctx, &gd)
 			if err := r.addGuidance(ctx, gd); err != nil {
 				workflow.GetLogger(ctx).Warn("guide signal ignored", "node", gd.Node, "error", err.Error())
@@ -27,7 +27,7 @@ func (r *runImpl) receiveGuidance(ctx workflow.Context) {
 	})
 }
 
-func (r *runImpl) addGuidance(ctx workflow.Context, gd Guide) error {
+func (r *runImpl) addGuidance(ctx workflow.Context, gd runapi.Guide) error {
 	if err := CheckGuide(r.g, gd); err != nil {
 		return err
 	}
@@ -37,12 +37,12 @@ func (r *runImpl) addGuidance(ctx workflow.Context, gd Guide) error {
 			waiting++
 		}
 	}
-	if waiting >= MaxGuidance {
+	if waiting >= runapi.MaxGuidance {
 		return fmt.Errorf("node %q already has %d notes waiting for its next visit", gd.Node, waiting)
 	}
 	text := strings.TrimSpace(gd.Text)
-	if len(text) > MaxGuideText {
-		text = strings.ToValidUTF8(text[:MaxGuideText], "") + " …"
+	if len(text) > runapi.MaxGuideText {
+		text = strings.ToValidUTF8(text[:runapi.MaxGuideText], "") + " …"
 	}
 	r.cp.Guidance = append(r.cp.Guidance, runstore.Guidance{
 		Node: gd.Node, Text: text, By: oneLine(gd.By, 80), At: workflow.Now(ctx).UTC().Format(time.RFC3339),
@@ -92,4 +92,4 @@ func guidanceTexts(gs []runstore.Guidance) []string {
 }
 
 // CheckGuide says why a note cannot go to its node (runapi.CheckGuide).
-func CheckGuide(g *graph.Graph, gd Guide) error { return runapi.CheckGuide(g, gd) }
+func CheckGuide(g *graph.Graph, gd runapi.Guide) error { return runapi.CheckGuide(g, gd) }

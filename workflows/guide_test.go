@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 const guideGraph = `
@@ -36,11 +37,11 @@ edges:
 // node that is not an agent, or that the graph lacks, is ignored.
 func (s *GraphRunSuite) TestGuideReachesTheNextVisit() {
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(SignalGuide, Guide{Node: "again", Text: "keep it under 50 words", By: "ada"})
-		s.env.SignalWorkflow(SignalGuide, Guide{Node: "ask", Text: "not an agent"})
-		s.env.SignalWorkflow(SignalGuide, Guide{Node: "nobody", Text: "no such node"})
-		s.env.SignalWorkflow(SignalGuide, Guide{Node: "again", Text: "   "})
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalGuide, runapi.Guide{Node: "again", Text: "keep it under 50 words", By: "ada"})
+		s.env.SignalWorkflow(runapi.SignalGuide, runapi.Guide{Node: "ask", Text: "not an agent"})
+		s.env.SignalWorkflow(runapi.SignalGuide, runapi.Guide{Node: "nobody", Text: "no such node"})
+		s.env.SignalWorkflow(runapi.SignalGuide, runapi.Guide{Node: "again", Text: "   "})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Minute)
 	res, err := s.run(guideGraph, nil)
 	s.Require().NoError(err)
@@ -65,16 +66,16 @@ func (s *GraphRunSuite) TestGuideReachesTheNextVisit() {
 // and the state query shows it.
 func (s *GraphRunSuite) TestGuideWaitsInTheCheckpoint() {
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(SignalGuide, Guide{Node: "writer", Text: "next time, rhyme"})
+		s.env.SignalWorkflow(runapi.SignalGuide, runapi.Guide{Node: "writer", Text: "next time, rhyme"})
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		v, err := s.env.QueryWorkflow(QueryState)
+		v, err := s.env.QueryWorkflow(runapi.QueryState)
 		s.Require().NoError(err)
-		var st State
+		var st runapi.State
 		s.Require().NoError(v.Get(&st))
 		s.Require().Len(st.Guidance, 1)
 		s.Equal("writer", st.Guidance[0].Node)
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, 2*time.Minute)
 	_, err := s.run(guideGraph, nil)
 	s.Require().NoError(err)

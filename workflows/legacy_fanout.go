@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -43,7 +44,7 @@ func (r *runImpl) fanoutShared(ctx workflow.Context, starts []runstore.Cursor) (
 			return runstore.Cursor{}, b.err
 		}
 		if join != "" && b.join != join {
-			return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branches meet at different joins (%q and %q); every branch of one fan-out must reach the same join", join, b.join), ErrTypeGraph, nil)
+			return runstore.Cursor{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branches meet at different joins (%q and %q); every branch of one fan-out must reach the same join", join, b.join), runapi.ErrTypeGraph, nil)
 		}
 		join = b.join
 		joined[b.last] = b.out
@@ -58,17 +59,17 @@ func (r *runImpl) branch(ctx workflow.Context, cur runstore.Cursor) (join, last 
 	for {
 		node, ok := r.g.Node(cur.Node)
 		if !ok {
-			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), ErrTypeGraph, nil)
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), runapi.ErrTypeGraph, nil)
 		}
 		if node.Kind == graph.KindJoin && node.ID != nestedJoin {
 			return node.ID, last, out, nil
 		}
 		nestedJoin = ""
 		if node.Kind == graph.KindEnd {
-			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branch reached end node %q before a join", node.ID), ErrTypeGraph, nil)
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("fan-out branch reached end node %q before a join", node.ID), runapi.ErrTypeGraph, nil)
 		}
 		if node.Session == graph.SessionPersist {
-			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has session: persist inside a fan-out branch; a persist conversation cannot run in parallel branches (move it out of the fan-out)", node.ID), ErrTypeGraph, nil)
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has session: persist inside a fan-out branch; a persist conversation cannot run in parallel branches (move it out of the fan-out)", node.ID), runapi.ErrTypeGraph, nil)
 		}
 		v, err := r.visit(ctx, node, cur, &scope{branch: true})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/resolve"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -64,7 +65,7 @@ func (r *runImpl) legacyVisitAgent(ctx workflow.Context, node *graph.Node, cur r
 				log.Warn("the worker holding this visit's session is gone; restarting the visit on another worker", "node", node.ID, "visit", visitNo, "restart", restarts, "error", err.Error())
 				continue
 			}
-			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent node %q (visit %d, backend %s): %s", node.ID, visitNo, eff, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent node %q (visit %d, backend %s): %s", node.ID, visitNo, eff, activities.ErrorText(err)), runapi.ErrTypeNodeFailed, err)
 		}
 
 		if len(res.Questions) > 0 {
@@ -167,14 +168,14 @@ func (r *runImpl) legacyCommit(ctx workflow.Context, node *graph.Node, inBranch 
 func (r *runImpl) legacyRestore(ctx workflow.Context, node *graph.Node, plan resolve.Plan) (sessionID, queue string, input map[string]any, err error) {
 	log := workflow.GetLogger(ctx)
 	if plan.Kind == resolve.Fresh {
-		return "", TaskQueue, plan.Input, nil
+		return "", runapi.TaskQueue, plan.Input, nil
 	}
 	req := &activities.RestoreRequest{RunID: r.cp.RunID, Node: *node, Backend: plan.Backend, SessionID: plan.SessionID}
 	if plan.Kind != resolve.HasSession {
 		req.StateRef, req.Digest = plan.StateRef, plan.Digest
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
+		TaskQueue:           runapi.TaskQueue,
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -187,15 +188,15 @@ func (r *runImpl) legacyRestore(ctx workflow.Context, node *graph.Node, plan res
 	if err := workflow.ExecuteActivity(actx, acts.RestoreSession, req).Get(ctx, &res); err != nil {
 		if isAppErrorType(err, activities.ErrTypeSessionUnavailable) {
 			log.Warn("session could not be restored; stripping session keys and running fresh", "node", node.ID, "plan", plan.Kind.String(), "reason", plan.Reason, "error", err.Error())
-			return "", TaskQueue, plan.Stripped, nil
+			return "", runapi.TaskQueue, plan.Stripped, nil
 		}
 		return "", "", nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("agent node %q: restoring its session failed with a storage fault (not absence): %v; fix the blob store, then `tether resume %s`", node.ID, err, r.cp.RunID),
-			ErrTypeNodeFailed, err)
+			runapi.ErrTypeNodeFailed, err)
 	}
 	if !res.Present {
 		log.Warn("session is not present on the worker; stripping session keys and running fresh", "node", node.ID, "plan", plan.Kind.String(), "reason", plan.Reason)
-		return "", TaskQueue, plan.Stripped, nil
+		return "", runapi.TaskQueue, plan.Stripped, nil
 	}
 	return plan.SessionID, res.Queue, plan.Input, nil
 }
@@ -217,7 +218,7 @@ func (r *runImpl) legacyExecute(ctx workflow.Context, queue string, req *activit
 			},
 		},
 	}
-	if queue != TaskQueue {
+	if queue != runapi.TaskQueue {
 		opts.ScheduleToStartTimeout = r.opts.WorkerLostAfter
 		opts.RetryPolicy.MaximumAttempts = 1
 	}
@@ -240,7 +241,7 @@ func (r *runImpl) legacyVisitTool(ctx workflow.Context, node *graph.Node, cur ru
 		timeout = defaultToolTimeout
 	}
 	opts := workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
+		TaskQueue:           runapi.TaskQueue,
 		StartToCloseTimeout: timeout + time.Minute,
 		HeartbeatTimeout:    r.opts.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -261,13 +262,13 @@ func (r *runImpl) legacyVisitTool(ctx workflow.Context, node *graph.Node, cur ru
 			return visitResult{output: out}, nil
 		}
 		if !workerLost(err) {
-			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %s", node.ID, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %s", node.ID, activities.ErrorText(err)), runapi.ErrTypeNodeFailed, err)
 		}
 		workflow.GetLogger(ctx).Warn("the worker of the last agent visit is gone; running the tool on any worker, without that agent's files", "node", node.ID)
 		r.lastQueue = ""
 	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.RunTool, req).Get(ctx, &out); err != nil {
-		return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %s", node.ID, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+		return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool node %q: %s", node.ID, activities.ErrorText(err)), runapi.ErrTypeNodeFailed, err)
 	}
 	return visitResult{output: out}, nil
 }

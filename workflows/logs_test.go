@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // logs keeps what the workflow logged, for tests to read: the warnings a
@@ -60,7 +62,7 @@ func (s *GraphRunSuite) TestAHealthyRunWarnsOfNothing() {
 	// Superseded slots and an answered question's pause blob deleted.
 	s.SetupTest()
 	s.answerWhenAsked("writer-1-q1", "yes", func() {})
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(strings.Replace(persistLoop, `"draft {{.visit}}"`, `"draft {{.visit}}{{if eq .visit 1}} ASK: ok?{{end}}"`, 1)), Options: Options{SessionHistory: -1}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(strings.Replace(persistLoop, `"draft {{.visit}}"`, `"draft {{.visit}}{{if eq .visit 1}} ASK: ok?{{end}}"`, 1)), Options: runapi.Options{SessionHistory: -1}})
 	s.Require().NoError(s.env.GetWorkflowError())
 	s.Len(s.store.deletedKeys(), 3, "the pause blob and two superseded slots")
 	s.Empty(s.logs.at("WARN"))

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -29,8 +30,8 @@ func (s *GraphRunSuite) TestContinueAsNewAtTheThreshold() {
 			s.SetupTest()
 			s.env.SetCurrentHistoryLength(tc.length)
 			s.env.SetContinueAsNewSuggested(tc.suggested)
-			opts := Options{ContinueAsNewEvents: 100, SessionHistory: 3}
-			s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Options: opts})
+			opts := runapi.Options{ContinueAsNewEvents: 100, SessionHistory: 3}
+			s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Options: opts})
 			err := s.env.GetWorkflowError()
 			var can *workflow.ContinueAsNewError
 			if !tc.continues {
@@ -38,7 +39,7 @@ func (s *GraphRunSuite) TestContinueAsNewAtTheThreshold() {
 				return
 			}
 			s.Require().True(errors.As(err, &can), "%v", err)
-			var next GraphRunInput
+			var next runapi.GraphRunInput
 			s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 			s.Equal("run-1", next.RunID)
 			s.Equal(opts, next.Options)
@@ -127,7 +128,7 @@ edges:
 // could not be.
 func (s *GraphRunSuite) TestABudgetStopIsRecorded() {
 	g := s.parse(strings.Replace(persistLoop, "start: writer\n", "start: writer\nbudget: {max_tokens: 150}\n", 1))
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: g})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: g})
 	s.Require().Error(s.env.GetWorkflowError())
 	s.Equal(runstore.StatusFailedResumable, s.latest().Status)
 	for _, w := range s.logs.at("WARN") {
@@ -152,7 +153,7 @@ edges:
 	var current []string
 	s.env.RegisterDelayedCallback(func() {
 		current = s.queryState().Current
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "gate-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "gate-1", Text: "yes"})
 	}, time.Hour)
 	_, err := s.run(g, nil)
 	s.Require().NoError(err)

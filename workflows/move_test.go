@@ -78,11 +78,11 @@ func (p *pins) builds() []string {
 
 // continuedWith is the input of the execution env's workflow continued
 // as new into.
-func (s *GraphRunSuite) continuedWith(env *testsuite.TestWorkflowEnvironment) *GraphRunInput {
+func (s *GraphRunSuite) continuedWith(env *testsuite.TestWorkflowEnvironment) *runapi.GraphRunInput {
 	err := env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	s.Require().True(errors.As(err, &can), "the run did not continue as new: %v", err)
-	var next GraphRunInput
+	var next runapi.GraphRunInput
 	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	return &next
 }
@@ -105,7 +105,7 @@ func (s *GraphRunSuite) TestARunMovesToTheCurrentBuildBetweenVisits() {
 		}
 	}
 	versioned(s.env, rt)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop)})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop)})
 	next := s.continuedWith(s.env)
 	s.Require().NotNil(next.Move)
 	s.Equal(runapi.Move{Deployment: "tether", From: "a", To: "b", Since: onB.Changed,
@@ -147,7 +147,7 @@ func (s *GraphRunSuite) TestAWaitingRunMovesWhenAsked() {
 		rt.set(onB)
 		s.env.SignalWorkflow(runapi.SignalUpgrade, nil)
 	}, 2*time.Hour)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
 	next := s.continuedWith(s.env)
 	s.Require().NotNil(next.Move)
 	s.Equal("b", next.Move.To)
@@ -169,7 +169,7 @@ func (s *GraphRunSuite) TestAMovedRunPinsItselfThenTakesItsAnswer() {
 		rt.set(onB)
 		s.env.SignalWorkflow(runapi.SignalUpgrade, nil)
 	}, time.Hour)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
 	next := s.continuedWith(s.env)
 	s.Require().NotNil(next.Checkpoint.Pause, "it moved while it waited")
 
@@ -185,11 +185,11 @@ func (s *GraphRunSuite) TestAMovedRunPinsItselfThenTakesItsAnswer() {
 	}}
 	versioned(s.env, arrived)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, 100*time.Millisecond)
 	s.env.ExecuteWorkflow(GraphRun, next)
 	s.Require().NoError(s.env.GetWorkflowError(), "%v", s.logs.at("DEBUG"))
-	var res GraphRunResult
+	var res runapi.GraphRunResult
 	s.Require().NoError(s.env.GetWorkflowResult(&res))
 	s.Equal("yes", res.Output["answer"])
 	s.Equal("ask>done", pathOf(&res))
@@ -203,7 +203,7 @@ func (s *GraphRunSuite) TestAMovedRunDoesNotMoveBackOnAStaleRouting() {
 	versioned(s.env, &routingOf{rt: stale})
 	mv := &runapi.Move{Deployment: "tether", From: "a", To: "b", Since: onB.Changed}
 	// Already on b: no pin, no wait.
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Move: mv})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop), Move: mv})
 	s.Require().NoError(s.env.GetWorkflowError())
 }
 
@@ -232,7 +232,7 @@ func (s *GraphRunSuite) TestAWaitingRunWaitsForItsWorkerToReadTheNewRouting() {
 		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
 	}, time.Hour)
 	s.env.RegisterDelayedCallback(func() { rt.set(onB) }, time.Hour+5*time.Second)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
 	next := s.continuedWith(s.env)
 	s.Require().NotNil(next.Move)
 	s.Equal("b", next.Move.To)
@@ -267,9 +267,9 @@ edges:
 	s.env.RegisterDelayedCallback(func() {
 		st := s.queryState()
 		s.Require().Len(st.Questions, 1, "still waiting in the branch")
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
 	}, 2*time.Hour)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
 	next := s.continuedWith(s.env)
 	s.Require().NotNil(next.Move)
 	s.Equal([]string{"meet"}, cursorNodes(next.Checkpoint), "it moved with every branch done, before the join")

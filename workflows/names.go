@@ -4,38 +4,7 @@
 // the run store and carries across continue-as-new.
 package workflows
 
-import (
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/tether-run/tether/internal/runapi"
-)
-
-// The names and error types are runapi's: `tether` reads them there.
-const (
-	TaskQueue             = runapi.TaskQueue
-	WorkflowType          = runapi.WorkflowType
-	SignalAnswer          = runapi.SignalAnswer
-	UpdateAnswer          = runapi.UpdateAnswer
-	QueryState            = runapi.QueryState
-	NoticeWorkflowType    = runapi.NoticeWorkflowType
-	SignalGuide           = runapi.SignalGuide
-	ErrTypeResumable      = runapi.ErrTypeResumable
-	ErrTypeNodeFailed     = runapi.ErrTypeNodeFailed
-	ErrTypeNoEdge         = runapi.ErrTypeNoEdge
-	ErrTypeMaxVisits      = runapi.ErrTypeMaxVisits
-	ErrTypeGraph          = runapi.ErrTypeGraph
-	ErrTypeWorkspace      = runapi.ErrTypeWorkspace
-	ErrTypeRunIDTaken     = runapi.ErrTypeRunIDTaken
-	ErrTypeRunIDUnchecked = runapi.ErrTypeRunIDUnchecked
-	ErrTypeBudget         = runapi.ErrTypeBudget
-)
-
-// RunWorkflowID returns the workflow ID of a run (runapi.RunWorkflowID).
-func RunWorkflowID(runID string) string { return runapi.RunWorkflowID(runID) }
-
-// WorkerQueue returns the task queue only one worker polls
-// (runapi.WorkerQueue).
-func WorkerQueue(workerID string) string { return runapi.WorkerQueue(workerID) }
+import "go.temporal.io/sdk/workflow"
 
 // Workflow changes since the first recorded histories. Each is a
 // workflow.GetVersion change id; histories under testdata/histories replay

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -52,7 +53,7 @@ const (
 func Notice(ctx workflow.Context, n *notify.Notice) error {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:                fmt.Sprintf("send %s notice of run %s to %s", n.Event, n.Run, n.Endpoint),
-		TaskQueue:              TaskQueue,
+		TaskQueue:              runapi.TaskQueue,
 		StartToCloseTimeout:    noticeAttempt,
 		HeartbeatTimeout:       noticeHeartbeat,
 		ScheduleToCloseTimeout: noticePatience,
@@ -112,13 +113,13 @@ func (r *runImpl) notice(ctx workflow.Context, event, key string, n notify.Notic
 		}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:               fmt.Sprintf("%s/notice/%s/%s", r.cp.RunID, key, ep.Name),
-			TaskQueue:                TaskQueue,
+			TaskQueue:                runapi.TaskQueue,
 			ParentClosePolicy:        enumspb.PARENT_CLOSE_POLICY_ABANDON,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			WorkflowExecutionTimeout: noticeTimeout,
 			StaticSummary:            fmt.Sprintf("%s notice of run %s to %s", event, r.cp.RunID, ep.Name),
 		})
-		r.notices.started = append(r.notices.started, workflow.ExecuteChildWorkflow(cctx, NoticeWorkflowType, &n))
+		r.notices.started = append(r.notices.started, workflow.ExecuteChildWorkflow(cctx, runapi.NoticeWorkflowType, &n))
 	}
 }
 
@@ -188,7 +189,7 @@ func (r *runImpl) askAgainIfRewound(ctx workflow.Context) {
 // noticeEnd sends the notice of how the execution ended, if it ended the
 // run, and waits until every notice of the execution has started: a
 // notice whose workflow had not started would be lost with the run.
-func (r *runImpl) noticeEnd(ctx workflow.Context, res *GraphRunResult, err error) {
+func (r *runImpl) noticeEnd(ctx workflow.Context, res *runapi.GraphRunResult, err error) {
 	if err != nil && temporal.IsCanceledError(err) {
 		// A cancelled run's context is done: it can start nothing more.
 		return
@@ -202,7 +203,7 @@ func (r *runImpl) noticeEnd(ctx workflow.Context, res *GraphRunResult, err error
 	case err == nil && res != nil:
 		r.notice(ctx, graph.NotifyCompleted, key(graph.NotifyCompleted), notify.Notice{Node: res.EndNode, Status: runstore.StatusCompleted})
 	case err == nil, workflow.IsContinueAsNewError(err):
-	case stopped && stop.Type() == ErrTypeBudget:
+	case stopped && stop.Type() == runapi.ErrTypeBudget:
 		r.notice(ctx, graph.NotifyBudget, key(graph.NotifyBudget), notify.Notice{Node: node, Status: runstore.StatusFailedResumable, Error: err.Error()})
 	case stopped:
 		r.notice(ctx, graph.NotifyFailed, key(graph.NotifyFailed), notify.Notice{Node: node, Status: runstore.StatusFailedResumable, Error: err.Error()})

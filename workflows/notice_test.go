@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -44,7 +45,7 @@ func (s *GraphRunSuite) withNotices(endpoints ...notify.Endpoint) *noticeRecorde
 	s.Require().NoError(err)
 	s.acts.Notifier = sender
 	rec := &noticeRecorder{}
-	s.env.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: NoticeWorkflowType})
+	s.env.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: runapi.NoticeWorkflowType})
 	s.env.OnActivity("Notify", mock.Anything, mock.Anything).Return(rec.Notify)
 	return rec
 }
@@ -66,7 +67,7 @@ func (s *GraphRunSuite) TestNoticesPerQuestionAndEnd() {
 		p := s.latest().Pause
 		s.Require().NotNil(p)
 		s.Equal("waiting/ask-1/0", p.Questions[0].Notice, "the pause checkpoint records the notice sent")
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Hour)
 	_, err := s.run(src, map[string]any{"title": "Otters"})
 	s.Require().NoError(err)
@@ -91,7 +92,7 @@ func (s *GraphRunSuite) TestNoNoticesWhenOff() {
 	rec := s.withNotices(notify.Endpoint{Name: "ops", URL: "https://ops.example/hook"})
 	src := strings.Replace(humanGraph, "nodes:", "notify: []\nnodes:", 1)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Hour)
 	_, err := s.run(src, map[string]any{"title": "x"})
 	s.Require().NoError(err)
@@ -125,7 +126,7 @@ func (s *GraphRunSuite) waitingCheckpoint() *runstore.Checkpoint {
 	s.env.RegisterDelayedCallback(func() {
 		waiting = s.latest()
 		s.Equal("waiting/ask-1/0", s.queryState().Questions[0].Asking, "the state names the asking")
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "yes"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "yes"})
 	}, time.Hour)
 	_, err := s.run(humanGraph, map[string]any{"title": "Otters"})
 	s.Require().NoError(err)
@@ -146,9 +147,9 @@ func (s *GraphRunSuite) restart(cp *runstore.Checkpoint, before bool) (string, *
 	var asking string
 	s.env.RegisterDelayedCallback(func() {
 		asking = s.queryState().Questions[0].Asking
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "no"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "no"})
 	}, time.Hour)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: cp})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: cp})
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 	return asking, rec

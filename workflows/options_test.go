@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -50,7 +51,7 @@ edges:
   - {from: agent, to: tool}
   - {from: tool, to: done}
 `)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: g, Options: Options{NodeTimeout: 7 * time.Minute, HeartbeatTimeout: 11 * time.Second}})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: g, Options: runapi.Options{NodeTimeout: 7 * time.Minute, HeartbeatTimeout: 11 * time.Second}})
 	s.Require().NoError(s.env.GetWorkflowError())
 	visits := infos()["Visit"]
 	s.Require().Len(visits, 3)
@@ -71,7 +72,7 @@ func (s *GraphRunSuite) TestResumedAskWaitsForItsAnswer() {
 		waiting = s.latest()
 		s.env.CancelWorkflow() // the worker went away while the run waited
 	}, time.Hour)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(askGraph)})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(askGraph)})
 	s.Require().Error(s.env.GetWorkflowError())
 	s.Require().NotNil(waiting)
 	s.Require().NotNil(waiting.Pause)
@@ -80,14 +81,14 @@ func (s *GraphRunSuite) TestResumedAskWaitsForItsAnswer() {
 
 	s.writer().wipe()
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "resumed"})
+		env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "writer-1-q1", Text: "resumed"})
 	}, time.Hour)
 	cp := *waiting
 	cp.Seq = s.latest().Seq // the cancel recorded a last checkpoint after it
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
 	calls := s.writerCalls()[before:]
 	s.Require().Len(calls, 1, "one visit: the answer, not the question again")

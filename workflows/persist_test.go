@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -155,7 +156,7 @@ func (s *GraphRunSuite) TestAskUserPausesOnPauseRef() {
 		s.Require().Len(st.Questions, 1)
 		s.NotContains(mustJSON(st), pauseRef, "no ref in a query result")
 		s.writer().wipe()
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: st.Questions[0].ID, Text: "blue"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: st.Questions[0].ID, Text: "blue"})
 	}, time.Hour)
 	_, err := s.run(askGraph, nil)
 	s.Require().NoError(err)
@@ -177,7 +178,7 @@ func (s *GraphRunSuite) TestNonPersistAskUserGetsNoSlot() {
 	var pauseRef string
 	s.env.RegisterDelayedCallback(func() {
 		pauseRef = s.latest().Pause.BackendSessionStateRef
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "x"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "writer-1-q1", Text: "x"})
 	}, time.Hour)
 	_, err := s.run(strings.Replace(askGraph, "session: persist", "session: fresh", 1), nil)
 	s.Require().NoError(err)
@@ -192,7 +193,7 @@ func (s *GraphRunSuite) TestMissingPauseBlobRunsFresh() {
 		ref := s.latest().Pause.BackendSessionStateRef
 		s.Require().NoError(s.store.Store.Delete(context.Background(), ref))
 		s.writer().wipe()
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "x"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "writer-1-q1", Text: "x"})
 	}, time.Hour)
 	_, err := s.run(askGraph, nil)
 	s.Require().NoError(err)
@@ -236,7 +237,7 @@ func (s *GraphRunSuite) answerWhenAsked(qid, text string, before func()) {
 		for _, q := range s.queryState().Questions {
 			if q.ID == qid {
 				before()
-				s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: qid, Text: text})
+				s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: qid, Text: text})
 				return
 			}
 		}
@@ -280,11 +281,11 @@ func (s *GraphRunSuite) TestPauseCheckpointErrorKeepsBothBlobs() {
 // that slot, on an empty root.
 func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 	s.store.arm("/checkpoints/", 0, false)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop)})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(persistLoop)})
 	err := s.env.GetWorkflowError()
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
-	s.Equal(ErrTypeResumable, appErr.Type())
+	s.Equal(runapi.ErrTypeResumable, appErr.Type())
 	var cp runstore.Checkpoint
 	s.Require().NoError(appErr.Details(&cp))
 	s.Equal(runstore.StatusFailedResumable, cp.Status)
@@ -304,9 +305,9 @@ func (s *GraphRunSuite) TestSlotCommitFailStopThenResume() {
 	s.store.disarm()
 	s.writer().wipe()
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
 	calls := s.writerCalls()
 	s.Require().GreaterOrEqual(len(calls), 2)
@@ -414,11 +415,11 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	root := filepath.Join(s.acts.StateDir, "runs", "run-1", "claude_code") // the run's live root
 	s.Len(s.writer().disks[root]["claude_code-s1"], 3, "the live root holds the later, stale conversation")
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
 	cp := *target
 	cp.Seq = infos[len(infos)-1].Seq
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
 	// The writer's next visit is visit 2 of the 1-turn conversation: the
 	// slot's blob was unpacked over the stale live files.
@@ -451,12 +452,12 @@ edges:
 	// The waiting checkpoint lands; the one after the answer fails.
 	s.store.arm("/checkpoints/", 1, false)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "gate-1", Text: "yes, ship"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "gate-1", Text: "yes, ship"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
-	s.Require().Equal(ErrTypeResumable, appErr.Type())
+	s.Require().Equal(runapi.ErrTypeResumable, appErr.Type())
 	var cp runstore.Checkpoint
 	s.Require().NoError(appErr.Details(&cp))
 	s.Require().NotNil(cp.Pause)
@@ -464,13 +465,13 @@ edges:
 
 	s.store.disarm()
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
 	// No answer is ever sent to the resumed run.
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().True(env.IsWorkflowCompleted())
 	s.Require().NoError(env.GetWorkflowError())
-	var res GraphRunResult
+	var res runapi.GraphRunResult
 	s.Require().NoError(env.GetWorkflowResult(&res))
 	s.Equal("yes, ship", res.Output["answer"])
 	s.Equal("gate-1", res.Output["question_id"])
@@ -518,10 +519,10 @@ func (s *GraphRunSuite) TestChangedSettingsStartAFreshConversation() {
 // it goes on from the next node, and the sums carry on.
 func (s *GraphRunSuite) TestBudgetStopThenResume() {
 	g := s.parse(strings.Replace(persistLoop, "start: writer\n", "start: writer\nbudget: {max_tokens: 250}\n", 1))
-	s.env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Graph: g})
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: g})
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
-	s.Equal(ErrTypeBudget, appErr.Type())
+	s.Equal(runapi.ErrTypeBudget, appErr.Type())
 	s.Contains(appErr.Error(), "the run's budget is spent: 300 tokens used, max_tokens is 250")
 	var cp runstore.Checkpoint
 	s.Require().NoError(appErr.Details(&cp))
@@ -537,11 +538,11 @@ func (s *GraphRunSuite) TestBudgetStopThenResume() {
 	// Resume with a raised budget.
 	editGraph(&cp, func(g *graph.Graph) { g.Budget = &graph.Budget{MaxTokens: 10_000} })
 	env := loadTolerant(s.NewTestWorkflowEnvironment())
-	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
-	env.ExecuteWorkflow(GraphRun, &GraphRunInput{RunID: "run-1", Checkpoint: &cp})
+	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
-	var res GraphRunResult
+	var res runapi.GraphRunResult
 	s.Require().NoError(env.GetWorkflowResult(&res))
 	s.Equal(int64(600), res.Usage.Tokens(), "three writer and three judge visits in all")
 	s.Equal(3, len(s.writerCalls()))

@@ -242,7 +242,7 @@ func (r *runImpl) continueAsNew(ctx workflow.Context, mv *runapi.Move) error {
 		return err
 	}
 	cp := *r.cp
-	next := &GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options, Move: mv}
+	next := &runapi.GraphRunInput{RunID: r.cp.RunID, Checkpoint: &cp, Options: r.in.Options, Move: mv}
 	if mv != nil {
 		workflow.GetLogger(ctx).Info("continuing as new on another build", "from", mv.From, "to", mv.To, "reason", mv.Reason, "checkpoint", r.cp.Seq)
 		return workflow.NewContinueAsNewError(ctx, GraphRun, next)

@@ -190,11 +190,11 @@ func TestStateOf(t *testing.T) {
 	}
 	st := StateOf(cp)
 	assert.Equal(t, []string{"x", "y"}, st.Current)
-	assert.Equal(t, map[string]SessionView{"w": {Backend: "claude_code", SessionID: "s"}}, st.Sessions)
+	assert.Equal(t, map[string]runapi.SessionView{"w": {Backend: "claude_code", SessionID: "s"}}, st.Sessions)
 	assert.NotContains(t, mustJSON(st), "runs/r/sessions")
-	assert.Equal(t, &WorkspaceView{Commit: "c1", Files: 2, Bytes: 3, Snapshots: 4, Notes: []string{"n"},
-		Branches: []BranchView{{Name: "b1", Commit: "c2", Next: "z", Join: "j"}, {Name: "b2"}}}, st.Workspace)
-	assert.Equal(t, []PendingQuestion{{ID: "q2", Node: "h", Text: "two"}}, st.Questions)
+	assert.Equal(t, &runapi.WorkspaceView{Commit: "c1", Files: 2, Bytes: 3, Snapshots: 4, Notes: []string{"n"},
+		Branches: []runapi.BranchView{{Name: "b1", Commit: "c2", Next: "z", Join: "j"}, {Name: "b2"}}}, st.Workspace)
+	assert.Equal(t, []runapi.PendingQuestion{{ID: "q2", Node: "h", Text: "two"}}, st.Questions)
 	assert.Equal(t, int64(5), st.TotalUsage.Tokens())
 	assert.Equal(t, 9, st.Steps)
 	assert.Equal(t, int64(7), st.Checkpoint)

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/github"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // TestReplayHistories replays every committed history of a real run. A
@@ -22,8 +23,8 @@ func TestReplayHistories(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
-			r.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: NoticeWorkflowType})
+			r.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
+			r.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: runapi.NoticeWorkflowType})
 			r.RegisterWorkflowWithOptions(GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // failVisits makes the writer's visit 2 fail n times with the error mk
@@ -91,7 +92,7 @@ func (s *GraphRunSuite) requireNodeFailed(err error) {
 	s.Require().Error(err)
 	var appErr *temporal.ApplicationError
 	s.Require().True(errors.As(err, &appErr), "%v", err)
-	s.Equal(ErrTypeNodeFailed, appErr.Type(), fmt.Sprint(err))
+	s.Equal(runapi.ErrTypeNodeFailed, appErr.Type(), fmt.Sprint(err))
 }
 
 // A session pack that landed but reported an error leaves a blob no

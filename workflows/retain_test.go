@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -24,7 +25,7 @@ func chainSlot(base string, n int) runstore.NodeSessionSlot {
 // the oldest, one blob each: what it did before slots had parts, which
 // replaying older runs relies on.
 func TestRetainWithoutPartsKeepsTheLastSlots(t *testing.T) {
-	r := &runImpl{cp: &runstore.Checkpoint{}, opts: Options{SessionHistory: 3}}
+	r := &runImpl{cp: &runstore.Checkpoint{}, opts: runapi.Options{SessionHistory: 3}}
 	var dropped []string
 	for i := range 5 {
 		dropped = append(dropped, r.retain("w", chainSlot(fmt.Sprintf("s%d", i), 0))...)
@@ -33,7 +34,7 @@ func TestRetainWithoutPartsKeepsTheLastSlots(t *testing.T) {
 	assert.Equal(t, []string{"s2", "s3", "s4"}, r.cp.RetainedSessions["w"])
 	assert.Nil(t, r.cp.RetainedParts)
 
-	r = &runImpl{cp: &runstore.Checkpoint{}, opts: Options{SessionHistory: -1}}
+	r = &runImpl{cp: &runstore.Checkpoint{}, opts: runapi.Options{SessionHistory: -1}}
 	assert.Equal(t, []string{"s0", "s0/1"}, r.retain("w", chainSlot("s0", 1)), "no history: the superseded slot goes at once, parts and all")
 	assert.Empty(t, r.cp.RetainedSessions["w"])
 }
@@ -41,7 +42,7 @@ func TestRetainWithoutPartsKeepsTheLastSlots(t *testing.T) {
 // With parts, a slot is kept and dropped whole, the window counts blobs,
 // and the newest superseded slot stays even when it alone is over.
 func TestRetainKeepsAndDropsSlotsWithTheirParts(t *testing.T) {
-	r := &runImpl{cp: &runstore.Checkpoint{}, opts: Options{SessionHistory: 4}}
+	r := &runImpl{cp: &runstore.Checkpoint{}, opts: runapi.Options{SessionHistory: 4}}
 	assert.Empty(t, r.retain("w", chainSlot("a", 2))) // 3 blobs
 	assert.Equal(t, map[string][]string{"a": {"a/1", "a/2"}}, r.cp.RetainedParts["w"])
 

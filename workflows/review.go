@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -30,7 +31,7 @@ func (r *runImpl) visitReview(ctx workflow.Context, node *graph.Node, cur runsto
 	prOut := func(answer string) (visitResult, error) {
 		verdict, feedback, err := graph.ParseReview(answer)
 		if err != nil {
-			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s: %v", node.ID, err), ErrTypeNodeFailed, err)
+			return visitResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s: %v", node.ID, err), runapi.ErrTypeNodeFailed, err)
 		}
 		out := map[string]any{"answer": answer, "verdict": verdict, "feedback": feedback, "question_id": qid, "pull_request": 0, "url": ""}
 		if t := r.cp.GitHub; t != nil {
@@ -123,7 +124,7 @@ func (r *runImpl) takeReviews(node string) (string, bool) {
 // reviewNodeAnswer handles an answer addressed to a review node by its id:
 // the node's pending question takes it, or it is queued. ok is false when
 // the id names no review node.
-func (r *runImpl) reviewNodeAnswer(a Answer, apply bool) (ok bool, err error) {
+func (r *runImpl) reviewNodeAnswer(a runapi.Answer, apply bool) (ok bool, err error) {
 	n, found := r.g.Node(a.QuestionID)
 	if !found || n.Kind != graph.KindReview {
 		return false, nil
@@ -152,7 +153,7 @@ func (r *runImpl) reviewNodeAnswer(a Answer, apply bool) (ok bool, err error) {
 const maxQueuedReviews = 20
 
 // validReviewAnswer checks an answer to a pending review question.
-func (r *runImpl) validReviewAnswer(q *question, a Answer) error {
+func (r *runImpl) validReviewAnswer(q *question, a runapi.Answer) error {
 	if n, ok := r.g.Node(q.Node); ok && n.Kind == graph.KindReview {
 		if _, _, err := graph.ParseReview(a.Text); err != nil {
 			return err
@@ -170,7 +171,7 @@ func (r *runImpl) publish(ctx workflow.Context, pr *graph.PullRequest, waiting b
 	}
 	title, body, err := pr.Render(r.cp.Inputs)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", r.g.Name, err), ErrTypeGraph, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("graph %q: %v", r.g.Name, err), runapi.ErrTypeGraph, err)
 	}
 	rep := r.githubReport()
 	if waiting {
@@ -179,7 +180,7 @@ func (r *runImpl) publish(ctx workflow.Context, pr *graph.PullRequest, waiting b
 	req := &activities.GitHubPublishRequest{Thread: r.threadCopy(), Workspace: r.cp.Workspace, Title: title, Body: body, Draft: pr.Draft, Report: rep, Waiting: waiting}
 	var out activities.GitHubPublished
 	if err := workflow.ExecuteActivity(githubOptions(ctx, "publish to "+t.Repo), acts.GitHubPublish, req).Get(ctx, &out); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s could not publish its pull request: %s", r.cp.RunID, activities.ErrorText(err)), ErrTypeNodeFailed, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s could not publish its pull request: %s", r.cp.RunID, activities.ErrorText(err)), runapi.ErrTypeNodeFailed, err)
 	}
 	if out.PullRequest == 0 {
 		return nil // the run changed nothing yet: no pull request to open
@@ -187,7 +188,7 @@ func (r *runImpl) publish(ctx workflow.Context, pr *graph.PullRequest, waiting b
 	t.PullRequest, t.PullRequestURL, t.Head = out.PullRequest, out.URL, out.Head
 	r.threadVisibility(ctx)
 	if out.State == "closed" && !out.Merged {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("pull request %s#%d of run %s is closed; the run has nowhere to publish", t.Repo, out.PullRequest, r.cp.RunID), ErrTypeNodeFailed, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("pull request %s#%d of run %s is closed; the run has nowhere to publish", t.Repo, out.PullRequest, r.cp.RunID), runapi.ErrTypeNodeFailed, nil)
 	}
 	if out.Merged && waiting {
 		r.cp.Reviews = append(r.cp.Reviews, runstore.QueuedReview{Node: r.current[len(r.current)-1], Text: graph.VerdictMerged})

@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -33,24 +34,24 @@ func (s *GraphRunSuite) TestReviewQueuedUntilItsNodeWaits() {
 	var queued, badVerdict, approved error
 	var queue []runstore.QueuedReview
 	s.env.RegisterDelayedCallback(func() {
-		s.env.UpdateWorkflow(UpdateAnswer, "early", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(runapi.UpdateAnswer, "early", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { queued = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Answer{QuestionID: "review", Text: "changes_requested: add a test for the empty slice"})
-		s.env.UpdateWorkflow(UpdateAnswer, "bad", &testsuite.TestUpdateCallback{
+		}, runapi.Answer{QuestionID: "review", Text: "changes_requested: add a test for the empty slice"})
+		s.env.UpdateWorkflow(runapi.UpdateAnswer, "bad", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { badVerdict = err }, OnAccept: func() { s.Fail("a review without a verdict was taken") },
-		}, Answer{QuestionID: "review", Text: "looks fine I guess"})
+		}, runapi.Answer{QuestionID: "review", Text: "looks fine I guess"})
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.queryState()
 		s.Require().Len(st.Questions, 1)
 		s.Equal("ask-1", st.Questions[0].ID, "the review waited, queued, while the run was elsewhere")
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "ask-1", Text: "go"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "go"})
 	}, 2*time.Minute)
 	s.answerWhenAsked("review-2", "", func() {
 		queue = s.latest().Reviews
-		s.env.UpdateWorkflow(UpdateAnswer, "approve", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(runapi.UpdateAnswer, "approve", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { approved = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Answer{QuestionID: "review-2", Text: "approved"})
+		}, runapi.Answer{QuestionID: "review-2", Text: "approved"})
 	})
 	res, err := s.runReviewLoop()
 	s.Require().NoError(err)
@@ -68,6 +69,6 @@ func (s *GraphRunSuite) TestReviewQueuedUntilItsNodeWaits() {
 	s.Empty(cp.Reviews)
 }
 
-func (s *GraphRunSuite) runReviewLoop() (*GraphRunResult, error) {
+func (s *GraphRunSuite) runReviewLoop() (*runapi.GraphRunResult, error) {
 	return s.run(reviewLoop, nil)
 }

@@ -31,7 +31,7 @@ func (r *runImpl) visitOrTakeEnded(ctx workflow.Context, node *graph.Node, cur r
 }
 
 // run walks the graph from the checkpoint's cursor until an end node.
-func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
+func (r *runImpl) run(ctx workflow.Context) (*runapi.GraphRunResult, error) {
 	// An execution seeded with a visit that ended before its edges failed
 	// chooses them again from its output (changeEndedVisit).
 	keepEnded := r.at(ctx, changeEndedVisit, versionEndedVisit)
@@ -42,7 +42,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 	}
 	for {
 		if len(r.cp.Cursor) == 0 {
-			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", ErrTypeGraph, nil))
+			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError("run has nothing left to visit and never reached an end node", runapi.ErrTypeGraph, nil))
 		}
 		if mv, _ := r.moveDue(ctx); mv != nil {
 			// A visit that ended before the run failed stays ended on the
@@ -66,7 +66,7 @@ func (r *runImpl) run(ctx workflow.Context) (*GraphRunResult, error) {
 		cur := r.cp.Cursor[0]
 		node, ok := r.g.Node(cur.Node)
 		if !ok {
-			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), ErrTypeGraph, nil))
+			return nil, r.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf("edge leads to unknown node %q", cur.Node), runapi.ErrTypeGraph, nil))
 		}
 		if node.Kind == graph.KindEnd {
 			return r.complete(ctx, node, cur)
@@ -153,7 +153,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	if node.MaxVisits > 0 && visitNo > node.MaxVisits {
 		return visitResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %q would be visited a %s time but max_visits is %d; raise max_visits or change the edges that loop back to it", node.ID, ordinal(visitNo), node.MaxVisits),
-			ErrTypeMaxVisits, nil)
+			runapi.ErrTypeMaxVisits, nil)
 	}
 	r.cp.Visits[node.ID] = visitNo
 	r.current = append(r.current, node.ID)
@@ -181,7 +181,7 @@ func (r *runImpl) visit(ctx workflow.Context, node *graph.Node, cur runstore.Cur
 	case node.Kind == graph.KindReview && !inBranch:
 		v, err = r.visitReview(ctx, node, cur, visitNo)
 	default:
-		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has kind %q, which cannot be visited here", node.ID, node.Kind), ErrTypeGraph, nil)
+		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %q has kind %q, which cannot be visited here", node.ID, node.Kind), runapi.ErrTypeGraph, nil)
 	}
 	step := runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", StartedAt: started.UTC().Format(time.RFC3339Nano), DurationMS: workflow.Now(ctx).Sub(started).Milliseconds()}
 	if err != nil {
@@ -283,7 +283,7 @@ func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[stri
 			var err error
 			ok, err = graph.EvalWhen(e.When, env)
 			if err != nil {
-				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", node.ID, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(out), brief(cur.Input), env.Visits), ErrTypeGraph, nil)
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", node.ID, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(out), brief(cur.Input), env.Visits), runapi.ErrTypeGraph, nil)
 			}
 		}
 		if !ok {
@@ -302,7 +302,7 @@ func (r *runImpl) selectNext(node *graph.Node, cur runstore.Cursor, out map[stri
 	if len(next) == 0 {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("no edge out of node %q matched its output %s; add an edge without `when` as a default, or fix the conditions", node.ID, brief(out)),
-			ErrTypeNoEdge, nil)
+			runapi.ErrTypeNoEdge, nil)
 	}
 	return next, nil
 }
@@ -327,7 +327,7 @@ func (r *runImpl) edgeInput(e graph.Edge, env graph.Env) (map[string]any, string
 	}
 	mapped, err := graph.EvalWith(e.With, env)
 	if err != nil {
-		return nil, "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", e.From, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(env.Output), brief(env.Input), env.Visits), ErrTypeGraph, nil)
+		return nil, "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s, edge %s -> %s: %s; the values it saw: output %s, input %s, visits %d", e.From, e.From, e.To, strings.TrimPrefix(err.Error(), "graph: "), brief(env.Output), brief(env.Input), env.Visits), runapi.ErrTypeGraph, nil)
 	}
 	for _, k := range sortedKeys(mapped) {
 		input[k] = mapped[k]
@@ -359,7 +359,7 @@ func brief(out map[string]any) string {
 }
 
 // complete finishes the run at an end node.
-func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.Cursor) (*GraphRunResult, error) {
+func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.Cursor) (*runapi.GraphRunResult, error) {
 	visitNo := r.cp.Visits[node.ID] + 1
 	r.cp.Visits[node.ID] = visitNo
 	r.addStep(runstore.Step{Node: node.ID, Visit: visitNo, Status: "ok", Outcome: runstore.OutcomeOK, StartedAt: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
@@ -377,7 +377,7 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
-	return &GraphRunResult{
+	return &runapi.GraphRunResult{
 		RunID:   r.cp.RunID,
 		Status:  r.cp.Status,
 		EndNode: node.ID,
@@ -423,7 +423,7 @@ func (r *runImpl) failResumable(ctx workflow.Context, cur runstore.Cursor, cause
 	telemetry.WorkflowFailStop(ctx)
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("required checkpoint failed at node %q: %s; the run can continue with `tether resume %s`", cur.Node, activities.ErrorText(cause), r.cp.RunID),
-		ErrTypeResumable, cause, &cp)
+		runapi.ErrTypeResumable, cause, &cp)
 }
 
 // StopError is err as a resumable stop of a run (runapi.StopError).

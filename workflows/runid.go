@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // claimRunID refuses a new run whose id another run has (runstore's run-id
@@ -41,10 +42,10 @@ func (r *runImpl) claimRunID(ctx workflow.Context) error {
 		failTaskIfWorkerUnhealthy(r.cp.RunID, err)
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("run %s did not start: could not check that no other run has its id (%s); start it again once the run store and Temporal answer", r.cp.RunID, activities.ErrorText(err)),
-			ErrTypeRunIDUnchecked, nil)
+			runapi.ErrTypeRunIDUnchecked, nil)
 	}
 	if taken != "" {
-		return temporal.NewNonRetryableApplicationError(taken, ErrTypeRunIDTaken, nil)
+		return temporal.NewNonRetryableApplicationError(taken, runapi.ErrTypeRunIDTaken, nil)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/excerpt"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -27,11 +28,13 @@ func finishedStep(step runstore.Step, node *graph.Node, out map[string]any, usag
 		step.Detail = firstLine(out, "text", "answer")
 		return step
 	}
-	step.ExitCode = number(out["exit_code"])
-	step.TimedOut, _ = out["timed_out"].(bool)
-	stream, _ := out["stderr"].(string)
+	// A field missing or of the wrong type reads as its zero value, as
+	// it always has.
+	tool, _ := runapi.ToolOutputOf(out)
+	step.ExitCode, step.TimedOut = tool.ExitCode, tool.TimedOut
+	stream := tool.Stderr
 	if strings.TrimSpace(stream) == "" {
-		stream, _ = out["stdout"].(string)
+		stream = tool.Stdout
 	}
 	switch {
 	case step.TimedOut:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -20,7 +21,7 @@ import (
 // this, an earlier visit's figures were lost.
 func (s *GraphRunSuite) TestStepsKeepEachVisitsOwnResult() {
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(SignalAnswer, Answer{QuestionID: "writer-1-q1", Text: "go on"})
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "writer-1-q1", Text: "go on"})
 	}, time.Hour)
 	res, err := s.run(`
 name: steps

@@ -6,32 +6,6 @@ import (
 	"github.com/tether-run/tether/internal/runapi"
 )
 
-// The values that cross between `tether` and GraphRun are runapi's; these
-// names keep the workflow's code reading as before.
-type (
-	GraphRunInput   = runapi.GraphRunInput
-	Options         = runapi.Options
-	GraphRunResult  = runapi.GraphRunResult
-	Answer          = runapi.Answer
-	Guide           = runapi.Guide
-	State           = runapi.State
-	SessionView     = runapi.SessionView
-	WorkspaceView   = runapi.WorkspaceView
-	BranchView      = runapi.BranchView
-	PendingQuestion = runapi.PendingQuestion
-)
-
-// Defaults for Options, and the bounds of a guide note (runapi's).
-const (
-	DefaultContinueAsNewEvents = runapi.DefaultContinueAsNewEvents
-	DefaultNodeTimeout         = runapi.DefaultNodeTimeout
-	DefaultWorkerLostAfter     = runapi.DefaultWorkerLostAfter
-	DefaultHeartbeatTimeout    = runapi.DefaultHeartbeatTimeout
-	DefaultSessionHistory      = runapi.DefaultSessionHistory
-	MaxGuideText               = runapi.MaxGuideText
-	MaxGuidance                = runapi.MaxGuidance
-)
-
 // Bounds and timeouts of the workflow's own.
 const (
 	// maxVisitRestarts bounds how often one visit restarts because the
@@ -81,21 +55,21 @@ const (
 )
 
 // withDefaults is o with each zero value set to its default.
-func withDefaults(o Options) Options {
+func withDefaults(o runapi.Options) runapi.Options {
 	if o.ContinueAsNewEvents <= 0 {
-		o.ContinueAsNewEvents = DefaultContinueAsNewEvents
+		o.ContinueAsNewEvents = runapi.DefaultContinueAsNewEvents
 	}
 	if o.NodeTimeout <= 0 {
-		o.NodeTimeout = DefaultNodeTimeout
+		o.NodeTimeout = runapi.DefaultNodeTimeout
 	}
 	if o.WorkerLostAfter <= 0 {
-		o.WorkerLostAfter = DefaultWorkerLostAfter
+		o.WorkerLostAfter = runapi.DefaultWorkerLostAfter
 	}
 	if o.HeartbeatTimeout <= 0 {
-		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+		o.HeartbeatTimeout = runapi.DefaultHeartbeatTimeout
 	}
 	if o.SessionHistory == 0 {
-		o.SessionHistory = DefaultSessionHistory
+		o.SessionHistory = runapi.DefaultSessionHistory
 	}
 	return o
 }

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/github"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // replayed is what one replay of a history did: the version each change
@@ -103,8 +104,8 @@ func replay(t *testing.T, file string) *replayed {
 	r := &replayed{versions: map[string][]workflow.Version{}}
 	rp, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{r}})
 	require.NoError(t, err)
-	rp.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: WorkflowType})
-	rp.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: NoticeWorkflowType})
+	rp.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
+	rp.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: runapi.NoticeWorkflowType})
 	rp.RegisterWorkflowWithOptions(GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
 	require.NoError(t, rp.ReplayWorkflowHistoryFromJSONFile(nil, file), "replay %s", filepath.Base(file))
 	return r

@@ -14,25 +14,15 @@ import (
 	"github.com/tether-run/tether/internal/runapi"
 )
 
-// Search attributes a run keeps up to date (runapi's, which `tether`
-// reads).
-var (
-	SearchGraph    = runapi.SearchGraph
-	SearchNode     = runapi.SearchNode
-	SearchStatus   = runapi.SearchStatus
-	SearchBackends = runapi.SearchBackends
-	SearchThread   = runapi.SearchThread
-)
-
 // SearchAttributeTypes are the search attributes to register in a
 // namespace (workers do it at start; `temporal operator search-attribute
 // create` does it by hand).
 var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
-	SearchGraph.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchNode.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchBackends.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-	SearchThread.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+	runapi.SearchGraph.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	runapi.SearchNode.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	runapi.SearchStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	runapi.SearchBackends.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+	runapi.SearchThread.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 }
 
 // searchAttributesReady is set by a worker once Tether's search attributes
@@ -73,9 +63,9 @@ func (r *runImpl) startVisibility(ctx workflow.Context) {
 		}
 	}
 	slices.Sort(backends)
-	updates := []temporal.SearchAttributeUpdate{SearchGraph.ValueSet(r.g.Name), SearchBackends.ValueSet(backends)}
+	updates := []temporal.SearchAttributeUpdate{runapi.SearchGraph.ValueSet(r.g.Name), runapi.SearchBackends.ValueSet(backends)}
 	r.vis.status = r.cp.Status
-	updates = append(updates, SearchStatus.ValueSet(r.cp.Status))
+	updates = append(updates, runapi.SearchStatus.ValueSet(r.cp.Status))
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		workflow.GetLogger(ctx).Warn("could not set search attributes", "error", err.Error())
 	}
@@ -86,8 +76,8 @@ func (r *runImpl) startVisibility(ctx workflow.Context) {
 func (r *runImpl) setNode(ctx workflow.Context, node string) {
 	if r.vis.on && node != r.vis.node {
 		r.vis.node = node
-		if err := workflow.UpsertTypedSearchAttributes(ctx, SearchNode.ValueSet(node)); err != nil {
-			workflow.GetLogger(ctx).Warn("could not set search attribute", "name", SearchNode.GetName(), "error", err.Error())
+		if err := workflow.UpsertTypedSearchAttributes(ctx, runapi.SearchNode.ValueSet(node)); err != nil {
+			workflow.GetLogger(ctx).Warn("could not set search attribute", "name", runapi.SearchNode.GetName(), "error", err.Error())
 		}
 	}
 	r.details(ctx)
@@ -98,8 +88,8 @@ func (r *runImpl) setNode(ctx workflow.Context, node string) {
 func (r *runImpl) setStatus(ctx workflow.Context, status string) {
 	if r.vis.on && status != r.vis.status {
 		r.vis.status = status
-		if err := workflow.UpsertTypedSearchAttributes(ctx, SearchStatus.ValueSet(status)); err != nil {
-			workflow.GetLogger(ctx).Warn("could not set search attribute", "name", SearchStatus.GetName(), "error", err.Error())
+		if err := workflow.UpsertTypedSearchAttributes(ctx, runapi.SearchStatus.ValueSet(status)); err != nil {
+			workflow.GetLogger(ctx).Warn("could not set search attribute", "name", runapi.SearchStatus.GetName(), "error", err.Error())
 		}
 	}
 	r.details(ctx)

@@ -352,9 +352,14 @@ func printVisit(w io.Writer, r visitRecord) {
 	case r.failure != "":
 		section(w, "failed", r.failure)
 	case in.Node.Kind == graph.KindTool:
-		section(w, "exit", fmt.Sprintf("exit code %v, timed out: %v, %v ms", r.output["exit_code"], r.output["timed_out"], r.output["duration_ms"]))
-		section(w, "stdout (its last 4 KiB)", fmt.Sprint(r.output["stdout"]))
-		section(w, "stderr (its last 4 KiB)", fmt.Sprint(r.output["stderr"]))
+		tool, err := runapi.ToolOutputOf(r.output)
+		if err != nil {
+			section(w, "exit", fmt.Sprintf("(the recorded result is not a tool's output as Tether writes it: %v)", err))
+		} else {
+			section(w, "exit", fmt.Sprintf("exit code %d, timed out: %v, %d ms", tool.ExitCode, tool.TimedOut, tool.DurationMS))
+		}
+		section(w, "stdout (its last 4 KiB)", tool.Stdout)
+		section(w, "stderr (its last 4 KiB)", tool.Stderr)
 	default:
 		if t, ok := r.output["text"].(string); ok {
 			section(w, "output", t)

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 func TestProgressLine(t *testing.T) {
@@ -34,7 +34,7 @@ func TestHumanUnits(t *testing.T) {
 
 // A step shows its usage only from the output that is really its own.
 func TestStepUsage(t *testing.T) {
-	st := &workflows.State{
+	st := &runapi.State{
 		Visits: map[string]int{"writer": 2},
 		Outputs: map[string]map[string]any{"writer": {"text": "x", agent.UsageKey: map[string]any{
 			"input_tokens": 10.0, "output_tokens": 5.0, "cost_usd": 0.5, "cost_known": true}}},
@@ -53,7 +53,7 @@ func TestStepUsage(t *testing.T) {
 // code or timeout and its last lines, an agent's own usage, whichever
 // visit of the node it was.
 func TestStepLines(t *testing.T) {
-	st := &workflows.State{Visits: map[string]int{"writer": 2}}
+	st := &runapi.State{Visits: map[string]int{"writer": 2}}
 	w1 := runstore.Step{Node: "writer", Visit: 1, Status: "ok", Outcome: runstore.OutcomeOK, DurationMS: 1200, Detail: "drafted",
 		Usage: agent.Usage{InputTokens: 1200, CostUSD: 0.0123, CostKnown: true}}
 	assert.Equal(t, "✓ writer           visit 1   ok      1.2s  1.2k tokens, $0.0123  drafted", stepLine(st, w1))

@@ -23,8 +23,8 @@ import (
 
 	"github.com/tether-run/tether/internal/answerlink"
 	"github.com/tether-run/tether/internal/blob"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // linkRun is a run waiting for "ask-1" until it is answered once, the way
@@ -40,7 +40,7 @@ type linkRun struct {
 const askedAt = "waiting/ask-1/3"
 
 func (a *linkRun) State(context.Context, string) (*RunState, error) {
-	st := &workflows.State{RunID: "r1", Graph: "g", Status: "waiting"}
+	st := &runapi.State{RunID: "r1", Graph: "g", Status: "waiting"}
 	asking := a.asking
 	switch asking {
 	case "":
@@ -49,7 +49,7 @@ func (a *linkRun) State(context.Context, string) (*RunState, error) {
 		asking = ""
 	}
 	if len(a.answers) == 0 {
-		st.Questions = []workflows.PendingQuestion{{ID: "ask-1", Node: "ask", Text: "Ship <b>it</b>?", Options: []string{"yes", "no"}, Asking: asking}}
+		st.Questions = []runapi.PendingQuestion{{ID: "ask-1", Node: "ask", Text: "Ship <b>it</b>?", Options: []string{"yes", "no"}, Asking: asking}}
 	}
 	return &RunState{State: st}, nil
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -102,47 +103,39 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 		return notFound("Attempts", fmt.Errorf("the checkpoint after join %s visit %d does not list its branches (the run keeps the branches of its latest %d joins)", join, visit, runstore.MaxJoined))
 	}
 	out := cp.Outputs[join]
-	ws, _ := out["workspace"].(map[string]any)
-	v.Mode, _ = ws["mode"].(string)
-	v.Kept, _ = ws["kept"].(string)
-	v.Pick, _ = ws["pick"].(string)
-	v.By, _ = ws["by"].(string)
-	_, v.Explained = ws["pick"]
+	ws, _ := out[runapi.JoinOutputKey].(map[string]any)
+	// A malformed entry reads as nothing; the page shows the rest, and
+	// says which.
+	jo, malformed := runapi.JoinOutputOf(ws)
+	v.Mode, v.Kept, v.Pick, v.By, v.Explained = jo.Mode, jo.Kept, jo.Pick, jo.By, jo.Explained
 	g := runapi.GraphOrEmpty(cp)
 	if def, ok := g.Node(join); ok && def.Workspace != nil && !v.Explained {
 		v.Pick, v.By = def.Workspace.Pick, def.Workspace.By
 	}
-	listed := map[string]map[string]any{}
-	if list, ok := ws["branches"].([]any); ok {
-		for _, e := range list {
-			if m, ok := e.(map[string]any); ok {
-				if name, _ := m["name"].(string); name != "" {
-					listed[name] = m
-				}
-			}
+	listed := map[string]runapi.JoinBranch{}
+	for _, b := range jo.Branches {
+		if b.Name != "" {
+			listed[b.Name] = b
 		}
 	}
-	if cs, ok := ws["conflicts"].([]any); ok {
-		for _, c := range cs {
-			if m, ok := c.(map[string]any); ok {
-				p, _ := m["path"].(string)
-				v.Conflicts = append(v.Conflicts, p)
-			}
-		}
+	for _, c := range jo.Conflicts {
+		v.Conflicts = append(v.Conflicts, c.Path)
 	}
-	lastOut, _ := out["branches"].(map[string]any)
+	lastOut, _ := out[runapi.JoinBranchesKey].(map[string]any)
 	err = s.withWorkspace(ctx, run, states, func(w *workspace.Workspace) error {
 		for _, b := range branches {
 			a := attempt{Name: b.Name, Kept: b.Kept, Nodes: b.Nodes, Last: b.Last}
 			if b.Workspace != nil {
 				a.Head = b.Workspace.Commit
 			}
-			if m := listed[b.Name]; m != nil {
-				a.PickValue, a.ByValue = m["pick_value"], m["by_value"]
-				a.Why, _ = m["why"].(string)
-				if k, ok := m["kept"].(bool); ok {
-					a.Kept = k
+			if l, ok := listed[b.Name]; ok {
+				if l.PickValue != nil {
+					a.PickValue = *l.PickValue
 				}
+				if l.ByValue != nil {
+					a.ByValue = *l.ByValue
+				}
+				a.Why, a.Kept = l.Why, l.Kept
 			}
 			if lo, ok := lastOut[b.Last].(map[string]any); ok {
 				a.Text, a.TextIs = lastText(lo)
@@ -152,17 +145,15 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 				if !ok || def.Kind != graph.KindTool {
 					continue
 				}
-				o := cp.Outputs[n]
-				tr := toolResult{Node: n, ExitCode: o["exit_code"], URL: visitURL(run, n, cp.Visits[n])}
+				tr := toolResult{Node: n, URL: visitURL(run, n, cp.Visits[n])}
 				if len(def.Run) > 0 {
 					tr.Command = shellLine(def.Run)
 				}
-				tr.TimedOut, _ = o["timed_out"].(bool)
-				tail, _ := o["stdout"].(string)
-				if e, _ := o["stderr"].(string); e != "" {
-					tail += e
+				o, err := runapi.ToolOutputOf(cp.Outputs[n])
+				if err == nil {
+					tr.ExitCode = o.ExitCode
 				}
-				tr.Tail = tailLines(tail, 6)
+				tr.TimedOut, tr.Tail = o.TimedOut, tailLines(o.Stdout+o.Stderr, 6)
 				a.Tools = append(a.Tools, tr)
 			}
 			if a.Head != "" && a.Head != b.Base {
@@ -181,6 +172,9 @@ func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.compare(ctx, w, v, heads, r.URL.Query())
 	})
+	if err == nil {
+		err = malformed
+	}
 	if err != nil {
 		v.Err = blobref.Hide(err.Error())
 	}
@@ -224,9 +218,8 @@ func lastText(out map[string]any) (text, is string) {
 	if t, ok := out["text"].(string); ok && strings.TrimSpace(t) != "" {
 		return t, "reply"
 	}
-	if _, tool := out["exit_code"]; tool {
-		stdout, _ := out["stdout"].(string)
-		return tailLines(stdout, 20), "stdout"
+	if tool, err := runapi.ToolOutputOf(out); !errors.Is(err, runapi.ErrNotToolOutput) {
+		return tailLines(tool.Stdout, 20), "stdout"
 	}
 	var b strings.Builder
 	for _, k := range sortedNodes(out) {

@@ -18,8 +18,8 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/health"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // stubActions answers as a run that is always waiting for "q-1"; it is
@@ -32,7 +32,7 @@ type stubActions struct {
 }
 
 func (a *stubActions) State(context.Context, string) (*RunState, error) {
-	return &RunState{State: &workflows.State{RunID: "r", Graph: "g", Status: "waiting", Questions: []workflows.PendingQuestion{{ID: "q-1", Node: "ask", Text: "Ship <b>it</b>?"}}}, Temporal: "running"}, nil
+	return &RunState{State: &runapi.State{RunID: "r", Graph: "g", Status: "waiting", Questions: []runapi.PendingQuestion{{ID: "q-1", Node: "ask", Text: "Ship <b>it</b>?"}}}, Temporal: "running"}, nil
 }
 func (a *stubActions) Live(context.Context, string) (*Live, error) { return &Live{}, nil }
 func (a *stubActions) Health(context.Context, string) health.Report {

@@ -23,7 +23,7 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/notify/notifytest"
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // publicName is the console's public name in TestOneClickAnswers: the
@@ -158,11 +158,11 @@ func acceptedAnswers(t *testing.T, h *harness, run, question string) int {
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		require.NoError(t, err)
-		var a workflows.Answer
-		if u := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); u != nil && u.GetAcceptedRequest().GetInput().GetName() == workflows.UpdateAnswer {
+		var a runapi.Answer
+		if u := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); u != nil && u.GetAcceptedRequest().GetInput().GetName() == runapi.UpdateAnswer {
 			require.NoError(t, dc.FromPayloads(u.GetAcceptedRequest().GetInput().GetArgs(), &a))
 		}
-		if s := ev.GetWorkflowExecutionSignaledEventAttributes(); s != nil && s.GetSignalName() == workflows.SignalAnswer {
+		if s := ev.GetWorkflowExecutionSignaledEventAttributes(); s != nil && s.GetSignalName() == runapi.SignalAnswer {
 			require.NoError(t, dc.FromPayloads(s.GetInput(), &a))
 		}
 		if a.QuestionID == question {

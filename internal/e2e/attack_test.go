@@ -25,12 +25,12 @@ import (
 	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 // What the parent hands the worker process of the attack test.
@@ -158,8 +158,8 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 	victim := fmt.Sprintf("victim-%d-%s", os.Getuid(), token())
 	vg, err := graph.Parse([]byte("name: victim\nstart: deploy\nnodes:\n  - {id: deploy, kind: human, question: deploy to production?}\n  - {id: done, kind: end}\nedges: [{from: deploy, to: done}]\n"), "victim.yaml")
 	require.NoError(t, err)
-	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
+	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
 	require.NoError(t, err)
 	qid := waitPending(t, c, victim)
 
@@ -179,12 +179,12 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 				{ID: "done", Kind: graph.KindEnd},
 			}, Edges: []graph.Edge{{From: "probe", To: "agent"}, {From: "agent", To: "done"}}}
 			require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
+			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+				runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), runWait)
 			defer cancel()
-			var res workflows.GraphRunResult
+			var res runapi.GraphRunResult
 			require.NoError(t, run.Get(ctx, &res), "the attacker's run completes")
 			cp, err := runs.Latest(context.Background(), id)
 			require.NoError(t, err)
@@ -299,13 +299,13 @@ func pendingStill(c client.Client, run, qid string) bool {
 	return false
 }
 
-func queryState(c client.Client, run string) (*workflows.State, error) {
+func queryState(c client.Client, run string) (*runapi.State, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := c.QueryWorkflow(ctx, run, "", workflows.QueryState)
+	v, err := c.QueryWorkflow(ctx, run, "", runapi.QueryState)
 	if err != nil {
 		return nil, err
 	}
-	var st workflows.State
+	var st runapi.State
 	return &st, v.Get(&st)
 }

@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
-	"github.com/tether-run/tether/workflows"
 )
 
 // benchLoop runs one graph whose loop node repeats b.N times and reports
@@ -47,8 +47,8 @@ func benchLoopIn(b *testing.B, src string, files int) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Workspace: ws})
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Workspace: ws})
 	require.NoError(b, err)
 	require.NoError(b, run.Get(context.Background(), nil))
 	b.StopTimer()

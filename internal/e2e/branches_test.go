@@ -21,9 +21,9 @@ import (
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 // pickGraph fans out to three branches: a (an agent then a tool that reads
@@ -360,7 +360,7 @@ func TestNestedFanOutBranches(t *testing.T) {
 func TestBranchVisitsWaitForAnUpgradedWorker(t *testing.T) {
 	h := newHarness(t, "")
 	h.startRole(workerhost.RoleWorkflows, nil)
-	old := worker.New(h.c, workflows.TaskQueue, worker.Options{})
+	old := worker.New(h.c, runapi.TaskQueue, worker.Options{})
 	var oldVisits atomic.Int32
 	old.RegisterActivityWithOptions(func(context.Context, *activities.VisitRequest) (*activities.VisitResult, error) {
 		oldVisits.Add(1)

@@ -17,8 +17,8 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // branchKillGraph: three branches, each a tool that writes the branch's
@@ -66,13 +66,13 @@ func TestWorkerKilledWhileThreeBranchesRun(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
 	const id = "branch-kill"
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})
 	require.NoError(t, err)
 
 	// The three branches ask; the checkpoint records each one's files.
 	h := &harness{t: t, srv: srv, c: c}
-	var asked []workflows.PendingQuestion
+	var asked []runapi.PendingQuestion
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(asked) < 3 {
 		require.True(t, time.Now().Before(deadline), "the three branches did not all ask: %v", asked)
@@ -112,7 +112,7 @@ func TestWorkerKilledWhileThreeBranchesRun(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	assert.Equal(t, "base\nfrom a\nanswered a\nfrom b\nanswered b\nfrom c\nanswered c\n", fmt.Sprint(res.Output["files"]),
 		"every branch's files came back on the new worker and were merged")

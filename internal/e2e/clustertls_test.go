@@ -25,9 +25,9 @@ import (
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/pki"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // TestClusterFrontendRequiresMutualTLS starts the production topology the
@@ -66,12 +66,12 @@ edges:
 `), "victim.yaml")
 	require.NoError(t, err)
 	id := "victim-" + token()
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})
 	require.NoError(t, err)
 	waitForOpenQuestion(t, c, id)
 
-	signal := fmt.Sprintf("/api/v1/namespaces/default/workflows/%s/signal/%s", id, workflows.SignalAnswer)
+	signal := fmt.Sprintf("/api/v1/namespaces/default/workflows/%s/signal/%s", id, runapi.SignalAnswer)
 	body := func(text string) string { return `{"input":[{"question_id":"ask-1","text":"` + text + `"}]}` }
 	caPool := x509.NewCertPool()
 	require.True(t, caPool.AppendCertsFromPEM(readTLSFile(t, cfg.TemporalTLS.CAFile)))
@@ -107,7 +107,7 @@ edges:
 			lazy, err := client.NewLazyClient(opts)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			err = lazy.SignalWorkflow(ctx, id, "", workflows.SignalAnswer, workflows.Answer{QuestionID: "ask-1", Text: "pwned"})
+			err = lazy.SignalWorkflow(ctx, id, "", runapi.SignalAnswer, runapi.Answer{QuestionID: "ask-1", Text: "pwned"})
 			cancel()
 			lazy.Close()
 			assert.Error(t, err, "%s: the frontend took the signal", name)
@@ -144,7 +144,7 @@ edges:
 		out, err := cl.temporal(t, "workflow", "list", "--query", `TetherStatus="waiting"`)
 		require.NoError(t, err, "%s", out)
 		assert.Contains(t, out, id)
-		out, err = cl.temporal(t, "workflow", "query", "--workflow-id", id, "--type", workflows.QueryState)
+		out, err = cl.temporal(t, "workflow", "query", "--workflow-id", id, "--type", runapi.QueryState)
 		require.NoError(t, err, "%s", out)
 		assert.Contains(t, out, "deploy to production?")
 	})
@@ -157,7 +157,7 @@ edges:
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	assert.Equal(t, "yes", res.Output["answer"], "the run took the certified client's answer, and no other")
 
@@ -192,10 +192,10 @@ edges:
 `, yamlFlowList(argv)), "peek.yaml")
 		require.NoError(t, err)
 		id := "peek-" + token()
-		run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-			workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g})
+		run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+			runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})
 		require.NoError(t, err)
-		var res workflows.GraphRunResult
+		var res runapi.GraphRunResult
 		require.NoError(t, run.Get(ctx, &res))
 		stdout, _ := res.Output["stdout"].(string)
 		stderr, _ := res.Output["stderr"].(string)
@@ -335,14 +335,14 @@ func freeLoopbackPort(t *testing.T) int {
 }
 
 // waitForOpenQuestion waits until run id asks its question.
-func waitForOpenQuestion(t *testing.T, c client.Client, id string) *workflows.State {
+func waitForOpenQuestion(t *testing.T, c client.Client, id string) *runapi.State {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+		v, err := c.QueryWorkflow(ctx, id, "", runapi.QueryState)
 		cancel()
-		var st workflows.State
+		var st runapi.State
 		if err == nil && v.Get(&st) == nil && len(st.Questions) > 0 {
 			return &st
 		}

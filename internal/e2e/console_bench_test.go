@@ -29,7 +29,6 @@ import (
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // The console's speed, measured against the real `tether console`
@@ -108,8 +107,8 @@ func BenchmarkConsoleRunsPage(b *testing.B) {
 			// A dev server just started may not know its namespace for a
 			// moment on a loaded machine: the start is tried again.
 			for deadline := time.Now().Add(time.Minute); ; {
-				_, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-					workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: gr, Options: testRunOptions})
+				_, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+					runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: gr, Options: testRunOptions})
 				var nf *serviceerror.NamespaceNotFound
 				if !errors.As(err, &nf) || time.Now().After(deadline) {
 					return err
@@ -163,10 +162,10 @@ edges:
 `, visits)), "long.yaml")
 	require.NoError(b, err)
 	id := "bench-long"
-	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g})
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})
 	require.NoError(b, err)
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	// A long poll for the result can time out on a loaded machine; only
 	// the run's own failure ends the wait.
 	for {

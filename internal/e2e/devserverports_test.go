@@ -21,10 +21,10 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // Finding 3 (MEDIUM) of the attack on the sandbox: scripts/devserver.sh,
@@ -90,8 +90,8 @@ func TestToolCannotReachTheDevServersPorts(t *testing.T) {
 	victim := "victim-" + token()
 	vg, err := graph.Parse([]byte("name: victim\nstart: deploy\nnodes:\n  - {id: deploy, kind: human, question: deploy to production?}\n  - {id: done, kind: end}\nedges: [{from: deploy, to: done}]\n"), "victim.yaml")
 	require.NoError(t, err)
-	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
+	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
 	require.NoError(t, err)
 	qid := waitPending(t, c, victim)
 
@@ -115,12 +115,12 @@ func TestToolCannotReachTheDevServersPorts(t *testing.T) {
 	}, Edges: []graph.Edge{{From: "probe", To: "done"}}}
 	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
 	id := "ports-" + token()
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), runWait)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res), "the attacker's run completes")
 	blobs, err := blob.Open(context.Background(), "file://"+store)
 	require.NoError(t, err)

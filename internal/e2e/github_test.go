@@ -24,9 +24,9 @@ import (
 	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/github/githubtest"
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 const (
@@ -256,7 +256,7 @@ func requestsLog(gh *githubtest.Server) string {
 }
 
 // waitQuestionID waits until run asks question id.
-func waitQuestionID(t *testing.T, h *harness, run, id string) workflows.PendingQuestion {
+func waitQuestionID(t *testing.T, h *harness, run, id string) runapi.PendingQuestion {
 	t.Helper()
 	deadline := time.Now().Add(runWait)
 	for time.Now().Before(deadline) {
@@ -266,7 +266,7 @@ func waitQuestionID(t *testing.T, h *harness, run, id string) workflows.PendingQ
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("run %s never asked %s", run, id)
-	return workflows.PendingQuestion{}
+	return runapi.PendingQuestion{}
 }
 
 // checkNoToken looks for every token the App minted where none may be:

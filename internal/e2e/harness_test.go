@@ -27,18 +27,18 @@ import (
 	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 // testRunOptions notice a visit lost with its worker in 5 s rather than
 // 30: tests replace workers often, and a task handed to a worker as it
 // stops is lost until its heartbeat times out.
-var testRunOptions = workflows.Options{HeartbeatTimeout: 5 * time.Second}
+var testRunOptions = runapi.Options{HeartbeatTimeout: 5 * time.Second}
 
 // harness is one dev server, one blob store, and the workers a test starts.
 type harness struct {
@@ -165,13 +165,13 @@ func (h *harness) stopWorker() {
 func (h *harness) start(id string, g *graph.Graph, inputs map[string]any) client.WorkflowRun {
 	h.t.Helper()
 	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.TaskQueue,
-	}, workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Inputs: inputs, Options: testRunOptions})
+		ID: id, TaskQueue: runapi.TaskQueue,
+	}, runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Inputs: inputs, Options: testRunOptions})
 	require.NoError(h.t, err)
 	return run
 }
 
-func (h *harness) state(id string) *workflows.State {
+func (h *harness) state(id string) *runapi.State {
 	h.t.Helper()
 	st, err := h.query(id, time.Minute)
 	require.NoError(h.t, err)
@@ -181,14 +181,14 @@ func (h *harness) state(id string) *workflows.State {
 // query asks the run for its state, waiting up to wait for the answer. A
 // worker that has just started answers a query only after it replayed the
 // run's history, which on a loaded machine can take longer than a poll.
-func (h *harness) query(id string, wait time.Duration) (*workflows.State, error) {
+func (h *harness) query(id string, wait time.Duration) (*runapi.State, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	v, err := h.c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+	v, err := h.c.QueryWorkflow(ctx, id, "", runapi.QueryState)
 	if err != nil {
 		return nil, err
 	}
-	var st workflows.State
+	var st runapi.State
 	if err := v.Get(&st); err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (h *harness) query(id string, wait time.Duration) (*workflows.State, error)
 // spends about a minute per visit on 2 loaded cores (docs/backends.md).
 const runWait = 10 * time.Minute
 
-func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
+func (h *harness) waitQuestion(id string) runapi.PendingQuestion {
 	h.t.Helper()
 	deadline := time.Now().Add(runWait)
 	var lastErr error
@@ -233,7 +233,7 @@ func (h *harness) waitQuestion(id string) workflows.PendingQuestion {
 		time.Sleep(100 * time.Millisecond)
 	}
 	h.t.Fatalf("run %s asked no question within %s (last query error: %v)", id, runWait, lastErr)
-	return workflows.PendingQuestion{}
+	return runapi.PendingQuestion{}
 }
 
 func (h *harness) answer(id, qid, text string) {
@@ -241,17 +241,17 @@ func (h *harness) answer(id, qid, text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	u, err := h.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.UpdateAnswer,
-		Args: []any{workflows.Answer{QuestionID: qid, Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: id, UpdateName: runapi.UpdateAnswer,
+		Args: []any{runapi.Answer{QuestionID: qid, Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	require.NoError(h.t, err)
 	require.NoError(h.t, u.Get(ctx, nil))
 }
 
-func (h *harness) result(run client.WorkflowRun) (*workflows.GraphRunResult, error) {
+func (h *harness) result(run client.WorkflowRun) (*runapi.GraphRunResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), runWait)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	err := run.Get(ctx, &res)
 	return &res, err
 }
@@ -285,7 +285,7 @@ func loadGraph(t *testing.T, rel string) *graph.Graph {
 	return g
 }
 
-func pathString(res *workflows.GraphRunResult) string {
+func pathString(res *runapi.GraphRunResult) string {
 	var p []string
 	for _, s := range res.Path {
 		p = append(p, s.Node)

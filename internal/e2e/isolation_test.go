@@ -21,12 +21,12 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 // What the parent hands the worker process it starts for the isolation
@@ -177,12 +177,12 @@ func TestAgentIsolationWorker(t *testing.T) {
 		t.Run(b+"/"+v.permissions, func(t *testing.T) {
 			fake.Reset()
 			id := fmt.Sprintf("iso-%s-%s-%d-%s", strings.ReplaceAll(b, "_", "-"), v.permissions, os.Getuid(), token())
-			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: isolationGraph(t, b, v.permissions, tries), Options: testRunOptions})
+			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+				runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: isolationGraph(t, b, v.permissions, tries), Options: testRunOptions})
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			var res workflows.GraphRunResult
+			var res runapi.GraphRunResult
 			require.NoError(t, run.Get(ctx, &res))
 
 			var seen strings.Builder

@@ -21,10 +21,10 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // workerProcess is a real tether-worker process.
@@ -171,8 +171,8 @@ edges:
 `), "kill.yaml")
 	require.NoError(t, err)
 	id := "killed-mid-visit"
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})
 	require.NoError(t, err)
 
 	h := &harness{t: t, srv: srv, c: c}
@@ -206,7 +206,7 @@ edges:
 	h.answer(id, q.ID, "done")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	out := fmt.Sprint(res.Path)
 	require.Equal(t, 2, strings.Count(out, "writer"), out)
@@ -271,8 +271,8 @@ edges:
 	require.NoError(t, err)
 	const heartbeat = 2 * time.Second
 	id := "lost-workers"
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: heartbeat}})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: heartbeat}})
 	require.NoError(t, err)
 
 	w := startWorkerProcess(t, bin, env)
@@ -289,7 +289,7 @@ edges:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res), "the visit outlived %d lost workers", kills)
 
 	scheduled := 0

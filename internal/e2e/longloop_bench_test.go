@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv/files"
-	"github.com/tether-run/tether/workflows"
 )
 
 // BenchmarkLongPersistLoop is issue 20's loop: one persist node visited b.N
@@ -71,11 +71,11 @@ edges:
 		}
 	}()
 	b.ResetTimer()
-	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g})
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})
 	require.NoError(b, err)
 	firstRun := run.GetRunID() // Get follows the chain and moves it to the last
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(b, run.Get(context.Background(), &res))
 	b.StopTimer()
 	close(stop)

@@ -21,8 +21,8 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/notify/notifytest"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 var notifySecret = []byte("e2e-notify-secret-0123456789")
@@ -146,8 +146,8 @@ func TestNoticeOncePerQuestionThroughKills(t *testing.T) {
 	g, err := graph.Parse([]byte(askTwice), "ask-twice.yaml")
 	require.NoError(t, err)
 	id := "notice-kills"
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: 2 * time.Second}})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	h := &harness{t: t, srv: srv, c: c}
 	for _, qid := range []string{"first-1", "second-1"} {
@@ -168,7 +168,7 @@ func TestNoticeOncePerQuestionThroughKills(t *testing.T) {
 		h.answer(id, qid, "yes")
 	}
 	rcv.Release()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	ctx, cancel := context.WithTimeout(context.Background(), runWait)
 	defer cancel()
 	require.NoError(t, run.Get(ctx, &res))
@@ -248,7 +248,7 @@ func TestNoticesNeverHoldTheRun(t *testing.T) {
 	// The dead receiver's notices are still being tried, on their own;
 	// the late one's are done.
 	resp, err := h.c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("WorkflowType = %q", workflows.NoticeWorkflowType),
+		Query: fmt.Sprintf("WorkflowType = %q", runapi.NoticeWorkflowType),
 	})
 	require.NoError(t, err)
 	count := map[enumspb.WorkflowExecutionStatus]int{}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // stallingProxy stands between the workers and the S3 server. Armed, it
@@ -111,10 +111,10 @@ edges:
 `), "part-kill.yaml")
 	require.NoError(t, err)
 	id := "killed-mid-part"
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g,
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g,
 			Inputs:  map[string]any{"pad": base64.StdEncoding.EncodeToString(pad)},
-			Options: workflows.Options{HeartbeatTimeout: 3 * time.Second}})
+			Options: runapi.Options{HeartbeatTimeout: 3 * time.Second}})
 	require.NoError(t, err)
 	h := &harness{t: t, srv: srv, c: c}
 	blobs, err := blob.Open(context.Background(), s3.URL("e2e"), blob.WithCredentials(s3.Credentials()))

@@ -16,8 +16,8 @@ import (
 	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // cliBackends points every CLI backend of the harness's workers at one fake
@@ -302,5 +302,5 @@ edges:
 		events++
 	}
 	require.Greater(t, events, 100)
-	require.Less(t, events, workflows.DefaultContinueAsNewEvents+200, "the first execution continued as new near its threshold")
+	require.Less(t, events, runapi.DefaultContinueAsNewEvents+200, "the first execution continued as new near its threshold")
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // retryNoteModel names the model of the retry-note test's CLI runs.
@@ -61,8 +61,8 @@ edges:
 `), "retry-note.yaml")
 	require.NoError(t, err)
 	id := "retry-note-" + strings.ToLower(sig.String())
-	run, err := k.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: 5 * time.Second}})
+	run, err := k.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second}})
 	require.NoError(t, err)
 
 	// The server holds a heartbeat that reports the tool call: then the
@@ -75,7 +75,7 @@ edges:
 
 	ctx, cancel := context.WithTimeout(context.Background(), runWait)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 
 	var noted []string
@@ -150,8 +150,8 @@ edges:
 `, retryOfTool)), "retry-of.yaml")
 	require.NoError(t, err)
 	id := "retry-of-kill"
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: 2 * time.Second}})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	w := startWorkerProcess(t, bin, env)
 	waitProgress(t, c, id, func(p agent.Progress) bool { return p.Node == "work" && p.Elapsed > 0 })
@@ -161,7 +161,7 @@ edges:
 
 	ctx, cancel := context.WithTimeout(context.Background(), runWait)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	out := toolOutput(t, c, id)
 	stdout, _ := out["stdout"].(string)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // Item 1: a run id names one run. `tether run` refuses an id that Temporal
@@ -59,13 +59,13 @@ edges:
 	// visit, with the same reason, and writes nothing to b1's checkpoints.
 	g, err := graph.ParseFile(other)
 	require.NoError(t, err)
-	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "b1", TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "b1", Graph: g})
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "b1", TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "b1", Graph: g})
 	require.NoError(t, err)
 	_, err = h.result(run)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
-	assert.Equal(t, workflows.ErrTypeRunIDTaken, appErr.Type())
+	assert.Equal(t, runapi.ErrTypeRunIDTaken, appErr.Type())
 	assert.Contains(t, appErr.Message(), `run id taken: the run store holds 6 checkpoint(s) of run "b1" (graph "tool-loop", completed)`)
 	after, err := h.runs.List(context.Background(), "b1")
 	require.NoError(t, err)

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // A worker that gets SIGTERM (a pod being recycled) takes no new visit,
@@ -40,7 +40,7 @@ func TestWorkerStopFinishesRunningVisit(t *testing.T) {
 	b := startWorkerProcess(t, bin, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 
 	starts := visitStarts(t, c, id)
@@ -66,7 +66,7 @@ func TestWorkerStopHandsBackAVisitAtTheDeadline(t *testing.T) {
 	waitVisitStarted(t, c, id, 1)
 	assert.Equal(t, workerID(a), pendingWorker(t, c, id), "the first attempt runs on the worker that will stop")
 	b := startWorkerProcess(t, bin, env)
-	waitPolling(t, c, workflows.WorkerQueue(workerID(b)))
+	waitPolling(t, c, runapi.WorkerQueue(workerID(b)))
 
 	termAt := time.Now()
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
@@ -79,7 +79,7 @@ func TestWorkerStopHandsBackAVisitAtTheDeadline(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	// The server started the handed-back visit again itself: one
 	// activity, whose second attempt ran on the other worker.
@@ -106,8 +106,8 @@ edges:
   - {from: after, to: done}
 `), "shutdown.yaml")
 	require.NoError(t, err)
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: heartbeat}})
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: heartbeat}})
 	require.NoError(t, err)
 	return run
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tether-run/tether/internal/cli"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/workflows"
 )
 
 // Item 9: an empty answer is refused, by `tether answer` and by the
@@ -47,8 +47,8 @@ edges:
 	}
 	// The update itself refuses it too, for any client.
 	ctx := context.Background()
-	u, err := h.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "a3", UpdateName: workflows.UpdateAnswer,
-		Args: []any{workflows.Answer{QuestionID: q.ID, Text: ""}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	u, err := h.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "a3", UpdateName: runapi.UpdateAnswer,
+		Args: []any{runapi.Answer{QuestionID: q.ID, Text: ""}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err == nil {
 		err = u.Get(ctx, nil)
 	}

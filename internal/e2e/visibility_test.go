@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // TestRunsAreLegibleInTemporal: a run started with `tether run` carries a
@@ -128,8 +128,8 @@ edges:
 	require.NoError(t, err)
 	opts := testRunOptions
 	opts.SessionHistory = -1 // keep no earlier slot: each new one supersedes the last
-	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "deletes", TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "deletes", Graph: g, Options: opts})
+	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "deletes", TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "deletes", Graph: g, Options: opts})
 	require.NoError(t, err)
 	_, err = h.result(run)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 // ToolOutput is the output of a tool node's visit, with its types: what a
 // when or with on an edge out of a tool node is checked against.
+// runapi.ToolOutput is this type with the map the tool activity returns.
 type ToolOutput struct {
 	ExitCode   int    `expr:"exit_code"`
 	TimedOut   bool   `expr:"timed_out"`

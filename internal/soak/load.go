@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
-	"github.com/tether-run/tether/workflows"
 )
 
 // Result is what the soak did and found.
@@ -303,7 +303,7 @@ func (s *Soak) answer(ctx context.Context, runs []*run) {
 			}
 			cmd := exec.CommandContext(ctx, filepath.Join(s.o.Root, "bin", "temporal"), "workflow", "signal",
 				"--address", s.cfg.TemporalAddress, "--namespace", s.cfg.Namespace,
-				"--workflow-id", id, "--name", workflows.SignalAnswer,
+				"--workflow-id", id, "--name", runapi.SignalAnswer,
 				"--input", `{"question_id": "ask-1", "text": "go on"}`)
 			if err := cmd.Run(); err == nil {
 				r.asked = true

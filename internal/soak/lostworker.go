@@ -10,7 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // LostWorker is what a worker killed in the middle of a visit cost: from
@@ -40,8 +40,8 @@ edges:
 	out := &LostWorker{Heartbeat: heartbeat}
 	for i := range samples {
 		id := fmt.Sprintf("%s-lost-%d", s.prefix, i)
-		h, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-			workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g, Options: workflows.Options{HeartbeatTimeout: heartbeat}})
+		h, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+			runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: heartbeat}})
 		if err != nil {
 			return nil, err
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/notify/notifytest"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/workflows"
 )
 
 // TestTallyCountsNoticesAgainstQuestions: the soak's counts, over notices
@@ -43,7 +43,7 @@ func TestTallyCountsNoticesAgainstQuestions(t *testing.T) {
 	send("soak-abc-0", graph.NotifyCompleted, "completed/20", nil)
 	send("soak-other-0", graph.NotifyWaiting, "waiting/ask-1/4", ask)
 
-	done := &workflows.GraphRunResult{Status: runstore.StatusCompleted}
+	done := &runapi.GraphRunResult{Status: runstore.StatusCompleted}
 	runs := []*run{
 		{id: "soak-abc-0", kind: "persist", asked: true, result: done},
 		{id: "soak-abc-1", kind: "persist", asked: true, result: done},

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/tether-run/tether/workflows"
+	"github.com/tether-run/tether/internal/runapi"
 )
 
 // Open is how the server held a number of open runs, each waiting for a
@@ -76,8 +76,8 @@ func (s *Soak) OpenRuns(ctx context.Context, counts []int, dev *DevServer) ([]Op
 		}
 		started := time.Now()
 		refused := s.each(ctx, batch, func(ctx context.Context, id string) error {
-			_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-				workflows.WorkflowType, &workflows.GraphRunInput{RunID: id, Graph: g})
+			_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+				runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})
 			return err
 		})
 		o.Errors += refused
@@ -115,8 +115,8 @@ func (s *Soak) answerSample(ctx context.Context, batch []string, k, errs int) (p
 		id := batch[i]
 		start := time.Now()
 		h, err := s.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: id, UpdateName: workflows.UpdateAnswer, WaitForStage: client.WorkflowUpdateStageCompleted,
-			Args: []any{workflows.Answer{QuestionID: "ask-1", Text: "yes"}},
+			WorkflowID: id, UpdateName: runapi.UpdateAnswer, WaitForStage: client.WorkflowUpdateStageCompleted,
+			Args: []any{runapi.Answer{QuestionID: "ask-1", Text: "yes"}},
 		})
 		if err == nil {
 			err = h.Get(ctx, nil)

@@ -25,10 +25,10 @@ import (
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify/notifytest"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/temporalclient"
 	"github.com/tether-run/tether/internal/visitbench"
-	"github.com/tether-run/tether/workflows"
 )
 
 // Options say how hard to push and which faults to inject.
@@ -170,7 +170,7 @@ type run struct {
 	rounds int
 	files  int
 	handle client.WorkflowRun
-	result *workflows.GraphRunResult
+	result *runapi.GraphRunResult
 	err    error
 	asked  bool
 	// execs are its executions, read back after the load.
@@ -179,8 +179,8 @@ type run struct {
 
 // start starts a run of g.
 func (s *Soak) start(ctx context.Context, r *run, g *graph.Graph, ws *runstore.WorkspaceState) error {
-	h, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: r.id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: r.id, Graph: g, Workspace: ws})
+	h, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: r.id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: r.id, Graph: g, Workspace: ws})
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.id, err)
 	}
@@ -197,7 +197,7 @@ func (s *Soak) wait(ctx context.Context, runs []*run) {
 		go func() {
 			defer wg.Done()
 			for {
-				var res workflows.GraphRunResult
+				var res runapi.GraphRunResult
 				err := s.c.GetWorkflow(ctx, r.id, "").Get(ctx, &res)
 				if err == nil {
 					r.result = &res

@@ -24,7 +24,6 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/upgradeprobe"
-	"github.com/tether-run/tether/workflows"
 )
 
 // With Options.Upgrade the soak rolls the cluster onto another build in
@@ -188,7 +187,7 @@ func (s *Soak) upgrade(ctx context.Context) (*Upgraded, error) {
 			u.Moves[m[1]] = d
 		}
 	}
-	if q, err := s.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && q.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == to {
+	if q, err := s.c.DescribeTaskQueue(ctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && q.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == to {
 		u.CurrentAt = q.GetVersioningInfo().GetUpdateTime().AsTime()
 	}
 	// From the new build becoming current to the old one being called
@@ -228,7 +227,7 @@ func (s *Soak) ensureCurrent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := s.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	q, err := s.c.DescribeTaskQueue(ctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err == nil && q.GetVersioningInfo().GetCurrentDeploymentVersion().GetBuildId() == build {
 		return nil
 	}
@@ -308,7 +307,7 @@ func (s *Soak) readExecution(ctx context.Context, id, run string) (execution, er
 		}
 		switch e.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-			var in workflows.GraphRunInput
+			var in runapi.GraphRunInput
 			if decodeFirst(e.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(), &in) == nil && in.Move != nil {
 				x.moved = true
 				x.waiting = in.Checkpoint != nil && in.Checkpoint.Pause != nil

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/workflows"
 )
 
@@ -150,7 +151,7 @@ func (r *router) watch(ctx context.Context) {
 func (r *router) refresh(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	d, err := r.c.DescribeTaskQueue(rctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	d, err := r.c.DescribeTaskQueue(rctx, runapi.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.logger.Debug("could not read the deployment's routing; keeping the last one", "deployment", r.v.Deployment, "error", err)

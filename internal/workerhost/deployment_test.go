@@ -16,9 +16,9 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 // startVersioned starts a worker of build in mode on the dev server c
@@ -75,8 +75,8 @@ edges: [{from: w, to: done}]
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pinned-run", TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "pinned-run", Graph: g})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pinned-run", TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "pinned-run", Graph: g})
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
 	d, err := c.DescribeWorkflow(ctx, "pinned-run", "")

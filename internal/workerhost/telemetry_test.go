@@ -18,10 +18,10 @@ import (
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/workerhost"
-	"github.com/tether-run/tether/workflows"
 )
 
 // TestGraphRunIsTraced runs a one-node scripted graph through a worker
@@ -68,10 +68,10 @@ edges:
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "traced-run", TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowType, &workflows.GraphRunInput{RunID: "traced-run", Graph: g})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "traced-run", TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "traced-run", Graph: g})
 	require.NoError(t, err)
-	var res workflows.GraphRunResult
+	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Contains(t, fmt.Sprint(res.Output), reply, "the run went through the agent")
 

@@ -27,6 +27,7 @@ import (
 	"github.com/tether-run/tether/internal/github"
 	"github.com/tether-run/tether/internal/github/forge"
 	"github.com/tether-run/tether/internal/notify"
+	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -179,7 +180,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if err := o.Versioning.check(); err != nil {
 		return nil, err
 	}
-	queue := workflows.WorkerQueue(o.ID)
+	queue := runapi.WorkerQueue(o.ID)
 	logger := o.Logger.With("worker", o.ID)
 	if err := probeStore(o.Blobs, o.ID); err != nil {
 		return nil, err
@@ -226,7 +227,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.shared = worker.New(c, workflows.TaskQueue, worker.Options{
+	h.shared = worker.New(c, runapi.TaskQueue, worker.Options{
 		WorkerStopTimeout:            stopTimeout,
 		StickyScheduleToStartTimeout: stickyTimeout,
 		MaxHeartbeatThrottleInterval: heartbeatThrottle,
@@ -245,9 +246,9 @@ func Start(c client.Client, o Options) (*Host, error) {
 		// have no visit to keep, and a run a delivery starts begins on
 		// the current build.
 		h.shared.RegisterWorkflowWithOptions(workflows.GraphRun, workflow.RegisterOptions{
-			Name: workflows.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorPinned)})
+			Name: runapi.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorPinned)})
 		h.shared.RegisterWorkflowWithOptions(workflows.Notice, workflow.RegisterOptions{
-			Name: workflows.NoticeWorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
+			Name: runapi.NoticeWorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
 		h.shared.RegisterWorkflowWithOptions(workflows.GitHubDelivery, workflow.RegisterOptions{
 			Name: github.WorkflowType, VersioningBehavior: o.Versioning.behavior(workflow.VersioningBehaviorAutoUpgrade)})
 	}
@@ -275,7 +276,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	}
 	if err := h.shared.Start(); err != nil {
 		h.own.Stop()
-		return nil, fmt.Errorf("start worker on %s: %w", workflows.TaskQueue, err)
+		return nil, fmt.Errorf("start worker on %s: %w", runapi.TaskQueue, err)
 	}
 	watch, stopWatch := context.WithCancel(context.Background())
 	h.stopWatch = stopWatch
@@ -284,11 +285,11 @@ func Start(c client.Client, o Options) (*Host, error) {
 		routing.waitPromoted(watch)
 		go routing.watch(watch)
 		v := routing.Routing()
-		o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir,
+		o.Logger.Info("worker started", "id", o.ID, "queues", []string{runapi.TaskQueue, queue}, "state_dir", o.StateDir,
 			"deployment", o.Versioning.Deployment, "build", o.Versioning.BuildID, "versioning", o.Versioning.Mode.String(), "current_build", v.Current)
 		return h, nil
 	}
-	o.Logger.Info("worker started", "id", o.ID, "queues", []string{workflows.TaskQueue, queue}, "state_dir", o.StateDir,
+	o.Logger.Info("worker started", "id", o.ID, "queues", []string{runapi.TaskQueue, queue}, "state_dir", o.StateDir,
 		"versioning", "off: an unversioned worker; runs are not pinned to a build (TETHER_VERSIONING)")
 	return h, nil
 }
