@@ -4,7 +4,7 @@ SHELL := bash
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build upgrade-probe tools run console screenshots test test-loaded mutate lint fuzz bench histories cluster cluster-down soak soak-short clean
+.PHONY: all build upgrade-probe tools run console screenshots test test-loaded mutate lint fuzz bench bench-visit histories cluster cluster-down soak soak-short clean
 
 all: build tools
 
@@ -88,16 +88,21 @@ fuzz:
 	bash scripts/fuzz.sh 60s
 
 ## bench: the benchmarks reported in docs/
-bench: tools
+bench: tools build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Visit$$' -benchtime 200x -count 3 -timeout 20m ./internal/e2e
 	$(GO) test -run '^$$' -bench LongPersistLoop -benchtime 10000x -count 1 -timeout 60m ./internal/e2e
 	$(GO) test -run '^$$' -bench Console -benchtime 3x -count 1 -timeout 60m ./internal/e2e
+	$(GO) run ./internal/visitbench/cmd/visitbench
+
+## bench-visit: one visit against the bare agent CLI, split into its parts; BEFORE=DIR (a checkout with bin/ built) runs beside it, VISITBENCH_FLAGS='-server cluster' on make cluster
+bench-visit: tools build
+	$(GO) run ./internal/visitbench/cmd/visitbench $(VISITBENCH_FLAGS) . $(BEFORE)
 
 ## histories: re-record the replay histories from real runs (new files only)
 histories: build tools
 	TETHER_RECORD_HISTORIES=1 $(GO) test -count 1 -timeout 20m ./internal/e2e \
-		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestResumeWithACorrectedGraph|TestACancelIsNoVisit|TestRollingUpgradeMovesRunsAtTheirSafePoints'
+		-run 'TestReviewLoopDemo|TestPersistAcrossWorkers$$/scripted|TestAskUserAcrossWorkers/scripted|TestFailStopThenResume|TestToolAfterAgent|TestWorkspaceTravelsWithTheRun/fs|TestWorkspaceFromARepository|TestBudgetStopAndResume|TestNodeBudgetStopAndResume|TestVisitOutlivesLostWorkers|TestWorkerKilledMidVisit/killed|TestBranchWorkspaces|TestBranchVisitsWaitForAnUpgradedWorker|TestBranchLoopsCountTheirVisits|TestRunInputSessionIDIsNotADelivery|TestRunIDNamesOneRun|TestFollowAndStatusShowEachVisitsResult|TestCanceledRunLeavesTheWaitingQuery|TestIssueToPullRequest|TestGitHubCommands|TestResumeWithACorrectedGraph|TestACancelIsNoVisit|TestRollingUpgradeMovesRunsAtTheirSafePoints|TestNewRunTakesTheBaselineAtOnce'
 
 clean:
 	rm -rf bin .tether

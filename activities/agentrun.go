@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/telemetry"
 )
 
 // agentRun is one execution of an agent on this worker.
@@ -101,7 +102,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		visitProgress.begin(key, agent.Progress{Node: r.nodeID, Visit: r.visit, Backend: r.b.Name()})
 		breq.Progress = func(p agent.Progress) { visitProgress.update(key, p) }
 	}
+	endPhase := telemetry.StartPhase(ctx, telemetry.PhaseRun)
 	res, err := r.b.Execute(runCtx, breq)
+	endPhase()
 	stop()
 	if err != nil && stopping() {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("worker %s stopped during the visit of node %q: %v", a.Queue, r.nodeID, err), ErrTypeWorkerStopping, err)
@@ -132,7 +135,9 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 			from = r.extend
 		}
 		var pk packed
+		endPhase := telemetry.StartPhase(ctx, telemetry.PhasePack)
 		pk, result.PackError = a.pack(ctx, r.b, r.env, res.SessionID, key, incremental, from)
+		endPhase()
 		if result.Packed = result.PackError == ""; result.Packed {
 			result.PackedTo, result.PackDigest, result.PackSize, result.PackDeltaOf = key, pk.digest, pk.size, pk.deltaOf
 			if p := r.b.Packer(r.env); p != nil {

@@ -68,10 +68,17 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 		every = ht / 3
 	}
 	// Every heartbeat of the attempt carries its visit's latest progress,
-	// once the visit has begun (see runAgent).
+	// once the visit has begun (see runAgent). The first goes out at once
+	// only when it has something to say (what lost attempts did, which it
+	// must not let the first periodic beat replace): a first attempt's
+	// would say nothing, and the SDK sends a first heartbeat as a round
+	// trip to the server, a write of the run's state, before the visit
+	// could start. The ticker's first beat comes well inside the timeout.
 	key := progressKey(ctx)
 	visitProgress.hold(key)
-	activity.RecordHeartbeat(ctx, visitProgress.details(key)...)
+	if details := visitProgress.details(key); len(details) > 0 {
+		activity.RecordHeartbeat(ctx, details...)
+	}
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)

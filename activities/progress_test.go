@@ -151,3 +151,20 @@ func TestProgressBoardCarriesLostAttempts(t *testing.T) {
 	b.release("k")
 	assert.Empty(t, b.m)
 }
+
+// A first attempt that ends before its first periodic heartbeat sends
+// none: an empty first heartbeat would only cost the visit a round trip
+// to the server, and a write there, before it could start.
+func TestQuickFirstAttemptSendsNoHeartbeat(t *testing.T) {
+	a := newActs(t, blob.NewMem())
+	a.HeartbeatEvery = time.Minute
+	beats := 0
+	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.RegisterActivity(a)
+	env.RegisterWorkflow(progressWorkflow)
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats++ })
+	env.ExecuteWorkflow(progressWorkflow, &ExecuteRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: writer, Backend: "scripted"})
+	require.NoError(t, env.GetWorkflowError())
+	assert.Zero(t, beats, "no heartbeat before the first tick")
+}

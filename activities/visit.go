@@ -199,7 +199,10 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 			return nil, err
 		}
 		defer ws.Close()
-		if err := a.restoreWorkspace(ctx, req, ws, res); err != nil {
+		endPhase := telemetry.StartPhase(ctx, telemetry.PhaseRestoreWorkspace)
+		err := a.restoreWorkspace(ctx, req, ws, res)
+		endPhase()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -216,7 +219,10 @@ func (a *Activities) Visit(ctx context.Context, req *VisitRequest) (res *VisitRe
 	}
 
 	if ws != nil && (!req.Branch || req.BranchName != "") {
-		if err := a.snapshotVisit(ctx, req, ws, asked, res); err != nil {
+		endPhase := telemetry.StartPhase(ctx, telemetry.PhaseSnapshot)
+		err := a.snapshotVisit(ctx, req, ws, asked, res)
+		endPhase()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +238,9 @@ func (a *Activities) runVisit(ctx context.Context, req *VisitRequest, cwd string
 	}
 	switch req.Node.Kind {
 	case graph.KindTool:
+		endPhase := telemetry.StartPhase(ctx, telemetry.PhaseRun)
 		out, err := a.runTool(runCtx, req.Node, req.Visit, req.Input, promptWorkspace(ctx, ws, req), cwd, lost)
+		endPhase()
 		if err != nil {
 			return false, err
 		}
@@ -291,7 +299,9 @@ func (a *Activities) visitAgent(ctx context.Context, req *VisitRequest, cwd stri
 		case changed != "":
 			res.SessionNote, sessionID, input = changed, "", stripped
 		default:
+			endPhase := telemetry.StartPhase(ctx, telemetry.PhaseRestoreSession)
 			note, x, err := a.restoreSession(ctx, b, env, req)
+			endPhase()
 			if err != nil {
 				return err
 			}

@@ -3,12 +3,23 @@
 # state in a SQLite file under .tether/ (durable across restarts), Web UI on
 # :8233, and the dynamic-config settings that take a regular activity's
 # round trip from ~100 ms (a poll-rate limit, not work) to ~30 ms.
+# The SQLite file is written ahead (journal_mode=wal) and synced at its
+# checkpoints, not at every commit (synchronous=normal): the server's one
+# connection serves every request in turn, and three syncs per write were
+# its ceiling. A crash of the server or a restart loses nothing; a crash
+# of the machine itself (power, kernel) can take back its last writes
+# (docs/operations.md, "The embedded default's ceiling"). The search
+# attributes are registered here, at the start, so the server need not
+# read them from its database again on every use (the dev server's
+# default, for tests that register them later).
 # Its HTTP API is on the frontend's port + 10, where a worker expects it.
 # Once the frontend answers it writes $TETHER_HOME/temporal.env, which
 # names every port the server listens on (its internal services and
-# metrics are on ports it picks) in TETHER_SANDBOX_DENY, so that a worker
-# given it refuses them all to the agents and tools it confines
-# (scripts/demo.sh does), and prints the server's pid.
+# metrics are on ports it picks, or TEMPORAL_METRICS_PORT for Prometheus)
+# in TETHER_SANDBOX_DENY, so that a worker given it refuses them all to
+# the agents and tools it confines (scripts/demo.sh does), and prints the
+# server's pid. TEMPORAL_PORT and TEMPORAL_UI_PORT move its ports,
+# TETHER_HOME its state.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 home=${TETHER_HOME:-$root/.tether}
@@ -21,6 +32,10 @@ temporal=$(bash "$root/scripts/tools.sh" temporal)
 	--ip 127.0.0.1 --port "$port" --http-port "$http_port" --ui-port "$ui_port" \
 	--db-filename "$home/temporal.db" \
 	--log-level warn \
+	${TEMPORAL_METRICS_PORT:+--metrics-port "$TEMPORAL_METRICS_PORT"} \
+	--sqlite-pragma journal_mode=wal \
+	--sqlite-pragma synchronous=normal \
+	--dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false \
 	--dynamic-config-value matching.numTaskqueueReadPartitions=1 \
 	--dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	--dynamic-config-value history.transferProcessorMaxPollRPS=10000 \

@@ -117,7 +117,7 @@ func (r *runImpl) agentVisit(ctx workflow.Context, node *graph.Node, cur runstor
 			r.tookGuidance(node.ID, notes)
 			v.guidance = notes
 		}
-		if len(lost) > 0 && workflow.GetVersion(ctx, changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs) == versionLostAttemptBlobs {
+		if len(lost) > 0 && r.at(ctx, changeLostAttemptBlobs, versionLostAttemptBlobs) {
 			v.deleteAfterCommit = append(v.deleteAfterCommit, lost...)
 		}
 		return v, nil
@@ -142,7 +142,7 @@ func (r *runImpl) resolve(ctx workflow.Context, node *graph.Node, cur runstore.C
 	checked := false
 	if cur.From != "" {
 		delivered := id
-		if id != "" && workflow.GetVersion(ctx, changeEdgeDelivery, workflow.DefaultVersion, versionEdgeDelivery) == versionEdgeDelivery {
+		if id != "" && r.at(ctx, changeEdgeDelivery, versionEdgeDelivery) {
 			// Rule 1: only what the edge's own mapping produced was
 			// delivered. Runs recorded before took the final input's id,
 			// which may have come from the run's inputs.
@@ -197,7 +197,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 	log := workflow.GetLogger(ctx)
 	actx, serverRetry := r.visitOptions(ctx, node, visitNo, plan, sc)
 	incremental := node.Kind == graph.KindAgent && node.Session == graph.SessionPersist &&
-		workflow.GetVersion(ctx, changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks) == versionIncrementalPacks
+		r.at(ctx, changeIncrementalPacks, versionIncrementalPacks)
 	var lost []string
 	var retryOf *agent.Interruption
 	upgradeWaits := 0
@@ -237,7 +237,7 @@ func (r *runImpl) oneTrip(ctx workflow.Context, node *graph.Node, visitNo int, p
 		}
 		if restarts < maxVisitRestarts && again {
 			log.Warn("visit failed in a way that may pass; starting it again", "node", node.ID, "visit", visitNo, "restart", restarts+1, "error", activities.ErrorText(err))
-			if workflow.GetVersion(ctx, changeRetryNote, workflow.DefaultVersion, versionRetryNote) == versionRetryNote {
+			if r.at(ctx, changeRetryNote, versionRetryNote) {
 				retryOf = lostFacts(err, retryOf, r.refFree(ctx))
 				actx = workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), " · again after an interrupted attempt"))
 			}
@@ -274,7 +274,7 @@ func (r *runImpl) visitOptions(ctx workflow.Context, node *graph.Node, visitNo i
 			timeout = defaultToolTimeout
 		}
 	}
-	serverRetry := workflow.GetVersion(ctx, changeServerRetry, workflow.DefaultVersion, versionServerRetry) == versionServerRetry
+	serverRetry := r.at(ctx, changeServerRetry, versionServerRetry)
 	retry := &temporal.RetryPolicy{MaximumAttempts: 1}
 	if serverRetry {
 		// A lost worker's visit is started again by the server itself the

@@ -31,7 +31,7 @@ func (r *runImpl) fanout(ctx workflow.Context, starts []runstore.Cursor, parent 
 		trunk = parent.ws
 	}
 	if (parent != nil && parent.name == "") || trunk == nil || !r.oneTripVisits(ctx) ||
-		workflow.GetVersion(ctx, changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces) != versionBranchWorkspaces {
+		!r.at(ctx, changeBranchWorkspaces, versionBranchWorkspaces) {
 		return r.fanoutShared(ctx, starts)
 	}
 	if len(starts) > graph.MaxBranches {
@@ -215,7 +215,7 @@ func (r *runImpl) saveBranches(ctx workflow.Context, b *branchRun) {
 	// Other branches may be inside a visit: the checkpoint counts only
 	// finished visits, so that a resume from it numbers them as now.
 	var err error
-	if workflow.GetVersion(ctx, changeBranchVisitCounts, workflow.DefaultVersion, versionBranchVisitCounts) == versionBranchVisitCounts {
+	if r.at(ctx, changeBranchVisitCounts, versionBranchVisitCounts) {
 		err = r.saveAs(ctx, func(cp *runstore.Checkpoint) { cp.Visits = finishedVisits(r.cp.Visits, r.current) })
 	} else {
 		// Runs recorded before counted, while the save was in flight, on
@@ -297,7 +297,7 @@ func (r *runImpl) joinWorkspaces(ctx workflow.Context, join *graph.Node, trunk *
 	decided = trunk
 	switch mode {
 	case graph.JoinPick:
-		explain = workflow.GetVersion(ctx, changeJoinWhy, workflow.DefaultVersion, versionJoinWhy) == versionJoinWhy
+		explain = r.at(ctx, changeJoinWhy, versionJoinWhy)
 		kept, err := pickBranch(join, branches, explain)
 		if err != nil {
 			return nil, nil, false, err

@@ -33,7 +33,7 @@ func (r *runImpl) addUsage(node string, u agent.Usage) {
 // its next node once the budget is raised.
 func (r *runImpl) stopIfOverBudget(ctx workflow.Context, change string, version workflow.Version) error {
 	msg := OverBudget(r.cp)
-	if msg == "" || workflow.GetVersion(ctx, change, workflow.DefaultVersion, version) != version {
+	if msg == "" || !r.at(ctx, change, version) {
 		return nil
 	}
 	r.cp.Status = runstore.StatusFailedResumable
@@ -74,7 +74,7 @@ func (r *runImpl) budgetsMidVisit(ctx workflow.Context, node *graph.Node, sc *sc
 	if sc.branch || len(runapi.Limits(r.cp, node.ID)) == 0 {
 		return false
 	}
-	return workflow.GetVersion(ctx, changeBudgetMidVisit, workflow.DefaultVersion, versionBudgetMidVisit) == versionBudgetMidVisit
+	return r.at(ctx, changeBudgetMidVisit, versionBudgetMidVisit)
 }
 
 // continues is why the run's last execution stopped this visit mid-turn,

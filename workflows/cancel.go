@@ -23,10 +23,10 @@ func (r *runImpl) endCanceled(ctx workflow.Context, err error) error {
 		return err
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if workflow.GetVersion(dctx, changeCancelStatus, workflow.DefaultVersion, versionCancelStatus) != versionCancelStatus {
+	if !r.at(dctx, changeCancelStatus, versionCancelStatus) {
 		return err
 	}
-	if workflow.GetVersion(dctx, changeCancelUncounted, workflow.DefaultVersion, versionCancelUncounted) == versionCancelUncounted {
+	if r.at(dctx, changeCancelUncounted, versionCancelUncounted) {
 		r.uncount(r.canceled)
 	}
 	r.cp.Status = runstore.StatusCanceled

@@ -68,6 +68,7 @@ func (s *GraphRunSuite) TestAnEdgeMappingTheSessionIDDeliversIt() {
 // delivered, so there the run input resumes the session (what
 // edge-delivery-before.json recorded).
 func (s *GraphRunSuite) TestRunInputSessionIDBeforeEdgeDelivery() {
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 	s.env.OnGetVersion(changeEdgeDelivery, workflow.DefaultVersion, versionEdgeDelivery).Return(workflow.DefaultVersion)
 	_, err := s.run(runInputGraph, map[string]any{agent.SessionIDKey: "claude_code-s1"})
 	s.Require().NoError(err)

@@ -72,6 +72,7 @@ func (s *GraphRunSuite) TestBranchesMustMeetAtOneJoin() {
 	for _, shared := range []bool{false, true} {
 		s.SetupTest()
 		if shared {
+			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 			s.env.OnGetVersion(changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces).Return(workflow.DefaultVersion)
 		}
 		_, err := s.run(twoJoins, nil)
@@ -89,6 +90,7 @@ func (s *GraphRunSuite) TestABranchMustReachAJoin() {
 	for _, shared := range []bool{false, true} {
 		s.SetupTest()
 		if shared {
+			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 			s.env.OnGetVersion(changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces).Return(workflow.DefaultVersion)
 		}
 		_, err := s.run(g, nil)
@@ -104,6 +106,7 @@ func (s *GraphRunSuite) TestABranchMustReachAJoin() {
 // to its output; a branch that fans out again meets its own join inside
 // it.
 func (s *GraphRunSuite) TestSharedFanoutAndNestedFanout() {
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 	s.env.OnGetVersion(changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces).Return(workflow.DefaultVersion)
 	res, err := s.run(nestedFanout, nil)
 	s.Require().NoError(err)

@@ -26,6 +26,7 @@ func GraphRun(ctx workflow.Context, in *runapi.GraphRunInput) (*runapi.GraphRunR
 	if err != nil {
 		return nil, err
 	}
+	r.onBaseline(ctx)
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -72,7 +73,7 @@ func (r *runImpl) importWorkspace(ctx workflow.Context) error {
 	if r.in.Checkpoint != nil || r.in.Workspace != nil || src == nil || src.From == "" {
 		return nil
 	}
-	if workflow.GetVersion(ctx, changeWorkspaceImport, workflow.DefaultVersion, versionWorkspaceImport) != versionWorkspaceImport {
+	if !r.at(ctx, changeWorkspaceImport, versionWorkspaceImport) {
 		return nil
 	}
 	from, ref, err := src.Render(r.cp.Inputs)
@@ -125,6 +126,9 @@ type runImpl struct {
 	// (changeOneTripVisit); only they name their activities and keep
 	// search attributes.
 	viaVisit bool
+	// baseline is set in executions that take the baseline's changes
+	// without asking for each (changeBaseline).
+	baseline bool
 	vis      visibility
 	// retryNotes are the latest visits that ran again after an
 	// interrupted attempt (retrynote.go), for the run's details.
@@ -383,7 +387,7 @@ func (r *runImpl) register(node string, qs []runstore.Question) []*question {
 // an answer signalled then was dropped as unknown, leaving the run waiting
 // for an answer it had been given (changeQuestionsFirst).
 func (r *runImpl) postQuestions(ctx workflow.Context, node string, qs []runstore.Question) {
-	if workflow.GetVersion(ctx, changeQuestionsFirst, workflow.DefaultVersion, versionQuestionsFirst) == versionQuestionsFirst {
+	if r.at(ctx, changeQuestionsFirst, versionQuestionsFirst) {
 		r.register(node, qs)
 	}
 	// Before the pause checkpoint, which then records the notices sent.

@@ -59,7 +59,7 @@ func (r *runImpl) guidanceFor(ctx workflow.Context, node string) []runstore.Guid
 			out = append(out, n)
 		}
 	}
-	if len(out) == 0 || workflow.GetVersion(ctx, changeGuide, workflow.DefaultVersion, versionGuide) != versionGuide {
+	if len(out) == 0 || !r.at(ctx, changeGuide, versionGuide) {
 		return nil
 	}
 	return out

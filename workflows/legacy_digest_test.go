@@ -8,6 +8,7 @@ import (
 // slots record their blobs' digests too, so a restore can check them, and
 // it resumes its conversation through them.
 func (s *GraphRunSuite) TestLegacyVisitsRecordDigests() {
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 	s.env.OnGetVersion(changeOneTripVisit, workflow.DefaultVersion, versionOneTripVisit).Return(workflow.DefaultVersion)
 	s.wipeOnJudge(nil)
 	_, err := s.run(persistLoop, nil)

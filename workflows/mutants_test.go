@@ -23,6 +23,7 @@ func (s *GraphRunSuite) TestOnlyAVisitWithLostBlobsAsksForTheirDeletion() {
 		s.Run(c.name, func() {
 			s.SetupTest()
 			asked := 0
+			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 			s.env.OnGetVersion(changeLostAttemptBlobs, workflow.DefaultVersion, versionLostAttemptBlobs).
 				Run(func(mock.Arguments) { asked++ }).Return(workflow.Version(versionLostAttemptBlobs))
 			c.arm()

@@ -4,6 +4,8 @@
 // the run store and carries across continue-as-new.
 package workflows
 
+import "go.temporal.io/sdk/workflow"
+
 // Workflow changes since the first recorded histories. Each is a
 // workflow.GetVersion change id; histories under testdata/histories replay
 // its old path (recorded by the build before it; <id>-before.json where
@@ -174,6 +176,19 @@ const (
 	changeRewoundQuestions  = "rewound-questions"
 	versionRewoundQuestions = 1
 
+	// changeBaseline: a new execution takes every change above at its
+	// version (baselineChanges) without asking GetVersion for each: each
+	// first GetVersion of an execution records a marker event and upserts
+	// the TemporalChangeVersion search attribute (another event, and a
+	// write of the server's visibility store), so a run paid about eight
+	// of each before its first visit, and more as it reached the others
+	// (baseline.json). Executions recorded before ask for each change as
+	// they did. A change added below asks for itself, as before: the
+	// baseline's set is never changed, a later baseline is a new version
+	// with a set of its own.
+	changeBaseline  = "baseline"
+	versionBaseline = 1
+
 	// changeMoveToCurrent: a run pinned to a build its worker deployment
 	// no longer routes new runs to moves to the current build between two
 	// visits, or while it waits for a person when the upgrade signal asks
@@ -183,3 +198,31 @@ const (
 	changeMoveToCurrent  = "move-to-current"
 	versionMoveToCurrent = 1
 )
+
+// baselineChanges are the changes an execution on the baseline takes,
+// each at its version. The legacy two-activity visit's tool affinity is
+// not one: no execution on the baseline visits that way.
+var baselineChanges = map[string]workflow.Version{
+	changeOneTripVisit:      versionOneTripVisit,
+	changeWorkspaceImport:   versionWorkspaceImport,
+	changeBudgets:           versionBudgets,
+	changeBudgetAtStart:     versionBudgetAtStart,
+	changeQuestionsFirst:    versionQuestionsFirst,
+	changeServerRetry:       versionServerRetry,
+	changeLostAttemptBlobs:  versionLostAttemptBlobs,
+	changeIncrementalPacks:  versionIncrementalPacks,
+	changeBranchWorkspaces:  versionBranchWorkspaces,
+	changeBranchVisitCounts: versionBranchVisitCounts,
+	changeEdgeDelivery:      versionEdgeDelivery,
+	changeRetryNote:         versionRetryNote,
+	changeNotices:           versionNotices,
+	changeGuide:             versionGuide,
+	changeJoinWhy:           versionJoinWhy,
+	changeRunIDCheck:        versionRunIDCheck,
+	changeCancelStatus:      versionCancelStatus,
+	changeEndedVisit:        versionEndedVisit,
+	changeCancelUncounted:   versionCancelUncounted,
+	changeBudgetMidVisit:    versionBudgetMidVisit,
+	changeRefFreeNotes:      versionRefFreeNotes,
+	changeRewoundQuestions:  versionRewoundQuestions,
+}

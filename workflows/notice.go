@@ -75,7 +75,7 @@ func (r *runImpl) noticeEndpoints(ctx workflow.Context) []activities.NoticeEndpo
 		return r.notices.endpoints
 	}
 	r.notices.checked = true
-	if workflow.GetVersion(ctx, changeNotices, workflow.DefaultVersion, versionNotices) != versionNotices {
+	if !r.at(ctx, changeNotices, versionNotices) {
 		return nil
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -175,7 +175,7 @@ func (r *runImpl) askAgainIfRewound(ctx workflow.Context) {
 	if !r.rewound || p == nil || !slices.ContainsFunc(p.Questions, func(q runstore.Question) bool { return q.Notice != "" }) {
 		return
 	}
-	if workflow.GetVersion(ctx, changeRewoundQuestions, workflow.DefaultVersion, versionRewoundQuestions) != versionRewoundQuestions {
+	if !r.at(ctx, changeRewoundQuestions, versionRewoundQuestions) {
 		return
 	}
 	again := *p

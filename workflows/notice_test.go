@@ -141,6 +141,7 @@ func (s *GraphRunSuite) restart(cp *runstore.Checkpoint, before bool) (string, *
 	s.SetupTest()
 	rec := s.withNotices(notify.Endpoint{Name: "ops", URL: "https://ops.example/hook"})
 	if before {
+		s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 		s.env.OnGetVersion(changeRewoundQuestions, workflow.DefaultVersion, versionRewoundQuestions).Return(workflow.DefaultVersion)
 	}
 	var asking string

@@ -124,6 +124,7 @@ func (s *GraphRunSuite) TestOnlyPersistVisitsPackIncrementally() {
 	for _, before := range []bool{false, true} {
 		s.SetupTest()
 		if before {
+			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 			s.env.OnGetVersion(changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks).Return(workflow.DefaultVersion)
 		}
 		reqs := s.visitRequests()

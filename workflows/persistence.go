@@ -189,10 +189,43 @@ func (r *runImpl) mintID(ctx workflow.Context) string {
 // mintHook, set only by tests, sees every minted id.
 var mintHook func(id string)
 
+// onBaseline decides, first thing in an execution, whether it takes the
+// baseline's changes at once (changeBaseline). An execution recorded
+// before the baseline has no marker for it, and asks for each change as
+// it did.
+func (r *runImpl) onBaseline(ctx workflow.Context) {
+	r.baseline = workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, versionBaseline) == versionBaseline
+}
+
+// at reports whether this execution takes change at version. On the
+// baseline, a change the baseline holds at that version or newer is taken
+// without asking. Otherwise GetVersion says, recording the choice the
+// first time; on the baseline, no marker (workflow.DefaultVersion) means
+// the baseline's version of the change, so that a later version of a
+// baseline change asks for itself and still replays the executions that
+// took the baseline's. Every GetVersion of a change goes through here
+// (TestEveryChangeAsksThroughTheBaseline).
+func (r *runImpl) at(ctx workflow.Context, change string, version workflow.Version) bool {
+	base := workflow.DefaultVersion
+	if r.baseline {
+		if v, ok := baselineChanges[change]; ok {
+			base = v
+		}
+	}
+	if base >= version {
+		return true
+	}
+	v := workflow.GetVersion(ctx, change, workflow.DefaultVersion, version)
+	if v == workflow.DefaultVersion {
+		v = base
+	}
+	return v >= version
+}
+
 // oneTripVisits reports whether this run visits agents and tools in one
 // Visit activity with a durable workspace (changeOneTripVisit).
 func (r *runImpl) oneTripVisits(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, changeOneTripVisit, workflow.DefaultVersion, versionOneTripVisit) == versionOneTripVisit
+	return r.at(ctx, changeOneTripVisit, versionOneTripVisit)
 }
 
 // continueAsNewDue reports whether history is large enough to start over.

@@ -67,6 +67,7 @@ func (s *GraphRunSuite) TestAStoreFaultsKeyIsNotPassedOn() {
 // Runs recorded before changeRefFreeNotes passed the failure's message on
 // as it was.
 func (s *GraphRunSuite) TestAStoreFaultsKeyBeforeRefFreeNotes() {
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 	s.env.OnGetVersion(changeRefFreeNotes, workflow.DefaultVersion, versionRefFreeNotes).Return(workflow.DefaultVersion)
 	reqs := s.visitRequests()
 	s.failVisits(1, storeFault)
@@ -94,6 +95,7 @@ func (s *GraphRunSuite) TestAnInboundRefIsNotQuoted() {
 	s.noRefIn("b's output", s.latest().Outputs["b"])
 
 	s.SetupTest()
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 	s.env.OnGetVersion(changeRefFreeNotes, workflow.DefaultVersion, versionRefFreeNotes).Return(workflow.DefaultVersion)
 	_, err = s.run(g, nil)
 	s.Require().NoError(err)

@@ -78,6 +78,7 @@ func (s *GraphRunSuite) TestFailuresThatMayPassAreRestartedByTheRun() {
 // Runs recorded before server-retry keep their bound: a lost worker counts
 // as one of the maxVisitRestarts restarts, each started by the workflow.
 func (s *GraphRunSuite) TestLostWorkersBeforeServerRetry() {
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
 	s.env.OnGetVersion(changeServerRetry, workflow.DefaultVersion, versionServerRetry).Return(workflow.DefaultVersion)
 	s.wipeOnJudge(nil)
 	s.failVisits(maxVisitRestarts+1, workerStopping)

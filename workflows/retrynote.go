@@ -135,5 +135,5 @@ func withSummary(o workflow.ActivityOptions, suffix string) workflow.ActivityOpt
 // refFree says whether this execution's notes hide the blob keys they
 // quote (changeRefFreeNotes).
 func (r *runImpl) refFree(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, changeRefFreeNotes, workflow.DefaultVersion, versionRefFreeNotes) == versionRefFreeNotes
+	return r.at(ctx, changeRefFreeNotes, versionRefFreeNotes)
 }

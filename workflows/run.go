@@ -34,7 +34,7 @@ func (r *runImpl) visitOrTakeEnded(ctx workflow.Context, node *graph.Node, cur r
 func (r *runImpl) run(ctx workflow.Context) (*runapi.GraphRunResult, error) {
 	// An execution seeded with a visit that ended before its edges failed
 	// chooses them again from its output (changeEndedVisit).
-	keepEnded := workflow.GetVersion(ctx, changeEndedVisit, workflow.DefaultVersion, versionEndedVisit) == versionEndedVisit
+	keepEnded := r.at(ctx, changeEndedVisit, versionEndedVisit)
 	ended := r.cp.Ended
 	r.cp.Ended = nil
 	if !keepEnded {
@@ -385,6 +385,9 @@ func (r *runImpl) complete(ctx workflow.Context, node *graph.Node, cur runstore.
 		Path:    r.cp.Path,
 		Visits:  r.cp.PathTotal,
 		Usage:   runUsage(r.cp),
+		// A result is no command: replays compare none of it.
+		NodeUsage:  maps.Clone(r.cp.Usage),
+		NodeVisits: maps.Clone(r.cp.Visits),
 	}, nil
 }
 

@@ -28,7 +28,7 @@ func (r *runImpl) claimRunID(ctx workflow.Context) error {
 	if info.ContinuedExecutionRunID != "" || (info.FirstRunID != "" && info.FirstRunID != info.WorkflowExecution.RunID) {
 		return nil
 	}
-	if workflow.GetVersion(ctx, changeRunIDCheck, workflow.DefaultVersion, versionRunIDCheck) != versionRunIDCheck {
+	if !r.at(ctx, changeRunIDCheck, versionRunIDCheck) {
 		return nil
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,90 +200,6 @@ func (a *app) loadGraph(path string) (*graph.Graph, error) {
 		}
 	}
 	return g, nil
-}
-
-// follow prints new path steps and questions until the run closes.
-func (a *app) follow(ctx context.Context, id string) error {
-	c, err := a.temporal()
-	if err != nil {
-		return failedErr(err)
-	}
-	run := c.GetWorkflow(ctx, id, "")
-	done := make(chan error, 1)
-	var result runapi.GraphRunResult
-	go func() { done <- run.Get(ctx, &result) }()
-
-	// Ctrl-C leaves the run going on, and says so.
-	interrupted, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
-	defer stopSignals()
-	// Lines of the run and of the worker watch interleave whole.
-	out := &lockedWriter{w: a.out}
-	stopWatch := a.workers(id, "the run").watch(ctx, out)
-	defer stopWatch()
-	printed := 0
-	asked := map[string]bool{}
-	// shown is the progress last printed per running visit.
-	shown := map[string]string{}
-	var last *runapi.State
-	tick := time.NewTicker(300 * time.Millisecond)
-	defer tick.Stop()
-	poll := func() {
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		st, err := a.queryState(qctx, id)
-		if err != nil {
-			return
-		}
-		last = st
-		if fresh := st.Steps - printed; fresh > 0 {
-			first := max(len(st.Path)-fresh, 0)
-			for _, s := range st.Path[first:] {
-				fmt.Fprintln(out, stepLine(st, s))
-			}
-			printed = st.Steps
-		}
-		for _, q := range st.Questions {
-			if !asked[q.ID] {
-				asked[q.ID] = true
-				fmt.Fprintf(out, "? %s asks [%s]: %s\n    answer: tether answer %s %s TEXT\n", q.Node, q.ID, q.Text, id, q.ID)
-			}
-		}
-		running, err := a.runningVisits(qctx, id)
-		if err != nil {
-			return
-		}
-		for _, p := range running {
-			visit, key := fmt.Sprintf("%s/%d", p.Node, p.Visit), progressKey(p)
-			if shown[visit] != key {
-				shown[visit] = key
-				fmt.Fprintf(out, "… %s\n", progressLine(p))
-			}
-		}
-	}
-	for {
-		select {
-		case err := <-done:
-			poll()
-			stopWatch()
-			var usage []string
-			if last != nil {
-				usage = nodeUsages(last)
-			}
-			for _, l := range usage {
-				fmt.Fprintf(a.out, "usage: %s\n", l)
-			}
-			return a.finish(id, &result, err, len(usage) == 0)
-		case <-tick.C:
-			poll()
-		case <-interrupted.Done():
-			stopWatch()
-			if ctx.Err() == nil {
-				fmt.Fprintf(a.out, "detached from run %s; it goes on without you. Follow it again with `tether status %s --follow`, stop it with `tether cancel %s`\n", id, id, id)
-				return &exitError{code: ExitDetached, err: fmt.Errorf("detached from run %s", id)}
-			}
-			return ctx.Err()
-		}
-	}
 }
 
 // finish says how the followed run ended; withUsage adds what it cost,

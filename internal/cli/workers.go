@@ -60,6 +60,9 @@ type workers struct {
 	run   string // the run whose query settles what the pollers cannot
 	what  string // what waits for a worker: "the run", "the answer"
 	since time.Time
+	// busy, if set, reports that the run shows a worker at work itself
+	// (its history grows): no need to ask, until "no worker" was said.
+	busy func() bool
 	// said is whether "no worker" was said and not yet taken back.
 	said bool
 	mu   sync.Mutex
@@ -77,6 +80,9 @@ func (ws *workers) check(ctx context.Context, w io.Writer) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if time.Since(ws.since) < noWorkerGrace && !ws.said {
+		return
+	}
+	if ws.busy != nil && !ws.said && ws.busy() {
 		return
 	}
 	rep := ws.a.health(ctx, ws.run)

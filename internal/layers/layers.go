@@ -27,7 +27,7 @@ var Floors = []Floor{
 	{"mains and checks", []string{
 		"starter", "worker", "internal/*/cmd/*",
 		"internal/backend/gen", "internal/backend/gen/folders", "internal/catalogue/gen",
-		"internal/e2e", "internal/soak", "internal/layers",
+		"internal/e2e", "internal/soak", "internal/visitbench", "internal/layers",
 	}},
 	{"the CLI and the worker host", []string{
 		"internal/cli", "internal/console", "internal/render", "internal/temporalclient",

@@ -65,6 +65,12 @@ type GraphRunResult struct {
 	Visits  int             `json:"visits"`
 	// Usage is what the whole run cost, as the agent CLIs reported it.
 	Usage agent.Usage `json:"usage,omitzero"`
+	// NodeUsage is what each agent node's visits cost, and NodeVisits how
+	// many visits each node had: what `--follow` says of a run that
+	// completed, without asking a worker to replay it. A result of a
+	// worker built before has neither.
+	NodeUsage  map[string]agent.Usage `json:"node_usage,omitempty"`
+	NodeVisits map[string]int         `json:"node_visits,omitempty"`
 }
 
 // Answer is a human's reply to a pending question, sent as the `answer`

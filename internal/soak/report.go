@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tether-run/tether/internal/visitbench"
 )
 
 // Report writes the figures as Markdown, as docs/operations.md shows them.
@@ -24,6 +26,7 @@ func Report(w io.Writer, levels []Level, lost *LostWorker, res *Result, workers 
 				l.Floor.PerSec, ms(l.Floor.P50), ms(l.Floor.P99), l.Tether.PerSec/l.Floor.PerSec)
 		}
 	}
+	parts(w, levels)
 	if res == nil {
 		return
 	}
@@ -111,4 +114,58 @@ func rssOf(s RSSSample) string {
 		parts = append(parts, fmt.Sprintf("%d", s.PerWk[k]>>20))
 	}
 	return strings.Join(parts, "/")
+}
+
+// parts writes where a visit's (a floor step's) time went at each level.
+func parts(w io.Writer, levels []Level) {
+	if len(levels) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nWhere a visit's time goes, ms per visit (a floor step's, per step): each part summed over every run's history and divided by the visits.\n\n")
+	var heads []string
+	var cols [][]visitbench.Part
+	for _, l := range levels {
+		heads = append(heads, fmt.Sprintf("floor, %d runs", l.Runs), fmt.Sprintf("Tether, %d runs", l.Runs))
+		cols = append(cols, l.FloorParts, l.TetherParts)
+	}
+	visitbench.Table(w, heads, cols)
+	fmt.Fprintf(w, "\nProcessor time per visit (floor step), ms:\n\n| | %s |\n|---|%s\n", strings.Join(heads, " | "), strings.Repeat("---|", len(heads)))
+	var names []string
+	for _, l := range levels {
+		for _, c := range []cpuUse{l.FloorCPU, l.TetherCPU} {
+			for k := range c {
+				if !slices.Contains(names, k) {
+					names = append(names, k)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, n := range append(names, "all") {
+		fmt.Fprintf(w, "| %s |", n)
+		for _, l := range levels {
+			for _, c := range []cpuUse{l.FloorCPU, l.TetherCPU} {
+				var v time.Duration
+				for k, d := range c {
+					if k == n || n == "all" {
+						v += d
+					}
+				}
+				fmt.Fprintf(w, " %.1f |", float64(v.Microseconds())/1000)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// OpenReport writes how the server held open runs.
+func OpenReport(w io.Writer, open []Open) {
+	if len(open) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n| open runs (waiting for a person) | started at | all listed as waiting after | an answer finished its run in (p50 / worst of 20) | errors | server RSS | database |\n|---|---|---|---|---|---|---|\n")
+	for _, o := range open {
+		fmt.Fprintf(w, "| %d | %.0f runs/s | %s | %s / %s | %d | %d MiB | %d MiB |\n", o.Runs, o.StartPerSec, o.Waiting.Round(100*time.Millisecond),
+			ms(o.AnswerP50), ms(o.AnswerMax), o.Errors, o.RSS>>20, o.DB>>20)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/temporalclient"
+	"github.com/tether-run/tether/internal/visitbench"
 )
 
 // Options say how hard to push and which faults to inject.
@@ -56,6 +57,17 @@ type Options struct {
 	// TETHER_NOTIFY naming it, and checks each question was notified
 	// exactly once (notices.go).
 	Notify bool
+	// Trace has the workers export their spans to the soak during the
+	// throughput phase, which then splits each visit's time by them too.
+	Trace bool
+	// Dev is the dev server the soak measures instead of a cluster
+	// (StartDevServer); nil: the cluster scripts/cluster.sh runs. Its
+	// worker exports its spans to Spans, when Trace is set.
+	Dev   *DevServer
+	Spans *visitbench.Receiver
+	// ServerMetrics is the Temporal server's Prometheus endpoint, whose
+	// database requests the throughput phase counts per visit ("": none).
+	ServerMetrics string
 	// Upgrade rolls the cluster onto another build in the middle of the
 	// load (upgrade.go); its zero value does not.
 	Upgrade Upgrade
@@ -96,6 +108,10 @@ type Soak struct {
 	// environment naming it, while Options.Notify has them up.
 	receiver  *notifytest.Receiver
 	notifyEnv []string
+	// spans and traceEnv are the span receiver and the workers'
+	// environment naming it, while Options.Trace has them up.
+	spans    *visitbench.Receiver
+	traceEnv []string
 	// model and modelEnv are the fake model the CLI runs talk to and the
 	// workers' environment naming it and the CLIs (cli.go).
 	model    *fakemodel.Server
@@ -109,7 +125,7 @@ type Soak struct {
 
 // workerEnv is the environment the soak gives the workers it (re)starts.
 func (s *Soak) workerEnv() []string {
-	return append(slices.Clone(s.notifyEnv), s.modelEnv...)
+	return append(append(slices.Clone(s.notifyEnv), s.modelEnv...), s.traceEnv...)
 }
 
 // New connects to the cluster the environment names (as tether does).
@@ -213,7 +229,10 @@ func (s *Soak) cluster(ctx context.Context, args ...string) error {
 // tether runs the tether CLI against the cluster.
 func (s *Soak) tether(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(s.o.Root, "bin", "tether"), args...)
-	cmd.Env = append(os.Environ(), "TETHER_HOME="+filepath.Join(s.o.ClusterDir, "cli"))
+	cmd.Env = os.Environ()
+	if s.o.Dev == nil {
+		cmd.Env = append(cmd.Env, "TETHER_HOME="+filepath.Join(s.o.ClusterDir, "cli"))
+	}
 	return cmd.CombinedOutput()
 }
 

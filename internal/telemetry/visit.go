@@ -93,3 +93,38 @@ func SetVisitSession(ctx context.Context, sessionID string) {
 		span.SetAttributes(attribute.String(AttrSessionID, sessionID))
 	}
 }
+
+// The parts of a visit, each a child span of its tether.visit span: where
+// a visit's time goes, for a trace view and for the visit benchmark
+// (internal/visitbench). Like the visit span they carry no attribute of
+// their own, so nothing of a prompt or an output can reach one.
+const (
+	// PhaseRestoreWorkspace restores the run's workspace snapshot (or
+	// finds this worker holds it).
+	PhaseRestoreWorkspace = "tether.visit.restore_workspace"
+	// PhaseRestoreSession restores the conversation the visit continues
+	// (or finds it live on this worker).
+	PhaseRestoreSession = "tether.visit.restore_session"
+	// PhaseRun runs the agent's CLI or the tool, confined: the sandbox's
+	// start and the process's whole run.
+	PhaseRun = "tether.visit.run"
+	// PhasePack packs the session and puts it in the blob store.
+	PhasePack = "tether.visit.pack"
+	// PhaseSnapshot commits what the visit changed in the workspace and
+	// puts it in the blob store.
+	PhaseSnapshot = "tether.visit.snapshot"
+)
+
+// StartPhase opens the span of one part of a visit (Phase*) as a child of
+// the visit span in ctx and returns the function that ends it. With no
+// span in ctx (tracing off) it does nothing and allocates nothing.
+func StartPhase(ctx context.Context, name string) func() {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return endPhaseNothing
+	}
+	_, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, name)
+	return func() { span.End() }
+}
+
+var endPhaseNothing = func() {}

@@ -96,4 +96,22 @@ edges:
 	assert.Equal(t, 1, count["RunActivity:Visit"], "one visit, traced once: %v", count)
 	assert.Equal(t, count["StartActivity:Visit"], count["RunActivity:Visit"], "spans: %v", count)
 	assert.Equal(t, 1, count["tether.visit"], "Tether's own visit span: %v", count)
+	// The visit's parts are its children: a persist agent runs and packs
+	// its session, in a workspace it restores and snapshots.
+	var visit tracetest.SpanStub
+	for _, s := range got {
+		if s.Name == telemetry.VisitSpanName {
+			visit = s
+		}
+	}
+	for _, phase := range []string{telemetry.PhaseRestoreWorkspace, telemetry.PhaseRun, telemetry.PhasePack, telemetry.PhaseSnapshot} {
+		assert.Equal(t, 1, count[phase], "phase %s: %v", phase, count)
+		for _, s := range got {
+			if s.Name == phase {
+				assert.Equal(t, visit.SpanContext.SpanID(), s.Parent.SpanID(), "%s is a part of the visit", phase)
+				assert.False(t, s.StartTime.Before(visit.StartTime) || s.EndTime.After(visit.EndTime), "%s lies inside the visit", phase)
+			}
+		}
+	}
+	assert.Zero(t, count[telemetry.PhaseRestoreSession], "a first visit restores no session: %v", count)
 }

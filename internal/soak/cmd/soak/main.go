@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,12 +17,13 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/soak"
+	"github.com/tether-run/tether/internal/visitbench"
 )
 
 func main() {
 	root, _ := os.Getwd()
 	o := soak.Options{Out: os.Stdout}
-	var levels, report string
+	var levels, report, target, open, metrics string
 	var short bool
 	var lostSamples int
 	flag.StringVar(&o.Root, "root", root, "the repository (scripts/cluster.sh, bin/)")
@@ -46,6 +48,10 @@ func main() {
 	flag.IntVar(&o.CLIRuns, "cli-runs", 10, "runs whose writer is a real agent CLI (Claude Code against a fake model), besides -runs (0: none)")
 	flag.BoolVar(&o.Notify, "notify", true, "run a notice receiver, restart the workers with TETHER_NOTIFY naming it, and check each question was notified once")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
+	flag.StringVar(&target, "target", "cluster", "cluster (make cluster's, which must be up) or devserver (the embedded default make run starts: scripts/devserver.sh and one worker, started and stopped here)")
+	flag.StringVar(&metrics, "server-metrics", "auto", "the Temporal server's Prometheus endpoint, whose database requests the throughput phase counts per visit (auto: the cluster's, or the dev server's; none: off)")
+	flag.BoolVar(&o.Trace, "trace", false, "the workers export their spans to the soak during the throughput phase, which splits each visit's time by them")
+	flag.StringVar(&open, "open", "", "open runs to hold, comma-separated and cumulative (e.g. 1000,5000): each step starts runs that wait for a person and measures the server")
 	flag.BoolVar(&short, "short", false, "CI's soak: 20 runs and 2 on a real CLI, levels 1 and 10, one worker kill, one 15 s S3 stop, a rolling upgrade 35 s in (with -upgrade-bin)")
 	flag.Parse()
 	if short {
@@ -55,23 +61,76 @@ func main() {
 		o.Deadline, lostSamples = 10*time.Minute, 1
 		o.Upgrade.At, o.Upgrade.RampFor, o.CLIRuns = 35*time.Second, 5*time.Second, 2
 	}
-	for _, l := range strings.Split(levels, ",") {
-		if l = strings.TrimSpace(l); l != "" {
-			n, err := strconv.Atoi(l)
-			if err != nil || n < 1 {
-				fmt.Fprintf(os.Stderr, "soak: -levels %q: want positive whole numbers\n", levels)
-				os.Exit(2)
+	o.Levels = counts("levels", levels)
+	openRuns := counts("open", open)
+	if target == "devserver" {
+		// The embedded default: no cluster to break, one worker.
+		o.Workers, o.Runs, lostSamples, o.Notify = 1, 0, 0, false
+		var extra []string
+		if o.Trace {
+			rcv, err := visitbench.Receive()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "soak:", err)
+				os.Exit(1)
 			}
-			o.Levels = append(o.Levels, n)
+			defer rcv.Close()
+			o.Spans = rcv
+			extra = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=200"}
 		}
+		dev, err := soak.StartDevServer(context.Background(), o.Root, extra)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		o.Dev = dev
 	}
-	if err := run(o, report, lostSamples); err != nil {
+	switch {
+	case metrics == "none":
+	case metrics != "auto":
+		o.ServerMetrics = metrics
+	case o.Dev != nil:
+		o.ServerMetrics = o.Dev.Metrics
+	default:
+		o.ServerMetrics = clusterMetrics()
+	}
+	err := run(o, report, lostSamples, openRuns)
+	if o.Dev != nil {
+		o.Dev.Close()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o soak.Options, report string, lostSamples int) error {
+// clusterMetrics is the Prometheus endpoint of the cluster's Temporal
+// server: its frontend's port + 767 (scripts/cluster.sh).
+func clusterMetrics() string {
+	_, port, err := net.SplitHostPort(os.Getenv("TEMPORAL_ADDRESS"))
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		return ""
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", n+767)
+}
+
+// counts parses a flag of positive whole numbers, comma-separated.
+func counts(name, v string) []int {
+	var out []int
+	for _, l := range strings.Split(v, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "soak: -%s %q: want positive whole numbers\n", name, v)
+				os.Exit(2)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func run(o soak.Options, report string, lostSamples int, openRuns []int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
 	defer cancel()
 	s, err := soak.New(ctx, o)
@@ -89,6 +148,12 @@ func run(o soak.Options, report string, lostSamples int) error {
 			return err
 		}
 	}
+	var open []soak.Open
+	if len(openRuns) > 0 {
+		if open, err = s.OpenRuns(ctx, openRuns, o.Dev); err != nil {
+			return err
+		}
+	}
 	var res *soak.Result
 	if o.Runs > 0 {
 		if res, err = s.Load(ctx); err != nil {
@@ -97,6 +162,7 @@ func run(o soak.Options, report string, lostSamples int) error {
 	}
 	var b strings.Builder
 	soak.Report(&b, levels, lost, res, o.Workers)
+	soak.OpenReport(&b, open)
 	fmt.Print(b.String())
 	if report != "" {
 		if err := os.WriteFile(report, []byte(b.String()), 0o644); err != nil {
