@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,10 +136,17 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 		return err == nil && v.Info.DrainageInfo != nil && v.Info.DrainageInfo.DrainageStatus == client.WorkerDeploymentVersionDrainageStatusDrained
 	}, 2*time.Minute, 500*time.Millisecond, "build A drains")
 	t.Logf("build A drained %s after build B became current", time.Since(switched).Round(100*time.Millisecond))
+	// `tether workers` reads the deployment's summary of its versions,
+	// which follows the version's own description by a moment.
+	drainedA := regexp.MustCompile(`upgrade-a\s+-\s+1\s+0\s+0\s+drained`)
 	workers := h.tether(t, store, "workers")
+	for deadline := time.Now().Add(30 * time.Second); !drainedA.MatchString(workers) && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		workers = h.tether(t, store, "workers")
+	}
 	t.Logf("tether workers:\n%s", workers)
 	assert.Regexp(t, `upgrade-b\s+current\s+1\s+[23]\s+2\s`, workers)
-	assert.Regexp(t, `upgrade-a\s+-\s+1\s+0\s+0\s+drained`, workers)
+	assert.Regexp(t, drainedA, workers)
 	workerA.Stop()
 
 	for _, id := range []string{"wait-1", "plain-wait"} {
