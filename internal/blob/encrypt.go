@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"strings"
 
@@ -235,12 +234,7 @@ func (e *encStore) Put(ctx context.Context, key string, r io.Reader, size int64,
 		return err
 	}
 	o := applyPut(opts)
-	src := putReader(ctx, key, r, size)
-	var h hash.Hash
-	if o.createOnly {
-		h = sha256.New()
-		src = io.TeeReader(src, h)
-	}
+	src, h := hashedPutReader(ctx, key, r, size, o)
 	s, err := e.newSealer(key, src)
 	if err != nil {
 		return fmt.Errorf("blob: put %q: %w", key, err)

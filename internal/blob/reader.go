@@ -2,8 +2,10 @@ package blob
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 )
 
@@ -46,6 +48,17 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// hashedPutReader is putReader, also hashed into h when o is create-only:
+// a refused create-only put compares what it sent with what is there.
+func hashedPutReader(ctx context.Context, key string, r io.Reader, size int64, o putOptions) (io.Reader, hash.Hash) {
+	src := putReader(ctx, key, r, size)
+	if !o.createOnly {
+		return src, nil
+	}
+	h := sha256.New()
+	return io.TeeReader(src, h), h
 }
 
 // putReader is the guarded reader every backend consumes.

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"sort"
 	"strings"
@@ -190,12 +189,7 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64, 
 		return err
 	}
 	o := applyPut(opts)
-	src := putReader(ctx, key, r, size)
-	var h hash.Hash
-	if o.createOnly {
-		h = sha256.New()
-		src = io.TeeReader(src, h)
-	}
+	src, h := hashedPutReader(ctx, key, r, size, o)
 	pr := &partReader{r: src}
 	err := s.upload(ctx, key, pr, size, o)
 	if err == nil {

@@ -172,11 +172,7 @@ same way, and is refused.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(a.out, msg)
-			if follow {
-				return a.follow(cmd.Context(), id)
-			}
-			return nil
+			return a.printAndFollow(cmd.Context(), id, msg, follow)
 		},
 	}
 	cmd.Flags().BoolVar(&follow, "follow", false, "print progress until the run ends")
@@ -318,11 +314,7 @@ against SEQ as tether resume --graph checks it, and recorded in the run.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(a.out, msg)
-			if follow {
-				return a.follow(ctx, id)
-			}
-			return nil
+			return a.printAndFollow(ctx, id, msg, follow)
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "checkpoint sequence number to rewind to (required)")
@@ -419,11 +411,7 @@ checkpoint as tether resume --graph checks it (its name may differ).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(a.out, msg)
-			if follow {
-				return a.follow(ctx, forked)
-			}
-			return nil
+			return a.printAndFollow(ctx, forked, msg, follow)
 		}),
 	}
 	cmd.Flags().StringVar(&at, "at", "", "checkpoint sequence number (default: latest)")
@@ -582,4 +570,14 @@ func (a *app) checkpointsCmd() *cobra.Command {
 			return nil
 		}),
 	}
+}
+
+// printAndFollow prints msg, what a command did to run id, and with
+// --follow (follow) prints the run's progress until it ends.
+func (a *app) printAndFollow(ctx context.Context, id, msg string, follow bool) error {
+	fmt.Fprint(a.out, msg)
+	if !follow {
+		return nil
+	}
+	return a.follow(ctx, id)
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/backend"
 	"github.com/tether-run/tether/internal/backend/clitest"
-	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/egress"
 	"github.com/tether-run/tether/internal/fakemodel"
 	"github.com/tether-run/tether/internal/graph"
@@ -30,7 +29,6 @@ import (
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/internal/workerhost"
 )
 
 // What the parent hands the worker process of the attack test.
@@ -85,26 +83,7 @@ func TestAgentCannotReachTheWorkersServices(t *testing.T) {
 	if v := os.Getenv(atkSandbox); v != "" {
 		env = append(env, atkSandbox+"="+v)
 	}
-	t.Run("root", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("the test does not run as root here")
-		}
-		self, err := os.Executable()
-		require.NoError(t, err)
-		cmd := exec.CommandContext(t.Context(), self, "-test.run=^"+atkChild+"$", "-test.v", "-test.count=1", "-test.timeout=40m")
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "worker as root:\n%s", out)
-		require.Contains(t, string(out), "--- PASS: "+atkChild, "%s", out)
-		t.Logf("worker as root:\n%s", out)
-	})
-	t.Run("nobody", func(t *testing.T) {
-		out, err := testenv.RunAsNobody(t, atkChild, env...)
-		if err != nil {
-			testenv.Unavailable(t, "cannot run the worker as uid %d: %v", testenv.Nobody, err)
-		}
-		require.Contains(t, string(out), "--- PASS: "+atkChild, "%s", out)
-	})
+	runWorkerChild(t, atkChild, env, "-test.timeout=40m")
 }
 
 // TestAgentCannotReachTheWorkersServicesWorker is the worker half, in a
@@ -134,24 +113,10 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 		t.Logf("uid %d: %s", os.Getuid(), sb)
 	}
 	fake := fakemodel.Start(t)
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: "default"})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	blobs, err := blob.Open(context.Background(), "file://"+filepath.Join(base, "store"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = blobs.Close() })
-	require.NoError(t, os.MkdirAll(filepath.Join(base, "tmp"), 0o700))
-	bs, err := backend.New(backend.Config{
-		CLIBin: os.Getenv(atkCLIBin), Vars: clitest.FakeVars(fake),
-		AskUser: []string{os.Getenv(atkAskUser)}, TempDir: filepath.Join(base, "tmp"), Home: filepath.Join(base, "clihome"), Sandbox: sb,
-	})
-	require.NoError(t, err)
-	w, err := workerhost.Start(c, workerhost.Options{
-		ID: fmt.Sprintf("atk-%d-%d", os.Getuid(), time.Now().UnixNano()), Blobs: blobs, Backends: bs,
-		StateDir: filepath.Join(base, "state"), WorkDir: filepath.Join(base, "work"), Sandbox: sb, Logger: testLogger(),
-	})
-	require.NoError(t, err)
-	t.Cleanup(w.Stop)
+	c, blobs := childWorker{ID: "atk", Addr: addr, Base: base,
+		StateDir: filepath.Join(base, "state"), WorkDir: filepath.Join(base, "work"), Sandbox: sb,
+		Backends: backend.Config{CLIBin: os.Getenv(atkCLIBin), AskUser: []string{os.Getenv(atkAskUser)}, Home: filepath.Join(base, "clihome")},
+	}.start(t, fake)
 	runs := runstore.New(blobs)
 
 	// The victim: a run waiting on a person's answer.
@@ -258,16 +223,7 @@ func listener(t *testing.T) (string, *atomic.Int64) {
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	var n atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
+	testenv.CountAccepts(l, &n)
 	return l.Addr().String(), &n
 }
 

@@ -68,9 +68,7 @@ func TestBranchWorkspacesPick(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	fresh := h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(pickGraph), "pick.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, pickGraph, "pick.yaml")
 	const id = "ws-pick"
 	res, err := h.result(h.start(id, g, nil))
 	require.NoError(t, err)

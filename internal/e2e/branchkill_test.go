@@ -16,7 +16,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/fakemodel"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -62,9 +61,7 @@ func TestWorkerKilledWhileThreeBranchesRun(t *testing.T) {
 			fmt.Sprintf(`  - {from: %[1]s, to: %[1]s_check}`, b),
 			fmt.Sprintf(`  - {from: %s_check, to: gather}`, b))
 	}
-	g, err := graph.Parse([]byte(fmt.Sprintf(branchKillGraph, strings.Join(nodes, "\n"), strings.Join(edges, "\n"))), "branch-kill.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, fmt.Sprintf(branchKillGraph, strings.Join(nodes, "\n"), strings.Join(edges, "\n")), "branch-kill.yaml")
 	const id = "branch-kill"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})

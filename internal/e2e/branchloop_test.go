@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // branchLoopGraph fans out to two branches that each loop on their one
@@ -40,9 +38,7 @@ edges:
 func TestBranchLoopsCountTheirVisits(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(branchLoopGraph), "branch-loop.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, branchLoopGraph, "branch-loop.yaml")
 	for i := range 12 {
 		id := fmt.Sprintf("branch-loop-%d", i)
 		res, err := h.result(h.start(id, g, nil))

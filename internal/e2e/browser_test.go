@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -235,27 +234,13 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot %s", filepath.Join(dir, name+".png"))
 }
 
-var tetherBin = sync.OnceValues(func() (string, error) {
-	dir, err := builtIn("tether-bin-*")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "tether")
-	// With the environment the tests started with: a test's HOME is
-	// fresh, and a build cache there would build the standard library.
-	cmd := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "starter"))
-	cmd.Env = startEnv
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./starter: %v: %s", err, out)
-	}
-	return bin, nil
-})
+// tetherBin is the tether CLI the tests run as a process.
+var tetherBin = buildOnce("tether", "starter")
 
 // consoleProc is a `tether console` the test started.
 type consoleProc struct {
 	URL string
-	out *lockedBuffer
+	out *testenv.SyncBuffer
 	pid int
 }
 
@@ -287,7 +272,7 @@ func startConsole(t testing.TB, h *harness, env []string, args ...string) *conso
 	cmd := exec.Command(bin, append([]string{"console", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+h.srv.Address, "TETHER_BLOB_URL="+h.blobURL, "TETHER_CONSOLE_TOKEN=")
 	cmd.Env = append(cmd.Env, env...)
-	out := &lockedBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.Stderr = out
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -34,8 +34,7 @@ func TestBudgetStopAndResume(t *testing.T) {
 	h.startWorker()
 	file := filepath.Join(t.TempDir(), "budget.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(budgetLoop), 0o644))
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 
 	code, out := tetherCode(t, "run", file, "--id", "budget", "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
@@ -68,8 +67,7 @@ func TestNodeBudgetStopAndResume(t *testing.T) {
 	src = strings.Replace(src, `script: ["turn {{.Turn}}: a draft of some words"]}`, `script: ["turn {{.Turn}}: a draft of some words"], budget: {max_tokens: 40}}`, 1)
 	require.NotEqual(t, budgetLoop, src)
 	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 
 	code, out := tetherCode(t, "run", file, "--id", "node-budget", "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)

@@ -55,8 +55,7 @@ func TestBudgetStopsAVisitMidTurn(t *testing.T) {
 	h.startWorker()
 	file := filepath.Join(t.TempDir(), "mid.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(midTurn), 0o644))
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 
 	const reason = "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000"
 	code, out := tetherCode(t, "run", file, "--id", "mid-turn", "--follow")

@@ -13,11 +13,7 @@ import (
 // Item 7: type and template mistakes are caught by validation, and what
 // only shows at run time says node, edge, expression and the values seen.
 func TestTypeAndTemplateMistakes(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 
 	// A number compared with a string: an error, never a silent false.
 	mismatch := writeGraph(t, "mismatch.yaml", `
@@ -102,11 +98,7 @@ edges:
 // Item 8: inputs are checked before a run starts, and are strings unless
 // the graph declares a type.
 func TestInputsAreCheckedBeforeTheRunStarts(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	file := writeGraph(t, "inputs.yaml", `
 name: inputs
 start: echo

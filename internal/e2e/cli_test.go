@@ -53,8 +53,7 @@ func TestRunLifecycleCommands(t *testing.T) {
 	require.Equal(t, "judge-2", q.ID)
 
 	// delete refuses an open run.
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	code, out := tetherCode(t, "delete", id)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, "still open")

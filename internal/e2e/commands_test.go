@@ -41,11 +41,7 @@ edges:
 // `delete`, `cancel`, `logs` and `status` refuse an unknown run with
 // exit 2, as `answer` does a closed run; an error names a node once.
 func TestCommandsSayWhatHappened(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 
 	// status --follow: a failed run is a failure however it is followed.
 	failing := writeGraph(t, "deploy.yaml", deployGraph)

@@ -57,10 +57,7 @@ func turnsOf(f *fakemodel.Server, marker string) []fakemodel.Request {
 
 func notesGraph(t *testing.T) *graph.Graph {
 	t.Helper()
-	g, err := graph.Parse([]byte(notesLoop), "notes.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
+	return parseGraph(t, notesLoop, "notes.yaml")
 }
 
 // TestConsoleShowsAConversation: a Claude Code persist loop of three

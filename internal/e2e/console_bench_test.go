@@ -150,17 +150,7 @@ func BenchmarkConsoleLongRun(b *testing.B) {
 	}
 	h := newHarness(b, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(fmt.Sprintf(`
-name: long
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["ok {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done, when: 'visits >= %d'}
-  - {from: w, to: w}
-`, visits)), "long.yaml")
-	require.NoError(b, err)
+	g := longLoop(b, visits)
 	id := "bench-long"
 	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})

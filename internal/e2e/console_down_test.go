@@ -122,8 +122,7 @@ func TestConsoleAndCLISayTemporalIsDown(t *testing.T) {
 		}
 	}
 
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	start := time.Now()
 	code, out := tetherCode(t, "status", id)
 	t.Logf("tether status with Temporal down (%s):\n%s", time.Since(start).Round(time.Millisecond), out)

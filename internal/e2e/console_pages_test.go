@@ -22,11 +22,7 @@ import (
 // execution's status does not list it, and no closed run carries a
 // question badge. `tether list` lists it the same way, with its filters.
 func TestConsoleListsARewoundRunOnce(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	id := "rewound"
 	file := writeGraph(t, "ask.yaml", askGraph)
 	h.tether(t, dir, "run", file, "--id", id)

@@ -130,9 +130,7 @@ edges:
   - {from: tool, to: ask}
   - {from: ask, to: done}
 `, payload)
-	g, err := graph.Parse([]byte(src), "hostile.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, src, "hostile.yaml")
 	h.start(id, g, nil)
 	q := h.waitQuestion(id)
 	require.Equal(t, payload, q.Text)

@@ -11,7 +11,6 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/scripted"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // runInputSessionGraph: b inherits from a over an edge that maps nothing.
@@ -40,9 +39,7 @@ func TestRunInputSessionIDIsNotADelivery(t *testing.T) {
 	mint := func(i int32) string { return fmt.Sprintf("%s01JAAAAAAAAAAAAAAAAAAAAA%02d", scripted.IDPrefix, i) }
 	h.scriptedIDs = func() string { return mint(n.Add(1)) }
 	h.startWorker()
-	g, err := graph.Parse([]byte(runInputSessionGraph), "run-input-session.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, runInputSessionGraph, "run-input-session.yaml")
 	const id = "run-input-session"
 	res, err := h.result(h.start(id, g, map[string]any{agent.SessionIDKey: mint(1)}))
 	require.NoError(t, err)

@@ -21,17 +21,11 @@ import (
 // that sends a reader to a file that moved is a wrong doc.
 func TestDocsNameOnlyPathsThatExist(t *testing.T) {
 	root := testenv.Root()
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	docs = append(docs, filepath.Join(root, "README.md"))
 	link := regexp.MustCompile(`\]\(([^)#:\s]+)(#[^)]*)?\)`)
 	ticked := regexp.MustCompile("`((?:activities|workflows|worker|starter|internal|scripts|deploy|docs|examples|testdata)/[A-Za-z0-9_./-]+)`")
 	symbol := regexp.MustCompile(`^([a-z0-9_/]+)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)?(?:/.*)?$`)
 	checked := 0
-	for _, doc := range docs {
-		b, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		rel, _ := filepath.Rel(root, doc)
+	eachDoc(t, root, func(doc, rel string, b []byte) {
 		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
 			checked++
 			assert.FileExists(t, filepath.Join(filepath.Dir(doc), m[1]), "%s links to %s", rel, m[1])
@@ -54,7 +48,7 @@ func TestDocsNameOnlyPathsThatExist(t *testing.T) {
 			_, err := os.Stat(filepath.Join(root, p))
 			assert.NoError(t, err, "%s names %s", rel, m[1])
 		}
-	}
+	})
 	assert.Greater(t, checked, 20, "the test found the docs' paths")
 }
 
@@ -102,15 +96,9 @@ func TestDocsNameOnlyTestsThatExist(t *testing.T) {
 		}
 		return nil
 	}))
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	docs = append(docs, filepath.Join(root, "README.md"))
 	cited := regexp.MustCompile("`(?:[a-z0-9_/]+\\.)?((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)(\\*?)")
 	checked := 0
-	for _, doc := range docs {
-		b, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		rel, _ := filepath.Rel(root, doc)
+	eachDoc(t, root, func(doc, rel string, b []byte) {
 		for _, m := range cited.FindAllStringSubmatch(string(b), -1) {
 			checked++
 			if m[2] == "*" { // a pattern: some test has the prefix
@@ -123,7 +111,7 @@ func TestDocsNameOnlyTestsThatExist(t *testing.T) {
 			}
 			assert.True(t, declared[m[1]], "%s cites %s, which no test file declares", rel, m[1])
 		}
-	}
+	})
 	assert.Greater(t, checked, 50, "the test found the docs' tests")
 }
 
@@ -148,13 +136,7 @@ func TestDocsListEveryBackend(t *testing.T) {
 			persist = append(persist, b.Name)
 		}
 	}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	docs = append(docs, filepath.Join(root, "README.md"))
-	for _, doc := range docs {
-		b, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		rel, _ := filepath.Rel(root, doc)
+	eachDoc(t, root, func(doc, rel string, b []byte) {
 		generated := false
 		for i, line := range strings.Split(string(b), "\n") {
 			switch {
@@ -176,5 +158,20 @@ func TestDocsListEveryBackend(t *testing.T) {
 				t.Errorf("%s:%d names the backends %v, not all of them (%v): list them all, point to backends.md, or say the list goes on", rel, i+1, named, all)
 			}
 		}
+	})
+}
+
+// eachDoc calls each with every doc a reader is sent to (docs/*.md and the
+// README): its path, its path from root, and its text.
+func eachDoc(t *testing.T, root string, each func(doc, rel string, b []byte)) {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, filepath.Join(root, "README.md"))
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		each(doc, rel, b)
 	}
 }

@@ -51,11 +51,7 @@ edges:
 // happens once), the change is recorded in the run and shown by `tether
 // status`, the console and the new execution's details.
 func TestResumeWithACorrectedGraph(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	id := "deploy-1"
 	code, out := tetherCode(t, "run", writeGraph(t, "deploy.yaml", deployGraph), "--id", id, "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
@@ -160,11 +156,7 @@ func exportFile(t *testing.T, h *harness, dir, id, name string) string {
 // path, the visit counts and `tether status` leave it out, and the
 // resumed run visits the node under the same number.
 func TestACancelIsNoVisit(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	id := "slow-1"
 	const slow = `
 name: slow

@@ -42,7 +42,7 @@ type ghLoop struct {
 	gh      *githubtest.Server
 	console *consoleProc
 	hook    string
-	logs    *lockedBuffer
+	logs    *testenv.SyncBuffer
 	canary  string
 }
 
@@ -54,7 +54,7 @@ func newGHLoop(t *testing.T, graphSrc string) *ghLoop {
 	t.Helper()
 	goEnv := goCaches(t)
 	h := newHarness(t, "")
-	l := &ghLoop{h: h, fake: cliBackends(t, h), logs: &lockedBuffer{}, canary: "ghs_canary" + token() + "_"}
+	l := &ghLoop{h: h, fake: cliBackends(t, h), logs: &testenv.SyncBuffer{}, canary: "ghs_canary" + token() + "_"}
 	l.gh = githubtest.New(t, ghRepo, filepath.Join(testenv.Root(), "internal", "e2e", "testdata", "issuetopr"), l.canary)
 
 	if graphSrc == "" {

@@ -93,6 +93,36 @@ func newHarness(t testing.TB, blobURL string) *harness {
 	return h
 }
 
+// reviseUntil answers question qid of run id "revise" in each round
+// before last, and "approve" in round last.
+func (h *harness) reviseUntil(id, qid string, round, last int) {
+	h.t.Helper()
+	answer := "revise"
+	if round == last {
+		answer = "approve"
+	}
+	h.answer(id, qid, answer)
+}
+
+// cliHarness is a harness on a file store in a fresh directory, with a
+// worker started and the tether CLI in this process (tetherCode) pointed
+// at its server and store; it returns the harness and that directory.
+func cliHarness(t *testing.T) (*harness, string) {
+	t.Helper()
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	h.startWorker()
+	h.useCLI(t)
+	return h, dir
+}
+
+// useCLI points the tether CLI run in this process (tetherCode) at the
+// harness's server and blob store for the rest of the test.
+func (h *harness) useCLI(t testing.TB) {
+	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
+	t.Setenv("TETHER_BLOB_URL", h.blobURL)
+}
+
 // s3Store starts a real S3 server (versitygw) for the test, hands its
 // credentials to the AWS chain, and returns the blob store URL of bucket.
 func s3Store(t *testing.T, bucket string) string {
@@ -261,6 +291,13 @@ func (h *harness) result(run client.WorkflowRun) (*runapi.GraphRunResult, error)
 // TETHER_RECORD_HISTORIES=1 and never overwrites a committed history.
 func (h *harness) recordHistory(name, workflowID string) {
 	h.t.Helper()
+	h.recordHistoryRun(name, workflowID, "")
+}
+
+// recordHistoryRun is recordHistory for one execution (run) of
+// workflowID; "" is its latest.
+func (h *harness) recordHistoryRun(name, workflowID, run string) {
+	h.t.Helper()
 	if os.Getenv("TETHER_RECORD_HISTORIES") != "1" {
 		return
 	}
@@ -269,12 +306,25 @@ func (h *harness) recordHistory(name, workflowID string) {
 		h.t.Logf("history %s exists; not overwriting (histories are never edited)", path)
 		return
 	}
-	out, err := exec.Command(testenv.Tool(h.t, "temporal"), "workflow", "show",
-		"--address", h.srv.Address, "--workflow-id", workflowID, "--output", "json").Output()
+	args := []string{"workflow", "show", "--address", h.srv.Address, "--workflow-id", workflowID, "--output", "json"}
+	if run != "" {
+		args = append(args, "--run-id", run)
+	}
+	out, err := exec.Command(testenv.Tool(h.t, "temporal"), args...).Output()
 	require.NoError(h.t, err)
 	require.NoError(h.t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(h.t, os.WriteFile(path, out, 0o644))
 	h.t.Logf("recorded %s", path)
+}
+
+// parseGraph parses the graph src, named name in errors, and requires it
+// to be valid.
+func parseGraph(t *testing.T, src, name string) *graph.Graph {
+	t.Helper()
+	g, err := graph.Parse([]byte(src), name)
+	require.NoError(t, err, src)
+	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	return g
 }
 
 func loadGraph(t *testing.T, rel string) *graph.Graph {

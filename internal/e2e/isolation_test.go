@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +25,6 @@ import (
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
 	"github.com/tether-run/tether/internal/testenv"
-	"github.com/tether-run/tether/internal/workerhost"
 )
 
 // What the parent hands the worker process it starts for the isolation
@@ -75,26 +73,7 @@ func TestAgentIsolation(t *testing.T) {
 	if v := os.Getenv(isoSandbox); v != "" {
 		env = append(env, isoSandbox+"="+v)
 	}
-	t.Run("root", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("the test does not run as root here")
-		}
-		self, err := os.Executable()
-		require.NoError(t, err)
-		cmd := exec.CommandContext(t.Context(), self, "-test.run=^"+isoChild+"$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "worker as root:\n%s", out)
-		require.Contains(t, string(out), "--- PASS: "+isoChild, "%s", out)
-		t.Logf("worker as root:\n%s", out)
-	})
-	t.Run("nobody", func(t *testing.T) {
-		out, err := testenv.RunAsNobody(t, isoChild, env...)
-		if err != nil {
-			testenv.Unavailable(t, "cannot run the worker as uid %d: %v", testenv.Nobody, err)
-		}
-		require.Contains(t, string(out), "--- PASS: "+isoChild, "%s", out)
-	})
+	runWorkerChild(t, isoChild, env)
 }
 
 // TestAgentIsolationWorker is the worker half of TestAgentIsolation, in a
@@ -138,27 +117,9 @@ func TestAgentIsolationWorker(t *testing.T) {
 	secrets = append(secrets, homeSecret, otherSecret, hidden)
 
 	fake := fakemodel.Start(t)
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: "default"})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	blobs, err := blob.Open(context.Background(), "file://"+filepath.Join(base, "store"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = blobs.Close() })
-	bs, err := backend.New(backend.Config{
-		CLIBin:  os.Getenv(isoCLIBin),
-		Vars:    clitest.FakeVars(fake),
-		AskUser: []string{os.Getenv(isoAskUser)},
-		TempDir: filepath.Join(base, "tmp"),
-		Sandbox: sb,
-	})
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Join(base, "tmp"), 0o700))
-	w, err := workerhost.Start(c, workerhost.Options{
-		ID: fmt.Sprintf("iso-%d-%d", os.Getuid(), time.Now().UnixNano()), Blobs: blobs, Backends: bs,
-		StateDir: stateDir, WorkDir: workDir, Sandbox: sb, Logger: testLogger(),
-	})
-	require.NoError(t, err)
-	t.Cleanup(w.Stop)
+	c, blobs := childWorker{ID: "iso", Addr: addr, Base: base, StateDir: stateDir, WorkDir: workDir, Sandbox: sb,
+		Backends: backend.Config{CLIBin: os.Getenv(isoCLIBin), AskUser: []string{os.Getenv(isoAskUser)}},
+	}.start(t, fake)
 
 	tries := []string{
 		`grep -a -h -o -E '(` + isoCanary + `|AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|` + blob.KeyEnv + `)=[A-Za-z0-9-]+' /proc/[0-9]*/environ; echo environ-tried`,
@@ -251,10 +212,7 @@ edges:
   - {from: probe, to: agent}
   - {from: agent, to: done}
 `, script.String(), b, permissions, strings.TrimSpace(prompt.String()))
-	g, err := graph.Parse([]byte(src), "isolation.yaml")
-	require.NoError(t, err, src)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
+	return parseGraph(t, src, "isolation.yaml")
 }
 
 // around is s near [i, i+n), for a failure message.

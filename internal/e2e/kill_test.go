@@ -33,22 +33,8 @@ type workerProcess struct {
 	log *os.File
 }
 
-// workerBin is the tether-worker the tests run as a process, built once
-// per test binary, with the environment the tests started with (a test's
-// HOME is fresh, and a build cache there would build everything again).
-var workerBin = sync.OnceValues(func() (string, error) {
-	dir, err := builtIn("tether-worker-*")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "tether-worker")
-	cmd := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "worker"))
-	cmd.Env = startEnv
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./worker: %v: %s", err, out)
-	}
-	return bin, nil
-})
+// workerBin is the tether-worker the tests run as a process.
+var workerBin = buildOnce("tether-worker", "worker")
 
 // confineBeside puts the confine helper beside the worker, where `make
 // build` puts it, once.

@@ -20,6 +20,24 @@ import (
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
+// longLoop is a persist loop on the scripted agent that ends after visits
+// visits: the long run the benchmarks time.
+func longLoop(b *testing.B, visits int) *graph.Graph {
+	b.Helper()
+	g, err := graph.Parse([]byte(fmt.Sprintf(`
+name: long
+start: w
+nodes:
+  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["ok {{.Turn}}"]}
+  - {id: done, kind: end}
+edges:
+  - {from: w, to: done, when: 'visits >= %d'}
+  - {from: w, to: w}
+`, visits)), "long.yaml")
+	require.NoError(b, err)
+	return g
+}
+
 // BenchmarkLongPersistLoop is issue 20's loop: one persist node visited b.N
 // times (make bench runs 10,000) on one worker, the dev server and a file
 // store. It reports the steady time per visit near the start (visits
@@ -38,17 +56,7 @@ func BenchmarkLongPersistLoop(b *testing.B) {
 	}
 	h := newHarness(b, "file://"+dir)
 	h.startWorker()
-	g, err := graph.Parse([]byte(fmt.Sprintf(`
-name: long
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["ok {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done, when: 'visits >= %d'}
-  - {from: w, to: w}
-`, b.N)), "long.yaml")
-	require.NoError(b, err)
+	g := longLoop(b, b.N)
 	id := fmt.Sprintf("long-%d", time.Now().UnixNano())
 
 	var (

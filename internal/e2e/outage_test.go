@@ -58,8 +58,7 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 
 	// tether status with the store down: Temporal still knows the run.
 	s3.Stop()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", url)
+	h.useCLI(t)
 	t.Setenv("TETHER_STORE_RETRY", "1s")
 	code, out := tetherCode(t, "status", id)
 	require.Equal(t, cli.ExitOK, code, out)

@@ -51,10 +51,7 @@ edges:
   - {from: judge, to: done, when: 'output.answer == "approve"'}
   - {from: judge, to: writer}
 `, backendName, script)
-	g, err := graph.Parse([]byte(src), "persist.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
+	return parseGraph(t, src, "persist.yaml")
 }
 
 // TestPersistAcrossWorkers is issue 6's end-to-end proof for each backend
@@ -111,11 +108,7 @@ func persistLoop(t *testing.T, h *harness, b string) {
 		// Recycle the pod: the next visit lands on an empty root.
 		h.stopWorker()
 		h.startWorker()
-		answer := "revise"
-		if visit == 3 {
-			answer = "approve"
-		}
-		h.answer(id, q.ID, answer)
+		h.reviseUntil(id, q.ID, visit, 3)
 	}
 	res, err := h.result(run)
 	require.NoError(t, err)

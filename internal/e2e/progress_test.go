@@ -6,8 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/cli"
+	"github.com/tether-run/tether/internal/testenv"
 )
 
 // A Claude Code visit writes a file, then the fake model takes 30 s over
@@ -52,11 +51,10 @@ nodes:
 edges:
   - {from: writer, to: done}
 `), 0o644))
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 
 	const id = "progress-1"
-	var follow lockedBuffer
+	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- cli.Main([]string{"run", file, "--id", id, "--follow"}, &follow, &follow) }()
 
@@ -135,22 +133,4 @@ func visitHeartbeat(t *testing.T, h *harness, id string) (agent.Progress, bool) 
 		return p, true
 	}
 	return agent.Progress{}, false
-}
-
-// lockedBuffer is an output a command writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -22,11 +22,7 @@ import (
 // answer update a plain client sends, unless the question allows one;
 // the refusal reads as one sentence, without Temporal's type trailer.
 func TestEmptyAnswersAreRefused(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	file := writeGraph(t, "two.yaml", `
 name: two
 start: approve
@@ -77,11 +73,10 @@ edges:
 func TestNoWorkerIsSaidAndSoIsItsReturn(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	file := writeGraph(t, "ask.yaml", askGraph)
 
-	var follow lockedBuffer
+	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- cli.Main([]string{"run", file, "--id", "nw-1", "--follow"}, &follow, &follow) }()
 	waitFor(t, &follow, `! no worker has polled task queue "tether" in the last 5 min: start tether-worker`, 5*time.Second)
@@ -93,7 +88,7 @@ func TestNoWorkerIsSaidAndSoIsItsReturn(t *testing.T) {
 	// The worker goes, and an answer says at once that none takes it:
 	// Temporal still lists the worker, but it answers no query.
 	h.stopWorker()
-	var answer lockedBuffer
+	var answer testenv.SyncBuffer
 	answered := make(chan int, 1)
 	go func() { answered <- cli.Main([]string{"answer", "nw-1", q.ID, "yes"}, &answer, &answer) }()
 	waitFor(t, &answer, `! no worker answered run nw-1`, 5*time.Second)
@@ -114,7 +109,7 @@ func TestNoWorkerIsSaidAndSoIsItsReturn(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, b *lockedBuffer, want string, within time.Duration) {
+func waitFor(t *testing.T, b *testenv.SyncBuffer, want string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !strings.Contains(b.String(), want) {
@@ -133,8 +128,7 @@ func waitFor(t *testing.T, b *lockedBuffer, want string, within time.Duration) {
 func TestSmallThings(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	ask, err := graph.ParseFile(writeGraph(t, "ask.yaml", askGraph))
 	require.NoError(t, err)
 
@@ -164,7 +158,7 @@ func TestSmallThings(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 
 	// Ctrl-C on --follow.
-	var follow lockedBuffer
+	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main([]string{"run", writeGraph(t, "ask2.yaml", askGraph), "--id", "cc-1", "--follow"}, &follow, &follow)

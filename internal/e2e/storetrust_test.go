@@ -42,8 +42,7 @@ edges:
   - {from: check, to: done, with: {said: 'output.stdout'}}
 `), "argv.yaml")
 	require.NoError(t, err)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	t.Setenv(runstore.KeyEnv, "")
 
 	// forge rewrites the argv in every checkpoint of run id.

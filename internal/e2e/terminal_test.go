@@ -75,11 +75,7 @@ func assertTerminalSafe(t *testing.T, what, out string, want ...string) {
 // and to a real terminal), logs and a workspace diff on a terminal;
 // --json, and a diff into a pipe, stay exact.
 func TestTerminalSeesNoEscapes(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h, dir := cliHarness(t)
 	file := writeGraph(t, "hostile-terminal.yaml", hostileTerminalGraph)
 	const id = "hostile-terminal-1"
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/upgradeprobe"
@@ -97,8 +95,8 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	h.startWorker()
 	workerA := h.worker
 
-	waiting := parseGraph(t, upgradeGraph(3, 1, "0"))
-	busy := parseGraph(t, upgradeGraph(4, 99, "2"))
+	waiting := parseGraph(t, upgradeGraph(3, 1, "0"), "upgrade.yaml")
+	busy := parseGraph(t, upgradeGraph(4, 99, "2"), "upgrade.yaml")
 	runs := map[string]int{"wait-1": 3, "plain-wait": 3, "busy-1": 4}
 	h.start("wait-1", waiting, nil)
 	h.start("plain-wait", waiting, nil)
@@ -280,47 +278,19 @@ func exportFiles(t *testing.T, h *harness, id string) map[string]string {
 	return got
 }
 
-func parseGraph(t *testing.T, src string) *graph.Graph {
-	t.Helper()
-	g, err := graph.Parse([]byte(src), "graph.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-	return g
-}
-
-// recordHistoryRun is recordHistory for one execution (run) of
-// workflowID.
-func (h *harness) recordHistoryRun(name, workflowID, run string) {
-	h.t.Helper()
-	if os.Getenv("TETHER_RECORD_HISTORIES") != "1" {
-		return
-	}
-	path := filepath.Join(testenv.Root(), "testdata", "histories", name+".json")
-	if _, err := os.Stat(path); err == nil {
-		h.t.Logf("history %s exists; not overwriting (histories are never edited)", path)
-		return
-	}
-	out, err := exec.Command(testenv.Tool(h.t, "temporal"), "workflow", "show",
-		"--address", h.srv.Address, "--workflow-id", workflowID, "--run-id", run, "--output", "json").Output()
-	require.NoError(h.t, err)
-	require.NoError(h.t, os.WriteFile(path, out, 0o644))
-	h.t.Logf("recorded %s", path)
-}
-
 // Versioned workers whose deployment has no current build take no new
 // run (a worker in manual mode never sets one): tether run --follow says
 // so, and what to do, and the run starts once a build is made current.
 func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", "file://"+dir)
+	h.useCLI(t)
 	h.hostOptions = func(o *workerhost.Options) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
 	}
 	h.startWorker()
 	file := writeGraph(t, "ask.yaml", askGraph)
-	var follow lockedBuffer
+	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- cli.Main([]string{"run", file, "--id", "nc-1", "--follow"}, &follow, &follow) }()
 	waitFor(t, &follow, "but the deployment has no current build, so none takes the run", time.Minute)
@@ -353,7 +323,7 @@ func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningAuto, Deployment: runapi.DefaultDeployment, BuildID: "gone-a", RoutingEvery: 500 * time.Millisecond}
 	}
 	h.startWorker()
-	h.start("stranded-1", parseGraph(t, upgradeGraph(2, 1, "0")), nil)
+	h.start("stranded-1", parseGraph(t, upgradeGraph(2, 1, "0"), "upgrade.yaml"), nil)
 	h.waitQuestion("stranded-1")
 	h.stopWorker()
 	h.hostOptions = func(o *workerhost.Options) {

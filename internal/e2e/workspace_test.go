@@ -71,11 +71,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 					require.NotContains(t, check, "a.go", "a deleted file stays deleted")
 					require.Contains(t, check, fmt.Sprintf("after %d earlier turn(s)", round-1), "the writer continued its own conversation")
 				}
-				answer := "revise"
-				if round == 3 {
-					answer = "approve"
-				}
-				h.answer(id, q.ID, answer)
+				h.reviseUntil(id, q.ID, round, 3)
 			}
 			_, err = h.result(run)
 			require.NoError(t, err)
@@ -85,8 +81,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 			}
 
 			// One commit per visit that changed the files, in plain git.
-			t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-			t.Setenv("TETHER_BLOB_URL", url)
+			h.useCLI(t)
 			if _, err := exec.LookPath("git"); err != nil {
 				testenv.Unavailable(t, "git is not installed")
 			}
@@ -157,11 +152,7 @@ func rewindRun(t *testing.T, mode string) {
 				}
 			}
 		}
-		answer := "revise"
-		if round == 3 {
-			answer = "approve"
-		}
-		h.answer(id, q.ID, answer)
+		h.reviseUntil(id, q.ID, round, 3)
 	}
 	_, err = h.result(run)
 	require.NoError(t, err)
@@ -239,9 +230,7 @@ func TestWorkspaceFromARepository(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.startWorker()
-	g, err := graph.Parse([]byte(importGraph), "import.yaml")
-	require.NoError(t, err)
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	g := parseGraph(t, importGraph, "import.yaml")
 
 	res, err := h.result(h.start("ws-import", g, map[string]any{"repo": repo}))
 	require.NoError(t, err)

@@ -80,17 +80,30 @@ func body(t *testing.T, s *Sender, format string, n Notice) []byte {
 	return b
 }
 
+// schemaValidBodies requires the body of every event's notice in format,
+// sent to url, to validate against the schema in testdata/schemaFile, and
+// returns the sender and the bodies.
+func schemaValidBodies(t *testing.T, schemaFile, url, format string) (*Sender, [][]byte) {
+	t.Helper()
+	sch := compile(t, schemaFile)
+	s := sender(t, url, format)
+	var bodies [][]byte
+	for _, n := range notices() {
+		b := body(t, s, format, n)
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		require.NoError(t, err)
+		require.NoError(t, sch.Validate(inst), "%s notice:\n%s", n.Event, b)
+		bodies = append(bodies, b)
+	}
+	return s, bodies
+}
+
 // A Slack-format notice of every event is a message Slack's incoming
 // webhooks document: header, sections, buttons and context within their
 // limits; the question's own link and mention syntax stays plain text.
 func TestSlackBodyMatchesSlackSchema(t *testing.T) {
-	sch := compile(t, "slack-incoming-webhook.schema.json")
-	s := sender(t, "https://hooks.slack.com/services/T0/B0/X", FormatSlack)
-	for _, n := range notices() {
-		b := body(t, s, FormatSlack, n)
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		require.NoError(t, err)
-		require.NoError(t, sch.Validate(inst), "%s notice:\n%s", n.Event, b)
+	s, bodies := schemaValidBodies(t, "slack-incoming-webhook.schema.json", "https://hooks.slack.com/services/T0/B0/X", FormatSlack)
+	for _, b := range bodies {
 		var m slackMessage
 		require.NoError(t, json.Unmarshal(b, &m))
 		ids := map[string]bool{}
@@ -113,14 +126,7 @@ func TestSlackBodyMatchesSlackSchema(t *testing.T) {
 }
 
 func TestTeamsBodyMatchesTeamsSchema(t *testing.T) {
-	sch := compile(t, "teams-incoming-webhook.schema.json")
-	s := sender(t, "https://example.webhook.office.com/webhookb2/x", FormatTeams)
-	for _, n := range notices() {
-		b := body(t, s, FormatTeams, n)
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		require.NoError(t, err)
-		require.NoError(t, sch.Validate(inst), "%s notice:\n%s", n.Event, b)
-	}
+	s, _ := schemaValidBodies(t, "teams-incoming-webhook.schema.json", "https://example.webhook.office.com/webhookb2/x", FormatTeams)
 	b := string(body(t, s, FormatTeams, waiting()))
 	assert.NotContains(t, b, "[here](https", "no Markdown link of the question's own")
 	assert.Contains(t, b, `"title":"revise"`)

@@ -39,16 +39,7 @@ func serviceAddr() string {
 	if err != nil {
 		panic(err)
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			serviceConns.Add(1)
-			c.Close()
-		}
-	}()
+	testenv.CountAccepts(l, &serviceConns)
 	testServices = append(testServices, egress.Service{Name: "Temporal frontend", Addr: l.Addr().String()})
 	return l.Addr().String()
 }
@@ -227,16 +218,7 @@ func TestHostSocketsDoNotExist(t *testing.T) {
 	t.Cleanup(func() { l.Close() })
 	require.NoError(t, os.Chmod(sock, 0o777))
 	var accepted atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	testenv.CountAccepts(l, &accepted)
 	r := confined(t, full(t), Policy{RO: []string{me}}, me+" "+probeCommand+" unix "+sock)
 	assert.Contains(t, r.out, "unix=dial unix "+sock+": connect: no such file or directory", r.out)
 	assert.Zero(t, accepted.Load())

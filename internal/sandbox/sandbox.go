@@ -175,7 +175,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sandbox{Helper: slices.Clone(cfg.Helper), RW: clean(cfg.RW), RO: clean(cfg.RO), Defaults: cfg.Limits.orDefaults(), log: log}
+	s := &Sandbox{Helper: slices.Clone(cfg.Helper), RW: confine.CleanPaths(cfg.RW), RO: confine.CleanPaths(cfg.RO), Defaults: cfg.Limits.orDefaults(), log: log}
 	if cfg.CLIBin != "" {
 		s.cli = CLIBinReadable(cfg.CLIBin)
 	}
@@ -324,20 +324,6 @@ func (s *Sandbox) Close() error {
 		return nil
 	}
 	return os.RemoveAll(s.runDir)
-}
-
-// clean drops empty and relative paths and duplicates, keeping order.
-func clean(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if p == "" || !filepath.IsAbs(p) {
-			continue
-		}
-		if p = filepath.Clean(p); !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // CacheVars name variables whose value, when a confined process gets one,

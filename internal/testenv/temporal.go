@@ -35,7 +35,7 @@ var DevServerArgs = []string{
 // Server is a real Temporal dev server started for a test.
 type Server struct {
 	dev  *testsuite.DevServer
-	log  *syncBuffer
+	log  *SyncBuffer
 	stop sync.Once
 	// Address is the frontend's host:port; HTTPAddress its HTTP API's.
 	Address, HTTPAddress string
@@ -58,7 +58,7 @@ func (s *Server) Client(t testing.TB) client.Client {
 func DevServer(t testing.TB) *Server {
 	t.Helper()
 	path := Tool(t, "temporal")
-	buf := &syncBuffer{}
+	buf := &SyncBuffer{}
 	// The HTTP API on a port the test knows (the dev server picks one at
 	// random otherwise), so that tests can attack and guard it. A port
 	// found free can be taken by another listener before the server binds
@@ -106,24 +106,26 @@ func DevServer(t testing.TB) *Server {
 // itself.
 func (s *Server) Stop() { s.stop.Do(func() { _ = s.dev.Stop() }) }
 
-type syncBuffer struct {
+// SyncBuffer is an output a process or goroutine writes while the test
+// reads it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) Reset() {
+func (s *SyncBuffer) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.b.Reset()
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

@@ -105,11 +105,7 @@ func (w *Workspace) Changes(ctx context.Context, from, to string, lim ChangeLimi
 		lim.Context = 0
 	}
 	s := storeObjects{w.store}
-	a, err := w.commitTree(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := w.commitTree(to)
+	a, b, err := w.commitTrees(from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +171,17 @@ func (w *Workspace) commitTree(commit string) (*object.Tree, error) {
 		return nil, fmt.Errorf("workspace: diff: commit %s: %w", commit, err)
 	}
 	return c.Tree()
+}
+
+// commitTrees is the trees of commits from and to ("": the empty tree).
+func (w *Workspace) commitTrees(from, to string) (a, b *object.Tree, err error) {
+	if a, err = w.commitTree(from); err != nil {
+		return nil, nil, err
+	}
+	if b, err = w.commitTree(to); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
 }
 
 func fileChange(s storeObjects, c *object.Change, lim ChangeLimits, room int) (FileChange, error) {

@@ -72,26 +72,7 @@ func (w *Workspace) Stat(ctx context.Context, from, to string) (DiffStat, error)
 
 // patch is go-git's patch from commit from ("": the empty tree) to to.
 func (w *Workspace) patch(ctx context.Context, from, to string) (*object.Patch, error) {
-	s := storeObjects{w.store}
-	tree := func(commit string) (*object.Tree, error) {
-		if commit == "" {
-			return &object.Tree{}, nil
-		}
-		h, err := parseHash(commit)
-		if err != nil {
-			return nil, err
-		}
-		c, err := object.GetCommit(s, h)
-		if err != nil {
-			return nil, fmt.Errorf("workspace: diff: commit %s: %w", commit, err)
-		}
-		return c.Tree()
-	}
-	a, err := tree(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := tree(to)
+	a, b, err := w.commitTrees(from, to)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,15 @@ func mergeInfo() CommitInfo {
 	return i
 }
 
+// mergeXY merges branches x and y into trunk on a worker of run-1.
+func mergeXY(t *testing.T, e *env, trunk, x, y *runstore.WorkspaceState) (*Workspace, *runstore.WorkspaceState, Merged) {
+	t.Helper()
+	w := e.worker("run-1")
+	st, rep, err := w.Merge(context.Background(), trunk, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
+	require.NoError(t, err)
+	return w, st, rep
+}
+
 func TestMergeDisjointBranches(t *testing.T) {
 	gitBin := needGit(t)
 	ctx := context.Background()
@@ -65,9 +74,7 @@ func TestMergeDisjointBranches(t *testing.T) {
 	x := branchState(t, e, trunk, "x visit 1", map[string]string{"a": "a\nmore\n", "x.txt": "x\n"})
 	y := branchState(t, e, trunk, "y visit 1", map[string]string{"y/y.txt": "y\n"}, "b")
 
-	w := e.worker("run-1")
-	st, rep, err := w.Merge(ctx, trunk, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
-	require.NoError(t, err)
+	w, st, rep := mergeXY(t, e, trunk, x, y)
 	require.True(t, rep.Changed)
 	assert.Empty(t, rep.Conflicts)
 	want := map[string]string{"a": "a\nmore\n", "x.txt": "x\n", "y/y.txt": "y\n", "dir/c": "c\n"}
@@ -79,7 +86,7 @@ func TestMergeDisjointBranches(t *testing.T) {
 
 	// Another worker restores the merge.
 	b := e.worker("run-1")
-	_, err = b.Restore(ctx, st)
+	_, err := b.Restore(ctx, st)
 	require.NoError(t, err)
 	assert.Equal(t, want, tree(t, b.Dir()))
 
@@ -113,9 +120,7 @@ func TestMergeConflictOnOneLine(t *testing.T) {
 	trunk := trunkState(t, e, map[string]string{"f": "1\n2\n3\n"})
 	x := branchState(t, e, trunk, "x", map[string]string{"f": "1\nX\n3\n"})
 	y := branchState(t, e, trunk, "y", map[string]string{"f": "1\nY\n3\n"})
-	w := e.worker("run-1")
-	st, rep, err := w.Merge(context.Background(), trunk, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
-	require.NoError(t, err)
+	w, st, rep := mergeXY(t, e, trunk, x, y)
 	require.True(t, rep.Changed)
 	require.Len(t, rep.Conflicts, 1)
 	c := rep.Conflicts[0]
@@ -139,9 +144,7 @@ func TestMergeContentAndKinds(t *testing.T) {
 	y := branchState(t, e, trunk, "y", map[string]string{
 		"f": strings.Replace(lines, "9\n", "nine\n", 1), "new": "from y\n", "gone": "changed\n", "bin": "y\x00", "same": "S\n",
 	})
-	w := e.worker("run-1")
-	_, rep, err := w.Merge(context.Background(), trunk, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
-	require.NoError(t, err)
+	w, _, rep := mergeXY(t, e, trunk, x, y)
 	got := tree(t, w.Dir())
 	assert.Equal(t, strings.NewReplacer("2\n", "two\n", "9\n", "nine\n").Replace(lines), got["f"], "non-overlapping edits merge cleanly")
 	assert.Equal(t, "S\n", got["same"], "the same change on both sides")
@@ -165,9 +168,7 @@ func TestMergeFileAgainstDirectory(t *testing.T) {
 	trunk := trunkState(t, e, map[string]string{"keep": "k\n"})
 	x := branchState(t, e, trunk, "x", map[string]string{"p/q": "dir\n"})
 	y := branchState(t, e, trunk, "y", map[string]string{"p": "file\n"})
-	w := e.worker("run-1")
-	_, rep, err := w.Merge(context.Background(), trunk, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
-	require.NoError(t, err)
+	w, _, rep := mergeXY(t, e, trunk, x, y)
 	assert.Equal(t, map[string]string{"keep": "k\n", "p/q": "dir\n"}, tree(t, w.Dir()))
 	require.Len(t, rep.Conflicts, 1)
 	assert.Equal(t, Conflict{Path: "p", Branches: []string{"x", "y"}, Theirs: "file\n"}, rep.Conflicts[0])
@@ -251,14 +252,11 @@ func TestMergeEnvIsSanitised(t *testing.T) {
 // branch heads alone.
 func TestMergeFromAnEmptyTrunk(t *testing.T) {
 	needGit(t)
-	ctx := context.Background()
 	e := newEnv(t)
 	empty := &runstore.WorkspaceState{}
 	x := branchState(t, e, empty, "x", map[string]string{"x": "x\n"})
 	y := branchState(t, e, empty, "y", map[string]string{"y": "y\n"})
-	w := e.worker("run-1")
-	st, rep, err := w.Merge(ctx, nil, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
-	require.NoError(t, err)
+	w, st, rep := mergeXY(t, e, nil, x, y)
 	require.True(t, rep.Changed)
 	assert.Equal(t, 3, st.Commits)
 	assert.Equal(t, map[string]string{"x": "x\n", "y": "y\n"}, tree(t, w.Dir()))

@@ -6,13 +6,8 @@ package clitest
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -49,10 +44,6 @@ func NewEnv(t *testing.T) agent.Env {
 	return env
 }
 
-// startEnv is the environment before any test changed HOME, so that the
-// build below uses the developer's Go caches instead of a cold empty one.
-var startEnv = os.Environ()
-
 var (
 	askMu  sync.Mutex
 	askBin string
@@ -69,43 +60,7 @@ func AskUserCommand(t testing.TB) []string {
 	if askBin != "" {
 		return []string{askBin}
 	}
-	root := testenv.Root()
-	h := sha256.New()
-	io.WriteString(h, runtime.Version())
-	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "askuser", "*.go"))
-	srcs = append(srcs, filepath.Join(root, "internal", "askuser", "cmd", "tether-ask-user", "main.go"),
-		filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
-	for _, f := range srcs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatalf("hash the ask_user server's sources: %v", err)
-		}
-		h.Write(b)
-	}
-	dir := filepath.Join(os.TempDir(), "tether-ask-user-"+hex.EncodeToString(h.Sum(nil))[:16])
-	bin := filepath.Join(dir, "tether-ask-user")
-	if _, err := os.Stat(bin); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tmp, err := os.CreateTemp(dir, ".build-*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmp.Close()
-		defer os.Remove(tmp.Name())
-		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./internal/askuser/cmd/tether-ask-user")
-		cmd.Dir = root
-		cmd.Env = startEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build the ask_user MCP server: %v\n%s", err, out)
-		}
-		// Rename, so that a concurrent test binary never runs a half-written file.
-		if err := os.Rename(tmp.Name(), bin); err != nil {
-			t.Fatal(err)
-		}
-	}
-	askBin = bin
+	askBin = testenv.BuildCommand(t, "ask_user MCP server", "internal/askuser/cmd/tether-ask-user", "internal/askuser")
 	return []string{askBin}
 }
 

@@ -25,7 +25,7 @@ func restrict(rw, ro []string, inside bool) error {
 	}
 	var rules []landlock.Rule
 	add := func(paths []string, write bool) {
-		for _, p := range clean(paths) {
+		for _, p := range CleanPaths(paths) {
 			st, err := os.Stat(p)
 			if err != nil {
 				continue
@@ -159,8 +159,9 @@ func lastCap() int {
 	return n
 }
 
-// clean drops empty and relative paths and duplicates, keeping order.
-func clean(paths []string) []string {
+// CleanPaths drops empty and relative paths and duplicates, keeping
+// order: the paths a sandbox grants, on the worker side and here.
+func CleanPaths(paths []string) []string {
 	var out []string
 	for _, p := range paths {
 		if p == "" || !filepath.IsAbs(p) {

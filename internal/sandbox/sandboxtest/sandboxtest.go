@@ -7,13 +7,6 @@ package sandboxtest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 
@@ -21,10 +14,6 @@ import (
 	"github.com/tether-run/tether/internal/sandbox"
 	"github.com/tether-run/tether/internal/testenv"
 )
-
-// startEnv is the environment before any test changed HOME, so that the
-// build uses the developer's Go caches.
-var startEnv = os.Environ()
 
 var (
 	mu     sync.Mutex
@@ -40,48 +29,7 @@ func Helper(t testing.TB) string {
 	if helper != "" {
 		return helper
 	}
-	root := testenv.Root()
-	h := sha256.New()
-	io.WriteString(h, runtime.Version())
-	srcs, _ := filepath.Glob(filepath.Join(root, "internal", "sandbox", "confine", "*.go"))
-	srcs = append(srcs, filepath.Join(root, "internal", "sandbox", "cmd", "tether-confine", "main.go"),
-		filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
-	for _, f := range srcs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatalf("hash the confine helper's sources: %v", err)
-		}
-		h.Write(b)
-	}
-	dir := filepath.Join(os.TempDir(), "tether-confine-"+hex.EncodeToString(h.Sum(nil))[:16])
-	bin := filepath.Join(dir, "tether-confine")
-	if _, err := os.Stat(bin); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Chmod(dir, 0o755)
-		tmp, err := os.CreateTemp(dir, ".build-*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmp.Close()
-		defer os.Remove(tmp.Name())
-		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./internal/sandbox/cmd/tether-confine")
-		cmd.Dir = root
-		cmd.Env = startEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build the confine helper: %v\n%s", err, out)
-		}
-		if err := os.Chmod(tmp.Name(), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		// Rename, so that a concurrent test binary never runs a
-		// half-written file.
-		if err := os.Rename(tmp.Name(), bin); err != nil {
-			t.Fatal(err)
-		}
-	}
-	helper = bin
+	helper = testenv.BuildCommand(t, "confine helper", "internal/sandbox/cmd/tether-confine", "internal/sandbox/confine")
 	return helper
 }
 

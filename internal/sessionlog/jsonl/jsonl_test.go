@@ -22,6 +22,16 @@ func hdr(id, cwd string) sessionlog.Header {
 	return sessionlog.Header{ID: id, Cwd: cwd, Backend: "test"}
 }
 
+// writeOneTurn writes log "s" of a session in cwd under root: its header
+// and one turn's start.
+func writeOneTurn(t *testing.T, root, cwd string) {
+	t.Helper()
+	c := jsonl.Open(root)
+	require.NoError(t, c.Create(ctx, hdr("s", cwd)))
+	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
+	require.NoError(t, c.Close())
+}
+
 func TestBucket(t *testing.T) {
 	assert.Equal(t, jsonl.NoCwdBucket, jsonl.Bucket(""))
 	b := jsonl.Bucket("/work/my repo")
@@ -89,10 +99,7 @@ func TestMaterializeNeverOverwrites(t *testing.T) {
 // the unterminated fragment.
 func TestTornMultiLineBatchKeepsCompleteLines(t *testing.T) {
 	root := t.TempDir()
-	c := jsonl.Open(root)
-	require.NoError(t, c.Create(ctx, hdr("s", "/w")))
-	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
-	require.NoError(t, c.Close())
+	writeOneTurn(t, root, "/w")
 	path := filepath.Join(root, jsonl.RelPath("/w", "s"))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
@@ -152,10 +159,7 @@ func TestHeaderMustBeWhole(t *testing.T) {
 
 func TestLogInWrongBucketIsCorrupt(t *testing.T) {
 	root := t.TempDir()
-	c := jsonl.Open(root)
-	require.NoError(t, c.Create(ctx, hdr("s", "/a")))
-	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
-	require.NoError(t, c.Close())
+	writeOneTurn(t, root, "/a")
 	other := filepath.Join(root, jsonl.Bucket("/b"))
 	require.NoError(t, os.MkdirAll(other, 0o700))
 	require.NoError(t, os.Rename(filepath.Join(root, jsonl.RelPath("/a", "s")), filepath.Join(other, "s.jsonl")))
@@ -167,10 +171,7 @@ func TestLogInWrongBucketIsCorrupt(t *testing.T) {
 
 func TestSameIDInTwoBucketsIsAnError(t *testing.T) {
 	root := t.TempDir()
-	c := jsonl.Open(root)
-	require.NoError(t, c.Create(ctx, hdr("s", "/a")))
-	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
-	require.NoError(t, c.Close())
+	writeOneTurn(t, root, "/a")
 	st := jsonl.NewStore(root)
 	b := sessionlog.Batch{Header: hdr("s", "/b"), Materialize: true, Events: []sessionlog.Event{{Seq: 1, Kind: sessionlog.KindTurnStart}}}
 	b.Header.FormatVersion = sessionlog.FormatVersion
@@ -219,10 +220,7 @@ func TestEACCESIsNotAbsence_RealPermissionDenied(t *testing.T) {
 		return
 	}
 	root := filepath.Join(contracttest.WorldReadableTempDir(t), "sessions")
-	c := jsonl.Open(root)
-	require.NoError(t, c.Create(ctx, hdr("s", "/w")))
-	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
-	require.NoError(t, c.Close())
+	writeOneTurn(t, root, "/w")
 	require.NoError(t, os.Chmod(root, 0o755))
 	bucket := filepath.Join(root, jsonl.Bucket("/w"))
 	require.NoError(t, os.Chmod(bucket, 0o000))
@@ -255,10 +253,7 @@ func checkEACCES(t *testing.T, root string) {
 func TestLongCwdHeader(t *testing.T) {
 	root := t.TempDir()
 	cwd := "/" + strings.Repeat("\u00e9/deep", 800) // a header line longer than 4 KiB
-	c := jsonl.Open(root)
-	require.NoError(t, c.Create(ctx, hdr("s", cwd)))
-	require.NoError(t, c.Append(ctx, "s", sessionlog.TurnStart()))
-	require.NoError(t, c.Close())
+	writeOneTurn(t, root, cwd)
 	c2 := jsonl.Open(root)
 	defer c2.Close()
 	has, err := c2.Has(ctx, "s")
