@@ -439,7 +439,8 @@ how long each took.`,
 // routes to.
 type pinnedRun struct {
 	id, execution, build, status string
-	asked                        time.Time
+	// first is when it was first asked to move, asked when last.
+	first, asked time.Time
 }
 
 func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) error {
@@ -496,6 +497,7 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 			continue
 		}
 		r.asked = time.Now()
+		r.first = r.asked
 		fmt.Fprintf(a.out, "%s: on build %s, %s\n", r.id, r.build, what)
 	}
 	for build, n := range stranded {
@@ -504,7 +506,7 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 	if dryRun || wait <= 0 {
 		return nil
 	}
-	return a.awaitMoves(ctx, runs, d.Current, wait)
+	return a.awaitMoves(ctx, runs, d.Current, wait, ask)
 }
 
 // replayStranded pins every open run of a build that is neither current
@@ -593,8 +595,12 @@ func (a *app) pinnedRuns(ctx context.Context, deployment, build string) ([]*pinn
 }
 
 // awaitMoves waits until every run in runs has an execution pinned to
-// current, or has closed, for at most wait.
-func (a *app) awaitMoves(ctx context.Context, runs []*pinnedRun, current string, wait time.Duration) error {
+// current, or has closed, for at most wait. It asks a run that has not
+// moved again every askAgain: a run asked during a visit checks the
+// routing its worker knows when the visit ends, which can lag the switch
+// by a few seconds, and once it then waits for a person nothing else
+// wakes it.
+func (a *app) awaitMoves(ctx context.Context, runs []*pinnedRun, current string, wait time.Duration, ask runapi.Upgrade) error {
 	c, err := a.temporal()
 	if err != nil {
 		return failedErr(err)
@@ -624,8 +630,13 @@ func (a *app) awaitMoves(ctx context.Context, runs []*pinnedRun, current string,
 			// (The execution listed may be the one a move started, on its
 			// way to the current build.)
 			if on == current {
-				fmt.Fprintf(a.out, "%s: moved to build %s in %s\n", r.id, current, time.Since(r.asked).Round(100*time.Millisecond))
+				fmt.Fprintf(a.out, "%s: moved to build %s in %s\n", r.id, current, time.Since(r.first).Round(100*time.Millisecond))
 				return true
+			}
+			if time.Since(r.asked) >= askAgain {
+				if err := c.SignalWorkflow(ctx, r.id, "", runapi.SignalUpgrade, ask); err == nil {
+					r.asked = time.Now()
+				}
 			}
 			return false
 		})

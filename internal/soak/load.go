@@ -178,11 +178,15 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 // runs in workspaces of many files, and fan-outs.
 func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
 	persist := parse("soak-persist", persistGraph(s.o.Rounds, s.o.Rounds/2))
-	// Half the persist loops are twice as long and ask late: under an
+	// Half the persist loops are longer (LateRounds) and ask late: under an
 	// upgrade they are in the middle of their visits when the new build
 	// becomes current, and move between two of them; the others wait for
 	// a person across it. Likewise the second half of the CLI runs.
-	late := parse("soak-persist", persistGraph(2*s.o.Rounds, 2*s.o.Rounds-2))
+	lateRounds := s.o.LateRounds
+	if lateRounds <= 0 {
+		lateRounds = 2 * s.o.Rounds
+	}
+	late := parse("soak-persist", persistGraph(lateRounds, lateRounds-2))
 	lateCLI := parse("soak-cli", cliGraph(2*cliRounds, 2*cliRounds-1))
 	tool := parse("soak-tool", toolGraph(s.o.Rounds))
 	fanout := parse("soak-fanout", fanoutGraph(max(1, s.o.Rounds/4)))
@@ -209,7 +213,7 @@ func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
 		case i >= s.o.Runs:
 			r.kind, g, r.rounds = "cli", cli, cliRounds
 		case i < nPersist && i%2 == 1:
-			r.kind, g, r.rounds = "persist", late, 2*s.o.Rounds
+			r.kind, g, r.rounds = "persist", late, lateRounds
 		case i < nPersist:
 			r.kind, g = "persist", persist
 		case i < nPersist+nTool:

@@ -51,6 +51,11 @@ type Options struct {
 	Runs           int
 	Rounds         int
 	WorkspaceFiles int
+	// LateRounds is the rounds of the persist loops that ask late (every
+	// other one): under an upgrade they must still be visiting when the
+	// new build becomes current, however fast the machine; 0 is twice
+	// Rounds.
+	LateRounds int
 	// Faults during the soak.
 	Faults Faults
 	// Notify runs a notice receiver during the soak, gives every worker
