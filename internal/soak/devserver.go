@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tether-run/tether/internal/visitbench"
 )
 
 // DevServer is the embedded default `make run` starts, started for the
@@ -85,14 +87,7 @@ func (d *DevServer) Close() {
 		}
 	}
 	if d.server != nil {
-		_ = d.server.Signal(syscall.SIGTERM)
-		for range 100 {
-			if d.server.Signal(syscall.Signal(0)) != nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		_ = d.server.Kill()
+		visitbench.StopServer(d.server)
 	}
 	_ = os.RemoveAll(d.Home)
 }

@@ -237,15 +237,21 @@ func (s *side) close(ctx context.Context) {
 		}
 	}
 	if s.server != nil {
-		_ = s.server.Signal(syscall.SIGTERM)
-		for range 100 {
-			if s.server.Signal(syscall.Signal(0)) != nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		_ = s.server.Kill()
+		StopServer(s.server)
 	}
+}
+
+// StopServer stops a Temporal dev server the benchmark or the soak
+// started: SIGTERM, up to 10 s for it to exit, then SIGKILL.
+func StopServer(p *os.Process) {
+	_ = p.Signal(syscall.SIGTERM)
+	for range 100 {
+		if p.Signal(syscall.Signal(0)) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = p.Kill()
 }
 
 func freePort() (int, error) {
