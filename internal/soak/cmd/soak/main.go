@@ -60,10 +60,11 @@ func main() {
 		o.Faults.StopS3.At, o.Faults.StopS3.For = 12*time.Second, 15*time.Second
 		o.Deadline, lostSamples = 10*time.Minute, 1
 		o.Upgrade.At, o.Upgrade.RampFor, o.CLIRuns = 35*time.Second, 5*time.Second, 2
-		// On a quiet machine every loop of twice 13 rounds had asked its
-		// question by 35 s, and no run was left to move between two
-		// visits: the late loops are five times as long.
-		o.LateRounds = 5 * o.Rounds
+		// On a quiet machine every loop of twice 13 rounds, and once
+		// every loop of five times 13, had asked its question by 35 s,
+		// and no run was left to move between two visits: the late loops
+		// are twelve times as long.
+		o.LateRounds = 12 * o.Rounds
 	}
 	o.Levels = counts("levels", levels)
 	openRuns := counts("open", open)
