@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tether-run/tether/internal/blobref"
@@ -75,10 +74,9 @@ type toolResult struct {
 }
 
 func (s *Server) attemptsPage(w http.ResponseWriter, r *http.Request) error {
-	run, join := r.PathValue("run"), r.PathValue("node")
-	visit, err := strconv.Atoi(r.PathValue("visit"))
-	if err != nil || visit < 1 || runstore.ValidateRunID(run) != nil || runstore.ValidateNodeID(join) != nil {
-		return notFound("No such join", fmt.Errorf("%s is not a join's address: /runs/RUN/joins/NODE/N", r.URL.Path))
+	run, join, visit, err := visitAddress(r, "join")
+	if err != nil {
+		return err
 	}
 	ctx := r.Context()
 	cp, err := s.visitCheckpoint(ctx, run, join, visit)

@@ -441,10 +441,8 @@ func (s *Server) timeline(ctx context.Context, run string, st *runapi.State, g *
 	if total < len(st.Path) {
 		total = len(st.Path)
 	}
-	tv := timelineView{Total: total, Page: pageNo, Pages: max(1, (total+stepsPerPage-1)/stepsPerPage)}
-	if tv.Page < 1 || tv.Page > tv.Pages {
-		tv.Page = 1
-	}
+	tv := timelineView{Total: total}
+	tv.Page, tv.Pages = pageOf(pageNo, total, stepsPerPage)
 	if total == 0 {
 		return tv
 	}
@@ -479,13 +477,7 @@ func (s *Server) timeline(ctx context.Context, run string, st *runapi.State, g *
 		tv.Steps = append(tv.Steps, sv)
 	}
 	tv.FirstShown, tv.LastShown = lo, hi
-	base := "/runs/" + url.PathEscape(run)
-	if tv.Page > 1 {
-		tv.PrevURL = fmt.Sprintf("%s?page=%d#timeline", base, tv.Page-1)
-	}
-	if tv.Page < tv.Pages {
-		tv.NextURL = fmt.Sprintf("%s?page=%d#timeline", base, tv.Page+1)
-	}
+	tv.PrevURL, tv.NextURL = pageLinks(run, "page", "timeline", tv.Page, tv.Pages)
 	return tv
 }
 
@@ -494,10 +486,8 @@ func (s *Server) timeline(ctx context.Context, run string, st *runapi.State, g *
 // drop is what the run's latest rewind dropped (nil: none): those
 // checkpoints are shown as dropped, without actions.
 func (s *Server) checkpoints(ctx context.Context, run string, all []int64, pageNo int, open bool, drop *runstore.Drop) checkpointsView {
-	cv := checkpointsView{Total: len(all), Page: pageNo, Pages: max(1, (len(all)+checkpointsPerPage-1)/checkpointsPerPage)}
-	if cv.Page < 1 || cv.Page > cv.Pages {
-		cv.Page = 1
-	}
+	cv := checkpointsView{Total: len(all)}
+	cv.Page, cv.Pages = pageOf(pageNo, len(all), checkpointsPerPage)
 	hi := len(all) - (cv.Page-1)*checkpointsPerPage
 	lo := max(0, hi-checkpointsPerPage)
 	infos, _ := s.opts.Runs.List(ctx, run)
@@ -533,14 +523,32 @@ func (s *Server) checkpoints(ctx context.Context, run string, all []int64, pageN
 		}
 		cv.Rows = append(cv.Rows, row)
 	}
-	base := "/runs/" + url.PathEscape(run)
-	if cv.Page > 1 {
-		cv.PrevURL = fmt.Sprintf("%s?cps=%d#checkpoints", base, cv.Page-1)
-	}
-	if cv.Page < cv.Pages {
-		cv.NextURL = fmt.Sprintf("%s?cps=%d#checkpoints", base, cv.Page+1)
-	}
+	cv.PrevURL, cv.NextURL = pageLinks(run, "cps", "checkpoints", cv.Page, cv.Pages)
 	return cv
+}
+
+// pageOf is which page of total items, per a page, page n shows (the
+// first when n is none of them), and how many pages there are.
+func pageOf(n, total, per int) (page, pages int) {
+	pages = max(1, (total+per-1)/per)
+	if n < 1 || n > pages {
+		n = 1
+	}
+	return n, pages
+}
+
+// pageLinks link run's page to the pages of one of its lists before and
+// after page: the list's page number in query parameter param, and the
+// list's anchor.
+func pageLinks(run, param, anchor string, page, pages int) (prev, next string) {
+	base := "/runs/" + url.PathEscape(run)
+	if page > 1 {
+		prev = fmt.Sprintf("%s?%s=%d#%s", base, param, page-1, anchor)
+	}
+	if page < pages {
+		next = fmt.Sprintf("%s?%s=%d#%s", base, param, page+1, anchor)
+	}
+	return prev, next
 }
 
 func atoiDefault(s string, def int) int {

@@ -61,11 +61,22 @@ type field struct {
 	Long  bool
 }
 
-func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) error {
-	run, node := r.PathValue("run"), r.PathValue("node")
-	visit, err := strconv.Atoi(r.PathValue("visit"))
+// visitAddress reads the run, the node and the visit number of a page at
+// /runs/RUN/<kind>s/NODE/N (kind "visit" or "join"); an address that is not
+// one is a page not found.
+func visitAddress(r *http.Request, kind string) (run, node string, visit int, err error) {
+	run, node = r.PathValue("run"), r.PathValue("node")
+	visit, err = strconv.Atoi(r.PathValue("visit"))
 	if err != nil || visit < 1 || runstore.ValidateRunID(run) != nil || runstore.ValidateNodeID(node) != nil {
-		return notFound("No such visit", fmt.Errorf("%s is not a visit's address: /runs/RUN/visits/NODE/N", r.URL.Path))
+		return "", "", 0, notFound("No such "+kind, fmt.Errorf("%s is not a %s's address: /runs/RUN/%ss/NODE/N", r.URL.Path, kind, kind))
+	}
+	return run, node, visit, nil
+}
+
+func (s *Server) visitPage(w http.ResponseWriter, r *http.Request) error {
+	run, node, visit, err := visitAddress(r, "visit")
+	if err != nil {
+		return err
 	}
 	ctx := r.Context()
 	title := fmt.Sprintf("%s visit %d", node, visit)
