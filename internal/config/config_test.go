@@ -24,6 +24,30 @@ func fromEnv(t *testing.T) Config {
 	return c
 }
 
+// refused reads the environment, which must be refused with an error
+// that says each of want; it returns the error.
+func refused(t *testing.T, want ...string) error {
+	t.Helper()
+	_, err := FromEnv()
+	require.Error(t, err)
+	for _, w := range want {
+		assert.Contains(t, err.Error(), w)
+	}
+	return err
+}
+
+// refusedByName sets each variable of bad to its value, one at a time,
+// and checks that the environment is refused with an error naming it.
+func refusedByName(t *testing.T, bad map[string]string) {
+	t.Helper()
+	for name, value := range bad {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			refused(t, name)
+		})
+	}
+}
+
 func TestTelemetrySettings(t *testing.T) {
 	t.Setenv("TETHER_METRICS_ADDR", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
@@ -47,9 +71,7 @@ func TestTelemetrySettings(t *testing.T) {
 	t.Setenv("TETHER_PPROF", "1")
 	assert.True(t, fromEnv(t).Profiling)
 	t.Setenv("TETHER_METRICS_ADDR", "")
-	_, err := FromEnv()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "set TETHER_METRICS_ADDR too")
+	refused(t, "set TETHER_METRICS_ADDR too")
 }
 
 func TestWorkerSettings(t *testing.T) {
@@ -73,21 +95,14 @@ func TestWorkerSettings(t *testing.T) {
 }
 
 func TestMalformedSettingsNameTheirVariable(t *testing.T) {
-	for name, value := range map[string]string{
+	refusedByName(t, map[string]string{
 		"TETHER_MAX_CONCURRENT_VISITS":    "many",
 		"TETHER_LOG_LEVEL":                "loud",
 		"TETHER_WORKSPACE_MAX_FILES":      "-1",
 		"TETHER_WORKSPACE_MAX_FILE_BYTES": "lots",
 		"TETHER_REDACT":                   "maybe",
 		"TETHER_PPROF":                    "yes",
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Setenv(name, value)
-			_, err := FromEnv()
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), name)
-		})
-	}
+	})
 }
 
 func TestStoreSettings(t *testing.T) {
@@ -187,9 +202,7 @@ func TestCheckpointKey(t *testing.T) {
 	assert.NotContains(t, strings.ToLower(out), "abababab")
 
 	t.Setenv("TETHER_CHECKPOINT_KEY", "short")
-	_, err := FromEnv()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "TETHER_CHECKPOINT_KEY")
+	err := refused(t, "TETHER_CHECKPOINT_KEY")
 	assert.NotContains(t, err.Error(), "short")
 }
 
@@ -206,7 +219,5 @@ func TestSandboxSettings(t *testing.T) {
 	t.Setenv("TETHER_SANDBOX", "off")
 	assert.Equal(t, "off", fromEnv(t).Sandbox)
 	t.Setenv("TETHER_SANDBOX", "bwrap")
-	_, err := FromEnv()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "TETHER_SANDBOX")
+	refused(t, "TETHER_SANDBOX")
 }
