@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/tether-run/tether/internal/visitbench"
 )
@@ -37,19 +36,11 @@ func StartDevServer(ctx context.Context, root string, extra []string) (*DevServe
 	d := &DevServer{Home: home}
 	port, ui, metrics := freePort(), freePort(), freePort()
 	d.Metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "devserver.sh"))
-	cmd.Env = append(os.Environ(), "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui),
+	d.server, err = visitbench.StartServer(ctx, root, "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui),
 		"TEMPORAL_METRICS_PORT="+strconv.Itoa(metrics))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("scripts/devserver.sh: %w", err)
+		return nil, err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		return nil, fmt.Errorf("scripts/devserver.sh printed %q, not a pid", out)
-	}
-	d.server, _ = os.FindProcess(pid)
 	env := map[string]string{
 		"TEMPORAL_ADDRESS": "127.0.0.1:" + strconv.Itoa(port), "TEMPORAL_NAMESPACE": "default",
 		"TETHER_HOME": home, "TETHER_BLOB_URL": "file://" + filepath.Join(home, "store"),
@@ -77,14 +68,7 @@ func StartDevServer(ctx context.Context, root string, extra []string) (*DevServe
 // Close stops the worker and the server and removes their homes.
 func (d *DevServer) Close() {
 	if d.worker != nil && d.worker.Process != nil {
-		_ = syscall.Kill(-d.worker.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = d.worker.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-d.worker.Process.Pid, syscall.SIGKILL)
-		}
+		visitbench.StopWorker(d.worker)
 	}
 	if d.server != nil {
 		visitbench.StopServer(d.server)

@@ -52,18 +52,10 @@ func (s *side) startDevServer(ctx context.Context) error {
 		return err
 	}
 	home := filepath.Join(s.dir, "server")
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(s.root, "scripts", "devserver.sh"))
-	cmd.Env = append(os.Environ(), "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	s.server, err = StartServer(ctx, s.root, "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui))
 	if err != nil {
-		return fmt.Errorf("%s: scripts/devserver.sh: %w", s.name, err)
+		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		return fmt.Errorf("%s: scripts/devserver.sh printed %q, not a pid", s.name, out)
-	}
-	s.server, _ = os.FindProcess(pid)
 	s.logs = append(s.logs, filepath.Join(home, "temporal.log"))
 	s.env = map[string]string{
 		"TEMPORAL_ADDRESS":   "127.0.0.1:" + strconv.Itoa(port),
@@ -161,16 +153,23 @@ func (s *side) stopWorker() {
 	if s.worker == nil {
 		return
 	}
-	_ = syscall.Kill(-s.worker.Process.Pid, syscall.SIGTERM)
+	StopWorker(s.worker)
+	s.worker = nil
+}
+
+// StopWorker stops a worker the benchmark or the soak started in a
+// process group of its own: SIGTERM (it sends its last spans), up to 30 s
+// for it to exit, then SIGKILL; it returns once the worker has exited.
+func StopWorker(w *exec.Cmd) {
+	_ = syscall.Kill(-w.Process.Pid, syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { _ = s.worker.Wait(); close(done) }()
+	go func() { _ = w.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-s.worker.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
-	s.worker = nil
 }
 
 func (s *side) restartClusterWorkers(ctx context.Context, extra map[string]string) error {
@@ -239,6 +238,25 @@ func (s *side) close(ctx context.Context) {
 	if s.server != nil {
 		StopServer(s.server)
 	}
+}
+
+// StartServer starts the Temporal dev server `make run` starts with root's
+// scripts/devserver.sh, env added to this process's environment, and
+// returns its process.
+func StartServer(ctx context.Context, root string, env ...string) (*os.Process, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "devserver.sh"))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("scripts/devserver.sh: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return nil, fmt.Errorf("scripts/devserver.sh printed %q, not a pid", out)
+	}
+	p, _ := os.FindProcess(pid) // never fails on Unix
+	return p, nil
 }
 
 // StopServer stops a Temporal dev server the benchmark or the soak
