@@ -443,14 +443,24 @@ type pinnedRun struct {
 	first, asked time.Time
 }
 
-func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) error {
+// deploymentWithClient is the deployment, and the Temporal client of a
+// command that acts on its runs.
+func (a *app) deploymentWithClient(ctx context.Context) (client.Client, *Deployment, error) {
 	c, err := a.temporal()
 	if err != nil {
-		return failedErr(err)
+		return nil, nil, failedErr(err)
 	}
 	d, err := a.deployment(ctx)
 	if err != nil {
-		return failedErr(err)
+		return nil, nil, failedErr(err)
+	}
+	return c, d, nil
+}
+
+func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) error {
+	c, d, err := a.deploymentWithClient(ctx)
+	if err != nil {
+		return err
 	}
 	if d.Current == "" {
 		return failedErr(fmt.Errorf("deployment %s has no current build: set one first (temporal worker deployment set-current-version --deployment-name %s --build-id BUILD)", d.Name, d.Name))
@@ -515,13 +525,9 @@ func (a *app) upgradeRuns(ctx context.Context, wait time.Duration, dryRun bool) 
 // rollout), so the current build takes its next task and replays its
 // history. The upgrade signal that follows gives it that task at once.
 func (a *app) replayStranded(ctx context.Context, only string, dryRun bool) error {
-	c, err := a.temporal()
+	c, d, err := a.deploymentWithClient(ctx)
 	if err != nil {
-		return failedErr(err)
-	}
-	d, err := a.deployment(ctx)
-	if err != nil {
-		return failedErr(err)
+		return err
 	}
 	if d.Current == "" {
 		return failedErr(fmt.Errorf("deployment %s has no current build to replay stranded runs on", d.Name))
