@@ -182,28 +182,27 @@ func InputsRead(src string) []string {
 // range move it).
 func walkRootFields(n parse.Node, rootDot bool, note func(ident []string, prefix string)) {
 	walk := func(n parse.Node, rootDot bool) { walkRootFields(n, rootDot, note) }
+	// branch walks an if, a with or a range; listDot says whether dot is
+	// still the top-level data in its list.
+	branch := func(b *parse.BranchNode, listDot bool) {
+		walk(b.Pipe, rootDot)
+		walk(b.List, listDot)
+		walk(b.ElseList, rootDot)
+	}
 	switch x := n.(type) {
 	case nil:
 	case *parse.ListNode:
-		if x == nil {
-			return
-		}
-		for _, c := range x.Nodes {
-			walk(c, rootDot)
+		if x != nil {
+			walkEach(x.Nodes, rootDot, note)
 		}
 	case *parse.ActionNode:
 		walk(x.Pipe, rootDot)
 	case *parse.PipeNode:
-		if x == nil {
-			return
-		}
-		for _, c := range x.Cmds {
-			walk(c, rootDot)
+		if x != nil {
+			walkEach(x.Cmds, rootDot, note)
 		}
 	case *parse.CommandNode:
-		for _, a := range x.Args {
-			walk(a, rootDot)
-		}
+		walkEach(x.Args, rootDot, note)
 	case *parse.FieldNode:
 		if rootDot && len(x.Ident) > 0 {
 			note(x.Ident, "")
@@ -215,19 +214,20 @@ func walkRootFields(n parse.Node, rootDot bool, note func(ident []string, prefix
 	case *parse.ChainNode:
 		walk(x.Node, rootDot)
 	case *parse.IfNode:
-		walk(x.Pipe, rootDot)
-		walk(x.List, rootDot)
-		walk(x.ElseList, rootDot)
+		branch(&x.BranchNode, rootDot)
 	case *parse.WithNode:
-		walk(x.Pipe, rootDot)
-		walk(x.List, false)
-		walk(x.ElseList, rootDot)
+		branch(&x.BranchNode, false)
 	case *parse.RangeNode:
-		walk(x.Pipe, rootDot)
-		walk(x.List, false)
-		walk(x.ElseList, rootDot)
+		branch(&x.BranchNode, false)
 	case *parse.TemplateNode:
 		walk(x.Pipe, rootDot)
+	}
+}
+
+// walkEach walks each of nodes as walkRootFields does.
+func walkEach[N parse.Node](nodes []N, rootDot bool, note func(ident []string, prefix string)) {
+	for _, n := range nodes {
+		walkRootFields(n, rootDot, note)
 	}
 }
 
