@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -109,245 +110,41 @@ func TestValidateCodes(t *testing.T) {
 		name, code, src string
 		pos             string
 	}{
-		{"missing start", CodeMissingStart, `
-nodes:
-  - id: done
-    kind: end
-`, "2:1"},
-		{"persist on grok", CodePersistNoCapability, `
-start: a
-nodes:
-  - id: a
-    kind: agent
-    backend: claude_code
-    fallback: [grok]
-    session: persist
-  - id: done
-    kind: end
-edges:
-  - from: a
-    to: done
-`, "8:14"},
+		{"missing start", CodeMissingStart, "", "2:1"},
+		{"persist on grok", CodePersistNoCapability, "", "8:14"},
 		{"unknown start", CodeUnknownStart, strings.Replace(okGraph, "start: a", "start: b", 1), "3:8"},
-		{"no end", CodeNoEnd, `
-start: a
-nodes:
-  - id: a
-    kind: agent
-    backend: scripted
-edges:
-  - from: a
-    to: a
-`, "4:3"},
-		{"join on a sequential path", CodeJoinWithoutFanout, `
-start: a
-nodes:
-  - id: a
-    kind: tool
-    run: [echo]
-  - id: j
-    kind: join
-  - id: done
-    kind: end
-edges:
-  - {from: a, to: j}
-  - {from: j, to: done}
-`, "7:5"},
-		{"fanout branch ends without join", CodeBranchNoJoin, `
-start: f
-nodes:
-  - {id: f, kind: tool, run: [echo], fanout: all}
-  - {id: a, kind: tool, run: [echo]}
-  - {id: done, kind: end}
-edges:
-  - {from: f, to: a}
-  - {from: f, to: done}
-  - {from: a, to: done}
-`, "6:5"},
-		{"persist after a nested join is still in the outer branch", CodePersistInBranch, `
-start: f1
-nodes:
-  - {id: f1, kind: tool, run: [echo], fanout: all}
-  - {id: f2, kind: tool, run: [echo], fanout: all}
-  - {id: x, kind: tool, run: [echo]}
-  - {id: y, kind: tool, run: [echo]}
-  - {id: j2, kind: join}
-  - {id: w, kind: agent, backend: scripted, session: persist}
-  - {id: z, kind: tool, run: [echo]}
-  - {id: j1, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: f1, to: f2}
-  - {from: f1, to: z}
-  - {from: f2, to: x}
-  - {from: f2, to: y}
-  - {from: x, to: j2}
-  - {from: y, to: j2}
-  - {from: j2, to: w}
-  - {from: w, to: j1}
-  - {from: z, to: j1}
-  - {from: j1, to: done}
-`, "9:54"},
-		{"session on a tool", CodeIgnoredField, `
-start: t
-nodes:
-  - {id: t, kind: tool, run: [echo], session: fork}
-  - {id: done, kind: end}
-edges:
-  - {from: t, to: done}
-`, "4:47"},
-		{"script on a real backend", CodeIgnoredField, `
-start: a
-nodes:
-  - id: a
-    kind: agent
-    backend: codex
-    script: [hello]
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done}
-`, "7:13"},
+		{"no end", CodeNoEnd, "", "4:3"},
+		{"join on a sequential path", CodeJoinWithoutFanout, "", "7:5"},
+		{"fanout branch ends without join", CodeBranchNoJoin, "", "6:5"},
+		{"persist after a nested join is still in the outer branch", CodePersistInBranch, "", "9:54"},
+		{"session on a tool", CodeIgnoredField, "", "4:47"},
+		{"script on a real backend", CodeIgnoredField, "", "7:13"},
 		{"edge without from", CodeUnknownEdgeFrom, okGraph + "  - to: a\n", "13:5"},
 		{"disabled builtin", CodeBadWhen, okGraph + "    when: now() > 0\n", "13:11"},
 		{"a when that is a value an agent writes", CodeUncheckedWhen, okGraph + "    when: output.approved\n", "13:11"},
-		{"a when that fails on a scripted reply", CodeScriptedWhen, `
-start: a
-nodes:
-  - id: a
-    kind: agent
-    backend: scripted
-    script: ['JSON: {"approved": "yes"}']
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done, when: output.approved == true}
-  - from: a
-    to: done
-    when: output.approved
-`, "13:11"},
+		{"a when that fails on a scripted reply", CodeScriptedWhen, "", "13:11"},
 		{"keys is disabled", CodeBadWith, okGraph + "    with: {k: keys(output)}\n", "13:15"},
-		{"missing id on a join", CodeMissingID, `
-start: a
-nodes:
-  - {id: a, kind: tool, run: [echo]}
-  - kind: join
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done}
-`, "5:5"},
-		{"missing kind", CodeUnknownKind, `
-start: a
-nodes:
-  - id: a
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done}
-`, "4:5"},
-		{"prompt syntax", CodeBadPrompt, `
-start: a
-nodes:
-  - id: a
-    kind: agent
-    backend: scripted
-    prompt: "{{if .visit}}unclosed"
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done}
-`, "7:13"},
-		{"unknown function in prompt", CodeBadPrompt, `
-start: a
-nodes:
-  - id: a
-    kind: agent
-    backend: scripted
-    prompt: "{{upper .input.x}}"
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done}
-`, "7:13"},
-		{"bad question template", CodeBadPrompt, `
-start: h
-nodes:
-  - {id: h, kind: human, question: "Publish {{.Input.draft}}?"}
-  - {id: done, kind: end}
-edges:
-  - {from: h, to: done}
-`, "4:36"},
-		{"bad run argument template", CodeBadPrompt, `
-start: t
-nodes:
-  - {id: t, kind: tool, run: [echo, "{{.input.x"]}
-  - {id: done, kind: end}
-edges:
-  - {from: t, to: done}
-`, "4:30"},
-		{"a tool's exit code compared with a string", CodeTypeMismatch, `
-start: t
-nodes:
-  - {id: t, kind: tool, run: [go, test]}
-  - {id: done, kind: end}
-  - {id: failed, kind: end}
-edges:
-  - {from: t, to: done, when: 'output.exit_code == "0"'}
-  - {from: t, to: failed}
-`, "8:31"},
-		{"a human's answer read as a field it does not have", CodeTypeMismatch, `
-start: h
-nodes:
-  - {id: h, kind: human, question: ok?}
-  - {id: done, kind: end}
-edges:
-  - {from: h, to: done, with: {verdict: output.approved}}
-`, "7:41"},
-		{"a prompt reads an input its first visit is not given", CodeInputNotDelivered, `
-start: writer
-inputs:
-  - {name: topic, required: true}
-nodes:
-  - {id: writer, kind: agent, backend: scripted, prompt: "write {{.input.topic}}; fix {{.input.feedback}}"}
-  - {id: check, kind: tool, run: [true]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: done, when: output.exit_code == 0}
-  - {from: check, to: writer, with: {feedback: output.stderr}}
-`, "6:5"},
-		{"an input's default not of its type", CodeBadInputType, `
-start: t
-inputs:
-  - {name: version, default: 1.10}
-nodes:
-  - {id: t, kind: tool, run: [echo, "{{.input.version}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: t, to: done}
-`, "4:30"},
-		{"node id outside the safe alphabet", CodeBadID, `
-start: "a b"
-nodes:
-  - {id: "a b", kind: tool, run: [echo]}
-  - {id: done, kind: end}
-edges:
-  - {from: "a b", to: done}
-`, "4:10"},
-		{"branches meet at different joins", CodeJoinsDiffer, `
-start: f
-nodes:
-  - {id: f, kind: tool, run: [echo], fanout: all}
-  - {id: a, kind: tool, run: [echo]}
-  - {id: b, kind: tool, run: [echo]}
-  - {id: j1, kind: join}
-  - {id: j2, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: f, to: a}
-  - {from: f, to: b}
-  - {from: a, to: j1}
-  - {from: b, to: j2}
-  - {from: j1, to: done}
-  - {from: j2, to: done}
-`, "4:5"},
+		{"missing id on a join", CodeMissingID, "", "5:5"},
+		{"missing kind", CodeUnknownKind, "", "4:5"},
+		{"prompt syntax", CodeBadPrompt, "", "7:13"},
+		{"unknown function in prompt", CodeBadPrompt, "", "7:13"},
+		{"bad question template", CodeBadPrompt, "", "4:36"},
+		{"bad run argument template", CodeBadPrompt, "", "4:30"},
+		{"a tool's exit code compared with a string", CodeTypeMismatch, "", "8:31"},
+		{"a human's answer read as a field it does not have", CodeTypeMismatch, "", "7:41"},
+		{"a prompt reads an input its first visit is not given", CodeInputNotDelivered, "", "6:5"},
+		{"an input's default not of its type", CodeBadInputType, "", "4:30"},
+		{"node id outside the safe alphabet", CodeBadID, "", "4:10"},
+		{"branches meet at different joins", CodeJoinsDiffer, "", "4:5"},
 	}
+	graphs := graphDocuments(t, "testdata/codes.yaml")
 	for _, c := range cases {
+		if c.src == "" {
+			src, ok := graphs[c.name]
+			require.True(t, ok, "testdata/codes.yaml has no graph for %q", c.name)
+			c.src = src
+			delete(graphs, c.name)
+		}
 		t.Run(c.name, func(t *testing.T) {
 			ps := Validate(mustParse(t, c.src))
 			var got []string
@@ -358,6 +155,28 @@ edges:
 			assert.Equal(t, c.pos, ps[0].Pos.String(), ps.String())
 		})
 	}
+	assert.Empty(t, graphs, "graphs in testdata/codes.yaml no case reads")
+}
+
+// graphDocuments reads the documents of a file of test graphs, after its
+// first: each begins with a line "# NAME", and is returned under NAME as
+// the lines after that one, from that line's newline on (so a position
+// in the file's document is a position in what is returned).
+func graphDocuments(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	docs := strings.Split(string(b), "\n---\n")
+	out := map[string]string{}
+	for i, d := range docs[1:] {
+		if i < len(docs)-2 {
+			d += "\n" // the newline the separator began with ends the document before it
+		}
+		name, src, ok := strings.Cut(d, "\n")
+		require.True(t, ok && strings.HasPrefix(name, "# "), "%s: a document starts with # NAME, not %q", path, name)
+		out[strings.TrimPrefix(name, "# ")] = "\n" + src
+	}
+	return out
 }
 
 func TestValidateNoProblemsForLoopsAndFanout(t *testing.T) {
