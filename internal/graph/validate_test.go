@@ -181,29 +181,8 @@ func graphDocuments(t *testing.T, path string) map[string]string {
 
 func TestValidateNoProblemsForLoopsAndFanout(t *testing.T) {
 	// A loop through a fan-out and its join, and a join that also fans out.
-	g := mustParse(t, `
-start: f
-nodes:
-  - {id: f, kind: agent, backend: scripted, fanout: all, session: persist, max_visits: 3}
-  - {id: a, kind: tool, run: [echo]}
-  - {id: b, kind: agent, backend: scripted, session: fork}
-  - {id: j, kind: join, fanout: all}
-  - {id: c, kind: tool, run: [echo]}
-  - {id: d, kind: tool, run: [echo]}
-  - {id: j2, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: f, to: a}
-  - {from: f, to: b, when: visits < 2}
-  - {from: a, to: j}
-  - {from: b, to: j}
-  - {from: j, to: c}
-  - {from: j, to: d}
-  - {from: c, to: j2}
-  - {from: d, to: j2}
-  - {from: j2, to: f, when: 'input.again == true'}
-  - {from: j2, to: done}
-`)
+	g, err := ParseFile("testdata/loops-and-fanout.yaml")
+	require.NoError(t, err)
 	assert.Empty(t, Validate(g).String())
 }
 
