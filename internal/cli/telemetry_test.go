@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,16 +21,7 @@ func TestRunStartsTheTrace(t *testing.T) {
 	spans := telemetrytest.HTTP(t)
 
 	dir := t.TempDir()
-	file := filepath.Join(dir, "hello.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
-name: hello
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "Ship it?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: done}
-`), 0o600))
+	const file = "testdata/hello.yaml"
 	t.Setenv("TEMPORAL_ADDRESS", srv.Address)
 	t.Setenv("TETHER_BLOB_URL", "file://"+filepath.Join(dir, "store"))
 	t.Setenv("OTEL_SERVICE_NAME", "")
