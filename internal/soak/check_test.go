@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/tether-run/tether/internal/graph"
 )
 
 // The writer's conversation holds a retry note only on the visit an
@@ -31,4 +33,14 @@ func TestWriterPromptsAcceptTheRetryNoteOnlyOnTheInterruptedVisit(t *testing.T) 
 	clean, problems := writerPrompts(&run{id: "r2", kind: "persist", execs: []execution{{visits: map[string]visitRecord{"writer/1": {}}}}}, 2)
 	assert.Equal(t, []string{"step 1", "step 2"}, clean)
 	assert.Empty(t, problems)
+}
+
+// The soak's graphs read from graphs/ parse and validate clean: a rig
+// that would panic on one is caught before it runs.
+func TestGraphFilesAreValid(t *testing.T) {
+	for _, name := range []string{"soak-open", "soak-lost"} {
+		g := graphFile(name)
+		assert.Equal(t, name, g.Name)
+		assert.Empty(t, graph.Validate(g).String(), name)
+	}
 }

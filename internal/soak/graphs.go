@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"embed"
 	"fmt"
 	"strings"
 
@@ -130,7 +131,21 @@ func fanoutFiles(rounds int) map[string]string {
 	return want
 }
 
-// parse parses one of the graphs above; they are the program's own, so a
+// graphFiles are the soak's graphs that take no parameters.
+//
+//go:embed graphs/*.yaml
+var graphFiles embed.FS
+
+// graphFile parses graphs/NAME.yaml.
+func graphFile(name string) *graph.Graph {
+	src, err := graphFiles.ReadFile("graphs/" + name + ".yaml")
+	if err != nil {
+		panic(fmt.Sprintf("soak: graph %s: %v", name, err))
+	}
+	return parse(name, string(src))
+}
+
+// parse parses one of the soak's graphs; they are the program's own, so a
 // problem is a bug.
 func parse(name, src string) *graph.Graph {
 	g, err := graph.Parse([]byte(src), name+".yaml")

@@ -28,15 +28,7 @@ type LostWorker struct {
 // visit runs again elsewhere, and until the run is done.
 func (s *Soak) LostWorker(ctx context.Context, samples int) (*LostWorker, error) {
 	const heartbeat = 5 * time.Second
-	g := parse("soak-lost", `
-name: soak-lost
-start: work
-nodes:
-  - {id: work, kind: tool, run: [sleep, "4"]}
-  - {id: done, kind: end}
-edges:
-  - {from: work, to: done}
-`)
+	g := graphFile("soak-lost")
 	out := &LostWorker{Heartbeat: heartbeat}
 	for i := range samples {
 		id := fmt.Sprintf("%s-lost-%d", s.prefix, i)

@@ -36,23 +36,12 @@ type Open struct {
 	RSS, DB int64
 }
 
-// askGraph waits for one answer, then ends.
-const askGraph = `
-name: soak-open
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "Go on?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: done}
-`
-
 // OpenRuns opens runs that wait for a person until counts[i] are open,
 // for each count in turn, and measures each step (Open); dev is the dev
 // server whose memory and database it reports (nil on a cluster). The
 // runs stay open until the end, then are terminated.
 func (s *Soak) OpenRuns(ctx context.Context, counts []int, dev *DevServer) ([]Open, error) {
-	g := parse("soak-open", askGraph)
+	g := graphFile("soak-open")
 	var ids []string
 	defer func() {
 		s.logf("terminating the %d open runs", len(ids))
