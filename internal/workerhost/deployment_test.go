@@ -25,18 +25,27 @@ import (
 // talks to, and says how long Start took.
 func startVersioned(t *testing.T, c client.Client, id, build string, mode workerhost.VersioningMode) (*workerhost.Host, time.Duration) {
 	t.Helper()
+	return startHost(t, c, workerhost.Options{
+		ID: id, Logger: slog.New(slog.DiscardHandler),
+		Versioning: workerhost.Versioning{Mode: mode, Deployment: "tether", BuildID: build, RoutingEvery: 500 * time.Millisecond},
+	})
+}
+
+// startHost starts a worker with opts on the server c talks to, with a
+// file store, the backends, and state and work directories of its own;
+// it says how long Start took. The worker stops when the test ends.
+func startHost(t *testing.T, c client.Client, opts workerhost.Options) (*workerhost.Host, time.Duration) {
+	t.Helper()
 	blobs, err := blob.Open(t.Context(), "file://"+t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = blobs.Close() })
 	bs, err := backend.New(backend.Config{})
 	require.NoError(t, err)
 	root := t.TempDir()
+	opts.Blobs, opts.Backends = blobs, bs
+	opts.StateDir, opts.WorkDir = filepath.Join(root, "state"), filepath.Join(root, "work")
 	began := time.Now()
-	h, err := workerhost.Start(c, workerhost.Options{
-		ID: id, Blobs: blobs, Backends: bs, Logger: slog.New(slog.DiscardHandler),
-		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
-		Versioning: workerhost.Versioning{Mode: mode, Deployment: "tether", BuildID: build, RoutingEvery: 500 * time.Millisecond},
-	})
+	h, err := workerhost.Start(c, opts)
 	require.NoError(t, err)
 	t.Cleanup(h.Stop)
 	return h, time.Since(began)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/tether-run/tether/internal/backend"
-	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/telemetry"
@@ -43,18 +40,7 @@ func TestGraphRunIsTraced(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 
-	blobs, err := blob.Open(t.Context(), "file://"+t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = blobs.Close() })
-	bs, err := backend.New(backend.Config{})
-	require.NoError(t, err)
-	root := t.TempDir()
-	h, err := workerhost.Start(c, workerhost.Options{
-		ID: "traced", Blobs: blobs, Backends: bs, Logger: logger, Interceptors: tel.WorkerInterceptors(),
-		StateDir: filepath.Join(root, "state"), WorkDir: filepath.Join(root, "work"),
-	})
-	require.NoError(t, err)
-	t.Cleanup(h.Stop)
+	startHost(t, c, workerhost.Options{ID: "traced", Logger: logger, Interceptors: tel.WorkerInterceptors()})
 
 	g, err := graph.Parse([]byte(fmt.Sprintf(`
 name: traced
