@@ -51,6 +51,17 @@ func startHost(t *testing.T, c client.Client, opts workerhost.Options) (*workerh
 	return h, time.Since(began)
 }
 
+// startRun starts run id of graph src on the server c talks to.
+func startRun(ctx context.Context, t *testing.T, c client.Client, id, src string) client.WorkflowRun {
+	t.Helper()
+	g, err := graph.Parse([]byte(src), id+".yaml")
+	require.NoError(t, err)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})
+	require.NoError(t, err)
+	return run
+}
+
 // current is the deployment's current build ("" when none).
 func current(t *testing.T, c client.Client) string {
 	t.Helper()
@@ -73,20 +84,16 @@ func TestAVersionedWorkerServesANewServer(t *testing.T) {
 	t.Logf("Start of the first versioned worker on a new server took %s", took)
 	assert.Equal(t, "build-a", current(t, c), "the first auto worker made its build current")
 
-	g, err := graph.Parse([]byte(`
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	run := startRun(ctx, t, c, "pinned-run", `
 name: one
 start: w
 nodes:
   - {id: w, kind: agent, backend: scripted, prompt: hi, script: [hello]}
   - {id: done, kind: end}
 edges: [{from: w, to: done}]
-`), "one.yaml")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pinned-run", TaskQueue: runapi.TaskQueue},
-		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "pinned-run", Graph: g})
-	require.NoError(t, err)
+`)
 	require.NoError(t, run.Get(ctx, nil))
 	d, err := c.DescribeWorkflow(ctx, "pinned-run", "")
 	require.NoError(t, err)

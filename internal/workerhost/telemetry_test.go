@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/telemetry"
 	"github.com/tether-run/tether/internal/testenv"
@@ -42,7 +41,9 @@ func TestGraphRunIsTraced(t *testing.T) {
 
 	startHost(t, c, workerhost.Options{ID: "traced", Logger: logger, Interceptors: tel.WorkerInterceptors()})
 
-	g, err := graph.Parse([]byte(fmt.Sprintf(`
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	run := startRun(ctx, t, c, "traced-run", fmt.Sprintf(`
 name: traced
 start: writer
 nodes:
@@ -50,13 +51,7 @@ nodes:
   - {id: done, kind: end}
 edges:
   - {from: writer, to: done}
-`, prompt, reply)), "traced.yaml")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "traced-run", TaskQueue: runapi.TaskQueue},
-		runapi.WorkflowType, &runapi.GraphRunInput{RunID: "traced-run", Graph: g})
-	require.NoError(t, err)
+`, prompt, reply))
 	var res runapi.GraphRunResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Contains(t, fmt.Sprint(res.Output), reply, "the run went through the agent")
