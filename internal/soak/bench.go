@@ -166,7 +166,7 @@ func (s *Soak) split(ctx context.Context, ids []string, visits int) ([]visitbenc
 }
 
 func (s *Soak) tetherLevel(ctx context.Context, n int) (measured, error) {
-	g := parse("soak-persist", persistGraph(s.o.BenchRounds, 0))
+	g := graphFile("soak-persist", graphData{Rounds: s.o.BenchRounds})
 	runs := make([]*run, n)
 	before, err := scrape(ctx, s.o.ServerMetrics)
 	if err != nil {

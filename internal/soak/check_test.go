@@ -35,12 +35,24 @@ func TestWriterPromptsAcceptTheRetryNoteOnlyOnTheInterruptedVisit(t *testing.T) 
 	assert.Empty(t, problems)
 }
 
-// The soak's graphs read from graphs/ parse and validate clean: a rig
-// that would panic on one is caught before it runs.
+// The soak's graphs in graphs/, filled in as the soak fills them in,
+// parse and validate clean: a rig that would panic on one is caught
+// before it runs.
 func TestGraphFilesAreValid(t *testing.T) {
-	for _, name := range []string{"soak-open", "soak-lost"} {
-		g := graphFile(name)
-		assert.Equal(t, name, g.Name)
-		assert.Empty(t, graph.Validate(g).String(), name)
+	for _, c := range []struct {
+		name string
+		data graphData
+	}{
+		{"soak-open", graphData{}},
+		{"soak-lost", graphData{}},
+		{"soak-persist", graphData{Rounds: 3}},
+		{"soak-persist", graphData{Rounds: 6, AskAt: 3}},
+		{"soak-cli", graphData{Rounds: 4, AskAt: 2, Backend: cliBackend}},
+		{"soak-tool", graphData{Rounds: 5}},
+		{"soak-fanout", graphData{Rounds: 2}},
+	} {
+		g := graphFile(c.name, c.data)
+		assert.Equal(t, c.name, g.Name)
+		assert.Empty(t, graph.Validate(g).String(), c.name)
 	}
 }

@@ -60,36 +60,7 @@ func sortedNames(m map[string]string) []string {
 	return out
 }
 
-// cliGraph is a writer on the real CLI that keeps its conversation, a tool
-// that writes a file per round into the workspace, and a person asked
-// after round askAt.
-func cliGraph(rounds, askAt int) string {
-	return fmt.Sprintf(`
-name: soak-cli
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: %[3]s
-    session: persist
-    max_visits: %[1]d
-    prompt: "step {{.visit}}"
-  - id: work
-    kind: tool
-    max_visits: %[1]d
-    run: [sh, -c, "echo {{.visit}} >> log.txt && echo v{{.visit}} > f{{.visit}}.txt"]
-  - {id: ask, kind: human, question: "Go on?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: work}
-  - {from: work, to: done, when: 'visits >= %[1]d'}
-  - {from: work, to: ask, when: 'visits == %[2]d'}
-  - {from: work, to: writer}
-  - {from: ask, to: writer}
-`, rounds, askAt, cliBackend)
-}
-
-// cliFiles is the workspace of cliGraph after rounds rounds.
+// cliFiles is the workspace of soak-cli after rounds rounds.
 func cliFiles(rounds int) map[string]string {
 	want := map[string]string{}
 	var log strings.Builder

@@ -4,49 +4,12 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+	"text/template"
 
 	"github.com/tether-run/tether/internal/graph"
 )
 
-// persistGraph is a writer and a judge that keep their conversations
-// (scripted backend) for rounds rounds; with askAt > 0, a person is asked
-// once, after round askAt, and answered with a plain `temporal workflow
-// signal`. The
-// writer's reply lists every earlier prompt of its conversation, so its
-// last reply proves the conversation holds exactly its turns, in order.
-func persistGraph(rounds, askAt int) string {
-	askNode, askEdges := "", ""
-	if askAt > 0 {
-		askNode = "\n  - {id: ask, kind: human, question: \"Go on?\"}"
-		askEdges = fmt.Sprintf("\n  - {from: judge, to: ask, when: 'output.n == %d'}\n  - {from: ask, to: writer}", askAt)
-	}
-	return fmt.Sprintf(`
-name: soak-persist
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    max_visits: %[1]d
-    prompt: "step {{.visit}}"
-    script: ["t{{.Turn}} [{{range .History}}{{.Prompt}};{{end}}]"]
-  - id: judge
-    kind: agent
-    backend: scripted
-    session: persist
-    max_visits: %[1]d
-    prompt: "review {{.visit}}"
-    script: ['JSON: {"n": {{.Turn}}}']%[2]s
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: judge}
-  - {from: judge, to: done, when: 'output.n >= %[1]d'}%[3]s
-  - {from: judge, to: writer}
-`, rounds, askNode, askEdges)
-}
-
-// writerReply is the writer's last reply after n visits of persistGraph
+// writerReply is the writer's last reply after n visits of soak-persist
 // whose earlier visits had prompts.
 func writerReply(n int, prompts []string) string {
 	s := fmt.Sprintf("t%d [", n)
@@ -56,69 +19,7 @@ func writerReply(n int, prompts []string) string {
 	return s + "]"
 }
 
-// toolGraph edits a workspace rounds times: each visit of edit appends its
-// number to log.txt and writes f<visit>.txt, and check reads them back.
-func toolGraph(rounds int) string {
-	return fmt.Sprintf(`
-name: soak-tool
-start: edit
-nodes:
-  - id: edit
-    kind: tool
-    max_visits: %[1]d
-    run: [sh, -c, "echo {{.visit}} >> log.txt && echo v{{.visit}} > f{{.visit}}.txt"]
-  - id: check
-    kind: tool
-    max_visits: %[1]d
-    run: [sh, -c, "test -f f{{.visit}}.txt && test -f src/0/file-0.txt && wc -l < log.txt"]
-  - {id: done, kind: end}
-edges:
-  - {from: edit, to: check}
-  - {from: check, to: done, when: 'output.exit_code == 0 && visits >= %[1]d'}
-  - {from: check, to: edit, when: 'output.exit_code == 0'}
-`, rounds)
-}
-
-// fanoutGraph is a planner that fans out to a tool and a reviewer which
-// meet at a join, rounds times over. Each branch writes a file of its own
-// on its line of the workspace (the tool appends to its log too) and the
-// join merges them, so after round k the workspace holds check-1..k.txt,
-// review-1..k.txt and a log with one line per round.
-func fanoutGraph(rounds int) string {
-	return fmt.Sprintf(`
-name: soak-fanout
-start: plan
-nodes:
-  - id: plan
-    kind: agent
-    backend: scripted
-    fanout: all
-    max_visits: %[1]d
-    prompt: "plan {{.visit}}"
-    script: ["plan {{.Turn}}"]
-  - id: check
-    kind: tool
-    max_visits: %[1]d
-    run: [sh, -c, "echo c{{.visit}} > check-{{.visit}}.txt && echo {{.visit}} >> log.txt"]
-  - id: review
-    kind: agent
-    backend: scripted
-    max_visits: %[1]d
-    prompt: "review {{.visit}}"
-    script: ["WRITE: review-{{.Visit}}.txt = r{{.Visit}}\\n\nreviewed"]
-  - {id: gather, kind: join, workspace: merge, max_visits: %[1]d}
-  - {id: done, kind: end}
-edges:
-  - {from: plan, to: check}
-  - {from: plan, to: review}
-  - {from: check, to: gather}
-  - {from: review, to: gather}
-  - {from: gather, to: done, when: 'visits >= %[1]d'}
-  - {from: gather, to: plan}
-`, rounds)
-}
-
-// fanoutFiles is the workspace of fanoutGraph after rounds rounds.
+// fanoutFiles is the workspace of soak-fanout after rounds rounds.
 func fanoutFiles(rounds int) map[string]string {
 	want := map[string]string{}
 	var log strings.Builder
@@ -131,18 +32,39 @@ func fanoutFiles(rounds int) map[string]string {
 	return want
 }
 
-// graphFiles are the soak's graphs that take no parameters.
+// graphFiles are the soak's graphs.
 //
 //go:embed graphs/*.yaml
 var graphFiles embed.FS
 
-// graphFile parses graphs/NAME.yaml.
-func graphFile(name string) *graph.Graph {
-	src, err := graphFiles.ReadFile("graphs/" + name + ".yaml")
+// graphData is what the soak's graphs are filled in with: the fields in
+// [[ ]] (text/template), since {{ }} are the graphs' own templates.
+type graphData struct {
+	// Rounds is how many times the graph's loop goes round.
+	Rounds int
+	// AskAt is the round after which a person is asked (0: never, where
+	// the graph may not ask).
+	AskAt int
+	// Backend is the CLI of soak-cli's writer.
+	Backend string
+}
+
+// graphFile parses graphs/NAME.yaml filled in with data.
+func graphFile(name string, data graphData) *graph.Graph {
+	return parse(name, graphText(name, data))
+}
+
+// graphText is graphs/NAME.yaml filled in with data.
+func graphText(name string, data graphData) string {
+	t, err := template.New(name+".yaml").Delims("[[", "]]").Option("missingkey=error").ParseFS(graphFiles, "graphs/"+name+".yaml")
 	if err != nil {
 		panic(fmt.Sprintf("soak: graph %s: %v", name, err))
 	}
-	return parse(name, string(src))
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		panic(fmt.Sprintf("soak: graph %s: %v", name, err))
+	}
+	return b.String()
 }
 
 // parse parses one of the soak's graphs; they are the program's own, so a

@@ -177,7 +177,7 @@ func (s *Soak) Load(ctx context.Context) (*Result, error) {
 // startMix starts the soak's runs: persist loops with a human answer, tool
 // runs in workspaces of many files, and fan-outs.
 func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
-	persist := parse("soak-persist", persistGraph(s.o.Rounds, s.o.Rounds/2))
+	persist := graphFile("soak-persist", graphData{Rounds: s.o.Rounds, AskAt: s.o.Rounds / 2})
 	// Half the persist loops are longer (LateRounds) and ask late: under an
 	// upgrade they are in the middle of their visits when the new build
 	// becomes current, and move between two of them; the others wait for
@@ -186,11 +186,11 @@ func (s *Soak) startMix(ctx context.Context) ([]*run, error) {
 	if lateRounds <= 0 {
 		lateRounds = 2 * s.o.Rounds
 	}
-	late := parse("soak-persist", persistGraph(lateRounds, lateRounds-2))
-	lateCLI := parse("soak-cli", cliGraph(2*cliRounds, 2*cliRounds-1))
-	tool := parse("soak-tool", toolGraph(s.o.Rounds))
-	fanout := parse("soak-fanout", fanoutGraph(max(1, s.o.Rounds/4)))
-	cli := parse("soak-cli", cliGraph(cliRounds, cliRounds/2))
+	late := graphFile("soak-persist", graphData{Rounds: lateRounds, AskAt: lateRounds - 2})
+	lateCLI := graphFile("soak-cli", graphData{Rounds: 2 * cliRounds, AskAt: 2*cliRounds - 1, Backend: cliBackend})
+	tool := graphFile("soak-tool", graphData{Rounds: s.o.Rounds})
+	fanout := graphFile("soak-fanout", graphData{Rounds: max(1, s.o.Rounds/4)})
+	cli := graphFile("soak-cli", graphData{Rounds: cliRounds, AskAt: cliRounds / 2, Backend: cliBackend})
 	nPersist := s.o.Runs * 3 / 5
 	nTool := s.o.Runs * 3 / 10
 	var src string

@@ -28,7 +28,7 @@ type LostWorker struct {
 // visit runs again elsewhere, and until the run is done.
 func (s *Soak) LostWorker(ctx context.Context, samples int) (*LostWorker, error) {
 	const heartbeat = 5 * time.Second
-	g := graphFile("soak-lost")
+	g := graphFile("soak-lost", graphData{})
 	out := &LostWorker{Heartbeat: heartbeat}
 	for i := range samples {
 		id := fmt.Sprintf("%s-lost-%d", s.prefix, i)

@@ -41,7 +41,7 @@ type Open struct {
 // server whose memory and database it reports (nil on a cluster). The
 // runs stay open until the end, then are terminated.
 func (s *Soak) OpenRuns(ctx context.Context, counts []int, dev *DevServer) ([]Open, error) {
-	g := graphFile("soak-open")
+	g := graphFile("soak-open", graphData{})
 	var ids []string
 	defer func() {
 		s.logf("terminating the %d open runs", len(ids))
