@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -156,27 +155,6 @@ func TestValidateCodes(t *testing.T) {
 		})
 	}
 	assert.Empty(t, graphs, "graphs in testdata/codes.yaml no case reads")
-}
-
-// graphDocuments reads the documents of a file of test graphs, after its
-// first: each begins with a line "# NAME", and is returned under NAME as
-// the lines after that one, from that line's newline on (so a position
-// in the file's document is a position in what is returned).
-func graphDocuments(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	docs := strings.Split(string(b), "\n---\n")
-	out := map[string]string{}
-	for i, d := range docs[1:] {
-		if i < len(docs)-2 {
-			d += "\n" // the newline the separator began with ends the document before it
-		}
-		name, src, ok := strings.Cut(d, "\n")
-		require.True(t, ok && strings.HasPrefix(name, "# "), "%s: a document starts with # NAME, not %q", path, name)
-		out[strings.TrimPrefix(name, "# ")] = "\n" + src
-	}
-	return out
 }
 
 func TestValidateNoProblemsForLoopsAndFanout(t *testing.T) {
