@@ -80,6 +80,19 @@ func mergeFiles(t *testing.T, trunkFiles, xFiles, yFiles map[string]string, xRem
 	return trunk, w, st, rep
 }
 
+// parentsOf returns the parents of the commit st names, read from w's
+// store.
+func parentsOf(t *testing.T, w *Workspace, st *runstore.WorkspaceState) []plumbing.Hash {
+	t.Helper()
+	h, err := parseHash(st.Commit)
+	require.NoError(t, err)
+	content, err := w.store.readAs(h, plumbing.CommitObject)
+	require.NoError(t, err)
+	_, parents, _, err := decodeCommit(h, content)
+	require.NoError(t, err)
+	return parents
+}
+
 func TestMergeDisjointBranches(t *testing.T) {
 	gitBin := needGit(t)
 	ctx := context.Background()
@@ -259,12 +272,7 @@ func TestMergeFromAnEmptyTrunk(t *testing.T) {
 	require.True(t, rep.Changed)
 	assert.Equal(t, 3, st.Commits)
 	assert.Equal(t, map[string]string{"x": "x\n", "y": "y\n"}, tree(t, w.Dir()))
-	h, err := parseHash(st.Commit)
-	require.NoError(t, err)
-	content, err := w.store.readAs(h, plumbing.CommitObject)
-	require.NoError(t, err)
-	_, parents, _, err := decodeCommit(h, content)
-	require.NoError(t, err)
+	parents := parentsOf(t, w, st)
 	assert.Equal(t, []plumbing.Hash{plumbing.NewHash(x.Commit), plumbing.NewHash(y.Commit)}, parents)
 }
 
@@ -291,12 +299,7 @@ func TestMergeOfARevertedBranchMakesItsCommit(t *testing.T) {
 	assert.True(t, rep.Changed)
 	assert.Empty(t, rep.Conflicts)
 	assert.Equal(t, trunk.Commits+3, st.Commits)
-	h, err := parseHash(st.Commit)
-	require.NoError(t, err)
-	content, err := w.store.readAs(h, plumbing.CommitObject)
-	require.NoError(t, err)
-	_, parents, _, err := decodeCommit(h, content)
-	require.NoError(t, err)
+	parents := parentsOf(t, w, st)
 	assert.Equal(t, []plumbing.Hash{plumbing.NewHash(trunk.Commit), plumbing.NewHash(x2.Commit)}, parents)
 	assert.Equal(t, map[string]string{"f": "1\n"}, tree(t, w.Dir()))
 }
