@@ -28,10 +28,7 @@ func needGit(t *testing.T) string {
 // trunkState snapshots files as the run's trunk at a fan-out.
 func trunkState(t *testing.T, e *env, files map[string]string) *runstore.WorkspaceState {
 	t.Helper()
-	w := e.worker("run-1")
-	write(t, w.Dir(), files)
-	st, _, err := w.Snapshot(context.Background(), nil, info("trunk"))
-	require.NoError(t, err)
+	_, st := firstState(t, e, files, "trunk")
 	return st
 }
 
