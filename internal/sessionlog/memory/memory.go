@@ -19,15 +19,7 @@ type Store struct {
 	logs map[string]*record
 	// before, when set (by tests only), runs before every change to a log,
 	// named by op; an error fails the change before it happens.
-	before func(op string) error
-}
-
-// step runs the test hook, if any, before a change.
-func (s *Store) step(op string) error {
-	if s.before == nil {
-		return nil
-	}
-	return s.before(op)
+	before sessionlog.Hook
 }
 
 type record struct {
@@ -141,7 +133,7 @@ func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
 	if err != nil {
 		return err
 	}
-	if err := s.step("write"); err != nil {
+	if err := s.before.Step("write"); err != nil {
 		return fmt.Errorf("memory: append %s: %w", b.Header.ID, err)
 	}
 	s.mu.Lock()
@@ -170,7 +162,7 @@ func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
 	if err != nil {
 		return err
 	}
-	if err := s.step("write"); err != nil {
+	if err := s.before.Step("write"); err != nil {
 		return fmt.Errorf("memory: repair %s: %w", rp.Header.ID, err)
 	}
 	s.mu.Lock()
@@ -192,7 +184,7 @@ func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
 
 // DeleteStored implements sessionlog.Storage.
 func (s *Store) DeleteStored(_ context.Context, id string) error {
-	if err := s.step("delete"); err != nil {
+	if err := s.before.Step("delete"); err != nil {
 		return fmt.Errorf("memory: delete %s: %w", id, err)
 	}
 	s.mu.Lock()

@@ -57,20 +57,12 @@ type Store struct {
 	// changes stored data and before every COMMIT, named by op; an error
 	// fails the operation before it runs. Tests fail, block or crash a
 	// write at an exact point with it.
-	before func(op string) error
-}
-
-// step runs the test hook, if any, before the primitive operation op.
-func (s *Store) step(op string) error {
-	if s.before == nil {
-		return nil
-	}
-	return s.before(op)
+	before sessionlog.Hook
 }
 
 // exec runs a statement that changes stored data.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (sql.Result, error) {
-	if err := s.step(op); err != nil {
+	if err := s.before.Step(op); err != nil {
 		return nil, err
 	}
 	return tx.ExecContext(ctx, query, args...)
@@ -78,7 +70,7 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...
 
 // commit commits tx.
 func (s *Store) commit(tx *sql.Tx) error {
-	if err := s.step("commit"); err != nil {
+	if err := s.before.Step("commit"); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -278,7 +270,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, events 
 		if err != nil {
 			return err
 		}
-		if err := s.step("insert event"); err != nil {
+		if err := s.before.Step("insert event"); err != nil {
 			return err
 		}
 		if _, err := stmt.ExecContext(ctx, id, e.Seq, string(body)); err != nil {
