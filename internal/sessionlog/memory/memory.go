@@ -127,14 +127,25 @@ func encodeAll(events []sessionlog.Event) ([][]byte, error) {
 	return out, nil
 }
 
-// AppendBatch implements sessionlog.Storage.
-func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
-	lines, err := encodeAll(b.Events)
+// encodeWrite encodes events for a write to log id, then runs the test
+// hook's "write" step; call ("append", "repair") names the write in its
+// error.
+func (s *Store) encodeWrite(call, id string, events []sessionlog.Event) ([][]byte, error) {
+	lines, err := encodeAll(events)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.before.Step("write"); err != nil {
-		return fmt.Errorf("memory: append %s: %w", b.Header.ID, err)
+		return nil, fmt.Errorf("memory: %s %s: %w", call, id, err)
+	}
+	return lines, nil
+}
+
+// AppendBatch implements sessionlog.Storage.
+func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
+	lines, err := s.encodeWrite("append", b.Header.ID, b.Events)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,12 +169,9 @@ func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
 
 // CommitRepair implements sessionlog.Storage.
 func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
-	lines, err := encodeAll(rp.Closers)
+	lines, err := s.encodeWrite("repair", rp.Header.ID, rp.Closers)
 	if err != nil {
 		return err
-	}
-	if err := s.before.Step("write"); err != nil {
-		return fmt.Errorf("memory: repair %s: %w", rp.Header.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
