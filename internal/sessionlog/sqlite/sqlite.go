@@ -281,6 +281,20 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, events 
 	return err
 }
 
+// lastSeq reads log id's last_seq in tx: ErrNotFound where no log has
+// that id. what ("append to", "repair") names the call in its errors.
+func lastSeq(ctx context.Context, tx *sql.Tx, what, id string) (int64, error) {
+	var last int64
+	err := tx.QueryRowContext(ctx, "SELECT last_seq FROM sessions WHERE id = ?", id).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlite: %s %s: %w", what, id, sessionlog.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: %s %s: %w", what, id, err)
+	}
+	return last, nil
+}
+
 // AppendBatch implements sessionlog.Storage: one transaction inserts the
 // session row (when materializing) and the events, and advances last_seq.
 func (s *Store) AppendBatch(ctx context.Context, b sessionlog.Batch) error {
@@ -304,13 +318,9 @@ func (s *Store) AppendBatch(ctx context.Context, b sessionlog.Batch) error {
 			return fmt.Errorf("%w: sqlite: session %s already exists", sessionlog.ErrCollision, id)
 		}
 	} else {
-		var last int64
-		err := tx.QueryRowContext(ctx, "SELECT last_seq FROM sessions WHERE id = ?", id).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: append to %s: %w", id, sessionlog.ErrNotFound)
-		}
+		last, err := lastSeq(ctx, tx, "append to", id)
 		if err != nil {
-			return fmt.Errorf("sqlite: append to %s: %w", id, err)
+			return err
 		}
 		if len(b.Events) > 0 && b.Events[0].Seq != last+1 {
 			return fmt.Errorf("sqlite: append to %s: batch starts at seq %d but the log ends at %d", id, b.Events[0].Seq, last)
@@ -334,13 +344,9 @@ func (s *Store) CommitRepair(ctx context.Context, r sessionlog.Repair) error {
 		return fmt.Errorf("sqlite: repair %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	var last int64
-	err = tx.QueryRowContext(ctx, "SELECT last_seq FROM sessions WHERE id = ?", id).Scan(&last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: repair %s: %w", id, sessionlog.ErrNotFound)
-	}
+	last, err := lastSeq(ctx, tx, "repair", id)
 	if err != nil {
-		return fmt.Errorf("sqlite: repair %s: %w", id, err)
+		return err
 	}
 	if r.TornMarker != nil {
 		if m, ok := r.TornMarker.(int64); !ok || m != last {
