@@ -26,26 +26,28 @@ var (
 	ErrPathRefused = errors.New("backend: a path the sandbox refuses")
 )
 
+// errorTypes name the typed failures, the first that matches winning.
+var errorTypes = []struct {
+	err  error
+	name string
+}{
+	{ErrNoSession, "NoSession"},
+	{ErrNotInstalled, "NotInstalled"},
+	{ErrExit, "ExitError"},
+	{ErrTimeout, "Timeout"},
+	{ErrScript, "ScriptedFailure"},
+	{ErrUnsafeFile, "UnsafeFile"},
+	{ErrPathRefused, "PathRefused"},
+}
+
 // ErrorType names a typed failure for Temporal application errors.
 func ErrorType(err error) string {
-	switch {
-	case errors.Is(err, ErrNoSession):
-		return "NoSession"
-	case errors.Is(err, ErrNotInstalled):
-		return "NotInstalled"
-	case errors.Is(err, ErrExit):
-		return "ExitError"
-	case errors.Is(err, ErrTimeout):
-		return "Timeout"
-	case errors.Is(err, ErrScript):
-		return "ScriptedFailure"
-	case errors.Is(err, ErrUnsafeFile):
-		return "UnsafeFile"
-	case errors.Is(err, ErrPathRefused):
-		return "PathRefused"
-	default:
-		return ""
+	for _, t := range errorTypes {
+		if errors.Is(err, t.err) {
+			return t.name
+		}
 	}
+	return ""
 }
 
 // ExitError carries a CLI's exit code and the tail of its stderr.

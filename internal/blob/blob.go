@@ -115,3 +115,15 @@ func readAll(ctx context.Context, s Store, key string, max int64) ([]byte, error
 	}
 	return b, nil
 }
+
+// checkCall refuses a call on a key ValidateKey refuses, or one whose
+// context has ended (that error names op and key).
+func checkCall(ctx context.Context, op, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("blob: %s %q: %w", op, key, err)
+	}
+	return nil
+}

@@ -1,7 +1,6 @@
 package blob
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -25,10 +24,7 @@ func (s *sizeRecorder) Put(ctx context.Context, key string, r io.Reader, size in
 // stream in parts instead of one request of known length).
 func TestPutDeclaresTheCipherSize(t *testing.T) {
 	rec := &sizeRecorder{Store: NewMem()}
-	s, err := Encrypted(rec, bytes.Repeat([]byte{3}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := encryptedOver(t, rec)
 	for _, n := range []int{0, 1, 100} {
 		if err := PutBytes(context.Background(), s, "k", make([]byte, n)); err != nil {
 			t.Fatal(err)
@@ -44,10 +40,7 @@ func TestPutDeclaresTheCipherSize(t *testing.T) {
 func TestBlobShorterThanTheMagicIsNotEncrypted(t *testing.T) {
 	ctx := context.Background()
 	inner := NewMem()
-	s, err := Encrypted(inner, bytes.Repeat([]byte{3}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := encryptedOver(t, inner)
 	for _, raw := range []string{"T", "TBE"} {
 		if err := PutBytes(ctx, inner, "k", []byte(raw)); err != nil {
 			t.Fatal(err)

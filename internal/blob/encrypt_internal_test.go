@@ -11,10 +11,7 @@ import (
 func TestEnvelopeSizes(t *testing.T) {
 	ctx := context.Background()
 	inner := NewMem()
-	s, err := Encrypted(inner, bytes.Repeat([]byte{3}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := encryptedOver(t, inner)
 	for _, n := range []int64{0, 1, firstPlain - 1, firstPlain, firstPlain + 1, firstPlain + restPlain, firstPlain + restPlain + 1, 3*restPlain + 17} {
 		if err := PutBytes(ctx, s, "k", make([]byte, n)); err != nil {
 			t.Fatal(err)
@@ -54,4 +51,15 @@ func TestListSizeOfV1Envelopes(t *testing.T) {
 	if worst > 20 {
 		t.Fatalf("a v1 envelope is listed up to %d bytes off; List's comment says at most 20", worst)
 	}
+}
+
+// encryptedOver is an encrypting store over inner, under the master key
+// 0x03×32.
+func encryptedOver(t *testing.T, inner Store) Store {
+	t.Helper()
+	s, err := Encrypted(inner, bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

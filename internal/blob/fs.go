@@ -285,11 +285,8 @@ func (s *fsStore) syncDir(dir string) error {
 }
 
 func (s *fsStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := checkCall(ctx, "get", key); err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("blob: get %q: %w", key, err)
 	}
 	f, err := s.openRead(key)
 	if err != nil {
@@ -340,11 +337,8 @@ func regular(key string, fi os.FileInfo) error {
 }
 
 func (s *fsStore) Stat(ctx context.Context, key string) (Info, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := checkCall(ctx, "stat", key); err != nil {
 		return Info{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("blob: stat %q: %w", key, err)
 	}
 	fi, err := s.root.Stat(key)
 	if err != nil {
@@ -425,11 +419,8 @@ func (s *fsStore) list(ctx context.Context, prefix string) ([]Info, error) {
 }
 
 func (s *fsStore) Delete(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
+	if err := checkCall(ctx, "delete", key); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("blob: delete %q: %w", key, err)
 	}
 	if _, err := s.remove(key); err != nil {
 		return fmt.Errorf("blob: delete %q: %w", key, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,4 +55,40 @@ func TestPutChecksTheDeclaredSize(t *testing.T) {
 			t.Errorf("Put of %d bytes declared as %d: %v", len(c.body), c.size, err)
 		}
 	}
+}
+
+// FuzzKeyStaysInRoot checks that every key ValidateKey accepts lands
+// inside the filesystem store's root, and that every key it refuses is
+// refused by the store.
+func FuzzKeyStaysInRoot(f *testing.F) {
+	for _, k := range []string{"a", "a/b", "../a", "a/../../b", "a//b", ".x", "a/.", "runs/r/checkpoints/1.json", "a\x00b"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		base := t.TempDir()
+		root := filepath.Join(base, "root")
+		s, err := blob.OpenFS(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		verr := blob.ValidateKey(key)
+		perr := blob.PutBytes(context.Background(), s, key, []byte("x"))
+		if verr != nil {
+			if !errors.Is(perr, blob.ErrInvalidKey) {
+				t.Fatalf("key %q refused by ValidateKey (%v) but Put gave %v", key, verr, perr)
+			}
+			return
+		}
+		if perr != nil {
+			t.Fatalf("Put(%q): %v", key, perr)
+		}
+		entries, _ := os.ReadDir(base)
+		if len(entries) != 1 {
+			t.Fatalf("key %q wrote outside the root: %v", key, entries)
+		}
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(key))); err != nil {
+			t.Fatalf("key %q is not at its path: %v", key, err)
+		}
+	})
 }

@@ -101,11 +101,8 @@ func nextSlash(s string, i int) int {
 }
 
 func (m *memStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := checkCall(ctx, "get", key); err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("blob: get %q: %w", key, err)
 	}
 	m.mu.RLock()
 	b, ok := m.blobs[key]
@@ -117,11 +114,8 @@ func (m *memStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 }
 
 func (m *memStore) Stat(ctx context.Context, key string) (Info, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := checkCall(ctx, "stat", key); err != nil {
 		return Info{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("blob: stat %q: %w", key, err)
 	}
 	m.mu.RLock()
 	b, ok := m.blobs[key]
@@ -152,11 +146,8 @@ func (m *memStore) List(ctx context.Context, prefix string) ([]Info, error) {
 }
 
 func (m *memStore) Delete(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
+	if err := checkCall(ctx, "delete", key); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("blob: delete %q: %w", key, err)
 	}
 	m.mu.Lock()
 	delete(m.blobs, key)

@@ -204,13 +204,21 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// The context ends the wait between attempts.
-func TestRetryHonoursContext(t *testing.T) {
+// statCancelledWhileRetrying is a Stat of a store that always refuses,
+// retried with waits of an hour, whose context ends at the first retry.
+func statCancelledWhileRetrying() error {
 	f := newFlaky(1<<30, refused)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	s := blob.WithRetry(f, blob.RetryPolicy{InitialBackoff: time.Hour, MaxBackoff: time.Hour,
 		OnRetry: func(context.Context, string, string, int, error) { cancel() }})
 	_, err := s.Stat(ctx, "k")
+	return err
+}
+
+// The context ends the wait between attempts.
+func TestRetryHonoursContext(t *testing.T) {
+	err := statCancelledWhileRetrying()
 	if !errors.Is(err, context.Canceled) || blob.IsTransient(err) {
 		t.Fatalf("Stat = %v, want context.Canceled", err)
 	}
@@ -386,11 +394,7 @@ func TestRetryReplaysASeekableBodyOfAnySize(t *testing.T) {
 // A context that ends while a store is being retried says so, and names
 // the last store error, which is not what the error wraps.
 func TestRetryCancelledSaysWhatItWasRetrying(t *testing.T) {
-	f := newFlaky(1<<30, refused)
-	ctx, cancel := context.WithCancel(context.Background())
-	s := blob.WithRetry(f, blob.RetryPolicy{InitialBackoff: time.Hour, MaxBackoff: time.Hour,
-		OnRetry: func(context.Context, string, string, int, error) { cancel() }})
-	_, err := s.Stat(ctx, "k")
+	err := statCancelledWhileRetrying()
 	if !errors.Is(err, context.Canceled) || errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("Stat = %v, want context.Canceled, not the store's error", err)
 	}

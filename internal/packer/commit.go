@@ -73,27 +73,23 @@ func (c *committer) commit(ctx context.Context, p *Packer, id string, parts map[
 			err = serr
 		}
 	}()
+	// Each pass places the incoming parts, then removes the stale ones.
+	steps := []struct {
+		parts []Place
+		do    func(Place) error
+	}{{incoming, c.place}, {stale, c.remove}}
 	for _, primary := range []bool{false, true} {
-		for _, pl := range incoming {
-			if pl.Primary != primary {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := c.place(pl); err != nil {
-				return err
-			}
-		}
-		for _, pl := range stale {
-			if pl.Primary != primary {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := c.remove(pl); err != nil {
-				return err
+		for _, st := range steps {
+			for _, pl := range st.parts {
+				if pl.Primary != primary {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := st.do(pl); err != nil {
+					return err
+				}
 			}
 		}
 		// The secondary parts are durable before the main file appears.

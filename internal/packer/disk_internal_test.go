@@ -111,15 +111,23 @@ func failDisk(t *testing.T, op string, match func(*os.File) bool) *[]string {
 	return &hit
 }
 
+// unpackOnFailingDisk unpacks nestedArchive with the disk call op
+// failing on the files match picks; it returns the packer, the files the
+// failure hit, and the unpack's error.
+func unpackOnFailingDisk(t *testing.T, op string, match func(*os.File) bool) (*Packer, *[]string, error) {
+	t.Helper()
+	hit := failDisk(t, op, match)
+	p := newTestPacker(testEnv(t, "x"), Limits{})
+	return p, hit, p.UnpackSession(ctx, testID, nestedArchive(t))
+}
+
 // A staged file whose fsync fails, or whose close fails after a good write
 // (a delayed write error), fails the unpack with the disk's error (not as
 // a corrupt archive), and the session is not there.
 func TestStagedFileDiskFailureFailsTheUnpack(t *testing.T) {
 	for _, op := range []string{"sync", "close"} {
 		t.Run(op, func(t *testing.T) {
-			hit := failDisk(t, op, isStagedFile)
-			p := newTestPacker(testEnv(t, "x"), Limits{})
-			err := p.UnpackSession(ctx, testID, nestedArchive(t))
+			p, hit, err := unpackOnFailingDisk(t, op, isStagedFile)
 			require.ErrorIs(t, err, syscall.EIO)
 			assert.NotErrorIs(t, err, ErrCorrupt)
 			assert.NotEmpty(t, *hit, "no staged file was %sed", op)
@@ -134,9 +142,7 @@ func TestStagedFileDiskFailureFailsTheUnpack(t *testing.T) {
 func TestLiveFolderSyncFailureFailsTheUnpack(t *testing.T) {
 	for _, op := range []string{"sync", "close"} {
 		t.Run(op, func(t *testing.T) {
-			hit := failDisk(t, op, isLiveDir)
-			p := newTestPacker(testEnv(t, "x"), Limits{})
-			err := p.UnpackSession(ctx, testID, nestedArchive(t))
+			p, hit, err := unpackOnFailingDisk(t, op, isLiveDir)
 			require.ErrorIs(t, err, syscall.EIO)
 			assert.NotEmpty(t, *hit, "no live folder was synced")
 			assert.False(t, p.HasSession(ctx, testID))

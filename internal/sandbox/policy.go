@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tether-run/tether/internal/hostport"
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Policy is what one confined process may reach besides the system paths
@@ -68,32 +69,18 @@ const (
 )
 
 func (l Limits) orDefaults() Limits {
-	if l.MemoryBytes <= 0 {
-		l.MemoryBytes = DefaultMemoryBytes
-	}
-	if l.Pids <= 0 {
-		l.Pids = DefaultPids
-	}
-	if l.DiskBytes <= 0 {
-		l.DiskBytes = DefaultDiskBytes
-	}
+	l.MemoryBytes = treepolicy.OrDefault(l.MemoryBytes, DefaultMemoryBytes)
+	l.Pids = treepolicy.OrDefault(l.Pids, DefaultPids)
+	l.DiskBytes = treepolicy.OrDefault(l.DiskBytes, DefaultDiskBytes)
 	return l
 }
 
 // with is l with each zero field taken from def.
 func (l Limits) with(def Limits) Limits {
-	if l.MemoryBytes <= 0 {
-		l.MemoryBytes = def.MemoryBytes
-	}
-	if l.Pids <= 0 {
-		l.Pids = def.Pids
-	}
-	if l.CPU <= 0 {
-		l.CPU = def.CPU
-	}
-	if l.DiskBytes <= 0 {
-		l.DiskBytes = def.DiskBytes
-	}
+	l.MemoryBytes = treepolicy.OrDefault(l.MemoryBytes, def.MemoryBytes)
+	l.Pids = treepolicy.OrDefault(l.Pids, def.Pids)
+	l.CPU = treepolicy.OrDefault(l.CPU, def.CPU)
+	l.DiskBytes = treepolicy.OrDefault(l.DiskBytes, def.DiskBytes)
 	return l.orDefaults()
 }
 

@@ -71,3 +71,17 @@ type Storage interface {
 	List(ctx context.Context) ([]Header, error)
 	Close() error
 }
+
+// Hook is a storage's test hook: when set (by tests only), it runs before
+// each primitive operation that changes stored data or makes it durable,
+// named by op, and an error it returns fails the operation before it
+// runs. Tests fail, block or crash a write at an exact point with it.
+type Hook func(op string) error
+
+// Step runs h, if set, before the operation op.
+func (h Hook) Step(op string) error {
+	if h == nil {
+		return nil
+	}
+	return h(op)
+}

@@ -19,6 +19,8 @@ import (
 	"context"
 	"io"
 	"unicode/utf8"
+
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // Kind says what an entry is.
@@ -102,21 +104,11 @@ func DefaultLimits() Limits {
 
 // Or fills the zero fields of l from d.
 func (l Limits) Or(d Limits) Limits {
-	if l.MaxBlobBytes <= 0 {
-		l.MaxBlobBytes = d.MaxBlobBytes
-	}
-	if l.MaxSessionBytes <= 0 {
-		l.MaxSessionBytes = d.MaxSessionBytes
-	}
-	if l.MaxLineBytes <= 0 {
-		l.MaxLineBytes = d.MaxLineBytes
-	}
-	if l.MaxTextBytes <= 0 {
-		l.MaxTextBytes = d.MaxTextBytes
-	}
-	if l.MaxPage <= 0 {
-		l.MaxPage = d.MaxPage
-	}
+	l.MaxBlobBytes = treepolicy.OrDefault(l.MaxBlobBytes, d.MaxBlobBytes)
+	l.MaxSessionBytes = treepolicy.OrDefault(l.MaxSessionBytes, d.MaxSessionBytes)
+	l.MaxLineBytes = treepolicy.OrDefault(l.MaxLineBytes, d.MaxLineBytes)
+	l.MaxTextBytes = treepolicy.OrDefault(l.MaxTextBytes, d.MaxTextBytes)
+	l.MaxPage = treepolicy.OrDefault(l.MaxPage, d.MaxPage)
 	return l
 }
 

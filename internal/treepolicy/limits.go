@@ -33,22 +33,22 @@ type Limits struct {
 
 // Or returns l with each zero or negative field taken from d.
 func (l Limits) Or(d Limits) Limits {
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = d.MaxFiles
-	}
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = d.MaxTotalBytes
-	}
-	if l.MaxFileBytes <= 0 {
-		l.MaxFileBytes = d.MaxFileBytes
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = d.MaxDepth
-	}
-	if l.MaxPathBytes <= 0 {
-		l.MaxPathBytes = d.MaxPathBytes
-	}
+	l.MaxFiles = OrDefault(l.MaxFiles, d.MaxFiles)
+	l.MaxTotalBytes = OrDefault(l.MaxTotalBytes, d.MaxTotalBytes)
+	l.MaxFileBytes = OrDefault(l.MaxFileBytes, d.MaxFileBytes)
+	l.MaxDepth = OrDefault(l.MaxDepth, d.MaxDepth)
+	l.MaxPathBytes = OrDefault(l.MaxPathBytes, d.MaxPathBytes)
 	return l
+}
+
+// OrDefault returns v, or d where v is zero or negative: how every limit
+// of the engine (a tree's, a transcript's, a sandbox's) left unset takes
+// its default.
+func OrDefault[T ~int | ~int64 | ~float64](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // CheckPath refuses a slash-separated path inside the tree over

@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/utils/diff"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/tether-run/tether/internal/treepolicy"
 )
 
 // FileChange is what one file's change between two commits looks like to
@@ -92,15 +94,9 @@ const diffTimeout = 2 * time.Second
 // (Load the states naming them first).
 func (w *Workspace) Changes(ctx context.Context, from, to string, lim ChangeLimits) (*Change, error) {
 	def := DefaultChangeLimits()
-	if lim.MaxFileBytes <= 0 {
-		lim.MaxFileBytes = def.MaxFileBytes
-	}
-	if lim.MaxLines <= 0 {
-		lim.MaxLines = def.MaxLines
-	}
-	if lim.MaxFiles <= 0 {
-		lim.MaxFiles = def.MaxFiles
-	}
+	lim.MaxFileBytes = treepolicy.OrDefault(lim.MaxFileBytes, def.MaxFileBytes)
+	lim.MaxLines = treepolicy.OrDefault(lim.MaxLines, def.MaxLines)
+	lim.MaxFiles = treepolicy.OrDefault(lim.MaxFiles, def.MaxFiles)
 	if lim.Context < 0 {
 		lim.Context = 0
 	}

@@ -258,15 +258,12 @@ func TestRestoreRefusesHostilePacks(t *testing.T) {
 // refused before it is read.
 func TestRestoreRefusesASwappedPack(t *testing.T) {
 	e := newEnv(t)
-	a := e.worker("run-1")
-	write(t, a.Dir(), map[string]string{"f": "1"})
-	s1, _, err := a.Snapshot(context.Background(), nil, info("v1"))
-	require.NoError(t, err)
+	_, s1 := firstState(t, e, map[string]string{"f": "1"}, "v1")
 	f := &forged{t: t}
 	other := f.pack()
 	require.NoError(t, blob.PutBytes(context.Background(), e.blobs, s1.Packs[0].Key, other))
 	b := victim(t, e)
-	_, err = b.Restore(context.Background(), s1)
+	_, err := b.Restore(context.Background(), s1)
 	require.ErrorIs(t, err, ErrDigestMismatch)
 	// A key of another run is refused too: a checkpoint cannot make a
 	// worker read another run's blobs.

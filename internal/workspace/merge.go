@@ -280,20 +280,13 @@ func (m *merger) path(name, p string, o, b, t *version) error {
 	case o == nil || t == nil || o.mode == filemode.Symlink || t.mode == filemode.Symlink || (b != nil && b.mode == filemode.Symlink):
 		return m.conflict(name, p, o, t, by)
 	default:
-		oc, err := m.content(o)
+		// None is a link here: side is each one's content (b's, nil when
+		// absent).
+		c, err := m.sides(o, t, b)
 		if err != nil {
 			return err
 		}
-		tc, err := m.content(t)
-		if err != nil {
-			return err
-		}
-		var bc []byte
-		if b != nil {
-			if bc, err = m.content(b); err != nil {
-				return err
-			}
-		}
+		oc, tc, bc := c[0], c[1], c[2]
 		if isBinary(oc) || isBinary(tc) || isBinary(bc) {
 			return m.conflict(name, p, o, t, by)
 		}
@@ -351,15 +344,11 @@ func (m *merger) collides(p string) []string {
 
 // conflict records a conflict that keeps ours in the directory.
 func (m *merger) conflict(name, p string, o, t *version, by []string) error {
-	oc, err := m.side(o)
+	c, err := m.sides(o, t)
 	if err != nil {
 		return err
 	}
-	tc, err := m.side(t)
-	if err != nil {
-		return err
-	}
-	m.record(name, p, oc, tc, by)
+	m.record(name, p, c[0], c[1], by)
 	return nil
 }
 
@@ -387,6 +376,19 @@ func (m *merger) side(v *version) ([]byte, error) {
 		return []byte(v.link), nil
 	}
 	return m.content(v)
+}
+
+// sides is side of each version, in order.
+func (m *merger) sides(vs ...*version) ([][]byte, error) {
+	out := make([][]byte, len(vs))
+	for i, v := range vs {
+		c, err := m.side(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 func (m *merger) content(v *version) ([]byte, error) {

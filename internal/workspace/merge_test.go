@@ -28,10 +28,7 @@ func needGit(t *testing.T) string {
 // trunkState snapshots files as the run's trunk at a fan-out.
 func trunkState(t *testing.T, e *env, files map[string]string) *runstore.WorkspaceState {
 	t.Helper()
-	w := e.worker("run-1")
-	write(t, w.Dir(), files)
-	st, _, err := w.Snapshot(context.Background(), nil, info("trunk"))
-	require.NoError(t, err)
+	_, st := firstState(t, e, files, "trunk")
 	return st
 }
 
@@ -64,6 +61,33 @@ func mergeXY(t *testing.T, e *env, trunk, x, y *runstore.WorkspaceState) (*Works
 	st, rep, err := w.Merge(context.Background(), trunk, []MergeBranch{{"x", x}, {"y", y}}, mergeInfo())
 	require.NoError(t, err)
 	return w, st, rep
+}
+
+// mergeFiles merges, on a fresh env, branch x (a trunk of trunkFiles with
+// xFiles written and xRemoved removed) and branch y (the trunk with yFiles
+// written) into the trunk, on a worker of run-1.
+func mergeFiles(t *testing.T, trunkFiles, xFiles, yFiles map[string]string, xRemoved ...string) (trunk *runstore.WorkspaceState, w *Workspace, st *runstore.WorkspaceState, rep Merged) {
+	t.Helper()
+	needGit(t)
+	e := newEnv(t)
+	trunk = trunkState(t, e, trunkFiles)
+	x := branchState(t, e, trunk, "x", xFiles, xRemoved...)
+	y := branchState(t, e, trunk, "y", yFiles)
+	w, st, rep = mergeXY(t, e, trunk, x, y)
+	return trunk, w, st, rep
+}
+
+// parentsOf returns the parents of the commit st names, read from w's
+// store.
+func parentsOf(t *testing.T, w *Workspace, st *runstore.WorkspaceState) []plumbing.Hash {
+	t.Helper()
+	h, err := parseHash(st.Commit)
+	require.NoError(t, err)
+	content, err := w.store.readAs(h, plumbing.CommitObject)
+	require.NoError(t, err)
+	_, parents, _, err := decodeCommit(h, content)
+	require.NoError(t, err)
+	return parents
 }
 
 func TestMergeDisjointBranches(t *testing.T) {
@@ -115,12 +139,7 @@ func TestMergeDisjointBranches(t *testing.T) {
 }
 
 func TestMergeConflictOnOneLine(t *testing.T) {
-	needGit(t)
-	e := newEnv(t)
-	trunk := trunkState(t, e, map[string]string{"f": "1\n2\n3\n"})
-	x := branchState(t, e, trunk, "x", map[string]string{"f": "1\nX\n3\n"})
-	y := branchState(t, e, trunk, "y", map[string]string{"f": "1\nY\n3\n"})
-	w, st, rep := mergeXY(t, e, trunk, x, y)
+	trunk, w, st, rep := mergeFiles(t, map[string]string{"f": "1\n2\n3\n"}, map[string]string{"f": "1\nX\n3\n"}, map[string]string{"f": "1\nY\n3\n"})
 	require.True(t, rep.Changed)
 	require.Len(t, rep.Conflicts, 1)
 	c := rep.Conflicts[0]
@@ -134,17 +153,12 @@ func TestMergeConflictOnOneLine(t *testing.T) {
 }
 
 func TestMergeContentAndKinds(t *testing.T) {
-	needGit(t)
-	e := newEnv(t)
 	lines := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
-	trunk := trunkState(t, e, map[string]string{"f": lines, "gone": "g\n", "bin": "a\x00b", "same": "s\n"})
-	x := branchState(t, e, trunk, "x", map[string]string{
-		"f": strings.Replace(lines, "2\n", "two\n", 1), "new": "from x\n", "bin": "x\x00", "same": "S\n",
-	}, "gone")
-	y := branchState(t, e, trunk, "y", map[string]string{
-		"f": strings.Replace(lines, "9\n", "nine\n", 1), "new": "from y\n", "gone": "changed\n", "bin": "y\x00", "same": "S\n",
-	})
-	w, _, rep := mergeXY(t, e, trunk, x, y)
+	_, w, _, rep := mergeFiles(t,
+		map[string]string{"f": lines, "gone": "g\n", "bin": "a\x00b", "same": "s\n"},
+		map[string]string{"f": strings.Replace(lines, "2\n", "two\n", 1), "new": "from x\n", "bin": "x\x00", "same": "S\n"},
+		map[string]string{"f": strings.Replace(lines, "9\n", "nine\n", 1), "new": "from y\n", "gone": "changed\n", "bin": "y\x00", "same": "S\n"},
+		"gone")
 	got := tree(t, w.Dir())
 	assert.Equal(t, strings.NewReplacer("2\n", "two\n", "9\n", "nine\n").Replace(lines), got["f"], "non-overlapping edits merge cleanly")
 	assert.Equal(t, "S\n", got["same"], "the same change on both sides")
@@ -163,12 +177,7 @@ func TestMergeContentAndKinds(t *testing.T) {
 }
 
 func TestMergeFileAgainstDirectory(t *testing.T) {
-	needGit(t)
-	e := newEnv(t)
-	trunk := trunkState(t, e, map[string]string{"keep": "k\n"})
-	x := branchState(t, e, trunk, "x", map[string]string{"p/q": "dir\n"})
-	y := branchState(t, e, trunk, "y", map[string]string{"p": "file\n"})
-	w, _, rep := mergeXY(t, e, trunk, x, y)
+	_, w, _, rep := mergeFiles(t, map[string]string{"keep": "k\n"}, map[string]string{"p/q": "dir\n"}, map[string]string{"p": "file\n"})
 	assert.Equal(t, map[string]string{"keep": "k\n", "p/q": "dir\n"}, tree(t, w.Dir()))
 	require.Len(t, rep.Conflicts, 1)
 	assert.Equal(t, Conflict{Path: "p", Branches: []string{"x", "y"}, Theirs: "file\n"}, rep.Conflicts[0])
@@ -260,12 +269,7 @@ func TestMergeFromAnEmptyTrunk(t *testing.T) {
 	require.True(t, rep.Changed)
 	assert.Equal(t, 3, st.Commits)
 	assert.Equal(t, map[string]string{"x": "x\n", "y": "y\n"}, tree(t, w.Dir()))
-	h, err := parseHash(st.Commit)
-	require.NoError(t, err)
-	content, err := w.store.readAs(h, plumbing.CommitObject)
-	require.NoError(t, err)
-	_, parents, _, err := decodeCommit(h, content)
-	require.NoError(t, err)
+	parents := parentsOf(t, w, st)
 	assert.Equal(t, []plumbing.Hash{plumbing.NewHash(x.Commit), plumbing.NewHash(y.Commit)}, parents)
 }
 
@@ -292,12 +296,7 @@ func TestMergeOfARevertedBranchMakesItsCommit(t *testing.T) {
 	assert.True(t, rep.Changed)
 	assert.Empty(t, rep.Conflicts)
 	assert.Equal(t, trunk.Commits+3, st.Commits)
-	h, err := parseHash(st.Commit)
-	require.NoError(t, err)
-	content, err := w.store.readAs(h, plumbing.CommitObject)
-	require.NoError(t, err)
-	_, parents, _, err := decodeCommit(h, content)
-	require.NoError(t, err)
+	parents := parentsOf(t, w, st)
 	assert.Equal(t, []plumbing.Hash{plumbing.NewHash(trunk.Commit), plumbing.NewHash(x2.Commit)}, parents)
 	assert.Equal(t, map[string]string{"f": "1\n"}, tree(t, w.Dir()))
 }

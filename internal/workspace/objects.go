@@ -86,21 +86,14 @@ func encodeCommit(tree plumbing.Hash, parent string, info CommitInfo) (plumbing.
 }
 
 // decodeTree parses a tree's content strictly.
-func decodeTree(h plumbing.Hash, content []byte) (entries []treeEntry, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: tree %s: %v", ErrCorrupt, h, p)
-		}
-	}()
-	o := &plumbing.MemoryObject{}
-	o.SetType(plumbing.TreeObject)
-	if _, err := o.Write(content); err != nil {
+func decodeTree(h plumbing.Hash, content []byte) ([]treeEntry, error) {
+	t, err := decodeStrict(h, plumbing.TreeObject, content, func(o plumbing.EncodedObject) (*object.Tree, error) {
+		return object.DecodeTree(nil, o)
+	})
+	if err != nil {
 		return nil, err
 	}
-	t, err := object.DecodeTree(nil, o)
-	if err != nil {
-		return nil, fmt.Errorf("%w: tree %s: %v", ErrCorrupt, h, err)
-	}
+	var entries []treeEntry
 	for _, e := range t.Entries {
 		entries = append(entries, treeEntry{name: e.Name, mode: e.Mode, hash: e.Hash})
 	}
@@ -109,21 +102,34 @@ func decodeTree(h plumbing.Hash, content []byte) (entries []treeEntry, err error
 
 // decodeCommit returns a commit's tree and parent.
 func decodeCommit(h plumbing.Hash, content []byte) (tree plumbing.Hash, parents []plumbing.Hash, msg string, err error) {
+	c, err := decodeStrict(h, plumbing.CommitObject, content, func(o plumbing.EncodedObject) (*object.Commit, error) {
+		return object.DecodeCommit(nil, o)
+	})
+	if err != nil {
+		return tree, nil, "", err
+	}
+	return c.TreeHash, c.ParentHashes, c.Message, nil
+}
+
+// decodeStrict decodes content, an object of type typ named h, with
+// go-git's decode: a failure, or a panic of the decoder on hostile bytes,
+// is ErrCorrupt naming the object.
+func decodeStrict[T any](h plumbing.Hash, typ plumbing.ObjectType, content []byte, decode func(plumbing.EncodedObject) (T, error)) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: commit %s: %v", ErrCorrupt, h, p)
+			err = fmt.Errorf("%w: %s %s: %v", ErrCorrupt, typ, h, p)
 		}
 	}()
 	o := &plumbing.MemoryObject{}
-	o.SetType(plumbing.CommitObject)
+	o.SetType(typ)
 	if _, err := o.Write(content); err != nil {
-		return tree, nil, "", err
+		return v, err
 	}
-	c, err := object.DecodeCommit(nil, o)
+	v, err = decode(o)
 	if err != nil {
-		return tree, nil, "", fmt.Errorf("%w: commit %s: %v", ErrCorrupt, h, err)
+		return v, fmt.Errorf("%w: %s %s: %v", ErrCorrupt, typ, h, err)
 	}
-	return c.TreeHash, c.ParentHashes, c.Message, nil
+	return v, nil
 }
 
 // parseHash reads a commit id written in a checkpoint.

@@ -83,6 +83,17 @@ func info(msg string) CommitInfo {
 	return CommitInfo{Message: msg, When: time.Unix(1_800_000_000, 0)}
 }
 
+// firstState writes files into a worker of run-1 and snapshots them as
+// the run's first state, with msg.
+func firstState(t *testing.T, e *env, files map[string]string, msg string) (*Workspace, *runstore.WorkspaceState) {
+	t.Helper()
+	w := e.worker("run-1")
+	write(t, w.Dir(), files)
+	st, _, err := w.Snapshot(context.Background(), nil, info(msg))
+	require.NoError(t, err)
+	return w, st
+}
+
 func TestSnapshotRestoreRoundTripOnANewWorker(t *testing.T) {
 	e := newEnv(t)
 	a := e.worker("run-1")
@@ -137,10 +148,7 @@ func TestSnapshotRestoreRoundTripOnANewWorker(t *testing.T) {
 
 func TestRestoreHitWhenUntouched(t *testing.T) {
 	e := newEnv(t)
-	a := e.worker("run-1")
-	write(t, a.Dir(), map[string]string{"f": "1"})
-	s1, _, err := a.Snapshot(context.Background(), nil, info("v1"))
-	require.NoError(t, err)
+	a, s1 := firstState(t, e, map[string]string{"f": "1"}, "v1")
 	got, err := a.Restore(context.Background(), s1)
 	require.NoError(t, err)
 	assert.True(t, got.Hit)
@@ -268,10 +276,7 @@ func TestPacksAreGitPacks(t *testing.T) {
 
 func TestDiffSinceTheStart(t *testing.T) {
 	e := newEnv(t)
-	a := e.worker("run-1")
-	write(t, a.Dir(), map[string]string{"main.go": "package main\n\nfunc main() {}\n"})
-	s1, _, err := a.Snapshot(context.Background(), nil, info("import"))
-	require.NoError(t, err)
+	a, s1 := firstState(t, e, map[string]string{"main.go": "package main\n\nfunc main() {}\n"}, "import")
 	write(t, a.Dir(), map[string]string{"main.go": "package main\n\nfunc main() { println(1) }\n", "new.txt": "n\n"})
 	s2, _, err := a.Snapshot(context.Background(), s1, info("writer visit 1"))
 	require.NoError(t, err)

@@ -45,15 +45,7 @@ type Store struct {
 	// changes the store's files or makes them durable, named by op; an
 	// error fails the operation before it runs. Tests fail, block or crash
 	// a write at an exact point with it.
-	before func(op string) error
-}
-
-// step runs the test hook, if any, before the primitive operation op.
-func (s *Store) step(op string) error {
-	if s.before == nil {
-		return nil
-	}
-	return s.before(op)
+	before sessionlog.Hook
 }
 
 var _ sessionlog.Storage = (*Store)(nil)
@@ -393,7 +385,7 @@ func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
 func (s *Store) writeSync(f *os.File, data []byte, path string) error {
 	err := s.write(f, data)
 	if err == nil {
-		if err = s.step("fsync"); err == nil {
+		if err = s.before.Step("fsync"); err == nil {
 			err = f.Sync()
 		}
 	}
@@ -410,7 +402,7 @@ func (s *Store) writeSync(f *os.File, data []byte, path string) error {
 // halves with a step between, so that a test can cut the write in the
 // middle, as a crash can.
 func (s *Store) write(f *os.File, data []byte) error {
-	if err := s.step("write"); err != nil {
+	if err := s.before.Step("write"); err != nil {
 		return err
 	}
 	if s.before != nil && len(data) > 1 {
@@ -418,7 +410,7 @@ func (s *Store) write(f *os.File, data []byte) error {
 		if _, err := f.Write(data[:half]); err != nil {
 			return err
 		}
-		if err := s.step("write (second half)"); err != nil {
+		if err := s.before.Step("write (second half)"); err != nil {
 			return err
 		}
 		data = data[half:]
@@ -436,14 +428,14 @@ func (s *Store) write(f *os.File, data []byte) error {
 func (s *Store) create(h sessionlog.Header, data []byte) error {
 	bucket := Bucket(h.Cwd)
 	dir := filepath.Join(s.root, bucket)
-	if err := s.step("mkdir"); err != nil {
+	if err := s.before.Step("mkdir"); err != nil {
 		return fmt.Errorf("jsonl: create bucket %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("jsonl: create bucket %s: %w", dir, err)
 	}
 	final := filepath.Join(dir, h.ID+Ext)
-	if err := s.step("create"); err != nil {
+	if err := s.before.Step("create"); err != nil {
 		return fmt.Errorf("jsonl: create temp file: %w", err)
 	}
 	tmp, err := createTemp(dir, "."+h.ID+Ext+".tmp-")
@@ -454,7 +446,7 @@ func (s *Store) create(h sessionlog.Header, data []byte) error {
 	if err := s.writeSync(tmp, data, tmp.Name()); err != nil {
 		return err
 	}
-	if err := s.step("link"); err != nil {
+	if err := s.before.Step("link"); err != nil {
 		return fmt.Errorf("jsonl: create %s: %w", final, err)
 	}
 	if err := os.Link(tmp.Name(), final); err != nil {
@@ -463,7 +455,7 @@ func (s *Store) create(h sessionlog.Header, data []byte) error {
 		}
 		return fmt.Errorf("jsonl: create %s: %w", final, err)
 	}
-	if err := s.step("remove"); err != nil {
+	if err := s.before.Step("remove"); err != nil {
 		return fmt.Errorf("jsonl: remove temp file: %w", err)
 	}
 	if err := os.Remove(tmp.Name()); err != nil {
@@ -477,7 +469,7 @@ func (s *Store) create(h sessionlog.Header, data []byte) error {
 
 // syncDir is SyncDir as a step of the store's own writes.
 func (s *Store) syncDir(dir string) error {
-	if err := s.step("fsync dir"); err != nil {
+	if err := s.before.Step("fsync dir"); err != nil {
 		return fmt.Errorf("jsonl: fsync %s: %w", dir, err)
 	}
 	return syncDir(dir)
@@ -544,7 +536,7 @@ func (s *Store) CommitRepair(_ context.Context, r sessionlog.Repair) error {
 			f.Close()
 			return fmt.Errorf("jsonl: repair %s: torn marker %v is not an offset inside the file", path, r.TornMarker)
 		}
-		if err := s.step("truncate"); err != nil {
+		if err := s.before.Step("truncate"); err != nil {
 			f.Close()
 			return fmt.Errorf("jsonl: truncate torn tail of %s: %w", path, err)
 		}
@@ -573,7 +565,7 @@ func (s *Store) DeleteStored(_ context.Context, id string) error {
 		return err
 	}
 	path := filepath.Join(s.root, rel)
-	if err := s.step("remove"); err != nil {
+	if err := s.before.Step("remove"); err != nil {
 		return fmt.Errorf("jsonl: delete %s: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil {

@@ -19,15 +19,7 @@ type Store struct {
 	logs map[string]*record
 	// before, when set (by tests only), runs before every change to a log,
 	// named by op; an error fails the change before it happens.
-	before func(op string) error
-}
-
-// step runs the test hook, if any, before a change.
-func (s *Store) step(op string) error {
-	if s.before == nil {
-		return nil
-	}
-	return s.before(op)
+	before sessionlog.Hook
 }
 
 type record struct {
@@ -135,14 +127,25 @@ func encodeAll(events []sessionlog.Event) ([][]byte, error) {
 	return out, nil
 }
 
+// encodeWrite encodes events for a write to log id, then runs the test
+// hook's "write" step; call ("append", "repair") names the write in its
+// error.
+func (s *Store) encodeWrite(call, id string, events []sessionlog.Event) ([][]byte, error) {
+	lines, err := encodeAll(events)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.before.Step("write"); err != nil {
+		return nil, fmt.Errorf("memory: %s %s: %w", call, id, err)
+	}
+	return lines, nil
+}
+
 // AppendBatch implements sessionlog.Storage.
 func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
-	lines, err := encodeAll(b.Events)
+	lines, err := s.encodeWrite("append", b.Header.ID, b.Events)
 	if err != nil {
 		return err
-	}
-	if err := s.step("write"); err != nil {
-		return fmt.Errorf("memory: append %s: %w", b.Header.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,12 +169,9 @@ func (s *Store) AppendBatch(_ context.Context, b sessionlog.Batch) error {
 
 // CommitRepair implements sessionlog.Storage.
 func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
-	lines, err := encodeAll(rp.Closers)
+	lines, err := s.encodeWrite("repair", rp.Header.ID, rp.Closers)
 	if err != nil {
 		return err
-	}
-	if err := s.step("write"); err != nil {
-		return fmt.Errorf("memory: repair %s: %w", rp.Header.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,7 +192,7 @@ func (s *Store) CommitRepair(_ context.Context, rp sessionlog.Repair) error {
 
 // DeleteStored implements sessionlog.Storage.
 func (s *Store) DeleteStored(_ context.Context, id string) error {
-	if err := s.step("delete"); err != nil {
+	if err := s.before.Step("delete"); err != nil {
 		return fmt.Errorf("memory: delete %s: %w", id, err)
 	}
 	s.mu.Lock()

@@ -57,20 +57,12 @@ type Store struct {
 	// changes stored data and before every COMMIT, named by op; an error
 	// fails the operation before it runs. Tests fail, block or crash a
 	// write at an exact point with it.
-	before func(op string) error
-}
-
-// step runs the test hook, if any, before the primitive operation op.
-func (s *Store) step(op string) error {
-	if s.before == nil {
-		return nil
-	}
-	return s.before(op)
+	before sessionlog.Hook
 }
 
 // exec runs a statement that changes stored data.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (sql.Result, error) {
-	if err := s.step(op); err != nil {
+	if err := s.before.Step(op); err != nil {
 		return nil, err
 	}
 	return tx.ExecContext(ctx, query, args...)
@@ -78,7 +70,7 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...
 
 // commit commits tx.
 func (s *Store) commit(tx *sql.Tx) error {
-	if err := s.step("commit"); err != nil {
+	if err := s.before.Step("commit"); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -278,7 +270,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, events 
 		if err != nil {
 			return err
 		}
-		if err := s.step("insert event"); err != nil {
+		if err := s.before.Step("insert event"); err != nil {
 			return err
 		}
 		if _, err := stmt.ExecContext(ctx, id, e.Seq, string(body)); err != nil {
@@ -287,6 +279,20 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, events 
 	}
 	_, err = s.exec(ctx, tx, "update last_seq", "UPDATE sessions SET last_seq = ? WHERE id = ?", events[len(events)-1].Seq, id)
 	return err
+}
+
+// lastSeq reads log id's last_seq in tx: ErrNotFound where no log has
+// that id. what ("append to", "repair") names the call in its errors.
+func lastSeq(ctx context.Context, tx *sql.Tx, what, id string) (int64, error) {
+	var last int64
+	err := tx.QueryRowContext(ctx, "SELECT last_seq FROM sessions WHERE id = ?", id).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlite: %s %s: %w", what, id, sessionlog.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: %s %s: %w", what, id, err)
+	}
+	return last, nil
 }
 
 // AppendBatch implements sessionlog.Storage: one transaction inserts the
@@ -312,13 +318,9 @@ func (s *Store) AppendBatch(ctx context.Context, b sessionlog.Batch) error {
 			return fmt.Errorf("%w: sqlite: session %s already exists", sessionlog.ErrCollision, id)
 		}
 	} else {
-		var last int64
-		err := tx.QueryRowContext(ctx, "SELECT last_seq FROM sessions WHERE id = ?", id).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: append to %s: %w", id, sessionlog.ErrNotFound)
-		}
+		last, err := lastSeq(ctx, tx, "append to", id)
 		if err != nil {
-			return fmt.Errorf("sqlite: append to %s: %w", id, err)
+			return err
 		}
 		if len(b.Events) > 0 && b.Events[0].Seq != last+1 {
 			return fmt.Errorf("sqlite: append to %s: batch starts at seq %d but the log ends at %d", id, b.Events[0].Seq, last)
@@ -342,13 +344,9 @@ func (s *Store) CommitRepair(ctx context.Context, r sessionlog.Repair) error {
 		return fmt.Errorf("sqlite: repair %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	var last int64
-	err = tx.QueryRowContext(ctx, "SELECT last_seq FROM sessions WHERE id = ?", id).Scan(&last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: repair %s: %w", id, sessionlog.ErrNotFound)
-	}
+	last, err := lastSeq(ctx, tx, "repair", id)
 	if err != nil {
-		return fmt.Errorf("sqlite: repair %s: %w", id, err)
+		return err
 	}
 	if r.TornMarker != nil {
 		if m, ok := r.TornMarker.(int64); !ok || m != last {

@@ -68,6 +68,41 @@ func TestV1EnvelopesStillDecrypt(t *testing.T) {
 	}
 }
 
+// FuzzDecrypt feeds arbitrary stored bytes to the decrypting reader: it
+// must fail with ErrDecrypt (or, for a genuine envelope, succeed) and never
+// panic or return unauthenticated bytes without an error at the end.
+func FuzzDecrypt(f *testing.F) {
+	ctx := context.Background()
+	key := bytes.Repeat([]byte{7}, 32)
+	inner := blob.NewMem()
+	enc, err := blob.Encrypted(inner, key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte("ab"), 40000)} {
+		if err := blob.PutBytes(ctx, enc, "k", p); err != nil {
+			f.Fatal(err)
+		}
+		raw, _ := blob.GetBytes(ctx, inner, "k")
+		f.Add(raw)
+	}
+	f.Add([]byte("TBE1"))
+	f.Add([]byte("TBE2"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if err := blob.PutBytes(ctx, inner, "k", raw); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := enc.Get(ctx, "k")
+		if err == nil {
+			_, err = io.Copy(io.Discard, rc)
+			rc.Close()
+		}
+		if err != nil && !errors.Is(err, blob.ErrDecrypt) {
+			t.Fatalf("undecryptable bytes gave %v, want ErrDecrypt", err)
+		}
+	})
+}
+
 func readAll(s blob.Store, k string) ([]byte, error) {
 	rc, err := s.Get(context.Background(), k)
 	if err != nil {
