@@ -190,8 +190,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsOnEveryPath() {
 		s.Run(path.name, func() {
 			s.SetupTest()
 			if path.change != "" {
-				s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-				s.env.OnGetVersion(path.change, workflow.DefaultVersion, path.max).Return(workflow.DefaultVersion)
+				s.recordedBefore(path.change, path.max)
 			}
 			_, err := s.run(strings.Replace(fanoutGraph, "{id: left, kind: agent, backend: scripted,", "{id: left, kind: agent, backend: scripted, session: persist,", 1), nil)
 			var appErr *temporal.ApplicationError

@@ -24,18 +24,7 @@ import (
 // with the real activities, the real run store on a memory blob store, and
 // fakeAgent, whose "disk" a test can wipe like a recycled worker's.
 
-const persistLoop = `
-name: persist
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "draft {{.visit}}"}
-  - {id: judge, kind: agent, backend: scripted, prompt: 'JSON:{"ok": {{if ge .input.round 3.0}}true{{else}}false{{end}}}'}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: judge, with: {round: visits}}
-  - {from: judge, to: done, when: output.ok}
-  - {from: judge, to: writer}
-`
+var persistLoop = graphYAML("persist-loop")
 
 func (s *GraphRunSuite) writer() *fakeAgent { return s.agents["claude_code"] }
 
@@ -125,15 +114,7 @@ func (s *GraphRunSuite) TestCorruptSlotBlobRunsFresh() {
 	}
 }
 
-const askGraph = `
-name: ask
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "draft ASK: one"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`
+var askGraph = graphYAML("ask")
 
 // ask_user carries the session to a pause ref; the checkpoint has the ref,
 // not bytes; a wiped dir between ask and answer resumes from the pause ref,
@@ -203,15 +184,7 @@ func (s *GraphRunSuite) TestMissingPauseBlobRunsFresh() {
 	s.NotContains(calls[1].Input, agent.SessionIDKey)
 }
 
-const twoAsks = `
-name: ask2
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "ASK: one ASK: two"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`
+var twoAsks = graphYAML("two-asks")
 
 // Two ask_users: success deletes A only after B is committed.
 func (s *GraphRunSuite) TestSecondAskDeletesFirstPauseBlobAfterCommit() {
@@ -333,17 +306,7 @@ func (s *GraphRunSuite) TestPackFailureInvalidatesSlot() {
 	s.Empty(calls[2].SessionID, "visit 2's pack failed, so visit 3 starts fresh")
 }
 
-const inheritGraph = `
-name: inherit
-start: a
-nodes:
-  - {id: a, kind: agent, backend: claude_code, model: m-a, prompt: first}
-  - {id: b, kind: agent, backend: claude_code, model: m-b, session: inherit, prompt: second}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: b, with: {_session_id: output._session_id, _session_fingerprint: "'forged'"}}
-  - {from: b, to: done}
-`
+var inheritGraph = graphYAML("inherit")
 
 func (s *GraphRunSuite) TestInheritUsesHasSessionWithSourceFingerprint() {
 	_, err := s.run(inheritGraph, nil)
@@ -440,15 +403,7 @@ func mustJSON(v any) string {
 // An answer the run accepted survives a fail-stop of the checkpoint that
 // would record it: the resumed run takes it instead of asking again.
 func (s *GraphRunSuite) TestAcceptedAnswerSurvivesAFailStop() {
-	g := `
-name: gate
-start: gate
-nodes:
-  - {id: gate, kind: human, question: "Ship it?"}
-  - {id: done, kind: end}
-edges:
-  - {from: gate, to: done}
-`
+	g := graphYAML("gate")
 	// The waiting checkpoint lands; the one after the answer fails.
 	s.store.arm("/checkpoints/", 1, false)
 	s.env.RegisterDelayedCallback(func() {
