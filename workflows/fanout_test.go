@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,11 +107,8 @@ func (s *GraphRunSuite) TestNestedFanoutWithBranchWorkspaces() {
 	res, err := s.run(nestedFanout, nil)
 	s.Require().NoError(err)
 	s.Equal("left+in1,in2", res.Output["sides"])
-	infos, err := s.runs.List(s.T().Context(), "run-1")
-	s.Require().NoError(err)
-	for _, info := range infos {
-		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
-		s.Require().NoError(err)
+	cps, _ := s.checkpoints()
+	for _, cp := range cps {
 		var names []string
 		for _, b := range cp.Branches {
 			names = append(names, b.Name)
@@ -136,17 +134,10 @@ func (s *GraphRunSuite) TestNestedFanoutWithBranchWorkspaces() {
 func (s *GraphRunSuite) TestResumeInsideAFanoutContinuesEachBranch() {
 	_, err := s.run(branchLoop, nil)
 	s.Require().NoError(err)
-	infos, err := s.runs.List(s.T().Context(), "run-1")
-	s.Require().NoError(err)
-	var mid *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		if n := cp.Visits["left"] + cp.Visits["right"]; len(cp.Branches) == 2 && n > 0 && n < 6 {
-			mid = cp
-			break
-		}
-	}
+	mid, newest := s.firstCheckpoint(func(cp *runstore.Checkpoint) bool {
+		n := cp.Visits["left"] + cp.Visits["right"]
+		return len(cp.Branches) == 2 && n > 0 && n < 6
+	})
 	s.Require().NotNil(mid, "a checkpoint inside the fan-out")
 	s.Require().Len(mid.Cursor, 2)
 	left, right := mid.Visits["left"], mid.Visits["right"]
@@ -155,7 +146,7 @@ func (s *GraphRunSuite) TestResumeInsideAFanoutContinuesEachBranch() {
 		before[r.NodeID]++
 	}
 	cp := *mid
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	done := s.resume(&cp)
 	s.Require().NoError(done.GetWorkflowError())
 	after := map[string]int{}
@@ -223,21 +214,14 @@ func TestAnswered(t *testing.T) {
 func (s *GraphRunSuite) TestResumeInsideAFanoutGoesOnAtEachBranchsNextNode() {
 	_, err := s.run(filesGraph, nil)
 	s.Require().NoError(err)
-	infos, err := s.runs.List(s.T().Context(), "run-1")
-	s.Require().NoError(err)
-	var mid *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		for _, b := range cp.Branches {
-			if b.Next != nil && (b.Next.Node == "l2" || b.Next.Node == "r2") && mid == nil {
-				mid = cp
-			}
-		}
-	}
+	mid, newest := s.firstCheckpoint(func(cp *runstore.Checkpoint) bool {
+		return slices.ContainsFunc(cp.Branches, func(b runstore.BranchState) bool {
+			return b.Next != nil && (b.Next.Node == "l2" || b.Next.Node == "r2")
+		})
+	})
 	s.Require().NotNil(mid, "a checkpoint with a branch at its second node")
 	cp := *mid
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	done := s.resume(&cp)
 	s.Require().NoError(done.GetWorkflowError())
 	final := s.latest()

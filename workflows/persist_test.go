@@ -49,13 +49,42 @@ func (s *GraphRunSuite) wipeOnJudge(also func()) {
 	}
 }
 
-func (s *GraphRunSuite) checkpointJSON() string {
+// checkpoints returns run-1's checkpoints, oldest first, and the
+// sequence number of the newest, which a resume from any of them takes.
+func (s *GraphRunSuite) checkpoints() (all []*runstore.Checkpoint, newest int64) {
 	infos, err := s.runs.List(context.Background(), "run-1")
 	s.Require().NoError(err)
-	var all []string
 	for _, info := range infos {
 		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
 		s.Require().NoError(err)
+		all = append(all, cp)
+		newest = info.Seq
+	}
+	return all, newest
+}
+
+// firstCheckpoint returns run-1's oldest checkpoint that match holds for
+// (nil when none does) and the sequence number of the newest.
+func (s *GraphRunSuite) firstCheckpoint(match func(*runstore.Checkpoint) bool) (*runstore.Checkpoint, int64) {
+	all, newest := s.checkpoints()
+	for _, cp := range all {
+		if match(cp) {
+			return cp, newest
+		}
+	}
+	return nil, newest
+}
+
+// afterFirstWriterVisit matches the checkpoint taken after the writer's
+// and the judge's first visits.
+func afterFirstWriterVisit(cp *runstore.Checkpoint) bool {
+	return cp.Visits["writer"] == 1 && cp.Visits["judge"] == 1
+}
+
+func (s *GraphRunSuite) checkpointJSON() string {
+	cps, _ := s.checkpoints()
+	var all []string
+	for _, cp := range cps {
 		b, err := json.Marshal(cp)
 		s.Require().NoError(err)
 		all = append(all, string(b))
@@ -358,17 +387,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	_, err := s.run(persistLoop, nil)
 	s.Require().NoError(err)
 	// Checkpoint after the writer's first visit.
-	infos, err := s.runs.List(context.Background(), "run-1")
-	s.Require().NoError(err)
-	var target *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		if cp.Visits["writer"] == 1 && cp.Visits["judge"] == 1 {
-			target = cp
-			break
-		}
-	}
+	target, newest := s.firstCheckpoint(afterFirstWriterVisit)
 	s.Require().NotNil(target)
 	// The live root still holds the 3-turn conversation, stale for the
 	// rewound run; the target's slot names the 1-turn state, whose blob
@@ -381,7 +400,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
 	cp := *target
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
 	// The writer's next visit is visit 2 of the 1-turn conversation: the
