@@ -44,13 +44,7 @@ func (s *GraphRunSuite) TestRunInputSessionIDIsNotADelivery() {
 // The same edge mapping the id itself delivers it: b resumes a's session
 // and says nothing.
 func (s *GraphRunSuite) TestAnEdgeMappingTheSessionIDDeliversIt() {
-	g := strings.Replace(runInputGraph, "{from: a, to: b}", "{from: a, to: b, with: {_session_id: output._session_id}}", 1)
-	_, err := s.run(g, map[string]any{agent.SessionIDKey: "claude_code-s1"})
-	s.Require().NoError(err)
-	calls := s.writer().requests()
-	s.Require().Len(calls, 2)
-	s.Equal("claude_code-s1", calls[1].SessionID)
-	s.NotContains(s.latest().Outputs["b"], activities.SessionNoteKey)
+	s.requireBResumesTheRunInputsSession(strings.Replace(runInputGraph, "{from: a, to: b}", "{from: a, to: b, with: {_session_id: output._session_id}}", 1))
 }
 
 // Runs recorded before changeEdgeDelivery took the final input's id as
@@ -58,7 +52,13 @@ func (s *GraphRunSuite) TestAnEdgeMappingTheSessionIDDeliversIt() {
 // edge-delivery-before.json recorded).
 func (s *GraphRunSuite) TestRunInputSessionIDBeforeEdgeDelivery() {
 	s.recordedBefore(changeEdgeDelivery, versionEdgeDelivery)
-	_, err := s.run(runInputGraph, map[string]any{agent.SessionIDKey: "claude_code-s1"})
+	s.requireBResumesTheRunInputsSession(runInputGraph)
+}
+
+// requireBResumesTheRunInputsSession runs g with a run input _session_id
+// naming a's session: b resumes it and says nothing.
+func (s *GraphRunSuite) requireBResumesTheRunInputsSession(g string) {
+	_, err := s.run(g, map[string]any{agent.SessionIDKey: "claude_code-s1"})
 	s.Require().NoError(err)
 	calls := s.writer().requests()
 	s.Require().Len(calls, 2)

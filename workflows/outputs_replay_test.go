@@ -1,10 +1,8 @@
 package workflows
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -50,34 +48,12 @@ func TestReplaySendsTheSameOutputs(t *testing.T) {
 // order, and its result if it completed, as the payloads' bytes.
 func sentByTheRun(t *testing.T, file string) (inputs [][]byte, result []byte) {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var h struct {
-		Events []struct {
-			EventType string `json:"eventType"`
-			Scheduled *struct {
-				Input payloads `json:"input"`
-			} `json:"activityTaskScheduledEventAttributes"`
-			Completed *struct {
-				Result payloads `json:"result"`
-			} `json:"workflowExecutionCompletedEventAttributes"`
-		} `json:"events"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &h))
-	first := func(p payloads) []byte {
-		if len(p.Payloads) == 0 {
-			return nil
-		}
-		b, err := base64.StdEncoding.DecodeString(p.Payloads[0].Data)
-		require.NoError(t, err)
-		return b
-	}
-	for _, e := range h.Events {
+	for _, e := range readHistory(t, file).Events {
 		switch {
 		case e.EventType == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" && e.Scheduled != nil:
-			inputs = append(inputs, first(e.Scheduled.Input))
+			inputs = append(inputs, e.Scheduled.Input.raw(t))
 		case e.EventType == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED" && e.Completed != nil:
-			result = first(e.Completed.Result)
+			result = e.Completed.Result.raw(t)
 		}
 	}
 	return inputs, result

@@ -134,12 +134,20 @@ type payloads struct {
 
 func (p payloads) first(t *testing.T, into any) {
 	t.Helper()
+	if data := p.raw(t); data != nil {
+		require.NoError(t, json.Unmarshal(data, into))
+	}
+}
+
+// raw is the bytes of the first payload, nil when there is none.
+func (p payloads) raw(t *testing.T) []byte {
+	t.Helper()
 	if len(p.Payloads) == 0 {
-		return
+		return nil
 	}
 	data, err := base64.StdEncoding.DecodeString(p.Payloads[0].Data)
 	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(data, into))
+	return data
 }
 
 // payload is one payload of a history event.
@@ -158,29 +166,43 @@ func (p payload) text(t *testing.T) string {
 	return s
 }
 
+// history is a recorded history's events, as much of each as the tests
+// read.
+type history struct {
+	Events []struct {
+		EventType    string `json:"eventType"`
+		UserMetadata struct {
+			Summary payload `json:"summary"`
+		} `json:"userMetadata"`
+		Scheduled *struct {
+			ActivityType struct{ Name string } `json:"activityType"`
+			Input        payloads              `json:"input"`
+		} `json:"activityTaskScheduledEventAttributes"`
+		Marker *struct {
+			MarkerName string              `json:"markerName"`
+			Details    map[string]payloads `json:"details"`
+		} `json:"markerRecordedEventAttributes"`
+		Completed *struct {
+			Result payloads `json:"result"`
+		} `json:"workflowExecutionCompletedEventAttributes"`
+	} `json:"events"`
+}
+
+// readHistory reads the history file.
+func readHistory(t *testing.T, file string) history {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var h history
+	require.NoError(t, json.Unmarshal(raw, &h))
+	return h
+}
+
 // recorded are the activities a history scheduled, in order, and the
 // local activities it ran.
 func recorded(t *testing.T, file string) ([]scheduled, []named) {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var h struct {
-		Events []struct {
-			EventType    string `json:"eventType"`
-			UserMetadata struct {
-				Summary payload `json:"summary"`
-			} `json:"userMetadata"`
-			Scheduled *struct {
-				ActivityType struct{ Name string } `json:"activityType"`
-				Input        payloads              `json:"input"`
-			} `json:"activityTaskScheduledEventAttributes"`
-			Marker *struct {
-				MarkerName string              `json:"markerName"`
-				Details    map[string]payloads `json:"details"`
-			} `json:"markerRecordedEventAttributes"`
-		} `json:"events"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &h))
+	h := readHistory(t, file)
 	var out []scheduled
 	var local []named
 	for _, e := range h.Events {
