@@ -350,6 +350,17 @@ var spoils = []spoil{
 	}},
 }
 
+// eachSpoil runs test as a subtest for each spoil, on a store and a
+// worker of its own.
+func eachSpoil(t *testing.T, test func(t *testing.T, sp spoil, store blob.Store, a *Activities, now time.Time)) {
+	for _, sp := range spoils {
+		t.Run(sp.name, func(t *testing.T) {
+			store := blob.NewMem()
+			test(t, sp, store, newActs(t, store), time.Now())
+		})
+	}
+}
+
 // ADR-089 rows 19 and 20 on the worker that still holds the session live
 // (same worker, same root): a planned slot whose blob is missing, swapped
 // or does not unpack is never resumed through the live session (no
@@ -357,34 +368,29 @@ var spoils = []spoil{
 // rewind), while the worker's live session has moved on to visit 2's: the
 // visit runs fresh, with the session keys stripped, and says why.
 func TestRefusedSlotRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
-	for _, sp := range spoils {
-		t.Run(sp.name, func(t *testing.T) {
-			store := blob.NewMem()
-			a := newActs(t, store)
-			now := time.Now()
-			v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", PackTo: refAt(now, 1), Started: now})
-			require.NoError(t, err)
-			v2, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now, PackTo: refAt(now, 2),
-				Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v1.PackDigest},
-			})
-			require.NoError(t, err)
-			require.Equal(t, v1.SessionID, v2.SessionID)
-			digest := sp.do(t, store, v1.PackedTo, mustGet(t, store, v2.PackedTo), v1.PackDigest)
-			require.True(t, liveOn(t, a, v1.SessionID), "the worker still holds the session live")
-
-			res, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now,
-				Input:   map[string]any{agent.SessionIDKey: v1.SessionID, agent.SessionFingerprintKey: v1.Fingerprint, "topic": "x"},
-				Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, Fingerprint: v1.Fingerprint, StateRef: v1.PackedTo, Digest: digest, Stripped: map[string]any{"topic": "x"}},
-			})
-			require.NoError(t, err)
-			assert.Contains(t, res.SessionNote, sp.note)
-			assert.Equal(t, res.SessionNote, res.Output[SessionNoteKey], "the output says why")
-			assert.NotEqual(t, v1.SessionID, res.SessionID, "the live session is not resumed")
-			assert.Equal(t, "visit 2 id=[] fp=[]", res.Output["text"], "no session keys reached the visit")
+	eachSpoil(t, func(t *testing.T, sp spoil, store blob.Store, a *Activities, now time.Time) {
+		v1, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: echoWriter, Backend: "scripted", PackTo: refAt(now, 1), Started: now})
+		require.NoError(t, err)
+		v2, err := a.Visit(context.Background(), &VisitRequest{
+			RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now, PackTo: refAt(now, 2),
+			Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, StateRef: v1.PackedTo, Digest: v1.PackDigest},
 		})
-	}
+		require.NoError(t, err)
+		require.Equal(t, v1.SessionID, v2.SessionID)
+		digest := sp.do(t, store, v1.PackedTo, mustGet(t, store, v2.PackedTo), v1.PackDigest)
+		require.True(t, liveOn(t, a, v1.SessionID), "the worker still holds the session live")
+
+		res, err := a.Visit(context.Background(), &VisitRequest{
+			RunID: "r1", NodeID: "writer", Visit: 2, Node: echoWriter, Backend: "scripted", Started: now,
+			Input:   map[string]any{agent.SessionIDKey: v1.SessionID, agent.SessionFingerprintKey: v1.Fingerprint, "topic": "x"},
+			Session: &SessionPlan{Kind: resolve.UnpackOwnSlot.String(), SessionID: v1.SessionID, Fingerprint: v1.Fingerprint, StateRef: v1.PackedTo, Digest: digest, Stripped: map[string]any{"topic": "x"}},
+		})
+		require.NoError(t, err)
+		assert.Contains(t, res.SessionNote, sp.note)
+		assert.Equal(t, res.SessionNote, res.Output[SessionNoteKey], "the output says why")
+		assert.NotEqual(t, v1.SessionID, res.SessionID, "the live session is not resumed")
+		assert.Equal(t, "visit 2 id=[] fp=[]", res.Output["text"], "no session keys reached the visit")
+	})
 }
 
 // asksTwice asks on its first turn and again on its second; the third
@@ -406,39 +412,34 @@ var asksTwice = graph.Node{
 // worker still holds the session, now at B: the answer goes to a fresh
 // conversation's prompt, never to the live session.
 func TestRefusedPauseBlobRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
-	for _, sp := range spoils {
-		t.Run(sp.name, func(t *testing.T) {
-			store := blob.NewMem()
-			a := newActs(t, store)
-			now := time.Now()
-			refA, refB := pauseRef(now, 1), pauseRef(now, 2)
-			first, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", PauseTo: refA, Started: now})
-			require.NoError(t, err)
-			require.Len(t, first.Questions, 1)
-			second, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", PauseTo: refB, Started: now,
-				Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: first.SessionID, StateRef: refA, Digest: first.PackDigest},
-				Answer:  &agent.Answer{Text: "one"},
-			})
-			require.NoError(t, err)
-			require.Len(t, second.Questions, 1, "the live session asked again")
-			require.Equal(t, first.SessionID, second.SessionID)
-			digest := sp.do(t, store, refA, mustGet(t, store, refB), first.PackDigest)
-			require.True(t, liveOn(t, a, first.SessionID), "the worker still holds the session live")
-
-			res, err := a.Visit(context.Background(), &VisitRequest{
-				RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", Started: now,
-				Input:   map[string]any{agent.SessionIDKey: first.SessionID, agent.SessionFingerprintKey: first.Fingerprint},
-				Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: first.SessionID, Fingerprint: first.Fingerprint, StateRef: refA, Digest: digest, Stripped: map[string]any{}},
-				Answer:  &agent.Answer{Text: "teal"},
-			})
-			require.NoError(t, err)
-			assert.Contains(t, res.SessionNote, sp.note)
-			assert.NotEqual(t, first.SessionID, res.SessionID, "the live session is not resumed")
-			assert.Empty(t, res.Questions)
-			text, _ := res.Output["text"].(string)
-			assert.Contains(t, text, "turn 1: fresh, told pick id=[] fp=[]", "no session keys reached the visit")
-			assert.Contains(t, text, LostAnswerIntro+"\nteal", "the answer is not lost")
+	eachSpoil(t, func(t *testing.T, sp spoil, store blob.Store, a *Activities, now time.Time) {
+		refA, refB := pauseRef(now, 1), pauseRef(now, 2)
+		first, err := a.Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", PauseTo: refA, Started: now})
+		require.NoError(t, err)
+		require.Len(t, first.Questions, 1)
+		second, err := a.Visit(context.Background(), &VisitRequest{
+			RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", PauseTo: refB, Started: now,
+			Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: first.SessionID, StateRef: refA, Digest: first.PackDigest},
+			Answer:  &agent.Answer{Text: "one"},
 		})
-	}
+		require.NoError(t, err)
+		require.Len(t, second.Questions, 1, "the live session asked again")
+		require.Equal(t, first.SessionID, second.SessionID)
+		digest := sp.do(t, store, refA, mustGet(t, store, refB), first.PackDigest)
+		require.True(t, liveOn(t, a, first.SessionID), "the worker still holds the session live")
+
+		res, err := a.Visit(context.Background(), &VisitRequest{
+			RunID: "r1", NodeID: "writer", Visit: 1, Node: asksTwice, Backend: "scripted", Started: now,
+			Input:   map[string]any{agent.SessionIDKey: first.SessionID, agent.SessionFingerprintKey: first.Fingerprint},
+			Session: &SessionPlan{Kind: resolve.UnpackPause.String(), SessionID: first.SessionID, Fingerprint: first.Fingerprint, StateRef: refA, Digest: digest, Stripped: map[string]any{}},
+			Answer:  &agent.Answer{Text: "teal"},
+		})
+		require.NoError(t, err)
+		assert.Contains(t, res.SessionNote, sp.note)
+		assert.NotEqual(t, first.SessionID, res.SessionID, "the live session is not resumed")
+		assert.Empty(t, res.Questions)
+		text, _ := res.Output["text"].(string)
+		assert.Contains(t, text, "turn 1: fresh, told pick id=[] fp=[]", "no session keys reached the visit")
+		assert.Contains(t, text, LostAnswerIntro+"\nteal", "the answer is not lost")
+	})
 }
