@@ -20,9 +20,7 @@ import (
 // home stops it too.
 func TestWorkerSaysWhatItConfines(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "tether-worker")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildWorker(t, dir)
 	helper, err := os.ReadFile(sandboxtest.Helper(t))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tether-confine"), helper, 0o755))

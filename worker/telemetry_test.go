@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,55 +28,16 @@ func TestWorkerTelemetryFromEnv(t *testing.T) {
 	srv := testenv.DevServer(t)
 	spans := telemetrytest.HTTP(t)
 
-	bin := filepath.Join(t.TempDir(), "tether-worker")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	dir := t.TempDir()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"TEMPORAL_ADDRESS="+srv.Address,
-		"TETHER_BLOB_URL=file://"+filepath.Join(dir, "store"),
-		"TETHER_STATE_DIR="+filepath.Join(dir, "state"),
-		"TETHER_WORK_DIR="+filepath.Join(dir, "work"),
-		"TETHER_WORKER_ID=telemetry",
+	bin := buildWorker(t, t.TempDir())
+	w, logged := startWorker(t, bin, srv, "telemetry", regexp.MustCompile(`url=(http://\S+/metrics)`),
+		"TETHER_BLOB_URL=file://"+filepath.Join(t.TempDir(), "store"),
 		"TETHER_METRICS_ADDR=127.0.0.1:0",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+spans.URL,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_SERVICE_NAME=",
 		"OTEL_BSP_SCHEDULE_DELAY=600000",
 	)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	logged := make(chan string, 1)
-	var logMu sync.Mutex
-	var log strings.Builder
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		url := regexp.MustCompile(`url=(http://\S+/metrics)`)
-		for sc.Scan() {
-			logMu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			if m := url.FindStringSubmatch(sc.Text()); m != nil {
-				logged <- m[1]
-			}
-		}
-	}()
-	defer func() {
-		if t.Failed() {
-			logMu.Lock()
-			t.Logf("worker log:\n%s", log.String())
-			logMu.Unlock()
-		}
-	}()
-	var metricsURL string
-	select {
-	case metricsURL = <-logged:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the worker never logged its metrics address")
-	}
+	metricsURL := logged[1]
 
 	g, err := graph.Parse([]byte(`
 name: env
@@ -112,8 +67,7 @@ edges:
 	}, time.Minute, 50*time.Millisecond, "/metrics never counted the completed GraphRun")
 	assert.Empty(t, spans.Spans(), "the batcher holds the spans until shutdown")
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, cmd.Wait())
+	w.stop(t)
 	got := spans.Spans()
 	assert.Equal(t, "tether-worker", got["RunActivity:Visit"], "spans received: %v", got)
 	assert.Equal(t, "tether-worker", got["RunWorkflow:GraphRun"], "spans received: %v", got)

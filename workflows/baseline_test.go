@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"path/filepath"
 	"strconv"
@@ -23,8 +22,6 @@ import (
 // its version, but the legacy visit's tool affinity.
 func TestEveryChangeAsksThroughTheBaseline(t *testing.T) {
 	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
 	values := map[string]string{}
 	var order []string // the change… constants of names.go, in order
 	type call struct {
@@ -33,12 +30,7 @@ func TestEveryChangeAsksThroughTheBaseline(t *testing.T) {
 		fn  string
 	}
 	var calls []call
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		require.NoError(t, err)
+	parseSources(t, fset, ".", func(f string, file *ast.File) {
 		for _, d := range file.Decls {
 			fn := ""
 			if fd, ok := d.(*ast.FuncDecl); ok {
@@ -47,22 +39,14 @@ func TestEveryChangeAsksThroughTheBaseline(t *testing.T) {
 			ast.Inspect(d, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.ValueSpec:
-					for i, name := range n.Names {
-						if i < len(n.Values) {
-							if lit, ok := n.Values[i].(*ast.BasicLit); ok {
-								values[name.Name] = lit.Value
-								if f == "names.go" && strings.HasPrefix(name.Name, "change") {
-									order = append(order, name.Name)
-								}
-							}
+					literals(n, func(name, value string) {
+						values[name] = value
+						if f == "names.go" && strings.HasPrefix(name, "change") {
+							order = append(order, name)
 						}
-					}
+					})
 				case *ast.CallExpr:
-					sel, ok := n.Fun.(*ast.SelectorExpr)
-					if !ok || sel.Sel.Name != "GetVersion" {
-						return true
-					}
-					if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "workflow" {
+					if !isGetVersion(n) {
 						return true
 					}
 					id, _ := n.Args[1].(*ast.Ident)
@@ -72,7 +56,7 @@ func TestEveryChangeAsksThroughTheBaseline(t *testing.T) {
 				return true
 			})
 		}
-	}
+	})
 	held := map[string]bool{}
 	for id := range baselineChanges {
 		held[id] = true

@@ -6,24 +6,7 @@ import (
 
 // branchLoop fans out to two branches that each loop on their node while
 // `visits < 3`: each node must be visited exactly three times.
-const branchLoop = `
-name: branch-loop
-start: split
-nodes:
-  - {id: split, kind: agent, backend: scripted, prompt: split, fanout: all}
-  - {id: left, kind: agent, backend: scripted, prompt: left}
-  - {id: right, kind: agent, backend: scripted, prompt: right}
-  - {id: meet, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: left}
-  - {from: split, to: right}
-  - {from: left, to: left, when: 'visits < 3'}
-  - {from: left, to: meet}
-  - {from: right, to: right, when: 'visits < 3'}
-  - {from: right, to: meet}
-  - {from: meet, to: done}
-`
+var branchLoop = graphYAML("branch-loop")
 
 // A branch's loop visits its node exactly as often as its when allows,
 // however long the saves of the other branch's progress take: a branch

@@ -28,15 +28,7 @@ func (s *GraphRunSuite) TestCanceledRunSaysCanceled() {
 // Canceled inside a visit, the run ends canceled, not failed.
 func (s *GraphRunSuite) TestCanceledDuringAVisitEndsCanceled() {
 	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, time.Second)
-	_, err := s.run(`
-name: slow
-start: wait
-nodes:
-  - {id: wait, kind: tool, run: [sleep, "30"], timeout: 1m}
-  - {id: done, kind: end}
-edges:
-  - {from: wait, to: done}
-`, nil)
+	_, err := s.run(graphYAML("slow"), nil)
 	s.Require().Error(err)
 	s.True(temporal.IsCanceledError(err), "%v", err)
 	s.Equal(runstore.StatusCanceled, s.latest().Status)

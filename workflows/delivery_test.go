@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
@@ -16,17 +15,7 @@ import (
 
 // runInputGraph: an inherit node after a node whose edge maps nothing
 // (with: {}) or only other keys, in a run whose inputs carry a _session_id.
-const runInputGraph = `
-name: run-input
-start: a
-nodes:
-  - {id: a, kind: agent, backend: claude_code, prompt: first}
-  - {id: b, kind: agent, backend: claude_code, session: inherit, prompt: second}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: b}
-  - {from: b, to: done}
-`
+var runInputGraph = graphYAML("run-input")
 
 // ADR-089 rule 1: only an incoming edge's own mapping delivers a session
 // id. A run input _session_id naming the very session the source served
@@ -55,22 +44,21 @@ func (s *GraphRunSuite) TestRunInputSessionIDIsNotADelivery() {
 // The same edge mapping the id itself delivers it: b resumes a's session
 // and says nothing.
 func (s *GraphRunSuite) TestAnEdgeMappingTheSessionIDDeliversIt() {
-	g := strings.Replace(runInputGraph, "{from: a, to: b}", "{from: a, to: b, with: {_session_id: output._session_id}}", 1)
-	_, err := s.run(g, map[string]any{agent.SessionIDKey: "claude_code-s1"})
-	s.Require().NoError(err)
-	calls := s.writer().requests()
-	s.Require().Len(calls, 2)
-	s.Equal("claude_code-s1", calls[1].SessionID)
-	s.NotContains(s.latest().Outputs["b"], activities.SessionNoteKey)
+	s.requireBResumesTheRunInputsSession(strings.Replace(runInputGraph, "{from: a, to: b}", "{from: a, to: b, with: {_session_id: output._session_id}}", 1))
 }
 
 // Runs recorded before changeEdgeDelivery took the final input's id as
 // delivered, so there the run input resumes the session (what
 // edge-delivery-before.json recorded).
 func (s *GraphRunSuite) TestRunInputSessionIDBeforeEdgeDelivery() {
-	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-	s.env.OnGetVersion(changeEdgeDelivery, workflow.DefaultVersion, versionEdgeDelivery).Return(workflow.DefaultVersion)
-	_, err := s.run(runInputGraph, map[string]any{agent.SessionIDKey: "claude_code-s1"})
+	s.recordedBefore(changeEdgeDelivery, versionEdgeDelivery)
+	s.requireBResumesTheRunInputsSession(runInputGraph)
+}
+
+// requireBResumesTheRunInputsSession runs g with a run input _session_id
+// naming a's session: b resumes it and says nothing.
+func (s *GraphRunSuite) requireBResumesTheRunInputsSession(g string) {
+	_, err := s.run(g, map[string]any{agent.SessionIDKey: "claude_code-s1"})
 	s.Require().NoError(err)
 	calls := s.writer().requests()
 	s.Require().Len(calls, 2)
@@ -82,20 +70,7 @@ func (s *GraphRunSuite) TestRunInputSessionIDBeforeEdgeDelivery() {
 // before it did counts its input's id only when an edge from its source
 // to it maps a _session_id.
 func TestDeliveredFollowsTheEdgesMapping(t *testing.T) {
-	g, err := graph.Parse([]byte(`
-name: d
-start: a
-nodes:
-  - {id: a, kind: agent, backend: claude_code, prompt: x}
-  - {id: b, kind: agent, backend: claude_code, session: inherit, prompt: x}
-  - {id: c, kind: agent, backend: claude_code, session: inherit, prompt: x}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: b, with: {_session_id: output._session_id}}
-  - {from: a, to: c}
-  - {from: b, to: done}
-  - {from: c, to: done}
-`), "d.yaml")
+	g, err := graph.Parse([]byte(graphYAML("delivery")), "d.yaml")
 	require.NoError(t, err)
 	r := &runImpl{g: g}
 	in := map[string]any{agent.SessionIDKey: "s1"}

@@ -123,17 +123,7 @@ func (s *GraphRunSuite) TestSlotCommitFailStopAfterAnAnswerKeepsThePauseBlob() {
 func (s *GraphRunSuite) TestRewindToAMissingSlotBlobRunsFreshOnTheSameWorker() {
 	_, err := s.run(persistLoop, nil)
 	s.Require().NoError(err)
-	infos, err := s.runs.List(context.Background(), "run-1")
-	s.Require().NoError(err)
-	var target *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		if cp.Visits["writer"] == 1 && cp.Visits["judge"] == 1 {
-			target = cp
-			break
-		}
-	}
+	target, newest := s.firstCheckpoint(afterFirstWriterVisit)
 	s.Require().NotNil(target)
 	ref := target.NodeSessions["writer"].StateRef
 	s.Require().NoError(s.store.Store.Delete(context.Background(), ref))
@@ -142,7 +132,7 @@ func (s *GraphRunSuite) TestRewindToAMissingSlotBlobRunsFreshOnTheSameWorker() {
 	before := len(s.writerCalls())
 
 	cp := *target
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	done := s.resume(&cp)
 	s.Require().NoError(done.GetWorkflowError())
 	calls := s.writerCalls()[before:]
@@ -190,8 +180,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsOnEveryPath() {
 		s.Run(path.name, func() {
 			s.SetupTest()
 			if path.change != "" {
-				s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-				s.env.OnGetVersion(path.change, workflow.DefaultVersion, path.max).Return(workflow.DefaultVersion)
+				s.recordedBefore(path.change, path.max)
 			}
 			_, err := s.run(strings.Replace(fanoutGraph, "{id: left, kind: agent, backend: scripted,", "{id: left, kind: agent, backend: scripted, session: persist,", 1), nil)
 			var appErr *temporal.ApplicationError

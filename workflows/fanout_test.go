@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
@@ -47,57 +47,35 @@ func (s *GraphRunSuite) TestFanoutOpensAtMostMaxBranches() {
 }
 
 // twoJoins: the branches of one fan-out reach different joins.
-const twoJoins = `
-name: two-joins
-start: split
-nodes:
-  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
-  - {id: a, kind: tool, run: [sh, -c, 'true']}
-  - {id: b, kind: tool, run: [sh, -c, 'true']}
-  - {id: ja, kind: join}
-  - {id: jb, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: a}
-  - {from: split, to: b}
-  - {from: a, to: ja}
-  - {from: b, to: jb}
-  - {from: ja, to: done}
-  - {from: jb, to: done}
-`
+var twoJoins = graphYAML("two-joins")
 
 // Branches that meet at different joins fail the run, on both fan-out
 // paths, naming the joins.
 func (s *GraphRunSuite) TestBranchesMustMeetAtOneJoin() {
-	for _, shared := range []bool{false, true} {
-		s.SetupTest()
-		if shared {
-			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-			s.env.OnGetVersion(changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces).Return(workflow.DefaultVersion)
-		}
-		_, err := s.run(twoJoins, nil)
-		var appErr *temporal.ApplicationError
-		s.Require().ErrorAs(err, &appErr, "shared=%v", shared)
-		s.Equal(runapi.ErrTypeGraph, appErr.Type())
-		s.Contains(appErr.Error(), `fan-out branches meet at different joins ("ja" and "jb")`)
-	}
+	s.requireGraphErrorOnBothFanouts(twoJoins, `fan-out branches meet at different joins ("ja" and "jb")`)
 }
 
 // A branch that reaches an end node before a join fails the run, on both
 // fan-out paths.
 func (s *GraphRunSuite) TestABranchMustReachAJoin() {
 	g := strings.Replace(twoJoins, "{from: b, to: jb}", "{from: b, to: done}", 1)
+	s.requireGraphErrorOnBothFanouts(g, `fan-out branch reached end node "done" before a join`)
+}
+
+// requireGraphErrorOnBothFanouts runs src with branch workspaces and as a
+// run recorded before them (the shared fan-out): each fails with a graph
+// error that says want.
+func (s *GraphRunSuite) requireGraphErrorOnBothFanouts(src, want string) {
 	for _, shared := range []bool{false, true} {
 		s.SetupTest()
 		if shared {
-			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-			s.env.OnGetVersion(changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces).Return(workflow.DefaultVersion)
+			s.recordedBefore(changeBranchWorkspaces, versionBranchWorkspaces)
 		}
-		_, err := s.run(g, nil)
+		_, err := s.run(src, nil)
 		var appErr *temporal.ApplicationError
 		s.Require().ErrorAs(err, &appErr, "shared=%v", shared)
 		s.Equal(runapi.ErrTypeGraph, appErr.Type())
-		s.Contains(appErr.Error(), `fan-out branch reached end node "done" before a join`)
+		s.Contains(appErr.Error(), want)
 	}
 }
 
@@ -106,8 +84,7 @@ func (s *GraphRunSuite) TestABranchMustReachAJoin() {
 // to its output; a branch that fans out again meets its own join inside
 // it.
 func (s *GraphRunSuite) TestSharedFanoutAndNestedFanout() {
-	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-	s.env.OnGetVersion(changeBranchWorkspaces, workflow.DefaultVersion, versionBranchWorkspaces).Return(workflow.DefaultVersion)
+	s.recordedBefore(changeBranchWorkspaces, versionBranchWorkspaces)
 	res, err := s.run(nestedFanout, nil)
 	s.Require().NoError(err)
 	s.Equal("left+in1,in2", res.Output["sides"])
@@ -120,31 +97,7 @@ func (s *GraphRunSuite) TestSharedFanoutAndNestedFanout() {
 
 // nestedFanout: the right branch fans out again, and its inner join is
 // visited inside the branch before the outer join.
-const nestedFanout = `
-name: nested
-start: split
-nodes:
-  - {id: split, kind: agent, backend: scripted, prompt: split, fanout: all}
-  - {id: left, kind: agent, backend: scripted, prompt: 'JSON:{"side": "left"}'}
-  - {id: right, kind: tool, fanout: all, run: [sh, -c, 'true']}
-  - {id: in1, kind: agent, backend: scripted, prompt: 'JSON:{"side": "in1"}'}
-  - {id: in2, kind: agent, backend: scripted, prompt: 'JSON:{"side": "in2"}'}
-  - {id: inner, kind: join}
-  - {id: after, kind: tool, run: [sh, -c, 'echo in1,in2']}
-  - {id: meet, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: left}
-  - {from: split, to: right}
-  - {from: right, to: in1}
-  - {from: right, to: in2}
-  - {from: in1, to: inner}
-  - {from: in2, to: inner}
-  - {from: inner, to: after}
-  - {from: left, to: meet}
-  - {from: after, to: meet}
-  - {from: meet, to: done, with: {sides: 'output.branches.left.side + "+" + trim(output.branches.after.stdout)'}}
-`
+var nestedFanout = graphYAML("nested-fanout")
 
 // The same nested fan-out with branch workspaces: the inner branches are
 // named after the outer one, and the run's checkpoint records only the
@@ -154,11 +107,8 @@ func (s *GraphRunSuite) TestNestedFanoutWithBranchWorkspaces() {
 	res, err := s.run(nestedFanout, nil)
 	s.Require().NoError(err)
 	s.Equal("left+in1,in2", res.Output["sides"])
-	infos, err := s.runs.List(s.T().Context(), "run-1")
-	s.Require().NoError(err)
-	for _, info := range infos {
-		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
-		s.Require().NoError(err)
+	cps, _ := s.checkpoints()
+	for _, cp := range cps {
 		var names []string
 		for _, b := range cp.Branches {
 			names = append(names, b.Name)
@@ -184,17 +134,10 @@ func (s *GraphRunSuite) TestNestedFanoutWithBranchWorkspaces() {
 func (s *GraphRunSuite) TestResumeInsideAFanoutContinuesEachBranch() {
 	_, err := s.run(branchLoop, nil)
 	s.Require().NoError(err)
-	infos, err := s.runs.List(s.T().Context(), "run-1")
-	s.Require().NoError(err)
-	var mid *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		if n := cp.Visits["left"] + cp.Visits["right"]; len(cp.Branches) == 2 && n > 0 && n < 6 {
-			mid = cp
-			break
-		}
-	}
+	mid, newest := s.firstCheckpoint(func(cp *runstore.Checkpoint) bool {
+		n := cp.Visits["left"] + cp.Visits["right"]
+		return len(cp.Branches) == 2 && n > 0 && n < 6
+	})
 	s.Require().NotNil(mid, "a checkpoint inside the fan-out")
 	s.Require().Len(mid.Cursor, 2)
 	left, right := mid.Visits["left"], mid.Visits["right"]
@@ -203,7 +146,7 @@ func (s *GraphRunSuite) TestResumeInsideAFanoutContinuesEachBranch() {
 		before[r.NodeID]++
 	}
 	cp := *mid
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	done := s.resume(&cp)
 	s.Require().NoError(done.GetWorkflowError())
 	after := map[string]int{}
@@ -271,21 +214,14 @@ func TestAnswered(t *testing.T) {
 func (s *GraphRunSuite) TestResumeInsideAFanoutGoesOnAtEachBranchsNextNode() {
 	_, err := s.run(filesGraph, nil)
 	s.Require().NoError(err)
-	infos, err := s.runs.List(s.T().Context(), "run-1")
-	s.Require().NoError(err)
-	var mid *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(s.T().Context(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		for _, b := range cp.Branches {
-			if b.Next != nil && (b.Next.Node == "l2" || b.Next.Node == "r2") && mid == nil {
-				mid = cp
-			}
-		}
-	}
+	mid, newest := s.firstCheckpoint(func(cp *runstore.Checkpoint) bool {
+		return slices.ContainsFunc(cp.Branches, func(b runstore.BranchState) bool {
+			return b.Next != nil && (b.Next.Node == "l2" || b.Next.Node == "r2")
+		})
+	})
 	s.Require().NotNil(mid, "a checkpoint with a branch at its second node")
 	cp := *mid
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	done := s.resume(&cp)
 	s.Require().NoError(done.GetWorkflowError())
 	final := s.latest()

@@ -2,13 +2,8 @@ package workflows
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // maxFuncLines bounds a function of the workflow and its activities, so
@@ -19,15 +14,7 @@ const maxFuncLines = 100
 func TestNoFunctionOverAHundredLines(t *testing.T) {
 	fs := token.NewFileSet()
 	for _, dir := range []string{".", "../activities"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		require.NoError(t, err)
-		require.NotEmpty(t, files, dir)
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fs, path, nil, 0)
-			require.NoError(t, err)
+		parseSources(t, fs, dir, func(_ string, f *ast.File) {
 			for _, d := range f.Decls {
 				fn, ok := d.(*ast.FuncDecl)
 				if !ok {
@@ -38,6 +25,6 @@ func TestNoFunctionOverAHundredLines(t *testing.T) {
 					t.Errorf("%s: %s is %d lines; split it (at most %d)", fs.Position(fn.Pos()), fn.Name.Name, n, maxFuncLines)
 				}
 			}
-		}
+		})
 	}
 }

@@ -276,23 +276,31 @@ func (r *runImpl) setup(ctx workflow.Context) error {
 	}
 	r.receiveGuidance(ctx)
 	r.receiveUpgrade(ctx)
-	ch := workflow.GetSignalChannel(ctx, runapi.SignalAnswer)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var a runapi.Answer
-			ch.Receive(ctx, &a)
-			if ok, err := r.reviewNodeAnswer(a, true); ok {
-				if err != nil {
-					workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
-				}
-				continue
-			}
-			if err := r.applyAnswer(a); err != nil {
+	receiveEach(ctx, runapi.SignalAnswer, func(ctx workflow.Context, a runapi.Answer) {
+		if ok, err := r.reviewNodeAnswer(a, true); ok {
+			if err != nil {
 				workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
 			}
+			return
+		}
+		if err := r.applyAnswer(a); err != nil {
+			workflow.GetLogger(ctx).Warn("answer signal ignored", "question_id", a.QuestionID, "error", err.Error())
 		}
 	})
 	return nil
+}
+
+// receiveEach hands each signal of the name, as a T, to handle, in a
+// coroutine of its own, for the rest of the execution.
+func receiveEach[T any](ctx workflow.Context, name string, handle func(ctx workflow.Context, v T)) {
+	ch := workflow.GetSignalChannel(ctx, name)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var v T
+			ch.Receive(ctx, &v)
+			handle(ctx, v)
+		}
+	})
 }
 
 // ErrUnknownQuestion and ErrAlreadyAnswered are what the answer update's

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"embed"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -31,6 +32,20 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workspace"
 )
+
+// graphFiles holds the graphs the tests run, one YAML file each.
+//
+//go:embed testdata/graphs/*.yaml
+var graphFiles embed.FS
+
+// graphYAML returns the source of testdata/graphs/name.yaml.
+func graphYAML(name string) string {
+	b, err := graphFiles.ReadFile("testdata/graphs/" + name + ".yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // faultyStore wraps a blob store and fails writes whose key contains
 // failPut (checkpoints, sessions) while armed.
@@ -142,6 +157,13 @@ func (s *GraphRunSuite) SetupTest() {
 	s.env.RegisterActivity(s.acts)
 }
 
+// recordedBefore makes the run one recorded before change (and before
+// the baseline): both GetVersion calls answer DefaultVersion.
+func (s *GraphRunSuite) recordedBefore(change string, max workflow.Version) {
+	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion)
+	s.env.OnGetVersion(change, workflow.DefaultVersion, max).Return(workflow.DefaultVersion)
+}
+
 func (s *GraphRunSuite) parse(src string) *graph.Graph {
 	g, err := graph.Parse([]byte(src), "test.yaml")
 	s.Require().NoError(err)
@@ -173,44 +195,7 @@ func pathOf(res *runapi.GraphRunResult) string {
 	return strings.Join(p, ">")
 }
 
-const loopGraph = `
-name: loop
-start: writer
-inputs:
-  - name: topic
-    default: otters
-  - name: feedback
-    default: ""
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    max_visits: 5
-    # The agent's structured output tries to set the transient session keys
-    # and a ref: none may ever reach an output or a loop snapshot.
-    prompt: 'write about {{.input.topic}} (visit {{.visit}}) {{if .input.feedback}}fix: {{.input.feedback}}{{end}} JSON:{"draft": "ok", "_session_state_ref": "runs/loop/sessions/writer/01J00000000000000000000000", "_session_state_blob": "AAAA", "_session_state": "x"}'
-
-  - id: judge
-    kind: agent
-    backend: scripted
-    prompt: 'JSON:{"approved": {{if ge .input.round 3.0}}true{{else}}false{{end}}, "feedback": "more otters"}'
-  - id: done
-    kind: end
-edges:
-  - from: writer
-    to: judge
-    with:
-      round: visits
-      draft: output.text
-  - from: judge
-    to: done
-    when: output.approved
-  - from: judge
-    to: writer
-    with:
-      feedback: output.feedback
-`
+var loopGraph = graphYAML("loop")
 
 func (s *GraphRunSuite) TestLoopConditionsAndMappings() {
 	res, err := s.run(loopGraph, nil)
@@ -280,15 +265,7 @@ func (s *GraphRunSuite) TestSlotBlobsBeyondTheHistoryAreDeleted() {
 }
 
 func (s *GraphRunSuite) TestNoEdgeMatchedNamesNodeAndOutput() {
-	_, err := s.run(`
-name: stuck
-start: a
-nodes:
-  - {id: a, kind: agent, backend: scripted, prompt: 'JSON:{"verdict": "maybe"}'}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done, when: 'output.verdict == "yes"'}
-`, nil)
+	_, err := s.run(graphYAML("stuck"), nil)
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
 	s.Equal(runapi.ErrTypeNoEdge, appErr.Type())
@@ -298,16 +275,7 @@ edges:
 }
 
 func (s *GraphRunSuite) TestMaxVisits() {
-	_, err := s.run(`
-name: forever
-start: a
-nodes:
-  - {id: a, kind: agent, backend: scripted, prompt: hi, max_visits: 3}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: a, when: 'true'}
-  - {from: a, to: done}
-`, nil)
+	_, err := s.run(graphYAML("forever"), nil)
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(err, &appErr)
 	s.Equal(runapi.ErrTypeMaxVisits, appErr.Type())
@@ -315,22 +283,7 @@ edges:
 	s.Len(s.agents["scripted"].requests(), 3)
 }
 
-const fanoutGraph = `
-name: fan
-start: split
-nodes:
-  - {id: split, kind: agent, backend: scripted, prompt: split, fanout: all}
-  - {id: left, kind: agent, backend: scripted, prompt: 'JSON:{"side": "left"}'}
-  - {id: right, kind: agent, backend: scripted, prompt: 'JSON:{"side": "right"}'}
-  - {id: meet, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: left}
-  - {from: split, to: right}
-  - {from: left, to: meet}
-  - {from: right, to: meet}
-  - {from: meet, to: done, with: {sides: 'output.branches.left.side + "+" + output.branches.right.side'}}
-`
+var fanoutGraph = graphYAML("fanout")
 
 func (s *GraphRunSuite) TestFanoutAndJoin() {
 	res, err := s.run(fanoutGraph, nil)
@@ -349,15 +302,7 @@ func (s *GraphRunSuite) TestPersistInFanoutBranchFailsAtRunTime() {
 	s.Contains(appErr.Error(), "persist inside a fan-out branch")
 }
 
-const humanGraph = `
-name: approve
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "Publish {{.input.title}}?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: done, with: {answer: output.answer}}
-`
+var humanGraph = graphYAML("approve")
 
 func (s *GraphRunSuite) TestAnswerBySignal() {
 	s.env.RegisterDelayedCallback(func() {
@@ -409,15 +354,7 @@ func (s *GraphRunSuite) queryState() *runapi.State {
 }
 
 func (s *GraphRunSuite) TestToolNode() {
-	res, err := s.run(`
-name: oracle
-start: check
-nodes:
-  - {id: check, kind: tool, run: [sh, -c, 'echo "checking {{.input.what}}"; exit 3'], timeout: 10s}
-  - {id: done, kind: end}
-edges:
-  - {from: check, to: done, when: 'output.exit_code == 3', with: {said: output.stdout}}
-`, map[string]any{"what": "otters"})
+	res, err := s.run(graphYAML("oracle"), map[string]any{"what": "otters"})
 	s.Require().NoError(err)
 	s.Equal("checking otters\n", res.Output["said"])
 }

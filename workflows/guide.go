@@ -15,14 +15,9 @@ import (
 // receiveGuidance keeps the notes people send agent nodes with the guide
 // signal, in the checkpoint, until their node's next visit takes them.
 func (r *runImpl) receiveGuidance(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, runapi.SignalGuide)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var gd runapi.Guide
-			ch.Receive(ctx, &gd)
-			if err := r.addGuidance(ctx, gd); err != nil {
-				workflow.GetLogger(ctx).Warn("guide signal ignored", "node", gd.Node, "error", err.Error())
-			}
+	receiveEach(ctx, runapi.SignalGuide, func(ctx workflow.Context, gd runapi.Guide) {
+		if err := r.addGuidance(ctx, gd); err != nil {
+			workflow.GetLogger(ctx).Warn("guide signal ignored", "node", gd.Node, "error", err.Error())
 		}
 	})
 }

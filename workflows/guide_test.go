@@ -8,29 +8,7 @@ import (
 	"github.com/tether-run/tether/internal/runapi"
 )
 
-const guideGraph = `
-name: guided
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    prompt: 'write visit {{.visit}}'
-  - id: ask
-    kind: human
-    question: again?
-  - id: again
-    kind: agent
-    backend: scripted
-    prompt: 'second writer'
-  - id: done
-    kind: end
-edges:
-  - {from: writer, to: ask}
-  - {from: ask, to: again}
-  - {from: again, to: done}
-`
+var guideGraph = graphYAML("guided")
 
 // A note sent with the guide signal goes after the prompt of its node's
 // next visit, once, and that visit's path step records it; a note for a

@@ -24,15 +24,7 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 		return visitResult{output: map[string]any{"answer": p.Questions[0].Answer, "question_id": qid}, answered: p}, nil
 	}
 	if !inBranch {
-		r.postQuestions(ctx, node.ID, qs)
-		r.cp.Pause = &runstore.PauseInfo{NodeID: node.ID, Visit: visitNo, Questions: qs, Input: cur.Input}
-		r.cp.Status = runstore.StatusWaiting
-		r.setStatus(ctx, r.cp.Status)
-		if err := r.save(ctx); err != nil {
-			// Temporal's history keeps the wait durable; the run store
-			// catches up at the next checkpoint.
-			workflow.GetLogger(ctx).Warn("could not checkpoint the human question; waiting anyway", "node", node.ID, "error", err.Error())
-		}
+		r.waitFor(ctx, node.ID, visitNo, qs, cur.Input, "human question")
 	}
 	answers, err := r.ask(ctx, node.ID, qs)
 	if err != nil {
@@ -40,15 +32,38 @@ func (r *runImpl) visitHuman(ctx workflow.Context, node *graph.Node, cur runstor
 	}
 	v := visitResult{output: map[string]any{"answer": answers[0], "question_id": qid}}
 	if !inBranch {
-		v.answered = r.cp.Pause
-		for i := range v.answered.Questions {
-			v.answered.Questions[i].Answered, v.answered.Questions[i].Answer = true, answers[i]
-		}
-		r.cp.Pause = nil
-		r.cp.Status = runstore.StatusRunning
-		r.setStatus(ctx, r.cp.Status)
+		v.answered = r.answeredPause(ctx, answers)
 	}
 	return v, nil
+}
+
+// waitFor posts qs, the questions of node's visit visitNo, and records the
+// run as waiting for them: its pause, its status and a checkpoint. A
+// checkpoint that fails only warns (what names the question): Temporal's
+// history keeps the wait durable; the run store catches up at the next
+// checkpoint.
+func (r *runImpl) waitFor(ctx workflow.Context, node string, visitNo int, qs []runstore.Question, input map[string]any, what string) {
+	r.postQuestions(ctx, node, qs)
+	r.cp.Pause = &runstore.PauseInfo{NodeID: node, Visit: visitNo, Questions: qs, Input: input}
+	r.cp.Status = runstore.StatusWaiting
+	r.setStatus(ctx, r.cp.Status)
+	if err := r.save(ctx); err != nil {
+		workflow.GetLogger(ctx).Warn("could not checkpoint the "+what+"; waiting anyway", "node", node, "error", err.Error())
+	}
+}
+
+// answeredPause ends the wait waitFor began: it marks the pause's
+// questions answered with answers, in order, sets the run running again,
+// and returns the answered pause.
+func (r *runImpl) answeredPause(ctx workflow.Context, answers []string) *runstore.PauseInfo {
+	p := r.cp.Pause
+	for i := range p.Questions {
+		p.Questions[i].Answered, p.Questions[i].Answer = true, answers[i]
+	}
+	r.cp.Pause = nil
+	r.cp.Status = runstore.StatusRunning
+	r.setStatus(ctx, r.cp.Status)
+	return p
 }
 
 func answered(qs []runstore.Question) bool {

@@ -1,15 +1,10 @@
 package workflows
 
-import (
-	"go.temporal.io/sdk/workflow"
-)
-
 // A run recorded before one-trip visits keeps its two-activity visits; its
 // slots record their blobs' digests too, so a restore can check them, and
 // it resumes its conversation through them.
 func (s *GraphRunSuite) TestLegacyVisitsRecordDigests() {
-	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-	s.env.OnGetVersion(changeOneTripVisit, workflow.DefaultVersion, versionOneTripVisit).Return(workflow.DefaultVersion)
+	s.recordedBefore(changeOneTripVisit, versionOneTripVisit)
 	s.wipeOnJudge(nil)
 	_, err := s.run(persistLoop, nil)
 	s.Require().NoError(err)

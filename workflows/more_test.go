@@ -53,20 +53,7 @@ func (s *GraphRunSuite) TestContinueAsNewAtTheThreshold() {
 // Two edges from a fan-out to the same node open two branches, named
 // apart.
 func (s *GraphRunSuite) TestBranchesToOneNodeAreNamedApart() {
-	g := `
-name: twice
-start: split
-nodes:
-  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
-  - {id: b, kind: tool, run: [sh, -c, 'echo {{.input.n}} > {{.input.n}}.txt']}
-  - {id: meet, kind: join, workspace: merge}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: b, with: {n: "'one'"}}
-  - {from: split, to: b, with: {n: "'two'"}}
-  - {from: b, to: meet}
-  - {from: meet, to: done}
-`
+	g := graphYAML("twice")
 	_, err := s.run(g, nil)
 	s.Require().NoError(err)
 	var names []string
@@ -82,22 +69,7 @@ edges:
 // removed: the branch that adds one line beats the one that adds one and
 // removes one. A branch that changed nothing is not kept by a merge.
 func (s *GraphRunSuite) TestJoinsWeighBranchesByTheirChange() {
-	g := `
-name: pick
-start: split
-nodes:
-  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'echo seed > seed.txt']}
-  - {id: swap, kind: tool, run: [sh, -c, 'rm seed.txt; echo s > s.txt']}
-  - {id: add, kind: tool, run: [sh, -c, 'echo a > a.txt']}
-  - {id: best, kind: join, workspace: {pick: "true", by: diff.lines}}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: swap}
-  - {from: split, to: add}
-  - {from: swap, to: best}
-  - {from: add, to: best}
-  - {from: best, to: done}
-`
+	g := graphYAML("pick")
 	_, err := s.run(g, nil)
 	s.Require().NoError(err)
 	ws, _ := s.latest().Outputs["best"]["workspace"].(map[string]any)
@@ -139,17 +111,7 @@ func (s *GraphRunSuite) TestABudgetStopIsRecorded() {
 
 // The state query shows the nodes being visited now, and only those.
 func (s *GraphRunSuite) TestStateShowsOnlyTheNodeBeingVisited() {
-	g := `
-name: gate
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, prompt: draft}
-  - {id: gate, kind: human, question: "Ship it?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: gate}
-  - {from: gate, to: done}
-`
+	g := graphYAML("writer-gate")
 	var current []string
 	s.env.RegisterDelayedCallback(func() {
 		current = s.queryState().Current

@@ -159,15 +159,10 @@ func moveOf(err error) *runapi.Move {
 // receiveUpgrade takes the upgrade signal: a waiting run checks its
 // routing when it gets one (a run between visits checks anyway).
 func (r *runImpl) receiveUpgrade(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, runapi.SignalUpgrade)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var u runapi.Upgrade
-			ch.Receive(ctx, &u)
-			r.upgradeAsked = true
-			if u.Since.After(r.upgradeSince) {
-				r.upgradeSince = u.Since
-			}
+	receiveEach(ctx, runapi.SignalUpgrade, func(_ workflow.Context, u runapi.Upgrade) {
+		r.upgradeAsked = true
+		if u.Since.After(r.upgradeSince) {
+			r.upgradeSince = u.Since
 		}
 	})
 }

@@ -243,21 +243,7 @@ func (s *GraphRunSuite) TestAWaitingRunWaitsForItsWorkerToReadTheNewRouting() {
 // waits, it waits on, takes the answer, and moves once every branch is
 // done, before the join.
 func (s *GraphRunSuite) TestARunWaitingInABranchMovesOnceTheBranchesAreDone() {
-	g := `
-name: branch-ask
-start: split
-nodes:
-  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
-  - {id: gate, kind: human, question: "Ship it?"}
-  - {id: meet, kind: join}
-  - {id: after, kind: tool, run: [sh, -c, 'true']}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: gate}
-  - {from: gate, to: meet}
-  - {from: meet, to: after}
-  - {from: after, to: done}
-`
+	g := graphYAML("branch-ask")
 	rt := &routingOf{rt: onA}
 	versioned(s.env, rt)
 	s.env.RegisterDelayedCallback(func() {

@@ -102,15 +102,7 @@ func (s *GraphRunSuite) TestNoNoticesWhenOff() {
 // A failed run says so, once, with its error.
 func (s *GraphRunSuite) TestNoticeOfFailure() {
 	rec := s.withNotices(notify.Endpoint{Name: "ops", URL: "https://ops.example/hook"})
-	_, err := s.run(`
-name: fails
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, prompt: FAIL}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done}
-`, nil)
+	_, err := s.run(graphYAML("fails-notice"), nil)
 	s.Require().Error(err)
 	s.Require().Len(rec.sent, 1)
 	s.Equal("failed", rec.sent[0].Event)
@@ -141,8 +133,7 @@ func (s *GraphRunSuite) restart(cp *runstore.Checkpoint, before bool) (string, *
 	s.SetupTest()
 	rec := s.withNotices(notify.Endpoint{Name: "ops", URL: "https://ops.example/hook"})
 	if before {
-		s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-		s.env.OnGetVersion(changeRewoundQuestions, workflow.DefaultVersion, versionRewoundQuestions).Return(workflow.DefaultVersion)
+		s.recordedBefore(changeRewoundQuestions, versionRewoundQuestions)
 	}
 	var asking string
 	s.env.RegisterDelayedCallback(func() {

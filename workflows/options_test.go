@@ -38,19 +38,7 @@ func (s *GraphRunSuite) started() func() map[string][]*activity.Info {
 // its worker is lost after the run's heartbeat timeout.
 func (s *GraphRunSuite) TestVisitTimeouts() {
 	infos := s.started()
-	g := s.parse(`
-name: timeouts
-start: own
-nodes:
-  - {id: own, kind: agent, backend: scripted, prompt: a, timeout: 3m}
-  - {id: agent, kind: agent, backend: scripted, prompt: b}
-  - {id: tool, kind: tool, run: [sh, -c, 'true']}
-  - {id: done, kind: end}
-edges:
-  - {from: own, to: agent}
-  - {from: agent, to: tool}
-  - {from: tool, to: done}
-`)
+	g := s.parse(graphYAML("timeouts"))
 	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: g, Options: runapi.Options{NodeTimeout: 7 * time.Minute, HeartbeatTimeout: 11 * time.Second}})
 	s.Require().NoError(s.env.GetWorkflowError())
 	visits := infos()["Visit"]
@@ -124,8 +112,7 @@ func (s *GraphRunSuite) TestOnlyPersistVisitsPackIncrementally() {
 	for _, before := range []bool{false, true} {
 		s.SetupTest()
 		if before {
-			s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-			s.env.OnGetVersion(changeIncrementalPacks, workflow.DefaultVersion, versionIncrementalPacks).Return(workflow.DefaultVersion)
+			s.recordedBefore(changeIncrementalPacks, versionIncrementalPacks)
 		}
 		reqs := s.visitRequests()
 		_, err := s.run(persistLoop, nil)

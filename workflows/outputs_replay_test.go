@@ -1,67 +1,16 @@
 package workflows
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/interceptor"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
-	"github.com/tether-run/tether/internal/github"
 	"github.com/tether-run/tether/internal/runapi"
 )
-
-// sent is what a replay sent out: each activity's input and the
-// workflow's result, as the JSON Temporal's converter makes of them.
-type sent struct {
-	interceptor.WorkerInterceptorBase
-	inputs [][]byte
-	result []byte
-}
-
-func (s *sent) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	return &sentInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, s: s}
-}
-
-type sentInbound struct {
-	interceptor.WorkflowInboundInterceptorBase
-	s *sent
-}
-
-func (i *sentInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
-	return i.Next.Init(&sentOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, s: i.s})
-}
-
-//workflowcheck:ignore
-func (i *sentInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
-	res, err := i.Next.ExecuteWorkflow(ctx, in)
-	if err == nil && res != nil {
-		i.s.result, _ = json.Marshal(res)
-	}
-	return res, err
-}
-
-type sentOutbound struct {
-	interceptor.WorkflowOutboundInterceptorBase
-	s *sent
-}
-
-//workflowcheck:ignore
-func (o *sentOutbound) ExecuteActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
-	var b []byte
-	if len(args) > 0 {
-		b, _ = json.Marshal(args[0])
-	}
-	o.s.inputs = append(o.s.inputs, b)
-	return o.Next.ExecuteActivity(ctx, typ, args...)
-}
 
 // TestReplaySendsTheSameOutputs: replaying every history, each activity
 // is sent the very bytes of nodes' outputs the recorded run sent it (a
@@ -77,13 +26,7 @@ func TestReplaySendsTheSameOutputs(t *testing.T) {
 	joins := 0
 	for _, f := range histories(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			s := &sent{}
-			rp, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{s}})
-			require.NoError(t, err)
-			rp.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
-			rp.RegisterWorkflowWithOptions(Notice, workflow.RegisterOptions{Name: runapi.NoticeWorkflowType})
-			rp.RegisterWorkflowWithOptions(GitHubDelivery, workflow.RegisterOptions{Name: github.WorkflowType})
-			require.NoError(t, rp.ReplayWorkflowHistoryFromJSONFile(nil, f))
+			s := replay(t, f)
 
 			inputs, result := sentByTheRun(t, f)
 			require.Len(t, s.inputs, len(inputs))
@@ -105,34 +48,12 @@ func TestReplaySendsTheSameOutputs(t *testing.T) {
 // order, and its result if it completed, as the payloads' bytes.
 func sentByTheRun(t *testing.T, file string) (inputs [][]byte, result []byte) {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var h struct {
-		Events []struct {
-			EventType string `json:"eventType"`
-			Scheduled *struct {
-				Input payloads `json:"input"`
-			} `json:"activityTaskScheduledEventAttributes"`
-			Completed *struct {
-				Result payloads `json:"result"`
-			} `json:"workflowExecutionCompletedEventAttributes"`
-		} `json:"events"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &h))
-	first := func(p payloads) []byte {
-		if len(p.Payloads) == 0 {
-			return nil
-		}
-		b, err := base64.StdEncoding.DecodeString(p.Payloads[0].Data)
-		require.NoError(t, err)
-		return b
-	}
-	for _, e := range h.Events {
+	for _, e := range readHistory(t, file).Events {
 		switch {
 		case e.EventType == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" && e.Scheduled != nil:
-			inputs = append(inputs, first(e.Scheduled.Input))
+			inputs = append(inputs, e.Scheduled.Input.raw(t))
 		case e.EventType == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED" && e.Completed != nil:
-			result = first(e.Completed.Result)
+			result = e.Completed.Result.raw(t)
 		}
 	}
 	return inputs, result

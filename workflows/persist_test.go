@@ -24,18 +24,7 @@ import (
 // with the real activities, the real run store on a memory blob store, and
 // fakeAgent, whose "disk" a test can wipe like a recycled worker's.
 
-const persistLoop = `
-name: persist
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "draft {{.visit}}"}
-  - {id: judge, kind: agent, backend: scripted, prompt: 'JSON:{"ok": {{if ge .input.round 3.0}}true{{else}}false{{end}}}'}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: judge, with: {round: visits}}
-  - {from: judge, to: done, when: output.ok}
-  - {from: judge, to: writer}
-`
+var persistLoop = graphYAML("persist-loop")
 
 func (s *GraphRunSuite) writer() *fakeAgent { return s.agents["claude_code"] }
 
@@ -60,13 +49,42 @@ func (s *GraphRunSuite) wipeOnJudge(also func()) {
 	}
 }
 
-func (s *GraphRunSuite) checkpointJSON() string {
+// checkpoints returns run-1's checkpoints, oldest first, and the
+// sequence number of the newest, which a resume from any of them takes.
+func (s *GraphRunSuite) checkpoints() (all []*runstore.Checkpoint, newest int64) {
 	infos, err := s.runs.List(context.Background(), "run-1")
 	s.Require().NoError(err)
-	var all []string
 	for _, info := range infos {
 		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
 		s.Require().NoError(err)
+		all = append(all, cp)
+		newest = info.Seq
+	}
+	return all, newest
+}
+
+// firstCheckpoint returns run-1's oldest checkpoint that match holds for
+// (nil when none does) and the sequence number of the newest.
+func (s *GraphRunSuite) firstCheckpoint(match func(*runstore.Checkpoint) bool) (*runstore.Checkpoint, int64) {
+	all, newest := s.checkpoints()
+	for _, cp := range all {
+		if match(cp) {
+			return cp, newest
+		}
+	}
+	return nil, newest
+}
+
+// afterFirstWriterVisit matches the checkpoint taken after the writer's
+// and the judge's first visits.
+func afterFirstWriterVisit(cp *runstore.Checkpoint) bool {
+	return cp.Visits["writer"] == 1 && cp.Visits["judge"] == 1
+}
+
+func (s *GraphRunSuite) checkpointJSON() string {
+	cps, _ := s.checkpoints()
+	var all []string
+	for _, cp := range cps {
 		b, err := json.Marshal(cp)
 		s.Require().NoError(err)
 		all = append(all, string(b))
@@ -125,15 +143,7 @@ func (s *GraphRunSuite) TestCorruptSlotBlobRunsFresh() {
 	}
 }
 
-const askGraph = `
-name: ask
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "draft ASK: one"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`
+var askGraph = graphYAML("ask")
 
 // ask_user carries the session to a pause ref; the checkpoint has the ref,
 // not bytes; a wiped dir between ask and answer resumes from the pause ref,
@@ -203,15 +213,7 @@ func (s *GraphRunSuite) TestMissingPauseBlobRunsFresh() {
 	s.NotContains(calls[1].Input, agent.SessionIDKey)
 }
 
-const twoAsks = `
-name: ask2
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: claude_code, session: persist, prompt: "ASK: one ASK: two"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`
+var twoAsks = graphYAML("two-asks")
 
 // Two ask_users: success deletes A only after B is committed.
 func (s *GraphRunSuite) TestSecondAskDeletesFirstPauseBlobAfterCommit() {
@@ -333,17 +335,7 @@ func (s *GraphRunSuite) TestPackFailureInvalidatesSlot() {
 	s.Empty(calls[2].SessionID, "visit 2's pack failed, so visit 3 starts fresh")
 }
 
-const inheritGraph = `
-name: inherit
-start: a
-nodes:
-  - {id: a, kind: agent, backend: claude_code, model: m-a, prompt: first}
-  - {id: b, kind: agent, backend: claude_code, model: m-b, session: inherit, prompt: second}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: b, with: {_session_id: output._session_id, _session_fingerprint: "'forged'"}}
-  - {from: b, to: done}
-`
+var inheritGraph = graphYAML("inherit")
 
 func (s *GraphRunSuite) TestInheritUsesHasSessionWithSourceFingerprint() {
 	_, err := s.run(inheritGraph, nil)
@@ -395,17 +387,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	_, err := s.run(persistLoop, nil)
 	s.Require().NoError(err)
 	// Checkpoint after the writer's first visit.
-	infos, err := s.runs.List(context.Background(), "run-1")
-	s.Require().NoError(err)
-	var target *runstore.Checkpoint
-	for _, info := range infos {
-		cp, err := s.runs.Get(context.Background(), "run-1", info.Seq)
-		s.Require().NoError(err)
-		if cp.Visits["writer"] == 1 && cp.Visits["judge"] == 1 {
-			target = cp
-			break
-		}
-	}
+	target, newest := s.firstCheckpoint(afterFirstWriterVisit)
 	s.Require().NotNil(target)
 	// The live root still holds the 3-turn conversation, stale for the
 	// rewound run; the target's slot names the 1-turn state, whose blob
@@ -418,7 +400,7 @@ func (s *GraphRunSuite) TestRewindRestoresSlotOverStaleLiveState() {
 	env.RegisterWorkflowWithOptions(GraphRun, workflow.RegisterOptions{Name: runapi.WorkflowType})
 	env.RegisterActivity(s.acts)
 	cp := *target
-	cp.Seq = infos[len(infos)-1].Seq
+	cp.Seq = newest
 	env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Checkpoint: &cp})
 	s.Require().NoError(env.GetWorkflowError())
 	// The writer's next visit is visit 2 of the 1-turn conversation: the
@@ -440,15 +422,7 @@ func mustJSON(v any) string {
 // An answer the run accepted survives a fail-stop of the checkpoint that
 // would record it: the resumed run takes it instead of asking again.
 func (s *GraphRunSuite) TestAcceptedAnswerSurvivesAFailStop() {
-	g := `
-name: gate
-start: gate
-nodes:
-  - {id: gate, kind: human, question: "Ship it?"}
-  - {id: done, kind: end}
-edges:
-  - {from: gate, to: done}
-`
+	g := graphYAML("gate")
 	// The waiting checkpoint lands; the one after the answer fails.
 	s.store.arm("/checkpoints/", 1, false)
 	s.env.RegisterDelayedCallback(func() {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	sdkpb "go.temporal.io/api/sdk/v1"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
@@ -67,8 +66,7 @@ func (s *GraphRunSuite) TestAStoreFaultsKeyIsNotPassedOn() {
 // Runs recorded before changeRefFreeNotes passed the failure's message on
 // as it was.
 func (s *GraphRunSuite) TestAStoreFaultsKeyBeforeRefFreeNotes() {
-	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-	s.env.OnGetVersion(changeRefFreeNotes, workflow.DefaultVersion, versionRefFreeNotes).Return(workflow.DefaultVersion)
+	s.recordedBefore(changeRefFreeNotes, versionRefFreeNotes)
 	reqs := s.visitRequests()
 	s.failVisits(1, storeFault)
 	_, err := s.run(persistLoop, nil)
@@ -95,8 +93,7 @@ func (s *GraphRunSuite) TestAnInboundRefIsNotQuoted() {
 	s.noRefIn("b's output", s.latest().Outputs["b"])
 
 	s.SetupTest()
-	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-	s.env.OnGetVersion(changeRefFreeNotes, workflow.DefaultVersion, versionRefFreeNotes).Return(workflow.DefaultVersion)
+	s.recordedBefore(changeRefFreeNotes, versionRefFreeNotes)
 	_, err = s.run(g, nil)
 	s.Require().NoError(err)
 	note, _ = s.latest().Outputs["b"][activities.SessionNoteKey].(string)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/agent"
@@ -78,8 +77,7 @@ func (s *GraphRunSuite) TestFailuresThatMayPassAreRestartedByTheRun() {
 // Runs recorded before server-retry keep their bound: a lost worker counts
 // as one of the maxVisitRestarts restarts, each started by the workflow.
 func (s *GraphRunSuite) TestLostWorkersBeforeServerRetry() {
-	s.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, versionBaseline).Return(workflow.DefaultVersion) // recorded before the baseline
-	s.env.OnGetVersion(changeServerRetry, workflow.DefaultVersion, versionServerRetry).Return(workflow.DefaultVersion)
+	s.recordedBefore(changeServerRetry, versionServerRetry)
 	s.wipeOnJudge(nil)
 	s.failVisits(maxVisitRestarts+1, workerStopping)
 	_, err := s.run(persistLoop, nil)

@@ -51,23 +51,13 @@ func (r *runImpl) visitReview(ctx workflow.Context, node *graph.Node, cur runsto
 	}
 	text := r.reviewQuestion(node, cur, visitNo)
 	qs := []runstore.Question{{ID: qid, Text: text}}
-	r.postQuestions(ctx, node.ID, qs)
-	r.cp.Pause = &runstore.PauseInfo{NodeID: node.ID, Visit: visitNo, Questions: qs, Input: cur.Input}
-	r.cp.Status = runstore.StatusWaiting
-	r.setStatus(ctx, r.cp.Status)
-	if err := r.save(ctx); err != nil {
-		workflow.GetLogger(ctx).Warn("could not checkpoint the review question; waiting anyway", "node", node.ID, "error", err.Error())
-	}
+	r.waitFor(ctx, node.ID, visitNo, qs, cur.Input, "review question")
 	answers, err := r.ask(ctx, node.ID, qs)
 	if err != nil {
 		return visitResult{}, err
 	}
 	v, err := prOut(answers[0])
-	v.answered = r.cp.Pause
-	v.answered.Questions[0].Answered, v.answered.Questions[0].Answer = true, answers[0]
-	r.cp.Pause = nil
-	r.cp.Status = runstore.StatusRunning
-	r.setStatus(ctx, r.cp.Status)
+	v.answered = r.answeredPause(ctx, answers)
 	return v, err
 }
 

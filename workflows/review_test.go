@@ -9,22 +9,7 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-const reviewLoop = `
-name: review-loop
-start: ask
-publish: {pull_request: {title: "Fix it"}}
-inputs: [{name: feedback, default: ""}]
-nodes:
-  - {id: ask, kind: human, question: "Start?"}
-  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "write {{.visit}} {{.input.feedback}}"}
-  - {id: review, kind: review}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: writer}
-  - {from: writer, to: review}
-  - {from: review, to: done, when: 'output.verdict == "approved" || output.verdict == "merged"'}
-  - {from: review, to: writer, with: {feedback: output.feedback}}
-`
+var reviewLoop = graphYAML("review-loop")
 
 // A review that arrives before its review node waits (addressed to the
 // node, as the GitHub delivery addresses it) is kept and taken by the

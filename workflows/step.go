@@ -92,18 +92,12 @@ func lastLines(s string, n int) string {
 	return excerpt.Head(strings.Join(lines, " ⏎ "), runstore.StepDetailBytes)
 }
 
-// number is a JSON number of an output as an int: activity results decode
-// as float64, test environments may hand over ints.
+// number is a JSON number of an output as an int (runapi.Number), 0 for
+// anything else: activity results decode as float64, test environments
+// may hand over ints.
 func number(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
-	}
-	return 0
+	n, _ := runapi.Number(v)
+	return n
 }
 
 // outputUsage is the usage an agent's output carries under agent.UsageKey

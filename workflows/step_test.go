@@ -23,23 +23,7 @@ func (s *GraphRunSuite) TestStepsKeepEachVisitsOwnResult() {
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: "writer-1-q1", Text: "go on"})
 	}, time.Hour)
-	res, err := s.run(`
-name: steps
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, prompt: '{{if eq .visit 1}}ASK: which?{{end}} write'}
-  - id: check
-    kind: tool
-    timeout: 10s
-    run: [sh, -c, 'echo building; if [ {{.visit}} -lt 2 ]; then echo "--- FAIL: TestAdd" >&2; echo "    want 3, got 2" >&2; echo FAIL >&2; echo more >&2; exit 1; fi; echo "ok  pkg 0.1s"']
-  - {id: slow, kind: tool, run: [sleep, "30"], timeout: 1s}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: slow, when: 'output.exit_code == 0'}
-  - {from: check, to: writer}
-  - {from: slow, to: done}
-`, nil)
+	res, err := s.run(graphYAML("steps"), nil)
 	s.Require().NoError(err)
 	s.Equal("writer>check>writer>check>slow>done", pathOf(res))
 	path := s.latest().Path

@@ -56,20 +56,20 @@ const (
 
 // withDefaults is o with each zero value set to its default.
 func withDefaults(o runapi.Options) runapi.Options {
-	if o.ContinueAsNewEvents <= 0 {
-		o.ContinueAsNewEvents = runapi.DefaultContinueAsNewEvents
-	}
-	if o.NodeTimeout <= 0 {
-		o.NodeTimeout = runapi.DefaultNodeTimeout
-	}
-	if o.WorkerLostAfter <= 0 {
-		o.WorkerLostAfter = runapi.DefaultWorkerLostAfter
-	}
-	if o.HeartbeatTimeout <= 0 {
-		o.HeartbeatTimeout = runapi.DefaultHeartbeatTimeout
-	}
+	o.ContinueAsNewEvents = positiveOr(o.ContinueAsNewEvents, runapi.DefaultContinueAsNewEvents)
+	o.NodeTimeout = positiveOr(o.NodeTimeout, runapi.DefaultNodeTimeout)
+	o.WorkerLostAfter = positiveOr(o.WorkerLostAfter, runapi.DefaultWorkerLostAfter)
+	o.HeartbeatTimeout = positiveOr(o.HeartbeatTimeout, runapi.DefaultHeartbeatTimeout)
 	if o.SessionHistory == 0 {
 		o.SessionHistory = runapi.DefaultSessionHistory
 	}
 	return o
+}
+
+// positiveOr is v, or def when v is zero or negative.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

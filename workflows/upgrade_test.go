@@ -33,19 +33,7 @@ func (s *GraphRunSuite) notRegisteredFirst(n, may int) *atomic.Int32 {
 
 // oneBranch fans out to a single branch, so every branch visit is one
 // call.
-const oneBranch = `
-name: one-branch
-start: split
-nodes:
-  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
-  - {id: b, kind: tool, run: [sh, -c, 'true']}
-  - {id: meet, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: b}
-  - {from: b, to: meet}
-  - {from: meet, to: done}
-`
+var oneBranch = graphYAML("one-branch")
 
 // During a rolling upgrade a branch visit that only workers of an older
 // build polled waits for an upgraded one, up to maxUpgradeWaits times; the
@@ -67,28 +55,12 @@ func (s *GraphRunSuite) TestBranchVisitWaitsForAnUpgradedWorker() {
 // A node that fails says which node, which visit and, for an agent, which
 // backend.
 func (s *GraphRunSuite) TestAFailedNodeSaysWhichVisitFailed() {
-	_, err := s.run(`
-name: fails
-start: a
-nodes:
-  - {id: a, kind: agent, backend: scripted, prompt: FAIL}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: done}
-`, nil)
+	_, err := s.run(graphYAML("fails-agent"), nil)
 	s.requireNodeFailed(err)
 	s.Contains(err.Error(), `agent node "a" (visit 1, backend scripted): `)
 
 	s.SetupTest()
-	_, err = s.run(`
-name: fails
-start: t
-nodes:
-  - {id: t, kind: tool, run: [/nonexistent/tool]}
-  - {id: done, kind: end}
-edges:
-  - {from: t, to: done}
-`, nil)
+	_, err = s.run(graphYAML("fails-tool"), nil)
 	s.requireNodeFailed(err)
 	s.Contains(err.Error(), `tool node "t" (visit 1): `)
 	s.NotContains(err.Error(), `agent node "t"`)
@@ -98,17 +70,7 @@ edges:
 // error, and the step that failed; an end node is visited once, as its
 // own step.
 func (s *GraphRunSuite) TestAFailedRunIsRecordedAndAnEndIsAStep() {
-	_, err := s.run(`
-name: fails
-start: a
-nodes:
-  - {id: a, kind: agent, backend: scripted, prompt: hi}
-  - {id: b, kind: agent, backend: scripted, prompt: FAIL}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: b}
-  - {from: b, to: done}
-`, nil)
+	_, err := s.run(graphYAML("fails-second"), nil)
 	s.requireNodeFailed(err)
 	cp := s.latest()
 	s.Equal(runstore.StatusFailed, cp.Status)

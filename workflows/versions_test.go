@@ -31,6 +31,10 @@ type replayed struct {
 	activities []scheduled
 	// local are the local activities run, in order.
 	local []named
+	// inputs are the activities' inputs, in order, and result is the
+	// workflow's result, as the JSON Temporal's converter makes of them.
+	inputs [][]byte
+	result []byte
 }
 
 // named is a step by its type and its summary (what the Web UI shows).
@@ -57,6 +61,15 @@ func (i *replayedInbound) Init(out interceptor.WorkflowOutboundInterceptor) erro
 	return i.Next.Init(&replayedOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, r: i.r})
 }
 
+//workflowcheck:ignore
+func (i *replayedInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	res, err := i.Next.ExecuteWorkflow(ctx, in)
+	if err == nil && res != nil {
+		i.r.result, _ = json.Marshal(res)
+	}
+	return res, err
+}
+
 type replayedOutbound struct {
 	interceptor.WorkflowOutboundInterceptorBase
 	r *replayed
@@ -77,12 +90,15 @@ func (o *replayedOutbound) GetVersion(ctx workflow.Context, id string, minSuppor
 //workflowcheck:ignore
 func (o *replayedOutbound) ExecuteActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
 	s := scheduled{typ: typ, summary: workflow.GetActivityOptions(ctx).Summary}
+	var b []byte
 	if len(args) > 0 {
-		if b, err := json.Marshal(args[0]); err == nil {
+		var err error
+		if b, err = json.Marshal(args[0]); err == nil {
 			_ = json.Unmarshal(b, &s.input)
 		}
 	}
 	o.r.activities = append(o.r.activities, s)
+	o.r.inputs = append(o.r.inputs, b)
 	return o.Next.ExecuteActivity(ctx, typ, args...)
 }
 
@@ -118,12 +134,20 @@ type payloads struct {
 
 func (p payloads) first(t *testing.T, into any) {
 	t.Helper()
+	if data := p.raw(t); data != nil {
+		require.NoError(t, json.Unmarshal(data, into))
+	}
+}
+
+// raw is the bytes of the first payload, nil when there is none.
+func (p payloads) raw(t *testing.T) []byte {
+	t.Helper()
 	if len(p.Payloads) == 0 {
-		return
+		return nil
 	}
 	data, err := base64.StdEncoding.DecodeString(p.Payloads[0].Data)
 	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(data, into))
+	return data
 }
 
 // payload is one payload of a history event.
@@ -142,29 +166,43 @@ func (p payload) text(t *testing.T) string {
 	return s
 }
 
+// history is a recorded history's events, as much of each as the tests
+// read.
+type history struct {
+	Events []struct {
+		EventType    string `json:"eventType"`
+		UserMetadata struct {
+			Summary payload `json:"summary"`
+		} `json:"userMetadata"`
+		Scheduled *struct {
+			ActivityType struct{ Name string } `json:"activityType"`
+			Input        payloads              `json:"input"`
+		} `json:"activityTaskScheduledEventAttributes"`
+		Marker *struct {
+			MarkerName string              `json:"markerName"`
+			Details    map[string]payloads `json:"details"`
+		} `json:"markerRecordedEventAttributes"`
+		Completed *struct {
+			Result payloads `json:"result"`
+		} `json:"workflowExecutionCompletedEventAttributes"`
+	} `json:"events"`
+}
+
+// readHistory reads the history file.
+func readHistory(t *testing.T, file string) history {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var h history
+	require.NoError(t, json.Unmarshal(raw, &h))
+	return h
+}
+
 // recorded are the activities a history scheduled, in order, and the
 // local activities it ran.
 func recorded(t *testing.T, file string) ([]scheduled, []named) {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var h struct {
-		Events []struct {
-			EventType    string `json:"eventType"`
-			UserMetadata struct {
-				Summary payload `json:"summary"`
-			} `json:"userMetadata"`
-			Scheduled *struct {
-				ActivityType struct{ Name string } `json:"activityType"`
-				Input        payloads              `json:"input"`
-			} `json:"activityTaskScheduledEventAttributes"`
-			Marker *struct {
-				MarkerName string              `json:"markerName"`
-				Details    map[string]payloads `json:"details"`
-			} `json:"markerRecordedEventAttributes"`
-		} `json:"events"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &h))
+	h := readHistory(t, file)
 	var out []scheduled
 	var local []named
 	for _, e := range h.Events {
@@ -253,6 +291,45 @@ func TestReplayRunsTheSameLocalActivities(t *testing.T) {
 	}
 }
 
+// parseSources parses dir's Go files, its tests left out, and calls do
+// with each file's path and syntax.
+func parseSources(t *testing.T, fset *token.FileSet, dir string, do func(path string, file *ast.File)) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, dir)
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, path, nil, 0)
+		require.NoError(t, err)
+		do(path, file)
+	}
+}
+
+// literals calls do with each name spec declares with a basic literal
+// (a string or a number), and the literal as written.
+func literals(spec *ast.ValueSpec, do func(name, value string)) {
+	for i, name := range spec.Names {
+		if i < len(spec.Values) {
+			if lit, ok := spec.Values[i].(*ast.BasicLit); ok {
+				do(name.Name, lit.Value)
+			}
+		}
+	}
+}
+
+// isGetVersion says call is workflow.GetVersion.
+func isGetVersion(call *ast.CallExpr) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "GetVersion" {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	return ok && x.Name == "workflow"
+}
+
 // changeIDs are the workflow's GetVersion change ids with their newest
 // version, read from the package's source: every string constant named
 // change… with its version… constant. It also checks that every
@@ -261,32 +338,15 @@ func TestReplayRunsTheSameLocalActivities(t *testing.T) {
 func changeIDs(t *testing.T) map[string]workflow.Version {
 	t.Helper()
 	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
 	consts := map[string]string{}
 	var calls []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		require.NoError(t, err)
+	parseSources(t, fset, ".", func(_ string, file *ast.File) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.ValueSpec:
-				for i, name := range n.Names {
-					if i < len(n.Values) {
-						if lit, ok := n.Values[i].(*ast.BasicLit); ok {
-							consts[name.Name] = lit.Value
-						}
-					}
-				}
+				literals(n, func(name, value string) { consts[name] = value })
 			case *ast.CallExpr:
-				sel, ok := n.Fun.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != "GetVersion" {
-					return true
-				}
-				if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "workflow" {
+				if !isGetVersion(n) {
 					return true
 				}
 				require.Len(t, n.Args, 4, "%s", fset.Position(n.Pos()))
@@ -296,7 +356,7 @@ func changeIDs(t *testing.T) map[string]workflow.Version {
 			}
 			return true
 		})
-	}
+	})
 	ids := map[string]workflow.Version{}
 	for name, lit := range consts {
 		if !strings.HasPrefix(name, "change") || !strings.HasPrefix(lit, `"`) {

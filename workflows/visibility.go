@@ -76,11 +76,17 @@ func (r *runImpl) startVisibility(ctx workflow.Context) {
 func (r *runImpl) setNode(ctx workflow.Context, node string) {
 	if r.vis.on && node != r.vis.node {
 		r.vis.node = node
-		if err := workflow.UpsertTypedSearchAttributes(ctx, runapi.SearchNode.ValueSet(node)); err != nil {
-			workflow.GetLogger(ctx).Warn("could not set search attribute", "name", runapi.SearchNode.GetName(), "error", err.Error())
-		}
+		upsertKeyword(ctx, runapi.SearchNode, node)
 	}
 	r.details(ctx)
+}
+
+// upsertKeyword sets one keyword search attribute, and warns when it
+// cannot.
+func upsertKeyword(ctx workflow.Context, key temporal.SearchAttributeKeyKeyword, value string) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, key.ValueSet(value)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not set search attribute", "name", key.GetName(), "error", err.Error())
+	}
 }
 
 // setStatus records the run's status (running, waiting, failed_resumable,
@@ -88,9 +94,7 @@ func (r *runImpl) setNode(ctx workflow.Context, node string) {
 func (r *runImpl) setStatus(ctx workflow.Context, status string) {
 	if r.vis.on && status != r.vis.status {
 		r.vis.status = status
-		if err := workflow.UpsertTypedSearchAttributes(ctx, runapi.SearchStatus.ValueSet(status)); err != nil {
-			workflow.GetLogger(ctx).Warn("could not set search attribute", "name", runapi.SearchStatus.GetName(), "error", err.Error())
-		}
+		upsertKeyword(ctx, runapi.SearchStatus, status)
 	}
 	r.details(ctx)
 	r.reportGitHub(ctx)

@@ -3,6 +3,7 @@ package runapi
 import (
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/tether-run/tether/internal/graph"
 )
@@ -177,13 +178,7 @@ func JoinOutputOf(m map[string]any) (JoinOutput, error) {
 		j.Pick = r.string(m, "", "pick")
 		j.By = r.string(m, "", "by")
 	}
-	for i, e := range r.list(m, "", "branches") {
-		at := fmt.Sprintf("branches[%d].", i)
-		b, ok := e.(map[string]any)
-		if !ok {
-			r.fail(at[:len(at)-1], "an object", e)
-			continue
-		}
+	for at, b := range r.objects(m, "branches") {
 		jb := JoinBranch{
 			Name: r.string(b, at, "name"),
 			Head: r.string(b, at, "head"),
@@ -216,13 +211,7 @@ func JoinOutputOf(m map[string]any) (JoinOutput, error) {
 		}
 		j.Branches = append(j.Branches, jb)
 	}
-	for i, e := range r.list(m, "", "conflicts") {
-		at := fmt.Sprintf("conflicts[%d].", i)
-		c, ok := e.(map[string]any)
-		if !ok {
-			r.fail(at[:len(at)-1], "an object", e)
-			continue
-		}
+	for at, c := range r.objects(m, "conflicts") {
 		jc := JoinConflict{Path: r.string(c, at, "path"), Ours: r.string(c, at, "ours"), Theirs: r.string(c, at, "theirs")}
 		for k, s := range r.list(c, at, "branches") {
 			if name, ok := s.(string); ok {
@@ -249,71 +238,88 @@ func (r *reader) fail(field, want string, got any) {
 	}
 }
 
-func (r *reader) string(m map[string]any, at, key string) string {
+// field reads m[key] as a T: absent or null is T's zero value, a value of
+// another type is r's error (want names T's kind) and T's zero value.
+func field[T any](r *reader, m map[string]any, at, key, want string) T {
 	v, ok := m[key]
 	if !ok || v == nil {
-		return ""
+		var zero T
+		return zero
 	}
-	s, ok := v.(string)
+	t, ok := v.(T)
 	if !ok {
-		r.fail(at+key, "a string", v)
+		r.fail(at+key, want, v)
 	}
-	return s
+	return t
+}
+
+func (r *reader) string(m map[string]any, at, key string) string {
+	return field[string](r, m, at, key, "a string")
 }
 
 func (r *reader) bool(m map[string]any, at, key string) bool {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return false
-	}
-	b, ok := v.(bool)
-	if !ok {
-		r.fail(at+key, "a boolean", v)
-	}
-	return b
+	return field[bool](r, m, at, key, "a boolean")
 }
 
-// int reads a number as the workflow has always read one: an int or
-// int64 as written, a float64 (JSON's number) cut to an int.
+func (r *reader) list(m map[string]any, at, key string) []any {
+	return field[[]any](r, m, at, key, "a list")
+}
+
+// objects yields each object of m's list key, with "key[i]." (the path
+// its fields are read at); an entry that is not an object is r's error,
+// and skipped.
+func (r *reader) objects(m map[string]any, key string) iter.Seq2[string, map[string]any] {
+	return func(yield func(string, map[string]any) bool) {
+		for i, e := range r.list(m, "", key) {
+			at := fmt.Sprintf("%s[%d].", key, i)
+			o, ok := e.(map[string]any)
+			if !ok {
+				r.fail(at[:len(at)-1], "an object", e)
+				continue
+			}
+			if !yield(at, o) {
+				return
+			}
+		}
+	}
+}
+
+// int reads a number as the workflow has always read one (Number).
 func (r *reader) int(m map[string]any, at, key string) int {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return 0
 	}
-	switch n := v.(type) {
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
+	n, ok := Number(v)
+	if !ok {
+		r.fail(at+key, "a number", v)
 	}
-	r.fail(at+key, "a number", v)
-	return 0
+	return n
 }
 
-func (r *reader) list(m map[string]any, at, key string) []any {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return nil
-	}
-	l, ok := v.([]any)
-	if !ok {
-		r.fail(at+key, "a list", v)
-	}
-	return l
+// Number is v, a number in an output, as an int: an int or int64 as
+// written, a float64 (JSON's number; what an activity's result decodes
+// as) cut to an int. ok is false, and n 0, for anything else.
+func Number(v any) (n int, ok bool) {
+	return numberAs[int](v)
 }
 
 // float is v as a float64, for a number written by the workflow (a
 // float64) or read back from JSON.
 func float(v any) (float64, bool) {
+	return numberAs[float64](v)
+}
+
+// numberAs is v, an int, int64 or float64, converted to T; ok is false,
+// and the number 0, for anything else.
+func numberAs[T int | float64](v any) (T, bool) {
 	switch n := v.(type) {
-	case float64:
-		return n, true
 	case int:
-		return float64(n), true
+		return T(n), true
 	case int64:
-		return float64(n), true
+		return T(n), true
+	case float64:
+		return T(n), true
 	}
 	return 0, false
 }
