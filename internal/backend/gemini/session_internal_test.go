@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/packer"
+	"github.com/tether-run/tether/internal/packer/packertest"
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
@@ -64,4 +66,24 @@ func TestFork(t *testing.T) {
 	o, err := os.ReadFile(filepath.Join(env.StateRoot, orig))
 	require.NoError(t, err)
 	assert.Equal(t, body, string(o))
+}
+
+func TestLayout(t *testing.T) {
+	id := packertest.ID
+	clitest.RunLayout(t, Name, layout, packertest.Layout{
+		Seed: func(t testing.TB, env agent.Env, id string) []string {
+			name := ChatsDir + "/session-2026-12-01T22-57-" + id[:8] + ".jsonl"
+			files.Write(t, env.StateRoot, name, `{"sessionId":"`+id+`","projectHash":"x"}`+"\n")
+			files.Write(t, env.StateRoot, ".gemini/tmp/"+ProjectSlug+"/logs/session-"+id+".jsonl", "not the session\n")
+			return []string{name}
+		},
+		Private: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/settings.json",
+			".gemini/projects.json", ".gemini/installation_id", ".gemini/.env"},
+		Foreign: map[string]error{
+			".gemini/tmp/other/chats/session-2026-12-01T22-57-" + id[:8] + ".jsonl":     packer.ErrNotWhitelisted,
+			ChatsDir + "/session-2026-12-01T22-57-" + packertest.OtherID[:8] + ".jsonl": packer.ErrNotWhitelisted,
+			ChatsDir + "/" + id + ".jsonl":                                              packer.ErrNotWhitelisted,
+			".gemini/tmp/" + ProjectSlug + "/logs/session-" + id + ".jsonl":             packer.ErrNotWhitelisted,
+		},
+	})
 }
