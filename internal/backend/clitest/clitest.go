@@ -117,12 +117,13 @@ func WaitGone(t testing.TB, substr, what string) {
 
 // Argv is the command line executor e launches a visit with settings s
 // in (state root /r, working directory /w), for tests of the argv an
-// executor builds.
+// executor builds. The visit's scratch files it names stay until the test
+// ends.
 func Argv(t *testing.T, e *cliexec.Executor, s agent.Settings) []string {
 	t.Helper()
 	v, err := cliexec.NewVisit(t.TempDir())
 	require.NoError(t, err)
-	defer v.Close()
+	t.Cleanup(v.Close)
 	l, err := e.Driver.Launch(context.Background(), &e.CLI, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
 	require.NoError(t, err)
 	return l.Args
