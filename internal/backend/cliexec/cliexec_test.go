@@ -1,10 +1,8 @@
 package cliexec
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,26 +25,6 @@ func TestFingerprintIsCanonical(t *testing.T) {
 	// "tools":["a","b"],"allowed_tools":[],"disallowed_tools":[],"permission":"","mcp_tools":[]}
 	assert.Equal(t, "34bf84b6e6c8c3982cbd8f4b92a2972afaba66c5c87ac8b4d0f7c261ed4d571b", a)
 	assert.NotEqual(t, a, Fingerprint(Conversation{Backend: "codex", Model: "m", Tools: []string{"a", "b"}}))
-}
-
-// A session file's header line is read whole (also past a reader's
-// buffer, and without its newline at the end of the file), and refused
-// over MaxHeaderLine; only an empty file gives io.EOF.
-func TestHeaderLine(t *testing.T) {
-	read := func(s string) ([]byte, error) { return HeaderLine(bufio.NewReaderSize(strings.NewReader(s), 16)) }
-	long := strings.Repeat("x", 100)
-	for in, want := range map[string]string{"{}\nrest\n": "{}\n", "{}": "{}", long + "\nrest": long + "\n"} {
-		line, err := read(in)
-		require.NoError(t, err)
-		assert.Equal(t, want, string(line))
-	}
-	_, err := read("")
-	assert.ErrorIs(t, err, io.EOF)
-	_, err = read(strings.Repeat("x", MaxHeaderLine+1))
-	assert.ErrorContains(t, err, "first line is over")
-	line, err := read(strings.Repeat("x", MaxHeaderLine-1) + "\n")
-	require.NoError(t, err)
-	assert.Len(t, line, MaxHeaderLine)
 }
 
 func TestStructured(t *testing.T) {
