@@ -5,7 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/tether-run/tether/internal/packer"
 )
+
+// FilesIn is the Find of a packer.OneFile layout whose CLI keeps its
+// sessions in the one directory dir below the state root: dir's entries,
+// none while dir does not exist.
+func FilesIn(dir string) func(root *os.Root, _ string) ([]string, error) {
+	return func(root *os.Root, _ string) ([]string, error) {
+		ents, err := packer.ReadDir(root, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		var out []string
+		for _, e := range ents {
+			out = append(out, path.Join(dir, e.Name()))
+		}
+		return out, err
+	}
+}
 
 // MaxHeaderLine bounds the first line of a session file that an executor
 // reads for what it says of the session (its id, its working directory).

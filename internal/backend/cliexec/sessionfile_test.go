@@ -3,6 +3,7 @@ package cliexec
 import (
 	"bufio"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,4 +29,24 @@ func TestHeaderLine(t *testing.T) {
 	line, err := read(strings.Repeat("x", MaxHeaderLine-1) + "\n")
 	require.NoError(t, err)
 	assert.Len(t, line, MaxHeaderLine)
+}
+
+// FilesIn lists one directory below the root, by paths from the root,
+// and nothing while it does not exist.
+func TestFilesIn(t *testing.T) {
+	root, err := os.OpenRoot(t.TempDir())
+	require.NoError(t, err)
+	defer root.Close()
+	got, err := FilesIn("a/b")(root, "id")
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	require.NoError(t, root.MkdirAll("a/b/c", 0o755))
+	require.NoError(t, root.WriteFile("a/b/s.jsonl", []byte("{}"), 0o600))
+	require.NoError(t, root.WriteFile("top.jsonl", []byte("{}"), 0o600))
+	got, err = FilesIn("a/b")(root, "id")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a/b/c", "a/b/s.jsonl"}, got)
+	got, err = FilesIn(".")(root, "id")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", "top.jsonl"}, got)
 }
