@@ -10,15 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
 	"github.com/tether-run/tether/internal/testenv/files"
 )
 
-func testPacker(env agent.Env) *packer.Packer {
-	return packer.New(Name, env, packer.Limits{}, sessionLayout, packer.WithPolicy(catalogue.SessionPolicy()))
-}
+// testPacker is the backend's packer as its layout tests build it.
+var testPacker = clitest.Packer(Name, sessionLayout)
 
 // slugOf is the project folder of env's working directory.
 func slugOf(t testing.TB, env agent.Env) string {
@@ -46,9 +45,7 @@ func seed(t testing.TB, env agent.Env, id string) []string {
 
 func TestLayout(t *testing.T) {
 	id := packertest.ID
-	packertest.Run(t, packertest.Layout{
-		Backend: Name,
-		New:     testPacker,
+	clitest.RunLayout(t, Name, sessionLayout, packertest.Layout{
 		Seed:    seed,
 		Private: []string{".credentials.json", ".claude.json", "settings.json", "backups/.claude.json.backup.1", "projects/-x/" + id + "/.credentials.json"},
 		Foreign: map[string]error{

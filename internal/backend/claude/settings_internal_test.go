@@ -9,33 +9,21 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, o Options, s agent.Settings) []string {
-	t.Helper()
-	e, c := drv(o)
-	v, err := cliexec.NewVisit(t.TempDir())
-	require.NoError(t, err)
-	defer v.Close()
-	a, err := e.args(c, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
-	require.NoError(t, err)
-	return a
-}
-
 func TestPermissionsMapToPermissionMode(t *testing.T) {
 	e := Options{PermissionMode: "plan"}
 	for level, mode := range map[string]string{
 		"": "plan", agent.PermissionReadOnly: "dontAsk", agent.PermissionEdit: "acceptEdits", agent.PermissionFull: "bypassPermissions",
 	} {
-		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "--permission-mode")
+		got, _ := clitest.Flag(clitest.Argv(t, New(e), agent.Settings{Permissions: level}), "--permission-mode")
 		assert.Equal(t, mode, got, "permissions %q", level)
 	}
-	_, set := clitest.Flag(argv(t, Options{}, agent.Settings{}), "--permission-mode")
+	_, set := clitest.Flag(clitest.Argv(t, New(Options{}), agent.Settings{}), "--permission-mode")
 	assert.False(t, set, "no setting anywhere keeps the CLI's default")
 	d, c := drv(Options{})
 	full := d.env(c, agent.Request{Settings: agent.Settings{Permissions: agent.PermissionFull}, Env: agent.Env{StateRoot: "/r"}}, &cliexec.Visit{})
@@ -44,14 +32,14 @@ func TestPermissionsMapToPermissionMode(t *testing.T) {
 
 func TestToolsAndPromptsOverrideDefaults(t *testing.T) {
 	e := (Options{Tools: []string{"Read"}, DisallowedTools: []string{"WebFetch"}, SystemPrompt: "worker sys", AppendSystemPrompt: "worker add"})
-	a := argv(t, e, agent.Settings{})
+	a := clitest.Argv(t, New(e), agent.Settings{})
 	tools, _ := clitest.Flag(a, "--tools")
 	denied, _ := clitest.Flag(a, "--disallowedTools")
 	sys, _ := clitest.Flag(a, "--system-prompt")
 	add, _ := clitest.Flag(a, "--append-system-prompt")
 	assert.Equal(t, []string{"Read", "WebFetch", "worker sys", "worker add"}, []string{tools, denied, sys, add})
 
-	a = argv(t, e, agent.Settings{Tools: []string{"Read", "Edit"}, DisallowedTools: []string{"Bash"}, SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
+	a = clitest.Argv(t, New(e), agent.Settings{Tools: []string{"Read", "Edit"}, DisallowedTools: []string{"Bash"}, SystemPrompt: "node sys", AppendSystemPrompt: "node add"})
 	tools, _ = clitest.Flag(a, "--tools")
 	denied, _ = clitest.Flag(a, "--disallowedTools")
 	sys, _ = clitest.Flag(a, "--system-prompt")

@@ -6,13 +6,17 @@ package clitest
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -109,6 +113,20 @@ func WaitGone(t testing.TB, substr, what string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Argv is the command line executor e launches a visit with settings s
+// in (state root /r, working directory /w), for tests of the argv an
+// executor builds. The visit's scratch files it names stay until the test
+// ends.
+func Argv(t *testing.T, e *cliexec.Executor, s agent.Settings) []string {
+	t.Helper()
+	v, err := cliexec.NewVisit(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(v.Close)
+	l, err := e.Driver.Launch(context.Background(), &e.CLI, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
+	require.NoError(t, err)
+	return l.Args
 }
 
 // Flag returns the argument after name in argv, and whether name is there

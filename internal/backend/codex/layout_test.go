@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
 	"github.com/tether-run/tether/internal/testenv/files"
@@ -24,15 +24,12 @@ func seed(t testing.TB, env agent.Env, id string) []string {
 	return []string{rollout}
 }
 
-func testPacker(env agent.Env) *packer.Packer {
-	return packer.New(Name, env, packer.Limits{}, layout, packer.WithPolicy(catalogue.SessionPolicy()))
-}
+// testPacker is the backend's packer as its layout tests build it.
+var testPacker = clitest.Packer(Name, layout)
 
 func TestLayout(t *testing.T) {
 	id := packertest.ID
-	packertest.Run(t, packertest.Layout{
-		Backend: Name,
-		New:     testPacker,
+	clitest.RunLayout(t, Name, layout, packertest.Layout{
 		Seed:    seed,
 		Private: []string{"auth.json", "config.toml", "installation_id", "state_5.sqlite", "sessions/2026/11/29/auth.json"},
 		Foreign: map[string]error{

@@ -14,16 +14,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 )
 
-func argv(t *testing.T, o Options, s agent.Settings) []string {
-	t.Helper()
-	e, c := drv(o)
-	v, err := cliexec.NewVisit(t.TempDir())
-	require.NoError(t, err)
-	a, err := e.args(c, agent.Request{Settings: s, Env: agent.Env{StateRoot: "/r", Workdir: "/w"}}, v)
-	require.NoError(t, err)
-	return a
-}
-
 // configs returns the -c values of argv.
 func configs(argv []string) []string {
 	var out []string
@@ -38,13 +28,13 @@ func configs(argv []string) []string {
 func TestPermissionsMapToSandbox(t *testing.T) {
 	e := (Options{Sandbox: "read-only"})
 	for level, want := range map[string]string{"": "read-only", agent.PermissionReadOnly: "read-only", agent.PermissionEdit: "workspace-write"} {
-		got, _ := clitest.Flag(argv(t, e, agent.Settings{Permissions: level}), "-s")
+		got, _ := clitest.Flag(clitest.Argv(t, New(e), agent.Settings{Permissions: level}), "-s")
 		assert.Equal(t, want, got, "permissions %q", level)
 	}
-	full := argv(t, e, agent.Settings{Permissions: agent.PermissionFull})
+	full := clitest.Argv(t, New(e), agent.Settings{Permissions: agent.PermissionFull})
 	assert.Contains(t, full, "--dangerously-bypass-approvals-and-sandbox")
 	assert.NotContains(t, full, "-s")
-	ro := argv(t, Options{Bypass: true}, agent.Settings{Permissions: agent.PermissionReadOnly})
+	ro := clitest.Argv(t, New(Options{Bypass: true}), agent.Settings{Permissions: agent.PermissionReadOnly})
 	assert.NotContains(t, ro, "--dangerously-bypass-approvals-and-sandbox", "a node's read-only wins over the worker's bypass")
 	got, _ := clitest.Flag(ro, "-s")
 	assert.Equal(t, "read-only", got)
@@ -52,8 +42,8 @@ func TestPermissionsMapToSandbox(t *testing.T) {
 
 func TestPromptsMapToInstructions(t *testing.T) {
 	e := (Options{DeveloperInstructions: "worker dev"})
-	assert.Contains(t, configs(argv(t, e, agent.Settings{})), `developer_instructions="worker dev"`)
-	a := argv(t, e, agent.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
+	assert.Contains(t, configs(clitest.Argv(t, New(e), agent.Settings{})), `developer_instructions="worker dev"`)
+	a := clitest.Argv(t, New(e), agent.Settings{SystemPrompt: "node base", AppendSystemPrompt: "node dev"})
 	cs := configs(a)
 	assert.Contains(t, cs, `developer_instructions="node dev"`)
 	i := slices.IndexFunc(cs, func(c string) bool { return strings.HasPrefix(c, "model_instructions_file=") })

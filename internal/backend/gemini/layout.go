@@ -1,11 +1,7 @@
 package gemini
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-	"path"
-
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/gemini/session"
 	"github.com/tether-run/tether/internal/packer"
 )
@@ -27,17 +23,4 @@ const (
 // a session imported from a file). The first line of the file is the
 // session's metadata ({"sessionId": …, "projectHash": …}); every further
 // line a message. It is restored under the same name.
-var layout = packer.OneFile{Match: session.IsPath, Find: findSessions}
-
-// findSessions lists the pinned project's chats directory.
-func findSessions(root *os.Root, _ string) ([]string, error) {
-	ents, err := packer.ReadDir(root, ChatsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, path.Join(ChatsDir, e.Name()))
-	}
-	return out, err
-}
+var layout = packer.OneFile{Match: session.IsPath, Find: cliexec.FilesIn(ChatsDir)}

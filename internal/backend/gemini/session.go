@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/agent"
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/untrusted"
 )
@@ -63,9 +64,6 @@ func writeState(root, rel string, data []byte) error {
 	return nil
 }
 
-// maxHeader bounds the first line of a session file that is read for its id.
-const maxHeader = 1 << 20
-
 // maxSession caps a session file the executor reads: one Tether would pack.
 const maxSession = packer.DefaultMaxFileBytes
 
@@ -84,28 +82,6 @@ func openSession(root, path string) (*untrusted.File, *bufio.Reader, error) {
 	return f, bufio.NewReaderSize(f.Limit(maxSession), 64<<10), nil
 }
 
-// firstLine reads a session file's first line, at most maxHeader bytes.
-func firstLine(r *bufio.Reader, file string) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxHeader {
-			return nil, fmt.Errorf("%s: first line too long", file)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil && len(line) == 0 {
-			return nil, err
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		return line, nil
-	}
-}
-
 // sessionIDOf reads the session id from the first line of the session
 // file at path, below root.
 func sessionIDOf(root, path string) (string, error) {
@@ -114,9 +90,9 @@ func sessionIDOf(root, path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	line, err := firstLine(r, path)
+	line, err := cliexec.HeaderLine(r)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	var h struct {
 		SessionID string `json:"sessionId"`
@@ -138,7 +114,7 @@ func fork(root, path string) (string, error) {
 		return "", fmt.Errorf("gemini: fork: %w", err)
 	}
 	defer f.Close()
-	first, err := firstLine(r, path)
+	first, err := cliexec.HeaderLine(r)
 	if err != nil {
 		return "", fmt.Errorf("gemini: fork %s: %w", path, err)
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-
-	"github.com/tether-run/tether/internal/catalogue"
 )
 
 const module = "github.com/tether-run/tether"
@@ -14,10 +12,7 @@ const module = "github.com/tether-run/tether"
 // in catalogue order.
 func registry(dirs map[string]string) ([]byte, error) {
 	var imports, entries bytes.Buffer
-	for _, b := range catalogue.All() {
-		if !b.Implemented {
-			continue
-		}
+	for _, b := range implemented() {
 		dir, ok := dirs[b.Name]
 		if !ok {
 			return nil, fmt.Errorf("backend %s is implemented, but no internal/backend/*/facts declares its Name", b.Name)

@@ -1,11 +1,7 @@
 package opencode
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-	"path"
-
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/opencode/session"
 	"github.com/tether-run/tether/internal/packer"
 )
@@ -17,20 +13,7 @@ const SessionsDir = session.Dir
 // layout is where opencode sessions are in env: a session is
 // the one file SessionsDir/<id>.json, restored under the same name. The
 // database, the CLI's logs, caches and credentials are never packed.
-var layout = packer.OneFile{Match: session.IsExport, Find: findSessions}
+var layout = packer.OneFile{Match: session.IsExport, Find: cliexec.FilesIn(SessionsDir)}
 
 // exportName is the export's path for id, relative to the state root.
 func exportName(id string) string { return session.ExportName(id) }
-
-// findSessions lists SessionsDir.
-func findSessions(root *os.Root, _ string) ([]string, error) {
-	ents, err := packer.ReadDir(root, SessionsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, path.Join(SessionsDir, e.Name()))
-	}
-	return out, err
-}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tether-run/tether/internal/agent"
-	"github.com/tether-run/tether/internal/catalogue"
+	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/packer/packertest"
 	"github.com/tether-run/tether/internal/testenv/files"
@@ -12,11 +12,7 @@ import (
 
 func TestLayout(t *testing.T) {
 	id := packertest.ID
-	packertest.Run(t, packertest.Layout{
-		Backend: Name,
-		New: func(env agent.Env) *packer.Packer {
-			return packer.New(Name, env, packer.Limits{}, layout, packer.WithPolicy(catalogue.SessionPolicy()))
-		},
+	clitest.RunLayout(t, Name, layout, packertest.Layout{
 		Seed: func(t testing.TB, env agent.Env, id string) []string {
 			name := exportName(id)
 			files.Write(t, env.StateRoot, name, `{"info":{"id":"`+id+`"},"messages":[]}`+"\n")

@@ -1,10 +1,7 @@
 package pi
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/backend/pi/session"
 	"github.com/tether-run/tether/internal/packer"
 )
@@ -19,17 +16,4 @@ import (
 // and '.' replaced by '-' (2026-11-30T12-27-00-123Z) and id is the session's
 // uuid (pi 0.73.1, SessionManager.newSession). It is restored under the same
 // name.
-var layout = packer.OneFile{Match: session.IsFile, Find: findFiles}
-
-// findFiles lists the flat session directory.
-func findFiles(root *os.Root, _ string) ([]string, error) {
-	ents, err := packer.ReadDir(root, ".")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out, err
-}
+var layout = packer.OneFile{Match: session.IsFile, Find: cliexec.FilesIn(".")}

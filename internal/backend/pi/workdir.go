@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tether-run/tether/internal/backend/cliexec"
 	"github.com/tether-run/tether/internal/packer"
 	"github.com/tether-run/tether/internal/untrusted"
 )
@@ -24,8 +25,8 @@ import (
 //
 // The session file lies in the state root, where the agent can write: it
 // is opened as untrusted (agent.ErrUnsafeFile for a link, a FIFO or a
-// device in its place), its header line read up to maxHeader, and the
-// rest copied up to a session file's cap.
+// device in its place), its header line read up to cliexec.MaxHeaderLine,
+// and the rest copied up to a session file's cap.
 func adoptWorkdir(root, file, workdir string) error {
 	rel, err := untrusted.Rel(root, file)
 	if err != nil {
@@ -37,8 +38,8 @@ func adoptWorkdir(root, file, workdir string) error {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f.Limit(packer.DefaultMaxFileBytes), 64*1024)
-	first, err := readHeader(r)
-	if err != nil {
+	first, err := cliexec.HeaderLine(r)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("pi: read session %s: %w", file, err)
 	}
 	var header map[string]json.RawMessage
@@ -86,26 +87,4 @@ func adoptWorkdir(root, file, workdir string) error {
 		return fmt.Errorf("pi: move session %s to working directory %s: %w", file, workdir, err)
 	}
 	return nil
-}
-
-// maxHeader caps the header line of a session file.
-const maxHeader = 1 << 20
-
-// readHeader reads the first line of r, at most maxHeader bytes.
-func readHeader(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxHeader {
-			return nil, fmt.Errorf("its first line is over %d bytes", maxHeader)
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil && !errors.Is(err, io.EOF):
-			return nil, err
-		}
-		return line, nil
-	}
 }
