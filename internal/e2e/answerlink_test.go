@@ -59,7 +59,7 @@ func TestOneClickAnswers(t *testing.T) {
 	require.NoError(t, err)
 	h.notify = sender
 	h.startWorker()
-	g, err := graph.Parse([]byte(strings.Replace(askTwice, "options: [yes, no]", "options: [ship, hold]", 1)), "ask-twice.yaml")
+	g, err := graph.Parse([]byte(strings.Replace(graphYAML(t, "ask-twice"), "options: [yes, no]", "options: [ship, hold]", 1)), "ask-twice.yaml")
 	require.NoError(t, err)
 	runA, runB := "one-click-a", "one-click-b"
 	h.start(runA, g, nil)

@@ -93,31 +93,13 @@ func steadyVisit(b *testing.B, h *harness, id string, visits int) (float64, bool
 // BenchmarkToolVisit is the floor: one regular activity and one local
 // checkpoint per visit.
 func BenchmarkToolVisit(b *testing.B) {
-	benchLoop(b, `
-name: bench
-start: tick
-nodes:
-  - {id: tick, kind: tool, run: ["true"]}
-  - {id: done, kind: end}
-edges:
-  - {from: tick, to: done, when: 'visits >= %d'}
-  - {from: tick, to: tick}
-`)
+	benchLoop(b, graphYAML(b, "bench-tool"))
 }
 
 // BenchmarkPersistVisit is a persist agent visit after the first: restore
 // the slot on some worker, execute and pack there, commit the slot.
 func BenchmarkPersistVisit(b *testing.B) {
-	benchLoop(b, `
-name: bench
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["ok {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done, when: 'visits >= %d'}
-  - {from: w, to: w}
-`)
+	benchLoop(b, graphYAML(b, "bench-persist"))
 }
 
 // BenchmarkPersistWorkspaceVisit is a persist agent visit in a workspace
@@ -125,43 +107,16 @@ edges:
 // the session (skipped when the worker holds them), execute, snapshot the
 // change, pack the session, commit, all in one activity.
 func BenchmarkPersistWorkspaceVisit(b *testing.B) {
-	benchLoopIn(b, `
-name: bench
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["WRITE: notes.txt = visit {{.Visit}}\nok {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done, when: 'visits >= %d'}
-  - {from: w, to: w}
-`, 1000)
+	benchLoopIn(b, graphYAML(b, "bench-persist-workspace"), 1000)
 }
 
 // BenchmarkToolWorkspaceVisit is a tool visit in the same workspace that
 // changes nothing.
 func BenchmarkToolWorkspaceVisit(b *testing.B) {
-	benchLoopIn(b, `
-name: bench
-start: tick
-nodes:
-  - {id: tick, kind: tool, run: ["true"]}
-  - {id: done, kind: end}
-edges:
-  - {from: tick, to: done, when: 'visits >= %d'}
-  - {from: tick, to: tick}
-`, 1000)
+	benchLoopIn(b, graphYAML(b, "bench-tool-workspace"), 1000)
 }
 
 // BenchmarkFreshVisit is an agent visit with no session to restore.
 func BenchmarkFreshVisit(b *testing.B) {
-	benchLoop(b, `
-name: bench
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, prompt: "go", script: ["ok"]}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done, when: 'visits >= %d'}
-  - {from: w, to: w}
-`)
+	benchLoop(b, graphYAML(b, "bench-fresh"))
 }

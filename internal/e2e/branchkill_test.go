@@ -20,24 +20,6 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// branchKillGraph: three branches, each a tool that writes the branch's
-// first file, then a Claude Code agent that asks the user before it goes
-// on, then a check of the branch's files; the join merges them.
-const branchKillGraph = `
-name: branch-kill
-start: plan
-nodes:
-  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
-%[1]s
-  - {id: gather, kind: join, workspace: merge}
-  - {id: after, kind: tool, run: [sh, -c, 'cat base.txt a.txt a2.txt b.txt b2.txt c.txt c2.txt']}
-  - {id: done, kind: end}
-edges:
-%[2]s
-  - {from: gather, to: after}
-  - {from: after, to: done, with: {files: output.stdout}}
-`
-
 // TestWorkerKilledWhileThreeBranchesRun kills the worker process (SIGKILL)
 // while the three branches of a fan-out are each inside Claude Code,
 // resuming the conversation that asked the user a question, after the
@@ -61,7 +43,7 @@ func TestWorkerKilledWhileThreeBranchesRun(t *testing.T) {
 			fmt.Sprintf(`  - {from: %[1]s, to: %[1]s_check}`, b),
 			fmt.Sprintf(`  - {from: %s_check, to: gather}`, b))
 	}
-	g := parseGraph(t, fmt.Sprintf(branchKillGraph, strings.Join(nodes, "\n"), strings.Join(edges, "\n")), "branch-kill.yaml")
+	g := parseGraph(t, fmt.Sprintf(graphYAML(t, "branch-kill"), strings.Join(nodes, "\n"), strings.Join(edges, "\n")), "branch-kill.yaml")
 	const id = "branch-kill"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})

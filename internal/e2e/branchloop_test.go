@@ -8,27 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// branchLoopGraph fans out to two branches that each loop on their one
-// node while `visits < 3`.
-const branchLoopGraph = `
-name: branch-loop
-start: split
-nodes:
-  - {id: split, kind: tool, fanout: all, run: [sh, -c, 'true']}
-  - {id: left, kind: agent, backend: scripted, prompt: left, script: ["turn {{.Turn}}"]}
-  - {id: right, kind: agent, backend: scripted, prompt: right, script: ["turn {{.Turn}}"]}
-  - {id: meet, kind: join}
-  - {id: done, kind: end}
-edges:
-  - {from: split, to: left}
-  - {from: split, to: right}
-  - {from: left, to: left, when: 'visits < 3'}
-  - {from: left, to: meet}
-  - {from: right, to: right, when: 'visits < 3'}
-  - {from: right, to: meet}
-  - {from: meet, to: done}
-`
-
 // TestBranchLoopsCountTheirVisits: each branch of a fan-out loops on its
 // node exactly as often as its `when` allows. Both branches' visits often
 // end in one workflow task; the build before branch-visit-counts then let
@@ -38,7 +17,7 @@ edges:
 func TestBranchLoopsCountTheirVisits(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g := parseGraph(t, branchLoopGraph, "branch-loop.yaml")
+	g := parseGraph(t, graphYAML(t, "branch-loop"), "branch-loop.yaml")
 	for i := range 12 {
 		id := fmt.Sprintf("branch-loop-%d", i)
 		res, err := h.result(h.start(id, g, nil))

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,28 +10,12 @@ import (
 	"github.com/tether-run/tether/internal/cli"
 )
 
-const budgetLoop = `
-name: budget-loop
-start: writer
-budget: {max_tokens: 40}
-nodes:
-  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "draft number {{.visit}} please", script: ["turn {{.Turn}}: a draft of some words"]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done, when: 'visits >= 5'}
-  - {from: writer, to: writer}
-`
-
 // TestBudgetStopAndResume: a run spends its token budget and stops
 // resumably, with the reason and the usage in tether status; resumed with
 // a raised budget, it finishes, and the usage goes on adding up.
 func TestBudgetStopAndResume(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	file := filepath.Join(t.TempDir(), "budget.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(budgetLoop), 0o644))
-	h.useCLI(t)
+	h, dir := cliHarness(t)
+	file := writeGraph(t, "budget.yaml", graphYAML(t, "budget-loop"))
 
 	code, out := tetherCode(t, "run", file, "--id", "budget", "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
@@ -59,15 +40,11 @@ func TestBudgetStopAndResume(t *testing.T) {
 // names the node; `tether resume --node` raises that node's budget (not
 // the run's), and the run finishes on a worker that never saw it.
 func TestNodeBudgetStopAndResume(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	file := filepath.Join(t.TempDir(), "budget.yaml")
-	src := strings.Replace(budgetLoop, "budget: {max_tokens: 40}\n", "", 1)
-	src = strings.Replace(src, `script: ["turn {{.Turn}}: a draft of some words"]}`, `script: ["turn {{.Turn}}: a draft of some words"], budget: {max_tokens: 40}}`, 1)
-	require.NotEqual(t, budgetLoop, src)
-	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
-	h.useCLI(t)
+	h, dir := cliHarness(t)
+	// The run's budget moves onto the writer.
+	file := writeGraph(t, "budget.yaml", graphYAML(t, "budget-loop",
+		"budget: {max_tokens: 40}\n", "",
+		`script: ["turn {{.Turn}}: a draft of some words"]}`, `script: ["turn {{.Turn}}: a draft of some words"], budget: {max_tokens: 40}}`))
 
 	code, out := tetherCode(t, "run", file, "--id", "node-budget", "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,31 +11,6 @@ import (
 	"github.com/tether-run/tether/activities"
 	"github.com/tether-run/tether/internal/cli"
 )
-
-// midTurn is a writer whose one turn would make five model calls of 400
-// tokens each (four shell commands, then its reply), under a budget of
-// 1,000 tokens.
-const midTurn = `
-name: budget-mid-turn
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    session: persist
-    permissions: full
-    budget: {max_tokens: 1000}
-    prompt: |
-      write it
-      TOKENS: 400
-      RUN_SHELL: echo one-out
-      RUN_SHELL: echo two-out
-      RUN_SHELL: echo three-out
-      RUN_SHELL: echo four-out
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`
 
 // TestBudgetStopsAVisitMidTurn: a real Claude Code, confined, whose model
 // answers 400 tokens a call under a node budget of 1,000 tokens. The
@@ -53,8 +26,7 @@ func TestBudgetStopsAVisitMidTurn(t *testing.T) {
 	h := newHarness(t, "file://"+dir)
 	fake := cliBackends(t, h)
 	h.startWorker()
-	file := filepath.Join(t.TempDir(), "mid.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(midTurn), 0o644))
+	file := writeGraph(t, "mid.yaml", graphYAML(t, "budget-mid-turn"))
 	h.useCLI(t)
 
 	const reason = "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000"

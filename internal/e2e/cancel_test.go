@@ -13,26 +13,14 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-const askGraph = `
-name: ask
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "ship it?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: done}
-`
-
 // Item 5: a canceled run says `canceled` (TetherStatus and its last
 // checkpoint), so the README's "runs waiting for a person" query no
 // longer finds it, and `tether resume` continues it. A terminated run
 // cannot update itself: the docs' queries filter on ExecutionStatus,
 // which leaves it out too.
 func TestCanceledRunLeavesTheWaitingQuery(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	file := writeGraph(t, "ask.yaml", askGraph)
+	h, dir := fileHarness(t)
+	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
 	for _, id := range []string{"a2", "a3"} {
 		h.tether(t, dir, "run", file, "--id", id)
 		h.waitQuestion(id)

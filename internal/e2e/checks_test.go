@@ -16,17 +16,7 @@ func TestTypeAndTemplateMistakes(t *testing.T) {
 	h, dir := cliHarness(t)
 
 	// A number compared with a string: an error, never a silent false.
-	mismatch := writeGraph(t, "mismatch.yaml", `
-name: mismatch
-start: check
-nodes:
-  - {id: check, kind: tool, run: ["false"]}
-  - {id: passed, kind: end}
-  - {id: failed, kind: end}
-edges:
-  - {from: check, to: passed, when: 'output.exit_code == "0"'}
-  - {from: check, to: failed}
-`)
+	mismatch := writeGraph(t, "mismatch.yaml", graphYAML(t, "mismatch"))
 	code, out := tetherCode(t, "validate", mismatch)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Regexp(t, `mismatch\.yaml:9:\d+: G057 error: the when of edge check -> passed does not fit the output of tool node check: invalid operation: == \(mismatched types int and string\)`, out)
@@ -35,20 +25,7 @@ edges:
 
 	// A template reading an input its first visit is not given: a warning
 	// with the way in, and at run time a failure that names the keys.
-	feedback := writeGraph(t, "feedback.yaml", `
-name: feedback
-start: writer
-inputs:
-  - {name: topic, required: true}
-nodes:
-  - {id: writer, kind: agent, backend: scripted, prompt: "write about {{.input.topic}}; fix {{.input.feedback}}"}
-  - {id: check, kind: tool, run: ["true"]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: done, when: output.exit_code == 0}
-  - {from: check, to: writer, with: {feedback: output.stderr}}
-`)
+	feedback := writeGraph(t, "feedback.yaml", graphYAML(t, "feedback"))
 	code, out = tetherCode(t, "validate", feedback)
 	assert.Equal(t, cli.ExitOK, code, out)
 	assert.Contains(t, out, "G058 warning: node writer reads .input.feedback, but the run's start (path: start → writer; inputs it always has: topic) does not deliver it")
@@ -59,17 +36,7 @@ edges:
 
 	// A when that fails on what a scripted agent's script writes is
 	// caught before the run starts.
-	scripted := writeGraph(t, "scripted.yaml", `
-name: approved
-start: judge
-nodes:
-  - {id: judge, kind: agent, backend: scripted, script: ['JSON: {"approved": "yes"}']}
-  - {id: done, kind: end}
-  - {id: again, kind: end}
-edges:
-  - {from: judge, to: done, when: output.approved}
-  - {from: judge, to: again}
-`)
+	scripted := writeGraph(t, "scripted.yaml", graphYAML(t, "approved-scripted"))
 	code, out = tetherCode(t, "run", scripted, "--id", "ap-0")
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `G069 error: the when of edge judge -> done fails on reply 1 of judge's script ({"approved": "yes"}): when "output.approved" gave yes (string), not a boolean`)
@@ -77,17 +44,7 @@ edges:
 
 	// A when that is not a boolean at run time (a reply validation cannot
 	// foresee) names node, edge, expression and the values it saw.
-	approved := writeGraph(t, "approved.yaml", `
-name: approved
-start: judge
-nodes:
-  - {id: judge, kind: agent, backend: scripted, script: ['JSON: {"verdict": "yes, turn {{.Turn}}"}']}
-  - {id: done, kind: end}
-  - {id: again, kind: end}
-edges:
-  - {from: judge, to: done, when: output.approved}
-  - {from: judge, to: again}
-`)
+	approved := writeGraph(t, "approved.yaml", graphYAML(t, "approved"))
 	code, out = tetherCode(t, "run", approved, "--id", "ap-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, out)
 	st := h.tether(t, dir, "status", "ap-1")
@@ -99,19 +56,7 @@ edges:
 // the graph declares a type.
 func TestInputsAreCheckedBeforeTheRunStarts(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "inputs.yaml", `
-name: inputs
-start: echo
-inputs:
-  - {name: topic, required: true}
-  - {name: version, default: "1.0"}
-  - {name: rounds, type: number, default: 2}
-nodes:
-  - {id: echo, kind: tool, run: [echo, "{{.input.topic}} {{.input.version}} {{.input.rounds}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: echo, to: done, with: {said: output.stdout}}
-`)
+	file := writeGraph(t, "inputs.yaml", graphYAML(t, "inputs"))
 	h.tether(t, dir, "validate", file)
 
 	code, out := tetherCode(t, "run", file, "--id", "in-1")

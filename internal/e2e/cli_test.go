@@ -42,9 +42,7 @@ func TestValidateBrokenGraph(t *testing.T) {
 // no worker up, checkpoints, rewind (checkpoint first, then blobs), fork
 // (no refs) and delete (refused while open, then everything under the run).
 func TestRunLifecycleCommands(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
+	h, _ := fileHarness(t)
 	id := "lifecycle"
 	run := h.start(id, persistGraph(t, "scripted"), nil)
 	q := h.waitQuestion(id)

@@ -14,23 +14,6 @@ import (
 	"github.com/tether-run/tether/internal/runapi"
 )
 
-// guidedGraph asks a person first, then has a writer agent write; the
-// writer can be steered while the person is asked, and cannot be once it
-// is past.
-const guidedGraph = `
-name: guided
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "Which colour?"}
-  - {id: writer, kind: agent, backend: scripted, prompt: "paint it {{.input.answer}}", script: ["painted"]}
-  - {id: last, kind: human, question: "Ship it?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: writer}
-  - {from: writer, to: last}
-  - {from: last, to: done}
-`
-
 // TestCommandsSayWhatHappened: each command item of the review, on real
 // runs. `status --follow` exits 1 for a failed run whether it saw it end
 // or it had ended; `status --json` never says "ok" beside an outcome that
@@ -44,7 +27,7 @@ func TestCommandsSayWhatHappened(t *testing.T) {
 	h, dir := cliHarness(t)
 
 	// status --follow: a failed run is a failure however it is followed.
-	failing := writeGraph(t, "deploy.yaml", deployGraph)
+	failing := writeGraph(t, "deploy.yaml", graphYAML(t, "deploy"))
 	h.tether(t, dir, "run", failing, "--id", "fail-1")
 	code, out := tetherCode(t, "status", "fail-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, "following it to its end: %s", out)
@@ -55,15 +38,7 @@ func TestCommandsSayWhatHappened(t *testing.T) {
 	assert.Equal(t, cli.ExitOK, code, "without --follow, status shows: %s", out)
 
 	// status --json: a tool that timed out is not "ok".
-	slowTool := writeGraph(t, "timeout.yaml", `
-name: timeout
-start: t
-nodes:
-  - {id: t, kind: tool, timeout: 1s, run: [sleep, "30"]}
-  - {id: done, kind: end}
-edges:
-  - {from: t, to: done}
-`)
+	slowTool := writeGraph(t, "timeout.yaml", graphYAML(t, "timeout"))
 	h.tether(t, dir, "run", slowTool, "--id", "to-1", "--follow")
 	out = h.tether(t, dir, "status", "to-1", "--json")
 	var st runapi.State
@@ -74,7 +49,7 @@ edges:
 	assert.Equal(t, "timed_out", st.Path[0].Status, "status and outcome agree")
 
 	// logs: a human visit, guidance, one visit after a rewind.
-	guided := writeGraph(t, "guided.yaml", guidedGraph)
+	guided := writeGraph(t, "guided.yaml", graphYAML(t, "guided"))
 	h.tether(t, dir, "run", guided, "--id", "g-1")
 	q := h.waitQuestion("g-1")
 	out = h.tether(t, dir, "guide", "g-1", "writer", "use a wide brush")
@@ -126,15 +101,7 @@ edges:
 	}
 
 	// An error names its node once, without the template engine's words.
-	bad := writeGraph(t, "bad.yaml", `
-name: bad
-start: t
-nodes:
-  - {id: t, kind: tool, run: [echo, "{{.input.nope}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: t, to: done}
-`)
+	bad := writeGraph(t, "bad.yaml", graphYAML(t, "bad"))
 	code, out = tetherCode(t, "run", bad, "--id", "bad-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, `tool node "t" (visit 1): argument 1 of its run: line 1, column`)

@@ -30,7 +30,7 @@ func TestConsoleSaysNoWorker(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "down-1"
-	g, err := graph.Parse([]byte(twoQuestions), "two.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
 	require.NoError(t, err)
 	h.start(id, g, nil)
 	require.Equal(t, "first-1", h.waitQuestion(id).ID)
@@ -96,11 +96,9 @@ func TestConsoleSaysNoWorker(t *testing.T) {
 // status` prints what the store holds, says Temporal is unreachable and
 // exits 1.
 func TestConsoleAndCLISayTemporalIsDown(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
+	h, _ := fileHarness(t)
 	id := "t-down"
-	g, err := graph.Parse([]byte(twoQuestions), "two.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
 	require.NoError(t, err)
 	h.start(id, g, nil)
 	h.waitQuestion(id)

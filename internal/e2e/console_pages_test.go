@@ -24,7 +24,7 @@ import (
 func TestConsoleListsARewoundRunOnce(t *testing.T) {
 	h, dir := cliHarness(t)
 	id := "rewound"
-	file := writeGraph(t, "ask.yaml", askGraph)
+	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
 	h.tether(t, dir, "run", file, "--id", id)
 	for round := range 3 {
 		q := h.waitQuestion(id)
@@ -90,22 +90,6 @@ func TestConsoleListsARewoundRunOnce(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code, out)
 }
 
-// toolsAndInputs is a graph whose tool changes files, with inputs, and a
-// fan-out whose branches end in tools: the pages of a visit, a run and a
-// join read right.
-const toolsAndInputs = `
-name: pages
-start: write
-inputs:
-  - {name: topic, default: otters}
-  - {name: rounds, type: number, default: 2}
-nodes:
-  - {id: write, kind: tool, run: [sh, -c, 'printf "one\n\ttwo\nthree\n" > notes.txt; echo wrote']}
-  - {id: done, kind: end}
-edges:
-  - {from: write, to: done}
-`
-
 // TestConsolePagesReadRight: a diff's code starts at the left of its
 // table (its line-number columns narrow), a tool visit's page shows its
 // command, a run page its inputs, times and duration and a graph that
@@ -114,11 +98,11 @@ edges:
 func TestConsolePagesReadRight(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(toolsAndInputs), "pages.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "pages")), "pages.yaml")
 	require.NoError(t, err)
 	_, err = h.result(h.start("pages", g, map[string]any{"topic": "sea otters"}))
 	require.NoError(t, err)
-	pick, err := graph.Parse([]byte(pickGraph), "pick.yaml")
+	pick, err := graph.Parse([]byte(graphYAML(t, "ws-pick")), "pick.yaml")
 	require.NoError(t, err)
 	_, err = h.result(h.start("pages-pick", pick, nil))
 	require.NoError(t, err)

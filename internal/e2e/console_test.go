@@ -54,20 +54,6 @@ func TestConsoleAnswerAndFollow(t *testing.T) {
 	require.NotContains(t, text(t, list, "body"), "Waiting for a person")
 }
 
-// twoQuestions asks two questions in a row, so the run is still open when
-// the first is answered a second time.
-const twoQuestions = `
-name: two-questions
-start: first
-nodes:
-  - {id: first, kind: human, question: "Ship it?"}
-  - {id: second, kind: human, question: "Really?"}
-  - {id: done, kind: end}
-edges:
-  - {from: first, to: second}
-  - {from: second, to: done}
-`
-
 // TestConsoleShowsTheRunsRefusal: an answer to a question someone else
 // answered meanwhile (the page was open before) comes back with the run's
 // own refusal, as `tether answer` would print it.
@@ -75,7 +61,7 @@ func TestConsoleShowsTheRunsRefusal(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "console-twice"
-	g, err := graph.Parse([]byte(twoQuestions), "two.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
 	require.NoError(t, err)
 	h.start(id, g, nil)
 	require.Equal(t, "first-1", h.waitQuestion(id).ID)
@@ -198,7 +184,7 @@ func TestConsoleGuardsItsDoor(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "console-door"
-	g, err := graph.Parse([]byte(twoQuestions), "two.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
 	require.NoError(t, err)
 	h.start(id, g, nil)
 	h.waitQuestion(id)

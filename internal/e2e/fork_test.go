@@ -27,7 +27,7 @@ func TestForkBringsTheFilesAndWorkspaceAt(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	fresh := h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "ws-loop")), "ws.yaml")
 	require.NoError(t, err)
 	id := "ws-fork-src"
 	run := h.start(id, g, nil)

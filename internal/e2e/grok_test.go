@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,32 +24,7 @@ func TestGrokRun(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", url)
 
-	file := filepath.Join(t.TempDir(), "grok.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
-name: grok-run
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: grok
-    prompt: |
-      Write the plan.
-      WRITE_FILE: plan.txt
-      step one
-      END_FILE
-  - id: asker
-    kind: agent
-    backend: grok
-    prompt: |
-      Which database?
-      ASK_USER: which database?
-  - {id: check, kind: tool, run: [cat, plan.txt]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: asker}
-  - {from: asker, to: check}
-  - {from: check, to: done}
-`), 0o644))
+	file := writeGraph(t, "grok.yaml", graphYAML(t, "grok-run"))
 	code, out := tetherCode(t, "validate", file)
 	require.Equal(t, 0, code, out)
 	require.NotContains(t, out, "warning", out)

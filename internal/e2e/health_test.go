@@ -122,7 +122,7 @@ func TestAWorkerWhoseStoreFailsHandsVisitsBack(t *testing.T) {
 	sick := h.worker
 	h.workerBlobs = nil
 	h.startWorker()
-	g, err := graph.Parse([]byte(fourDrafts), "four.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "four-drafts")), "four.yaml")
 	require.NoError(t, err)
 
 	bad.on.Store(true)

@@ -139,22 +139,7 @@ func killMidVisit(t *testing.T, sig syscall.Signal) {
 	env := append(k.env, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, bin, env)
 
-	g, err := graph.Parse([]byte(`
-name: kill
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    session: persist
-    prompt: "{{if eq .visit 2}}SLEEP: 15s\n{{end}}draft {{.visit}}"
-  - {id: judge, kind: human, question: "Again?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: judge}
-  - {from: judge, to: done, when: 'output.answer == "done"'}
-  - {from: judge, to: writer}
-`), "kill.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "kill")), "kill.yaml")
 	require.NoError(t, err)
 	id := "killed-mid-visit"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
@@ -245,15 +230,7 @@ func TestVisitOutlivesLostWorkers(t *testing.T) {
 	srv := testenv.DevServer(t)
 	c := srv.Client(t)
 	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir()}
-	g, err := graph.Parse([]byte(`
-name: lost-workers
-start: work
-nodes:
-  - {id: work, kind: tool, run: [sh, -c, "sleep 3; echo done"]}
-  - {id: done, kind: end}
-edges:
-  - {from: work, to: done}
-`), "lost-workers.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "lost-workers")), "lost-workers.yaml")
 	require.NoError(t, err)
 	const heartbeat = 2 * time.Second
 	id := "lost-workers"

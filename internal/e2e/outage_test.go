@@ -26,7 +26,7 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 	url := s3.URL("outage")
 	h := newHarness(t, url)
 	h.startWorker()
-	g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "ws-loop")), "ws.yaml")
 	require.NoError(t, err)
 	id := "outage"
 	run := h.start(id, g, nil)

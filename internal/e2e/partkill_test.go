@@ -92,23 +92,7 @@ func TestWorkerKilledMidUploadOfAPart(t *testing.T) {
 	pad := make([]byte, 9<<10)
 	_, err := rand.Read(pad)
 	require.NoError(t, err)
-	g, err := graph.Parse([]byte(`
-name: part-kill
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    prompt: "{{if eq .visit 1}}{{.input.pad}} {{end}}draft {{.visit}}"
-    script: ["turn {{.Turn}}: {{.Prompt}}"]
-  - {id: judge, kind: human, question: "Again?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: judge}
-  - {from: judge, to: done, when: 'output.answer == "done"'}
-  - {from: judge, to: writer}
-`), "part-kill.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "part-kill")), "part-kill.yaml")
 	require.NoError(t, err)
 	id := "killed-mid-part"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},

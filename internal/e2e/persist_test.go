@@ -263,16 +263,7 @@ func TestFailStopThenResume(t *testing.T) {
 func TestLongLoopContinuesAsNew(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: long
-start: tick
-nodes:
-  - {id: tick, kind: tool, run: ["true"], max_visits: 2000}
-  - {id: done, kind: end}
-edges:
-  - {from: tick, to: done, when: 'visits >= 2000'}
-  - {from: tick, to: tick}
-`), "long.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "long")), "long.yaml")
 	require.NoError(t, err)
 	run := h.start("long", g, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

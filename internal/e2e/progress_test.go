@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,25 +30,7 @@ func TestProgressWhileAVisitRuns(t *testing.T) {
 	h := newHarness(t, "file://"+dir)
 	fake := cliBackends(t, h)
 	h.startWorker()
-	file := filepath.Join(t.TempDir(), "progress.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
-name: progress
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    permissions: edit
-    prompt: |
-      write the notes
-      WRITE_FILE: notes.txt
-      hello
-      END_FILE
-      SLEEP_AFTER_TOOL: 30s
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`), 0o644))
+	file := writeGraph(t, "progress.yaml", graphYAML(t, "progress"))
 	h.useCLI(t)
 
 	const id = "progress-1"

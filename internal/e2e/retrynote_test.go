@@ -46,19 +46,7 @@ func interruptAfterToolCall(t *testing.T, sig syscall.Signal) {
 	k := newKillRig(t, retryNoteModel)
 	env := append(k.env, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, k.bin, env)
-	g, err := graph.Parse([]byte(`
-name: retry-note
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    session: persist
-    prompt: "RUN_SHELL: echo pushed-{{.visit}}\nSLEEP_AFTER_TOOL: 20s\nwrite the release note"
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`), "retry-note.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "retry-note")), "retry-note.yaml")
 	require.NoError(t, err)
 	id := "retry-note-" + strings.ToLower(sig.String())
 	run, err := k.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},

@@ -14,36 +14,14 @@ import (
 	"github.com/tether-run/tether/internal/cli"
 )
 
-// fourDrafts is a persist writer that writes a new draft each visit and a
-// check that passes on its fourth: each visit leaves a session blob and a
-// workspace pack that only its own and later checkpoints name.
-const fourDrafts = `
-name: four-drafts
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    script: ["WRITE: notes.txt = draft {{.Visit}}\nwrote draft {{.Visit}}"]
-  - {id: check, kind: tool, run: [sh, -c, 'cat notes.txt; test {{.visit}} -ge 4']}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: done, when: 'output.exit_code == 0'}
-  - {from: check, to: writer}
-`
-
 // Items 2 and 3: the one rule for rewind. A rewind to 3 writes checkpoint
 // 10 and deletes what only 4-9 named; those are listed as dropped by it,
 // and rewind --to, fork --at and workspace --at refuse them with that
 // reason, while 3 and 10 stay whole. A rewind of a completed run to the
 // checkpoint it ended at is refused: nothing would run.
 func TestRewindDropsLaterCheckpointsAndEveryCommandKnows(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	file := writeGraph(t, "four.yaml", fourDrafts)
+	h, dir := fileHarness(t)
+	file := writeGraph(t, "four.yaml", graphYAML(t, "four-drafts"))
 	h.tether(t, dir, "run", file, "--id", "a1", "--follow")
 	infos, err := h.runs.List(context.Background(), "a1")
 	require.NoError(t, err)

@@ -21,18 +21,6 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-const rewoundLinkGraph = `
-name: rewound-link
-start: draft
-nodes:
-  - {id: draft, kind: agent, backend: scripted, prompt: "draft the release"}
-  - {id: ship, kind: human, question: "Ship the release?", options: [ship, hold]}
-  - {id: done, kind: end}
-edges:
-  - {from: draft, to: ship}
-  - {from: ship, to: done}
-`
-
 var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // linkPage opens an answer link as a browser would.
@@ -81,7 +69,7 @@ func TestAnswerLinkAfterRewind(t *testing.T) {
 	require.NoError(t, err)
 	h.notify = sender
 	h.startWorker()
-	g, err := graph.Parse([]byte(rewoundLinkGraph), "rewound-link.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "rewound-link")), "rewound-link.yaml")
 	require.NoError(t, err)
 	const id = "rewound-link-1"
 	run := h.start(id, g, nil)

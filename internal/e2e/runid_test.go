@@ -23,19 +23,9 @@ import (
 // client starts under such an id fails before its first visit with the
 // same reason; `tether delete` frees the id.
 func TestRunIDNamesOneRun(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	tools := writeGraph(t, "tool-loop.yaml", toolLoop)
-	other := writeGraph(t, "other.yaml", `
-name: other
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "go?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: done}
-`)
+	h, dir := fileHarness(t)
+	tools := writeGraph(t, "tool-loop.yaml", graphYAML(t, "tool-loop"))
+	other := writeGraph(t, "other.yaml", graphYAML(t, "other"))
 	h.tether(t, dir, "run", tools, "--id", "b1", "--follow")
 	before, err := h.runs.List(context.Background(), "b1")
 	require.NoError(t, err)

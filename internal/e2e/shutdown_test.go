@@ -94,11 +94,7 @@ func TestWorkerStopHandsBackAVisitAtTheDeadline(t *testing.T) {
 // startToolRun starts a run of two tool nodes: `sh -c SCRIPT`, then echo.
 func startToolRun(t *testing.T, c client.Client, id, script string, heartbeat time.Duration) client.WorkflowRun {
 	t.Helper()
-	g, err := graph.Parse([]byte(`
-name: shutdown
-start: work
-nodes:
-  - {id: work, kind: tool, run: [sh, -c, "`+script+`"]}
+	g, err := graph.Parse([]byte(graphYAML(t, "shutdown")+script+`"]}
   - {id: after, kind: tool, run: [echo, after]}
   - {id: done, kind: end}
 edges:

@@ -23,17 +23,7 @@ import (
 // the refusal reads as one sentence, without Temporal's type trailer.
 func TestEmptyAnswersAreRefused(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "two.yaml", `
-name: two
-start: approve
-nodes:
-  - {id: approve, kind: human, question: "ship it?"}
-  - {id: note, kind: human, question: "anything to add?", allow_empty: true}
-  - {id: done, kind: end}
-edges:
-  - {from: approve, to: note}
-  - {from: note, to: done, with: {approved: output.answer}}
-`)
+	file := writeGraph(t, "two.yaml", graphYAML(t, "two"))
 	h.tether(t, dir, "run", file, "--id", "a3")
 	q := h.waitQuestion("a3")
 	for _, args := range [][]string{{"answer", "a3", q.ID, ""}, {"answer", "a3", q.ID, "  ", "--signal"}} {
@@ -74,7 +64,7 @@ func TestNoWorkerIsSaidAndSoIsItsReturn(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.useCLI(t)
-	file := writeGraph(t, "ask.yaml", askGraph)
+	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
 
 	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
@@ -129,7 +119,7 @@ func TestSmallThings(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.useCLI(t)
-	ask, err := graph.ParseFile(writeGraph(t, "ask.yaml", askGraph))
+	ask, err := graph.ParseFile(writeGraph(t, "ask.yaml", graphYAML(t, "ask")))
 	require.NoError(t, err)
 
 	// Open, no worker, no checkpoint yet.
@@ -161,7 +151,7 @@ func TestSmallThings(t *testing.T) {
 	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main([]string{"run", writeGraph(t, "ask2.yaml", askGraph), "--id", "cc-1", "--follow"}, &follow, &follow)
+		done <- cli.Main([]string{"run", writeGraph(t, "ask2.yaml", graphYAML(t, "ask")), "--id", "cc-1", "--follow"}, &follow, &follow)
 	}()
 	waitFor(t, &follow, "? ask asks [ask-1]", time.Minute)
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
@@ -181,15 +171,7 @@ func TestSmallThings(t *testing.T) {
 	assert.Contains(t, string(meta), "tether answer cc-1 ask-1 TEXT")
 
 	// A tool whose program is missing: advice about tools, not agent CLIs.
-	missing := writeGraph(t, "missing.yaml", `
-name: missing
-start: check
-nodes:
-  - {id: check, kind: tool, run: [no-such-program-tether]}
-  - {id: done, kind: end}
-edges:
-  - {from: check, to: done}
-`)
+	missing := writeGraph(t, "missing.yaml", graphYAML(t, "missing"))
 	code, out = tetherCode(t, "run", missing, "--id", "mt-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, `cannot run "no-such-program-tether"`)

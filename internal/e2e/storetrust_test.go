@@ -27,22 +27,9 @@ import (
 // after `tether store sign`.
 func TestBucketWriterCannotChooseTheArgv(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: argv
-start: first
-nodes:
-  - {id: first, kind: tool, run: ["true"]}
-  - {id: check, kind: tool, run: [sh, -c, 'echo genuine']}
-  - {id: done, kind: end}
-edges:
-  - {from: first, to: check}
-  - {from: check, to: done, with: {said: 'output.stdout'}}
-`), "argv.yaml")
+	h, _ := cliHarness(t)
+	g, err := graph.Parse([]byte(graphYAML(t, "argv")), "argv.yaml")
 	require.NoError(t, err)
-	h.useCLI(t)
 	t.Setenv(runstore.KeyEnv, "")
 
 	// forge rewrites the argv in every checkpoint of run id.
@@ -84,17 +71,7 @@ edges:
 	// A run stopped while it waits (terminated, so no fail-stop carries
 	// its checkpoint) resumes from the store's checkpoint with Temporal's
 	// graph.
-	gAsk, err := graph.Parse([]byte(`
-name: argv-ask
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "Go?"}
-  - {id: check, kind: tool, run: [sh, -c, 'echo genuine']}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: check}
-  - {from: check, to: done, with: {said: 'output.stdout'}}
-`), "argv-ask.yaml")
+	gAsk, err := graph.Parse([]byte(graphYAML(t, "argv-ask")), "argv-ask.yaml")
 	require.NoError(t, err)
 	h.start("argv-resume", gAsk, nil)
 	h.waitQuestion("argv-resume")

@@ -15,17 +15,7 @@ import (
 func TestToolAfterAgent(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: oracle
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, prompt: write, script: ["wrote it"]}
-  - {id: check, kind: tool, run: [sh, -c, 'test "{{.input.text}}" = "wrote it"']}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: done, when: 'output.exit_code == 0', with: {verdict: "'pass'"}}
-`), "oracle.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "oracle")), "oracle.yaml")
 	require.NoError(t, err)
 	res, err := h.result(h.start("tool-node", g, nil))
 	require.NoError(t, err)

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +23,8 @@ import (
 // attributes that `temporal workflow list --query` uses to find the runs
 // waiting for a person.
 func TestRunsAreLegibleInTemporal(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	graphFile := filepath.Join(t.TempDir(), "ws.yaml")
-	require.NoError(t, os.WriteFile(graphFile, []byte(wsLoop), 0o644))
+	h, dir := fileHarness(t)
+	graphFile := writeGraph(t, "ws.yaml", graphYAML(t, "ws-loop"))
 	id := "legible"
 	out := h.tether(t, dir, "run", graphFile, "--id", id, "--input", "topic=otters")
 	require.Contains(t, out, "started")
@@ -115,16 +110,7 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 func TestBlobDeletesAreNamed(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: deletes
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "draft {{.visit}}", script: ["turn {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done, when: 'visits >= 3'}
-  - {from: writer, to: writer}
-`), "deletes.yaml")
+	g, err := graph.Parse([]byte(graphYAML(t, "deletes")), "deletes.yaml")
 	require.NoError(t, err)
 	opts := testRunOptions
 	opts.SessionHistory = -1 // keep no earlier slot: each new one supersedes the last
