@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workerhost"
@@ -107,8 +106,7 @@ func TestBranchWorkspacesMerge(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(graphYAML(t, "ws-merge")), "merge.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-merge")
 	const id = "ws-merge"
 	res, err := h.result(h.start(id, g, nil))
 	require.NoError(t, err)
@@ -167,8 +165,7 @@ func TestRewindInsideAFanOut(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(graphYAML(t, "ws-rewind-fan")), "rewind-fan.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-rewind-fan")
 	const id = "ws-rewind-fan"
 	run := h.start(id, g, nil)
 	q := h.waitQuestion(id)
@@ -219,8 +216,7 @@ func TestRewindInsideAFanOut(t *testing.T) {
 func TestNestedFanOutBranches(t *testing.T) {
 	h := newHarness(t, "")
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(graphYAML(t, "ws-nested")), "nested.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-nested")
 	res, err := h.result(h.start("ws-nested", g, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "base.txt\nx.txt\nx1.txt\nx2.txt\nx_after.txt\ny.txt\n", fmt.Sprint(res.Output["files"]))
@@ -257,8 +253,7 @@ func TestBranchVisitsWaitForAnUpgradedWorker(t *testing.T) {
 	}
 	t.Cleanup(stopOld)
 
-	g, err := graph.Parse([]byte(graphYAML(t, "ws-upgrade")), "upgrade.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-upgrade")
 	const id = "ws-upgrade"
 	run := h.start(id, g, nil)
 	q := h.waitQuestion(id)

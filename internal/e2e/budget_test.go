@@ -15,7 +15,7 @@ import (
 // a raised budget, it finishes, and the usage goes on adding up.
 func TestBudgetStopAndResume(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "budget.yaml", graphYAML(t, "budget-loop"))
+	file := graphFile(t, "budget-loop")
 
 	code, out := tetherCode(t, "run", file, "--id", "budget", "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)

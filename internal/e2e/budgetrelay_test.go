@@ -26,7 +26,7 @@ func TestBudgetStopsAVisitMidTurn(t *testing.T) {
 	h := newHarness(t, "file://"+dir)
 	fake := cliBackends(t, h)
 	h.startWorker()
-	file := writeGraph(t, "mid.yaml", graphYAML(t, "budget-mid-turn"))
+	file := graphFile(t, "budget-mid-turn")
 	h.useCLI(t)
 
 	const reason = "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000"

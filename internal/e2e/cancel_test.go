@@ -20,7 +20,7 @@ import (
 // which leaves it out too.
 func TestCanceledRunLeavesTheWaitingQuery(t *testing.T) {
 	h, dir := fileHarness(t)
-	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
+	file := graphFile(t, "ask")
 	for _, id := range []string{"a2", "a3"} {
 		h.tether(t, dir, "run", file, "--id", id)
 		h.waitQuestion(id)

@@ -16,7 +16,7 @@ func TestTypeAndTemplateMistakes(t *testing.T) {
 	h, dir := cliHarness(t)
 
 	// A number compared with a string: an error, never a silent false.
-	mismatch := writeGraph(t, "mismatch.yaml", graphYAML(t, "mismatch"))
+	mismatch := graphFile(t, "mismatch")
 	code, out := tetherCode(t, "validate", mismatch)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Regexp(t, `mismatch\.yaml:9:\d+: G057 error: the when of edge check -> passed does not fit the output of tool node check: invalid operation: == \(mismatched types int and string\)`, out)
@@ -25,7 +25,7 @@ func TestTypeAndTemplateMistakes(t *testing.T) {
 
 	// A template reading an input its first visit is not given: a warning
 	// with the way in, and at run time a failure that names the keys.
-	feedback := writeGraph(t, "feedback.yaml", graphYAML(t, "feedback"))
+	feedback := graphFile(t, "feedback")
 	code, out = tetherCode(t, "validate", feedback)
 	assert.Equal(t, cli.ExitOK, code, out)
 	assert.Contains(t, out, "G058 warning: node writer reads .input.feedback, but the run's start (path: start → writer; inputs it always has: topic) does not deliver it")
@@ -36,7 +36,7 @@ func TestTypeAndTemplateMistakes(t *testing.T) {
 
 	// A when that fails on what a scripted agent's script writes is
 	// caught before the run starts.
-	scripted := writeGraph(t, "scripted.yaml", graphYAML(t, "approved-scripted"))
+	scripted := graphFile(t, "approved-scripted")
 	code, out = tetherCode(t, "run", scripted, "--id", "ap-0")
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `G069 error: the when of edge judge -> done fails on reply 1 of judge's script ({"approved": "yes"}): when "output.approved" gave yes (string), not a boolean`)
@@ -44,7 +44,7 @@ func TestTypeAndTemplateMistakes(t *testing.T) {
 
 	// A when that is not a boolean at run time (a reply validation cannot
 	// foresee) names node, edge, expression and the values it saw.
-	approved := writeGraph(t, "approved.yaml", graphYAML(t, "approved"))
+	approved := graphFile(t, "approved")
 	code, out = tetherCode(t, "run", approved, "--id", "ap-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, out)
 	st := h.tether(t, dir, "status", "ap-1")
@@ -56,7 +56,7 @@ func TestTypeAndTemplateMistakes(t *testing.T) {
 // the graph declares a type.
 func TestInputsAreCheckedBeforeTheRunStarts(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "inputs.yaml", graphYAML(t, "inputs"))
+	file := graphFile(t, "inputs")
 	h.tether(t, dir, "validate", file)
 
 	code, out := tetherCode(t, "run", file, "--id", "in-1")

@@ -55,8 +55,7 @@ func TestClusterFrontendRequiresMutualTLS(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 
-	g, err := graph.Parse([]byte(graphYAML(t, "victim")), "victim.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "victim")
 	id := "victim-" + token()
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})

@@ -27,7 +27,7 @@ func TestCommandsSayWhatHappened(t *testing.T) {
 	h, dir := cliHarness(t)
 
 	// status --follow: a failed run is a failure however it is followed.
-	failing := writeGraph(t, "deploy.yaml", graphYAML(t, "deploy"))
+	failing := graphFile(t, "deploy")
 	h.tether(t, dir, "run", failing, "--id", "fail-1")
 	code, out := tetherCode(t, "status", "fail-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, "following it to its end: %s", out)
@@ -38,7 +38,7 @@ func TestCommandsSayWhatHappened(t *testing.T) {
 	assert.Equal(t, cli.ExitOK, code, "without --follow, status shows: %s", out)
 
 	// status --json: a tool that timed out is not "ok".
-	slowTool := writeGraph(t, "timeout.yaml", graphYAML(t, "timeout"))
+	slowTool := graphFile(t, "timeout")
 	h.tether(t, dir, "run", slowTool, "--id", "to-1", "--follow")
 	out = h.tether(t, dir, "status", "to-1", "--json")
 	var st runapi.State
@@ -49,7 +49,7 @@ func TestCommandsSayWhatHappened(t *testing.T) {
 	assert.Equal(t, "timed_out", st.Path[0].Status, "status and outcome agree")
 
 	// logs: a human visit, guidance, one visit after a rewind.
-	guided := writeGraph(t, "guided.yaml", graphYAML(t, "guided"))
+	guided := graphFile(t, "guided")
 	h.tether(t, dir, "run", guided, "--id", "g-1")
 	q := h.waitQuestion("g-1")
 	out = h.tether(t, dir, "guide", "g-1", "writer", "use a wide brush")
@@ -101,7 +101,7 @@ func TestCommandsSayWhatHappened(t *testing.T) {
 	}
 
 	// An error names its node once, without the template engine's words.
-	bad := writeGraph(t, "bad.yaml", graphYAML(t, "bad"))
+	bad := graphFile(t, "bad")
 	code, out = tetherCode(t, "run", bad, "--id", "bad-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, `tool node "t" (visit 1): argument 1 of its run: line 1, column`)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // postTook is how long the last form's POST took, in milliseconds, as
@@ -30,8 +29,7 @@ func TestConsoleSaysNoWorker(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "down-1"
-	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "two-questions")
 	h.start(id, g, nil)
 	require.Equal(t, "first-1", h.waitQuestion(id).ID)
 	c := startConsole(t, h, nil)
@@ -98,8 +96,7 @@ func TestConsoleSaysNoWorker(t *testing.T) {
 func TestConsoleAndCLISayTemporalIsDown(t *testing.T) {
 	h, _ := fileHarness(t)
 	id := "t-down"
-	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "two-questions")
 	h.start(id, g, nil)
 	h.waitQuestion(id)
 	c := startConsole(t, h, nil)

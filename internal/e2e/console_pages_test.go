@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runlist"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -24,7 +23,7 @@ import (
 func TestConsoleListsARewoundRunOnce(t *testing.T) {
 	h, dir := cliHarness(t)
 	id := "rewound"
-	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
+	file := graphFile(t, "ask")
 	h.tether(t, dir, "run", file, "--id", id)
 	for round := range 3 {
 		q := h.waitQuestion(id)
@@ -98,12 +97,10 @@ func TestConsoleListsARewoundRunOnce(t *testing.T) {
 func TestConsolePagesReadRight(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(graphYAML(t, "pages")), "pages.yaml")
+	g := testGraph(t, "pages")
+	_, err := h.result(h.start("pages", g, map[string]any{"topic": "sea otters"}))
 	require.NoError(t, err)
-	_, err = h.result(h.start("pages", g, map[string]any{"topic": "sea otters"}))
-	require.NoError(t, err)
-	pick, err := graph.Parse([]byte(graphYAML(t, "ws-pick")), "pick.yaml")
-	require.NoError(t, err)
+	pick := testGraph(t, "ws-pick")
 	_, err = h.result(h.start("pages-pick", pick, nil))
 	require.NoError(t, err)
 	c := startConsole(t, h, nil)

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // TestConsoleAnswerAndFollow: review-loop waits for its approval; the runs
@@ -61,8 +60,7 @@ func TestConsoleShowsTheRunsRefusal(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "console-twice"
-	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "two-questions")
 	h.start(id, g, nil)
 	require.Equal(t, "first-1", h.waitQuestion(id).ID)
 	c := startConsole(t, h, nil)
@@ -184,8 +182,7 @@ func TestConsoleGuardsItsDoor(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "console-door"
-	g, err := graph.Parse([]byte(graphYAML(t, "two-questions")), "two.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "two-questions")
 	h.start(id, g, nil)
 	h.waitQuestion(id)
 	const token = "a-long-random-console-token-0123456789"

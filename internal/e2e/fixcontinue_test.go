@@ -28,7 +28,7 @@ import (
 func TestResumeWithACorrectedGraph(t *testing.T) {
 	h, dir := cliHarness(t)
 	id := "deploy-1"
-	code, out := tetherCode(t, "run", writeGraph(t, "deploy.yaml", graphYAML(t, "deploy")), "--id", id, "--follow")
+	code, out := tetherCode(t, "run", graphFile(t, "deploy"), "--id", id, "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, "no edge out of node")
 	cp, err := h.runs.Latest(context.Background(), id)
@@ -43,7 +43,7 @@ func TestResumeWithACorrectedGraph(t *testing.T) {
 	assert.Contains(t, out, "tether resume "+id+" --graph FILE")
 
 	// A graph that cannot take over.
-	gone := writeGraph(t, "gone.yaml", graphYAML(t, "deploy-gone"))
+	gone := graphFile(t, "deploy-gone")
 	code, out = tetherCode(t, "resume", id, "--graph", gone)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `node "deploy" is gone, but the run goes on from it`)
@@ -51,14 +51,14 @@ func TestResumeWithACorrectedGraph(t *testing.T) {
 	code, out = tetherCode(t, "resume", id, "--graph", renamed)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `the graph is named "deploy-v2", the run's "deploy"`)
-	kind := writeGraph(t, "kind.yaml", graphYAML(t, "deploy-kind"))
+	kind := graphFile(t, "deploy-kind")
 	code, out = tetherCode(t, "resume", id, "--graph", kind)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `node "deploy" is a human node now, a tool node before`)
 	assert.Equal(t, 1, h.executions(id), "nothing started")
 
 	// The corrected graph goes on from the tool's output.
-	fixed := writeGraph(t, "fixed.yaml", graphYAML(t, "deploy-fixed"))
+	fixed := graphFile(t, "deploy-fixed")
 	out = h.tether(t, dir, "resume", id, "--graph", fixed, "--follow")
 	assert.Contains(t, out, "with the corrected graph "+fixed+": edge deploy → done when output.exit_code == 0 added; edge deploy → done when output.exit_code == 1 removed")
 	assert.Contains(t, out, "the output of deploy visit 1 is taken again (not visited again)")
@@ -93,7 +93,7 @@ func TestResumeWithACorrectedGraph(t *testing.T) {
 
 	// --rerun visits the node again, with the same graph.
 	id2 := "deploy-2"
-	code, out = tetherCode(t, "run", writeGraph(t, "deploy2.yaml", graphYAML(t, "deploy")), "--id", id2, "--follow")
+	code, out = tetherCode(t, "run", graphFile(t, "deploy"), "--id", id2, "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
 	code, out = tetherCode(t, "resume", id2, "--rerun", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, "visited again, it fails again: %s", out)

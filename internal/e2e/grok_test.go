@@ -24,7 +24,7 @@ func TestGrokRun(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
 	t.Setenv("TETHER_BLOB_URL", url)
 
-	file := writeGraph(t, "grok.yaml", graphYAML(t, "grok-run"))
+	file := graphFile(t, "grok-run")
 	code, out := tetherCode(t, "validate", file)
 	require.Equal(t, 0, code, out)
 	require.NotContains(t, out, "warning", out)

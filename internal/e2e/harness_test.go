@@ -350,6 +350,22 @@ func graphYAML(t testing.TB, name string, sub ...string) string {
 	return strings.NewReplacer(sub...).Replace(src)
 }
 
+// graphFile writes graphYAML(name, sub...) into a fresh directory, as
+// name.yaml, and returns its path: for the tether CLI.
+func graphFile(t testing.TB, name string, sub ...string) string {
+	t.Helper()
+	return writeGraph(t, name+".yaml", graphYAML(t, name, sub...))
+}
+
+// testGraph is graphYAML(name, sub...) parsed (not validated: a test may
+// start what validation would refuse).
+func testGraph(t testing.TB, name string, sub ...string) *graph.Graph {
+	t.Helper()
+	g, err := graph.Parse([]byte(graphYAML(t, name, sub...)), name+".yaml")
+	require.NoError(t, err)
+	return g
+}
+
 func loadGraph(t *testing.T, rel string) *graph.Graph {
 	t.Helper()
 	g, err := graph.ParseFile(filepath.Join(testenv.Root(), rel))

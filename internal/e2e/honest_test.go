@@ -25,7 +25,7 @@ func writeGraph(t testing.TB, name, src string) string {
 // word), not only the one the node's latest output happens to hold.
 func TestFollowAndStatusShowEachVisitsResult(t *testing.T) {
 	h, dir := fileHarness(t)
-	file := writeGraph(t, "tool-loop.yaml", graphYAML(t, "tool-loop"))
+	file := graphFile(t, "tool-loop")
 
 	out := h.tether(t, dir, "run", file, "--id", "tools-1", "--follow")
 	t.Logf("tether run --follow:\n%s", out)

@@ -20,7 +20,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/clitest"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/fakemodel"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/sandbox/sandboxtest"
@@ -139,8 +138,7 @@ func killMidVisit(t *testing.T, sig syscall.Signal) {
 	env := append(k.env, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, bin, env)
 
-	g, err := graph.Parse([]byte(graphYAML(t, "kill")), "kill.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "kill")
 	id := "killed-mid-visit"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second, WorkerLostAfter: 10 * time.Second}})
@@ -230,8 +228,7 @@ func TestVisitOutlivesLostWorkers(t *testing.T) {
 	srv := testenv.DevServer(t)
 	c := srv.Client(t)
 	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir()}
-	g, err := graph.Parse([]byte(graphYAML(t, "lost-workers")), "lost-workers.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "lost-workers")
 	const heartbeat = 2 * time.Second
 	id := "lost-workers"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},

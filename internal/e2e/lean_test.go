@@ -20,7 +20,7 @@ import (
 // conversation on its second visit.
 func TestNewRunTakesTheBaselineAtOnce(t *testing.T) {
 	h, dir := fileHarness(t)
-	file := writeGraph(t, "lean.yaml", graphYAML(t, "lean"))
+	file := graphFile(t, "lean")
 	out := h.tether(t, dir, "run", file, "--id", "lean-1", "--follow")
 	require.Contains(t, out, "run lean-1 completed at done after 5 visits", out)
 	assert.Regexp(t, `(?m)^✓ writer +visit 2 +ok .*draft 2$`, out, "the writer's second visit continued its conversation")

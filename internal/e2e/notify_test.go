@@ -131,8 +131,7 @@ func TestNoticeOncePerQuestionThroughKills(t *testing.T) {
 		return true
 	})
 	w := startWorkerProcess(t, bin, env)
-	g, err := graph.Parse([]byte(graphYAML(t, "ask-twice")), "ask-twice.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ask-twice")
 	id := "notice-kills"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 2 * time.Second}})
@@ -209,8 +208,7 @@ func TestNoticesNeverHoldTheRun(t *testing.T) {
 	late.Down()
 	down := time.Now()
 
-	g, err := graph.Parse([]byte(graphYAML(t, "ask-twice")), "ask-twice.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ask-twice")
 	id := "notice-down"
 	run := h.start(id, g, nil)
 	for _, qid := range []string{"first-1", "second-1"} {

@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/testenv"
@@ -92,8 +91,7 @@ func TestWorkerKilledMidUploadOfAPart(t *testing.T) {
 	pad := make([]byte, 9<<10)
 	_, err := rand.Read(pad)
 	require.NoError(t, err)
-	g, err := graph.Parse([]byte(graphYAML(t, "part-kill")), "part-kill.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "part-kill")
 	id := "killed-mid-part"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g,

@@ -263,8 +263,7 @@ func TestFailStopThenResume(t *testing.T) {
 func TestLongLoopContinuesAsNew(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(graphYAML(t, "long")), "long.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "long")
 	run := h.start("long", g, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -30,7 +30,7 @@ func TestProgressWhileAVisitRuns(t *testing.T) {
 	h := newHarness(t, "file://"+dir)
 	fake := cliBackends(t, h)
 	h.startWorker()
-	file := writeGraph(t, "progress.yaml", graphYAML(t, "progress"))
+	file := graphFile(t, "progress")
 	h.useCLI(t)
 
 	const id = "progress-1"

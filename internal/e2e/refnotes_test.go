@@ -19,7 +19,6 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/blobref"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // faultyGets fails the first reads whose key holds match, as a store
@@ -58,8 +57,7 @@ func TestNoRefOnAnyNote(t *testing.T) {
 	fault := &faultyGets{Store: h.blobs, match: "/sessions/writer/", left: 1}
 	h.workerBlobs = fault
 	h.startWorker()
-	g, err := graph.Parse([]byte(graphYAML(t, "ref-free-notes")), "ref-free-notes.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ref-free-notes")
 	const id = "ref-free-1"
 	run := h.start(id, g, nil)
 	for round := 1; round <= 3; round++ {

@@ -46,8 +46,7 @@ func interruptAfterToolCall(t *testing.T, sig syscall.Signal) {
 	k := newKillRig(t, retryNoteModel)
 	env := append(k.env, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, k.bin, env)
-	g, err := graph.Parse([]byte(graphYAML(t, "retry-note")), "retry-note.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "retry-note")
 	id := "retry-note-" + strings.ToLower(sig.String())
 	run, err := k.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second}})

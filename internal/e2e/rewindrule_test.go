@@ -21,7 +21,7 @@ import (
 // checkpoint it ended at is refused: nothing would run.
 func TestRewindDropsLaterCheckpointsAndEveryCommandKnows(t *testing.T) {
 	h, dir := fileHarness(t)
-	file := writeGraph(t, "four.yaml", graphYAML(t, "four-drafts"))
+	file := graphFile(t, "four-drafts")
 	h.tether(t, dir, "run", file, "--id", "a1", "--follow")
 	infos, err := h.runs.List(context.Background(), "a1")
 	require.NoError(t, err)

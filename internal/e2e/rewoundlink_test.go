@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/notify"
 	"github.com/tether-run/tether/internal/notify/notifytest"
 	"github.com/tether-run/tether/internal/runstore"
@@ -69,8 +68,7 @@ func TestAnswerLinkAfterRewind(t *testing.T) {
 	require.NoError(t, err)
 	h.notify = sender
 	h.startWorker()
-	g, err := graph.Parse([]byte(graphYAML(t, "rewound-link")), "rewound-link.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "rewound-link")
 	const id = "rewound-link-1"
 	run := h.start(id, g, nil)
 	jar, _ := cookiejar.New(nil)

@@ -24,8 +24,8 @@ import (
 // same reason; `tether delete` frees the id.
 func TestRunIDNamesOneRun(t *testing.T) {
 	h, dir := fileHarness(t)
-	tools := writeGraph(t, "tool-loop.yaml", graphYAML(t, "tool-loop"))
-	other := writeGraph(t, "other.yaml", graphYAML(t, "other"))
+	tools := graphFile(t, "tool-loop")
+	other := graphFile(t, "other")
 	h.tether(t, dir, "run", tools, "--id", "b1", "--follow")
 	before, err := h.runs.List(context.Background(), "b1")
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 // the refusal reads as one sentence, without Temporal's type trailer.
 func TestEmptyAnswersAreRefused(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "two.yaml", graphYAML(t, "two"))
+	file := graphFile(t, "two")
 	h.tether(t, dir, "run", file, "--id", "a3")
 	q := h.waitQuestion("a3")
 	for _, args := range [][]string{{"answer", "a3", q.ID, ""}, {"answer", "a3", q.ID, "  ", "--signal"}} {
@@ -64,7 +64,7 @@ func TestNoWorkerIsSaidAndSoIsItsReturn(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.useCLI(t)
-	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
+	file := graphFile(t, "ask")
 
 	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
@@ -119,7 +119,7 @@ func TestSmallThings(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.useCLI(t)
-	ask, err := graph.ParseFile(writeGraph(t, "ask.yaml", graphYAML(t, "ask")))
+	ask, err := graph.ParseFile(graphFile(t, "ask"))
 	require.NoError(t, err)
 
 	// Open, no worker, no checkpoint yet.
@@ -151,7 +151,7 @@ func TestSmallThings(t *testing.T) {
 	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main([]string{"run", writeGraph(t, "ask2.yaml", graphYAML(t, "ask")), "--id", "cc-1", "--follow"}, &follow, &follow)
+		done <- cli.Main([]string{"run", graphFile(t, "ask"), "--id", "cc-1", "--follow"}, &follow, &follow)
 	}()
 	waitFor(t, &follow, "? ask asks [ask-1]", time.Minute)
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
@@ -171,7 +171,7 @@ func TestSmallThings(t *testing.T) {
 	assert.Contains(t, string(meta), "tether answer cc-1 ask-1 TEXT")
 
 	// A tool whose program is missing: advice about tools, not agent CLIs.
-	missing := writeGraph(t, "missing.yaml", graphYAML(t, "missing"))
+	missing := graphFile(t, "missing")
 	code, out = tetherCode(t, "run", missing, "--id", "mt-1", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, `cannot run "no-such-program-tether"`)

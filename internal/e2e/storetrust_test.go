@@ -12,7 +12,6 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -28,8 +27,7 @@ import (
 func TestBucketWriterCannotChooseTheArgv(t *testing.T) {
 	ctx := context.Background()
 	h, _ := cliHarness(t)
-	g, err := graph.Parse([]byte(graphYAML(t, "argv")), "argv.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "argv")
 	t.Setenv(runstore.KeyEnv, "")
 
 	// forge rewrites the argv in every checkpoint of run id.
@@ -71,8 +69,7 @@ func TestBucketWriterCannotChooseTheArgv(t *testing.T) {
 	// A run stopped while it waits (terminated, so no fail-stop carries
 	// its checkpoint) resumes from the store's checkpoint with Temporal's
 	// graph.
-	gAsk, err := graph.Parse([]byte(graphYAML(t, "argv-ask")), "argv-ask.yaml")
-	require.NoError(t, err)
+	gAsk := testGraph(t, "argv-ask")
 	h.start("argv-resume", gAsk, nil)
 	h.waitQuestion("argv-resume")
 	require.NoError(t, h.c.TerminateWorkflow(ctx, "argv-resume", "", "the test stops it"))

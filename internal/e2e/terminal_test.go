@@ -48,7 +48,7 @@ func assertTerminalSafe(t *testing.T, what, out string, want ...string) {
 // --json, and a diff into a pipe, stay exact.
 func TestTerminalSeesNoEscapes(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "hostile-terminal.yaml", graphYAML(t, "hostile-terminal"))
+	file := graphFile(t, "hostile-terminal")
 	const id = "hostile-terminal-1"
 
 	var wg sync.WaitGroup

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // TestToolAfterAgent runs the plainest oracle loop step: an agent, then a
@@ -15,8 +13,7 @@ import (
 func TestToolAfterAgent(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(graphYAML(t, "oracle")), "oracle.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "oracle")
 	res, err := h.result(h.start("tool-node", g, nil))
 	require.NoError(t, err)
 	require.Equal(t, "pass", res.Output["verdict"])

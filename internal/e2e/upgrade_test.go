@@ -289,7 +289,7 @@ func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
 	}
 	h.startWorker()
-	file := writeGraph(t, "ask.yaml", graphYAML(t, "ask"))
+	file := graphFile(t, "ask")
 	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- cli.Main([]string{"run", file, "--id", "nc-1", "--follow"}, &follow, &follow) }()

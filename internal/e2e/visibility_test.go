@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 )
 
@@ -24,7 +23,7 @@ import (
 // waiting for a person.
 func TestRunsAreLegibleInTemporal(t *testing.T) {
 	h, dir := fileHarness(t)
-	graphFile := writeGraph(t, "ws.yaml", graphYAML(t, "ws-loop"))
+	graphFile := graphFile(t, "ws-loop")
 	id := "legible"
 	out := h.tether(t, dir, "run", graphFile, "--id", id, "--input", "topic=otters")
 	require.Contains(t, out, "started")
@@ -110,8 +109,7 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 func TestBlobDeletesAreNamed(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(graphYAML(t, "deletes")), "deletes.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "deletes")
 	opts := testRunOptions
 	opts.SessionHistory = -1 // keep no earlier slot: each new one supersedes the last
 	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "deletes", TaskQueue: runapi.TaskQueue},

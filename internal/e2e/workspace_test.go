@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -31,8 +30,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 			}
 			h := newHarness(t, url)
 			fresh := h.freshWorkerPerVisit()
-			g, err := graph.Parse([]byte(graphYAML(t, "ws-loop")), "ws.yaml")
-			require.NoError(t, err)
+			g := testGraph(t, "ws-loop")
 			id := "ws-" + store
 			run := h.start(id, g, nil)
 			for round := 1; round <= 3; round++ {
@@ -48,7 +46,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 				}
 				h.reviseUntil(id, q.ID, round, 3)
 			}
-			_, err = h.result(run)
+			_, err := h.result(run)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, fresh.Visits(), 6, "each agent and tool visit had a worker of its own")
 			if store == "fs" {
@@ -107,8 +105,7 @@ func rewindRun(t *testing.T, mode string) {
 	} else {
 		h.startWorker()
 	}
-	g, err := graph.Parse([]byte(graphYAML(t, "ws-loop")), "ws.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-loop")
 	id := "ws-rewind-" + mode
 	run := h.start(id, g, nil)
 	var afterFirst int64
@@ -129,7 +126,7 @@ func rewindRun(t *testing.T, mode string) {
 		}
 		h.reviseUntil(id, q.ID, round, 3)
 	}
-	_, err = h.result(run)
+	_, err := h.result(run)
 	require.NoError(t, err)
 	require.NotZero(t, afterFirst)
 
@@ -195,7 +192,7 @@ func TestWorkspaceFromARepository(t *testing.T) {
 	assert.NotContains(t, seen, ".git")
 	h.recordHistory("workspace-import", "ws-import")
 
-	graphFile := writeGraph(t, "import.yaml", graphYAML(t, "ws-import"))
+	graphFile := graphFile(t, "ws-import")
 	out := h.tether(t, dir, "run", graphFile, "--id", "ws-import-cli", "--input", "repo="+repo, "--follow")
 	assert.Contains(t, out, "workspace from "+repo+"@v1: 1 files")
 	st := h.state("ws-import-cli")
@@ -208,8 +205,7 @@ func TestWorkspaceFromARepository(t *testing.T) {
 func TestFanOutBranchesSeeTheWorkspace(t *testing.T) {
 	h := newHarness(t, "")
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(graphYAML(t, "ws-fanout")), "fanout.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-fanout")
 	res, err := h.result(h.start("ws-fanout", g, nil))
 	require.NoError(t, err)
 	st := h.state("ws-fanout")
