@@ -146,14 +146,7 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 					Prompt: "Look around.\n" + fakemodel.CueShell + " " + cue},
 				{ID: "done", Kind: graph.KindEnd},
 			}, Edges: []graph.Edge{{From: "probe", To: "agent"}, {From: "agent", To: "done"}}}
-			require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
-			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
-				runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), runWait)
-			defer cancel()
-			var res runapi.GraphRunResult
-			require.NoError(t, run.Get(ctx, &res), "the attacker's run completes")
+			runAttack(t, c, id, g)
 			cp, err := runs.Latest(context.Background(), id)
 			require.NoError(t, err)
 
@@ -355,15 +348,8 @@ func TestToolCannotReachTheDevServersPorts(t *testing.T) {
 		{ID: "probe", Kind: graph.KindTool, Run: []string{"/bin/sh", "-c", cue}, Network: &graph.Network{Allow: allow}},
 		{ID: "done", Kind: graph.KindEnd},
 	}, Edges: []graph.Edge{{From: "probe", To: "done"}}}
-	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
 	id := "ports-" + token()
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
-		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), runWait)
-	defer cancel()
-	var res runapi.GraphRunResult
-	require.NoError(t, run.Get(ctx, &res), "the attacker's run completes")
+	runAttack(t, c, id, g)
 	blobs, err := blob.Open(context.Background(), "file://"+store)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = blobs.Close() })
@@ -441,4 +427,18 @@ func listeningPorts(t *testing.T, pid int) []int {
 	}
 	slices.Sort(ports)
 	return ports
+}
+
+// runAttack requires the attacker's graph g to be valid, runs it as id on
+// c, and waits (up to runWait) until it completes.
+func runAttack(t *testing.T, c client.Client, id string, g *graph.Graph) {
+	t.Helper()
+	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: testRunOptions})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), runWait)
+	defer cancel()
+	var res runapi.GraphRunResult
+	require.NoError(t, run.Get(ctx, &res), "the attacker's run completes")
 }

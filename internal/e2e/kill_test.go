@@ -48,6 +48,18 @@ var workerBin = buildOnce("tether-worker", "worker")
 // build` puts it, once.
 var confineBeside sync.Once
 
+// processRig is what a test of worker processes starts from: the worker
+// binary, a dev server and its client, and the environment of a worker on
+// a file store in a fresh directory, with extra added.
+func processRig(t *testing.T, extra ...string) (bin string, srv *testenv.Server, c client.Client, env []string) {
+	t.Helper()
+	bin = buildWorker(t)
+	srv = testenv.DevServer(t)
+	c = srv.Client(t)
+	env = append([]string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir()}, extra...)
+	return bin, srv, c, env
+}
+
 // buildWorker returns the tether-worker binary with its confine helper
 // beside it.
 func buildWorker(t *testing.T) string {
@@ -233,10 +245,7 @@ func sawPrompt(f *fakemodel.Server, s string) bool {
 // next attempt (no workflow task, no wait on the dead worker's sticky
 // queue), and the fifth attempt completes the run.
 func TestVisitOutlivesLostWorkers(t *testing.T) {
-	bin := buildWorker(t)
-	srv := testenv.DevServer(t)
-	c := srv.Client(t)
-	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir()}
+	bin, srv, c, env := processRig(t)
 	g := testGraph(t, "lost-workers")
 	const heartbeat = 2 * time.Second
 	id := "lost-workers"

@@ -15,17 +15,13 @@ import (
 
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
-	"github.com/tether-run/tether/internal/testenv"
 )
 
 // A worker that gets SIGTERM (a pod being recycled) takes no new visit,
 // lets the running one finish within its grace period, and exits; the
 // run's next visit waits for another worker.
 func TestWorkerStopFinishesRunningVisit(t *testing.T) {
-	bin := buildWorker(t)
-	srv := testenv.DevServer(t)
-	c := srv.Client(t)
-	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir(), "TETHER_SHUTDOWN_GRACE=60s"}
+	bin, _, c, env := processRig(t, "TETHER_SHUTDOWN_GRACE=60s")
 	a := startWorkerProcess(t, bin, env)
 
 	id := "stop-finishes"
@@ -55,10 +51,7 @@ func TestWorkerStopFinishesRunningVisit(t *testing.T) {
 // back: another worker starts it at once, not after the heartbeat timeout
 // (60 s here) that a killed worker costs.
 func TestWorkerStopHandsBackAVisitAtTheDeadline(t *testing.T) {
-	bin := buildWorker(t)
-	srv := testenv.DevServer(t)
-	c := srv.Client(t)
-	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir(), "TETHER_SHUTDOWN_GRACE=1s"}
+	bin, _, c, env := processRig(t, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, bin, env)
 
 	id := "stop-hands-back"
