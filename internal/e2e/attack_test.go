@@ -124,12 +124,7 @@ func TestAgentCannotReachTheWorkersServicesWorker(t *testing.T) {
 
 	// The victim: a run waiting on a person's answer.
 	victim := fmt.Sprintf("victim-%d-%s", os.Getuid(), token())
-	vg, err := graph.Parse([]byte("name: victim\nstart: deploy\nnodes:\n  - {id: deploy, kind: human, question: deploy to production?}\n  - {id: done, kind: end}\nedges: [{from: deploy, to: done}]\n"), "victim.yaml")
-	require.NoError(t, err)
-	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: runapi.TaskQueue},
-		runapi.WorkflowType, &runapi.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
-	require.NoError(t, err)
-	qid := waitPending(t, c, victim)
+	qid := startVictim(t, c, victim)
 
 	answer := fmt.Sprintf(`{"question_id":%q,"text":"pwned"}`, qid)
 	script := attackScript(addr, httpAddr, s3Addr, pg, temporalCLI, victim, answer)
@@ -221,6 +216,18 @@ func listener(t *testing.T) (string, *atomic.Int64) {
 	var n atomic.Int64
 	testenv.CountAccepts(l, &n)
 	return l.Addr().String(), &n
+}
+
+// startVictim starts the victim of the reach tests as run victim on c, a
+// run waiting on a person's answer, and returns its question's id.
+func startVictim(t *testing.T, c client.Client, victim string) string {
+	t.Helper()
+	vg, err := graph.Parse([]byte("name: victim\nstart: deploy\nnodes:\n  - {id: deploy, kind: human, question: deploy to production?}\n  - {id: done, kind: end}\nedges: [{from: deploy, to: done}]\n"), "victim.yaml")
+	require.NoError(t, err)
+	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: runapi.TaskQueue},
+		runapi.WorkflowType, &runapi.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
+	require.NoError(t, err)
+	return waitPending(t, c, victim)
 }
 
 // waitPending waits for run's first question and returns its id.
@@ -323,12 +330,7 @@ func TestToolCannotReachTheDevServersPorts(t *testing.T) {
 	t.Cleanup(c.Close)
 
 	victim := "victim-" + token()
-	vg, err := graph.Parse([]byte("name: victim\nstart: deploy\nnodes:\n  - {id: deploy, kind: human, question: deploy to production?}\n  - {id: done, kind: end}\nedges: [{from: deploy, to: done}]\n"), "victim.yaml")
-	require.NoError(t, err)
-	_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: victim, TaskQueue: runapi.TaskQueue},
-		runapi.WorkflowType, &runapi.GraphRunInput{RunID: victim, Graph: vg, Options: testRunOptions})
-	require.NoError(t, err)
-	qid := waitPending(t, c, victim)
+	qid := startVictim(t, c, victim)
 
 	var allow []string
 	var script strings.Builder

@@ -92,12 +92,8 @@ func TestNodeBudgetStopAndResume(t *testing.T) {
 // which holds every turn: the prompt, the three commands and their output,
 // and the note that the turn was stopped.
 func TestBudgetStopsAVisitMidTurn(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	fake := cliBackends(t, h)
-	h.startWorker()
+	h, dir, fake := cliBackendsHarness(t)
 	file := graphFile(t, "budget-mid-turn")
-	h.useCLI(t)
 
 	const reason = "the budget of node writer is spent: 1200 tokens used, max_tokens is 1000"
 	code, out := tetherCode(t, "run", file, "--id", "mid-turn", "--follow")

@@ -17,12 +17,10 @@ import (
 // (the reply convention); the answer reaches its next visit, which runs
 // fresh; a tool node sees the agent's file.
 func TestGrokRun(t *testing.T) {
-	url := "file://" + t.TempDir()
-	h := newHarness(t, url)
+	h := newHarness(t, "")
 	fake := cliBackends(t, h)
 	fresh := h.freshWorkerPerVisit()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", url)
+	h.useCLI(t)
 
 	file := graphFile(t, "grok-run")
 	code, out := tetherCode(t, "validate", file)

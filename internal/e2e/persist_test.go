@@ -33,6 +33,18 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 	return fake
 }
 
+// cliBackendsHarness is cliHarness whose workers run the pinned CLIs
+// against the fake model it returns (cliBackends).
+func cliBackendsHarness(t *testing.T) (*harness, string, *fakemodel.Server) {
+	t.Helper()
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	fake := cliBackends(t, h)
+	h.startWorker()
+	h.useCLI(t)
+	return h, dir, fake
+}
+
 func persistGraph(t *testing.T, backendName string) *graph.Graph {
 	t.Helper()
 	script := ""

@@ -26,12 +26,8 @@ import (
 // writer's output carries the visit's usage: exactly what the fake model
 // counted.
 func TestProgressWhileAVisitRuns(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	fake := cliBackends(t, h)
-	h.startWorker()
+	h, _, fake := cliBackendsHarness(t)
 	file := graphFile(t, "progress")
-	h.useCLI(t)
 
 	const id = "progress-1"
 	var follow testenv.SyncBuffer
