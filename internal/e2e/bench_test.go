@@ -129,16 +129,8 @@ func BenchmarkFreshVisit(b *testing.B) {
 // visits: the long run the benchmarks time.
 func longLoop(b *testing.B, visits int) *graph.Graph {
 	b.Helper()
-	g, err := graph.Parse([]byte(fmt.Sprintf(`
-name: long
-start: w
-nodes:
-  - {id: w, kind: agent, backend: scripted, session: persist, prompt: "go", script: ["ok {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done, when: 'visits >= %d'}
-  - {from: w, to: w}
-`, visits)), "long.yaml")
+	// BenchmarkPersistVisit's loop, named long.
+	g, err := graph.Parse([]byte(fmt.Sprintf(graphYAML(b, "bench-persist", "name: bench", "name: long"), visits)), "long.yaml")
 	require.NoError(b, err)
 	return g
 }
