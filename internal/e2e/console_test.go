@@ -94,27 +94,7 @@ func TestConsoleEscapesWhatAgentsWrite(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
 	id := "console-hostile"
-	src := fmt.Sprintf(`
-name: hostile
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    prompt: write
-    script: [%[1]q]
-  - id: tool
-    kind: tool
-    run: [sh, -c, 'printf "%%s\n" "$0" > "$0.txt"; printf "%%s" "$0"', %[1]q]
-  - {id: ask, kind: human, question: "{{.input.stdout}}"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: tool}
-  - {from: tool, to: ask}
-  - {from: ask, to: done}
-`, payload)
-	g := parseGraph(t, src, "hostile.yaml")
+	g := parseGraph(t, graphYAML(t, "hostile", "PAYLOAD", fmt.Sprintf("%q", payload)), "hostile.yaml")
 	h.start(id, g, nil)
 	q := h.waitQuestion(id)
 	require.Equal(t, payload, q.Text)
