@@ -20,45 +20,10 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tether-run/tether/activities"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 	"github.com/tether-run/tether/internal/workerhost"
 )
-
-// pickGraph fans out to three branches: a (an agent then a tool that reads
-// and extends the agent's file), b (an agent whose tests fail) and c (a
-// one-line change). The join keeps the passing branch with the smallest
-// change.
-const pickGraph = `
-name: ws-pick
-start: plan
-nodes:
-  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
-  - {id: a, kind: agent, backend: scripted, prompt: go, script: ["WRITE: a.txt = from a\\n\nwrote a"]}
-  - {id: a_tests, kind: tool, run: [sh, -c, 'cat a.txt base.txt && echo more >> a.txt']}
-  - {id: b, kind: agent, backend: scripted, prompt: go, script: ["WRITE: b.txt = from b\\n\nWRITE: base.txt = changed by b\\n\nwrote b"]}
-  - {id: b_tests, kind: tool, run: [sh, -c, 'cat b.txt; exit 1']}
-  - {id: c, kind: tool, run: [sh, -c, 'echo c > c.txt']}
-  - id: best
-    kind: join
-    workspace: {pick: "last.exit_code == 0", by: diff.lines}
-  - {id: after, kind: tool, run: [sh, -c, 'ls']}
-  - {id: none, kind: end}
-  - {id: done, kind: end}
-edges:
-  - {from: plan, to: a}
-  - {from: plan, to: b}
-  - {from: plan, to: c}
-  - {from: a, to: a_tests}
-  - {from: b, to: b_tests}
-  - {from: a_tests, to: best}
-  - {from: b_tests, to: best}
-  - {from: c, to: best}
-  - {from: best, to: after, when: 'output.workspace.kept != ""'}
-  - {from: best, to: none}
-  - {from: after, to: done, with: {files: output.stdout}}
-`
 
 // TestBranchWorkspacesPick: each branch of a fan-out keeps its own files
 // across its visits, each visit on a fresh worker; the join keeps the
@@ -68,7 +33,7 @@ func TestBranchWorkspacesPick(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	fresh := h.freshWorkerPerVisit()
-	g := parseGraph(t, pickGraph, "pick.yaml")
+	g := parseGraph(t, graphYAML(t, "ws-pick"), "pick.yaml")
 	const id = "ws-pick"
 	res, err := h.result(h.start(id, g, nil))
 	require.NoError(t, err)
@@ -134,34 +99,6 @@ func TestBranchWorkspacesPick(t *testing.T) {
 	h.recordHistory("branch-workspaces-pick", id)
 }
 
-// mergeGraph: three writers at once; x and y change the same line of
-// shared.txt, z adds its own file. The merge conflicts, and a resolver
-// settles it before the check.
-const mergeGraph = `
-name: ws-merge
-start: plan
-nodes:
-  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'printf "one\ntwo\nthree\n" > shared.txt']}
-  - {id: x, kind: tool, run: [sh, -c, 'printf "ONE\ntwo\nthree\n" > shared.txt']}
-  - {id: y, kind: tool, run: [sh, -c, 'printf "uno\ntwo\nthree\n" > shared.txt']}
-  - {id: z, kind: tool, run: [sh, -c, 'echo z > z.txt']}
-  - {id: merge, kind: join, workspace: merge}
-  - {id: resolver, kind: tool, run: [sh, -c, 'cat shared.txt; printf "ONE uno\ntwo\nthree\n" > shared.txt']}
-  - {id: check, kind: tool, run: [sh, -c, 'cat shared.txt z.txt']}
-  - {id: done, kind: end}
-edges:
-  - {from: plan, to: x}
-  - {from: plan, to: y}
-  - {from: plan, to: z}
-  - {from: x, to: merge}
-  - {from: y, to: merge}
-  - {from: z, to: merge}
-  - {from: merge, to: resolver, when: len(output.workspace.conflicts) > 0}
-  - {from: merge, to: check}
-  - {from: resolver, to: check}
-  - {from: check, to: done, with: {out: output.stdout}}
-`
-
 // TestBranchWorkspacesMerge: a merge join merges every branch into the
 // trunk with git's three-way merge; a conflict is routed to a resolver
 // with the conflicting file's markers and both sides in the join's output.
@@ -169,8 +106,7 @@ func TestBranchWorkspacesMerge(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(mergeGraph), "merge.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-merge")
 	const id = "ws-merge"
 	res, err := h.result(h.start(id, g, nil))
 	require.NoError(t, err)
@@ -221,31 +157,6 @@ func sortedBranchPath(steps []runstore.Step) string {
 	return strings.Join(ids, ">")
 }
 
-// rewindFanGraph: branch a writes, asks a person, then adds a line; branch
-// b writes its own file. The join merges them.
-const rewindFanGraph = `
-name: ws-rewind-fan
-start: plan
-nodes:
-  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
-  - {id: a_write, kind: tool, run: [sh, -c, 'echo a > a.txt']}
-  - {id: a_ask, kind: human, question: "a ok?"}
-  - {id: a_more, kind: tool, run: [sh, -c, 'echo more >> a.txt']}
-  - {id: b_write, kind: tool, run: [sh, -c, 'echo b > b.txt']}
-  - {id: gather, kind: join, workspace: merge}
-  - {id: after, kind: tool, run: [sh, -c, 'cat a.txt b.txt']}
-  - {id: done, kind: end}
-edges:
-  - {from: plan, to: a_write}
-  - {from: plan, to: b_write}
-  - {from: a_write, to: a_ask}
-  - {from: a_ask, to: a_more}
-  - {from: a_more, to: gather}
-  - {from: b_write, to: gather}
-  - {from: gather, to: after}
-  - {from: after, to: done, with: {out: output.stdout}}
-`
-
 // TestRewindInsideAFanOut: the checkpoints a fan-out takes while its
 // branches run record each branch's head and next node; rewinding a
 // finished run to one of them continues every branch where it stood,
@@ -254,8 +165,7 @@ func TestRewindInsideAFanOut(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(rewindFanGraph), "rewind-fan.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-rewind-fan")
 	const id = "ws-rewind-fan"
 	run := h.start(id, g, nil)
 	q := h.waitQuestion(id)
@@ -301,43 +211,12 @@ func TestRewindInsideAFanOut(t *testing.T) {
 	assert.Equal(t, map[string]int{"plan": 1, "a_write": 1, "b_write": 1, "a_ask": 1, "a_more": 1, "gather": 1, "after": 1, "done": 1}, cp.Visits, "no visit ran twice in the rewound run")
 }
 
-// nestedGraph: branch x opens a fan-out of its own, whose join merges x1
-// and x2 into x's line; the outer join merges x and y.
-const nestedGraph = `
-name: ws-nested
-start: plan
-nodes:
-  - {id: plan, kind: tool, fanout: all, run: [sh, -c, 'echo base > base.txt']}
-  - {id: x, kind: tool, fanout: all, run: [sh, -c, 'echo x > x.txt']}
-  - {id: x1, kind: tool, run: [sh, -c, 'cat x.txt > x1.txt']}
-  - {id: x2, kind: tool, run: [sh, -c, 'echo x2 > x2.txt']}
-  - {id: xjoin, kind: join, workspace: merge}
-  - {id: x_after, kind: tool, run: [sh, -c, 'cat x1.txt x2.txt > x_after.txt']}
-  - {id: y, kind: tool, run: [sh, -c, 'echo y > y.txt']}
-  - {id: gather, kind: join, workspace: merge}
-  - {id: after, kind: tool, run: [sh, -c, 'ls']}
-  - {id: done, kind: end}
-edges:
-  - {from: plan, to: x}
-  - {from: plan, to: y}
-  - {from: x, to: x1}
-  - {from: x, to: x2}
-  - {from: x1, to: xjoin}
-  - {from: x2, to: xjoin}
-  - {from: xjoin, to: x_after}
-  - {from: x_after, to: gather}
-  - {from: y, to: gather}
-  - {from: gather, to: after}
-  - {from: after, to: done, with: {files: output.stdout}}
-`
-
 // TestNestedFanOutBranches: a fan-out inside a branch starts from that
 // branch's files and its join merges into the branch's line.
 func TestNestedFanOutBranches(t *testing.T) {
 	h := newHarness(t, "")
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(nestedGraph), "nested.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-nested")
 	res, err := h.result(h.start("ws-nested", g, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "base.txt\nx.txt\nx1.txt\nx2.txt\nx_after.txt\ny.txt\n", fmt.Sprint(res.Output["files"]))
@@ -374,25 +253,7 @@ func TestBranchVisitsWaitForAnUpgradedWorker(t *testing.T) {
 	}
 	t.Cleanup(stopOld)
 
-	g, err := graph.Parse([]byte(`
-name: ws-upgrade
-start: ask
-nodes:
-  - {id: ask, kind: human, fanout: all, question: "go?"}
-  - {id: a, kind: tool, run: [sh, -c, 'echo a > a.txt']}
-  - {id: b, kind: tool, run: [sh, -c, 'echo b > b.txt']}
-  - {id: gather, kind: join, workspace: merge}
-  - {id: after, kind: tool, run: [sh, -c, 'cat a.txt b.txt']}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: a}
-  - {from: ask, to: b}
-  - {from: a, to: gather}
-  - {from: b, to: gather}
-  - {from: gather, to: after}
-  - {from: after, to: done, with: {out: output.stdout}}
-`), "upgrade.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-upgrade")
 	const id = "ws-upgrade"
 	run := h.start(id, g, nil)
 	q := h.waitQuestion(id)
@@ -433,4 +294,30 @@ func hasTimer(t *testing.T, h *harness, id, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestBranchLoopsCountTheirVisits: each branch of a fan-out loops on its
+// node exactly as often as its `when` allows. Both branches' visits often
+// end in one workflow task; the build before branch-visit-counts then let
+// the second read its count from the copy the first's progress save had
+// put in memory, and loop once more (1 run in 6 here;
+// branch-visit-counts-before.json is such a run).
+func TestBranchLoopsCountTheirVisits(t *testing.T) {
+	h := newHarness(t, "")
+	h.startWorker()
+	g := parseGraph(t, graphYAML(t, "branch-loop"), "branch-loop.yaml")
+	for i := range 12 {
+		id := fmt.Sprintf("branch-loop-%d", i)
+		res, err := h.result(h.start(id, g, nil))
+		require.NoError(t, err)
+		assert.Equal(t, "done", res.EndNode)
+		visits := map[string]int{}
+		for _, s := range res.Path {
+			visits[s.Node]++
+		}
+		assert.Equal(t, map[string]int{"split": 1, "left": 3, "right": 3, "meet": 1, "done": 1}, visits, "%s: %s", id, pathString(res))
+		assert.Equal(t, 3, h.state(id).Visits["left"], id)
+		assert.Equal(t, 3, h.state(id).Visits["right"], id)
+	}
+	h.recordHistory("branch-visit-counts", "branch-loop-0")
 }

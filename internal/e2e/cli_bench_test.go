@@ -45,15 +45,7 @@ func BenchmarkOneVisitVsBareCLI(b *testing.B) {
 	confinedAddr, confinedStore := worker(true)
 	openAddr, openStore := worker(false)
 	file := filepath.Join(b.TempDir(), "one.yaml")
-	if err := os.WriteFile(file, []byte(`
-name: one
-start: w
-nodes:
-  - {id: w, kind: agent, backend: claude_code, session: persist, prompt: hello}
-  - {id: done, kind: end}
-edges:
-  - {from: w, to: done}
-`), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(graphYAML(b, "one")), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	bare := func() time.Duration {

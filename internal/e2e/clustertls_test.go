@@ -55,16 +55,7 @@ func TestClusterFrontendRequiresMutualTLS(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 
-	g, err := graph.Parse([]byte(`
-name: victim
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "deploy to production?"}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: done, with: {answer: "output.answer"}}
-`), "victim.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "victim")
 	id := "victim-" + token()
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g})

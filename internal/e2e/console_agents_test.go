@@ -17,33 +17,6 @@ import (
 	"github.com/tether-run/tether/internal/testenv"
 )
 
-// notesLoop is a Claude Code writer that keeps its conversation across a
-// loop through a person, and writes a file each visit through its own
-// tools. Its first visit takes a while (the fake model sleeps after the
-// write), so a page can watch it run.
-const notesLoop = `
-name: notes-loop
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    session: persist
-    permissions: edit
-    prompt: |-
-      Draft {{.visit}} of the notes.
-      WRITE_FILE: notes/visit-{{.visit}}.md
-      notes of visit {{.visit}}
-      END_FILE{{if eq .visit 1}}
-      SLEEP_AFTER_TOOL: 30s{{end}}
-  - {id: judge, kind: human, question: "Approve draft {{.input.visit}}?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: judge, with: {visit: visits}}
-  - {from: judge, to: done, when: 'output.answer == "approve"'}
-  - {from: judge, to: writer}
-`
-
 // turnsOf are the requests to the model whose latest prompt holds marker.
 func turnsOf(f *fakemodel.Server, marker string) []fakemodel.Request {
 	var out []fakemodel.Request
@@ -57,7 +30,7 @@ func turnsOf(f *fakemodel.Server, marker string) []fakemodel.Request {
 
 func notesGraph(t *testing.T) *graph.Graph {
 	t.Helper()
-	return parseGraph(t, notesLoop, "notes.yaml")
+	return parseGraph(t, graphYAML(t, "notes-loop"), "notes.yaml")
 }
 
 // TestConsoleShowsAConversation: a Claude Code persist loop of three

@@ -13,19 +13,6 @@ import (
 	"github.com/tether-run/tether/internal/backend/scripted"
 )
 
-// runInputSessionGraph: b inherits from a over an edge that maps nothing.
-const runInputSessionGraph = `
-name: run-input-session
-start: a
-nodes:
-  - {id: a, kind: agent, backend: scripted, prompt: first, script: ["turn {{.Turn}}: a"]}
-  - {id: b, kind: agent, backend: scripted, session: inherit, prompt: second, script: ["turn {{.Turn}}: b"]}
-  - {id: done, kind: end}
-edges:
-  - {from: a, to: b}
-  - {from: b, to: done, with: {said: output.text}}
-`
-
 // TestRunInputSessionIDIsNotADelivery: a run started with the input
 // _session_id naming the session its first node will serve (the worker's
 // scripted agent mints known ids). The edge to the inherit node maps
@@ -39,7 +26,7 @@ func TestRunInputSessionIDIsNotADelivery(t *testing.T) {
 	mint := func(i int32) string { return fmt.Sprintf("%s01JAAAAAAAAAAAAAAAAAAAAA%02d", scripted.IDPrefix, i) }
 	h.scriptedIDs = func() string { return mint(n.Add(1)) }
 	h.startWorker()
-	g := parseGraph(t, runInputSessionGraph, "run-input-session.yaml")
+	g := parseGraph(t, graphYAML(t, "run-input-session"), "run-input-session.yaml")
 	const id = "run-input-session"
 	res, err := h.result(h.start(id, g, map[string]any{agent.SessionIDKey: mint(1)}))
 	require.NoError(t, err)

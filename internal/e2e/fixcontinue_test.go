@@ -17,31 +17,6 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// deployGraph has a tool with an effect (it appends to a file of the
-// run's workspace, as a deploy would act on the world) and a mistake in
-// its edges: the only edge out of it wants exit code 1, and it exits 0,
-// so the run fails after the tool ran.
-const deployGraph = `
-name: deploy
-start: deploy
-nodes:
-  - {id: deploy, kind: tool, run: [sh, -c, 'echo deployed >> effects.txt; cat effects.txt | wc -l']}
-  - {id: done, kind: end}
-edges:
-  - {from: deploy, to: done, when: output.exit_code == 1}
-`
-
-// deployFixed is deployGraph with its edge corrected.
-const deployFixed = `
-name: deploy
-start: deploy
-nodes:
-  - {id: deploy, kind: tool, run: [sh, -c, 'echo deployed >> effects.txt; cat effects.txt | wc -l']}
-  - {id: done, kind: end}
-edges:
-  - {from: deploy, to: done, when: output.exit_code == 0}
-`
-
 // TestResumeWithACorrectedGraph: a run that failed on a mistake in its
 // graph is fixed and continued. Resumed as it was it would fail the same
 // way, so plain `tether resume` is refused and says what to do; a graph
@@ -53,7 +28,7 @@ edges:
 func TestResumeWithACorrectedGraph(t *testing.T) {
 	h, dir := cliHarness(t)
 	id := "deploy-1"
-	code, out := tetherCode(t, "run", writeGraph(t, "deploy.yaml", deployGraph), "--id", id, "--follow")
+	code, out := tetherCode(t, "run", graphFile(t, "deploy"), "--id", id, "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
 	assert.Contains(t, out, "no edge out of node")
 	cp, err := h.runs.Latest(context.Background(), id)
@@ -68,38 +43,22 @@ func TestResumeWithACorrectedGraph(t *testing.T) {
 	assert.Contains(t, out, "tether resume "+id+" --graph FILE")
 
 	// A graph that cannot take over.
-	gone := writeGraph(t, "gone.yaml", `
-name: deploy
-start: other
-nodes:
-  - {id: other, kind: tool, run: ["true"]}
-  - {id: done, kind: end}
-edges:
-  - {from: other, to: done}
-`)
+	gone := graphFile(t, "deploy-gone")
 	code, out = tetherCode(t, "resume", id, "--graph", gone)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `node "deploy" is gone, but the run goes on from it`)
-	renamed := writeGraph(t, "renamed.yaml", strings.Replace(deployFixed, "name: deploy", "name: deploy-v2", 1))
+	renamed := writeGraph(t, "renamed.yaml", strings.Replace(graphYAML(t, "deploy-fixed"), "name: deploy", "name: deploy-v2", 1))
 	code, out = tetherCode(t, "resume", id, "--graph", renamed)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `the graph is named "deploy-v2", the run's "deploy"`)
-	kind := writeGraph(t, "kind.yaml", `
-name: deploy
-start: deploy
-nodes:
-  - {id: deploy, kind: human, question: deploy?}
-  - {id: done, kind: end}
-edges:
-  - {from: deploy, to: done}
-`)
+	kind := graphFile(t, "deploy-kind")
 	code, out = tetherCode(t, "resume", id, "--graph", kind)
 	assert.Equal(t, cli.ExitUsage, code, out)
 	assert.Contains(t, out, `node "deploy" is a human node now, a tool node before`)
 	assert.Equal(t, 1, h.executions(id), "nothing started")
 
 	// The corrected graph goes on from the tool's output.
-	fixed := writeGraph(t, "fixed.yaml", deployFixed)
+	fixed := graphFile(t, "deploy-fixed")
 	out = h.tether(t, dir, "resume", id, "--graph", fixed, "--follow")
 	assert.Contains(t, out, "with the corrected graph "+fixed+": edge deploy → done when output.exit_code == 0 added; edge deploy → done when output.exit_code == 1 removed")
 	assert.Contains(t, out, "the output of deploy visit 1 is taken again (not visited again)")
@@ -134,7 +93,7 @@ edges:
 
 	// --rerun visits the node again, with the same graph.
 	id2 := "deploy-2"
-	code, out = tetherCode(t, "run", writeGraph(t, "deploy2.yaml", deployGraph), "--id", id2, "--follow")
+	code, out = tetherCode(t, "run", graphFile(t, "deploy"), "--id", id2, "--follow")
 	require.Equal(t, cli.ExitFailed, code, out)
 	code, out = tetherCode(t, "resume", id2, "--rerun", "--follow")
 	assert.Equal(t, cli.ExitFailed, code, "visited again, it fails again: %s", out)

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -27,13 +26,12 @@ func TestForkBringsTheFilesAndWorkspaceAt(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	fresh := h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-loop")
 	id := "ws-fork-src"
 	run := h.start(id, g, nil)
 	h.answer(id, h.waitQuestion(id).ID, "revise")
 	h.answer(id, h.waitQuestion(id).ID, "approve")
-	_, err = h.result(run)
+	_, err := h.result(run)
 	require.NoError(t, err)
 
 	// The checkpoint that committed writer visit 1 is the one whose

@@ -360,28 +360,7 @@ func packText(data []byte) string {
 // `tether answer` do (each gets its reply), and closing the run's pull
 // request unmerged cancels the run.
 func TestGitHubCommands(t *testing.T) {
-	l := newGHLoop(t, `
-name: steer
-start: ask
-inputs: [{name: issue, type: number}, {name: title, default: ""}, {name: feedback, default: ""}]
-publish: {pull_request: {title: "Steered #{{.input.issue}}"}}
-nodes:
-  - {id: ask, kind: human, question: "Go?"}
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    prompt: "write {{.input.title}}"
-  - {id: note, kind: tool, run: ["/bin/sh", "-c", "echo written >> notes.txt"]}
-  - {id: review, kind: review}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: writer}
-  - {from: writer, to: note}
-  - {from: note, to: review}
-  - {from: review, to: done, when: 'output.verdict == "approved"'}
-  - {from: review, to: writer, with: {feedback: output.feedback}}
-`)
+	l := newGHLoop(t, graphYAML(t, "steer"))
 	h, gh := l.h, l.gh
 	issue := gh.OpenIssue("Steer me", "", "alice")
 	start := gh.Commented(issue, "bob", "MEMBER", "/tether run fix")
@@ -440,20 +419,7 @@ edges:
 // branch (and says no "Fixes"), and merging the run's pull request ends
 // the run.
 func TestGitHubRunOnAPullRequestThenMerge(t *testing.T) {
-	l := newGHLoop(t, `
-name: on-a-branch
-start: note
-inputs: [{name: issue, type: number}]
-publish: {pull_request: {title: "Follow-up to #{{.input.issue}}"}}
-nodes:
-  - {id: note, kind: tool, run: ["/bin/sh", "-c", "test -f feature.txt && echo seen >> feature.txt"]}
-  - {id: review, kind: review}
-  - {id: done, kind: end}
-edges:
-  - {from: note, to: review}
-  - {from: review, to: done, when: 'output.verdict == "approved" || output.verdict == "merged"'}
-  - {from: review, to: note}
-`)
+	l := newGHLoop(t, graphYAML(t, "on-a-branch"))
 	h, gh := l.h, l.gh
 	gh.Git.Branch(t, ghRepo, "feature", "main", map[string]string{"feature.txt": "a feature\n"})
 	theirs := gh.OpenPull("feature", "main", "A feature", "alice")

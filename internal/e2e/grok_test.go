@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,39 +17,12 @@ import (
 // (the reply convention); the answer reaches its next visit, which runs
 // fresh; a tool node sees the agent's file.
 func TestGrokRun(t *testing.T) {
-	url := "file://" + t.TempDir()
-	h := newHarness(t, url)
+	h := newHarness(t, "")
 	fake := cliBackends(t, h)
 	fresh := h.freshWorkerPerVisit()
-	t.Setenv("TEMPORAL_ADDRESS", h.srv.Address)
-	t.Setenv("TETHER_BLOB_URL", url)
+	h.useCLI(t)
 
-	file := filepath.Join(t.TempDir(), "grok.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
-name: grok-run
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: grok
-    prompt: |
-      Write the plan.
-      WRITE_FILE: plan.txt
-      step one
-      END_FILE
-  - id: asker
-    kind: agent
-    backend: grok
-    prompt: |
-      Which database?
-      ASK_USER: which database?
-  - {id: check, kind: tool, run: [cat, plan.txt]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: asker}
-  - {from: asker, to: check}
-  - {from: check, to: done}
-`), 0o644))
+	file := graphFile(t, "grok-run")
 	code, out := tetherCode(t, "validate", file)
 	require.Equal(t, 0, code, out)
 	require.NotContains(t, out, "warning", out)

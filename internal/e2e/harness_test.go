@@ -104,14 +104,21 @@ func (h *harness) reviseUntil(id, qid string, round, last int) {
 	h.answer(id, qid, answer)
 }
 
-// cliHarness is a harness on a file store in a fresh directory, with a
-// worker started and the tether CLI in this process (tetherCode) pointed
-// at its server and store; it returns the harness and that directory.
-func cliHarness(t *testing.T) (*harness, string) {
+// fileHarness is a harness on a file store in a fresh directory, with a
+// worker started; it returns the harness and that directory.
+func fileHarness(t *testing.T) (*harness, string) {
 	t.Helper()
 	dir := t.TempDir()
 	h := newHarness(t, "file://"+dir)
 	h.startWorker()
+	return h, dir
+}
+
+// cliHarness is fileHarness with the tether CLI in this process
+// (tetherCode) pointed at its server and store.
+func cliHarness(t *testing.T) (*harness, string) {
+	t.Helper()
+	h, dir := fileHarness(t)
 	h.useCLI(t)
 	return h, dir
 }
@@ -324,6 +331,38 @@ func parseGraph(t *testing.T, src, name string) *graph.Graph {
 	g, err := graph.Parse([]byte(src), name)
 	require.NoError(t, err, src)
 	require.False(t, graph.Validate(g).HasErrors(), graph.Validate(g).String())
+	return g
+}
+
+// graphYAML is the graph testdata/graphs/name.yaml, with each of the
+// placeholders named in sub (old, new, old, new, ...) replaced: every one
+// must stand in the file, so a renamed placeholder fails here rather than
+// reaching the worker as text.
+func graphYAML(t testing.TB, name string, sub ...string) string {
+	t.Helper()
+	require.Zero(t, len(sub)%2, "graphYAML takes old, new pairs")
+	b, err := os.ReadFile(filepath.Join("testdata", "graphs", name+".yaml"))
+	require.NoError(t, err)
+	src := string(b)
+	for i := 0; i < len(sub); i += 2 {
+		require.Contains(t, src, sub[i], "testdata/graphs/%s.yaml", name)
+	}
+	return strings.NewReplacer(sub...).Replace(src)
+}
+
+// graphFile writes graphYAML(name, sub...) into a fresh directory, as
+// name.yaml, and returns its path: for the tether CLI.
+func graphFile(t testing.TB, name string, sub ...string) string {
+	t.Helper()
+	return writeGraph(t, name+".yaml", graphYAML(t, name, sub...))
+}
+
+// testGraph is graphYAML(name, sub...) parsed (not validated: a test may
+// start what validation would refuse).
+func testGraph(t testing.TB, name string, sub ...string) *graph.Graph {
+	t.Helper()
+	g, err := graph.Parse([]byte(graphYAML(t, name, sub...)), name+".yaml")
+	require.NoError(t, err)
 	return g
 }
 

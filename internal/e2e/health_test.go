@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runstore"
 )
 
@@ -122,8 +121,7 @@ func TestAWorkerWhoseStoreFailsHandsVisitsBack(t *testing.T) {
 	sick := h.worker
 	h.workerBlobs = nil
 	h.startWorker()
-	g, err := graph.Parse([]byte(fourDrafts), "four.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "four-drafts")
 
 	bad.on.Store(true)
 	var runs []string

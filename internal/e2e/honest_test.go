@@ -12,27 +12,7 @@ import (
 	"github.com/tether-run/tether/internal/runstore"
 )
 
-// toolLoop is a writer, a check that fails its first visit (exit 1, with
-// the reason on stderr) and passes its second, then a tool that runs past
-// its timeout.
-const toolLoop = `
-name: tool-loop
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, script: ["draft {{.Visit}} of the adder"]}
-  - id: check
-    kind: tool
-    run: [sh, -c, 'echo building; if [ {{.visit}} -lt 2 ]; then echo "--- FAIL: TestAdd" >&2; echo "want 3, got 2" >&2; exit 1; fi; echo "ok  pkg 0.1s"']
-  - {id: slow, kind: tool, run: [sleep, "30"], timeout: 1s}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: slow, when: 'output.exit_code == 0'}
-  - {from: check, to: writer}
-  - {from: slow, to: done}
-`
-
-func writeGraph(t *testing.T, name, src string) string {
+func writeGraph(t testing.TB, name, src string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
@@ -44,10 +24,8 @@ func writeGraph(t *testing.T, name, src string) string {
 // writer visit shows its own tokens (the scripted agent counts a token a
 // word), not only the one the node's latest output happens to hold.
 func TestFollowAndStatusShowEachVisitsResult(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	file := writeGraph(t, "tool-loop.yaml", toolLoop)
+	h, dir := fileHarness(t)
+	file := graphFile(t, "tool-loop")
 
 	out := h.tether(t, dir, "run", file, "--id", "tools-1", "--follow")
 	t.Logf("tether run --follow:\n%s", out)

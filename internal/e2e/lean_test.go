@@ -11,21 +11,6 @@ import (
 	"go.temporal.io/sdk/converter"
 )
 
-// leanLoop is a persist writer, a tool check, and the writer again, which
-// continues its conversation.
-const leanLoop = `
-name: lean
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, session: persist, max_visits: 2, script: ["draft {{.Turn}}"]}
-  - {id: check, kind: tool, run: ["true"]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: done, when: 'input.text == "draft 2"'}
-  - {from: check, to: writer}
-`
-
 // A new run asks for its workflow's changes once (the baseline), not one
 // change at a time: one version marker, and one upsert of the
 // TemporalChangeVersion search attribute, where each first GetVersion
@@ -34,10 +19,8 @@ edges:
 // own). The run does what it did before: the writer continues its own
 // conversation on its second visit.
 func TestNewRunTakesTheBaselineAtOnce(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	file := writeGraph(t, "lean.yaml", leanLoop)
+	h, dir := fileHarness(t)
+	file := graphFile(t, "lean")
 	out := h.tether(t, dir, "run", file, "--id", "lean-1", "--follow")
 	require.Contains(t, out, "run lean-1 completed at done after 5 visits", out)
 	assert.Regexp(t, `(?m)^✓ writer +visit 2 +ok .*draft 2$`, out, "the writer's second visit continued its conversation")

@@ -27,18 +27,6 @@ import (
 
 var notifySecret = []byte("e2e-notify-secret-0123456789")
 
-const askTwice = `
-name: ask-twice
-start: first
-nodes:
-  - {id: first, kind: human, question: "Ship part one?", options: [yes, no]}
-  - {id: second, kind: human, question: "Ship part two?"}
-  - {id: done, kind: end}
-edges:
-  - {from: first, to: second}
-  - {from: second, to: done}
-`
-
 // closedURL is a loopback URL nobody listens on, for the whole test: its
 // port is bound by a socket that never listens, so every connection is
 // refused and no other listener of this process or another one can be
@@ -143,8 +131,7 @@ func TestNoticeOncePerQuestionThroughKills(t *testing.T) {
 		return true
 	})
 	w := startWorkerProcess(t, bin, env)
-	g, err := graph.Parse([]byte(askTwice), "ask-twice.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ask-twice")
 	id := "notice-kills"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 2 * time.Second}})
@@ -221,8 +208,7 @@ func TestNoticesNeverHoldTheRun(t *testing.T) {
 	late.Down()
 	down := time.Now()
 
-	g, err := graph.Parse([]byte(askTwice), "ask-twice.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ask-twice")
 	id := "notice-down"
 	run := h.start(id, g, nil)
 	for _, qid := range []string{"first-1", "second-1"} {

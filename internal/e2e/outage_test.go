@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
 )
 
@@ -26,8 +25,7 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 	url := s3.URL("outage")
 	h := newHarness(t, url)
 	h.startWorker()
-	g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-loop")
 	id := "outage"
 	run := h.start(id, g, nil)
 	h.answer(id, h.waitQuestion(id).ID, "revise")

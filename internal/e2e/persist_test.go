@@ -33,6 +33,18 @@ func cliBackends(t *testing.T, h *harness) *fakemodel.Server {
 	return fake
 }
 
+// cliBackendsHarness is cliHarness whose workers run the pinned CLIs
+// against the fake model it returns (cliBackends).
+func cliBackendsHarness(t *testing.T) (*harness, string, *fakemodel.Server) {
+	t.Helper()
+	dir := t.TempDir()
+	h := newHarness(t, "file://"+dir)
+	fake := cliBackends(t, h)
+	h.startWorker()
+	h.useCLI(t)
+	return h, dir, fake
+}
+
 func persistGraph(t *testing.T, backendName string) *graph.Graph {
 	t.Helper()
 	script := ""
@@ -263,17 +275,7 @@ func TestFailStopThenResume(t *testing.T) {
 func TestLongLoopContinuesAsNew(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: long
-start: tick
-nodes:
-  - {id: tick, kind: tool, run: ["true"], max_visits: 2000}
-  - {id: done, kind: end}
-edges:
-  - {from: tick, to: done, when: 'visits >= 2000'}
-  - {from: tick, to: tick}
-`), "long.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "long")
 	run := h.start("long", g, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,30 +26,8 @@ import (
 // writer's output carries the visit's usage: exactly what the fake model
 // counted.
 func TestProgressWhileAVisitRuns(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	fake := cliBackends(t, h)
-	h.startWorker()
-	file := filepath.Join(t.TempDir(), "progress.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
-name: progress
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    permissions: edit
-    prompt: |
-      write the notes
-      WRITE_FILE: notes.txt
-      hello
-      END_FILE
-      SLEEP_AFTER_TOOL: 30s
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`), 0o644))
-	h.useCLI(t)
+	h, _, fake := cliBackendsHarness(t)
+	file := graphFile(t, "progress")
 
 	const id = "progress-1"
 	var follow testenv.SyncBuffer

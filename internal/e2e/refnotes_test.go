@@ -19,7 +19,6 @@ import (
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/blobref"
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // faultyGets fails the first reads whose key holds match, as a store
@@ -46,32 +45,6 @@ func (f *faultyGets) Get(ctx context.Context, key string) (io.ReadCloser, error)
 	return f.Store.Get(ctx, key)
 }
 
-// refNotesGraph plants a blob key of run ref-free-1 in each way one can
-// reach a note: the writer's second visit, on a new worker, meets a store
-// fault while it fetches its slot (the error names the slot's key), and a
-// tool prints a key that the next edge delivers to the reader as its
-// inbound _session_id. The scripted agents say their prompt back, so
-// their output shows what they were told. The gate lets the test put a
-// new worker in before the next round.
-const refNotesGraph = `
-name: ref-free-notes
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "draft {{.visit}}"}
-  - id: leak
-    kind: tool
-    run: [sh, -c, "printf %s runs/ref-free-1/sessions/writer/01J00000000000000000000BEN"]
-  - {id: reader, kind: agent, backend: scripted, session: persist, prompt: "read {{.visit}}"}
-  - {id: gate, kind: human, question: "again?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: leak}
-  - {from: leak, to: reader, with: {_session_id: output.stdout}}
-  - {from: reader, to: gate}
-  - {from: gate, to: done, when: 'output.answer == "done"'}
-  - {from: gate, to: writer}
-`
-
 // TestNoRefOnAnyNote (security finding 5): a blob key planted in each
 // source a note quotes (a store fault's error, an inbound _session_id, a
 // tool's output delivered as one) reaches none of the places that
@@ -84,8 +57,7 @@ func TestNoRefOnAnyNote(t *testing.T) {
 	fault := &faultyGets{Store: h.blobs, match: "/sessions/writer/", left: 1}
 	h.workerBlobs = fault
 	h.startWorker()
-	g, err := graph.Parse([]byte(refNotesGraph), "ref-free-notes.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ref-free-notes")
 	const id = "ref-free-1"
 	run := h.start(id, g, nil)
 	for round := 1; round <= 3; round++ {

@@ -19,10 +19,8 @@ import (
 
 	"github.com/tether-run/tether/internal/agent"
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
-	"github.com/tether-run/tether/internal/testenv"
 )
 
 // retryNoteModel names the model of the retry-note test's CLI runs.
@@ -46,20 +44,7 @@ func interruptAfterToolCall(t *testing.T, sig syscall.Signal) {
 	k := newKillRig(t, retryNoteModel)
 	env := append(k.env, "TETHER_SHUTDOWN_GRACE=1s")
 	a := startWorkerProcess(t, k.bin, env)
-	g, err := graph.Parse([]byte(`
-name: retry-note
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: claude_code
-    session: persist
-    prompt: "RUN_SHELL: echo pushed-{{.visit}}\nSLEEP_AFTER_TOOL: 20s\nwrite the release note"
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done}
-`), "retry-note.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "retry-note")
 	id := "retry-note-" + strings.ToLower(sig.String())
 	run, err := k.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 5 * time.Second}})
@@ -135,20 +120,8 @@ const retryOfTool = `if [ -n "$TETHER_RETRY_OF" ]; then echo "retry-of: $TETHER_
 // command finds TETHER_RETRY_OF saying that an attempt was lost after it
 // had started, and the run's history has the visit's _retry_note.
 func TestToolRetriedAfterAKillSeesRetryOf(t *testing.T) {
-	bin := buildWorker(t)
-	srv := testenv.DevServer(t)
-	c := srv.Client(t)
-	env := []string{"TEMPORAL_ADDRESS=" + srv.Address, "TETHER_BLOB_URL=file://" + t.TempDir()}
-	g, err := graph.Parse([]byte(fmt.Sprintf(`
-name: retry-of
-start: work
-nodes:
-  - {id: work, kind: tool, run: [sh, -c, %q]}
-  - {id: done, kind: end}
-edges:
-  - {from: work, to: done}
-`, retryOfTool)), "retry-of.yaml")
-	require.NoError(t, err)
+	bin, _, c, env := processRig(t)
+	g := testGraph(t, "retry-tool", "TOOL_COMMAND", fmt.Sprintf("%q", retryOfTool))
 	id := "retry-of-kill"
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: runapi.TaskQueue},
 		runapi.WorkflowType, &runapi.GraphRunInput{RunID: id, Graph: g, Options: runapi.Options{HeartbeatTimeout: 2 * time.Second}})
@@ -208,16 +181,8 @@ func TestRestartedVisitTellsTheTool(t *testing.T) {
 		return nil
 	})
 	h.startWorker()
-	g, err := graph.Parse([]byte(fmt.Sprintf(`
-name: retry-note-restart
-start: work
-nodes:
-  - {id: work, kind: tool, run: [sh, -c, %q]}
-  - {id: done, kind: end}
-edges:
-  - {from: work, to: done}
-`, `echo "retry-of: ${TETHER_RETRY_OF:-none}"; echo made > made.txt`)), "retry-note-restart.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "retry-tool", "name: retry-of", "name: retry-note-restart",
+		"TOOL_COMMAND", fmt.Sprintf("%q", `echo "retry-of: ${TETHER_RETRY_OF:-none}"; echo made > made.txt`))
 	id := "retry-note-restart"
 	res, err := h.result(h.start(id, g, nil))
 	require.NoError(t, err)

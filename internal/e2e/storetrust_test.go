@@ -12,7 +12,6 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/cli"
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/runstore"
 )
@@ -27,22 +26,8 @@ import (
 // after `tether store sign`.
 func TestBucketWriterCannotChooseTheArgv(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: argv
-start: first
-nodes:
-  - {id: first, kind: tool, run: ["true"]}
-  - {id: check, kind: tool, run: [sh, -c, 'echo genuine']}
-  - {id: done, kind: end}
-edges:
-  - {from: first, to: check}
-  - {from: check, to: done, with: {said: 'output.stdout'}}
-`), "argv.yaml")
-	require.NoError(t, err)
-	h.useCLI(t)
+	h, _ := cliHarness(t)
+	g := testGraph(t, "argv")
 	t.Setenv(runstore.KeyEnv, "")
 
 	// forge rewrites the argv in every checkpoint of run id.
@@ -84,18 +69,7 @@ edges:
 	// A run stopped while it waits (terminated, so no fail-stop carries
 	// its checkpoint) resumes from the store's checkpoint with Temporal's
 	// graph.
-	gAsk, err := graph.Parse([]byte(`
-name: argv-ask
-start: ask
-nodes:
-  - {id: ask, kind: human, question: "Go?"}
-  - {id: check, kind: tool, run: [sh, -c, 'echo genuine']}
-  - {id: done, kind: end}
-edges:
-  - {from: ask, to: check}
-  - {from: check, to: done, with: {said: 'output.stdout'}}
-`), "argv-ask.yaml")
-	require.NoError(t, err)
+	gAsk := testGraph(t, "argv-ask")
 	h.start("argv-resume", gAsk, nil)
 	h.waitQuestion("argv-resume")
 	require.NoError(t, h.c.TerminateWorkflow(ctx, "argv-resume", "", "the test stops it"))

@@ -17,34 +17,6 @@ import (
 	"github.com/tether-run/tether/internal/runapi"
 )
 
-// hostileTerminalGraph is a tool that prints what drives a terminal: OSC
-// 52 (writes the clipboard), OSC 8 (a link whose text hides its target),
-// CSI cursor moves that rub out a line and fake a status line in its
-// place, a lone CR, a bidi override; colour and an 8-bit CSI on stderr;
-// and a file that holds OSC 52. The writer says it back, and the human
-// node asks about it.
-const hostileTerminalGraph = `
-name: hostile-terminal
-start: noisy
-nodes:
-  - id: noisy
-    kind: tool
-    run:
-      - sh
-      - -c
-      - |
-        printf '\033]52;c;cm0gLXJmIH4=\007clip \033]8;;https://evil.example/\033\\click\033]8;;\033\\ \033[1A\033[2K\342\234\223 all checks passed\r\nsecond\rover \342\200\256olleh\n'
-        printf 'see \033]0;owned\007 \033[31mred\033[0m\n' >&2
-        printf 'note \033]52;c;aGk=\007\n' > notes.txt
-  - {id: writer, kind: agent, backend: scripted, prompt: "{{.input.said}}"}
-  - {id: ask, kind: human, question: "ship it? {{.input.said}}"}
-  - {id: done, kind: end}
-edges:
-  - {from: noisy, to: writer, with: {said: output.stdout}}
-  - {from: writer, to: ask, with: {said: output.text}}
-  - {from: ask, to: done}
-`
-
 // printedStdout is what the tool printed on stdout, exactly.
 const printedStdout = "\x1b]52;c;cm0gLXJmIH4=\x07clip \x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\ \x1b[1A\x1b[2K✓ all checks passed\r\nsecond\rover \u202eolleh\n"
 
@@ -76,7 +48,7 @@ func assertTerminalSafe(t *testing.T, what, out string, want ...string) {
 // --json, and a diff into a pipe, stay exact.
 func TestTerminalSeesNoEscapes(t *testing.T) {
 	h, dir := cliHarness(t)
-	file := writeGraph(t, "hostile-terminal.yaml", hostileTerminalGraph)
+	file := graphFile(t, "hostile-terminal")
 	const id = "hostile-terminal-1"
 
 	var wg sync.WaitGroup

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tether-run/tether/internal/graph"
 )
 
 // TestToolAfterAgent runs the plainest oracle loop step: an agent, then a
@@ -15,18 +13,7 @@ import (
 func TestToolAfterAgent(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: oracle
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, prompt: write, script: ["wrote it"]}
-  - {id: check, kind: tool, run: [sh, -c, 'test "{{.input.text}}" = "wrote it"']}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: done, when: 'output.exit_code == 0', with: {verdict: "'pass'"}}
-`), "oracle.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "oracle")
 	res, err := h.result(h.start("tool-node", g, nil))
 	require.NoError(t, err)
 	require.Equal(t, "pass", res.Output["verdict"])

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/cli"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 	"github.com/tether-run/tether/internal/testenv"
 	"github.com/tether-run/tether/internal/upgradeprobe"
@@ -27,35 +29,11 @@ import (
 	"github.com/tether-run/tether/internal/workspace"
 )
 
-// upgradeGraph is a writer that keeps its conversation (its reply lists
-// every earlier prompt of it, so the last reply proves the conversation
-// holds exactly its turns, in order), a tool that takes a while and writes
-// a file per visit, and a person asked after visit askAt of the tool.
-func upgradeGraph(rounds, askAt int, sleep string) string {
-	return fmt.Sprintf(`
-name: upgrade
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    max_visits: %[1]d
-    prompt: "step {{.visit}}"
-    script: ["t{{.Turn}} [{{range .History}}{{.Prompt}};{{end}}]"]
-  - id: work
-    kind: tool
-    max_visits: %[1]d
-    run: [sh, -c, "sleep %[3]s; echo {{.visit}} >> log.txt; echo v{{.visit}} > f{{.visit}}.txt"]
-  - {id: ask, kind: human, question: "Go on?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: work}
-  - {from: work, to: done, when: 'visits >= %[1]d'}
-  - {from: work, to: ask, when: 'visits == %[2]d'}
-  - {from: work, to: writer}
-  - {from: ask, to: writer}
-`, rounds, askAt, sleep)
+// upgradeGraph is the graph upgrade with its rounds, the tool visit after
+// which it asks, and the tool's sleep in seconds.
+func upgradeGraph(t *testing.T, rounds, askAt int, sleep string) *graph.Graph {
+	t.Helper()
+	return parseGraph(t, graphYAML(t, "upgrade", "ROUNDS", strconv.Itoa(rounds), "ASK_AT", strconv.Itoa(askAt), "SLEEP", sleep), "upgrade.yaml")
 }
 
 // upgradeReply is the writer's last reply after n visits of upgradeGraph.
@@ -95,8 +73,8 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	h.startWorker()
 	workerA := h.worker
 
-	waiting := parseGraph(t, upgradeGraph(3, 1, "0"), "upgrade.yaml")
-	busy := parseGraph(t, upgradeGraph(4, 99, "2"), "upgrade.yaml")
+	waiting := upgradeGraph(t, 3, 1, "0")
+	busy := upgradeGraph(t, 4, 99, "2")
 	runs := map[string]int{"wait-1": 3, "plain-wait": 3, "busy-1": 4}
 	h.start("wait-1", waiting, nil)
 	h.start("plain-wait", waiting, nil)
@@ -289,7 +267,7 @@ func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "manual-1"}
 	}
 	h.startWorker()
-	file := writeGraph(t, "ask.yaml", askGraph)
+	file := graphFile(t, "ask")
 	var follow testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- cli.Main([]string{"run", file, "--id", "nc-1", "--follow"}, &follow, &follow) }()
@@ -323,7 +301,7 @@ func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningAuto, Deployment: runapi.DefaultDeployment, BuildID: "gone-a", RoutingEvery: 500 * time.Millisecond}
 	}
 	h.startWorker()
-	h.start("stranded-1", parseGraph(t, upgradeGraph(2, 1, "0"), "upgrade.yaml"), nil)
+	h.start("stranded-1", upgradeGraph(t, 2, 1, "0"), nil)
 	h.waitQuestion("stranded-1")
 	h.stopWorker()
 	h.hostOptions = func(o *workerhost.Options) {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/runapi"
 )
 
@@ -25,11 +22,8 @@ import (
 // attributes that `temporal workflow list --query` uses to find the runs
 // waiting for a person.
 func TestRunsAreLegibleInTemporal(t *testing.T) {
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	graphFile := filepath.Join(t.TempDir(), "ws.yaml")
-	require.NoError(t, os.WriteFile(graphFile, []byte(wsLoop), 0o644))
+	h, dir := fileHarness(t)
+	graphFile := graphFile(t, "ws-loop")
 	id := "legible"
 	out := h.tether(t, dir, "run", graphFile, "--id", id, "--input", "topic=otters")
 	require.Contains(t, out, "started")
@@ -115,17 +109,7 @@ func TestRunsAreLegibleInTemporal(t *testing.T) {
 func TestBlobDeletesAreNamed(t *testing.T) {
 	h := newHarness(t, "")
 	h.startWorker()
-	g, err := graph.Parse([]byte(`
-name: deletes
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, session: persist, prompt: "draft {{.visit}}", script: ["turn {{.Turn}}"]}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: done, when: 'visits >= 3'}
-  - {from: writer, to: writer}
-`), "deletes.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "deletes")
 	opts := testRunOptions
 	opts.SessionHistory = -1 // keep no earlier slot: each new one supersedes the last
 	run, err := h.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "deletes", TaskQueue: runapi.TaskQueue},

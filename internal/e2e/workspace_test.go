@@ -13,34 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/testenv"
 )
-
-// wsLoop: a persist writer edits files, a tool oracle reads them, a person
-// approves or sends the writer round again.
-const wsLoop = `
-name: ws-loop
-start: writer
-nodes:
-  - id: writer
-    kind: agent
-    backend: scripted
-    session: persist
-    prompt: "write"
-    script:
-      - "WRITE: notes.txt = draft 1\nWRITE: src/a.go = package a\nturn {{.Turn}}: wrote draft 1"
-      - "WRITE: notes.txt = draft 2, after {{len .History}} earlier turn(s)\nDELETE: src/a.go\nturn {{.Turn}}: wrote draft 2"
-      - "WRITE: notes.txt = draft 3, after {{len .History}} earlier turn(s)\nturn {{.Turn}}: wrote draft 3"
-  - {id: check, kind: tool, run: [sh, -c, 'cat notes.txt; echo; ls -R']}
-  - {id: gate, kind: human, question: "Approve?"}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: check}
-  - {from: check, to: gate}
-  - {from: gate, to: done, when: 'output.answer == "approve"'}
-  - {from: gate, to: writer}
-`
 
 // TestWorkspaceTravelsWithTheRun: every visit of a writer → tool → human
 // loop runs on a new worker with empty roots; the tool always reads what
@@ -56,8 +30,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 			}
 			h := newHarness(t, url)
 			fresh := h.freshWorkerPerVisit()
-			g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
-			require.NoError(t, err)
+			g := testGraph(t, "ws-loop")
 			id := "ws-" + store
 			run := h.start(id, g, nil)
 			for round := 1; round <= 3; round++ {
@@ -73,7 +46,7 @@ func TestWorkspaceTravelsWithTheRun(t *testing.T) {
 				}
 				h.reviseUntil(id, q.ID, round, 3)
 			}
-			_, err = h.result(run)
+			_, err := h.result(run)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, fresh.Visits(), 6, "each agent and tool visit had a worker of its own")
 			if store == "fs" {
@@ -132,8 +105,7 @@ func rewindRun(t *testing.T, mode string) {
 	} else {
 		h.startWorker()
 	}
-	g, err := graph.Parse([]byte(wsLoop), "ws.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-loop")
 	id := "ws-rewind-" + mode
 	run := h.start(id, g, nil)
 	var afterFirst int64
@@ -154,7 +126,7 @@ func rewindRun(t *testing.T, mode string) {
 		}
 		h.reviseUntil(id, q.ID, round, 3)
 	}
-	_, err = h.result(run)
+	_, err := h.result(run)
 	require.NoError(t, err)
 	require.NotZero(t, afterFirst)
 
@@ -178,24 +150,6 @@ func rewindRun(t *testing.T, mode string) {
 	_, err = h.result(h.c.GetWorkflow(context.Background(), id, ""))
 	require.NoError(t, err)
 }
-
-// importGraph starts its workspace from a repository at a ref, both run
-// inputs; a tool prints what it finds.
-const importGraph = `
-name: ws-import
-start: look
-inputs:
-  - {name: repo, required: true}
-  - {name: ref, default: v1}
-workspace:
-  from: "{{.input.repo}}"
-  ref: "{{.input.ref}}"
-nodes:
-  - {id: look, kind: tool, run: [sh, -c, 'cat VERSION; ls -a']}
-  - {id: done, kind: end}
-edges:
-  - {from: look, to: done, with: {seen: output.stdout}}
-`
 
 // gitRepo makes a repository whose tag v1 has VERSION=1 and whose working
 // tree has moved on.
@@ -227,10 +181,8 @@ func gitRepo(t *testing.T) string {
 // the CLI imports it. Either way the run sees the ref's files, never .git.
 func TestWorkspaceFromARepository(t *testing.T) {
 	repo := gitRepo(t)
-	dir := t.TempDir()
-	h := newHarness(t, "file://"+dir)
-	h.startWorker()
-	g := parseGraph(t, importGraph, "import.yaml")
+	h, dir := fileHarness(t)
+	g := parseGraph(t, graphYAML(t, "ws-import"), "import.yaml")
 
 	res, err := h.result(h.start("ws-import", g, map[string]any{"repo": repo}))
 	require.NoError(t, err)
@@ -240,8 +192,7 @@ func TestWorkspaceFromARepository(t *testing.T) {
 	assert.NotContains(t, seen, ".git")
 	h.recordHistory("workspace-import", "ws-import")
 
-	graphFile := filepath.Join(t.TempDir(), "import.yaml")
-	require.NoError(t, os.WriteFile(graphFile, []byte(importGraph), 0o644))
+	graphFile := graphFile(t, "ws-import")
 	out := h.tether(t, dir, "run", graphFile, "--id", "ws-import-cli", "--input", "repo="+repo, "--follow")
 	assert.Contains(t, out, "workspace from "+repo+"@v1: 1 files")
 	st := h.state("ws-import-cli")
@@ -254,25 +205,7 @@ func TestWorkspaceFromARepository(t *testing.T) {
 func TestFanOutBranchesSeeTheWorkspace(t *testing.T) {
 	h := newHarness(t, "")
 	h.freshWorkerPerVisit()
-	g, err := graph.Parse([]byte(`
-name: ws-fanout
-start: writer
-nodes:
-  - {id: writer, kind: agent, backend: scripted, fanout: all, prompt: go, script: ["WRITE: shared.txt = hello\nwrote"]}
-  - {id: left, kind: tool, run: [sh, -c, 'cat shared.txt; echo left > left.txt']}
-  - {id: right, kind: tool, run: [sh, -c, 'cat shared.txt']}
-  - {id: gather, kind: join}
-  - {id: after, kind: tool, run: [sh, -c, 'ls']}
-  - {id: done, kind: end}
-edges:
-  - {from: writer, to: left}
-  - {from: writer, to: right}
-  - {from: left, to: gather}
-  - {from: right, to: gather}
-  - {from: gather, to: after}
-  - {from: after, to: done, with: {files: output.stdout}}
-`), "fanout.yaml")
-	require.NoError(t, err)
+	g := testGraph(t, "ws-fanout")
 	res, err := h.result(h.start("ws-fanout", g, nil))
 	require.NoError(t, err)
 	st := h.state("ws-fanout")
