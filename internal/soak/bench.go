@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tether-run/tether/internal/visitbench"
@@ -151,14 +149,9 @@ func (s *Soak) split(ctx context.Context, ids []string, visits int) ([]visitbenc
 	}
 	var all [][]visitbench.Part
 	for _, id := range ids {
-		var events []*historypb.HistoryEvent
-		it := s.c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return nil, fmt.Errorf("history of %s: %w", id, err)
-			}
-			events = append(events, ev)
+		events, err := visitbench.History(ctx, s.c, id)
+		if err != nil {
+			return nil, err
 		}
 		all = append(all, visitbench.Split(events, spans[id], time.Time{}, time.Time{}))
 	}

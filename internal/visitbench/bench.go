@@ -24,6 +24,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -227,7 +228,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				sr.Wall = append(sr.Wall, r.exit.Sub(r.start))
 				continue
 			}
-			events, err := history(ctx, sides[r.side], r.id)
+			events, err := History(ctx, sides[r.side].c, r.id)
 			if err != nil {
 				return err
 			}
@@ -297,10 +298,10 @@ func tetherRun(ctx context.Context, s *side, graphFile, tag string) (string, tim
 	return id, rusageCPU(cmd), nil
 }
 
-// history reads a closed run's history.
-func history(ctx context.Context, s *side, id string) ([]*historypb.HistoryEvent, error) {
+// History reads a closed run's whole history, for Split.
+func History(ctx context.Context, c client.Client, id string) ([]*historypb.HistoryEvent, error) {
 	var out []*historypb.HistoryEvent
-	it := s.c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
