@@ -74,26 +74,32 @@ func (c *committer) commit(ctx context.Context, p *Packer, id string, parts map[
 		}
 	}()
 	// Each pass places the incoming parts, then removes the stale ones.
-	steps := []struct {
-		parts []Place
-		do    func(Place) error
-	}{{incoming, c.place}, {stale, c.remove}}
 	for _, primary := range []bool{false, true} {
-		for _, st := range steps {
-			for _, pl := range st.parts {
-				if pl.Primary != primary {
-					continue
-				}
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if err := st.do(pl); err != nil {
-					return err
-				}
-			}
+		if err := each(ctx, incoming, primary, c.place); err != nil {
+			return err
+		}
+		if err := each(ctx, stale, primary, c.remove); err != nil {
+			return err
 		}
 		// The secondary parts are durable before the main file appears.
 		if err := c.syncTouched(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each does do to the parts whose Primary is primary, in order, and stops
+// at the first error or when ctx ends.
+func each(ctx context.Context, parts []Place, primary bool, do func(Place) error) error {
+	for _, pl := range parts {
+		if pl.Primary != primary {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := do(pl); err != nil {
 			return err
 		}
 	}
