@@ -312,6 +312,14 @@ func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 		_, err := h.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment).SetCurrentVersion(t.Context(), client.WorkerDeploymentSetCurrentVersionOptions{BuildID: "new-b"})
 		return err == nil
 	}, time.Minute, 200*time.Millisecond)
+	// The run decides a move on the routing its worker last read (every
+	// 500 ms here). A worker that has not yet read new-b as current would
+	// move the run back to gone-a, whose workers are gone: the workflow
+	// does not yet hold a move against an ask that read a newer routing.
+	require.Eventually(t, func() bool {
+		rt, ok := h.worker.Routing()
+		return ok && rt.Current == "new-b"
+	}, time.Minute, 100*time.Millisecond, "the new worker reads new-b as current")
 	// Temporal lists the stopped worker's pollers for 90 s more: name
 	// the build.
 	out := h.tether(t, store, "upgrade-runs", "--replay", "gone-a")

@@ -148,11 +148,23 @@ type Host struct {
 	grace     time.Duration
 	health    *activities.Health
 	stopWatch context.CancelFunc
+	// routing is the versioned worker's view of its deployment's routing;
+	// nil on an unversioned worker.
+	routing *router
 }
 
 // Healthy is nil while the worker's store works, else why it does not
 // (the worker then takes no visit until it does again).
 func (h *Host) Healthy() error { return h.health.Err() }
+
+// Routing is what this worker last read of its deployment's routing, the
+// view its runs decide a move on; ok is false on an unversioned worker.
+func (h *Host) Routing() (rt workflows.Routing, ok bool) {
+	if h.routing == nil {
+		return workflows.Routing{}, false
+	}
+	return h.routing.Routing(), true
+}
 
 // DefaultID is hostname-pid, unique per process on a machine.
 func DefaultID() string {
@@ -215,6 +227,7 @@ func Start(c client.Client, o Options) (*Host, error) {
 	interceptors := o.Interceptors
 	if o.Versioning.Mode != VersioningOff {
 		routing = newRouter(c, o.Versioning, logger)
+		h.routing = routing
 		interceptors = append(slices.Clone(interceptors), workflows.RoutingInterceptor(routing.Routing))
 	}
 	deployment := o.Versioning.deploymentOptions()
