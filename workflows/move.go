@@ -119,9 +119,12 @@ func (r *runImpl) routing(ctx workflow.Context) Routing {
 
 // moveDue is the move this run should make now, or nil: its deployment no
 // longer routes new runs to its build. A routing older than the one the
-// run moved on (a worker that has not read the new routing yet) is not
-// acted on, so a run never moves back on a stale view. It also returns
-// the routing it read.
+// run moved on, or than the one the upgrade signal was sent on (a worker
+// that has not read the new routing yet), is not acted on, so a run never
+// moves back on a stale view: `tether upgrade-runs --replay` pins a run
+// to the current build and signals it, and the worker of that build may
+// still read the build before as current (changeMoveOnFreshRouting). It
+// also returns the routing it read.
 func (r *runImpl) moveDue(ctx workflow.Context) (*runapi.Move, Routing) {
 	r.upgradeAsked = false
 	if workflow.GetVersion(ctx, changeMoveToCurrent, workflow.DefaultVersion, versionMoveToCurrent) != versionMoveToCurrent {
@@ -133,6 +136,11 @@ func (r *runImpl) moveDue(ctx workflow.Context) (*runapi.Move, Routing) {
 		return nil, rt
 	}
 	if mv := r.in.Move; mv != nil && !mv.Since.IsZero() && rt.Changed.Before(mv.Since) {
+		return nil, rt
+	}
+	// Asked only where it matters, so a run that never meets a stale
+	// routing records no marker for it.
+	if rt.Changed.Before(r.upgradeSince) && workflow.GetVersion(ctx, changeMoveOnFreshRouting, workflow.DefaultVersion, versionMoveOnFreshRouting) == versionMoveOnFreshRouting {
 		return nil, rt
 	}
 	return &runapi.Move{

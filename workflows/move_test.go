@@ -207,6 +207,30 @@ func (s *GraphRunSuite) TestAMovedRunDoesNotMoveBackOnAStaleRouting() {
 	s.Require().NoError(s.env.GetWorkflowError())
 }
 
+// A run that `tether upgrade-runs --replay` pinned to the current build
+// b and signalled, whose worker of b has not read the switch yet (it
+// still reads a as current), does not move back to a on that view: it
+// waits on, takes its answer on b, and ends there, without moving.
+func (s *GraphRunSuite) TestAReplayedRunDoesNotMoveBackOnItsWorkersStaleRouting() {
+	rt := &routingOf{rt: onA}
+	versioned(s.env, rt)
+	s.env.RegisterDelayedCallback(func() {
+		rt.set(Routing{Deployment: "tether", Build: "b", Current: "a", Changed: onB.Changed.Add(-time.Hour)})
+		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
+	}, time.Hour)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.queryState()
+		s.Require().Len(st.Questions, 1, "still waiting")
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
+	}, 2*time.Hour)
+	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
+	s.Require().NoError(s.env.GetWorkflowError(), "it did not move")
+	var res runapi.GraphRunResult
+	s.Require().NoError(s.env.GetWorkflowResult(&res))
+	s.Equal("yes", res.Output["answer"])
+	s.Equal("ask>done", pathOf(&res))
+}
+
 func pathString(path []runstore.Step) string {
 	var p []string
 	for _, st := range path {

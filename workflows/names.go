@@ -197,6 +197,18 @@ const (
 	// move-while-waiting.json, move-arrival.json).
 	changeMoveToCurrent  = "move-to-current"
 	versionMoveToCurrent = 1
+
+	// changeMoveOnFreshRouting: a run does not move on a routing older
+	// than the one the upgrade signal it took was sent on; it waits until
+	// its worker has read that routing (move-on-fresh-routing.json).
+	// Executions before it moved on their worker's view whatever its age:
+	// a run that `tether upgrade-runs --replay` had pinned to the current
+	// build moved back to the build before, on a worker that had not read
+	// the switch yet, and waited there for workers that were gone
+	// (move-on-fresh-routing-before.json). Asked only when the routing is
+	// older than the signal, so no other run records it.
+	changeMoveOnFreshRouting  = "move-on-fresh-routing"
+	versionMoveOnFreshRouting = 1
 )
 
 // baselineChanges are the changes an execution on the baseline takes,

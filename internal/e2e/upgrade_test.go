@@ -293,7 +293,11 @@ func TestARunWithoutACurrentBuildSaysWhy(t *testing.T) {
 // worker: tether upgrade-runs --replay (and --replay-stranded, once
 // Temporal no longer lists the old workers) pins them to the current
 // build, which replays them (the builds here are the same code) and
-// carries them to their end.
+// carries them to their end. The new build's worker here read its
+// deployment's routing once, before it was made current, and not again:
+// the run, signalled by a command that read the switch, does not move
+// back to the build before on that stale view (which left it waiting for
+// workers that were gone), but waits on, and ends on the new build.
 func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 	store := t.TempDir()
 	h := newHarness(t, "file://"+store)
@@ -305,21 +309,17 @@ func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 	h.waitQuestion("stranded-1")
 	h.stopWorker()
 	h.hostOptions = func(o *workerhost.Options) {
-		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "new-b", RoutingEvery: 500 * time.Millisecond}
+		o.Versioning = workerhost.Versioning{Mode: workerhost.VersioningManual, Deployment: runapi.DefaultDeployment, BuildID: "new-b", RoutingEvery: time.Hour}
 	}
 	h.startWorker()
+	require.Eventually(t, func() bool {
+		rt, ok := h.worker.Routing()
+		return ok && rt.Current == "gone-a"
+	}, time.Minute, 100*time.Millisecond, "the new worker reads gone-a as current, once")
 	require.Eventually(t, func() bool {
 		_, err := h.c.WorkerDeploymentClient().GetHandle(runapi.DefaultDeployment).SetCurrentVersion(t.Context(), client.WorkerDeploymentSetCurrentVersionOptions{BuildID: "new-b"})
 		return err == nil
 	}, time.Minute, 200*time.Millisecond)
-	// The run decides a move on the routing its worker last read (every
-	// 500 ms here). A worker that has not yet read new-b as current would
-	// move the run back to gone-a, whose workers are gone: the workflow
-	// does not yet hold a move against an ask that read a newer routing.
-	require.Eventually(t, func() bool {
-		rt, ok := h.worker.Routing()
-		return ok && rt.Current == "new-b"
-	}, time.Minute, 100*time.Millisecond, "the new worker reads new-b as current")
 	// Temporal lists the stopped worker's pollers for 90 s more: name
 	// the build.
 	out := h.tether(t, store, "upgrade-runs", "--replay", "gone-a")
@@ -330,7 +330,12 @@ func TestStrandedRunsReplayOnTheCurrentBuild(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "completed", res.Status)
 	assert.Equal(t, "new-b", pinnedTo(t, h.c, "stranded-1"))
+	rt, _ := h.worker.Routing()
+	assert.Equal(t, "gone-a", rt.Current, "the worker's view stayed stale throughout")
+	execs := executions(t, h.c, "stranded-1")
+	assert.Len(t, execs, 1, "the run never moved")
 	cp, err := h.runs.Latest(t.Context(), "stranded-1")
 	require.NoError(t, err)
+	h.recordHistoryRun("move-on-fresh-routing", "stranded-1", execs[0])
 	assert.Equal(t, upgradeReply(2), fmt.Sprint(cp.Outputs["writer"]["text"]))
 }
