@@ -37,6 +37,12 @@ type Config struct {
 	// TemporalTLS is how to authenticate to the frontend (TEMPORAL_TLS_*,
 	// TEMPORAL_API_KEY).
 	TemporalTLS TemporalTLS
+	// TemporalGzip compresses the calls to the frontend with gzip
+	// (TETHER_TEMPORAL_GZIP=1), the Temporal SDK's default. Tether turns it
+	// off unless asked: its calls are small, and on a frontend near the
+	// workers the compression costs both sides processor time for nothing
+	// (docs/performance.md, "Calls to Temporal without gzip").
+	TemporalGzip bool
 	// Home is Tether's local directory (.tether by default).
 	Home string
 	// BlobURL is the blob store: file:///path, s3://bucket/prefix?… or
@@ -219,6 +225,7 @@ func (c Config) StoreOptions(defaultRetry time.Duration, onRetry func(ctx contex
 // TEMPORAL_NAMESPACE, the frontend's TLS and API key (TemporalTLS),
 // TETHER_HOME, TETHER_BLOB_URL, TETHER_STATE_DIR,
 // TETHER_WORK_DIR, TETHER_UI, TETHER_METRICS_ADDR, TETHER_PPROF,
+// TETHER_TEMPORAL_GZIP,
 // OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), the
 // worker's settings documented on Config, and the agents' (TETHER_CLI_BIN,
 // every backend's variables as its facts name them, TETHER_REDACT, ...). A malformed
@@ -284,6 +291,13 @@ func readEnv() (Config, error) {
 	var err error
 	if c.TemporalTLS, err = temporalTLS(); err != nil {
 		return c, err
+	}
+	switch v := getenv("TETHER_TEMPORAL_GZIP"); v {
+	case "", "0", "false":
+	case "1", "true":
+		c.TemporalGzip = true
+	default:
+		return c, fmt.Errorf("TETHER_TEMPORAL_GZIP=%q: want 1 or 0", v)
 	}
 	switch v := getenv("TETHER_PPROF"); v {
 	case "", "0", "false":

@@ -74,6 +74,13 @@ func TestTelemetrySettings(t *testing.T) {
 	refused(t, "set TETHER_METRICS_ADDR too")
 }
 
+// Calls to Temporal are uncompressed unless gzip is asked for.
+func TestTemporalGzip(t *testing.T) {
+	assert.False(t, fromEnv(t).TemporalGzip)
+	t.Setenv("TETHER_TEMPORAL_GZIP", "1")
+	assert.True(t, fromEnv(t).TemporalGzip)
+}
+
 func TestWorkerSettings(t *testing.T) {
 	t.Setenv("TETHER_WORKER_ID", "pod-7")
 	t.Setenv("TETHER_MAX_CONCURRENT_VISITS", "4")
@@ -102,6 +109,7 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		"TETHER_WORKSPACE_MAX_FILE_BYTES": "lots",
 		"TETHER_REDACT":                   "maybe",
 		"TETHER_PPROF":                    "yes",
+		"TETHER_TEMPORAL_GZIP":            "on",
 	})
 }
 

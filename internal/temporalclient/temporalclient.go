@@ -19,10 +19,14 @@ import (
 )
 
 // Options returns o with cfg's frontend address, namespace, TLS and API
-// key set. A certificate, key or CA file that cannot be read is an error
-// that names its variable.
+// key set, and the calls uncompressed unless cfg asks for gzip. A
+// certificate, key or CA file that cannot be read is an error that names
+// its variable.
 func Options(cfg config.Config, o client.Options) (client.Options, error) {
 	o.HostPort, o.Namespace = cfg.TemporalAddress, cfg.Namespace
+	if !cfg.TemporalGzip && o.ConnectionOptions.GrpcCompression == nil {
+		o.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	t := cfg.TemporalTLS
 	if t.APIKey != nil {
 		o.Credentials = client.NewAPIKeyStaticCredentials(string(t.APIKey))

@@ -287,3 +287,38 @@ func TestDialSaysTheFrontendsCertificateExpired(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the frontend's certificate has expired")
 }
+
+// Calls reach the frontend uncompressed unless TETHER_TEMPORAL_GZIP asks
+// for the SDK's gzip; a compression a caller set is kept.
+func TestCallsAreUncompressedUnlessAsked(t *testing.T) {
+	f := startFrontend(t, certs(t), "plain")
+	encodings := func(cfg config.Config) []string {
+		var seen []string
+		var mu sync.Mutex
+		o := client.Options{ConnectionOptions: client.ConnectionOptions{GetSystemInfoTimeout: 5 * time.Second,
+			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				for _, o := range opts {
+					if c, ok := o.(grpc.CompressorCallOption); ok {
+						mu.Lock()
+						seen = append(seen, c.CompressorType)
+						mu.Unlock()
+					}
+				}
+				return invoker(ctx, method, req, reply, cc, opts...)
+			})}}}
+		cfg.TemporalAddress, cfg.Namespace, cfg.TemporalTLS = f.addr, "default", config.TemporalTLS{Disabled: true}
+		c, err := Dial(cfg, o)
+		require.NoError(t, err)
+		_, _ = c.WorkflowService().GetSystemInfo(t.Context(), &workflowservice.GetSystemInfoRequest{})
+		c.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	assert.NotContains(t, encodings(config.Config{}), "gzip")
+	assert.Contains(t, encodings(config.Config{TemporalGzip: true}), "gzip")
+
+	opts, err := Options(config.Config{}, client.Options{ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionGzip{}}})
+	require.NoError(t, err)
+	assert.IsType(t, &client.GrpcCompressionGzip{}, opts.ConnectionOptions.GrpcCompression)
+}

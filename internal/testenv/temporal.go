@@ -44,7 +44,9 @@ type Server struct {
 // Client returns a new client; the caller closes it.
 func (s *Server) Client(t testing.TB) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: s.Address, Namespace: "default", Logger: log.NewStructuredLogger(discard())})
+	// Uncompressed, as Tether's own clients are (temporalclient.Options).
+	c, err := client.Dial(client.Options{HostPort: s.Address, Namespace: "default", Logger: log.NewStructuredLogger(discard()),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 	if err != nil {
 		t.Fatalf("dial dev server: %v", err)
 	}
