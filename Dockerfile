@@ -1,5 +1,6 @@
 # The tether-worker image: the worker, its confine helper (tether-confine,
-# beside it) with bubblewrap, the tether CLI and tether-certs (the
+# beside it) with bubblewrap, its ask_user MCP server (tether-ask-user,
+# beside it), the tether CLI and tether-certs (the
 # cluster's certificates, docker-compose.yml's "certs"), the agent CLIs .env
 # pins (every AGENT_CLI_<X>=<package>@<version> line, read from .env
 # itself, so a new backend's CLI needs no line here), and what tool nodes
@@ -17,6 +18,7 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/tether-worker ./worker \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether-confine ./internal/sandbox/cmd/tether-confine \
+ && CGO_ENABLED=0 go build -trimpath -o /out/tether-ask-user ./internal/askuser/cmd/tether-ask-user \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether ./starter \
  && CGO_ENABLED=0 go build -trimpath -o /out/tether-certs ./internal/pki/cmd/certs
 

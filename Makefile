@@ -21,6 +21,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether ./starter
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tether-worker ./worker
 	$(GO) build -o bin/tether-confine ./internal/sandbox/cmd/tether-confine
+	$(GO) build -o bin/tether-ask-user ./internal/askuser/cmd/tether-ask-user
 
 ## upgrade-probe: bin/upgrade/tether-worker, this source with a test-only change of workflow code (one more activity before every visit), for the soak's rolling upgrade
 upgrade-probe:

@@ -62,21 +62,28 @@ func processRig(t *testing.T, extra ...string) (bin string, srv *testenv.Server,
 }
 
 // buildWorker returns the tether-worker binary with its confine helper
-// beside it.
+// and its ask_user server beside it, as `make build` and the image have
+// them.
 func buildWorker(t *testing.T) string {
 	t.Helper()
 	bin, err := workerBin()
 	require.NoError(t, err)
 	var copyErr error
 	confineBeside.Do(func() {
-		helper, err := os.ReadFile(sandboxtest.Helper(t))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(filepath.Dir(bin), "tether-confine"), helper, 0o755)
+		for name, src := range map[string]string{"tether-confine": sandboxtest.Helper(t), "tether-ask-user": clitest.AskUserCommand(t)[0]} {
+			b, err := os.ReadFile(src)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(filepath.Dir(bin), name), b, 0o755)
+			}
+			if err != nil {
+				copyErr = err
+				return
+			}
 		}
-		copyErr = err
 	})
 	require.NoError(t, copyErr)
 	require.FileExists(t, filepath.Join(filepath.Dir(bin), "tether-confine"), "the confine helper beside the worker")
+	require.FileExists(t, filepath.Join(filepath.Dir(bin), "tether-ask-user"), "the ask_user server beside the worker")
 	return bin
 }
 

@@ -1,5 +1,10 @@
-// Command tether-ask-user serves the ask_user MCP tool over stdio; it is the
-// same server the worker runs as `tether-worker mcp-ask-user`.
+// Command tether-ask-user is the ask_user MCP server (internal/askuser)
+// built alone: an agent CLI starts it for every visit and waits for its
+// tool list before its first model call, and this binary starts in a
+// millisecond where tether-worker, which serves the same tool as
+// `tether-worker mcp-ask-user`, initialises the whole worker first
+// (docs/performance.md, "The ask_user server"). The worker uses it when
+// it lies beside the worker's executable.
 //
 //	tether-ask-user --record FILE
 package main
