@@ -49,6 +49,8 @@ dir=${TETHER_CLUSTER_DIR:-$root/.tether/cluster}
 port=${TETHER_CLUSTER_PORT:-7233}
 s3_port=${TETHER_CLUSTER_S3_PORT:-7070}
 pg_port=${TETHER_CLUSTER_PG_PORT:-55432}
+# Tether's search attributes (workflows.SearchAttributeTypes), NAME=TYPE.
+tether_search_attributes="TetherGraph=Keyword TetherNode=Keyword TetherStatus=Keyword TetherBackends=KeywordList TetherThread=KeywordList"
 bucket=tether
 
 say() { echo "cluster: $*" >&2; }
@@ -222,6 +224,23 @@ temporal_cli() {
 	"$root/bin/temporal" --address "127.0.0.1:$port" \
 		--tls-cert-path "$d/cert.pem" --tls-key-path "$d/key.pem" --tls-ca-path "$d/ca.pem" "$@"
 }
+# search_attributes registers Tether's search attributes before any worker
+# starts. The server keeps them in a cache it reads again every minute
+# (this topology does not force a database read on every use, which cost
+# each visit about eight: docs/performance.md), so one added now is
+# usable everywhere a minute later: wait that minute, once per database.
+search_attributes() {
+	local have sa missing=()
+	have=$(temporal_cli operator search-attribute list --namespace default) || die "list the search attributes"
+	for sa in $tether_search_attributes; do
+		grep -q "^ *${sa%%=*} " <<<"$have" || missing+=(--name "${sa%%=*}" --type "${sa#*=}")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	temporal_cli operator search-attribute create --namespace default "${missing[@]}" >/dev/null ||
+		die "register Tether's search attributes"
+	say "search attributes registered; waiting 65 s for the server's caches to read them"
+	sleep 65
+}
 start_temporal() {
 	if running temporal; then return 0; fi
 	local server
@@ -244,6 +263,7 @@ start_temporal() {
 	# cache refreshes; workers that start before then cannot register
 	# Tether's search attributes in it.
 	wait_for "namespace default to be served" 60 temporal_cli operator search-attribute list --namespace default
+	search_attributes
 	say "temporal up on 127.0.0.1:$port (server v$TEMPORAL_VERSION on PostgreSQL, mutual TLS)"
 }
 

@@ -15,11 +15,13 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tether-run/tether/internal/catalogue"
 	"github.com/tether-run/tether/internal/config"
 	"github.com/tether-run/tether/internal/pki"
 	"github.com/tether-run/tether/internal/testenv"
+	"github.com/tether-run/tether/workflows"
 )
 
 // There is no container engine here, so docker-compose.yml is kept true
@@ -313,4 +315,22 @@ func flagValue(argv []string, flag string) string {
 		return ""
 	}
 	return argv[i+1]
+}
+
+// The dev server's script, the cluster's and the compose file register
+// every search attribute a run sets, with its type, before a worker
+// starts: the cluster's server reads them from a cache it refreshes every
+// minute, so a worker registering them itself would leave its first runs
+// a minute of failing workflow tasks.
+func TestSetupsRegisterTheSearchAttributes(t *testing.T) {
+	root := testenv.Root()
+	typeName := map[enumspb.IndexedValueType]string{enumspb.INDEXED_VALUE_TYPE_KEYWORD: "Keyword", enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST: "KeywordList"}
+	for _, file := range []string{"scripts/devserver.sh", "scripts/cluster.sh", "docker-compose.yml"} {
+		b, err := os.ReadFile(filepath.Join(root, file))
+		require.NoError(t, err)
+		for name, typ := range workflows.SearchAttributeTypes {
+			require.Contains(t, typeName, typ, "a type this test does not name")
+			assert.Regexp(t, `\b`+name+"="+typeName[typ]+`\b`, string(b), "%s registers %s as %s", file, name, typeName[typ])
+		}
+	}
 }
