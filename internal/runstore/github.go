@@ -3,6 +3,7 @@ package runstore
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // GitHubThread is the GitHub issue (or pull request) a run started from,
@@ -49,14 +50,21 @@ type QueuedReview struct {
 	Key string `json:"key,omitempty"`
 }
 
+// The characters of an owner, a repository's name and a branch; their
+// lengths are checked apart (a counted repetition such as {1,200} costs
+// milliseconds to compile, at every start of tether and its worker).
 var (
-	repoRE   = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
-	branchRE = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,200}$`)
+	ownerRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+	nameRE   = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	branchRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
 )
 
-// ValidRepo reports whether s is owner/name as GitHub spells them.
+// ValidRepo reports whether s is owner/name as GitHub spells them: an
+// owner of 1 to 39 characters, a name of 1 to 100.
 func ValidRepo(s string) bool {
-	return repoRE.MatchString(s) && s[len(s)-1] != '.' && !regexpDots(s)
+	owner, name, ok := strings.Cut(s, "/")
+	return ok && len(owner) <= 39 && len(name) <= 100 && ownerRE.MatchString(owner) && nameRE.MatchString(name) &&
+		s[len(s)-1] != '.' && !regexpDots(s)
 }
 
 func regexpDots(s string) bool {
@@ -85,7 +93,7 @@ func (t *GitHubThread) Validate() error {
 		return bad("pull request", t.PullRequest)
 	case t.Installation < 0:
 		return bad("installation", t.Installation)
-	case !branchRE.MatchString(t.Base) || t.Base[0] == '-' || regexpDots(t.Base):
+	case len(t.Base) > 200 || !branchRE.MatchString(t.Base) || t.Base[0] == '-' || regexpDots(t.Base):
 		return bad("base branch", t.Base)
 	case t.BaseCommit != "" && !ValidObjectID(t.BaseCommit):
 		return bad("base commit", t.BaseCommit)
