@@ -227,7 +227,7 @@ temporal_cli() {
 # search_attributes registers Tether's search attributes before any worker
 # starts. The server keeps them in a cache it reads again every minute
 # (this topology does not force a database read on every use, which cost
-# each visit about eight: docs/performance.md), so one added now is
+# each visit about eight: docs/operations.md), so one added now is
 # usable everywhere a minute later: wait that minute, once per database.
 search_attributes() {
 	local have sa missing=()
