@@ -212,17 +212,7 @@ func (s *GraphRunSuite) TestAMovedRunDoesNotMoveBackOnAStaleRouting() {
 // still reads a as current), does not move back to a on that view: it
 // waits on, takes its answer on b, and ends there, without moving.
 func (s *GraphRunSuite) TestAReplayedRunDoesNotMoveBackOnItsWorkersStaleRouting() {
-	rt := &routingOf{rt: onA}
-	versioned(s.env, rt)
-	s.env.RegisterDelayedCallback(func() {
-		rt.set(Routing{Deployment: "tether", Build: "b", Current: "a", Changed: onB.Changed.Add(-time.Hour)})
-		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
-	}, time.Hour)
-	s.env.RegisterDelayedCallback(func() {
-		st := s.queryState()
-		s.Require().Len(st.Questions, 1, "still waiting")
-		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
-	}, 2*time.Hour)
+	s.askedToMoveThenAnswered(Routing{Deployment: "tether", Build: "b", Current: "a", Changed: onB.Changed.Add(-time.Hour)}, "still waiting")
 	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(humanGraph), Inputs: map[string]any{"title": "Otters"}})
 	s.Require().NoError(s.env.GetWorkflowError(), "it did not move")
 	var res runapi.GraphRunResult
@@ -268,22 +258,30 @@ func (s *GraphRunSuite) TestAWaitingRunWaitsForItsWorkerToReadTheNewRouting() {
 // done, before the join.
 func (s *GraphRunSuite) TestARunWaitingInABranchMovesOnceTheBranchesAreDone() {
 	g := graphYAML("branch-ask")
-	rt := &routingOf{rt: onA}
-	versioned(s.env, rt)
-	s.env.RegisterDelayedCallback(func() {
-		rt.set(onB)
-		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
-	}, time.Hour)
-	s.env.RegisterDelayedCallback(func() {
-		st := s.queryState()
-		s.Require().Len(st.Questions, 1, "still waiting in the branch")
-		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
-	}, 2*time.Hour)
+	s.askedToMoveThenAnswered(onB, "still waiting in the branch")
 	s.env.ExecuteWorkflow(GraphRun, &runapi.GraphRunInput{RunID: "run-1", Graph: s.parse(g)})
 	next := s.continuedWith(s.env)
 	s.Require().NotNil(next.Move)
 	s.Equal([]string{"meet"}, cursorNodes(next.Checkpoint), "it moved with every branch done, before the join")
 	s.Equal("yes", next.Checkpoint.Outputs["gate"]["answer"])
+}
+
+// askedToMoveThenAnswered runs the suite's workflow on a worker whose
+// routing is onA until, an hour in, it reads later and the run is asked
+// to move (by a command that read onB's switch); an hour after that, the
+// run, waiting (why) on its one question, is answered "yes".
+func (s *GraphRunSuite) askedToMoveThenAnswered(later Routing, why string) {
+	rt := &routingOf{rt: onA}
+	versioned(s.env, rt)
+	s.env.RegisterDelayedCallback(func() {
+		rt.set(later)
+		s.env.SignalWorkflow(runapi.SignalUpgrade, runapi.Upgrade{Current: "b", Since: onB.Changed})
+	}, time.Hour)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.queryState()
+		s.Require().Len(st.Questions, 1, why)
+		s.env.SignalWorkflow(runapi.SignalAnswer, runapi.Answer{QuestionID: st.Questions[0].ID, Text: "yes"})
+	}, 2*time.Hour)
 }
 
 func cursorNodes(cp *runstore.Checkpoint) []string {
