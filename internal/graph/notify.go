@@ -61,11 +61,13 @@ func (r NotifyRoutes) Sends(event, name string) bool {
 
 // endpointName is what may name an endpoint: it is part of a notice's
 // idempotency key and its workflow's id.
-var endpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+// Its length is checked apart: a counted repetition costs a
+// millisecond to compile at every start of tether and the worker.
+var endpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 // ValidEndpointName checks an endpoint's name.
 func ValidEndpointName(name string) error {
-	if !endpointName.MatchString(name) {
+	if len(name) > 64 || !endpointName.MatchString(name) {
 		return fmt.Errorf("endpoint name %q must be letters, digits, '_' and '-' (starting with a letter or digit), at most 64", name)
 	}
 	return nil

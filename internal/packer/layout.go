@@ -185,12 +185,14 @@ func checkRel(p string) error {
 	return nil
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// Its length is checked apart: a counted repetition costs a
+// millisecond to compile at every start of tether and the worker.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // checkID accepts the session ids the CLIs mint (UUIDs) and anything else
 // that is safe as one path component.
 func checkID(id string) error {
-	if !idPattern.MatchString(id) {
+	if len(id) > 128 || !idPattern.MatchString(id) {
 		return fmt.Errorf("%w: session id %q is not a plain id (letters, digits, '.', '_', '-'; at most 128)", ErrUnsafePath, id)
 	}
 	return nil
