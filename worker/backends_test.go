@@ -17,15 +17,15 @@ func TestAskUserServerIsTheSmallOneBesideTheWorker(t *testing.T) {
 	dir := t.TempDir()
 	self := filepath.Join(dir, "tether-worker")
 	small := filepath.Join(dir, "tether-ask-user")
-	assert.Equal(t, []string{self, askuser.Subcommand}, askUserServer(self), "none beside it")
+	assert.Equal(t, []string{self, askuser.Subcommand}, besideSelf(self, "tether-ask-user", askuser.Subcommand), "none beside it")
 
 	require.NoError(t, os.WriteFile(small, []byte("#!/bin/sh\n"), 0o644))
-	assert.Equal(t, []string{self, askuser.Subcommand}, askUserServer(self), "not executable")
+	assert.Equal(t, []string{self, askuser.Subcommand}, besideSelf(self, "tether-ask-user", askuser.Subcommand), "not executable")
 
 	require.NoError(t, os.Chmod(small, 0o755))
-	assert.Equal(t, []string{small}, askUserServer(self))
+	assert.Equal(t, []string{small}, besideSelf(self, "tether-ask-user", askuser.Subcommand))
 
 	require.NoError(t, os.Remove(small))
 	require.NoError(t, os.Mkdir(small, 0o755))
-	assert.Equal(t, []string{self, askuser.Subcommand}, askUserServer(self), "a directory")
+	assert.Equal(t, []string{self, askuser.Subcommand}, besideSelf(self, "tether-ask-user", askuser.Subcommand), "a directory")
 }

@@ -67,9 +67,17 @@ func confineHelper() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: find this executable: %w", err)
 	}
-	small := filepath.Join(filepath.Dir(self), "tether-confine")
+	return besideSelf(self, "tether-confine", confine.Subcommand), nil
+}
+
+// besideSelf is the argv base of a helper the worker's executable self
+// also serves as a subcommand: the small binary name beside self (built
+// by `make build`, in the image), when it is there and executable; else
+// self's own subcommand, which initialises the whole worker binary first.
+func besideSelf(self, name, subcommand string) []string {
+	small := filepath.Join(filepath.Dir(self), name)
 	if st, err := os.Stat(small); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return []string{small}, nil
+		return []string{small}
 	}
-	return []string{self, confine.Subcommand}, nil
+	return []string{self, subcommand}
 }
