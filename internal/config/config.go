@@ -266,6 +266,18 @@ func Variables() []string {
 	return out
 }
 
+// onOff reads the switch name: 1 or true is on; 0, false or unset off.
+func onOff(name string) (bool, error) {
+	switch v := getenv(name); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 1 or 0", name, v)
+	}
+}
+
 func readEnv() (Config, error) {
 	home := env("TETHER_HOME", ".tether")
 	if abs, err := filepath.Abs(home); err == nil {
@@ -292,22 +304,14 @@ func readEnv() (Config, error) {
 	if c.TemporalTLS, err = temporalTLS(); err != nil {
 		return c, err
 	}
-	switch v := getenv("TETHER_TEMPORAL_GZIP"); v {
-	case "", "0", "false":
-	case "1", "true":
-		c.TemporalGzip = true
-	default:
-		return c, fmt.Errorf("TETHER_TEMPORAL_GZIP=%q: want 1 or 0", v)
+	if c.TemporalGzip, err = onOff("TETHER_TEMPORAL_GZIP"); err != nil {
+		return c, err
 	}
-	switch v := getenv("TETHER_PPROF"); v {
-	case "", "0", "false":
-	case "1", "true":
-		if c.MetricsAddr == "" {
-			return c, fmt.Errorf("TETHER_PPROF=%s: profiles are served beside the metrics; set TETHER_METRICS_ADDR too (e.g. 127.0.0.1:9464)", v)
-		}
-		c.Profiling = true
-	default:
-		return c, fmt.Errorf("TETHER_PPROF=%q: want 1 or 0", v)
+	if c.Profiling, err = onOff("TETHER_PPROF"); err != nil {
+		return c, err
+	}
+	if c.Profiling && c.MetricsAddr == "" {
+		return c, fmt.Errorf("TETHER_PPROF=%s: profiles are served beside the metrics; set TETHER_METRICS_ADDR too (e.g. 127.0.0.1:9464)", getenv("TETHER_PPROF"))
 	}
 	if err := c.readSandbox(); err != nil {
 		return c, err
