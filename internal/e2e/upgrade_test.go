@@ -74,8 +74,11 @@ func TestRollingUpgradeMovesRunsAtTheirSafePoints(t *testing.T) {
 	workerA := h.worker
 
 	waiting := upgradeGraph(t, 3, 1, "0")
-	busy := upgradeGraph(t, 4, 99, "2")
-	runs := map[string]int{"wait-1": 3, "plain-wait": 3, "busy-1": 4}
+	// busy-1 must still be in its visits when B becomes current: B's
+	// worker, its ramp and the switch took 7 s on a loaded fresh clone,
+	// where four rounds of 2 s had ended it before.
+	busy := upgradeGraph(t, 6, 99, "2")
+	runs := map[string]int{"wait-1": 3, "plain-wait": 3, "busy-1": 6}
 	h.start("wait-1", waiting, nil)
 	h.start("plain-wait", waiting, nil)
 	h.start("busy-1", busy, nil)
