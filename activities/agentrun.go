@@ -116,6 +116,14 @@ func (a *Activities) runAgent(ctx context.Context, r agentRun) (*ExecuteResult, 
 		return nil, err
 	}
 
+	if res.NeedsInteraction != nil && breq.Settings.NoAskUser {
+		// No backend offers a way to ask to such a node; one that asked
+		// anyway (a script) would leave the run waiting on an answer the
+		// graph says never comes.
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"node %q asked the user, and its graph sets ask_user: false; remove that setting to let it ask, or change what it is told", r.nodeID),
+			ErrTypeBadRequest, nil)
+	}
 	out := r.output(res)
 	result := &ExecuteResult{
 		Output: out, Backend: r.b.Name(), SessionID: res.SessionID, Fingerprint: res.Fingerprint, Queue: a.Queue,

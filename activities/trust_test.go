@@ -443,3 +443,19 @@ func TestRefusedPauseBlobRunsFreshOnTheWorkerThatHoldsTheSession(t *testing.T) {
 		assert.Contains(t, text, LostAnswerIntro+"\nteal", "the answer is not lost")
 	})
 }
+
+// A node whose graph says ask_user: false never leaves its run waiting on
+// an answer: a backend that asks anyway (the script here) fails the
+// visit, non-retryable, and no pause blob is written.
+func TestANodeThatMayNotAskFailsWhenItAsks(t *testing.T) {
+	store := blob.NewMem()
+	never := asker
+	never.AskUser = new(bool)
+	ref := pauseRef(digestsSince.Add(time.Minute), 1)
+	_, err := newActs(t, store).Visit(context.Background(), &VisitRequest{RunID: "r1", NodeID: "writer", Visit: 1, Node: never, Backend: "scripted", PauseTo: ref, Started: time.Now()})
+	require.Error(t, err)
+	assert.Equal(t, ErrTypeBadRequest, appType(err), "%v", err)
+	assert.Contains(t, err.Error(), "ask_user: false")
+	_, err = store.Get(context.Background(), ref)
+	assert.ErrorIs(t, err, blob.ErrNotFound, "no pause blob for an answer that never comes")
+}

@@ -28,6 +28,10 @@ type Settings struct {
 	// SystemPrompt replaces the backend's system prompt;
 	// AppendSystemPrompt is added to it.
 	SystemPrompt, AppendSystemPrompt string
+	// NoAskUser gives the agent no way to ask the user: no ask_user tool
+	// (so no MCP server), no reply convention. A visit that asks anyway
+	// fails.
+	NoAskUser bool
 	// Env names worker environment variables passed on to the agent's
 	// process (names only: the values are the worker's).
 	Env []string

@@ -409,6 +409,19 @@ func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.
 		keyPairs = ps
 	}
 
+	// An optional scalar (ask_user) is read as its value and then
+	// pointed to: the YAML library leaves a pointer to a scalar nil, and
+	// takes any word for a bool that way.
+	if fv.Kind() == reflect.Pointer {
+		if isNull(d.resolve(n)) {
+			return
+		}
+		ev := reflect.New(fv.Type().Elem())
+		d.decodeField(n, path, what, nodeID, ev.Elem())
+		fv.Set(ev)
+		return
+	}
+
 	target := reflect.New(fv.Type())
 	if err := yaml.NodeToValue(d.resolveDeep(n), target.Interface()); err != nil {
 		pos := posOf(n)
@@ -526,6 +539,8 @@ func valueHint(field string) string {
 		return " (write a whole number)"
 	case "max_cost_usd":
 		return " (write a number of dollars such as 2.50)"
+	case "allow_empty", "ask_user":
+		return " (write true or false)"
 	case "run", "script", "fallback", "tools", "disallowed_tools", "env":
 		return " (write a list of strings)"
 	case "allow":

@@ -26,6 +26,7 @@ nodes:
     disallowed_tools: [WebFetch]
     system_prompt: You fix Go tests.
     append_system_prompt: Keep changes small.
+    ask_user: false
     env: [GOPROXY, GOFLAGS]
     timeout: 10m
   - id: test
@@ -52,6 +53,7 @@ func TestSettingsParseValidateAndRoundTrip(t *testing.T) {
 		DisallowedTools:    []string{"WebFetch"},
 		SystemPrompt:       "You fix Go tests.",
 		AppendSystemPrompt: "Keep changes small.",
+		NoAskUser:          true,
 		Env:                []string{"GOPROXY", "GOFLAGS"},
 		Timeout:            10 * time.Minute,
 	}, fixer.AgentSettings())
@@ -132,6 +134,18 @@ edges:
 	assert.Contains(t, msgs, "test.yaml:3:3: G045 error: workspace has no from")
 	assert.Contains(t, msgs, "permissions has no effect on tool node t (it belongs to agent nodes)")
 	assert.Contains(t, msgs, "env has no effect on human node h (it belongs to agent/tool nodes)")
+}
+
+func TestAskUserBelongsToAgents(t *testing.T) {
+	g := mustParse(t, "start: a\nnodes:\n  - {id: a, kind: agent, backend: codex, ask_user: true}\n  - {id: t, kind: tool, run: [\"true\"], ask_user: false}\n  - {id: e, kind: end}\nedges: [{from: a, to: t}, {from: t, to: e}]\n")
+	a, _ := g.Node("a")
+	assert.False(t, a.AgentSettings().NoAskUser, "ask_user: true is the default")
+	assert.Equal(t, []string{"4:50 G036 t"}, brief(Validate(g)))
+	assert.Contains(t, Validate(g).String(), "ask_user has no effect on tool node t (it belongs to agent nodes)")
+
+	_, err := Parse([]byte("start: a\nnodes:\n  - {id: a, kind: agent, ask_user: never}\n"), "g.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "write true or false")
 }
 
 func TestTimeoutAndEnvBelongToAgentsToo(t *testing.T) {

@@ -146,6 +146,11 @@ type Node struct {
 	DisallowedTools    []string `json:"disallowed_tools,omitempty" yaml:"disallowed_tools,omitempty"`
 	SystemPrompt       string   `json:"system_prompt,omitempty" yaml:"system_prompt,omitempty"`
 	AppendSystemPrompt string   `json:"append_system_prompt,omitempty" yaml:"append_system_prompt,omitempty"`
+	// AskUser false gives the agent no way to ask a person (no ask_user
+	// tool, no reply convention): its visits never wait on an answer,
+	// and a CLI with an MCP client starts without Tether's MCP server.
+	// Nil or true: the agent may ask.
+	AskUser *bool `json:"ask_user,omitempty" yaml:"ask_user,omitempty"`
 
 	// Human nodes. An empty answer is refused unless AllowEmpty.
 	Question   string `json:"question,omitempty" yaml:"question,omitempty"`
@@ -200,6 +205,7 @@ func (n Node) AgentSettings() agent.Settings {
 		DisallowedTools:    n.DisallowedTools,
 		SystemPrompt:       n.SystemPrompt,
 		AppendSystemPrompt: n.AppendSystemPrompt,
+		NoAskUser:          n.AskUser != nil && !*n.AskUser,
 		Env:                n.Env,
 		Timeout:            time.Duration(n.Timeout),
 	}

@@ -436,6 +436,7 @@ func (v *validator) checkIgnoredFields(i int, name string) {
 		{"disallowed_tools", n.DisallowedTools != nil, []Kind{KindAgent}},
 		{"system_prompt", n.SystemPrompt != "", []Kind{KindAgent}},
 		{"append_system_prompt", n.AppendSystemPrompt != "", []Kind{KindAgent}},
+		{"ask_user", n.AskUser != nil, []Kind{KindAgent}},
 		{"run", len(n.Run) > 0, []Kind{KindTool}},
 		{"env", len(n.Env) > 0, []Kind{KindAgent, KindTool}},
 		{"timeout", n.Timeout != 0, []Kind{KindAgent, KindTool}},

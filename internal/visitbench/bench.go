@@ -11,6 +11,7 @@
 package visitbench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +56,9 @@ type Options struct {
 	CLIs string
 	// Unconfined runs the workers with TETHER_SANDBOX=off.
 	Unconfined bool
+	// NoAsk adds a side: the first build again, its node set to
+	// ask_user: false (no ask_user MCP server starts).
+	NoAsk bool
 	// Histories, when set, is a directory to write the last split run's
 	// history of each build to (JSON, as `temporal workflow show
 	// --output json` writes it).
@@ -71,6 +76,12 @@ nodes:
 edges:
   - {from: w, to: done}
 `
+
+// noAskYAML is the same graph whose node may not ask the user.
+var noAskYAML = strings.Replace(graphYAML, "prompt: hello}", "prompt: hello, ask_user: false}", 1)
+
+// NoAskLabel marks the side Options.NoAsk adds in the report.
+const NoAskLabel = " (ask_user: false)"
 
 // Result is what a bench measured.
 type Result struct {
@@ -100,8 +111,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Roots) == 0 {
 		return nil, errors.New("visitbench: no build to measure")
 	}
-	if o.Server == "cluster" && len(o.Roots) > 1 {
-		return nil, errors.New("visitbench: a cluster runs one build's workers; compare builds on dev servers")
+	if o.Server == "cluster" && (len(o.Roots) > 1 || o.NoAsk) {
+		return nil, errors.New("visitbench: a cluster runs one build's workers; compare builds (and -no-ask) on dev servers")
 	}
 	scratch, err := os.MkdirTemp("", "visitbench-*")
 	if err != nil {
@@ -115,8 +126,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer rcv.Close()
-	graphFile := filepath.Join(scratch, "one.yaml")
+	graphFile, noAskFile := filepath.Join(scratch, "one.yaml"), filepath.Join(scratch, "one-no-ask.yaml")
 	if err := os.WriteFile(graphFile, []byte(graphYAML), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(noAskFile, []byte(noAskYAML), 0o644); err != nil {
 		return nil, err
 	}
 	res := &Result{Load0: loadAvg()}
@@ -138,8 +152,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for k, v := range workerEnv {
 		traced[k] = v
 	}
-	for i, root := range o.Roots {
-		s := &side{name: string(rune('a' + i)), root: root, dir: filepath.Join(scratch, string(rune('a'+i)))}
+	roots, graphs := o.Roots, make([]string, len(o.Roots))
+	if o.NoAsk {
+		roots = append(slices.Clone(roots), roots[0])
+		graphs = append(graphs, noAskFile)
+	}
+	for i, root := range roots {
+		s := &side{name: string(rune('a' + i)), root: root, dir: filepath.Join(scratch, string(rune('a'+i))), graph: cmp.Or(graphs[i], graphFile)}
 		sides = append(sides, s)
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
 			return nil, err
@@ -153,7 +172,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.Sides = append(res.Sides, SideResult{Root: root})
+		label := root
+		if s.graph == noAskFile {
+			label += NoAskLabel
+		}
+		res.Sides = append(res.Sides, SideResult{Root: label})
 	}
 	bare := func() (time.Duration, time.Duration, error) { return bareCLI(ctx, o.CLIs, model, scratch) }
 	// phase runs rounds interleaved: the bare CLI, then each build, the
@@ -169,7 +192,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return err
 		}
 		for _, s := range sides {
-			if _, _, err := tetherRun(ctx, s, graphFile, "warm"); err != nil {
+			if _, _, err := tetherRun(ctx, s, "warm"); err != nil {
 				return fmt.Errorf("%s (warm-up): %w", s.root, err)
 			}
 		}
@@ -198,7 +221,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			for k := range sides {
 				i := (k + r) % len(sides)
 				start := time.Now()
-				id, c, err := tetherRun(ctx, sides[i], graphFile, fmt.Sprintf("r%d", r))
+				id, c, err := tetherRun(ctx, sides[i], fmt.Sprintf("r%d", r))
 				if err != nil {
 					return fmt.Errorf("%s: %w", sides[i].root, err)
 				}
@@ -281,12 +304,12 @@ func bareCLI(ctx context.Context, clis string, model map[string]string, scratch 
 	return d, rusageCPU(cmd), nil
 }
 
-// tetherRun runs `tether run --follow` of the graph on s, as a user does,
+// tetherRun runs `tether run --follow` of s's graph on s, as a user does,
 // and returns the run's id once the command has exited.
-func tetherRun(ctx context.Context, s *side, graphFile, tag string) (string, time.Duration, error) {
+func tetherRun(ctx context.Context, s *side, tag string) (string, time.Duration, error) {
 	id := fmt.Sprintf("one-%s-%s-%d", s.name, tag, time.Now().UnixNano())
 	home := filepath.Join(s.dir, "cli")
-	cmd := exec.CommandContext(ctx, filepath.Join(s.root, "bin", "tether"), "run", graphFile, "--id", id, "--follow")
+	cmd := exec.CommandContext(ctx, filepath.Join(s.root, "bin", "tether"), "run", s.graph, "--id", id, "--follow")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TETHER_HOME=" + home}
 	for k, v := range s.env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -26,6 +26,8 @@ type side struct {
 	name string
 	root string
 	dir  string // scratch: the server's, the worker's and the CLI's homes
+	// graph is the graph file the side runs.
+	graph string
 	// env is what the CLI and the worker are given to reach Temporal and
 	// the store (TEMPORAL_*, TETHER_BLOB_URL, TLS, AWS_*).
 	env    map[string]string

@@ -79,7 +79,7 @@ func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
 func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
 	v := o.settings(c, req)
 	conv := v.Conversation(v.permissionMode)
-	conv.AllowedTools, conv.MCPTools = o.AllowedTools, c.MCPTools()
+	conv.AllowedTools, conv.MCPTools = o.AllowedTools, c.MCPTools(req)
 	return conv
 }
 
@@ -119,8 +119,8 @@ func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (
 		a = append(a, "--permission-mode", v.permissionMode)
 	}
 	allowed := append([]string(nil), o.AllowedTools...)
-	if o.AskUser != nil {
-		cmd := askuser.Command(o.AskUser, visit.Record)
+	if ask := c.AskUserFor(req); ask != nil {
+		cmd := askuser.Command(ask, visit.Record)
 		cfg := map[string]any{"mcpServers": map[string]any{askuser.ServerName: map[string]any{
 			"type": "stdio", "command": cmd[0], "args": cmd[1:],
 			// Load the tool up front: deferred MCP tools are only

@@ -109,3 +109,27 @@ func drv(o Options) (Options, *cliexec.CLI) {
 	e := New(o)
 	return e.Driver.(Options), &e.CLI
 }
+
+func TestANodeThatMayNotAskStartsNoServer(t *testing.T) {
+	e := New(Options{Options: cliexec.Options{Model: "m1", AskUser: []string{"/opt/tether/tether-ask-user"}}})
+	asks := clitest.Argv(t, e, agent.Settings{})
+	_, withServer := clitest.Flag(asks, "--mcp-config")
+	allowed, _ := clitest.Flag(asks, "--allowedTools")
+	assert.True(t, withServer, "a node that may ask gets the server")
+	assert.Contains(t, allowed, AskUserTool)
+
+	never := clitest.Argv(t, e, agent.Settings{NoAskUser: true})
+	_, withServer = clitest.Flag(never, "--mcp-config")
+	allowed, _ = clitest.Flag(never, "--allowedTools")
+	assert.False(t, withServer, "ask_user: false starts no MCP server: %v", never)
+	assert.NotContains(t, allowed, AskUserTool)
+	assert.Contains(t, never, "--strict-mcp-config", "no server of the CLI's own configuration starts either")
+
+	v := &cliexec.Visit{Dir: t.TempDir()}
+	assert.Nil(t, e.CLI.Spec(context.Background(), agent.Request{Settings: agent.Settings{NoAskUser: true}}, v).Stop,
+		"no ask_user record to watch")
+	noServer := New(Options{Options: cliexec.Options{Model: "m1"}})
+	assert.Equal(t, noServer.Fingerprint(agent.Request{}), e.Fingerprint(agent.Request{Settings: agent.Settings{NoAskUser: true}}),
+		"the conversation is one without the tool")
+	assert.NotEqual(t, e.Fingerprint(agent.Request{}), e.Fingerprint(agent.Request{Settings: agent.Settings{NoAskUser: true}}))
+}

@@ -48,14 +48,29 @@ func (c CLI) ModelFor(requested string) string {
 	return requested
 }
 
-// MCPTools are the MCP tools the CLI is given, as Conversation.MCPTools
-// names them.
-func (c CLI) MCPTools() []string {
-	if c.AskUser == nil {
+// MCPTools are the MCP tools a visit of req gives the CLI, as
+// Conversation.MCPTools names them.
+func (c CLI) MCPTools(req agent.Request) []string {
+	if c.AskUserFor(req) == nil {
 		return nil
 	}
 	return []string{askuser.ServerName + "/" + askuser.ToolName}
 }
+
+// AskUserFor is the argv that starts the ask_user MCP server for a visit
+// of req: the executor's AskUser, or nil when the node may not ask (no
+// server is started then).
+func (c CLI) AskUserFor(req agent.Request) []string {
+	if !Asks(req) {
+		return nil
+	}
+	return c.AskUser
+}
+
+// Asks reports whether a visit of req may ask the user: the node did not
+// turn ask_user off. An executor whose CLI asks through the reply
+// convention adds the convention only when it may.
+func Asks(req agent.Request) bool { return !req.Settings.NoAskUser }
 
 // Check fails a request that does not say where the CLI keeps its state and
 // where it works.
@@ -107,7 +122,7 @@ func (c CLI) Spec(ctx context.Context, req agent.Request, v *Visit) Spec {
 		s.Heartbeat = func(d any) { c.Heartbeat(ctx, d) }
 		s.HeartbeatEvery = c.HeartbeatEvery
 	}
-	if c.AskUser != nil {
+	if c.AskUserFor(req) != nil {
 		s.Stop = v.AskUserStop(c.AskUserGrace)
 	}
 	// Confined or not, the CLI keeps its temporary files in the visit's
@@ -154,8 +169,8 @@ func (c CLI) confinement(req agent.Request, v *Visit, tmp string) Confinement {
 	if c.BinDir != "" {
 		cf.Readable = append(cf.Readable, sandbox.CLIBinReadable(c.BinDir)...)
 	}
-	if len(c.AskUser) > 0 && filepath.IsAbs(c.AskUser[0]) {
-		cf.Readable = append(cf.Readable, c.AskUser[0])
+	if ask := c.AskUserFor(req); len(ask) > 0 && filepath.IsAbs(ask[0]) {
+		cf.Readable = append(cf.Readable, ask[0])
 	}
 	return cf
 }
@@ -232,7 +247,7 @@ func (c CLI) Merge(req agent.Request, d Defaults) Merged {
 	return Merged{
 		Model:              c.ModelFor(req.Model),
 		SystemPrompt:       Pick(s.SystemPrompt, d.SystemPrompt),
-		AppendSystemPrompt: AppendSystemPrompt(s.AppendSystemPrompt, d.AppendSystemPrompt, d.Convention),
+		AppendSystemPrompt: AppendSystemPrompt(s.AppendSystemPrompt, d.AppendSystemPrompt, d.Convention && Asks(req)),
 		Tools:              PickList(s.Tools, d.Tools),
 		DisallowedTools:    PickList(s.DisallowedTools, d.DisallowedTools),
 	}

@@ -286,3 +286,14 @@ func TestEnvironNeverPassesTheForgesCredentials(t *testing.T) {
 		assert.False(t, strings.HasPrefix(kv, "TETHER_GITHUB_"), "%s reached a process", kv)
 	}
 }
+
+func TestANodeThatMayNotAskGetsNoConvention(t *testing.T) {
+	c := CLI{Options: Options{AskUser: []string{"/opt/tether/tether-ask-user"}}}
+	asks := agent.Request{Settings: agent.Settings{AppendSystemPrompt: "be brief"}}
+	never := agent.Request{Settings: agent.Settings{AppendSystemPrompt: "be brief", NoAskUser: true}}
+	assert.Contains(t, c.Merge(asks, Defaults{Convention: true}).AppendSystemPrompt, AskUserInstructions)
+	assert.Equal(t, "be brief", c.Merge(never, Defaults{Convention: true}).AppendSystemPrompt)
+	assert.Equal(t, []string{"tether/ask_user"}, c.MCPTools(asks))
+	assert.Empty(t, c.MCPTools(never))
+	assert.Nil(t, c.AskUserFor(never))
+}

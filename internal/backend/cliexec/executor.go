@@ -229,7 +229,7 @@ func (e *Executor) Execute(ctx context.Context, req agent.Request) (agent.Result
 	if err := e.finish(ctx, req, visit, res.SessionID); err != nil {
 		return res, err
 	}
-	FinishReply(&res, e.Convention)
+	FinishReply(&res, e.Convention && Asks(req))
 	return res, nil
 }
 

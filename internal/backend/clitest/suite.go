@@ -242,6 +242,26 @@ func Run(t *testing.T, s Suite) {
 		assert.True(t, strings.HasPrefix(answered.Text, "turn 2: paint it\nASK_USER: which colour? | "), answered.Text)
 		assert.True(t, strings.HasSuffix(answered.Text, "\nblue"), answered.Text)
 	})
+	t.Run("NoAskUserNeverPauses", func(t *testing.T) {
+		// ask_user: false on the node: the CLI gets no ask_user tool (no
+		// MCP server starts) nor the reply convention, so a model that
+		// would ask writes its question as a plain reply, and the visit
+		// ends there.
+		h := s.harness(t)
+		res := execute(t, s.New(h), agent.Request{Prompt: "paint it\nASK_USER: which colour?", Env: NewEnv(t),
+			Settings: agent.Settings{NoAskUser: true}})
+		assert.Nil(t, res.NeedsInteraction, "a node that may not ask paused")
+		assert.Contains(t, res.Text, "ASK_USER: which colour?")
+		turns := h.Fake.Turns()
+		require.NotEmpty(t, turns)
+		for _, r := range turns {
+			for _, tool := range r.Tools {
+				assert.False(t, strings.HasSuffix(tool, "ask_user"), "the model was offered %s", tool)
+			}
+			assert.NotContains(t, string(r.Body), "one line per question, each of the form",
+				"the model was taught the reply convention")
+		}
+	})
 	t.Run("AskUserThenAgentKeepsGoing", func(t *testing.T) {
 		if s.AskUserTool == "" {
 			t.Skip("the backend asks through a convention, not a tool")

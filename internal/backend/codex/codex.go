@@ -125,7 +125,7 @@ func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Convers
 	}
 	return cliexec.Conversation{Model: v.model,
 		SystemPrompt: v.baseInstructions, AppendSystemPrompt: v.developerInstructions,
-		Permission: perm, MCPTools: c.MCPTools()}
+		Permission: perm, MCPTools: c.MCPTools(req)}
 }
 
 // Launch says how visit v of req runs the CLI.
@@ -190,8 +190,8 @@ func (o Options) args(c *cliexec.CLI, req agent.Request, visit *cliexec.Visit) (
 	if v.developerInstructions != "" {
 		a = append(a, "-c", "developer_instructions="+tomlString(v.developerInstructions))
 	}
-	if o.AskUser != nil {
-		cmd := askuser.Command(o.AskUser, visit.Record)
+	if ask := c.AskUserFor(req); ask != nil {
+		cmd := askuser.Command(ask, visit.Record)
 		var args []string
 		for _, s := range cmd[1:] {
 			args = append(args, tomlString(s))

@@ -77,7 +77,7 @@ func Configured(o cliexec.Options) agent.Backend {
 // ask_user convention.
 func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
 	conv := cliexec.Conversation{Model: c.ModelFor(req.Model)}
-	if o.AskUserConvention {
+	if o.AskUserConvention && cliexec.Asks(req) {
 		conv.AppendSystemPrompt = AskUserInstructions
 	}
 	return conv
@@ -88,7 +88,7 @@ func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Convers
 // for a system prompt).
 func (o Options) Launch(_ context.Context, c *cliexec.CLI, req agent.Request, v *cliexec.Visit) (cliexec.Launch, error) {
 	prompt := v.Prompt
-	if o.AskUserConvention {
+	if o.AskUserConvention && cliexec.Asks(req) {
 		prompt += "\n\n" + AskUserInstructions
 	}
 	args := []string{

@@ -86,6 +86,17 @@ func TestAskUserConvention(t *testing.T) {
 	assert.Contains(t, strings.Join(last.Prompts, "\n"), grok.AskUserPrefix, "the instructions went with the prompt")
 }
 
+func TestNoAskUserLeavesTheConventionOut(t *testing.T) {
+	h := newHarness(t, true)
+	res, err := h.ex.Execute(context.Background(), agent.Request{Prompt: "plan it\nASK_USER: which database?", Env: h.env,
+		Settings: agent.Settings{NoAskUser: true}})
+	require.NoError(t, err)
+	assert.Nil(t, res.NeedsInteraction, "a node that may not ask paused")
+	assert.Contains(t, res.Text, "ASK_USER: which database?")
+	last := h.fake.Requests()[len(h.fake.Requests())-1]
+	assert.NotContains(t, strings.Join(last.Prompts, "\n"), grok.AskUserInstructions, "no instructions went with the prompt")
+}
+
 // The key stays with the worker's model relay, and what the CLI gets in
 // its place reaches it in its environment only: never its command line,
 // where the CLI would save it into its settings file.

@@ -79,12 +79,12 @@ func (o Options) writeConfig(c *cliexec.CLI, visit *cliexec.Visit, v visitSettin
 		// instead.
 		"snapshot":   false,
 		"agent":      agents,
-		"permission": permissionRules(v, c.AskUser != nil),
+		"permission": permissionRules(v, v.askUser != nil),
 		"mcp":        map[string]any{},
 	}
-	if c.AskUser != nil {
+	if v.askUser != nil {
 		cfg["mcp"] = map[string]any{askuser.ServerName: map[string]any{
-			"type": "local", "command": askuser.Command(c.AskUser, visit.Record), "enabled": true,
+			"type": "local", "command": askuser.Command(v.askUser, visit.Record), "enabled": true,
 		}}
 	}
 	if m := o.modelRef(c, v.Model); m != "" {

@@ -81,17 +81,20 @@ func New(opts Options) *cliexec.Executor {
 type visitSettings struct {
 	cliexec.Merged
 	permissions string
+	// askUser starts the ask_user MCP server (nil: none).
+	askUser []string
 }
 
 func (o Options) settings(c *cliexec.CLI, req agent.Request) visitSettings {
-	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, Convention: o.AskUserConvention}), permissions: req.Settings.Permissions}
+	return visitSettings{Merged: c.Merge(req, cliexec.Defaults{SystemPrompt: o.SystemPrompt, AppendSystemPrompt: o.AppendSystemPrompt, Tools: o.Tools, Convention: o.AskUserConvention}), permissions: req.Settings.Permissions,
+		askUser: c.AskUserFor(req)}
 }
 
 // Conversation is what defines the conversation a visit of req runs.
 func (o Options) Conversation(c *cliexec.CLI, req agent.Request) cliexec.Conversation {
 	v := o.settings(c, req)
 	conv := v.Conversation(v.permissions)
-	conv.MCPTools = c.MCPTools()
+	conv.MCPTools = c.MCPTools(req)
 	return conv
 }
 

@@ -112,7 +112,7 @@ func (o Options) provider(c *cliexec.CLI) string {
 }
 
 func (o Options) appendSystemPrompt(c *cliexec.CLI, req agent.Request) string {
-	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, o.AppendSystemPrompt, o.AskUserConvention)
+	return cliexec.AppendSystemPrompt(req.Settings.AppendSystemPrompt, o.AppendSystemPrompt, o.AskUserConvention && cliexec.Asks(req))
 }
 
 // DefaultTools are the tools pi enables when not told otherwise.

@@ -35,6 +35,7 @@ func main() {
 	flag.StringVar(&o.ClusterDir, "cluster-dir", envOr("TETHER_CLUSTER_DIR", filepath.Join(root, ".tether", "cluster")), "scripts/cluster.sh's state directory")
 	flag.IntVar(&o.Workers, "workers", 3, "workers the cluster runs")
 	flag.BoolVar(&o.Unconfined, "unconfined", false, "run the workers with TETHER_SANDBOX=off")
+	flag.BoolVar(&o.NoAsk, "no-ask", false, "add a side: the first build with its node's ask_user: false (no ask_user server)")
 	flag.StringVar(&report, "report", "", "also write the figures (Markdown) to this file")
 	flag.StringVar(&o.Histories, "histories", "", "write the last split run's history of each build to this directory")
 	flag.Parse()
