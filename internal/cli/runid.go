@@ -16,9 +16,29 @@ import (
 
 // claimRunID refuses a new run's id when Temporal or the run store knows
 // it, open or closed (runstore's run-id rule), saying which and what to do.
-// It runs before anything is written under the id.
+// It runs before anything is written under the id. The two are asked at
+// once (two round trips on every `tether run`); Temporal's answer is the
+// one reported when both know the id.
 func (a *app) claimRunID(ctx context.Context, id string) error {
+	type held struct {
+		holder string
+		err    error
+	}
+	inStore := make(chan held, 1)
+	go func() {
+		runs, err := a.store(ctx)
+		if err != nil {
+			inStore <- held{err: failedErr(err)}
+			return
+		}
+		holder, err := runs.Holder(ctx, id)
+		if err != nil {
+			err = failedErr(fmt.Errorf("ask the run store %s whether run %s exists: %w", a.cfg.BlobURL, id, err))
+		}
+		inStore <- held{holder, err}
+	}()
 	d, err := a.describe(ctx, id)
+	h := <-inStore // the store is the app's from here on
 	if err != nil {
 		return failedErr(fmt.Errorf("ask Temporal whether run %s exists: %w", id, err))
 	}
@@ -33,16 +53,11 @@ func (a *app) claimRunID(ctx context.Context, id string) error {
 		}
 		return usageErr("%v", runstore.RunIDTaken(id, holder))
 	}
-	runs, err := a.store(ctx)
-	if err != nil {
-		return failedErr(err)
+	if h.err != nil {
+		return h.err
 	}
-	holder, err := runs.Holder(ctx, id)
-	if err != nil {
-		return failedErr(fmt.Errorf("ask the run store %s whether run %s exists: %w", a.cfg.BlobURL, id, err))
-	}
-	if holder != "" {
-		return usageErr("%v", runstore.RunIDTaken(id, holder))
+	if h.holder != "" {
+		return usageErr("%v", runstore.RunIDTaken(id, h.holder))
 	}
 	return nil
 }
