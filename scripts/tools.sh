@@ -3,7 +3,8 @@
 # `make cluster` need, each pinned in .env and cached by version so that only
 # the first run pays for a build:
 #
-#   temporal         the Temporal CLI (dev server + client), built with go install
+#   temporal         the Temporal CLI (dev server + client), built from the
+#                    module proxy with the SQLite driver .env pins
 #   temporal-server  the Temporal server and its SQL schema tool, for the
 #                    production topology (scripts/cluster.sh)
 #   versitygw        an S3-compatible server for the blob store's S3 backend
@@ -36,18 +37,38 @@ mkdir -p "$root/bin" "$cache/tools"
 
 # go_tool NAME VERSION MINUTES PACKAGE...: build the packages at VERSION
 # once into the cache directory NAME-VERSION (whose first binary is NAME),
-# then copy every binary into bin/.
+# then copy every binary into bin/. WITH="module@version ..." builds them
+# in a module of their own that requires those versions too (each at
+# least as new as the tool's go.mod names), and names the cache directory
+# after them.
 go_tool() {
 	local name=$1 version=$2 minutes=$3
 	shift 3
-	local dir="$cache/tools/$name-$version"
+	local with=${WITH:-}
+	local dir="$cache/tools/$name-$version${with:++$(tr ' /@' '+_-' <<<"$with")}"
 	if [ ! -x "$dir/$name" ]; then
-		echo "tools: building $name $version with go install (about $minutes minutes cold on 2 cores; cached in $dir afterwards)" >&2
+		echo "tools: building $name $version${with:+ with $with} (about $minutes minutes cold on 2 cores; cached in $dir afterwards)" >&2
 		local tmp
 		tmp=$(mktemp -d "$cache/tools/.$name-$version.XXXXXX")
-		local pkgs=()
+		local pkgs=() paths=("$@")
 		for p in "$@"; do pkgs+=("$p@$version"); done
-		if ! GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${pkgs[@]}"; then
+		if [ -z "$with" ]; then
+			built() { GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${pkgs[@]}"; }
+		else
+			built() {
+				local mod rc=0
+				mod=$(mktemp -d "$cache/tools/.$name-mod.XXXXXX")
+				# go get names every module it adds: kept for a failure only.
+				# shellcheck disable=SC2086 # one word a module
+				(cd "$mod" && go mod init tether-tools &&
+					GOFLAGS=-buildvcs=false go get "${pkgs[@]}" $with &&
+					GOFLAGS=-buildvcs=false go build -o "$tmp/" "${paths[@]}") >"$mod.log" 2>&1 || rc=$?
+				[ $rc = 0 ] || cat "$mod.log" >&2
+				rm -rf "$mod" "$mod.log"
+				return $rc
+			}
+		fi
+		if ! built; then
 			rm -rf "$tmp"
 			exit 1
 		fi
@@ -151,7 +172,7 @@ chromium() {
 	echo "$b"
 }
 
-temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
+temporal() { WITH="modernc.org/sqlite@v$TEMPORAL_CLI_SQLITE_VERSION" go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
 temporal_server() {
 	go_tool temporal-server "v$TEMPORAL_VERSION" 12 go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
 }
@@ -169,7 +190,7 @@ for t in "$@"; do
 	sandbox) sandbox ;;
 	all) temporal && temporal_server && versitygw && clis && sandbox ;;
 	versions)
-		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION"
+		printf '%s %s\n' temporal "v$TEMPORAL_CLI_VERSION (modernc.org/sqlite v$TEMPORAL_CLI_SQLITE_VERSION)" temporal-server "v$TEMPORAL_VERSION" versitygw "v$VERSITYGW_VERSION"
 		agent_clis | sed 's/^\(.*\)@\([^@]*\)$/\1 \2/'
 		printf '%s %s\n' kimi-cli "$KIMI_CLI_VERSION"
 		;;

@@ -291,26 +291,9 @@ func TestToolCannotReachTheDevServersPorts(t *testing.T) {
 		testenv.Unavailable(t, "curl, the attack's tool, is not installed (apt-get install curl)")
 	}
 	worker := buildWorker(t)
-	testenv.Tool(t, "temporal") // in the cache before the script asks for it
-	home := t.TempDir()
-	port, ui := freeTCPPort(t, 10), freeTCPPort(t, 0)
-	cmd := exec.Command("bash", filepath.Join(testenv.Root(), "scripts", "devserver.sh"))
-	cmd.Env = append(os.Environ(), "TETHER_HOME="+home, "TEMPORAL_PORT="+strconv.Itoa(port), "TEMPORAL_UI_PORT="+strconv.Itoa(ui))
-	out, err := cmd.Output()
-	require.NoError(t, err, "scripts/devserver.sh: %s", out)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	require.NoError(t, err, "the script prints the server's pid: %q", out)
-	t.Cleanup(func() {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Kill()
-		}
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(home, "temporal.log"))
-			t.Logf("dev server log:\n%s", log)
-		}
-	})
-	frontend := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	ports := listeningPorts(t, pid)
+	ds := startDevServerScript(t)
+	port, ui, home, frontend := ds.port, ds.ui, ds.home, ds.frontend
+	ports := listeningPorts(t, ds.pid)
 	require.Contains(t, ports, port)
 	require.Contains(t, ports, ui, "the Web UI where the script put it")
 	require.GreaterOrEqual(t, len(ports), 4, "the frontend, its HTTP API, the Web UI and internal services: %v", ports)
@@ -375,6 +358,42 @@ func TestToolCannotReachTheDevServersPorts(t *testing.T) {
 
 // freeTCPPort is a port free on 127.0.0.1 with the one plus also free
 // (0: none).
+// scriptServer is a dev server scripts/devserver.sh started, as `make
+// run` starts it: its state (and log, temporal.log) in home.
+type scriptServer struct {
+	pid, port, ui  int
+	home, frontend string
+}
+
+// startDevServerScript starts the dev server with scripts/devserver.sh on
+// free ports, and kills it when the test ends (its log printed if the test
+// failed).
+func startDevServerScript(t *testing.T) scriptServer {
+	t.Helper()
+	testenv.Tool(t, "temporal") // in the cache before the script asks for it
+	s := scriptServer{home: t.TempDir(), port: freeTCPPort(t, 10), ui: freeTCPPort(t, 0)}
+	cmd := exec.Command("bash", filepath.Join(testenv.Root(), "scripts", "devserver.sh"))
+	cmd.Env = append(os.Environ(), "TETHER_HOME="+s.home, "TEMPORAL_PORT="+strconv.Itoa(s.port), "TEMPORAL_UI_PORT="+strconv.Itoa(s.ui))
+	out, err := cmd.Output()
+	require.NoError(t, err, "scripts/devserver.sh: %s", out)
+	s.pid, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	require.NoError(t, err, "the script prints the server's pid: %q", out)
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(s.pid); err == nil {
+			_ = p.Kill()
+		}
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(s.home, "temporal.log"))
+			if len(log) > 20000 {
+				log = append([]byte("…"), log[len(log)-20000:]...)
+			}
+			t.Logf("dev server log:\n%s", log)
+		}
+	})
+	s.frontend = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	return s
+}
+
 func freeTCPPort(t *testing.T, plus int) int {
 	t.Helper()
 	for range 50 {
