@@ -75,7 +75,7 @@ func TestEnvIsBasePlusNamedVariables(t *testing.T) {
 
 func TestTimeoutSetting(t *testing.T) {
 	c := New(Options{Options: cliexec.Options{Timeout: time.Hour}}).CLI
-	v := &cliexec.Visit{}
+	v := &cliexec.Visit{Dir: t.TempDir()} // Spec makes its tmp there
 	assert.Equal(t, time.Hour, c.Spec(context.Background(), agent.Request{}, v).Timeout)
 	assert.Equal(t, time.Minute, c.Spec(context.Background(), agent.Request{Settings: agent.Settings{Timeout: time.Minute}}, v).Timeout)
 }
