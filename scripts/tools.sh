@@ -35,16 +35,19 @@ set -a; . "$root/.env"; set +a
 cache=${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}
 mkdir -p "$root/bin" "$cache/tools"
 
-# go_tool NAME VERSION MINUTES PACKAGE...: build the packages at VERSION
-# once into the cache directory NAME-VERSION (whose first binary is NAME),
-# then copy every binary into bin/. WITH="module@version ..." builds them
-# in a module of their own that requires those versions too (each at
-# least as new as the tool's go.mod names), and names the cache directory
-# after them.
+# go_tool NAME VERSION MINUTES [--with "module@version ..."] PACKAGE...:
+# build the packages at VERSION once into the cache directory NAME-VERSION
+# (whose first binary is NAME), then copy every binary into bin/. --with
+# builds them in a module of their own that requires those versions too
+# (each at least as new as the tool's go.mod names), and names the cache
+# directory after them.
 go_tool() {
-	local name=$1 version=$2 minutes=$3
+	local name=$1 version=$2 minutes=$3 with=""
 	shift 3
-	local with=${WITH:-}
+	if [ "${1:-}" = --with ]; then
+		with=$2
+		shift 2
+	fi
 	local dir="$cache/tools/$name-$version${with:++$(tr ' /@' '+_-' <<<"$with")}"
 	if [ ! -x "$dir/$name" ]; then
 		echo "tools: building $name $version${with:+ with $with} (about $minutes minutes cold on 2 cores; cached in $dir afterwards)" >&2
@@ -172,7 +175,7 @@ chromium() {
 	echo "$b"
 }
 
-temporal() { WITH="modernc.org/sqlite@v$TEMPORAL_CLI_SQLITE_VERSION" go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 github.com/temporalio/cli/cmd/temporal; }
+temporal() { go_tool temporal "v$TEMPORAL_CLI_VERSION" 12 --with "modernc.org/sqlite@v$TEMPORAL_CLI_SQLITE_VERSION" github.com/temporalio/cli/cmd/temporal; }
 temporal_server() {
 	go_tool temporal-server "v$TEMPORAL_VERSION" 12 go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
 }
