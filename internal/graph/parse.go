@@ -349,13 +349,20 @@ func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.
 		return
 	}
 
-	// A DSL struct behind a pointer (workspace) is walked like the others.
-	if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
+	// A value behind a pointer is read as what it points to: a DSL struct
+	// (workspace) is walked like the others, an optional scalar (ask_user)
+	// read as its value. The YAML library would leave a pointer to a
+	// scalar nil, whatever was written.
+	if fv.Kind() == reflect.Pointer {
 		if isNull(d.resolve(n)) {
 			return
 		}
 		ev := reflect.New(fv.Type().Elem())
-		d.decodeStruct(n, path, name, ev.Elem())
+		if ev.Elem().Kind() == reflect.Struct {
+			d.decodeStruct(n, path, name, ev.Elem())
+		} else {
+			d.decodeField(n, path, what, nodeID, ev.Elem())
+		}
 		fv.Set(ev)
 		return
 	}
@@ -407,19 +414,6 @@ func (d *decoder) decodeField(n ast.Node, path, what, nodeID string, fv reflect.
 			return
 		}
 		keyPairs = ps
-	}
-
-	// An optional scalar (ask_user) is read as its value and then
-	// pointed to: the YAML library leaves a pointer to a scalar nil, and
-	// takes any word for a bool that way.
-	if fv.Kind() == reflect.Pointer {
-		if isNull(d.resolve(n)) {
-			return
-		}
-		ev := reflect.New(fv.Type().Elem())
-		d.decodeField(n, path, what, nodeID, ev.Elem())
-		fv.Set(ev)
-		return
 	}
 
 	target := reflect.New(fv.Type())
