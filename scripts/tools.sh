@@ -55,23 +55,20 @@ go_tool() {
 		tmp=$(mktemp -d "$cache/tools/.$name-$version.XXXXXX")
 		local pkgs=() paths=("$@")
 		for p in "$@"; do pkgs+=("$p@$version"); done
+		local ok=1
 		if [ -z "$with" ]; then
-			built() { GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${pkgs[@]}"; }
+			GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${pkgs[@]}" || ok=0
 		else
-			built() {
-				local mod rc=0
-				mod=$(mktemp -d "$cache/tools/.$name-mod.XXXXXX")
-				# go get names every module it adds: kept for a failure only.
-				# shellcheck disable=SC2086 # one word a module
-				(cd "$mod" && go mod init tether-tools &&
-					GOFLAGS=-buildvcs=false go get "${pkgs[@]}" $with &&
-					GOFLAGS=-buildvcs=false go build -o "$tmp/" "${paths[@]}") >"$mod.log" 2>&1 || rc=$?
-				[ $rc = 0 ] || cat "$mod.log" >&2
-				rm -rf "$mod" "$mod.log"
-				return $rc
-			}
+			local mod
+			mod=$(mktemp -d "$cache/tools/.$name-mod.XXXXXX")
+			# go get names every module it adds: kept for a failure only.
+			# shellcheck disable=SC2086 # one word a module
+			(cd "$mod" && go mod init tether-tools &&
+				GOFLAGS=-buildvcs=false go get "${pkgs[@]}" $with &&
+				GOFLAGS=-buildvcs=false go build -o "$tmp/" "${paths[@]}") >"$mod.log" 2>&1 || { ok=0; cat "$mod.log" >&2; }
+			rm -rf "$mod" "$mod.log"
 		fi
-		if ! built; then
+		if [ $ok = 0 ]; then
 			rm -rf "$tmp"
 			exit 1
 		fi
